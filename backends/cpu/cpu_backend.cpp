@@ -1,0 +1,224 @@
+#include "cpu_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "histogram_kernel.h"
+#include "moments_kernel.h"
+#include "quantile_kernels.h"
+#include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph::cpu {
+
+namespace {
+
+constexpr uint64_t bits(std::initializer_list<DType> types) {
+  uint64_t m = 0;
+  for (DType t : types) m |= 1ull << static_cast<uint32_t>(t);
+  return m;
+}
+
+constexpr uint64_t kAllTypes = bits({DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3FN,
+                                     DType::F8_E5M2, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8,
+                                     DType::U16, DType::U32, DType::U64, DType::BOOL});
+constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2, DType::I8,
+                                        DType::I16, DType::U8, DType::U16, DType::BOOL});
+constexpr uint64_t kWide4 = bits({DType::F32, DType::I32, DType::U32});
+constexpr uint64_t kWide8 = bits({DType::F64, DType::I64, DType::U64});
+
+enum KernelId : uint32_t {
+  kMoments, kHistogram, kBitpattern, kQuantExact4, kQuantExact8, kSketchF32, kSketchF64, kSampling, kKernelCount
+};
+
+const tm_kernel_cap_v1 kKernels[kKernelCount] = {
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_MOMENTS, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_HISTOGRAM, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_BITPATTERN_HISTOGRAM, kNarrowTypes, 0, 0, TM_PRECISION_EXACT, 0,
+     65536 * 8, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide4, 0, 0, TM_PRECISION_EXACT, 0, 0, 4, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide8, 0, 0, TM_PRECISION_EXACT, 0, 0, 8, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, bits({DType::F32}), 0, 0, TM_PRECISION_BOUNDED, 0x1p-7,
+     65536 * 8, 0, "quantiles.bitpattern_sketch",
+     "one pass counting each value's top 16 bits (bf16 buckets); reports an interval that holds the exact "
+     "quantile, relative width <= 2^-7"},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, bits({DType::F64}), 0, 0, TM_PRECISION_BOUNDED, 0x1p-4,
+     65536 * 8, 0, "quantiles.bitpattern_sketch",
+     "one pass counting each value's top 16 bits; reports an interval that holds the exact quantile, "
+     "relative width <= 2^-4"},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide4 | kWide8, 0, 0, TM_PRECISION_DETERMINISTIC, 0, 0, 0,
+     "quantiles.sampling",
+     "exact quantiles of every s-th element, s chosen so the sample fits the memory budget; rank error "
+     "typically ~1/sqrt(sample size), not guaranteed for data periodic in s"},
+};
+
+std::string g_cpu_name;
+
+std::string read_cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "host CPU";
+}
+
+void set_message(tm_message* msg, const std::string& text) {
+  if (msg) std::snprintf(msg->text, sizeof msg->text, "%s", text.c_str());
+}
+
+tm_status init(tm_unavailable_reason* reason, tm_message*) {
+  g_cpu_name = read_cpu_name() + " (" + std::to_string(default_thread_count()) + " threads)";
+  *reason = TM_AVAILABLE;
+  return TM_OK;
+}
+
+void shutdown() {}
+
+uint32_t device_count() { return 1; }
+
+tm_status device_info(uint32_t index, tm_device_info_v1* out) {
+  if (index != 0) return TM_ERR_INVALID_ARGUMENT;
+  const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  *out = {sizeof(tm_device_info_v1), TM_DEVICE_CPU, g_cpu_name.c_str(), "host-cpu", ram, ram, ram,
+          TM_FEATURE_F64 | TM_FEATURE_F16 | TM_FEATURE_INT64_ATOMICS, 0.0};
+  return TM_OK;
+}
+
+uint32_t kernel_count() { return kKernelCount; }
+
+tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
+  if (index >= kKernelCount) return TM_ERR_INVALID_ARGUMENT;
+  *out = kKernels[index];
+  return TM_OK;
+}
+
+tm_status run_moments(const tm_kernel_call_v1& c, tm_message* msg) {
+  const uint64_t blocks = (c.element_count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+  if (c.output_size < blocks * sizeof(tm_moments_partial_v1)) {
+    set_message(msg, "stats.moments: output holds " + std::to_string(c.output_size) + " bytes, " +
+                         std::to_string(blocks) + " partials need " +
+                         std::to_string(blocks * sizeof(tm_moments_partial_v1)));
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  const DType dt = static_cast<DType>(c.dtype);
+  const size_t width = dtype_size(dt);
+  auto* out = static_cast<tm_moments_partial_v1*>(c.output);
+  const auto* in = static_cast<const uint8_t*>(c.input);
+  ThreadPool::shared(c.threads).parallel_for(blocks, [&](uint64_t b, uint64_t e, unsigned) {
+    for (uint64_t i = b; i < e; ++i) {
+      const uint64_t first = i * TM_STATS_BLOCK_ELEMENTS;
+      const uint64_t n = std::min<uint64_t>(TM_STATS_BLOCK_ELEMENTS, c.element_count - first);
+      out[i] = block_moments(dt, in + first * width, n);
+    }
+  });
+  return TM_OK;
+}
+
+// Runs add(range_data, range_count, local_counts) on each thread's range and sums the local counts.
+template <class Add>
+void parallel_counts(const tm_kernel_call_v1& c, uint64_t slots, Add add) {
+  const size_t width = dtype_size(static_cast<DType>(c.dtype));
+  auto* out = static_cast<uint64_t*>(c.output);
+  ThreadPool& pool = ThreadPool::shared(c.threads);
+  std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(slots, 0));
+  // Ranges of whole 64 KiB-element chunks so each thread streams contiguous memory.
+  const uint64_t chunk = TM_STATS_BLOCK_ELEMENTS;
+  const uint64_t chunks = (c.element_count + chunk - 1) / chunk;
+  pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
+    const uint64_t first = b * chunk, last = std::min(c.element_count, e * chunk);
+    add(static_cast<const uint8_t*>(c.input) + first * width, last - first, local[part].data());
+  });
+  for (const auto& l : local)
+    for (uint64_t i = 0; i < slots; ++i) out[i] += l[i];
+}
+
+tm_status run_histogram(const tm_kernel_call_v1& c, tm_message* msg) {
+  if (c.params_size < sizeof(tm_histogram_params_v1)) return set_message(msg, "stats.histogram: params missing"), TM_ERR_INVALID_ARGUMENT;
+  const auto& p = *static_cast<const tm_histogram_params_v1*>(c.params);
+  if (p.bins == 0 || p.bins > 65536 || !p.edges)
+    return set_message(msg, "stats.histogram: bins must be 1..65536 with edges"), TM_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i <= p.bins; ++i)
+    if (!std::isfinite(p.edges[i]) || (i && !(p.edges[i] > p.edges[i - 1])))
+      return set_message(msg, "stats.histogram: edges must be finite and strictly increasing (edge " +
+                                  std::to_string(i) + ")"),
+             TM_ERR_INVALID_ARGUMENT;
+  if (c.output_size < (p.bins + 2ull) * sizeof(uint64_t))
+    return set_message(msg, "stats.histogram: output too small"), TM_ERR_INVALID_ARGUMENT;
+  const DType dt = static_cast<DType>(c.dtype);
+  parallel_counts(c, p.bins + 2ull, [&](const uint8_t* data, uint64_t n, uint64_t* counts) {
+    histogram_add(dt, data, n, p.edges, p.bins, counts);
+  });
+  return TM_OK;
+}
+
+tm_status run_bitpattern(const tm_kernel_call_v1& c, tm_message* msg) {
+  const DType dt = static_cast<DType>(c.dtype);
+  const uint64_t slots = 1ull << (8 * dtype_size(dt));
+  if (c.output_size < slots * sizeof(uint64_t))
+    return set_message(msg, "stats.bitpattern_histogram: output too small"), TM_ERR_INVALID_ARGUMENT;
+  parallel_counts(c, slots, [&](const uint8_t* data, uint64_t n, uint64_t* counts) { bitpattern_add(dt, data, n, counts); });
+  return TM_OK;
+}
+
+tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
+  if (c.params_size < sizeof(tm_quantiles_params_v1)) return set_message(msg, "stats.quantiles: params missing"), TM_ERR_INVALID_ARGUMENT;
+  const auto& p = *static_cast<const tm_quantiles_params_v1*>(c.params);
+  if (c.output_size < p.count * sizeof(tm_quantile_value_v1))
+    return set_message(msg, "stats.quantiles: output too small"), TM_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < p.count; ++i)
+    if (!(p.probabilities[i] >= 0 && p.probabilities[i] <= 1))
+      return set_message(msg, "stats.quantiles: probability " + std::to_string(i) + " is outside [0, 1]"), TM_ERR_INVALID_ARGUMENT;
+  const DType dt = static_cast<DType>(c.dtype);
+  auto* out = static_cast<tm_quantile_value_v1*>(c.output);
+  switch (c.kernel_index) {
+    case kQuantExact4: case kQuantExact8: quantiles_exact(dt, c.input, c.element_count, p, out); break;
+    case kSketchF32: case kSketchF64: quantiles_bitpattern_sketch(dt, c.input, c.element_count, p, out); break;
+    default: quantiles_sampling(dt, c.input, c.element_count, p, out); break;
+  }
+  return TM_OK;
+}
+
+tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+  if (!call || call->kernel_index >= kKernelCount) return set_message(msg, "cpu: no such kernel"), TM_ERR_INVALID_ARGUMENT;
+  const tm_kernel_cap_v1& k = kKernels[call->kernel_index];
+  if (call->op != k.op || !(k.dtype_mask & (1ull << static_cast<uint32_t>(call->dtype))))
+    return set_message(msg, "cpu: kernel " + std::to_string(call->kernel_index) + " does not take this op/dtype"), TM_ERR_UNSUPPORTED;
+  if (call->element_count && !call->input) return set_message(msg, "cpu: null input"), TM_ERR_INVALID_ARGUMENT;
+  try {
+    switch (k.op) {
+      case TM_OP_STATS_MOMENTS: return run_moments(*call, msg);
+      case TM_OP_STATS_HISTOGRAM: return run_histogram(*call, msg);
+      case TM_OP_STATS_BITPATTERN_HISTOGRAM: return run_bitpattern(*call, msg);
+      case TM_OP_STATS_QUANTILES: return run_quantiles(*call, msg);
+      default: return set_message(msg, "cpu: unknown op"), TM_ERR_UNSUPPORTED;
+    }
+  } catch (const std::bad_alloc&) {
+    set_message(msg, "cpu: out of memory");
+    return TM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_message(msg, std::string("cpu: ") + e.what());
+    return TM_ERR_INTERNAL;
+  }
+}
+
+const tm_backend_v1 kTable = {
+    TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "cpu",
+    "Tier-1 CPU backend: Highway SIMD with dynamic dispatch, all cores",
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run};
+
+}  // namespace
+
+const tm_backend_v1* cpu_backend_table() { return &kTable; }
+
+}  // namespace tmorph::cpu

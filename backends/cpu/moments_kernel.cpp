@@ -1,0 +1,261 @@
+// SIMD (Highway, dynamic dispatch) block moments for floating dtypes; scalar for integers.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "moments_kernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "lane_reduce.h"
+#include "moments_kernel.h"
+#include "ops/moments.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tmorph::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Loaders widen Lanes(d) consecutive elements to double, exactly.
+struct LoadF64 {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    return hn::LoadU(d, reinterpret_cast<const double*>(p));
+  }
+};
+struct LoadF32 {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<float, D> df;
+    return hn::PromoteTo(d, hn::LoadU(df, reinterpret_cast<const float*>(p)));
+  }
+};
+// Widens `bits` (small-float bit patterns already zero-extended to u32) to f32 by placing exponent
+// and mantissa at the f32 position and rescaling (this also normalises subnormals exactly).
+template <class DU>
+hn::Vec<hn::Rebind<float, DU>> SmallFloatToF32(DU, hn::Vec<DU> magnitude_bits, int shift, float scale,
+                                               hn::Vec<DU> sign) {
+  const hn::Rebind<float, DU> df;
+  const auto shifted = hn::ShiftLeftSame(magnitude_bits, shift);
+  const auto v = hn::Mul(hn::BitCast(df, shifted), hn::Set(df, scale));
+  return hn::Or(v, hn::BitCast(df, sign));
+}
+struct LoadBF16 {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::Rebind<uint32_t, D> d32;
+    const hn::Rebind<float, D> df;
+    const auto bits = hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
+    return hn::PromoteTo(d, hn::BitCast(df, bits));
+  }
+};
+struct LoadF16 {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::Rebind<uint32_t, D> d32;
+    const hn::Rebind<float, D> df;
+    const auto h = hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
+    const auto magnitude = hn::And(h, hn::Set(d32, 0x7FFFu));
+    const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(d32, 0x8000u)));
+    auto v = SmallFloatToF32(d32, magnitude, 13, 0x1p112f, sign);
+    // Exponent all ones: infinity or NaN; keep the mantissa so NaN stays NaN.
+    const auto special = hn::Eq(hn::And(h, hn::Set(d32, 0x7C00u)), hn::Set(d32, 0x7C00u));
+    const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<13>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
+    v = hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
+    return hn::PromoteTo(d, v);
+  }
+};
+struct LoadF8E5M2 {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    const hn::Rebind<uint32_t, D> d32;
+    const hn::Rebind<float, D> df;
+    const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
+    const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
+    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
+    auto v = SmallFloatToF32(d32, magnitude, 21, 0x1p112f, sign);
+    const auto special = hn::Eq(hn::And(b, hn::Set(d32, 0x7Cu)), hn::Set(d32, 0x7Cu));
+    const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<21>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
+    v = hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
+    return hn::PromoteTo(d, v);
+  }
+};
+struct LoadF8E4M3FN {
+  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    const hn::Rebind<uint32_t, D> d32;
+    const hn::Rebind<float, D> df;
+    const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
+    const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
+    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
+    auto v = SmallFloatToF32(d32, magnitude, 20, 0x1p120f, sign);
+    const auto nan = hn::Eq(magnitude, hn::Set(d32, 0x7Fu));  // the only special: S.1111.111
+    v = hn::IfThenElse(hn::RebindMask(df, nan), hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
+    return hn::PromoteTo(d, v);
+  }
+};
+
+template <class Loader>
+void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_partial_v1* out) {
+  const hn::CappedTag<double, TM_STATS_LANES> d;
+  const size_t N = hn::Lanes(d);
+  const size_t V = TM_STATS_LANES / N;  // vectors per group of 16 elements
+  const size_t width = dtype_size(dtype);
+  const auto inf = hn::Set(d, std::numeric_limits<double>::infinity());
+  const auto zero = hn::Zero(d);
+
+  hn::Vec<decltype(d)> sum[TM_STATS_LANES], lo[TM_STATS_LANES], hi[TM_STATS_LANES], amax[TM_STATS_LANES];
+  for (size_t j = 0; j < V; ++j) sum[j] = zero, lo[j] = inf, hi[j] = hn::Neg(inf), amax[j] = zero;
+  uint64_t nan = 0, finite = 0, zeros = 0;
+  const uint64_t groups = count / TM_STATS_LANES;
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (size_t j = 0; j < V; ++j) {
+      const auto x = Loader::Load(d, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto a = hn::Abs(x);
+      const auto is_finite = hn::Lt(a, inf);
+      nan += hn::CountTrue(d, hn::IsNaN(x));
+      finite += hn::CountTrue(d, is_finite);
+      zeros += hn::CountTrue(d, hn::Eq(x, zero));
+      sum[j] = hn::Add(sum[j], hn::IfThenElseZero(is_finite, x));
+      lo[j] = hn::Min(lo[j], hn::IfThenElse(is_finite, x, inf));
+      hi[j] = hn::Max(hi[j], hn::IfThenElse(is_finite, x, hn::Neg(inf)));
+      amax[j] = hn::Max(amax[j], hn::IfThenElseZero(is_finite, a));
+    }
+  }
+  HWY_ALIGN double lane_sum[TM_STATS_LANES];
+  double mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
+  for (size_t j = 0; j < V; ++j) {
+    hn::Store(sum[j], d, lane_sum + j * N);
+    mn = std::min(mn, hn::GetLane(hn::MinOfLanes(d, lo[j])));
+    mx = std::max(mx, hn::GetLane(hn::MaxOfLanes(d, hi[j])));
+    am = std::max(am, hn::GetLane(hn::MaxOfLanes(d, amax[j])));
+  }
+  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {  // tail of a short last block
+    const double x = element_to_double(dtype, data + i * width);
+    if (std::isnan(x)) { ++nan; continue; }
+    if (x == 0) ++zeros;
+    if (std::isinf(x)) continue;
+    ++finite;
+    lane_sum[i % TM_STATS_LANES] += x;
+    mn = std::min(mn, x), mx = std::max(mx, x), am = std::max(am, std::fabs(x));
+  }
+  const double total = reduce_lanes(lane_sum);
+  const double mean = finite ? total / static_cast<double>(finite) : 0.0;
+
+  // Second pass over the (cache-resident) block: m2 around the block mean.
+  const auto vmean = hn::Set(d, mean);
+  hn::Vec<decltype(d)> m2[TM_STATS_LANES];
+  for (size_t j = 0; j < V; ++j) m2[j] = zero;
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (size_t j = 0; j < V; ++j) {
+      const auto x = Loader::Load(d, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto dev = hn::IfThenElseZero(hn::Lt(hn::Abs(x), inf), hn::Sub(x, vmean));
+      m2[j] = hn::Add(m2[j], hn::Mul(dev, dev));
+    }
+  }
+  HWY_ALIGN double lane_m2[TM_STATS_LANES];
+  for (size_t j = 0; j < V; ++j) hn::Store(m2[j], d, lane_m2 + j * N);
+  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {
+    const double x = element_to_double(dtype, data + i * width);
+    if (std::isfinite(x)) lane_m2[i % TM_STATS_LANES] += (x - mean) * (x - mean);
+  }
+
+  out->count = count;
+  out->finite_count = finite;
+  out->nan_count = nan;
+  out->inf_count = count - finite - nan;
+  out->zero_count = zeros;
+  out->min = mn, out->max = mx, out->abs_max = am;
+  out->sum = total, out->sum_err = 0;
+  out->mean = mean;
+  out->m2 = reduce_lanes(lane_m2);
+}
+
+void FloatBlockMoments(uint32_t dtype, const uint8_t* data, uint64_t count, tm_moments_partial_v1* out) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::F64: return FloatBlock<LoadF64>(data, count, DType::F64, out);
+    case DType::F32: return FloatBlock<LoadF32>(data, count, DType::F32, out);
+    case DType::F16: return FloatBlock<LoadF16>(data, count, DType::F16, out);
+    case DType::BF16: return FloatBlock<LoadBF16>(data, count, DType::BF16, out);
+    case DType::F8_E5M2: return FloatBlock<LoadF8E5M2>(data, count, DType::F8_E5M2, out);
+    case DType::F8_E4M3FN: return FloatBlock<LoadF8E4M3FN>(data, count, DType::F8_E4M3FN, out);
+    default: return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tmorph::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tmorph::cpu {
+HWY_EXPORT(FloatBlockMoments);
+
+namespace {
+
+// Integers: exact extremes and 128-bit sum; m2 in double around the exact mean, 16 lanes like floats.
+template <class T>
+void IntBlock(const uint8_t* data, uint64_t count, bool is_bool, tm_moments_partial_v1* out) {
+  __int128 sum = 0;
+  T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::min();
+  uint64_t zeros = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    if (is_bool) x = x ? 1 : 0;
+    sum += x;
+    lo = x < lo ? x : lo;
+    hi = x > hi ? x : hi;
+    zeros += x == 0;
+  }
+  const double mean =
+      count ? static_cast<double>(static_cast<long double>(sum) / static_cast<long double>(count)) : 0.0;
+  double lanes[TM_STATS_LANES] = {};
+  for (uint64_t i = 0; i < count; ++i) {
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    if (is_bool) x = x ? 1 : 0;
+    const double dev = static_cast<double>(x) - mean;
+    lanes[i % TM_STATS_LANES] += dev * dev;
+  }
+  *out = empty_moments();
+  out->count = out->finite_count = count;
+  out->zero_count = zeros;
+  if (count == 0) return;
+  out->min = static_cast<double>(lo), out->max = static_cast<double>(hi);
+  out->abs_max = std::max(std::fabs(out->min), std::fabs(out->max));
+  out->sum = static_cast<double>(static_cast<long double>(sum));
+  out->mean = mean;
+  out->m2 = reduce_lanes(lanes);
+  if constexpr (std::numeric_limits<T>::is_signed) {
+    out->int_min = lo, out->int_max = hi;
+  } else {
+    out->uint_min = lo, out->uint_max = hi;
+  }
+  out->int_sum_lo = static_cast<uint64_t>(static_cast<unsigned __int128>(sum));
+  out->int_sum_hi = static_cast<int64_t>(static_cast<unsigned __int128>(sum) >> 64);
+}
+
+}  // namespace
+
+tm_moments_partial_v1 block_moments(DType dtype, const void* data, uint64_t count) {
+  tm_moments_partial_v1 out = empty_moments();
+  const auto* p = static_cast<const uint8_t*>(data);
+  switch (dtype) {
+    case DType::I8: IntBlock<int8_t>(p, count, false, &out); break;
+    case DType::I16: IntBlock<int16_t>(p, count, false, &out); break;
+    case DType::I32: IntBlock<int32_t>(p, count, false, &out); break;
+    case DType::I64: IntBlock<int64_t>(p, count, false, &out); break;
+    case DType::U8: IntBlock<uint8_t>(p, count, false, &out); break;
+    case DType::U16: IntBlock<uint16_t>(p, count, false, &out); break;
+    case DType::U32: IntBlock<uint32_t>(p, count, false, &out); break;
+    case DType::U64: IntBlock<uint64_t>(p, count, false, &out); break;
+    case DType::BOOL: IntBlock<uint8_t>(p, count, true, &out); break;
+    default:
+      HWY_DYNAMIC_DISPATCH(FloatBlockMoments)(static_cast<uint32_t>(dtype), p, count, &out);
+      break;
+  }
+  return out;
+}
+
+}  // namespace tmorph::cpu
+#endif  // HWY_ONCE

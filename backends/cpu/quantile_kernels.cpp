@@ -1,0 +1,153 @@
+#include "quantile_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/quantile_contract.h"
+
+namespace tmorph::cpu {
+
+namespace {
+
+template <class T>
+std::vector<T> finite_values(const uint8_t* p, uint64_t n, uint64_t stride) {
+  std::vector<T> v;
+  v.reserve(n / stride + 1);
+  for (uint64_t i = 0; i < n; i += stride) {
+    T x;
+    std::memcpy(&x, p + i * sizeof(T), sizeof(T));
+    if constexpr (!std::numeric_limits<T>::is_integer) {
+      if (!std::isfinite(x)) continue;
+    }
+    v.push_back(x);
+  }
+  return v;
+}
+
+template <class T>
+void select(std::vector<T>& v, const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
+  const uint64_t n = v.size();
+  for (uint32_t q = 0; q < params.count; ++q) {
+    if (n == 0) {
+      out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
+      continue;
+    }
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], n, &k, &t);
+    std::nth_element(v.begin(), v.begin() + k, v.end());
+    const double a = static_cast<double>(v[k]);
+    double b = a;
+    if (k + 1 < n) b = static_cast<double>(*std::min_element(v.begin() + k + 1, v.end()));
+    const double value = numpy_lerp(a, b, t);
+    out[q] = {value, value, value, n};
+  }
+}
+
+template <class T>
+void exact_typed(const uint8_t* p, uint64_t n, uint64_t stride, const tm_quantiles_params_v1& params,
+                 tm_quantile_value_v1* out) {
+  auto v = finite_values<T>(p, n, stride);
+  select(v, params, out);
+}
+
+void dispatch_select(DType dtype, const void* data, uint64_t count, uint64_t stride,
+                     const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  switch (dtype) {
+    case DType::F64: return exact_typed<double>(p, count, stride, params, out);
+    case DType::F32: return exact_typed<float>(p, count, stride, params, out);
+    case DType::I32: return exact_typed<int32_t>(p, count, stride, params, out);
+    case DType::U32: return exact_typed<uint32_t>(p, count, stride, params, out);
+    case DType::I64: return exact_typed<int64_t>(p, count, stride, params, out);
+    case DType::U64: return exact_typed<uint64_t>(p, count, stride, params, out);
+    default: return;
+  }
+}
+
+// Sketch helpers over IEEE floats of `Bits` width: the top 16 bits of a value name its bucket.
+template <class F, class U>
+struct TopBits {
+  static constexpr int kShift = 8 * sizeof(U) - 16;
+  static F value(U bits) {
+    F f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  // Order-preserving rank of a 16-bit prefix: negatives reversed below positives.
+  static uint32_t order(uint32_t prefix) { return (prefix & 0x8000) ? 0x7FFF - (prefix & 0x7FFF) : 0x8000 + prefix; }
+  static uint32_t prefix_of_order(uint32_t o) { return o >= 0x8000 ? o - 0x8000 : 0x8000 | (0x7FFF - o); }
+  // Inclusive value range of all finite numbers with this prefix.
+  static void bounds(uint32_t prefix, double* lo, double* hi) {
+    const U base = static_cast<U>(prefix) << kShift;
+    const U low_mask = (static_cast<U>(1) << kShift) - 1;
+    const double a = value(base), b = value(base | low_mask);
+    *lo = std::min(a, b), *hi = std::max(a, b);
+  }
+};
+
+template <class F, class U>
+void sketch_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
+  using TB = TopBits<F, U>;
+  std::vector<uint64_t> by_order(65536, 0);
+  uint64_t finite = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    F x;
+    std::memcpy(&x, p + i * sizeof(F), sizeof(F));
+    if (!std::isfinite(x)) continue;
+    U bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    ++by_order[TB::order(static_cast<uint32_t>(bits >> TB::kShift))];
+    ++finite;
+  }
+  // Bucket holding the element of rank r (0-based) in sorted order.
+  auto bucket_of_rank = [&](uint64_t r) {
+    uint64_t seen = 0;
+    for (uint32_t o = 0; o < 65536; ++o) {
+      seen += by_order[o];
+      if (seen > r) return TB::prefix_of_order(o);
+    }
+    return TB::prefix_of_order(65535);
+  };
+  for (uint32_t q = 0; q < params.count; ++q) {
+    if (finite == 0) {
+      out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
+      continue;
+    }
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], finite, &k, &t);
+    double lo_a, hi_a, lo_b, hi_b;
+    TB::bounds(bucket_of_rank(k), &lo_a, &hi_a);
+    TB::bounds(bucket_of_rank(std::min(k + 1, finite - 1)), &lo_b, &hi_b);
+    const double lo = numpy_lerp(lo_a, lo_b, t), hi = numpy_lerp(hi_a, hi_b, t);
+    out[q] = {lo + (hi - lo) / 2, lo, hi, finite};
+  }
+}
+
+}  // namespace
+
+void quantiles_exact(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
+                     tm_quantile_value_v1* out) {
+  dispatch_select(dtype, data, count, 1, params, out);
+}
+
+void quantiles_bitpattern_sketch(DType dtype, const void* data, uint64_t count,
+                                 const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (dtype == DType::F32) sketch_typed<float, uint32_t>(p, count, params, out);
+  if (dtype == DType::F64) sketch_typed<double, uint64_t>(p, count, params, out);
+}
+
+void quantiles_sampling(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
+                        tm_quantile_value_v1* out) {
+  const uint64_t budget_elements =
+      std::max<uint64_t>(1, (params.memory_budget_bytes ? params.memory_budget_bytes : UINT64_MAX) / dtype_size(dtype));
+  const uint64_t stride = std::max<uint64_t>(1, (count + budget_elements - 1) / budget_elements);
+  dispatch_select(dtype, data, count, stride, params, out);
+}
+
+}  // namespace tmorph::cpu

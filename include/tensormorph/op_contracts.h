@@ -1,0 +1,98 @@
+/* Operation contracts: the parameters and outputs of every tm_op, shared by core and all backends.
+ *
+ * These are the definitions the parity tests hold every backend to. Units and conventions:
+ *  - "finite" excludes NaN and ±Inf. Integer and bool elements are always finite.
+ *  - zero counts +0 and -0 (integers: == 0; bool: false).
+ *  - Floating inputs are widened exactly to double before any arithmetic.
+ */
+#ifndef TENSORMORPH_OP_CONTRACTS_H
+#define TENSORMORPH_OP_CONTRACTS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- TM_OP_STATS_MOMENTS ---------------------------------------------------------------------------
+ * Input: element_count elements that start at a canonical block boundary of the tensor.
+ * Output: one tm_moments_partial_v1 per block of TM_STATS_BLOCK_ELEMENTS consecutive elements
+ *   (the last block may be short); output_size = ceil(element_count / block) * sizeof(partial).
+ * Params: none.
+ *
+ * Canonical blocks are what make results independent of thread count and I/O chunking: a block's
+ * partial depends only on its elements, and core merges block partials in one fixed tree
+ * (see src/ops/moments_reducer.h).
+ *
+ * The CPU reference computes a block as follows (other backends may differ within their declared
+ * precision class): element i of the block is added to accumulator lane (i mod 16); the 16 lane
+ * sums are reduced pairwise (0+1, 2+3, ... then again) in double; mean = sum / finite_count; m2 is a
+ * second pass over the block, sum over finite x of (x - mean)^2, in the same 16-lane order.
+ */
+#define TM_STATS_BLOCK_ELEMENTS 65536u
+#define TM_STATS_LANES 16u
+
+typedef struct tm_moments_partial_v1 {
+  uint64_t count;        /* elements in the block, finite or not                                   */
+  uint64_t finite_count; /* elements that are neither NaN nor ±Inf                                 */
+  uint64_t nan_count;
+  uint64_t inf_count;
+  uint64_t zero_count;   /* ±0                                                                     */
+  double min;            /* over finite values; +Inf when finite_count == 0                        */
+  double max;            /* over finite values; -Inf when finite_count == 0                        */
+  double abs_max;        /* over finite values; 0 when finite_count == 0                           */
+  double sum;            /* sum of finite values ...                                               */
+  double sum_err;        /* ... plus this compensation term: exact sum ~= sum + sum_err            */
+  double mean;           /* of finite values; 0 when finite_count == 0                             */
+  double m2;             /* sum of (x - mean)^2 over finite values                                 */
+  /* Integer dtypes only (zero otherwise): exact extremes and the exact 128-bit two's complement sum. */
+  int64_t int_min;
+  int64_t int_max;
+  uint64_t uint_min;
+  uint64_t uint_max;
+  uint64_t int_sum_lo;
+  int64_t int_sum_hi;
+} tm_moments_partial_v1;
+
+/* ---- TM_OP_STATS_HISTOGRAM --------------------------------------------------------------------------
+ * Params: tm_histogram_params_v1. Output: uint64_t counts[bins + 2]: counts[0..bins-1] are the bins,
+ * counts[bins] the finite values below edges[0], counts[bins + 1] those above edges[bins].
+ * Bin i holds edges[i] <= x < edges[i+1]; the last bin also holds x == edges[bins] (numpy semantics).
+ * Non-finite values are not counted (they are in the moments' nan/inf counts). Exact on every backend.
+ */
+typedef struct tm_histogram_params_v1 {
+  uint32_t bins;         /* 1 .. 65536                                                             */
+  const double* edges;   /* bins + 1 strictly increasing finite values                             */
+} tm_histogram_params_v1;
+
+/* ---- TM_OP_STATS_BITPATTERN_HISTOGRAM ----------------------------------------------------------------
+ * For 8- and 16-bit dtypes: output uint64_t counts[256] or counts[65536], counts[p] = number of elements
+ * whose raw little-endian bit pattern is p. No params. Exact on every backend.
+ */
+
+/* ---- TM_OP_STATS_QUANTILES ---------------------------------------------------------------------------
+ * Params: tm_quantiles_params_v1. Output: tm_quantile_value_v1[count].
+ * Definition (exact kernels): numpy.quantile(finite_values_as_float64, p, method="linear"):
+ *   h = (n - 1) * p, a = x[floor h], b = x[floor h + 1], t = h - floor h,
+ *   q = (t >= 0.5) ? b - (b - a) * (1 - t) : a + (b - a) * t.
+ * An approximate kernel states in lo/hi an interval guaranteed (sketch) or expected (sampling) to hold
+ * the exact value; exact kernels set lo = hi = value.
+ */
+typedef struct tm_quantiles_params_v1 {
+  uint32_t count;
+  const double* probabilities; /* each in [0, 1]                                                   */
+  uint64_t memory_budget_bytes;/* what the kernel may hold (sampling sizes its sample from it)      */
+} tm_quantiles_params_v1;
+
+typedef struct tm_quantile_value_v1 {
+  double value;
+  double lo;
+  double hi;
+  uint64_t sample_size;        /* values the answer was computed from (n for exact kernels)         */
+} tm_quantile_value_v1;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TENSORMORPH_OP_CONTRACTS_H */

@@ -1,0 +1,186 @@
+/* Tensormorph backend plugin ABI, version 1.
+ *
+ * Contract
+ * --------
+ * A backend is a shared library exporting exactly one C symbol, TM_PLUGIN_ENTRY_SYMBOL, with the
+ * signature tm_plugin_entry_fn. Core calls it once with the ABI version it speaks; the plugin returns a
+ * pointer to a static tm_backend_v1 table (or NULL if it cannot speak that version). The CPU backend is
+ * linked statically but registers through the same table, so core never special-cases it.
+ *
+ * All calls are synchronous. Strings returned by a plugin are owned by the plugin and live until the
+ * library is unloaded. Errors are reported by return code plus a message the plugin writes into a
+ * caller-owned tm_message. No call may abort the process.
+ *
+ * Everything here is plain C so that a plugin can be written in any language with a C FFI.
+ */
+#ifndef TENSORMORPH_PLUGIN_ABI_H
+#define TENSORMORPH_PLUGIN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TM_PLUGIN_ABI_VERSION 1u
+#define TM_PLUGIN_ENTRY_SYMBOL "tensormorph_backend_entry"
+
+/* ---- return codes ---------------------------------------------------------------------------- */
+typedef enum tm_status {
+  TM_OK = 0,
+  TM_ERR_INVALID_ARGUMENT = 1, /* the call itself is malformed (bad op, dtype, sizes)           */
+  TM_ERR_UNSUPPORTED = 2,      /* the backend has no kernel for this op/dtype                     */
+  TM_ERR_OUT_OF_MEMORY = 3,
+  TM_ERR_DEVICE = 4,           /* the device failed while running                                 */
+  TM_ERR_INTERNAL = 5
+} tm_status;
+
+/* Caller-owned buffer for an error message (UTF-8, always NUL-terminated by the writer). */
+typedef struct tm_message {
+  char text[512];
+} tm_message;
+
+/* ---- element types ---------------------------------------------------------------------------- */
+/* Stable numeric ids; never renumber. */
+typedef enum tm_dtype {
+  TM_DTYPE_INVALID = 0,
+  TM_DTYPE_F64 = 1,
+  TM_DTYPE_F32 = 2,
+  TM_DTYPE_F16 = 3,
+  TM_DTYPE_BF16 = 4,
+  TM_DTYPE_F8_E4M3FN = 5, /* 1-4-3, bias 7, no infinities, NaN = S.1111.111 (OCP FP8)              */
+  TM_DTYPE_F8_E5M2 = 6,   /* 1-5-2, bias 15, IEEE-like: infinities and NaNs                         */
+  TM_DTYPE_I8 = 7,
+  TM_DTYPE_I16 = 8,
+  TM_DTYPE_I32 = 9,
+  TM_DTYPE_I64 = 10,
+  TM_DTYPE_U8 = 11,
+  TM_DTYPE_U16 = 12,
+  TM_DTYPE_U32 = 13,
+  TM_DTYPE_U64 = 14,
+  TM_DTYPE_BOOL = 15,     /* one byte; zero is false, any other byte is true (counted as 1)         */
+  TM_DTYPE_COUNT_ = 16
+} tm_dtype;
+
+/* ---- operations -------------------------------------------------------------------------------- */
+/* Each op's parameters and outputs are defined by its contract in op_contracts.h. */
+typedef enum tm_op {
+  TM_OP_INVALID = 0,
+  TM_OP_STATS_MOMENTS = 1,             /* per-block partial moments                                */
+  TM_OP_STATS_HISTOGRAM = 2,           /* counts over caller-given edges                           */
+  TM_OP_STATS_BITPATTERN_HISTOGRAM = 3,/* counts of every bit pattern of an 8- or 16-bit dtype     */
+  TM_OP_STATS_QUANTILES = 4,           /* quantiles of the finite values                           */
+  TM_OP_COUNT_ = 5
+} tm_op;
+
+/* ---- devices ------------------------------------------------------------------------------------ */
+typedef enum tm_device_kind {
+  TM_DEVICE_CPU = 0,
+  TM_DEVICE_GPU = 1,
+  TM_DEVICE_SOFTWARE_ADAPTER = 2 /* a GPU API implemented on the CPU (lavapipe, SwiftShader)    */
+} tm_device_kind;
+
+/* Feature bits a kernel may require and a device may offer. */
+#define TM_FEATURE_F64 (1ull << 0)
+#define TM_FEATURE_F16 (1ull << 1)
+#define TM_FEATURE_INT64_ATOMICS (1ull << 2)
+
+typedef struct tm_device_info_v1 {
+  uint32_t struct_size;          /* sizeof(tm_device_info_v1) as the plugin was built            */
+  tm_device_kind kind;
+  const char* name;              /* human name as the driver reports it                          */
+  const char* id;                /* stable identity for calibration caches (e.g. vendor:device)  */
+  uint64_t memory_bytes;         /* device-local memory (host RAM for CPU devices)               */
+  uint64_t max_allocation_bytes; /* largest single allocation                                    */
+  uint64_t max_buffer_binding_bytes; /* largest range one kernel argument may cover              */
+  uint64_t features;             /* TM_FEATURE_* bits                                            */
+  /* Bytes/s to move data between host memory and this device; 0 means the device works on host
+   * memory directly (no transfer is ever needed). */
+  double host_link_bytes_per_s;
+} tm_device_info_v1;
+
+/* ---- availability --------------------------------------------------------------------------------- */
+typedef enum tm_unavailable_reason {
+  TM_AVAILABLE = 0,
+  TM_REASON_NO_DRIVER = 1,
+  TM_REASON_NO_DEVICE = 2,
+  TM_REASON_DRIVER_TOO_OLD = 3,
+  TM_REASON_MISSING_DEPENDENCY = 4,
+  TM_REASON_DISABLED_BY_POLICY = 5
+} tm_unavailable_reason;
+
+/* ---- kernel capabilities --------------------------------------------------------------------------- */
+typedef enum tm_precision_class {
+  TM_PRECISION_EXACT = 0,         /* bit-identical to the CPU reference                          */
+  TM_PRECISION_DETERMINISTIC = 1, /* reproducible run to run, not bit-identical to the reference */
+  TM_PRECISION_BOUNDED = 2        /* within `tolerance` (relative, op-specific meaning)          */
+} tm_precision_class;
+
+typedef struct tm_kernel_cap_v1 {
+  uint32_t struct_size;
+  tm_op op;
+  uint64_t dtype_mask;            /* bit (1 << tm_dtype) for each supported input dtype          */
+  uint64_t max_elements;          /* largest input one call may take (0 = unlimited)             */
+  uint64_t required_features;     /* TM_FEATURE_* bits the device must offer                     */
+  tm_precision_class precision;
+  double tolerance;               /* for TM_PRECISION_BOUNDED; 0 otherwise                       */
+  /* Extra memory the kernel needs: fixed + per_element * elements bytes. Core checks it against the
+   * memory budget before placing the kernel. */
+  uint64_t workspace_fixed_bytes;
+  double workspace_bytes_per_element;
+  /* NULL for an exact kernel. For an approximate one: the name of the approximation step a caller must
+   * consent to (e.g. "quantiles.bitpattern_sketch") and one sentence saying what it computes instead. */
+  const char* approx_step;
+  const char* approx_description;
+} tm_kernel_cap_v1;
+
+/* ---- kernel calls ------------------------------------------------------------------------------------ */
+typedef struct tm_kernel_call_v1 {
+  uint32_t struct_size;
+  tm_op op;
+  uint32_t kernel_index;          /* which of the backend's kernels (index into kernel_info)     */
+  uint32_t device_index;
+  tm_dtype dtype;
+  const void* input;              /* host memory, element_count elements of dtype, little-endian */
+  uint64_t element_count;
+  const void* params;             /* op-specific, see op_contracts.h                             */
+  uint64_t params_size;
+  void* output;                   /* op-specific, caller-allocated                               */
+  uint64_t output_size;
+  uint32_t threads;               /* how many host threads the call may use (>= 1)               */
+} tm_kernel_call_v1;
+
+/* ---- the backend table ----------------------------------------------------------------------------- */
+typedef struct tm_backend_v1 {
+  uint32_t abi_version;           /* TM_PLUGIN_ABI_VERSION the plugin was built against         */
+  uint32_t struct_size;           /* sizeof(tm_backend_v1) as the plugin was built             */
+  const char* name;               /* short lower-case name used on the command line             */
+  const char* description;
+
+  /* Initialise; on failure set *reason and write why into msg. Called once before anything else. */
+  tm_status (*init)(tm_unavailable_reason* reason, tm_message* msg);
+  void (*shutdown)(void);
+
+  uint32_t (*device_count)(void);
+  tm_status (*device_info)(uint32_t index, tm_device_info_v1* out);
+
+  uint32_t (*kernel_count)(void);
+  tm_status (*kernel_info)(uint32_t index, tm_kernel_cap_v1* out);
+
+  tm_status (*run)(const tm_kernel_call_v1* call, tm_message* msg);
+} tm_backend_v1;
+
+typedef const tm_backend_v1* (*tm_plugin_entry_fn)(uint32_t abi_version);
+
+#if defined(_WIN32)
+#define TM_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define TM_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TENSORMORPH_PLUGIN_ABI_H */

@@ -1,0 +1,44 @@
+// Persistent user settings ($XDG_CONFIG_HOME/tensormorph/settings.json, else ~/.config/tensormorph).
+// A flat map of known keys to string values; unknown keys are refused so typos do not go unnoticed.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tmorph {
+
+struct SettingKey {
+  const char* key;
+  const char* description;
+};
+
+// Every key the project understands.
+const std::vector<SettingKey>& known_settings();
+
+// Directory of settings and calibration files (created on save, not on read).
+std::string config_dir();
+
+class Settings {
+ public:
+  // Reads path (default: config_dir()/settings.json). A missing file is an empty settings set;
+  // unreadable JSON throws BadInput naming the file.
+  static Settings load(const std::string& path = "");
+  void save() const;
+
+  std::optional<std::string> get(const std::string& key) const;
+  void set(const std::string& key, const std::string& value);  // throws InvalidArgument if unknown
+  bool unset(const std::string& key);
+  const std::map<std::string, std::string>& values() const { return values_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::map<std::string, std::string> values_;
+};
+
+// Comma-separated list helper ("vulkan, cuda" -> {"vulkan","cuda"}).
+std::vector<std::string> split_list(const std::string& text);
+
+}  // namespace tmorph

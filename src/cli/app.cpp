@@ -1,0 +1,39 @@
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "tensormorph/error.h"
+
+#ifndef TM_VERSION
+#define TM_VERSION "dev"
+#endif
+
+namespace tmorph::cli {
+
+int run_app(int argc, char** argv) {
+  CLI::App app{"tensormorph: exact statistics and views of tensor data too large to load naively"};
+  app.set_version_flag("--version", TM_VERSION);
+  app.require_subcommand(1);
+  add_stats_command(app);
+  add_backends_command(app);
+  add_config_command(app);
+  add_calibrate_command(app);
+  add_demo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // --help prints and returns 0; usage errors print and return non-zero
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tensormorph: error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tensormorph: error: out of memory\n");
+    return 70;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensormorph: internal error: %s\n", e.what());
+    return 70;
+  }
+  return 0;
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,112 @@
+// tensormorph backends: every backend, its devices and kernels, and why an unavailable one is so.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/runtime.h"
+#include "core/format.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+std::vector<std::string> dtype_list(uint64_t mask) {
+  std::vector<std::string> out;
+  for (DType t : kAllDTypes)
+    if (mask & dtype_bit(t)) out.emplace_back(dtype_name(t));
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+nlohmann::json backends_json(const Runtime& rt) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& b : rt.registry.backends()) {
+    nlohmann::json devices = nlohmann::json::array(), kernels = nlohmann::json::array();
+    for (const auto& d : b.devices)
+      devices.push_back({{"index", d.index},
+                         {"name", d.name},
+                         {"id", d.id},
+                         {"kind", device_kind_name(d.kind)},
+                         {"software_adapter", d.kind == TM_DEVICE_SOFTWARE_ADAPTER},
+                         {"memory_bytes", d.memory_bytes},
+                         {"max_allocation_bytes", d.max_allocation_bytes},
+                         {"max_buffer_binding_bytes", d.max_buffer_binding_bytes},
+                         {"features", split_list(feature_names(d.features))},
+                         {"host_link_bytes_per_s", d.host_link_bytes_per_s}});
+    for (const auto& k : b.kernels)
+      kernels.push_back({{"op", op_name(k.op)},
+                         {"dtypes", dtype_list(k.dtype_mask)},
+                         {"precision", precision_name(k.precision, k.tolerance)},
+                         {"max_elements", k.max_elements},
+                         {"required_features", split_list(feature_names(k.required_features))},
+                         {"workspace_fixed_bytes", k.workspace_fixed_bytes},
+                         {"workspace_bytes_per_element", k.workspace_bytes_per_element},
+                         {"approx_step", k.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.approx_step)},
+                         {"approx_description", k.approx_description}});
+    list.push_back({{"name", b.name},
+                    {"description", b.description},
+                    {"origin", b.origin},
+                    {"available", b.available},
+                    {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
+                    {"detail", b.unavailable_detail},
+                    {"devices", devices},
+                    {"kernels", kernels}});
+  }
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : rt.registry.load_failures())
+    failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});
+  return {{"backends", list},
+          {"plugin_load_failures", failures},
+          {"plugin_dir", rt.plugin_dir},
+          {"plugin_dir_source", rt.plugin_dir_source},
+          {"calibration_file", rt.calibration_path},
+          {"calibrated_entries", rt.costs.size()}};
+}
+
+void print_backends(const Runtime& rt) {
+  for (const auto& b : rt.registry.backends()) {
+    std::printf("%s  [%s]  %s\n", b.name.c_str(), b.available ? "available" : ("unavailable: " + b.unavailable_reason).c_str(),
+                b.description.c_str());
+    if (!b.available && !b.unavailable_detail.empty()) std::printf("  why: %s\n", b.unavailable_detail.c_str());
+    std::printf("  origin: %s\n", b.origin.c_str());
+    for (const auto& d : b.devices)
+      std::printf("  device %u: %s (%s), memory %s, max allocation %s, max binding %s, features %s\n", d.index,
+                  d.name.c_str(), device_kind_name(d.kind).c_str(), format_bytes(static_cast<double>(d.memory_bytes)).c_str(),
+                  format_bytes(static_cast<double>(d.max_allocation_bytes)).c_str(),
+                  format_bytes(static_cast<double>(d.max_buffer_binding_bytes)).c_str(), feature_names(d.features).c_str());
+    for (const auto& k : b.kernels)
+      std::printf("  kernel %-28s %-16s %s%s\n", op_name(k.op).c_str(), precision_name(k.precision, k.tolerance).c_str(),
+                  join(dtype_list(k.dtype_mask)).c_str(),
+                  k.approx_step.empty() ? "" : ("  [approx step: " + k.approx_step + "]").c_str());
+  }
+  for (const auto& f : rt.registry.load_failures())
+    std::printf("plugin %s  [not loaded: %s]  %s\n", f.path.c_str(), f.reason.c_str(), f.detail.c_str());
+  std::printf("plugin directory: %s (%s)\n", rt.plugin_dir.c_str(), rt.plugin_dir_source.c_str());
+  std::printf("calibration: %s (%zu entries%s)\n", rt.calibration_path.c_str(), rt.costs.size(),
+              rt.costs.size() ? "" : "; uncalibrated kernels use one conservative default; run 'tensormorph calibrate'");
+}
+
+}  // namespace
+
+void add_backends_command(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  auto flags = std::make_shared<ComputeFlags>();
+  CLI::App* cmd = app.add_subcommand("backends", "list backends, devices, kernels with precision classes, and why an "
+                                                 "unavailable backend is unavailable");
+  cmd->add_flag("--json", *json, "print one JSON document");
+  cmd->add_option("--never", flags->never, "show this backend as disabled by policy (repeatable)");
+  cmd->callback([json, flags] {
+    auto rt = make_runtime(flags.get());
+    if (*json) std::cout << backends_json(*rt).dump(2) << "\n";
+    else print_backends(*rt);
+  });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,60 @@
+// tensormorph config get|set|unset|list: the persisted settings (constraints, plugin dir, threads).
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "tensormorph/error.h"
+#include "tensormorph/settings.h"
+
+namespace tmorph::cli {
+
+void add_config_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("config", "read and change persisted settings (" + config_dir() + "/settings.json)");
+  cmd->require_subcommand(1);
+  auto key = std::make_shared<std::string>();
+  auto value = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+
+  CLI::App* get = cmd->add_subcommand("get", "print one setting (exit 1 when unset)");
+  get->add_option("key", *key, "setting key, e.g. compute.prefer")->required();
+  get->callback([key] {
+    const auto v = Settings::load().get(*key);
+    if (!v) throw Error(ErrorKind::InvalidArgument, "setting '" + *key + "' is not set");
+    std::cout << *v << "\n";
+  });
+
+  CLI::App* set = cmd->add_subcommand("set", "set a setting");
+  set->add_option("key", *key, "setting key")->required();
+  set->add_option("value", *value, "value")->required();
+  set->callback([key, value] {
+    auto s = Settings::load();
+    s.set(*key, *value);
+    s.save();
+  });
+
+  CLI::App* unset = cmd->add_subcommand("unset", "remove a setting");
+  unset->add_option("key", *key, "setting key")->required();
+  unset->callback([key] {
+    auto s = Settings::load();
+    s.unset(*key);
+    s.save();
+  });
+
+  CLI::App* list = cmd->add_subcommand("list", "every known key, its value and what it means");
+  list->add_flag("--json", *json, "print one JSON document");
+  list->callback([json] {
+    const auto s = Settings::load();
+    nlohmann::json doc = {{"path", s.path()}, {"settings", nlohmann::json::array()}};
+    for (const auto& k : known_settings()) {
+      const auto v = s.get(k.key);
+      doc["settings"].push_back({{"key", k.key}, {"value", v ? nlohmann::json(*v) : nlohmann::json(nullptr)},
+                                 {"description", k.description}});
+      if (!*json) std::cout << k.key << " = " << (v ? *v : "(unset)") << "    # " << k.description << "\n";
+    }
+    if (*json) std::cout << doc.dump(2) << "\n";
+  });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,167 @@
+// tensormorph stats: exact statistics of a raw tensor file.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/runtime.h"
+#include "core/format.h"
+#include "formats/raw_tensor.h"
+#include "tensormorph/error.h"
+#include "tensormorph/stats.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct StatsArgs {
+  std::string raw;
+  std::string dtype;
+  std::string shape;
+  uint64_t offset = 0;
+  uint32_t bins = 256;
+  std::vector<double> hist_range;
+  std::vector<double> quantiles;
+  bool no_histogram = false;
+  bool no_quantiles = false;
+  bool json = false;
+  ComputeFlags compute;
+};
+
+nlohmann::json stats_json(const RawTensor& t, const StatsResult& r, const std::string& path) {
+  const auto& m = r.moments;
+  nlohmann::json stats = {{"count", m.count},         {"finite_count", m.finite_count}, {"nan_count", m.nan_count},
+                          {"inf_count", m.inf_count}, {"zero_count", m.zero_count},     {"min", m.min},
+                          {"max", m.max},             {"abs_max", m.abs_max},           {"sum", m.sum},
+                          {"mean", m.mean},           {"std", m.std}};
+  if (m.is_integer) stats["exact"] = {{"min", m.int_min}, {"max", m.int_max}, {"sum", m.int_sum}};
+  if (r.histogram) {
+    stats["histogram"] = {{"edges", r.histogram->edges},
+                          {"counts", r.histogram->counts},
+                          {"below", r.histogram->below},
+                          {"above", r.histogram->above}};
+  }
+  if (!r.quantiles.empty()) {
+    nlohmann::json qs = nlohmann::json::array();
+    for (const auto& q : r.quantiles) {
+      nlohmann::json e = {{"p", q.p}, {"value", q.value}, {"sample_size", q.sample_size}};
+      if (!r.quantiles_exact) e["lo"] = q.lo, e["hi"] = q.hi;
+      qs.push_back(e);
+    }
+    stats["quantiles"] = {{"method", r.quantile_method}, {"exact", r.quantiles_exact}, {"values", qs}};
+  }
+  return {{"file", path},
+          {"dtype", dtype_name(t.dtype)},
+          {"shape", t.shape},
+          {"offset", t.offset},
+          {"elements", t.elements},
+          {"bytes", t.elements * dtype_size(t.dtype)},
+          {"stats", stats},
+          {"placement", placements_json(r.placement)}};
+}
+
+// 32-character bar chart of the histogram, one character per 8 bins.
+std::string sparkline(const Histogram& h) {
+  static const char* levels[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  const size_t cols = std::min<size_t>(32, h.counts.size());
+  std::vector<uint64_t> col(cols, 0);
+  for (size_t i = 0; i < h.counts.size(); ++i) col[i * cols / h.counts.size()] += h.counts[i];
+  uint64_t peak = 1;
+  for (auto c : col) peak = std::max(peak, c);
+  std::string out;
+  for (auto c : col) out += levels[c == 0 ? 0 : 1 + (c * 7) / peak];
+  return out;
+}
+
+void print_stats(const RawTensor& t, const StatsResult& r, const std::string& path) {
+  const auto& m = r.moments;
+  std::string shape;
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  std::printf("%s  %s [%s]  %llu elements, %s at offset %llu\n", path.c_str(), std::string(dtype_name(t.dtype)).c_str(),
+              shape.c_str(), static_cast<unsigned long long>(t.elements),
+              format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))).c_str(),
+              static_cast<unsigned long long>(t.offset));
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"count", std::to_string(m.count)},
+      {"finite", std::to_string(m.finite_count)},
+      {"nan", std::to_string(m.nan_count)},
+      {"inf", std::to_string(m.inf_count)},
+      {"zero", std::to_string(m.zero_count)},
+      {"min", m.is_integer ? m.int_min : fmt(m.min)},
+      {"max", m.is_integer ? m.int_max : fmt(m.max)},
+      {"abs_max", fmt(m.abs_max)},
+      {"sum", m.is_integer ? m.int_sum : fmt(m.sum)},
+      {"mean", fmt(m.mean)},
+      {"std (population)", fmt(m.std)}};
+  for (const auto& q : r.quantiles) {
+    char name[32];
+    std::snprintf(name, sizeof name, "p%g", q.p * 100);
+    std::string v = fmt(q.value);
+    if (!r.quantiles_exact) v += "  in [" + fmt(q.lo) + ", " + fmt(q.hi) + "] (" + r.quantile_method + ")";
+    rows.emplace_back(name, v);
+  }
+  if (r.histogram) {
+    const auto& h = *r.histogram;
+    rows.emplace_back("histogram", std::to_string(h.counts.size()) + " bins over [" + fmt(h.edges.front()) + ", " +
+                                       fmt(h.edges.back()) + "]  " + sparkline(h));
+    if (h.below || h.above)
+      rows.emplace_back("outside range", std::to_string(h.below) + " below, " + std::to_string(h.above) + " above");
+  }
+  print_rows(rows);
+  print_placements(r.placement);
+}
+
+void run_stats(const StatsArgs& a) {
+  const auto dtype = parse_dtype(a.dtype);
+  if (!dtype) {
+    std::string names;
+    for (DType t : kAllDTypes) names += std::string(names.empty() ? "" : ", ") + std::string(dtype_name(t));
+    throw Error(ErrorKind::InvalidArgument, "--dtype: unknown type '" + a.dtype + "' (known: " + names + ")");
+  }
+  std::optional<std::vector<uint64_t>> shape;
+  if (!a.shape.empty()) shape = parse_shape(a.shape);
+  const RawTensor t = open_raw_tensor(a.raw, *dtype, shape, a.offset);
+  auto rt = make_runtime(&a.compute);
+  StatsOptions opt;
+  opt.threads = rt->threads;
+  opt.memory_budget_bytes = rt->memory_budget;
+  opt.allowed_approx_steps = {a.compute.allow_approx.begin(), a.compute.allow_approx.end()};
+  opt.histogram = !a.no_histogram;
+  opt.bins = a.bins;
+  if (!a.hist_range.empty()) {
+    if (a.hist_range.size() != 2) throw Error(ErrorKind::InvalidArgument, "--hist-range: expected LO,HI");
+    opt.histogram_range = std::make_pair(a.hist_range[0], a.hist_range[1]);
+  }
+  opt.quantiles = !a.no_quantiles;
+  if (!a.quantiles.empty()) opt.probabilities = a.quantiles;
+  for (double p : opt.probabilities)
+    if (!(p >= 0 && p <= 1)) throw Error(ErrorKind::InvalidArgument, "--quantiles: " + fmt(p) + " is outside [0, 1]");
+  const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
+  if (a.json) std::cout << stats_json(t, r, a.raw).dump(2) << "\n";
+  else print_stats(t, r, a.raw);
+}
+
+}  // namespace
+
+void add_stats_command(CLI::App& app) {
+  auto args = std::make_shared<StatsArgs>();
+  CLI::App* cmd = app.add_subcommand("stats", "exact statistics of a tensor (count, nan/inf/zero, min, max, "
+                                              "abs_max, sum, mean, std, histogram, quantiles)");
+  cmd->add_option("--raw", args->raw, "raw little-endian row-major tensor file")->required();
+  cmd->add_option("--dtype", args->dtype, "element type: f64 f32 f16 bf16 f8_e4m3fn f8_e5m2 i8..i64 u8..u64 bool")
+      ->required();
+  cmd->add_option("--shape", args->shape, "dimensions, outermost first, e.g. 4096,11008 (default: 1-D, rest of file)");
+  cmd->add_option("--offset", args->offset, "byte offset of the first element (default 0)");
+  cmd->add_option("--bins", args->bins, "histogram bins (default 256)");
+  cmd->add_option("--hist-range", args->hist_range, "histogram range LO,HI (default: finite min,max)")->delimiter(',');
+  cmd->add_option("--quantiles", args->quantiles, "probabilities in [0,1] (default 0.001,0.01,0.5,0.99,0.999)")
+      ->delimiter(',');
+  cmd->add_flag("--no-histogram", args->no_histogram, "skip the histogram");
+  cmd->add_flag("--no-quantiles", args->no_quantiles, "skip the quantiles");
+  cmd->add_flag("--json", args->json, "print one JSON document");
+  args->compute.add_to(cmd);
+  cmd->callback([args] { run_stats(*args); });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,17 @@
+// Each subcommand registers itself on the application; its callback does the work.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tmorph::cli {
+
+void add_stats_command(CLI::App& app);
+void add_backends_command(CLI::App& app);
+void add_config_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
+
+// Runs the CLI; returns the process exit code. Errors are printed on stderr.
+int run_app(int argc, char** argv);
+
+}  // namespace tmorph::cli

@@ -1,0 +1,65 @@
+#include "cli/output.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "core/format.h"
+
+namespace tmorph::cli {
+
+nlohmann::json placement_json(const Placement& p) {
+  nlohmann::json rejected = nlohmann::json::array();
+  for (const auto& r : p.rejected)
+    rejected.push_back({{"backend", r.backend}, {"device", r.device}, {"reason", r.reason}, {"detail", r.detail}});
+  nlohmann::json j = {{"op", p.op},
+                      {"backend", p.backend},
+                      {"device", p.device},
+                      {"device_kind", p.device_kind},
+                      {"software_adapter", p.software_adapter},
+                      {"reason", p.reason},
+                      {"precision", p.precision},
+                      {"approx_step", p.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.approx_step)},
+                      {"consent", p.consent.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.consent)},
+                      {"estimated_seconds", p.estimated_seconds},
+                      {"throughput_calibrated", p.throughput_calibrated},
+                      {"bytes_transferred", p.bytes_transferred},
+                      {"rejected", rejected}};
+  return j;
+}
+
+nlohmann::json placements_json(const std::vector<Placement>& ps) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& p : ps) a.push_back(placement_json(p));
+  return a;
+}
+
+void print_placements(const std::vector<Placement>& ps) {
+  std::cout << "placement:\n";
+  for (const auto& p : ps) {
+    std::printf("  %-28s %s/%s (%s%s)  %s, %s, %s moved%s\n", p.op.c_str(), p.backend.c_str(), p.device.c_str(),
+                p.device_kind.c_str(), p.software_adapter ? ", software adapter" : "", p.reason.c_str(),
+                p.precision.c_str(), format_bytes(static_cast<double>(p.bytes_transferred)).c_str(),
+                p.consent.empty() ? "" : ("  consent: " + p.consent).c_str());
+    for (const auto& r : p.rejected)
+      std::printf("  %-28s   rejected %s%s: %s%s\n", "", r.backend.c_str(), r.device.empty() ? "" : ("/" + r.device).c_str(),
+                  r.reason.c_str(), r.detail.empty() ? "" : (" (" + r.detail + ")").c_str());
+  }
+}
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, int indent) {
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  for (const auto& r : rows)
+    std::printf("%*s%-*s  %s\n", indent, "", static_cast<int>(width), r.first.c_str(), r.second.c_str());
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,25 @@
+// Rendering results for people (aligned tables) and programs (--json, stable snake_case keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensormorph/placement.h"
+
+namespace tmorph::cli {
+
+nlohmann::json placement_json(const Placement& p);
+nlohmann::json placements_json(const std::vector<Placement>& ps);
+// Prints "placement:" and one line per op with its rejected candidates indented below.
+void print_placements(const std::vector<Placement>& ps);
+
+// A double as a human reads it (%.6g, "nan", "inf").
+std::string fmt(double v);
+
+// A simple left-aligned two-column table.
+void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, int indent = 2);
+
+}  // namespace tmorph::cli

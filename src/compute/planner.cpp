@@ -1,0 +1,240 @@
+#include "tensormorph/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/format.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace {
+
+struct Candidate {
+  const Backend* backend;
+  const DeviceInfo* device;
+  const KernelInfo* kernel;
+  double transfer_seconds;
+  double compute_seconds;
+  uint64_t transfer_bytes;
+  bool calibrated;
+  double total() const { return transfer_seconds + compute_seconds; }
+};
+
+uint64_t workspace_bytes(const KernelInfo& k, uint64_t elements) {
+  return k.workspace_fixed_bytes +
+         static_cast<uint64_t>(std::ceil(k.workspace_bytes_per_element * static_cast<double>(elements)));
+}
+
+// Why kernel k on device d cannot serve req, ignoring consent; empty if it can.
+std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const DeviceInfo& d,
+                                                   const OpRequest& req) {
+  if (!(k.dtype_mask & dtype_bit(req.dtype)))
+    return {"dtype_unsupported", "no " + op_name(req.op) + " kernel for " + std::string(dtype_name(req.dtype))};
+  if (k.max_elements && req.elements > k.max_elements)
+    return {"too_large", std::to_string(req.elements) + " elements exceed the kernel's limit of " +
+                             std::to_string(k.max_elements)};
+  if (k.required_features & ~d.features)
+    return {"missing_feature", "device lacks " + feature_names(k.required_features & ~d.features)};
+  const uint64_t ws = workspace_bytes(k, req.elements);
+  if (req.memory_budget_bytes && ws > req.memory_budget_bytes)
+    return {"over_memory_budget", "needs " + format_bytes(static_cast<double>(ws)) + " of workspace, budget is " +
+                                      format_bytes(static_cast<double>(req.memory_budget_bytes))};
+  return {};
+}
+
+int gap_rank(const std::string& reason) {  // which rejection best explains a device's refusal
+  static const char* order[] = {"needs_consent", "over_memory_budget", "too_large", "missing_feature",
+                                "dtype_unsupported"};
+  for (int i = 0; i < 5; ++i)
+    if (reason == order[i]) return i;
+  return 5;
+}
+
+}  // namespace
+
+Placement Planner::place(const OpRequest& req) const {
+  Placement out;
+  out.op = op_name(req.op);
+  std::vector<Candidate> candidates;
+  bool any_preferred_present = false;
+
+  for (const Backend& b : registry_.backends()) {
+    const bool preferred =
+        std::find(constraints_.prefer.begin(), constraints_.prefer.end(), b.name) != constraints_.prefer.end();
+    any_preferred_present = any_preferred_present || preferred;
+    if (!constraints_.strict_backend.empty() && b.name != constraints_.strict_backend) {
+      out.rejected.push_back({b.name, "", "not_requested", "--backend " + constraints_.strict_backend + " given"});
+      continue;
+    }
+    if (constraints_.never.count(b.name)) {
+      out.rejected.push_back({b.name, "", "disabled_by_policy", "excluded by --never or compute.never"});
+      continue;
+    }
+    if (!b.available) {
+      out.rejected.push_back({b.name, "", "unavailable:" + b.unavailable_reason, b.unavailable_detail});
+      continue;
+    }
+    const bool has_op = std::any_of(b.kernels.begin(), b.kernels.end(), [&](const KernelInfo& k) { return k.op == req.op; });
+    if (!has_op) {
+      out.rejected.push_back({b.name, "", "missing_kernel", "the backend has no " + out.op + " kernel"});
+      continue;
+    }
+    for (const DeviceInfo& d : b.devices) {
+      const Candidate* best = nullptr;
+      Candidate chosen{};
+      std::pair<std::string, std::string> why{"", ""};
+      for (const KernelInfo& k : b.kernels) {
+        if (k.op != req.op) continue;
+        auto gap = capability_gap(k, d, req);
+        if (gap.first.empty() && !k.approx_step.empty() && !req.allowed_approx_steps.count(k.approx_step))
+          gap = {"needs_consent", "approximate (" + k.approx_step + "); requires --allow-approx " + k.approx_step};
+        if (!gap.first.empty()) {
+          if (why.first.empty() || gap_rank(gap.first) < gap_rank(why.first)) why = gap;
+          continue;
+        }
+        Candidate c{&b, &d, &k, 0, 0, 0, false};
+        const bool resident = req.residency.location == "host" ? d.host_link_bytes_per_s == 0
+                                                                : req.residency.location == b.name + "/" + d.id;
+        if (!resident) {
+          c.transfer_bytes = req.bytes;
+          c.transfer_seconds = d.host_link_bytes_per_s > 0 ? static_cast<double>(req.bytes) / d.host_link_bytes_per_s : 0;
+        }
+        c.compute_seconds = static_cast<double>(req.bytes) / costs_.throughput(b.name, d.id, req.op, &c.calibrated);
+        const bool better = !best || (k.approx_step.empty() && !best->kernel->approx_step.empty()) ||
+                            (k.approx_step.empty() == best->kernel->approx_step.empty() && c.total() < best->total());
+        if (better) {
+          chosen = c;
+          best = &chosen;
+        }
+      }
+      if (best) candidates.push_back(chosen);
+      else out.rejected.push_back({b.name, d.name, why.first, why.second});
+    }
+  }
+
+  if (candidates.empty()) {
+    std::ostringstream msg;
+    msg << out.op << " on " << dtype_name(req.dtype) << " (" << req.elements << " elements): ";
+    if (!constraints_.strict_backend.empty()) {
+      if (!registry_.find(constraints_.strict_backend))
+        msg << "backend '" << constraints_.strict_backend << "' is not installed (searched:";
+      else
+        msg << "--backend " << constraints_.strict_backend << " cannot serve it (";
+      if (!registry_.find(constraints_.strict_backend)) {
+        for (const auto& d : registry_.searched_dirs()) msg << " " << d;
+        msg << ")";
+      } else {
+        bool first = true;
+        for (const auto& r : out.rejected)
+          if (r.backend == constraints_.strict_backend)
+            msg << (first ? "" : "; ") << r.reason << (r.detail.empty() ? "" : ": " + r.detail), first = false;
+        msg << ")";
+      }
+      msg << "; nothing was substituted";
+      throw Error(ErrorKind::Unavailable, msg.str());
+    }
+    const auto steps = ladder(req);
+    if (!steps.empty()) {
+      msg << "only an approximation can serve this request, and exactness is never degraded silently.";
+      for (const auto& r : out.rejected)
+        if (r.reason != "needs_consent" && r.reason != "not_requested")
+          msg << "\n  exact: " << r.backend << (r.device.empty() ? "" : "/" + r.device) << " rejected: " << r.reason
+              << (r.detail.empty() ? "" : " (" + r.detail + ")");
+      msg << "\nfallback ladder (consent with --allow-approx STEP):";
+      for (const auto& s : steps)
+        msg << "\n  " << s.step << " [" << s.backend << ", " << s.precision << "]: " << s.description;
+      throw Error(ErrorKind::PrecisionRefused, msg.str());
+    }
+    msg << "no backend can run it:";
+    for (const auto& r : out.rejected)
+      msg << "\n  " << r.backend << (r.device.empty() ? "" : "/" + r.device) << ": " << r.reason
+          << (r.detail.empty() ? "" : " (" + r.detail + ")");
+    throw Error(ErrorKind::Unavailable, msg.str());
+  }
+
+  // Exact kernels always win over consented approximations.
+  const bool have_exact = std::any_of(candidates.begin(), candidates.end(),
+                                      [](const Candidate& c) { return c.kernel->approx_step.empty(); });
+  std::vector<Candidate> pool;
+  for (const auto& c : candidates)
+    if (c.kernel->approx_step.empty() == have_exact) pool.push_back(c);
+    else out.rejected.push_back({c.backend->name, c.device->name, "exact_available", "an exact kernel can serve it"});
+
+  auto cheapest = [](const std::vector<Candidate>& cs) {
+    return *std::min_element(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.total() < b.total(); });
+  };
+  Candidate pick = cheapest(pool);
+  std::string reason;
+  if (!constraints_.strict_backend.empty()) {
+    reason = "user_pinned";
+  } else {
+    bool honoured = false;
+    for (const auto& name : constraints_.prefer) {
+      std::vector<Candidate> mine;
+      for (const auto& c : pool)
+        if (c.backend->name == name) mine.push_back(c);
+      if (!mine.empty()) {
+        pick = cheapest(mine);
+        reason = "user_preferred";
+        honoured = true;
+        break;
+      }
+    }
+    if (!honoured && any_preferred_present) reason = "fallback_missing_kernel";
+    else if (!honoured && pool.size() == 1) reason = "sole_supporter";
+    else if (!honoured) {
+      const bool others_compute_faster = std::any_of(pool.begin(), pool.end(), [&](const Candidate& c) {
+        return c.compute_seconds < pick.compute_seconds;
+      });
+      reason = (pick.transfer_bytes == 0 && others_compute_faster) ? "resident_data" : "cheapest";
+    }
+  }
+  for (const auto& c : pool) {
+    if (c.backend == pick.backend && c.device == pick.device) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "estimated %.3g s vs %.3g s (transfer %.3g s)", c.total(), pick.total(),
+                  c.transfer_seconds);
+    out.rejected.push_back({c.backend->name, c.device->name, reason == "cheapest" || reason == "resident_data" || reason == "sole_supporter" ? "costlier" : "not_preferred", buf});
+  }
+
+  out.backend = pick.backend->name;
+  out.device = pick.device->name;
+  out.device_kind = device_kind_name(pick.device->kind);
+  out.software_adapter = pick.device->kind == TM_DEVICE_SOFTWARE_ADAPTER;
+  out.reason = reason;
+  out.precision = precision_name(pick.kernel->precision, pick.kernel->tolerance);
+  out.approx_step = pick.kernel->approx_step;
+  if (!out.approx_step.empty()) out.consent = "--allow-approx " + out.approx_step;
+  out.estimated_seconds = pick.total();
+  out.bytes_transferred = pick.transfer_bytes;
+  out.throughput_calibrated = pick.calibrated;
+  out.backend_ref = pick.backend;
+  out.device_index = pick.device->index;
+  out.kernel_index = pick.kernel->index;
+  return out;
+}
+
+std::vector<LadderStep> Planner::ladder(const OpRequest& req) const {
+  std::vector<LadderStep> steps;
+  for (const Backend& b : registry_.backends()) {
+    if (!b.available || constraints_.never.count(b.name)) continue;
+    if (!constraints_.strict_backend.empty() && b.name != constraints_.strict_backend) continue;
+    for (const KernelInfo& k : b.kernels) {
+      if (k.op != req.op || k.approx_step.empty()) continue;
+      const bool fits = std::any_of(b.devices.begin(), b.devices.end(),
+                                    [&](const DeviceInfo& d) { return capability_gap(k, d, req).first.empty(); });
+      if (!fits) continue;
+      auto same = std::find_if(steps.begin(), steps.end(), [&](const LadderStep& s) { return s.step == k.approx_step; });
+      if (same != steps.end()) {
+        same->backend += "," + b.name;
+        continue;
+      }
+      steps.push_back({k.approx_step, b.name, precision_name(k.precision, k.tolerance), k.approx_description});
+    }
+  }
+  return steps;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,101 @@
+#include "tensormorph/settings.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+const std::vector<SettingKey>& known_settings() {
+  static const std::vector<SettingKey> keys = {
+      {"compute.prefer", "backends to prefer when they can serve an op, comma-separated, in order"},
+      {"compute.never", "backends never to use, comma-separated"},
+      {"compute.plugin_dir", "directory searched for backend plugins (TENSORMORPH_PLUGIN_DIR wins)"},
+      {"compute.threads", "host threads for CPU kernels (default: all cores)"},
+      {"compute.memory_budget", "bytes a single op may hold in memory (default: half of RAM)"},
+  };
+  return keys;
+}
+
+std::string config_dir() {
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/tensormorph";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.config/tensormorph";
+  return ".tensormorph";
+}
+
+Settings Settings::load(const std::string& path) {
+  Settings s;
+  s.path_ = path.empty() ? config_dir() + "/settings.json" : path;
+  std::ifstream in(s.path_);
+  if (!in) return s;  // no settings yet
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::BadInput, s.path_ + ": not valid JSON: " + e.what());
+  }
+  if (!doc.is_object())
+    throw Error(ErrorKind::BadInput, s.path_ + ": expected a JSON object of setting keys");
+  for (const auto& [key, value] : doc.items()) {
+    if (!value.is_string())
+      throw Error(ErrorKind::BadInput, s.path_ + ": setting '" + key + "' must be a string");
+    s.values_[key] = value.get<std::string>();
+  }
+  return s;
+}
+
+void Settings::save() const {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+  nlohmann::json doc = nlohmann::json::object();
+  for (const auto& [k, v] : values_) doc[k] = v;
+  const std::string tmp = path_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Error(ErrorKind::Io, tmp + ": cannot write settings");
+    out << doc.dump(2) << "\n";
+  }
+  std::filesystem::rename(tmp, path_, ec);
+  if (ec) throw Error(ErrorKind::Io, path_ + ": cannot replace settings: " + ec.message());
+}
+
+std::optional<std::string> Settings::get(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Settings::set(const std::string& key, const std::string& value) {
+  bool known = false;
+  std::string list;
+  for (const auto& k : known_settings()) {
+    known = known || key == k.key;
+    list += std::string(list.empty() ? "" : ", ") + k.key;
+  }
+  if (!known) throw Error(ErrorKind::InvalidArgument, "unknown setting '" + key + "' (known: " + list + ")");
+  values_[key] = value;
+}
+
+bool Settings::unset(const std::string& key) { return values_.erase(key) > 0; }
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::stringstream in(text);
+  while (std::getline(in, item, ',')) {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,22 @@
+#include "ops/kernel_call.h"
+
+#include "tensormorph/backend_registry.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+void run_placed_kernel(const Placement& placement, tm_op op, tm_kernel_call_v1 call) {
+  call.struct_size = sizeof call;
+  call.op = op;
+  call.kernel_index = placement.kernel_index;
+  call.device_index = placement.device_index;
+  if (call.threads == 0) call.threads = 1;
+  tm_message msg{};
+  const tm_status st = placement.backend_ref->table->run(&call, &msg);
+  if (st == TM_OK) return;
+  msg.text[sizeof msg.text - 1] = 0;
+  throw Error(st == TM_ERR_UNSUPPORTED ? ErrorKind::Unavailable : ErrorKind::Internal,
+              placement.backend + " failed to run " + op_name(op) + " (status " + std::to_string(st) + "): " + msg.text);
+}
+
+}  // namespace tmorph

@@ -1,0 +1,47 @@
+#include "ops/op_runner.h"
+
+#include <vector>
+
+#include "ops/kernel_call.h"
+#include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph {
+
+void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* data, uint64_t elements,
+                 unsigned threads) {
+  tm_kernel_call_v1 call{};
+  call.dtype = static_cast<tm_dtype>(dtype);
+  call.input = data;
+  call.element_count = elements;
+  call.threads = threads;
+  std::vector<uint8_t> output;
+  std::vector<double> edges(257);
+  for (size_t i = 0; i < edges.size(); ++i) edges[i] = -4.0 + 8.0 * static_cast<double>(i) / 256.0;
+  const tm_histogram_params_v1 hist{256, edges.data()};
+  const double probabilities[] = {0.5};
+  const tm_quantiles_params_v1 quant{1, probabilities, 0};
+  switch (op) {
+    case TM_OP_STATS_MOMENTS:
+      output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
+      break;
+    case TM_OP_STATS_HISTOGRAM:
+      call.params = &hist, call.params_size = sizeof hist;
+      output.resize(258 * sizeof(uint64_t));
+      break;
+    case TM_OP_STATS_BITPATTERN_HISTOGRAM:
+      output.resize((size_t{1} << (8 * dtype_size(dtype))) * sizeof(uint64_t));
+      break;
+    case TM_OP_STATS_QUANTILES:
+      call.params = &quant, call.params_size = sizeof quant;
+      output.resize(sizeof(tm_quantile_value_v1));
+      break;
+    default:
+      throw Error(ErrorKind::Internal, "run_op_once: unknown op");
+  }
+  call.output = output.data();
+  call.output_size = output.size();
+  run_placed_kernel(placement, op, call);
+}
+
+}  // namespace tmorph

@@ -1,0 +1,16 @@
+// Runs one op once on a host buffer with default parameters and throwaway outputs. Calibration uses
+// it to time every kernel the same way, whatever backend it belongs to.
+#pragma once
+
+#include <cstdint>
+
+#include "tensormorph/dtype.h"
+#include "tensormorph/placement.h"
+
+namespace tmorph {
+
+// Throws tmorph::Error if the kernel fails.
+void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* data, uint64_t elements,
+                 unsigned threads);
+
+}  // namespace tmorph

@@ -1,0 +1,254 @@
+#include "tensormorph/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "ops/kernel_call.h"
+#include "ops/moments.h"
+#include "ops/quantile_contract.h"
+#include "tensormorph/error.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+namespace {
+
+// Blocks handed to a backend per call: bounds the partials buffer (~6 MiB) whatever the tensor size.
+constexpr uint64_t kBlocksPerCall = 65536;
+
+OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options) {
+  OpRequest r;
+  r.op = op;
+  r.dtype = dtype;
+  r.elements = elements;
+  r.bytes = elements * dtype_size(dtype);
+  if (options) {
+    r.allowed_approx_steps = options->allowed_approx_steps;
+    r.memory_budget_bytes = options->memory_budget_bytes;
+  }
+  return r;
+}
+
+MomentsSummary summarize(const Moments& m) {
+  MomentsSummary s;
+  s.count = m.count, s.finite_count = m.finite_count, s.nan_count = m.nan_count, s.inf_count = m.inf_count;
+  s.zero_count = m.zero_count, s.min = m.min, s.max = m.max, s.abs_max = m.abs_max, s.sum = m.sum;
+  s.mean = m.mean, s.std = m.std, s.is_integer = m.is_integer;
+  s.int_min = m.int_min, s.int_max = m.int_max, s.int_sum = m.int_sum;
+  return s;
+}
+
+// Uniform edges the way numpy.histogram builds them: linspace(lo, hi, bins + 1), last edge = hi.
+std::vector<double> uniform_edges(double lo, double hi, uint32_t bins) {
+  if (lo == hi) lo -= 0.5, hi += 0.5;
+  std::vector<double> e(bins + 1);
+  const double step = (hi - lo) / bins;
+  for (uint32_t i = 0; i <= bins; ++i) e[i] = static_cast<double>(i) * step + lo;
+  e[bins] = hi;
+  return e;
+}
+
+// Exact quantiles from the count of every bit pattern of an 8- or 16-bit dtype.
+std::vector<QuantileValue> quantiles_from_patterns(DType dtype, const std::vector<uint64_t>& counts,
+                                                   const std::vector<double>& probabilities) {
+  std::vector<std::pair<double, uint64_t>> values;  // (value, count), finite patterns only
+  for (size_t p = 0; p < counts.size(); ++p) {
+    if (!counts[p]) continue;
+    uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
+    const double v = element_to_double(dtype, bytes);
+    if (std::isfinite(v)) values.emplace_back(v, counts[p]);
+  }
+  std::sort(values.begin(), values.end());
+  uint64_t n = 0;
+  for (const auto& v : values) n += v.second;
+  auto order_statistic = [&](uint64_t k) {  // value of rank k (0-based)
+    uint64_t seen = 0;
+    for (const auto& v : values) {
+      seen += v.second;
+      if (seen > k) return v.first;
+    }
+    return values.back().first;
+  };
+  std::vector<QuantileValue> out;
+  for (double p : probabilities) {
+    QuantileValue q;
+    q.p = p;
+    if (n == 0) {
+      q.value = q.lo = q.hi = std::nan("");
+    } else {
+      uint64_t k;
+      double t;
+      quantile_position(p, n, &k, &t);
+      q.value = q.lo = q.hi = numpy_lerp(order_statistic(k), order_statistic(std::min(k + 1, n - 1)), t);
+      q.sample_size = n;
+    }
+    out.push_back(q);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- MomentsStream -----------------------------------------------------------------------------------
+
+struct MomentsStream::State {
+  Placement placement;
+  DType dtype;
+  unsigned threads;
+  MomentsReducer reducer;
+  std::vector<uint8_t> pending;  // bytes of a block that a chunk boundary split
+  std::vector<tm_moments_partial_v1> partials;
+  uint64_t total, fed = 0;
+
+  void run_blocks(const uint8_t* data, uint64_t elements) {
+    const uint64_t blocks = (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+    partials.resize(blocks);
+    tm_kernel_call_v1 call{};
+    call.dtype = static_cast<tm_dtype>(dtype);
+    call.input = data;
+    call.element_count = elements;
+    call.output = partials.data();
+    call.output_size = blocks * sizeof(tm_moments_partial_v1);
+    call.threads = threads;
+    run_placed_kernel(placement, TM_OP_STATS_MOMENTS, call);
+    for (const auto& p : partials) reducer.push(p);
+  }
+};
+
+MomentsStream::MomentsStream(const Planner& planner, DType dtype, uint64_t total_elements, unsigned threads)
+    : state_(new State{planner.place(request_for(TM_OP_STATS_MOMENTS, dtype, total_elements, nullptr)), dtype,
+                       threads ? threads : 1, {}, {}, {}, total_elements}) {}
+
+MomentsStream::~MomentsStream() { delete state_; }
+
+const Placement& MomentsStream::placement() const { return state_->placement; }
+
+void MomentsStream::feed(const void* data, uint64_t elements) {
+  State& s = *state_;
+  if (elements > s.total - s.fed)
+    throw Error(ErrorKind::InvalidArgument, "moments stream: fed more elements than the tensor holds (" +
+                                                std::to_string(s.total) + ")");
+  s.fed += elements;
+  const size_t width = dtype_size(s.dtype);
+  const uint64_t block_bytes = uint64_t{TM_STATS_BLOCK_ELEMENTS} * width;
+  auto* p = static_cast<const uint8_t*>(data);
+  uint64_t bytes = elements * width;
+  if (!s.pending.empty()) {
+    const uint64_t take = std::min<uint64_t>(bytes, block_bytes - s.pending.size());
+    s.pending.insert(s.pending.end(), p, p + take);
+    p += take, bytes -= take;
+    if (s.pending.size() == block_bytes) {
+      s.run_blocks(s.pending.data(), TM_STATS_BLOCK_ELEMENTS);
+      s.pending.clear();
+    }
+  }
+  while (bytes >= block_bytes) {
+    const uint64_t blocks = std::min<uint64_t>(bytes / block_bytes, kBlocksPerCall);
+    s.run_blocks(p, blocks * TM_STATS_BLOCK_ELEMENTS);
+    p += blocks * block_bytes, bytes -= blocks * block_bytes;
+  }
+  s.pending.insert(s.pending.end(), p, p + bytes);
+}
+
+MomentsSummary MomentsStream::finish() {
+  State& s = *state_;
+  if (s.fed != s.total)
+    throw Error(ErrorKind::InvalidArgument, "moments stream: " + std::to_string(s.fed) + " of " +
+                                                std::to_string(s.total) + " elements fed");
+  if (!s.pending.empty()) {
+    s.run_blocks(s.pending.data(), s.pending.size() / dtype_size(s.dtype));
+    s.pending.clear();
+  }
+  return summarize(finalize_moments(s.reducer.finish(), s.dtype));
+}
+
+// ---- compute_stats ----------------------------------------------------------------------------------
+
+StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, const Planner& planner,
+                          const StatsOptions& options) {
+  StatsResult result;
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  {
+    MomentsStream stream(planner, dtype, elements, threads);
+    stream.feed(data, elements);
+    result.moments = stream.finish();
+    result.placement.push_back(stream.placement());
+  }
+  const MomentsSummary& m = result.moments;
+
+  // 8- and 16-bit dtypes: the exact count of every bit pattern gives exact quantiles.
+  const bool narrow = dtype_size(dtype) <= 2;
+  std::vector<uint64_t> patterns;
+  if (narrow && options.quantiles) {
+    const Placement pl = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, elements, &options));
+    patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
+    tm_kernel_call_v1 call{};
+    call.dtype = static_cast<tm_dtype>(dtype);
+    call.input = data;
+    call.element_count = elements;
+    call.output = patterns.data();
+    call.output_size = patterns.size() * sizeof(uint64_t);
+    call.threads = threads;
+    run_placed_kernel(pl, TM_OP_STATS_BITPATTERN_HISTOGRAM, call);
+    result.placement.push_back(pl);
+  }
+
+  if (options.histogram && (options.histogram_range || m.finite_count > 0)) {
+    if (options.bins == 0 || options.bins > 65536)
+      throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
+    const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
+    if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
+      throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
+    Histogram h;
+    h.edges = uniform_edges(lo, hi, options.bins);
+    std::vector<uint64_t> counts(options.bins + 2, 0);
+    const tm_histogram_params_v1 params{options.bins, h.edges.data()};
+    const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
+    tm_kernel_call_v1 call{};
+    call.dtype = static_cast<tm_dtype>(dtype);
+    call.input = data;
+    call.element_count = elements;
+    call.params = &params;
+    call.params_size = sizeof params;
+    call.output = counts.data();
+    call.output_size = counts.size() * sizeof(uint64_t);
+    call.threads = threads;
+    run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM, call);
+    result.placement.push_back(pl);
+    h.counts.assign(counts.begin(), counts.begin() + options.bins);
+    h.below = counts[options.bins], h.above = counts[options.bins + 1];
+    result.histogram = std::move(h);
+  }
+
+  if (options.quantiles && !options.probabilities.empty()) {
+    if (narrow) {
+      result.quantiles = quantiles_from_patterns(dtype, patterns, options.probabilities);
+      result.quantile_method = "bitpattern_histogram";
+    } else {
+      const Placement pl = planner.place(request_for(TM_OP_STATS_QUANTILES, dtype, elements, &options));
+      const tm_quantiles_params_v1 params{static_cast<uint32_t>(options.probabilities.size()),
+                                          options.probabilities.data(), options.memory_budget_bytes};
+      std::vector<tm_quantile_value_v1> out(options.probabilities.size());
+      tm_kernel_call_v1 call{};
+      call.dtype = static_cast<tm_dtype>(dtype);
+      call.input = data;
+      call.element_count = elements;
+      call.params = &params;
+      call.params_size = sizeof params;
+      call.output = out.data();
+      call.output_size = out.size() * sizeof(tm_quantile_value_v1);
+      call.threads = threads;
+      run_placed_kernel(pl, TM_OP_STATS_QUANTILES, call);
+      result.placement.push_back(pl);
+      for (size_t i = 0; i < out.size(); ++i)
+        result.quantiles.push_back({options.probabilities[i], out[i].value, out[i].lo, out[i].hi, out[i].sample_size});
+      result.quantiles_exact = pl.approx_step.empty();
+      result.quantile_method = pl.approx_step.empty() ? "selection" : pl.approx_step;
+    }
+  }
+  return result;
+}
+
+}  // namespace tmorph
