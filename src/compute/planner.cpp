@@ -84,13 +84,15 @@ Placement Planner::place(const OpRequest& req) const {
     for (const DeviceInfo& d : b.devices) {
       const Candidate* best = nullptr;
       Candidate chosen{};
-      std::pair<std::string, std::string> why{"", ""};
+      // Why this device refuses: an exact kernel's reason explains more than an approximate one's.
+      std::pair<std::string, std::string> why_exact, why_approx;
       for (const KernelInfo& k : b.kernels) {
         if (k.op != req.op) continue;
         auto gap = capability_gap(k, d, req);
         if (gap.first.empty() && !k.approx_step.empty() && !req.allowed_approx_steps.count(k.approx_step))
           gap = {"needs_consent", "approximate (" + k.approx_step + "); requires --allow-approx " + k.approx_step};
         if (!gap.first.empty()) {
+          auto& why = k.approx_step.empty() ? why_exact : why_approx;
           if (why.first.empty() || gap_rank(gap.first) < gap_rank(why.first)) why = gap;
           continue;
         }
@@ -110,7 +112,10 @@ Placement Planner::place(const OpRequest& req) const {
         }
       }
       if (best) candidates.push_back(chosen);
-      else out.rejected.push_back({b.name, d.name, why.first, why.second});
+      else {
+        const auto& why = why_exact.first.empty() ? why_approx : why_exact;
+        out.rejected.push_back({b.name, d.name, why.first, why.second});
+      }
     }
   }
 

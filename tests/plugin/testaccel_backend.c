@@ -1,0 +1,112 @@
+/* Test plugin "testaccel": proves that a backend built outside core, in plain C, is discovered from the
+ * plugin directory, placed by the planner and reported, with no change to core code.
+ *
+ * It models a discrete device: its data must cross a host link (8 GB/s declared), so the planner
+ * charges a transfer for host-resident tensors. It computes on the host, honestly, and offers exactly
+ * one kernel: stats.moments for u8, implementing the block contract of op_contracts.h so that its
+ * partials are bit-identical to the CPU reference (the parity test checks that).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/plugin_abi.h"
+
+static tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
+  (void)msg;
+  *reason = TM_AVAILABLE;
+  return TM_OK;
+}
+static void shutdown(void) {}
+static uint32_t device_count(void) { return 1; }
+
+static tm_status device_info(uint32_t index, tm_device_info_v1* out) {
+  if (index != 0) return TM_ERR_INVALID_ARGUMENT;
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  out->kind = TM_DEVICE_GPU;
+  out->name = "testaccel simulated device";
+  out->id = "testaccel-0";
+  out->memory_bytes = 1ull << 30;
+  out->max_allocation_bytes = 256ull << 20;
+  out->max_buffer_binding_bytes = 128ull << 20;
+  out->features = TM_FEATURE_F64;
+  out->host_link_bytes_per_s = 8e9;
+  return TM_OK;
+}
+
+static uint32_t kernel_count(void) { return 1; }
+
+static tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
+  if (index != 0) return TM_ERR_INVALID_ARGUMENT;
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  out->op = TM_OP_STATS_MOMENTS;
+  out->dtype_mask = 1ull << TM_DTYPE_U8;
+  out->precision = TM_PRECISION_EXACT;
+  return TM_OK;
+}
+
+static void block_u8(const uint8_t* p, uint64_t n, tm_moments_partial_v1* out) {
+  uint64_t sum = 0, zeros = 0;
+  uint8_t lo = 255, hi = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    sum += p[i];
+    zeros += p[i] == 0;
+    if (p[i] < lo) lo = p[i];
+    if (p[i] > hi) hi = p[i];
+  }
+  const double mean = n ? (double)((long double)sum / (long double)n) : 0.0;
+  double lanes[TM_STATS_LANES] = {0};
+  for (uint64_t i = 0; i < n; ++i) {
+    const double d = (double)p[i] - mean;
+    lanes[i % TM_STATS_LANES] += d * d;
+  }
+  for (unsigned width = TM_STATS_LANES; width > 1; width /= 2)
+    for (unsigned i = 0; i < width / 2; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
+  memset(out, 0, sizeof *out);
+  out->count = out->finite_count = n;
+  out->zero_count = zeros;
+  out->min = n ? lo : INFINITY;
+  out->max = n ? hi : -INFINITY;
+  out->abs_max = n ? hi : 0;
+  out->sum = (double)sum;
+  out->mean = mean;
+  out->m2 = lanes[0];
+  out->int_min = INT64_MAX;
+  out->int_max = INT64_MIN;
+  out->uint_min = n ? lo : UINT64_MAX;
+  out->uint_max = hi;
+  out->int_sum_lo = sum;
+  out->int_sum_hi = 0;
+}
+
+static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
+  if (c->op != TM_OP_STATS_MOMENTS || c->dtype != TM_DTYPE_U8) {
+    snprintf(msg->text, sizeof msg->text, "testaccel: only stats.moments on u8");
+    return TM_ERR_UNSUPPORTED;
+  }
+  const uint64_t blocks = (c->element_count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+  if (c->output_size < blocks * sizeof(tm_moments_partial_v1)) {
+    snprintf(msg->text, sizeof msg->text, "testaccel: output too small");
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  tm_moments_partial_v1* out = (tm_moments_partial_v1*)c->output;
+  const uint8_t* in = (const uint8_t*)c->input;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint64_t first = b * TM_STATS_BLOCK_ELEMENTS;
+    const uint64_t left = c->element_count - first;
+    block_u8(in + first, left < TM_STATS_BLOCK_ELEMENTS ? left : TM_STATS_BLOCK_ELEMENTS, &out[b]);
+  }
+  return TM_OK;
+}
+
+static const tm_backend_v1 kTable = {
+    TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "testaccel",
+    "test plugin: a simulated discrete device with one kernel (stats.moments, u8)",
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run};
+
+TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
+  return abi_version == TM_PLUGIN_ABI_VERSION ? &kTable : NULL;
+}

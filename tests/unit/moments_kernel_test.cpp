@@ -1,0 +1,95 @@
+// The CPU block kernel against the block contract of op_contracts.h, written out here in plain
+// scalar code: same lanes, same order, so the comparison is bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../../backends/cpu/moments_kernel.h"
+#include "test_support.h"
+
+namespace tmorph {
+namespace {
+
+tm_moments_partial_v1 contract_block(DType dtype, const std::vector<uint8_t>& raw, uint64_t first, uint64_t n) {
+  const size_t w = dtype_size(dtype);
+  double lanes[16] = {}, m2[16] = {};
+  tm_moments_partial_v1 p{};
+  p.count = n;
+  p.min = INFINITY, p.max = -INFINITY;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = element_to_double(dtype, raw.data() + (first + i) * w);
+    if (std::isnan(x)) { ++p.nan_count; continue; }
+    if (x == 0) ++p.zero_count;
+    if (std::isinf(x)) { ++p.inf_count; continue; }
+    ++p.finite_count;
+    lanes[i % 16] += x;
+    p.min = std::min(p.min, x), p.max = std::max(p.max, x), p.abs_max = std::max(p.abs_max, std::fabs(x));
+  }
+  auto reduce = [](double* l) {
+    for (int width = 16; width > 1; width /= 2)
+      for (int i = 0; i < width / 2; ++i) l[i] = l[2 * i] + l[2 * i + 1];
+    return l[0];
+  };
+  p.sum = reduce(lanes);
+  p.mean = p.finite_count ? p.sum / static_cast<double>(p.finite_count) : 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = element_to_double(dtype, raw.data() + (first + i) * w);
+    if (std::isfinite(x)) m2[i % 16] += (x - p.mean) * (x - p.mean);
+  }
+  p.m2 = reduce(m2);
+  return p;
+}
+
+void expect_same(const tm_moments_partial_v1& a, const tm_moments_partial_v1& b, const std::string& what) {
+  EXPECT_EQ(a.count, b.count) << what;
+  EXPECT_EQ(a.finite_count, b.finite_count) << what;
+  EXPECT_EQ(a.nan_count, b.nan_count) << what;
+  EXPECT_EQ(a.inf_count, b.inf_count) << what;
+  EXPECT_EQ(a.zero_count, b.zero_count) << what;
+  EXPECT_EQ(a.min, b.min) << what;
+  EXPECT_EQ(a.max, b.max) << what;
+  EXPECT_EQ(a.abs_max, b.abs_max) << what;
+  EXPECT_EQ(a.sum, b.sum) << what;    // bitwise: same lanes, same order
+  EXPECT_EQ(a.mean, b.mean) << what;
+  EXPECT_EQ(a.m2, b.m2) << what;
+}
+
+// Every bit pattern of the narrow float types goes through the SIMD decoders exactly.
+TEST(MomentsKernel, EveryNarrowFloatPatternMatchesTheContract) {
+  for (DType dt : {DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2}) {
+    const uint64_t patterns = uint64_t{1} << (8 * dtype_size(dt));
+    std::vector<uint8_t> raw(patterns * dtype_size(dt));
+    for (uint64_t p = 0; p < patterns; ++p) {
+      raw[p * dtype_size(dt)] = static_cast<uint8_t>(p & 0xFF);
+      if (dtype_size(dt) == 2) raw[p * 2 + 1] = static_cast<uint8_t>(p >> 8);
+    }
+    const auto got = cpu::block_moments(dt, raw.data(), patterns);
+    expect_same(got, contract_block(dt, raw, 0, patterns), std::string(dtype_name(dt)));
+  }
+}
+
+TEST(MomentsKernel, SaltedFloatBlocksAndShortTailsMatchTheContract) {
+  for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2}) {
+    const auto raw = test::salted_data(dt, TM_STATS_BLOCK_ELEMENTS, 7);
+    for (uint64_t n : {uint64_t{1}, uint64_t{15}, uint64_t{17}, uint64_t{1000}, uint64_t{TM_STATS_BLOCK_ELEMENTS}}) {
+      const auto got = cpu::block_moments(dt, raw.data(), n);
+      expect_same(got, contract_block(dt, raw, 0, n), std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(MomentsKernel, AllNonFiniteBlockHasEmptyExtremes) {
+  const float v[3] = {NAN, INFINITY, -INFINITY};
+  const auto p = cpu::block_moments(DType::F32, v, 3);
+  EXPECT_EQ(p.finite_count, 0u);
+  EXPECT_EQ(p.nan_count, 1u);
+  EXPECT_EQ(p.inf_count, 2u);
+  EXPECT_EQ(p.min, INFINITY);
+  EXPECT_EQ(p.max, -INFINITY);
+  EXPECT_EQ(p.sum, 0.0);
+  EXPECT_EQ(p.m2, 0.0);
+}
+
+}  // namespace
+}  // namespace tmorph
