@@ -1,0 +1,29 @@
+"""Runs the built CLI in a clean environment (its own config directory) and captures the result."""
+import json
+import os
+import subprocess
+import tempfile
+
+TM_BIN = os.environ.get("TM_BIN", "build/tensormorph")
+PLUGIN_DIR = os.environ.get("TM_TEST_PLUGIN_DIR", "build/tests/plugins")
+
+
+class Run:
+    def __init__(self, proc):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run(args, config_home=None, plugins=False, env_extra=None, timeout=120):
+    env = dict(os.environ)
+    env["XDG_CONFIG_HOME"] = config_home or tempfile.mkdtemp(prefix="tm-cfg-")
+    env.pop("TENSORMORPH_PLUGIN_DIR", None)
+    if plugins:
+        env["TENSORMORPH_PLUGIN_DIR"] = PLUGIN_DIR
+    env.update(env_extra or {})
+    proc = subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=env, timeout=timeout)
+    return Run(proc)

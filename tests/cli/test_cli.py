@@ -1,0 +1,296 @@
+"""End-to-end tests of the tensormorph CLI: help, JSON output, every bad-input path and its exact
+error, constraints from flags and settings, approximation consent, calibration."""
+import json
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cli_harness import run  # noqa: E402
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+class Help(unittest.TestCase):
+    def test_help_on_every_subcommand(self):
+        for sub in (["stats"], ["backends"], ["config"], ["config", "get"], ["config", "set"], ["config", "unset"],
+                    ["config", "list"], ["calibrate"], ["demo"], []):
+            r = run(sub + ["--help"])
+            self.assertEqual(r.code, 0, sub)
+            self.assertIn("--help", r.out, sub)
+
+    def test_no_subcommand_is_a_usage_error(self):
+        r = run([])
+        self.assertNotEqual(r.code, 0)
+
+
+class Stats(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tm-cli-")
+
+    def f32_file(self, values, name="t.f32"):
+        return write(os.path.join(self.dir, name), struct.pack("<%df" % len(values), *values))
+
+    def test_stats_json_has_stats_and_placement(self):
+        path = self.f32_file([1.0, -2.0, 0.0, float("nan"), float("inf"), 3.5])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "2,3", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        doc = r.json()
+        self.assertEqual(doc["shape"], [2, 3])
+        s = doc["stats"]
+        self.assertEqual((s["count"], s["finite_count"], s["nan_count"], s["inf_count"], s["zero_count"]), (6, 4, 1, 1, 1))
+        self.assertEqual((s["min"], s["max"], s["abs_max"], s["sum"]), (-2.0, 3.5, 3.5, 2.5))
+        self.assertAlmostEqual(s["mean"], 0.625, places=15)
+        self.assertEqual(sum(s["histogram"]["counts"]), 4)
+        self.assertEqual(s["quantiles"]["method"], "selection")
+        self.assertEqual([q["value"] for q in s["quantiles"]["values"]][2], 0.5)  # median of -2,0,1,3.5
+        ops = [p["op"] for p in doc["placement"]]
+        self.assertEqual(ops, ["stats.moments", "stats.histogram", "stats.quantiles"])
+        for p in doc["placement"]:
+            self.assertEqual(p["backend"], "cpu")
+            self.assertIn(p["reason"], ("sole_supporter", "cheapest"))
+            self.assertEqual(p["bytes_transferred"], 0)
+            self.assertFalse(p["software_adapter"])
+
+    def test_human_table_lists_placement(self):
+        path = self.f32_file([1.0, 2.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIn("placement:", r.out)
+        self.assertIn("stats.moments", r.out)
+
+    def test_integer_extremes_are_exact(self):
+        path = write(os.path.join(self.dir, "t.i64"), struct.pack("<3q", 2**63 - 1, 2**63 - 2, -(2**63)))
+        r = run(["stats", "--raw", path, "--dtype", "i64", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        exact = r.json()["stats"]["exact"]
+        self.assertEqual(exact, {"min": str(-(2**63)), "max": str(2**63 - 1), "sum": str(2**63 - 3)})
+
+    def test_offset_selects_the_tensor(self):
+        path = write(os.path.join(self.dir, "o.bin"), b"HEADER!!" + struct.pack("<2f", 4.0, 6.0))
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--offset", "8", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["stats"]["mean"], 5.0)
+
+    # --- bad input: each path has its exact error, file and field named, and a distinct exit code ---
+    def test_missing_file(self):
+        r = run(["stats", "--raw", os.path.join(self.dir, "nope.bin"), "--dtype", "f32"])
+        self.assertEqual(r.code, 6)
+        self.assertIn("nope.bin: cannot open: No such file or directory", r.err)
+
+    def test_directory_instead_of_file(self):
+        r = run(["stats", "--raw", self.dir, "--dtype", "f32"])
+        self.assertEqual(r.code, 6)
+        self.assertIn("not a regular file", r.err)
+
+    def test_truncated_file(self):
+        path = self.f32_file([1.0] * 10)
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "4,4"])
+        self.assertEqual(r.code, 3)
+        self.assertIn(path + ": shape needs 64 bytes of f32 from offset 0, but the file has only 40 bytes there", r.err)
+
+    def test_offset_past_end(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--offset", "100"])
+        self.assertEqual(r.code, 3)
+        self.assertIn("--offset 100 is past the end of the file (4 bytes)", r.err)
+
+    def test_partial_element_without_shape(self):
+        path = write(os.path.join(self.dir, "odd.bin"), b"1234567")
+        r = run(["stats", "--raw", path, "--dtype", "f32"])
+        self.assertEqual(r.code, 3)
+        self.assertIn("7 bytes after offset 0 are not a whole number of f32 elements", r.err)
+
+    def test_unknown_dtype(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f17"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--dtype: unknown type 'f17' (known: f64, f32, f16, bf16", r.err)
+
+    def test_bad_shape_field(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "1,-3"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--shape: dimension 1 is '-3', expected a non-negative integer", r.err)
+
+    def test_shape_that_overflows(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "4294967296,4294967296,16"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("the element count overflows 64 bits at dimension 1", r.err)
+
+    def test_shape_bytes_that_overflow(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f64", "--shape", "4294967296,1073741824"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("byte size overflows 64 bits", r.err)
+
+    def test_bad_quantile_and_range(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--quantiles", "0.5,1.5"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--quantiles: 1.5 is outside [0, 1]", r.err)
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--hist-range", "2,1"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("histogram range must be finite with lo <= hi", r.err)
+
+    def test_bad_memory_budget(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--memory-budget", "12Q"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--memory-budget: unknown size suffix 'Q'", r.err)
+
+    # --- constraints and honesty ---
+    def test_strict_backend_that_is_unavailable(self):
+        path = write(os.path.join(self.dir, "u8.bin"), bytes(range(200)))
+        r = run(["stats", "--raw", path, "--dtype", "u8", "--backend", "testabsent"], plugins=True)
+        self.assertEqual(r.code, 4)
+        self.assertIn("--backend testabsent cannot serve it (unavailable:no_driver", r.err)
+        self.assertIn("nothing was substituted", r.err)
+
+    def test_strict_backend_that_is_not_installed(self):
+        path = self.f32_file([1.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--backend", "vulkan"])
+        self.assertEqual(r.code, 4)
+        self.assertIn("backend 'vulkan' is not installed", r.err)
+
+    def test_strict_plugin_backend_serves_its_kernel_and_refuses_others(self):
+        path = write(os.path.join(self.dir, "u8.bin"), bytes(range(200)))
+        r = run(["stats", "--raw", path, "--dtype", "u8", "--backend", "testaccel", "--no-histogram", "--no-quantiles",
+                 "--json"], plugins=True)
+        self.assertEqual(r.code, 0, r.err)
+        p = r.json()["placement"][0]
+        self.assertEqual((p["backend"], p["reason"], p["device_kind"], p["bytes_transferred"]),
+                         ("testaccel", "user_pinned", "gpu", 200))
+        self.assertEqual(r.json()["stats"]["exact"]["sum"], str(sum(range(200))))
+        r = run(["stats", "--raw", path, "--dtype", "u8", "--backend", "testaccel"], plugins=True)
+        self.assertEqual(r.code, 4)
+        self.assertIn("stats.bitpattern_histogram on u8", r.err)
+
+    def test_settings_prefer_and_never(self):
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        self.assertEqual(run(["config", "set", "compute.prefer", "testaccel"], config_home=cfg).code, 0)
+        r = run(["config", "get", "compute.prefer"], config_home=cfg)
+        self.assertEqual(r.out.strip(), "testaccel")
+        path = write(os.path.join(self.dir, "u8.bin"), bytes(range(100)))
+        r = run(["stats", "--raw", path, "--dtype", "u8", "--json"], config_home=cfg, plugins=True)
+        self.assertEqual(r.code, 0, r.err)
+        placement = {p["op"]: p for p in r.json()["placement"]}
+        self.assertEqual(placement["stats.moments"]["backend"], "testaccel")
+        self.assertEqual(placement["stats.moments"]["reason"], "user_preferred")
+        self.assertEqual(placement["stats.histogram"]["backend"], "cpu")
+        self.assertEqual(placement["stats.histogram"]["reason"], "fallback_missing_kernel")
+        self.assertEqual(run(["config", "set", "compute.never", "cpu"], config_home=cfg).code, 0)
+        r = run(["stats", "--raw", path, "--dtype", "u8"], config_home=cfg, plugins=True)
+        self.assertEqual(r.code, 4)
+        self.assertIn("cpu: disabled_by_policy", r.err)
+        self.assertEqual(run(["config", "unset", "compute.never"], config_home=cfg).code, 0)
+        self.assertEqual(run(["stats", "--raw", path, "--dtype", "u8"], config_home=cfg, plugins=True).code, 0)
+
+    def test_unknown_setting_and_corrupt_settings(self):
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        r = run(["config", "set", "compute.prefered", "x"], config_home=cfg)
+        self.assertEqual(r.code, 2)
+        self.assertIn("unknown setting 'compute.prefered'", r.err)
+        os.makedirs(os.path.join(cfg, "tensormorph"))
+        write(os.path.join(cfg, "tensormorph", "settings.json"), b"{oops")
+        r = run(["backends"], config_home=cfg)
+        self.assertEqual(r.code, 3)
+        self.assertIn("settings.json: not valid JSON", r.err)
+
+    def test_exact_quantiles_beyond_budget_need_consent(self):
+        path = self.f32_file([float(i % 1000) for i in range(300000)])
+        args = ["stats", "--raw", path, "--dtype", "f32", "--memory-budget", "600K", "--no-histogram"]
+        r = run(args)
+        self.assertEqual(r.code, 5)
+        self.assertIn("only an approximation can serve this request", r.err)
+        self.assertIn("over_memory_budget", r.err)
+        self.assertIn("--allow-approx", r.err)
+        self.assertIn("quantiles.bitpattern_sketch", r.err)
+        r = run(args + ["--allow-approx", "quantiles.bitpattern_sketch", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        doc = r.json()
+        self.assertFalse(doc["stats"]["quantiles"]["exact"])
+        q = doc["placement"][-1]
+        self.assertEqual(q["consent"], "--allow-approx quantiles.bitpattern_sketch")
+        median = doc["stats"]["quantiles"]["values"][2]
+        self.assertLessEqual(median["lo"], 499.5)
+        self.assertGreaterEqual(median["hi"], 499.5)
+
+
+class Backends(unittest.TestCase):
+    def test_backends_json_reports_devices_kernels_and_reasons(self):
+        r = run(["backends", "--json"], plugins=True)
+        self.assertEqual(r.code, 0, r.err)
+        doc = r.json()
+        by_name = {b["name"]: b for b in doc["backends"]}
+        cpu = by_name["cpu"]
+        self.assertTrue(cpu["available"])
+        self.assertEqual(cpu["devices"][0]["kind"], "cpu")
+        self.assertGreater(cpu["devices"][0]["memory_bytes"], 0)
+        self.assertIn("f64", cpu["devices"][0]["features"])
+        precisions = {(k["op"], k["precision"]) for k in cpu["kernels"]}
+        self.assertIn(("stats.moments", "exact"), precisions)
+        self.assertIn(("stats.quantiles", "deterministic"), precisions)
+        self.assertEqual(by_name["testabsent"]["reason"], "no_driver")
+        self.assertFalse(by_name["testabsent"]["available"])
+        self.assertEqual(by_name["testaccel"]["devices"][0]["host_link_bytes_per_s"], 8e9)
+        failures = doc["plugin_load_failures"]
+        self.assertEqual([f["reason"] for f in failures], ["incompatible_abi"])
+        self.assertEqual(doc["plugin_dir_source"], "TENSORMORPH_PLUGIN_DIR")
+
+    def test_plugin_dir_setting_and_default(self):
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        r = run(["backends", "--json"], config_home=cfg)
+        self.assertEqual(r.json()["plugin_dir_source"], "default")
+        self.assertNotIn("testaccel", [b["name"] for b in r.json()["backends"]])
+        from cli_harness import PLUGIN_DIR
+        run(["config", "set", "compute.plugin_dir", PLUGIN_DIR], config_home=cfg)
+        r = run(["backends", "--json"], config_home=cfg)
+        self.assertEqual(r.json()["plugin_dir_source"], "compute.plugin_dir")
+        self.assertIn("testaccel", [b["name"] for b in r.json()["backends"]])
+
+    def test_never_flag_shows_disabled_by_policy(self):
+        r = run(["backends", "--json", "--never", "testaccel"], plugins=True)
+        by_name = {b["name"]: b for b in r.json()["backends"]}
+        self.assertEqual(by_name["testaccel"]["reason"], "disabled_by_policy")
+
+
+class Calibrate(unittest.TestCase):
+    def test_calibration_is_cached_and_used(self):
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        r = run(["calibrate", "--size-mib", "4", "--repeats", "1", "--json"], config_home=cfg, plugins=True)
+        self.assertEqual(r.code, 0, r.err)
+        results = r.json()["results"]
+        self.assertTrue(any(x["backend"] == "testaccel" for x in results))
+        self.assertTrue(all(x["bytes_per_s"] > 0 for x in results))
+        self.assertTrue(os.path.exists(os.path.join(cfg, "tensormorph", "calibration.json")))
+        r = run(["backends", "--json"], config_home=cfg, plugins=True)
+        self.assertGreater(r.json()["calibrated_entries"], 0)
+        path = write(os.path.join(tempfile.mkdtemp(), "x.f32"), struct.pack("<4f", 1, 2, 3, 4))
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--json"], config_home=cfg, plugins=True)
+        self.assertTrue(r.json()["placement"][0]["throughput_calibrated"])
+
+
+class Demo(unittest.TestCase):
+    def test_demo_then_stats(self):
+        out = tempfile.mkdtemp(prefix="tm-demo-")
+        r = run(["demo", "--out", out, "--rows", "64", "--cols", "128", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        f = r.json()["file"]
+        r = run(["stats", "--raw", f, "--dtype", "bf16", "--shape", "64,128", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        s = r.json()["stats"]
+        self.assertEqual(s["count"], 64 * 128)
+        self.assertEqual(s["quantiles"]["method"], "bitpattern_histogram")
+        self.assertTrue(s["quantiles"]["exact"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,89 @@
+"""Statistics against reference values we did not compute: files written by llama.cpp's gguf-py with
+statistics computed by numpy/math.fsum (../shared/fixtures/gguf). Skips visibly when the folder is
+absent (a user's clone); never the only test of a feature."""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cli_harness import run  # noqa: E402
+
+FIXTURES = os.environ.get("TM_FIXTURES", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures"))
+GGUF = os.path.join(FIXTURES, "gguf")
+NATIVE = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def expected_tensors(doc):
+    """The per-tensor records of a single-file or a split-set expected.json."""
+    if "tensors" in doc:
+        return doc["tensors"]
+    return [t for shard in doc["shards"] for t in shard["tensors"]]
+
+
+def close(a, b, rel=1e-12, abs_=1e-300):
+    return abs(a - b) <= max(abs(a), abs(b)) * rel + abs_
+
+
+@unittest.skipUnless(os.path.isdir(GGUF), "SKIPPED: reference fixtures not found at %s" % GGUF)
+class ReferenceStatistics(unittest.TestCase):
+    def check(self, stats, want, where):
+        for key in ("count", "finite_count", "nan_count", "inf_count", "zero_count"):
+            self.assertEqual(stats[key], want[key], "%s %s" % (where, key))
+        if want["finite_count"] == 0:
+            return
+        for key in ("min", "max", "abs_max"):
+            self.assertEqual(stats[key], want[key], "%s %s" % (where, key))
+        # The reference sum is math.fsum (correctly rounded); ours is compensated: within 1e-12.
+        scale = max(abs(want["min"]), abs(want["max"])) * want["finite_count"]
+        self.assertTrue(abs(stats["sum"] - want["sum"]) <= scale * 1e-15 + 1e-300, "%s sum %r vs %r" % (where, stats["sum"], want["sum"]))
+        self.assertTrue(close(stats["mean"], want["mean"], 1e-12, scale * 1e-15 / want["finite_count"]), "%s mean" % where)
+        self.assertTrue(close(stats["std"], want["std"], 1e-10), "%s std %r vs %r" % (where, stats["std"], want["std"]))
+        h = want["histogram"]
+        got = stats["histogram"]
+        self.assertEqual(len(got["counts"]), h["bins"])
+        self.assertEqual(got["edges"][0], h["first_edge"])
+        self.assertEqual(got["edges"][-1], h["last_edge"])
+        # Edge values may land one bin over in another implementation: a few counts of slack.
+        diff = sum(abs(a - b) for a, b in zip(got["counts"], h["counts"]))
+        self.assertLessEqual(diff, 4, "%s histogram differs by %d counts" % (where, diff))
+        self.assertEqual(sum(got["counts"]), want["finite_count"], where)
+
+    def stats_of(self, path, offset, dtype, shape):
+        r = run(["stats", "--raw", path, "--offset", str(offset), "--dtype", dtype, "--shape",
+                 ",".join(str(d) for d in shape), "--bins", "64", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        return r.json()["stats"]
+
+    def test_dequantized_reference_values_of_every_tensor(self):
+        """Every tensor's reference float32 values (all 25 types, NaN/Inf probe included)."""
+        for prefix in (os.path.join(GGUF, "tiny-mixed"), os.path.join(GGUF, "split", "tiny-split")):
+            index = load(prefix + ".ref.json")
+            expected = {t["name"]: t for t in expected_tensors(load(prefix + ".expected.json"))}
+            self.assertGreater(len(index), 5)
+            for name, ref in index.items():
+                stats = self.stats_of(prefix + ".ref.f32", ref["offset"], "f32", ref["shape"])
+                self.check(stats, expected[name]["stats"], name)
+
+    def test_native_tensors_read_in_place_from_the_gguf_file(self):
+        """F32/F16/BF16 tensors straight from the GGUF data section, at the offsets gguf-py reports."""
+        seen = set()
+        for t in expected_tensors(load(os.path.join(GGUF, "tiny-mixed.expected.json"))):
+            if t["ggml_type"] not in NATIVE:
+                continue
+            seen.add(t["ggml_type"])
+            stats = self.stats_of(os.path.join(GGUF, "tiny-mixed.gguf"), t["data_offset"], NATIVE[t["ggml_type"]],
+                                  t["numpy_shape"])
+            self.check(stats, t["stats"], t["name"])
+        self.assertEqual(seen, set(NATIVE))
+
+
+if __name__ == "__main__":
+    if not os.path.isdir(GGUF):
+        print("SKIPPED: reference fixtures not found at %s" % GGUF)
+    unittest.main(verbosity=2)
