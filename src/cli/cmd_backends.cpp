@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/parity_matrix.h"
 #include "cli/runtime.h"
 #include "core/format.h"
 
@@ -23,6 +24,20 @@ std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
   return s;
+}
+
+// Backends the parity matrix knows that are not installed here, with what each would provide.
+nlohmann::json not_installed(const Runtime& rt) {
+  const auto matrix = nlohmann::json::parse(kParityMatrixJson);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, info] : matrix.at("backends").items()) {
+    if (rt.registry.find(name)) continue;
+    nlohmann::json caps = nlohmann::json::object();
+    for (const auto& cap : matrix.at("capabilities")) caps[cap.at("id").get<std::string>()] = cap.at("backends").at(name).at("level");
+    out.push_back({{"name", name}, {"kind", info.at("kind")}, {"issue", info.at("issue")},
+                   {"description", info.at("description")}, {"capability_levels", caps}});
+  }
+  return out;
 }
 
 nlohmann::json backends_json(const Runtime& rt) {
@@ -67,7 +82,8 @@ nlohmann::json backends_json(const Runtime& rt) {
           {"plugin_dir", rt.plugin_dir},
           {"plugin_dir_source", rt.plugin_dir_source},
           {"calibration_file", rt.calibration_path},
-          {"calibrated_entries", rt.costs.size()}};
+          {"calibrated_entries", rt.costs.size()},
+          {"not_installed", not_installed(rt)}};
 }
 
 void print_backends(const Runtime& rt) {
@@ -88,6 +104,14 @@ void print_backends(const Runtime& rt) {
   }
   for (const auto& f : rt.registry.load_failures())
     std::printf("plugin %s  [not loaded: %s]  %s\n", f.path.c_str(), f.reason.c_str(), f.detail.c_str());
+  for (const auto& b : not_installed(rt)) {
+    std::string implemented;
+    for (const auto& [cap, level] : b.at("capability_levels").items())
+      if (level != "not-implemented") implemented += " " + cap;
+    std::printf("%s  [not installed]  %s; capabilities in this project's matrix:%s\n",
+                b.at("name").get<std::string>().c_str(), b.at("description").get<std::string>().c_str(),
+                implemented.empty() ? " none implemented yet" : implemented.c_str());
+  }
   std::printf("plugin directory: %s (%s)\n", rt.plugin_dir.c_str(), rt.plugin_dir_source.c_str());
   std::printf("calibration: %s (%zu entries%s)\n", rt.calibration_path.c_str(), rt.costs.size(),
               rt.costs.size() ? "" : "; uncalibrated kernels use one conservative default; run 'tensormorph calibrate'");

@@ -244,6 +244,10 @@ class Backends(unittest.TestCase):
         failures = doc["plugin_load_failures"]
         self.assertEqual([f["reason"] for f in failures], ["incompatible_abi"])
         self.assertEqual(doc["plugin_dir_source"], "TENSORMORPH_PLUGIN_DIR")
+        missing = {b["name"]: b for b in doc["not_installed"]}
+        self.assertIn("vulkan", missing)  # known to the project, absent here: reported, not hidden
+        self.assertEqual(missing["vulkan"]["capability_levels"]["stats.moments"], "not-implemented")
+        self.assertNotIn("cpu", missing)
 
     def test_plugin_dir_setting_and_default(self):
         cfg = tempfile.mkdtemp(prefix="tm-cfg-")
