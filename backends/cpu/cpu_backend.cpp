@@ -13,6 +13,7 @@
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
+#include "radix_select.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 
@@ -31,20 +32,17 @@ constexpr uint64_t kAllTypes = bits({DType::F64, DType::F32, DType::F16, DType::
                                      DType::U16, DType::U32, DType::U64, DType::BOOL});
 constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2, DType::I8,
                                         DType::I16, DType::U8, DType::U16, DType::BOOL});
-constexpr uint64_t kWide4 = bits({DType::F32, DType::I32, DType::U32});
-constexpr uint64_t kWide8 = bits({DType::F64, DType::I64, DType::U64});
+constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
-enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact4, kQuantExact8, kSketchF32, kSketchF64, kSampling, kKernelCount
-};
+enum KernelId : uint32_t { kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kKernelCount };
 
-const tm_kernel_cap_v1 kKernels[kKernelCount] = {
+// Workspace fields that depend on the machine are filled in by init().
+tm_kernel_cap_v1 kKernels[kKernelCount] = {
     {sizeof(tm_kernel_cap_v1), TM_OP_STATS_MOMENTS, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_STATS_HISTOGRAM, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_STATS_BITPATTERN_HISTOGRAM, kNarrowTypes, 0, 0, TM_PRECISION_EXACT, 0,
      65536 * 8, 0, nullptr, nullptr},
-    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide4, 0, 0, TM_PRECISION_EXACT, 0, 0, 4, nullptr, nullptr},
-    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide8, 0, 0, TM_PRECISION_EXACT, 0, 0, 8, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, bits({DType::F32}), 0, 0, TM_PRECISION_BOUNDED, 0x1p-7,
      65536 * 8, 0, "quantiles.bitpattern_sketch",
      "one pass counting each value's top 16 bits (bf16 buckets); reports an interval that holds the exact "
@@ -53,7 +51,7 @@ const tm_kernel_cap_v1 kKernels[kKernelCount] = {
      65536 * 8, 0, "quantiles.bitpattern_sketch",
      "one pass counting each value's top 16 bits; reports an interval that holds the exact quantile, "
      "relative width <= 2^-4"},
-    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide4 | kWide8, 0, 0, TM_PRECISION_DETERMINISTIC, 0, 0, 0,
+    {sizeof(tm_kernel_cap_v1), TM_OP_STATS_QUANTILES, kWide, 0, 0, TM_PRECISION_DETERMINISTIC, 0, 0, 0,
      "quantiles.sampling",
      "exact quantiles of every s-th element, s chosen so the sample fits the memory budget; rank error "
      "typically ~1/sqrt(sample size), not guaranteed for data periodic in s"},
@@ -79,6 +77,7 @@ void set_message(tm_message* msg, const std::string& text) {
 
 tm_status init(tm_unavailable_reason* reason, tm_message*) {
   g_cpu_name = read_cpu_name() + " (" + std::to_string(default_thread_count()) + " threads)";
+  kKernels[kQuantExact].workspace_fixed_bytes = radix_select_workspace_bytes(default_thread_count());
   *reason = TM_AVAILABLE;
   return TM_OK;
 }
@@ -182,7 +181,12 @@ tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
   const DType dt = static_cast<DType>(c.dtype);
   auto* out = static_cast<tm_quantile_value_v1*>(c.output);
   switch (c.kernel_index) {
-    case kQuantExact4: case kQuantExact8: quantiles_exact(dt, c.input, c.element_count, p, out); break;
+    case kQuantExact:
+      if (p.count > kMaxRadixProbabilities)
+        return set_message(msg, "stats.quantiles: at most " + std::to_string(kMaxRadixProbabilities) +
+                                    " probabilities per call"), TM_ERR_INVALID_ARGUMENT;
+      quantiles_radix(dt, c.input, c.element_count, p, out, c.threads);
+      break;
     case kSketchF32: case kSketchF64: quantiles_bitpattern_sketch(dt, c.input, c.element_count, p, out); break;
     default: quantiles_sampling(dt, c.input, c.element_count, p, out); break;
   }

@@ -48,22 +48,22 @@ void select(std::vector<T>& v, const tm_quantiles_params_v1& params, tm_quantile
 }
 
 template <class T>
-void exact_typed(const uint8_t* p, uint64_t n, uint64_t stride, const tm_quantiles_params_v1& params,
-                 tm_quantile_value_v1* out) {
+void sample_typed(const uint8_t* p, uint64_t n, uint64_t stride, const tm_quantiles_params_v1& params,
+                  tm_quantile_value_v1* out) {
   auto v = finite_values<T>(p, n, stride);
   select(v, params, out);
 }
 
-void dispatch_select(DType dtype, const void* data, uint64_t count, uint64_t stride,
+void sample_select(DType dtype, const void* data, uint64_t count, uint64_t stride,
                      const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
   const auto* p = static_cast<const uint8_t*>(data);
   switch (dtype) {
-    case DType::F64: return exact_typed<double>(p, count, stride, params, out);
-    case DType::F32: return exact_typed<float>(p, count, stride, params, out);
-    case DType::I32: return exact_typed<int32_t>(p, count, stride, params, out);
-    case DType::U32: return exact_typed<uint32_t>(p, count, stride, params, out);
-    case DType::I64: return exact_typed<int64_t>(p, count, stride, params, out);
-    case DType::U64: return exact_typed<uint64_t>(p, count, stride, params, out);
+    case DType::F64: return sample_typed<double>(p, count, stride, params, out);
+    case DType::F32: return sample_typed<float>(p, count, stride, params, out);
+    case DType::I32: return sample_typed<int32_t>(p, count, stride, params, out);
+    case DType::U32: return sample_typed<uint32_t>(p, count, stride, params, out);
+    case DType::I64: return sample_typed<int64_t>(p, count, stride, params, out);
+    case DType::U64: return sample_typed<uint64_t>(p, count, stride, params, out);
     default: return;
   }
 }
@@ -130,11 +130,6 @@ void sketch_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& pa
 
 }  // namespace
 
-void quantiles_exact(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
-                     tm_quantile_value_v1* out) {
-  dispatch_select(dtype, data, count, 1, params, out);
-}
-
 void quantiles_bitpattern_sketch(DType dtype, const void* data, uint64_t count,
                                  const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -147,7 +142,7 @@ void quantiles_sampling(DType dtype, const void* data, uint64_t count, const tm_
   const uint64_t budget_elements =
       std::max<uint64_t>(1, (params.memory_budget_bytes ? params.memory_budget_bytes : UINT64_MAX) / dtype_size(dtype));
   const uint64_t stride = std::max<uint64_t>(1, (count + budget_elements - 1) / budget_elements);
-  dispatch_select(dtype, data, count, stride, params, out);
+  sample_select(dtype, data, count, stride, params, out);
 }
 
 }  // namespace tmorph::cpu

@@ -1,4 +1,5 @@
-// CPU kernels for TM_OP_STATS_QUANTILES: one exact, two approximate (each behind a consent step).
+// CPU approximate kernels for TM_OP_STATS_QUANTILES, each behind a consent step (the exact one is
+// radix_select.h).
 #pragma once
 
 #include <cstdint>
@@ -7,10 +8,6 @@
 #include "tensormorph/op_contracts.h"
 
 namespace tmorph::cpu {
-
-// Exact: copies the finite values (workspace = count * dtype_size bytes) and selects the ranks.
-void quantiles_exact(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
-                     tm_quantile_value_v1* out);
 
 // Approximate, step "quantiles.bitpattern_sketch" (f32, f64): one pass counting the top 16 bits of
 // each value; the answer interval [lo, hi] is guaranteed to hold the exact quantile.

@@ -17,6 +17,8 @@ namespace {
 
 // Blocks handed to a backend per call: bounds the partials buffer (~6 MiB) whatever the tensor size.
 constexpr uint64_t kBlocksPerCall = 65536;
+// Probabilities per request (kernels size their workspace from it).
+constexpr size_t kMaxProbabilities = 16;
 
 OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options) {
   OpRequest r;
@@ -223,6 +225,10 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
   }
 
   if (options.quantiles && !options.probabilities.empty()) {
+    if (options.probabilities.size() > kMaxProbabilities)
+      throw Error(ErrorKind::InvalidArgument, "at most " + std::to_string(kMaxProbabilities) +
+                                                  " quantile probabilities per request, got " +
+                                                  std::to_string(options.probabilities.size()));
     if (narrow) {
       result.quantiles = quantiles_from_patterns(dtype, patterns, options.probabilities);
       result.quantile_method = "bitpattern_histogram";

@@ -140,6 +140,12 @@ class Stats(unittest.TestCase):
         self.assertEqual(r.code, 2)
         self.assertIn("histogram range must be finite with lo <= hi", r.err)
 
+    def test_too_many_quantiles(self):
+        path = self.f32_file([1.0, 2.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--quantiles", ",".join(["0.5"] * 17)])
+        self.assertEqual(r.code, 2)
+        self.assertIn("at most 16 quantile probabilities per request, got 17", r.err)
+
     def test_bad_memory_budget(self):
         path = self.f32_file([1.0])
         r = run(["stats", "--raw", path, "--dtype", "f32", "--memory-budget", "12Q"])

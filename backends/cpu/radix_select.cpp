@@ -1,0 +1,189 @@
+#include "radix_select.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <type_traits>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ops/quantile_contract.h"
+
+namespace tmorph::cpu {
+
+namespace {
+
+constexpr uint64_t kBuckets = 65536;
+
+template <class T>
+struct Keys {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  static constexpr int kBits = 8 * sizeof(T);
+  static constexpr U kSign = U{1} << (kBits - 1);
+
+  // False for NaN and ±Inf (integers are always finite).
+  static bool load(const uint8_t* p, U* key) {
+    T x;
+    std::memcpy(&x, p, sizeof x);
+    U bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(x)) return false;
+      *key = (bits & kSign) ? ~bits : (bits | kSign);
+    } else if constexpr (std::is_signed_v<T>) {
+      *key = bits ^ kSign;
+    } else {
+      *key = bits;
+    }
+    return true;
+  }
+
+  static double value(U key) {
+    U bits;
+    if constexpr (std::is_floating_point_v<T>) bits = (key & kSign) ? (key & ~kSign) : ~key;
+    else if constexpr (std::is_signed_v<T>) bits = key ^ kSign;
+    else bits = key;
+    T x;
+    std::memcpy(&x, &bits, sizeof x);
+    return static_cast<double>(x);
+  }
+};
+
+// One order statistic being refined: the key bits known so far and the rank within them.
+template <class U>
+struct Target {
+  uint64_t rank;      // global rank (0-based) this target resolves
+  U prefix = 0;       // known high bits of the key, right-aligned
+  uint64_t residual;  // rank among values sharing the prefix
+};
+
+template <class T>
+void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& params, tm_quantile_value_v1* out,
+                 unsigned threads) {
+  using K = Keys<T>;
+  using U = typename K::U;
+  ThreadPool& pool = ThreadPool::shared(threads);
+  const uint64_t chunk = 1 << 16;
+  const uint64_t chunks = (n + chunk - 1) / chunk;
+
+  // Pass 1: top 16 bits of every finite key.
+  std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(kBuckets, 0));
+  pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
+    auto& h = local[part];
+    const uint64_t last = std::min(n, e * chunk);
+    for (uint64_t i = b * chunk; i < last; ++i) {
+      U key;
+      if (K::load(p + i * sizeof(T), &key)) ++h[key >> (K::kBits - 16)];
+    }
+  });
+  std::vector<uint64_t> top(kBuckets, 0);
+  for (const auto& h : local)
+    for (uint64_t i = 0; i < kBuckets; ++i) top[i] += h[i];
+  uint64_t finite = 0;
+  for (uint64_t c : top) finite += c;
+  if (finite == 0) {
+    for (uint32_t q = 0; q < params.count; ++q) out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
+    return;
+  }
+
+  // The ranks wanted: floor and ceiling neighbour of each probability's position.
+  std::vector<Target<U>> targets;
+  auto want = [&](uint64_t r) {
+    for (const auto& t : targets)
+      if (t.rank == r) return;
+    targets.push_back({r, 0, r});
+  };
+  for (uint32_t q = 0; q < params.count; ++q) {
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], finite, &k, &t);
+    want(k);
+    if (k + 1 < finite) want(k + 1);
+  }
+  // Walks a count table: which entry holds `residual`, and the residual within it.
+  auto locate = [](const uint64_t* counts, uint64_t residual, U* entry, uint64_t* rest) {
+    for (uint64_t i = 0; i < kBuckets; ++i) {
+      if (residual < counts[i]) {
+        *entry = static_cast<U>(i), *rest = residual;
+        return;
+      }
+      residual -= counts[i];
+    }
+  };
+  for (auto& t : targets) {
+    U bucket = 0;
+    locate(top.data(), t.residual, &bucket, &t.residual);
+    t.prefix = bucket;
+  }
+
+  // Refinement passes: 16 more key bits each, counting only keys under a wanted prefix.
+  for (int known = 16; known < K::kBits; known += 16) {
+    std::vector<U> prefixes;
+    for (const auto& t : targets)
+      if (std::find(prefixes.begin(), prefixes.end(), t.prefix) == prefixes.end()) prefixes.push_back(t.prefix);
+    const size_t np = prefixes.size();
+    const int shift_prefix = K::kBits - known, shift_digit = K::kBits - known - 16;
+    for (auto& h : local) h.assign(np * kBuckets, 0);
+    pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
+      uint64_t* h = local[part].data();
+      const uint64_t last = std::min(n, e * chunk);
+      for (uint64_t i = b * chunk; i < last; ++i) {
+        U key;
+        if (!K::load(p + i * sizeof(T), &key)) continue;
+        const U prefix = key >> shift_prefix;
+        for (size_t j = 0; j < np; ++j)
+          if (prefixes[j] == prefix) {
+            ++h[j * kBuckets + ((key >> shift_digit) & 0xFFFF)];
+            break;
+          }
+      }
+    });
+    std::vector<uint64_t> merged(np * kBuckets, 0);
+    for (const auto& h : local)
+      for (size_t i = 0; i < merged.size(); ++i) merged[i] += h[i];
+    for (auto& t : targets) {
+      const size_t j = static_cast<size_t>(std::find(prefixes.begin(), prefixes.end(), t.prefix) - prefixes.begin());
+      U digit = 0;
+      locate(merged.data() + j * kBuckets, t.residual, &digit, &t.residual);
+      t.prefix = static_cast<U>((t.prefix << 16) | digit);
+    }
+  }
+
+  auto value_of_rank = [&](uint64_t r) {
+    for (const auto& t : targets)
+      if (t.rank == r) return K::value(t.prefix);
+    return std::nan("");
+  };
+  for (uint32_t q = 0; q < params.count; ++q) {
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], finite, &k, &t);
+    const double a = value_of_rank(k), b = k + 1 < finite ? value_of_rank(k + 1) : a;
+    const double v = numpy_lerp(a, b, t);
+    out[q] = {v, v, v, finite};
+  }
+}
+
+}  // namespace
+
+uint64_t radix_select_workspace_bytes(unsigned threads) {
+  return uint64_t{threads} * (2 * kMaxRadixProbabilities + 1) * kBuckets * sizeof(uint64_t);
+}
+
+void quantiles_radix(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
+                     tm_quantile_value_v1* out, unsigned threads) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  switch (dtype) {
+    case DType::F32: return radix_typed<float>(p, count, params, out, threads);
+    case DType::F64: return radix_typed<double>(p, count, params, out, threads);
+    case DType::I32: return radix_typed<int32_t>(p, count, params, out, threads);
+    case DType::U32: return radix_typed<uint32_t>(p, count, params, out, threads);
+    case DType::I64: return radix_typed<int64_t>(p, count, params, out, threads);
+    case DType::U64: return radix_typed<uint64_t>(p, count, params, out, threads);
+    default: return;
+  }
+}
+
+}  // namespace tmorph::cpu
