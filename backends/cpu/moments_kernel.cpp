@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "lane_reduce.h"
 #include "moments_kernel.h"
@@ -17,80 +19,85 @@ namespace tmorph::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Loaders widen Lanes(d) consecutive elements to double, exactly.
-struct LoadF64 {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    return hn::LoadU(d, reinterpret_cast<const double*>(p));
-  }
-};
+// Loaders produce Lanes(df) consecutive elements as f32, exactly (every value of these formats is an
+// f32). The f64 path promotes them.
 struct LoadF32 {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<float, D> df;
-    return hn::PromoteTo(d, hn::LoadU(df, reinterpret_cast<const float*>(p)));
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    return hn::LoadU(df, reinterpret_cast<const float*>(p));
   }
 };
-// Widens `bits` (small-float bit patterns already zero-extended to u32) to f32 by placing exponent
-// and mantissa at the f32 position and rescaling (this also normalises subnormals exactly).
+// Widens small-float magnitudes (bit patterns without the sign, zero-extended to u32) with
+// `mantissa_bits` and exponent `bias` to f32, exactly. Normal numbers are re-biased in the integer
+// domain; subnormals are converted from their integer mantissa and scaled by a power of two. No f32
+// subnormal is ever an operand (those cost microcode assists on some CPUs). The caller patches the
+// format's specials (infinities, NaNs) and ORs in the sign.
 template <class DU>
-hn::Vec<hn::Rebind<float, DU>> SmallFloatToF32(DU, hn::Vec<DU> magnitude_bits, int shift, float scale,
-                                               hn::Vec<DU> sign) {
+hn::Vec<hn::Rebind<float, DU>> SmallFloatToF32(DU du, hn::Vec<DU> magnitude, int mantissa_bits, int bias) {
   const hn::Rebind<float, DU> df;
-  const auto shifted = hn::ShiftLeftSame(magnitude_bits, shift);
-  const auto v = hn::Mul(hn::BitCast(df, shifted), hn::Set(df, scale));
-  return hn::Or(v, hn::BitCast(df, sign));
+  const hn::Rebind<int32_t, DU> di;
+  const auto normal = hn::Add(hn::ShiftLeftSame(magnitude, 23 - mantissa_bits),
+                              hn::Set(du, static_cast<uint32_t>(127 - bias) << 23));
+  const auto subnormal = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)),
+                                 hn::Set(df, std::ldexp(1.0f, 1 - bias - mantissa_bits)));
+  const auto is_subnormal = hn::Lt(magnitude, hn::Set(du, 1u << mantissa_bits));
+  return hn::IfThenElse(hn::RebindMask(df, is_subnormal), subnormal, hn::BitCast(df, normal));
 }
 struct LoadBF16 {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<uint16_t, D> d16;
-    const hn::Rebind<uint32_t, D> d32;
-    const hn::Rebind<float, D> df;
-    const auto bits = hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
-    return hn::PromoteTo(d, hn::BitCast(df, bits));
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    const hn::Rebind<uint16_t, DF> d16;
+    const hn::Rebind<uint32_t, DF> d32;
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)))));
   }
 };
 struct LoadF16 {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<uint16_t, D> d16;
-    const hn::Rebind<uint32_t, D> d32;
-    const hn::Rebind<float, D> df;
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    const hn::Rebind<uint16_t, DF> d16;
+    const hn::Rebind<uint32_t, DF> d32;
     const auto h = hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
     const auto magnitude = hn::And(h, hn::Set(d32, 0x7FFFu));
     const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(d32, 0x8000u)));
-    auto v = SmallFloatToF32(d32, magnitude, 13, 0x1p112f, sign);
+    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 10, 15), hn::BitCast(df, sign));
     // Exponent all ones: infinity or NaN; keep the mantissa so NaN stays NaN.
     const auto special = hn::Eq(hn::And(h, hn::Set(d32, 0x7C00u)), hn::Set(d32, 0x7C00u));
     const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<13>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
-    v = hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
-    return hn::PromoteTo(d, v);
+    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
   }
 };
 struct LoadF8E5M2 {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<uint8_t, D> d8;
-    const hn::Rebind<uint32_t, D> d32;
-    const hn::Rebind<float, D> df;
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    const hn::Rebind<uint8_t, DF> d8;
+    const hn::Rebind<uint32_t, DF> d32;
     const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
     const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
     const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
-    auto v = SmallFloatToF32(d32, magnitude, 21, 0x1p112f, sign);
+    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 2, 15), hn::BitCast(df, sign));
     const auto special = hn::Eq(hn::And(b, hn::Set(d32, 0x7Cu)), hn::Set(d32, 0x7Cu));
     const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<21>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
-    v = hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
-    return hn::PromoteTo(d, v);
+    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
   }
 };
 struct LoadF8E4M3FN {
-  template <class D> static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<uint8_t, D> d8;
-    const hn::Rebind<uint32_t, D> d32;
-    const hn::Rebind<float, D> df;
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    const hn::Rebind<uint8_t, DF> d8;
+    const hn::Rebind<uint32_t, DF> d32;
     const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
     const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
     const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
-    auto v = SmallFloatToF32(d32, magnitude, 20, 0x1p120f, sign);
+    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 3, 7), hn::BitCast(df, sign));
     const auto nan = hn::Eq(magnitude, hn::Set(d32, 0x7Fu));  // the only special: S.1111.111
-    v = hn::IfThenElse(hn::RebindMask(df, nan), hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
-    return hn::PromoteTo(d, v);
+    return hn::IfThenElse(hn::RebindMask(df, nan), hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
+  }
+};
+// Lanes(d) consecutive elements as f64.
+struct LoadF64 {
+  template <class D> static hn::Vec<D> Wide(D d, const uint8_t* p) {
+    return hn::LoadU(d, reinterpret_cast<const double*>(p));
+  }
+};
+template <class Narrow>
+struct Widened {
+  template <class D> static hn::Vec<D> Wide(D d, const uint8_t* p) {
+    return hn::PromoteTo(d, Narrow::Load(hn::Rebind<float, D>(), p));
   }
 };
 
@@ -109,7 +116,7 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   const uint64_t groups = count / TM_STATS_LANES;
   for (uint64_t g = 0; g < groups; ++g) {
     for (size_t j = 0; j < V; ++j) {
-      const auto x = Loader::Load(d, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto x = Loader::Wide(d, data + (g * TM_STATS_LANES + j * N) * width);
       const auto a = hn::Abs(x);
       const auto is_finite = hn::Lt(a, inf);
       nan += hn::CountTrue(d, hn::IsNaN(x));
@@ -147,7 +154,7 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   for (size_t j = 0; j < V; ++j) m2[j] = zero;
   for (uint64_t g = 0; g < groups; ++g) {
     for (size_t j = 0; j < V; ++j) {
-      const auto x = Loader::Load(d, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto x = Loader::Wide(d, data + (g * TM_STATS_LANES + j * N) * width);
       const auto dev = hn::IfThenElseZero(hn::Lt(hn::Abs(x), inf), hn::Sub(x, vmean));
       m2[j] = hn::Add(m2[j], hn::Mul(dev, dev));
     }
@@ -170,16 +177,128 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   out->m2 = reduce_lanes(lane_m2);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Narrow path for f32 and smaller floats: min, max, abs_max and the counts in f32 lanes (exact: every
+// value is an f32), sums and m2 in f64 after promoting each half of the f32 vector. The halves land
+// in consecutive f64 accumulators, so element i of a 16-group still feeds virtual lane i.
+template <class Loader>
+void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_partial_v1* out) {
+  const hn::CappedTag<float, TM_STATS_LANES> df;
+  const hn::Half<decltype(df)> dh;
+  const hn::Rebind<double, decltype(dh)> dd;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const size_t N = hn::Lanes(df), H = hn::Lanes(dd);
+  const size_t V = TM_STATS_LANES / N;  // f32 vectors per group of 16 elements
+  const size_t width = dtype_size(dtype);
+  const auto inf = hn::Set(df, std::numeric_limits<float>::infinity());
+  const auto ninf = hn::Neg(inf);
+
+  // Formats that are costly to decode (f16, f8) keep their converted values for the second pass.
+  constexpr bool kKeep = !std::is_same_v<Loader, LoadF32> && !std::is_same_v<Loader, LoadBF16>;
+  static thread_local std::vector<float> scratch;
+  if (kKeep && scratch.size() < TM_STATS_BLOCK_ELEMENTS) scratch.resize(TM_STATS_BLOCK_ELEMENTS);
+  float* kept = scratch.data();
+  auto lo = inf, hi = ninf, amax = hn::Zero(df);
+  auto nan = hn::Zero(di), finite = hn::Zero(di), zeros = hn::Zero(di);
+  hn::Vec<decltype(dd)> sum[2 * TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) sum[j] = hn::Zero(dd);
+  const uint64_t groups = count / TM_STATS_LANES;
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (size_t j = 0; j < V; ++j) {
+      const auto x = Loader::Load(df, data + (g * TM_STATS_LANES + j * N) * width);
+      if constexpr (kKeep) hn::StoreU(x, df, kept + g * TM_STATS_LANES + j * N);
+      const auto a = hn::Abs(x);
+      const auto is_finite = hn::Lt(a, inf);
+      nan = hn::Sub(nan, hn::BitCast(di, hn::VecFromMask(df, hn::IsNaN(x))));
+      finite = hn::Sub(finite, hn::BitCast(di, hn::VecFromMask(df, is_finite)));
+      zeros = hn::Sub(zeros, hn::BitCast(di, hn::VecFromMask(df, hn::Eq(x, hn::Zero(df)))));
+      lo = hn::Min(lo, hn::IfThenElse(is_finite, x, inf));
+      hi = hn::Max(hi, hn::IfThenElse(is_finite, x, ninf));
+      amax = hn::Max(amax, hn::IfThenElseZero(is_finite, a));
+      const auto xf = hn::IfThenElseZero(is_finite, x);
+      sum[2 * j] = hn::Add(sum[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, xf)));
+      sum[2 * j + 1] = hn::Add(sum[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, xf)));
+    }
+  }
+  HWY_ALIGN double lane_sum[TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) hn::Store(sum[j], dd, lane_sum + j * H);
+  uint64_t n_nan = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, nan)));
+  uint64_t n_finite = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, finite)));
+  uint64_t n_zero = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, zeros)));
+  double mn = hn::GetLane(hn::MinOfLanes(df, lo)), mx = hn::GetLane(hn::MaxOfLanes(df, hi));
+  double am = hn::GetLane(hn::MaxOfLanes(df, amax));
+  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {  // tail of a short last block
+    const double x = element_to_double(dtype, data + i * width);
+    if (std::isnan(x)) { ++n_nan; continue; }
+    if (x == 0) ++n_zero;
+    if (std::isinf(x)) continue;
+    ++n_finite;
+    lane_sum[i % TM_STATS_LANES] += x;
+    mn = std::min(mn, x), mx = std::max(mx, x), am = std::max(am, std::fabs(x));
+  }
+  const double total = reduce_lanes(lane_sum);
+  const double mean = n_finite ? total / static_cast<double>(n_finite) : 0.0;
+
+  // Second pass over the (cache-resident) block: m2 around the block mean. A non-finite x gives a
+  // non-finite square, which the mask drops.
+  const auto vmean = hn::Set(dd, mean);
+  const auto dinf = hn::Set(dd, std::numeric_limits<double>::infinity());
+  hn::Vec<decltype(dd)> m2[2 * TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) m2[j] = hn::Zero(dd);
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (size_t j = 0; j < V; ++j) {
+      const auto x = kKeep ? hn::LoadU(df, kept + g * TM_STATS_LANES + j * N)
+                           : Loader::Load(df, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto d0 = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), vmean);
+      const auto d1 = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), vmean);
+      const auto s0 = hn::Mul(d0, d0), s1 = hn::Mul(d1, d1);
+      m2[2 * j] = hn::Add(m2[2 * j], hn::IfThenElseZero(hn::Lt(s0, dinf), s0));
+      m2[2 * j + 1] = hn::Add(m2[2 * j + 1], hn::IfThenElseZero(hn::Lt(s1, dinf), s1));
+    }
+  }
+  HWY_ALIGN double lane_m2[TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) hn::Store(m2[j], dd, lane_m2 + j * H);
+  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {
+    const double x = element_to_double(dtype, data + i * width);
+    if (std::isfinite(x)) lane_m2[i % TM_STATS_LANES] += (x - mean) * (x - mean);
+  }
+
+  out->count = count;
+  out->finite_count = n_finite;
+  out->nan_count = n_nan;
+  out->inf_count = count - n_finite - n_nan;
+  out->zero_count = n_zero;
+  if (n_finite == 0) mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
+  out->min = mn, out->max = mx, out->abs_max = am;
+  out->sum = total, out->sum_err = 0;
+  out->mean = mean;
+  out->m2 = reduce_lanes(lane_m2);
+}
+#endif
+
 void FloatBlockMoments(uint32_t dtype, const uint8_t* data, uint64_t count, tm_moments_partial_v1* out) {
+#if HWY_TARGET == HWY_SCALAR
+  // One-lane target: the f64 path is the contract written out.
   switch (static_cast<DType>(dtype)) {
     case DType::F64: return FloatBlock<LoadF64>(data, count, DType::F64, out);
-    case DType::F32: return FloatBlock<LoadF32>(data, count, DType::F32, out);
-    case DType::F16: return FloatBlock<LoadF16>(data, count, DType::F16, out);
-    case DType::BF16: return FloatBlock<LoadBF16>(data, count, DType::BF16, out);
-    case DType::F8_E5M2: return FloatBlock<LoadF8E5M2>(data, count, DType::F8_E5M2, out);
-    case DType::F8_E4M3FN: return FloatBlock<LoadF8E4M3FN>(data, count, DType::F8_E4M3FN, out);
+    case DType::F32: return FloatBlock<Widened<LoadF32>>(data, count, DType::F32, out);
+    case DType::F16: return FloatBlock<Widened<LoadF16>>(data, count, DType::F16, out);
+    case DType::BF16: return FloatBlock<Widened<LoadBF16>>(data, count, DType::BF16, out);
+    case DType::F8_E5M2: return FloatBlock<Widened<LoadF8E5M2>>(data, count, DType::F8_E5M2, out);
+    case DType::F8_E4M3FN: return FloatBlock<Widened<LoadF8E4M3FN>>(data, count, DType::F8_E4M3FN, out);
     default: return;
   }
+#else
+  switch (static_cast<DType>(dtype)) {
+    case DType::F64: return FloatBlock<LoadF64>(data, count, DType::F64, out);
+    case DType::F32: return NarrowBlock<LoadF32>(data, count, DType::F32, out);
+    case DType::F16: return NarrowBlock<LoadF16>(data, count, DType::F16, out);
+    case DType::BF16: return NarrowBlock<LoadBF16>(data, count, DType::BF16, out);
+    case DType::F8_E5M2: return NarrowBlock<LoadF8E5M2>(data, count, DType::F8_E5M2, out);
+    case DType::F8_E4M3FN: return NarrowBlock<LoadF8E4M3FN>(data, count, DType::F8_E4M3FN, out);
+    default: return;
+  }
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
