@@ -68,14 +68,27 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
   const uint64_t chunk = 1 << 16;
   const uint64_t chunks = (n + chunk - 1) / chunk;
 
-  // Pass 1: top 16 bits of every finite key.
+  // Pass 1: top 16 bits of every finite key. Two interleaved 32-bit tables per chunk (flushed into
+  // the 64-bit totals) break the store-to-load chains of repeated buckets and stay in L2.
   std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(kBuckets, 0));
   pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
     auto& h = local[part];
-    const uint64_t last = std::min(n, e * chunk);
-    for (uint64_t i = b * chunk; i < last; ++i) {
-      U key;
-      if (K::load(p + i * sizeof(T), &key)) ++h[key >> (K::kBits - 16)];
+    std::vector<uint32_t> t0(kBuckets, 0), t1(kBuckets, 0);
+    for (uint64_t c = b; c < e; ++c) {
+      const uint64_t first = c * chunk, last = std::min(n, first + chunk);
+      uint64_t i = first;
+      for (; i + 2 <= last; i += 2) {
+        U k0, k1;
+        if (K::load(p + i * sizeof(T), &k0)) ++t0[k0 >> (K::kBits - 16)];
+        if (K::load(p + (i + 1) * sizeof(T), &k1)) ++t1[k1 >> (K::kBits - 16)];
+      }
+      if (i < last) {
+        U k0;
+        if (K::load(p + i * sizeof(T), &k0)) ++t0[k0 >> (K::kBits - 16)];
+      }
+      if (((c - b) & 0x3FFF) == 0x3FFF || c + 1 == e) {  // 2^30 elements at most between flushes
+        for (uint64_t j = 0; j < kBuckets; ++j) h[j] += uint64_t{t0[j]} + t1[j], t0[j] = t1[j] = 0;
+      }
     }
   });
   std::vector<uint64_t> top(kBuckets, 0);
@@ -125,13 +138,16 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
       if (std::find(prefixes.begin(), prefixes.end(), t.prefix) == prefixes.end()) prefixes.push_back(t.prefix);
     const size_t np = prefixes.size();
     const int shift_prefix = K::kBits - known, shift_digit = K::kBits - known - 16;
+    // Most keys are rejected by one lookup of their top 16 bits; only candidates compare prefixes.
+    std::vector<uint8_t> candidate(kBuckets, 0);
+    for (U prefix : prefixes) candidate[static_cast<size_t>(prefix >> (known - 16))] = 1;
     for (auto& h : local) h.assign(np * kBuckets, 0);
     pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
       uint64_t* h = local[part].data();
       const uint64_t last = std::min(n, e * chunk);
       for (uint64_t i = b * chunk; i < last; ++i) {
         U key;
-        if (!K::load(p + i * sizeof(T), &key)) continue;
+        if (!K::load(p + i * sizeof(T), &key) || !candidate[key >> (K::kBits - 16)]) continue;
         const U prefix = key >> shift_prefix;
         for (size_t j = 0; j < np; ++j)
           if (prefixes[j] == prefix) {
