@@ -21,6 +21,8 @@ struct StatsOptions {
   uint32_t bins = 256;
   // Histogram range [lo, hi]; unset: the finite min and max (numpy widens min == max by ±0.5).
   std::optional<std::pair<double, double>> histogram_range;
+  // Explicit edges (bins + 1, strictly increasing, finite); when set, bins and range are ignored.
+  std::vector<double> histogram_edges;
   bool quantiles = true;
   std::vector<double> probabilities = {0.001, 0.01, 0.5, 0.99, 0.999};
   std::set<std::string> allowed_approx_steps;  // --allow-approx

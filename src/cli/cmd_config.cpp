@@ -17,12 +17,14 @@ void add_config_command(CLI::App& app) {
   auto value = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
 
-  CLI::App* get = cmd->add_subcommand("get", "print one setting (exit 1 when unset)");
+  CLI::App* get = cmd->add_subcommand("get", "print one setting (exit 2 when unset)");
   get->add_option("key", *key, "setting key, e.g. compute.prefer")->required();
-  get->callback([key] {
+  get->add_flag("--json", *json, "print one JSON document");
+  get->callback([key, json] {
     const auto v = Settings::load().get(*key);
     if (!v) throw Error(ErrorKind::InvalidArgument, "setting '" + *key + "' is not set");
-    std::cout << *v << "\n";
+    if (*json) std::cout << nlohmann::json{{"key", *key}, {"value", *v}}.dump(2) << "\n";
+    else std::cout << *v << "\n";
   });
 
   CLI::App* set = cmd->add_subcommand("set", "set a setting");

@@ -22,6 +22,7 @@ struct StatsArgs {
   uint64_t offset = 0;
   uint32_t bins = 256;
   std::vector<double> hist_range;
+  std::vector<double> hist_edges;
   std::vector<double> quantiles;
   bool no_histogram = false;
   bool no_quantiles = false;
@@ -133,6 +134,9 @@ void run_stats(const StatsArgs& a) {
     if (a.hist_range.size() != 2) throw Error(ErrorKind::InvalidArgument, "--hist-range: expected LO,HI");
     opt.histogram_range = std::make_pair(a.hist_range[0], a.hist_range[1]);
   }
+  if (!a.hist_edges.empty() && (!a.hist_range.empty()))
+    throw Error(ErrorKind::InvalidArgument, "--hist-edges and --hist-range exclude each other");
+  opt.histogram_edges = a.hist_edges;
   opt.quantiles = !a.no_quantiles;
   if (!a.quantiles.empty()) opt.probabilities = a.quantiles;
   for (double p : opt.probabilities)
@@ -155,6 +159,8 @@ void add_stats_command(CLI::App& app) {
   cmd->add_option("--offset", args->offset, "byte offset of the first element (default 0)");
   cmd->add_option("--bins", args->bins, "histogram bins (default 256)");
   cmd->add_option("--hist-range", args->hist_range, "histogram range LO,HI (default: finite min,max)")->delimiter(',');
+  cmd->add_option("--hist-edges", args->hist_edges, "explicit histogram edges E0,E1,...,En (strictly increasing)")
+      ->delimiter(',');
   cmd->add_option("--quantiles", args->quantiles, "probabilities in [0,1] (default 0.001,0.01,0.5,0.99,0.999)")
       ->delimiter(',');
   cmd->add_flag("--no-histogram", args->no_histogram, "skip the histogram");

@@ -75,8 +75,10 @@ std::unique_ptr<Runtime> make_runtime(const ComputeFlags* flags) {
     for (const auto& n : split_list(*s)) rt->constraints.never.insert(n);
   rt->threads = default_thread_count();
   if (auto s = rt->settings.get("compute.threads")) {
-    const uint64_t t = parse_bytes(*s, "setting compute.threads");
-    if (t == 0 || t > 4096) throw Error(ErrorKind::InvalidArgument, "setting compute.threads must be 1..4096");
+    const bool digits = !s->empty() && s->size() <= 4 && s->find_first_not_of("0123456789") == std::string::npos;
+    const unsigned long t = digits ? std::stoul(*s) : 0;
+    if (t == 0 || t > 4096)
+      throw Error(ErrorKind::InvalidArgument, "setting compute.threads must be an integer 1..4096, got '" + *s + "'");
     rt->threads = static_cast<unsigned>(t);
   }
   const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));

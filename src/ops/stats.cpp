@@ -197,16 +197,28 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
     result.placement.push_back(pl);
   }
 
-  if (options.histogram && (options.histogram_range || m.finite_count > 0)) {
-    if (options.bins == 0 || options.bins > 65536)
-      throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
-    const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
-    if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
-      throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
+  const bool explicit_edges = !options.histogram_edges.empty();
+  if (options.histogram && (explicit_edges || options.histogram_range || m.finite_count > 0)) {
     Histogram h;
-    h.edges = uniform_edges(lo, hi, options.bins);
-    std::vector<uint64_t> counts(options.bins + 2, 0);
-    const tm_histogram_params_v1 params{options.bins, h.edges.data()};
+    if (explicit_edges) {
+      h.edges = options.histogram_edges;
+      if (h.edges.size() < 2 || h.edges.size() > 65537)
+        throw Error(ErrorKind::InvalidArgument, "histogram edges: need 2..65537 edges, got " + std::to_string(h.edges.size()));
+      for (size_t i = 0; i < h.edges.size(); ++i)
+        if (!std::isfinite(h.edges[i]) || (i && !(h.edges[i] > h.edges[i - 1])))
+          throw Error(ErrorKind::InvalidArgument, "histogram edges: edge " + std::to_string(i) +
+                                                      " must be finite and greater than the one before");
+    } else {
+      if (options.bins == 0 || options.bins > 65536)
+        throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
+      const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
+      if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
+        throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
+      h.edges = uniform_edges(lo, hi, options.bins);
+    }
+    const uint32_t bins = static_cast<uint32_t>(h.edges.size() - 1);
+    std::vector<uint64_t> counts(bins + 2, 0);
+    const tm_histogram_params_v1 params{bins, h.edges.data()};
     const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
     tm_kernel_call_v1 call{};
     call.dtype = static_cast<tm_dtype>(dtype);
@@ -219,8 +231,8 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
     call.threads = threads;
     run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM, call);
     result.placement.push_back(pl);
-    h.counts.assign(counts.begin(), counts.begin() + options.bins);
-    h.below = counts[options.bins], h.above = counts[options.bins + 1];
+    h.counts.assign(counts.begin(), counts.begin() + bins);
+    h.below = counts[bins], h.above = counts[bins + 1];
     result.histogram = std::move(h);
   }
 

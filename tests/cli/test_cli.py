@@ -140,6 +140,16 @@ class Stats(unittest.TestCase):
         self.assertEqual(r.code, 2)
         self.assertIn("histogram range must be finite with lo <= hi", r.err)
 
+    def test_explicit_histogram_edges(self):
+        path = self.f32_file([-5.0, 0.1, 0.2, 1.5, 2.0, 9.0])
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--hist-edges", "0,1,2", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        h = r.json()["stats"]["histogram"]
+        self.assertEqual((h["edges"], h["counts"], h["below"], h["above"]), ([0, 1, 2], [2, 2], 1, 1))
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--hist-edges", "0,2,1"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("histogram edges: edge 2 must be finite and greater than the one before", r.err)
+
     def test_too_many_quantiles(self):
         path = self.f32_file([1.0, 2.0])
         r = run(["stats", "--raw", path, "--dtype", "f32", "--quantiles", ",".join(["0.5"] * 17)])
@@ -184,6 +194,8 @@ class Stats(unittest.TestCase):
         self.assertEqual(run(["config", "set", "compute.prefer", "testaccel"], config_home=cfg).code, 0)
         r = run(["config", "get", "compute.prefer"], config_home=cfg)
         self.assertEqual(r.out.strip(), "testaccel")
+        r = run(["config", "get", "compute.prefer", "--json"], config_home=cfg)
+        self.assertEqual(r.json(), {"key": "compute.prefer", "value": "testaccel"})
         path = write(os.path.join(self.dir, "u8.bin"), bytes(range(100)))
         r = run(["stats", "--raw", path, "--dtype", "u8", "--json"], config_home=cfg, plugins=True)
         self.assertEqual(r.code, 0, r.err)
@@ -198,6 +210,13 @@ class Stats(unittest.TestCase):
         self.assertIn("cpu: disabled_by_policy", r.err)
         self.assertEqual(run(["config", "unset", "compute.never"], config_home=cfg).code, 0)
         self.assertEqual(run(["stats", "--raw", path, "--dtype", "u8"], config_home=cfg, plugins=True).code, 0)
+
+    def test_bad_threads_setting(self):
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        run(["config", "set", "compute.threads", "2K"], config_home=cfg)
+        r = run(["stats", "--raw", self.f32_file([1.0]), "--dtype", "f32"], config_home=cfg)
+        self.assertEqual(r.code, 2)
+        self.assertIn("setting compute.threads must be an integer 1..4096, got '2K'", r.err)
 
     def test_unknown_setting_and_corrupt_settings(self):
         cfg = tempfile.mkdtemp(prefix="tm-cfg-")
