@@ -49,45 +49,37 @@ struct LoadBF16 {
     return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)))));
   }
 };
-struct LoadF16 {
+// Small floats stored in `Bits`-wide unsigned words, with one sign bit, then exponent, then
+// `kMantissa` mantissa bits. Specials follow the format's own rule.
+template <class Bits, int kMantissa, int kBias, bool kIeeeSpecials>
+struct LoadSmallFloat {
   template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
-    const hn::Rebind<uint16_t, DF> d16;
+    constexpr int kWidth = 8 * sizeof(Bits);
+    constexpr uint32_t kMagnitudeMask = (1u << (kWidth - 1)) - 1;
+    const hn::Rebind<Bits, DF> dsrc;
     const hn::Rebind<uint32_t, DF> d32;
-    const auto h = hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
-    const auto magnitude = hn::And(h, hn::Set(d32, 0x7FFFu));
-    const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(d32, 0x8000u)));
-    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 10, 15), hn::BitCast(df, sign));
-    // Exponent all ones: infinity or NaN; keep the mantissa so NaN stays NaN.
-    const auto special = hn::Eq(hn::And(h, hn::Set(d32, 0x7C00u)), hn::Set(d32, 0x7C00u));
-    const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<13>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
-    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
+    const auto raw = hn::PromoteTo(d32, hn::LoadU(dsrc, reinterpret_cast<const Bits*>(p)));
+    const auto magnitude = hn::And(raw, hn::Set(d32, kMagnitudeMask));
+    const auto sign = hn::ShiftLeft<32 - kWidth>(hn::AndNot(hn::Set(d32, kMagnitudeMask), raw));
+    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, kMantissa, kBias), hn::BitCast(df, sign));
+    if constexpr (kIeeeSpecials) {
+      // Exponent all ones: infinity or NaN; keep the mantissa so NaN stays NaN.
+      const uint32_t exponent_mask = kMagnitudeMask & ~((1u << kMantissa) - 1);
+      const auto special = hn::Eq(hn::And(raw, hn::Set(d32, exponent_mask)), hn::Set(d32, exponent_mask));
+      const auto special_bits =
+          hn::Or(hn::Or(hn::ShiftLeft<23 - kMantissa>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
+      return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
+    } else {
+      // OCP E4M3FN: no infinities; S.1111.111 is the only NaN.
+      const auto nan = hn::Eq(magnitude, hn::Set(d32, kMagnitudeMask));
+      return hn::IfThenElse(hn::RebindMask(df, nan), hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
+    }
   }
 };
-struct LoadF8E5M2 {
-  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
-    const hn::Rebind<uint8_t, DF> d8;
-    const hn::Rebind<uint32_t, DF> d32;
-    const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
-    const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
-    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
-    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 2, 15), hn::BitCast(df, sign));
-    const auto special = hn::Eq(hn::And(b, hn::Set(d32, 0x7Cu)), hn::Set(d32, 0x7Cu));
-    const auto special_bits = hn::Or(hn::Or(hn::ShiftLeft<21>(magnitude), hn::Set(d32, 0x7F800000u)), sign);
-    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, special_bits), v);
-  }
-};
-struct LoadF8E4M3FN {
-  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
-    const hn::Rebind<uint8_t, DF> d8;
-    const hn::Rebind<uint32_t, DF> d32;
-    const auto b = hn::PromoteTo(d32, hn::LoadU(d8, p));
-    const auto magnitude = hn::And(b, hn::Set(d32, 0x7Fu));
-    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(d32, 0x80u)));
-    const auto v = hn::Or(SmallFloatToF32(d32, magnitude, 3, 7), hn::BitCast(df, sign));
-    const auto nan = hn::Eq(magnitude, hn::Set(d32, 0x7Fu));  // the only special: S.1111.111
-    return hn::IfThenElse(hn::RebindMask(df, nan), hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
-  }
-};
+using LoadF16 = LoadSmallFloat<uint16_t, 10, 15, true>;
+using LoadF8E5M2 = LoadSmallFloat<uint8_t, 2, 15, true>;
+using LoadF8E4M3FN = LoadSmallFloat<uint8_t, 3, 7, false>;
+
 // Lanes(d) consecutive elements as f64.
 struct LoadF64 {
   template <class D> static hn::Vec<D> Wide(D d, const uint8_t* p) {

@@ -5,12 +5,20 @@
 
 namespace tmorph {
 
-void run_placed_kernel(const Placement& placement, tm_op op, tm_kernel_call_v1 call) {
+void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args) {
+  tm_kernel_call_v1 call{};
   call.struct_size = sizeof call;
   call.op = op;
   call.kernel_index = placement.kernel_index;
   call.device_index = placement.device_index;
-  if (call.threads == 0) call.threads = 1;
+  call.dtype = static_cast<tm_dtype>(args.dtype);
+  call.input = args.input;
+  call.element_count = args.elements;
+  call.params = args.params;
+  call.params_size = args.params_size;
+  call.output = args.output;
+  call.output_size = args.output_size;
+  call.threads = args.threads ? args.threads : 1;
   tm_message msg{};
   const tm_status st = placement.backend_ref->table->run(&call, &msg);
   if (st == TM_OK) return;

@@ -2,12 +2,24 @@
 // backend, the op and the backend's own message.
 #pragma once
 
+#include "tensormorph/dtype.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/plugin_abi.h"
 
 namespace tmorph {
 
-// Fills call.op/kernel_index/device_index from the placement, then runs it.
-void run_placed_kernel(const Placement& placement, tm_op op, tm_kernel_call_v1 call);
+// What a call carries besides what the placement decided (op contracts in op_contracts.h).
+struct KernelArgs {
+  DType dtype;
+  const void* input;
+  uint64_t elements;
+  const void* params;
+  uint64_t params_size;
+  void* output;
+  uint64_t output_size;
+  unsigned threads;
+};
+
+void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args);
 
 }  // namespace tmorph

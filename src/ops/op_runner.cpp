@@ -10,11 +10,7 @@ namespace tmorph {
 
 void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* data, uint64_t elements,
                  unsigned threads) {
-  tm_kernel_call_v1 call{};
-  call.dtype = static_cast<tm_dtype>(dtype);
-  call.input = data;
-  call.element_count = elements;
-  call.threads = threads;
+  KernelArgs args{dtype, data, elements, nullptr, 0, nullptr, 0, threads};
   std::vector<uint8_t> output;
   std::vector<double> edges(257);
   for (size_t i = 0; i < edges.size(); ++i) edges[i] = -4.0 + 8.0 * static_cast<double>(i) / 256.0;
@@ -26,22 +22,22 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
       break;
     case TM_OP_STATS_HISTOGRAM:
-      call.params = &hist, call.params_size = sizeof hist;
+      args.params = &hist, args.params_size = sizeof hist;
       output.resize(258 * sizeof(uint64_t));
       break;
     case TM_OP_STATS_BITPATTERN_HISTOGRAM:
       output.resize((size_t{1} << (8 * dtype_size(dtype))) * sizeof(uint64_t));
       break;
     case TM_OP_STATS_QUANTILES:
-      call.params = &quant, call.params_size = sizeof quant;
+      args.params = &quant, args.params_size = sizeof quant;
       output.resize(sizeof(tm_quantile_value_v1));
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");
   }
-  call.output = output.data();
-  call.output_size = output.size();
-  run_placed_kernel(placement, op, call);
+  args.output = output.data();
+  args.output_size = output.size();
+  run_placed_kernel(placement, op, args);
 }
 
 }  // namespace tmorph

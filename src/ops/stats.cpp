@@ -107,14 +107,8 @@ struct MomentsStream::State {
   void run_blocks(const uint8_t* data, uint64_t elements) {
     const uint64_t blocks = (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
     partials.resize(blocks);
-    tm_kernel_call_v1 call{};
-    call.dtype = static_cast<tm_dtype>(dtype);
-    call.input = data;
-    call.element_count = elements;
-    call.output = partials.data();
-    call.output_size = blocks * sizeof(tm_moments_partial_v1);
-    call.threads = threads;
-    run_placed_kernel(placement, TM_OP_STATS_MOMENTS, call);
+    run_placed_kernel(placement, TM_OP_STATS_MOMENTS,
+                      {dtype, data, elements, nullptr, 0, partials.data(), blocks * sizeof(tm_moments_partial_v1), threads});
     for (const auto& p : partials) reducer.push(p);
   }
 };
@@ -186,14 +180,8 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
   if (narrow && options.quantiles) {
     const Placement pl = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, elements, &options));
     patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
-    tm_kernel_call_v1 call{};
-    call.dtype = static_cast<tm_dtype>(dtype);
-    call.input = data;
-    call.element_count = elements;
-    call.output = patterns.data();
-    call.output_size = patterns.size() * sizeof(uint64_t);
-    call.threads = threads;
-    run_placed_kernel(pl, TM_OP_STATS_BITPATTERN_HISTOGRAM, call);
+    run_placed_kernel(pl, TM_OP_STATS_BITPATTERN_HISTOGRAM,
+                      {dtype, data, elements, nullptr, 0, patterns.data(), patterns.size() * sizeof(uint64_t), threads});
     result.placement.push_back(pl);
   }
 
@@ -220,16 +208,8 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
     std::vector<uint64_t> counts(bins + 2, 0);
     const tm_histogram_params_v1 params{bins, h.edges.data()};
     const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
-    tm_kernel_call_v1 call{};
-    call.dtype = static_cast<tm_dtype>(dtype);
-    call.input = data;
-    call.element_count = elements;
-    call.params = &params;
-    call.params_size = sizeof params;
-    call.output = counts.data();
-    call.output_size = counts.size() * sizeof(uint64_t);
-    call.threads = threads;
-    run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM, call);
+    run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM,
+                      {dtype, data, elements, &params, sizeof params, counts.data(), counts.size() * sizeof(uint64_t), threads});
     result.placement.push_back(pl);
     h.counts.assign(counts.begin(), counts.begin() + bins);
     h.below = counts[bins], h.above = counts[bins + 1];
@@ -249,16 +229,9 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
       const tm_quantiles_params_v1 params{static_cast<uint32_t>(options.probabilities.size()),
                                           options.probabilities.data(), options.memory_budget_bytes};
       std::vector<tm_quantile_value_v1> out(options.probabilities.size());
-      tm_kernel_call_v1 call{};
-      call.dtype = static_cast<tm_dtype>(dtype);
-      call.input = data;
-      call.element_count = elements;
-      call.params = &params;
-      call.params_size = sizeof params;
-      call.output = out.data();
-      call.output_size = out.size() * sizeof(tm_quantile_value_v1);
-      call.threads = threads;
-      run_placed_kernel(pl, TM_OP_STATS_QUANTILES, call);
+      run_placed_kernel(pl, TM_OP_STATS_QUANTILES,
+                        {dtype, data, elements, &params, sizeof params, out.data(),
+                         out.size() * sizeof(tm_quantile_value_v1), threads});
       result.placement.push_back(pl);
       for (size_t i = 0; i < out.size(); ++i)
         result.quantiles.push_back({options.probabilities[i], out[i].value, out[i].lo, out[i].hi, out[i].sample_size});
