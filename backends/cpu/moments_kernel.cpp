@@ -173,8 +173,12 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
 // Narrow path for f32 and smaller floats: min, max, abs_max and the counts in f32 lanes (exact: every
 // value is an f32), sums and m2 in f64 after promoting each half of the f32 vector. The halves land
 // in consecutive f64 accumulators, so element i of a 16-group still feeds virtual lane i.
-template <class Loader>
-void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_partial_v1* out) {
+//
+// kMasked = false is the fast path for blocks without NaN or ±Inf (nearly all real data): no masking.
+// It returns false as soon as pass 1 shows a non-finite value, and the caller reruns the block
+// masked. Both give the same results on an all-finite block.
+template <class Loader, bool kMasked>
+bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_partial_v1* out) {
   const hn::CappedTag<float, TM_STATS_LANES> df;
   const hn::Half<decltype(df)> dh;
   const hn::Rebind<double, decltype(dh)> dd;
@@ -201,13 +205,17 @@ void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
       if constexpr (kKeep) hn::StoreU(x, df, kept + g * TM_STATS_LANES + j * N);
       const auto a = hn::Abs(x);
       const auto is_finite = hn::Lt(a, inf);
-      nan = hn::Sub(nan, hn::BitCast(di, hn::VecFromMask(df, hn::IsNaN(x))));
       finite = hn::Sub(finite, hn::BitCast(di, hn::VecFromMask(df, is_finite)));
       zeros = hn::Sub(zeros, hn::BitCast(di, hn::VecFromMask(df, hn::Eq(x, hn::Zero(df)))));
-      lo = hn::Min(lo, hn::IfThenElse(is_finite, x, inf));
-      hi = hn::Max(hi, hn::IfThenElse(is_finite, x, ninf));
-      amax = hn::Max(amax, hn::IfThenElseZero(is_finite, a));
-      const auto xf = hn::IfThenElseZero(is_finite, x);
+      if constexpr (kMasked) {
+        nan = hn::Sub(nan, hn::BitCast(di, hn::VecFromMask(df, hn::IsNaN(x))));
+        lo = hn::Min(lo, hn::IfThenElse(is_finite, x, inf));
+        hi = hn::Max(hi, hn::IfThenElse(is_finite, x, ninf));
+        amax = hn::Max(amax, hn::IfThenElseZero(is_finite, a));
+      } else {
+        lo = hn::Min(lo, x), hi = hn::Max(hi, x), amax = hn::Max(amax, a);
+      }
+      const auto xf = kMasked ? hn::IfThenElseZero(is_finite, x) : x;
       sum[2 * j] = hn::Add(sum[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, xf)));
       sum[2 * j + 1] = hn::Add(sum[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, xf)));
     }
@@ -216,6 +224,7 @@ void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   for (size_t j = 0; j < 2 * V; ++j) hn::Store(sum[j], dd, lane_sum + j * H);
   uint64_t n_nan = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, nan)));
   uint64_t n_finite = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, finite)));
+  if (!kMasked && n_finite != groups * TM_STATS_LANES) return false;
   uint64_t n_zero = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, zeros)));
   double mn = hn::GetLane(hn::MinOfLanes(df, lo)), mx = hn::GetLane(hn::MaxOfLanes(df, hi));
   double am = hn::GetLane(hn::MaxOfLanes(df, amax));
@@ -244,8 +253,13 @@ void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
       const auto d0 = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), vmean);
       const auto d1 = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), vmean);
       const auto s0 = hn::Mul(d0, d0), s1 = hn::Mul(d1, d1);
-      m2[2 * j] = hn::Add(m2[2 * j], hn::IfThenElseZero(hn::Lt(s0, dinf), s0));
-      m2[2 * j + 1] = hn::Add(m2[2 * j + 1], hn::IfThenElseZero(hn::Lt(s1, dinf), s1));
+      if constexpr (kMasked) {
+        m2[2 * j] = hn::Add(m2[2 * j], hn::IfThenElseZero(hn::Lt(s0, dinf), s0));
+        m2[2 * j + 1] = hn::Add(m2[2 * j + 1], hn::IfThenElseZero(hn::Lt(s1, dinf), s1));
+      } else {
+        m2[2 * j] = hn::Add(m2[2 * j], s0);
+        m2[2 * j + 1] = hn::Add(m2[2 * j + 1], s1);
+      }
     }
   }
   HWY_ALIGN double lane_m2[TM_STATS_LANES];
@@ -265,6 +279,12 @@ void NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   out->sum = total, out->sum_err = 0;
   out->mean = mean;
   out->m2 = reduce_lanes(lane_m2);
+  return true;
+}
+
+template <class Loader>
+void NarrowBlockAnyData(const uint8_t* data, uint64_t count, DType dtype, tm_moments_partial_v1* out) {
+  if (!NarrowBlock<Loader, false>(data, count, dtype, out)) NarrowBlock<Loader, true>(data, count, dtype, out);
 }
 #endif
 
@@ -283,11 +303,11 @@ void FloatBlockMoments(uint32_t dtype, const uint8_t* data, uint64_t count, tm_m
 #else
   switch (static_cast<DType>(dtype)) {
     case DType::F64: return FloatBlock<LoadF64>(data, count, DType::F64, out);
-    case DType::F32: return NarrowBlock<LoadF32>(data, count, DType::F32, out);
-    case DType::F16: return NarrowBlock<LoadF16>(data, count, DType::F16, out);
-    case DType::BF16: return NarrowBlock<LoadBF16>(data, count, DType::BF16, out);
-    case DType::F8_E5M2: return NarrowBlock<LoadF8E5M2>(data, count, DType::F8_E5M2, out);
-    case DType::F8_E4M3FN: return NarrowBlock<LoadF8E4M3FN>(data, count, DType::F8_E4M3FN, out);
+    case DType::F32: return NarrowBlockAnyData<LoadF32>(data, count, DType::F32, out);
+    case DType::F16: return NarrowBlockAnyData<LoadF16>(data, count, DType::F16, out);
+    case DType::BF16: return NarrowBlockAnyData<LoadBF16>(data, count, DType::BF16, out);
+    case DType::F8_E5M2: return NarrowBlockAnyData<LoadF8E5M2>(data, count, DType::F8_E5M2, out);
+    case DType::F8_E4M3FN: return NarrowBlockAnyData<LoadF8E4M3FN>(data, count, DType::F8_E4M3FN, out);
     default: return;
   }
 #endif

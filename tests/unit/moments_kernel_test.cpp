@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "../../backends/cpu/moments_kernel.h"
 #include "test_support.h"
@@ -75,6 +76,24 @@ TEST(MomentsKernel, SaltedFloatBlocksAndShortTailsMatchTheContract) {
     for (uint64_t n : {uint64_t{1}, uint64_t{15}, uint64_t{17}, uint64_t{1000}, uint64_t{TM_STATS_BLOCK_ELEMENTS}}) {
       const auto got = cpu::block_moments(dt, raw.data(), n);
       expect_same(got, contract_block(dt, raw, 0, n), std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Blocks without NaN or Inf take the unmasked fast path; they must still equal the contract.
+TEST(MomentsKernel, AllFiniteBlocksMatchTheContract) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2}) {
+    auto raw = test::salted_data(dt, TM_STATS_BLOCK_ELEMENTS, 21);
+    const size_t w = dtype_size(dt);
+    for (uint64_t i = 0; i < TM_STATS_BLOCK_ELEMENTS; ++i)  // replace non-finite values by +0 / -0
+      if (!std::isfinite(element_to_double(dt, raw.data() + i * w))) {
+        std::memset(raw.data() + i * w, 0, w);
+        if (i & 1) raw[i * w + w - 1] = 0x80;
+      }
+    for (uint64_t n : {uint64_t{16}, uint64_t{1000}, uint64_t{TM_STATS_BLOCK_ELEMENTS}}) {
+      const auto got = cpu::block_moments(dt, raw.data(), n);
+      EXPECT_EQ(got.nan_count + got.inf_count, 0u);
+      expect_same(got, contract_block(dt, raw, 0, n), std::string(dtype_name(dt)) + " finite n=" + std::to_string(n));
     }
   }
 }
