@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "../../backends/cpu/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "core/thread_pool.h"
 #include "tensormorph/error.h"
 

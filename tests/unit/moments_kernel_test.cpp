@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "../../backends/cpu/moments_kernel.h"
+#include "cpu/moments_kernel.h"
 #include "test_support.h"
 
 namespace tmorph {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "../../backends/cpu/cpu_backend.h"
+#include "cpu/cpu_backend.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/dtype.h"
