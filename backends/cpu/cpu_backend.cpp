@@ -129,11 +129,15 @@ template <class Add>
 void parallel_counts(const tm_kernel_call_v1& c, uint64_t slots, Add add) {
   const size_t width = dtype_size(static_cast<DType>(c.dtype));
   auto* out = static_cast<uint64_t*>(c.output);
-  ThreadPool& pool = ThreadPool::shared(c.threads);
-  std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(slots, 0));
-  // Ranges of whole 64 KiB-element chunks so each thread streams contiguous memory.
   const uint64_t chunk = TM_STATS_BLOCK_ELEMENTS;
   const uint64_t chunks = (c.element_count + chunk - 1) / chunk;
+  if (chunks <= 1 || c.threads <= 1) {  // small tensors: no per-thread tables to allocate and merge
+    add(static_cast<const uint8_t*>(c.input), c.element_count, out);
+    return;
+  }
+  ThreadPool& pool = ThreadPool::shared(c.threads);
+  std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(slots, 0));
+  // Ranges of whole 64 Ki-element chunks so each thread streams contiguous memory.
   pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
     const uint64_t first = b * chunk, last = std::min(c.element_count, e * chunk);
     add(static_cast<const uint8_t*>(c.input) + first * width, last - first, local[part].data());

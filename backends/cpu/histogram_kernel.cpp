@@ -103,6 +103,14 @@ void add_prebinned(DType dtype, const uint8_t* p, uint64_t n, const BinFinder& f
 void add_by_pattern(DType dtype, const uint8_t* p, uint64_t n, const BinFinder& f, uint32_t bins,
                     uint64_t* counts) {
   const auto& values = decode_table(dtype);
+  const size_t width = dtype_size(dtype);
+  if (n < values.size()) {  // fewer elements than patterns: bin the elements themselves
+    for (uint64_t i = 0; i < n; ++i) {
+      const double v = values[width == 1 ? p[i] : (p[2 * i] | (p[2 * i + 1] << 8))];
+      if (std::isfinite(v)) ++counts[f.find(v)];
+    }
+    return;
+  }
   std::vector<uint32_t> bin_of(values.size());
   for (size_t q = 0; q < values.size(); ++q)
     bin_of[q] = std::isfinite(values[q]) ? f.find(values[q]) : bins + 2;  // bins + 2: not counted
@@ -144,6 +152,14 @@ void bitpattern_add(DType dtype, const void* data, uint64_t count, uint64_t* cou
     }
     for (; i < count; ++i) ++sub[0][p[i]];
     for (int q = 0; q < 256; ++q) counts[q] += sub[0][q] + sub[1][q] + sub[2][q] + sub[3][q];
+    return;
+  }
+  if (count < (uint64_t{1} << 18)) {  // small: the interleaved tables would cost more than they save
+    for (uint64_t i = 0; i < count; ++i) {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      ++counts[v];
+    }
     return;
   }
   // Two interleaved 32-bit tables (512 KiB together, L2-resident) break the store-to-load chains of

@@ -52,7 +52,7 @@ struct StatsResult {
   MomentsSummary moments;
   std::optional<Histogram> histogram;
   std::vector<QuantileValue> quantiles;
-  std::string quantile_method;  // "bitpattern_histogram", "selection", or the consented approx step
+  std::string quantile_method;  // "bitpattern_histogram", "radix_select", or the consented approx step
   bool quantiles_exact = true;
   std::vector<Placement> placement;
 };

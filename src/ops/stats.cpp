@@ -52,14 +52,36 @@ std::vector<double> uniform_edges(double lo, double hi, uint32_t bins) {
   return e;
 }
 
+// Value of bit pattern p of an 8- or 16-bit dtype.
+double pattern_value(DType dtype, size_t p) {
+  const uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
+  return element_to_double(dtype, bytes);
+}
+
+// Histogram counts (layout of op_contracts.h: bins, then below, then above) from pattern counts.
+void histogram_from_patterns(DType dtype, const std::vector<uint64_t>& patterns, const std::vector<double>& edges,
+                             uint64_t* counts) {
+  const size_t bins = edges.size() - 1;
+  for (size_t p = 0; p < patterns.size(); ++p) {
+    if (!patterns[p]) continue;
+    const double v = pattern_value(dtype, p);
+    if (!std::isfinite(v)) continue;
+    size_t slot;
+    if (v < edges.front()) slot = bins;
+    else if (v > edges.back()) slot = bins + 1;
+    else if (v == edges.back()) slot = bins - 1;  // the last bin is closed
+    else slot = static_cast<size_t>(std::upper_bound(edges.begin(), edges.end(), v) - edges.begin()) - 1;
+    counts[slot] += patterns[p];
+  }
+}
+
 // Exact quantiles from the count of every bit pattern of an 8- or 16-bit dtype.
 std::vector<QuantileValue> quantiles_from_patterns(DType dtype, const std::vector<uint64_t>& counts,
                                                    const std::vector<double>& probabilities) {
   std::vector<std::pair<double, uint64_t>> values;  // (value, count), finite patterns only
   for (size_t p = 0; p < counts.size(); ++p) {
     if (!counts[p]) continue;
-    uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
-    const double v = element_to_double(dtype, bytes);
+    const double v = pattern_value(dtype, p);
     if (std::isfinite(v)) values.emplace_back(v, counts[p]);
   }
   std::sort(values.begin(), values.end());
@@ -174,15 +196,17 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
   }
   const MomentsSummary& m = result.moments;
 
-  // 8- and 16-bit dtypes: the exact count of every bit pattern gives exact quantiles.
+  // 8- and 16-bit dtypes: the exact count of every bit pattern gives exact quantiles and the histogram.
   const bool narrow = dtype_size(dtype) <= 2;
   std::vector<uint64_t> patterns;
-  if (narrow && options.quantiles) {
+  Placement pattern_placement;
+  if (narrow && (options.quantiles || options.histogram)) {
     const Placement pl = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, elements, &options));
     patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
     run_placed_kernel(pl, TM_OP_STATS_BITPATTERN_HISTOGRAM,
                       {dtype, data, elements, nullptr, 0, patterns.data(), patterns.size() * sizeof(uint64_t), threads});
     result.placement.push_back(pl);
+    pattern_placement = pl;
   }
 
   const bool explicit_edges = !options.histogram_edges.empty();
@@ -207,10 +231,23 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
     const uint32_t bins = static_cast<uint32_t>(h.edges.size() - 1);
     std::vector<uint64_t> counts(bins + 2, 0);
     const tm_histogram_params_v1 params{bins, h.edges.data()};
-    const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
-    run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM,
-                      {dtype, data, elements, &params, sizeof params, counts.data(), counts.size() * sizeof(uint64_t), threads});
-    result.placement.push_back(pl);
+    if (!patterns.empty()) {
+      // Each distinct bit pattern is binned once, by the same edge comparison the kernels use: the same
+      // exact counts without a second pass over the data. The report says so.
+      Placement pl = pattern_placement;
+      pl.op = op_name(TM_OP_STATS_HISTOGRAM);
+      pl.reason = "derived_from_bitpattern_histogram";
+      pl.rejected.clear();
+      pl.estimated_seconds = 0;
+      pl.bytes_transferred = 0;
+      histogram_from_patterns(dtype, patterns, h.edges, counts.data());
+      result.placement.push_back(pl);
+    } else {
+      const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
+      run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM,
+                        {dtype, data, elements, &params, sizeof params, counts.data(), counts.size() * sizeof(uint64_t), threads});
+      result.placement.push_back(pl);
+    }
     h.counts.assign(counts.begin(), counts.begin() + bins);
     h.below = counts[bins], h.above = counts[bins + 1];
     result.histogram = std::move(h);
@@ -236,7 +273,7 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
       for (size_t i = 0; i < out.size(); ++i)
         result.quantiles.push_back({options.probabilities[i], out[i].value, out[i].lo, out[i].hi, out[i].sample_size});
       result.quantiles_exact = pl.approx_step.empty();
-      result.quantile_method = pl.approx_step.empty() ? "selection" : pl.approx_step;
+      result.quantile_method = pl.approx_step.empty() ? "radix_select" : pl.approx_step;
     }
   }
   return result;

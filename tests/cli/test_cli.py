@@ -48,7 +48,7 @@ class Stats(unittest.TestCase):
         self.assertEqual((s["min"], s["max"], s["abs_max"], s["sum"]), (-2.0, 3.5, 3.5, 2.5))
         self.assertAlmostEqual(s["mean"], 0.625, places=15)
         self.assertEqual(sum(s["histogram"]["counts"]), 4)
-        self.assertEqual(s["quantiles"]["method"], "selection")
+        self.assertEqual(s["quantiles"]["method"], "radix_select")
         self.assertEqual([q["value"] for q in s["quantiles"]["values"]][2], 0.5)  # median of -2,0,1,3.5
         ops = [p["op"] for p in doc["placement"]]
         self.assertEqual(ops, ["stats.moments", "stats.histogram", "stats.quantiles"])
@@ -202,8 +202,10 @@ class Stats(unittest.TestCase):
         placement = {p["op"]: p for p in r.json()["placement"]}
         self.assertEqual(placement["stats.moments"]["backend"], "testaccel")
         self.assertEqual(placement["stats.moments"]["reason"], "user_preferred")
-        self.assertEqual(placement["stats.histogram"]["backend"], "cpu")
-        self.assertEqual(placement["stats.histogram"]["reason"], "fallback_missing_kernel")
+        self.assertEqual(placement["stats.bitpattern_histogram"]["backend"], "cpu")
+        self.assertEqual(placement["stats.bitpattern_histogram"]["reason"], "fallback_missing_kernel")
+        # 8/16-bit dtypes: the histogram is binned from the exact pattern counts, and the report says so.
+        self.assertEqual(placement["stats.histogram"]["reason"], "derived_from_bitpattern_histogram")
         self.assertEqual(run(["config", "set", "compute.never", "cpu"], config_home=cfg).code, 0)
         r = run(["stats", "--raw", path, "--dtype", "u8"], config_home=cfg, plugins=True)
         self.assertEqual(r.code, 4)
