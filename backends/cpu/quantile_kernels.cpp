@@ -54,8 +54,10 @@ void sample_typed(const uint8_t* p, uint64_t n, uint64_t stride, const tm_quanti
   select(v, params, out);
 }
 
-void sample_select(DType dtype, const void* data, uint64_t count, uint64_t stride,
-                     const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
+}  // namespace
+
+void quantiles_by_selection(DType dtype, const void* data, uint64_t count, uint64_t stride,
+                            const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
   const auto* p = static_cast<const uint8_t*>(data);
   switch (dtype) {
     case DType::F64: return sample_typed<double>(p, count, stride, params, out);
@@ -67,6 +69,8 @@ void sample_select(DType dtype, const void* data, uint64_t count, uint64_t strid
     default: return;
   }
 }
+
+namespace {
 
 // Sketch helpers over IEEE floats of `Bits` width: the top 16 bits of a value name its bucket.
 template <class F, class U>
@@ -142,7 +146,7 @@ void quantiles_sampling(DType dtype, const void* data, uint64_t count, const tm_
   const uint64_t budget_elements =
       std::max<uint64_t>(1, (params.memory_budget_bytes ? params.memory_budget_bytes : UINT64_MAX) / dtype_size(dtype));
   const uint64_t stride = std::max<uint64_t>(1, (count + budget_elements - 1) / budget_elements);
-  sample_select(dtype, data, count, stride, params, out);
+  quantiles_by_selection(dtype, data, count, stride, params, out);
 }
 
 }  // namespace tmorph::cpu

@@ -9,6 +9,11 @@
 
 namespace tmorph::cpu {
 
+// Exact, for small inputs: copies the finite values of every `stride`-th element (stride 1: all of them)
+// and selects the order statistics. Workspace: count / stride * dtype_size bytes.
+void quantiles_by_selection(DType dtype, const void* data, uint64_t count, uint64_t stride,
+                            const tm_quantiles_params_v1& params, tm_quantile_value_v1* out);
+
 // Approximate, step "quantiles.bitpattern_sketch" (f32, f64): one pass counting the top 16 bits of
 // each value; the answer interval [lo, hi] is guaranteed to hold the exact quantile.
 void quantiles_bitpattern_sketch(DType dtype, const void* data, uint64_t count,
