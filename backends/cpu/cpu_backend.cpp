@@ -189,9 +189,9 @@ tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
       if (p.count > kMaxRadixProbabilities)
         return set_message(msg, "stats.quantiles: at most " + std::to_string(kMaxRadixProbabilities) +
                                     " probabilities per call"), TM_ERR_INVALID_ARGUMENT;
-      // Small inputs: copying them (at most 8 MiB, below the radix tables' declared workspace) and
-      // selecting is faster than setting up the radix passes. Both are exact.
-      if (c.element_count <= (uint64_t{1} << 20)) quantiles_by_selection(dt, c.input, c.element_count, 1, p, out);
+      // Small inputs: copying them (at most 128 KiB) and selecting is faster than setting up the
+      // radix passes. Both are exact.
+      if (c.element_count <= (uint64_t{1} << 14)) quantiles_by_selection(dt, c.input, c.element_count, 1, p, out);
       else quantiles_radix(dt, c.input, c.element_count, p, out, c.threads);
       break;
     case kSketchF32: case kSketchF64: quantiles_bitpattern_sketch(dt, c.input, c.element_count, p, out); break;

@@ -27,21 +27,42 @@ std::vector<T> finite_values(const uint8_t* p, uint64_t n, uint64_t stride) {
   return v;
 }
 
+// Places the order statistics ranks[0..m) (sorted, unique) at their sorted positions in v[lo, hi):
+// the middle rank splits the range, each half takes its own ranks (about n log2 m work in all).
+template <class T>
+void multi_select(std::vector<T>& v, uint64_t lo, uint64_t hi, const uint64_t* ranks, size_t m) {
+  if (m == 0 || lo >= hi) return;
+  const size_t mid = m / 2;
+  const auto at = [&](uint64_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+  std::nth_element(at(lo), at(ranks[mid]), at(hi));
+  multi_select(v, lo, ranks[mid], ranks, mid);
+  multi_select(v, ranks[mid] + 1, hi, ranks + mid + 1, m - mid - 1);
+}
+
 template <class T>
 void select(std::vector<T>& v, const tm_quantiles_params_v1& params, tm_quantile_value_v1* out) {
   const uint64_t n = v.size();
+  if (n == 0) {
+    for (uint32_t q = 0; q < params.count; ++q) out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
+    return;
+  }
+  std::vector<uint64_t> ranks;
   for (uint32_t q = 0; q < params.count; ++q) {
-    if (n == 0) {
-      out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
-      continue;
-    }
     uint64_t k;
     double t;
     quantile_position(params.probabilities[q], n, &k, &t);
-    std::nth_element(v.begin(), v.begin() + k, v.end());
+    ranks.push_back(k);
+    if (k + 1 < n) ranks.push_back(k + 1);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  multi_select(v, 0, n, ranks.data(), ranks.size());
+  for (uint32_t q = 0; q < params.count; ++q) {
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], n, &k, &t);
     const double a = static_cast<double>(v[k]);
-    double b = a;
-    if (k + 1 < n) b = static_cast<double>(*std::min_element(v.begin() + k + 1, v.end()));
+    const double b = k + 1 < n ? static_cast<double>(v[k + 1]) : a;
     const double value = numpy_lerp(a, b, t);
     out[q] = {value, value, value, n};
   }

@@ -16,6 +16,8 @@ namespace tmorph::cpu {
 namespace {
 
 constexpr uint64_t kBuckets = 65536;
+// Largest number of keys collected instead of refining (8 MiB of 64-bit keys at most).
+constexpr uint64_t kCollectLimit = uint64_t{1} << 20;
 
 template <class T>
 struct Keys {
@@ -70,10 +72,17 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
 
   // Pass 1: top 16 bits of every finite key. Two interleaved 32-bit tables per chunk (flushed into
   // the 64-bit totals) break the store-to-load chains of repeated buckets and stay in L2.
-  std::vector<std::vector<uint64_t>> local(pool.size(), std::vector<uint64_t>(kBuckets, 0));
+  // The tables are kept between calls (fresh multi-MiB allocations cost page faults that dominate
+  // small tensors): the caller's per-part totals, and each worker's 32-bit tables, which are all zero
+  // again after every flush.
+  static thread_local std::vector<std::vector<uint64_t>> caller_tables;
+  // A plain reference: inside the workers' lambdas the thread_local name would mean *their* copy.
+  std::vector<std::vector<uint64_t>>& local = caller_tables;
+  local.resize(std::max<size_t>(local.size(), pool.size()));
+  for (auto& h : local) h.assign(kBuckets, 0);
   pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
     auto& h = local[part];
-    std::vector<uint32_t> t0(kBuckets, 0), t1(kBuckets, 0);
+    static thread_local std::vector<uint32_t> t0(kBuckets, 0), t1(kBuckets, 0);
     for (uint64_t c = b; c < e; ++c) {
       const uint64_t first = c * chunk, last = std::min(n, first + chunk);
       uint64_t i = first;
@@ -131,8 +140,41 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
     t.prefix = bucket;
   }
 
-  // Refinement passes: 16 more key bits each, counting only keys under a wanted prefix.
-  for (int known = 16; known < K::kBits; known += 16) {
+  // When the wanted buckets hold few values (known exactly from pass 1), one more pass collects their
+  // keys and selects among them: exact, and cheaper than the refinement passes' count tables.
+  std::vector<U> buckets;
+  for (const auto& t : targets)
+    if (std::find(buckets.begin(), buckets.end(), t.prefix) == buckets.end()) buckets.push_back(t.prefix);
+  uint64_t candidates = 0;
+  for (U b : buckets) candidates += top[b];
+  if (candidates <= kCollectLimit) {
+    std::vector<int8_t> slot(kBuckets, -1);
+    for (size_t j = 0; j < buckets.size(); ++j) slot[buckets[j]] = static_cast<int8_t>(j);
+    std::vector<std::vector<std::vector<U>>> parts(pool.size(), std::vector<std::vector<U>>(buckets.size()));
+    pool.parallel_for(chunks, [&](uint64_t b, uint64_t e, unsigned part) {
+      auto& mine = parts[part];
+      for (size_t j = 0; j < buckets.size(); ++j) mine[j].reserve(top[buckets[j]]);
+      const uint64_t last = std::min(n, e * chunk);
+      for (uint64_t i = b * chunk; i < last; ++i) {
+        U key;
+        if (!K::load(p + i * sizeof(T), &key)) continue;
+        const int8_t s = slot[key >> (K::kBits - 16)];
+        if (s >= 0) mine[s].push_back(key);
+      }
+    });
+    for (size_t j = 0; j < buckets.size(); ++j) {
+      std::vector<U> keys;
+      for (auto& part : parts) keys.insert(keys.end(), part[j].begin(), part[j].end());
+      for (auto& t : targets) {
+        if (t.prefix != buckets[j]) continue;
+        std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(t.residual), keys.end());
+        t.prefix = keys[t.residual];  // the whole key now
+      }
+    }
+  }
+
+  // Otherwise refinement passes: 16 more key bits each, counting only keys under a wanted prefix.
+  for (int known = 16; candidates > kCollectLimit && known < K::kBits; known += 16) {
     std::vector<U> prefixes;
     for (const auto& t : targets)
       if (std::find(prefixes.begin(), prefixes.end(), t.prefix) == prefixes.end()) prefixes.push_back(t.prefix);
@@ -185,7 +227,10 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
 }  // namespace
 
 uint64_t radix_select_workspace_bytes(unsigned threads) {
-  return uint64_t{threads} * (2 * kMaxRadixProbabilities + 1) * kBuckets * sizeof(uint64_t);
+  // Count tables, or the collected keys (each thread reserves room for all, then they are
+  // concatenated), whichever is larger.
+  return std::max(uint64_t{threads} * (2 * kMaxRadixProbabilities + 1) * kBuckets * sizeof(uint64_t),
+                  uint64_t{threads} * kBuckets * sizeof(uint64_t) + (threads + 1) * kCollectLimit * sizeof(uint64_t));
 }
 
 void quantiles_radix(DType dtype, const void* data, uint64_t count, const tm_quantiles_params_v1& params,
