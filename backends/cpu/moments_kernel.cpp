@@ -76,7 +76,17 @@ struct LoadSmallFloat {
     }
   }
 };
+#if HWY_TARGET <= HWY_AVX2
+// x86 with F16C: the hardware conversion is exact for every half, infinities and NaNs included.
+// (Highway's SSE4 fallback for this conversion does not handle infinities; ours below does.)
+struct LoadF16 {
+  template <class DF> static hn::Vec<DF> Load(DF df, const uint8_t* p) {
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+};
+#else
 using LoadF16 = LoadSmallFloat<uint16_t, 10, 15, true>;
+#endif
 using LoadF8E5M2 = LoadSmallFloat<uint8_t, 2, 15, true>;
 using LoadF8E4M3FN = LoadSmallFloat<uint8_t, 3, 7, false>;
 
@@ -189,8 +199,10 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   const auto inf = hn::Set(df, std::numeric_limits<float>::infinity());
   const auto ninf = hn::Neg(inf);
 
-  // Formats that are costly to decode (f16, f8) keep their converted values for the second pass.
-  constexpr bool kKeep = !std::is_same_v<Loader, LoadF32> && !std::is_same_v<Loader, LoadBF16>;
+  // Formats that are costly to decode (f8, and f16 without F16C) keep their converted values for the
+  // second pass.
+  constexpr bool kKeep = !std::is_same_v<Loader, LoadF32> && !std::is_same_v<Loader, LoadBF16> &&
+                         !(HWY_TARGET <= HWY_AVX2 && std::is_same_v<Loader, LoadF16>);
   static thread_local std::vector<float> scratch;
   if (kKeep && scratch.size() < TM_STATS_BLOCK_ELEMENTS) scratch.resize(TM_STATS_BLOCK_ELEMENTS);
   float* kept = scratch.data();
