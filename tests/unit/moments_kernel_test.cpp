@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <hwy/targets.h>
+
 #include "cpu/moments_kernel.h"
 #include "test_support.h"
 
@@ -96,6 +98,28 @@ TEST(MomentsKernel, AllFiniteBlocksMatchTheContract) {
       expect_same(got, contract_block(dt, raw, 0, n), std::string(dtype_name(dt)) + " finite n=" + std::to_string(n));
     }
   }
+}
+
+// The same bits on every SIMD target this build carries (SCALAR, SSSE3, SSE4, AVX2, AVX-512, as the CPU
+// allows): element i always feeds virtual lane i % 16, whatever the vector width.
+TEST(MomentsKernel, EverySimdTargetGivesTheContractResult) {
+  std::vector<std::pair<DType, std::vector<uint8_t>>> inputs;
+  for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3FN, DType::F8_E5M2}) {
+    auto raw = test::salted_data(dt, TM_STATS_BLOCK_ELEMENTS, 3);
+    if (dtype_size(dt) == 2)  // every 16-bit pattern, so each decoder sees every class
+      for (uint64_t p = 0; p < TM_STATS_BLOCK_ELEMENTS; ++p) raw[2 * p] = p & 0xFF, raw[2 * p + 1] = p >> 8;
+    inputs.emplace_back(dt, std::move(raw));
+  }
+  const auto targets = hwy::SupportedAndGeneratedTargets();
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const auto& [dt, raw] : inputs)
+      for (uint64_t n : {uint64_t{TM_STATS_BLOCK_ELEMENTS}, uint64_t{1001}})
+        expect_same(cpu::block_moments(dt, raw.data(), n), contract_block(dt, raw, 0, n),
+                    std::string(hwy::TargetName(target)) + " " + std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(targets.size(), 2u) << "expected the scalar target and at least one SIMD target";
 }
 
 TEST(MomentsKernel, AllNonFiniteBlockHasEmptyExtremes) {
