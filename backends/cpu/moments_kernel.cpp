@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "lane_reduce.h"
+#include "block_contract.h"
 #include "moments_kernel.h"
 #include "ops/moments.h"
 
@@ -138,15 +138,9 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
     mx = std::max(mx, hn::GetLane(hn::MaxOfLanes(d, hi[j])));
     am = std::max(am, hn::GetLane(hn::MaxOfLanes(d, amax[j])));
   }
-  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {  // tail of a short last block
-    const double x = element_to_double(dtype, data + i * width);
-    if (std::isnan(x)) { ++nan; continue; }
-    if (x == 0) ++zeros;
-    if (std::isinf(x)) continue;
-    ++finite;
-    lane_sum[i % TM_STATS_LANES] += x;
-    mn = std::min(mn, x), mx = std::max(mx, x), am = std::max(am, std::fabs(x));
-  }
+  BlockExtremes e{nan, zeros, finite, mn, mx, am};
+  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, &e);
+  nan = e.nan, zeros = e.zeros, finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
   const double total = reduce_lanes(lane_sum);
   const double mean = finite ? total / static_cast<double>(finite) : 0.0;
 
@@ -163,10 +157,7 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   }
   HWY_ALIGN double lane_m2[TM_STATS_LANES];
   for (size_t j = 0; j < V; ++j) hn::Store(m2[j], d, lane_m2 + j * N);
-  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {
-    const double x = element_to_double(dtype, data + i * width);
-    if (std::isfinite(x)) lane_m2[i % TM_STATS_LANES] += (x - mean) * (x - mean);
-  }
+  add_tail_m2(dtype, data, groups * TM_STATS_LANES, count, mean, lane_m2);
 
   out->count = count;
   out->finite_count = finite;
@@ -240,15 +231,9 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   uint64_t n_zero = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, zeros)));
   double mn = hn::GetLane(hn::MinOfLanes(df, lo)), mx = hn::GetLane(hn::MaxOfLanes(df, hi));
   double am = hn::GetLane(hn::MaxOfLanes(df, amax));
-  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {  // tail of a short last block
-    const double x = element_to_double(dtype, data + i * width);
-    if (std::isnan(x)) { ++n_nan; continue; }
-    if (x == 0) ++n_zero;
-    if (std::isinf(x)) continue;
-    ++n_finite;
-    lane_sum[i % TM_STATS_LANES] += x;
-    mn = std::min(mn, x), mx = std::max(mx, x), am = std::max(am, std::fabs(x));
-  }
+  BlockExtremes e{n_nan, n_zero, n_finite, mn, mx, am};
+  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, &e);
+  n_nan = e.nan, n_zero = e.zeros, n_finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
   const double total = reduce_lanes(lane_sum);
   const double mean = n_finite ? total / static_cast<double>(n_finite) : 0.0;
 
@@ -276,10 +261,7 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   }
   HWY_ALIGN double lane_m2[TM_STATS_LANES];
   for (size_t j = 0; j < 2 * V; ++j) hn::Store(m2[j], dd, lane_m2 + j * H);
-  for (uint64_t i = groups * TM_STATS_LANES; i < count; ++i) {
-    const double x = element_to_double(dtype, data + i * width);
-    if (std::isfinite(x)) lane_m2[i % TM_STATS_LANES] += (x - mean) * (x - mean);
-  }
+  add_tail_m2(dtype, data, groups * TM_STATS_LANES, count, mean, lane_m2);
 
   out->count = count;
   out->finite_count = n_finite;

@@ -1,0 +1,50 @@
+// The scalar parts of the stats.moments block contract (op_contracts.h): the fixed reduction order of
+// the 16 virtual lanes, and the element-at-a-time tail every SIMD path finishes a short block with.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph::cpu {
+
+// Pairwise: lanes (0+1), (2+3), ... then again on the halves, until one value is left.
+inline double reduce_lanes(double* lanes) {
+  for (unsigned width = TM_STATS_LANES; width > 1; width /= 2)
+    for (unsigned i = 0; i < width / 2; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
+  return lanes[0];
+}
+
+// What the SIMD loop found so far; the scalar tail of a short last block adds to it.
+struct BlockExtremes {
+  uint64_t nan = 0, zeros = 0, finite = 0;
+  double min = 0, max = 0, abs_max = 0;
+};
+
+// Elements [first, count) of a block, one at a time, each into virtual lane i % 16 (the contract).
+inline void add_tail_moments(DType dtype, const uint8_t* block, uint64_t first, uint64_t count, double* lane_sum,
+                             BlockExtremes* e) {
+  const size_t width = dtype_size(dtype);
+  for (uint64_t i = first; i < count; ++i) {
+    const double x = element_to_double(dtype, block + i * width);
+    if (std::isnan(x)) { ++e->nan; continue; }
+    if (x == 0) ++e->zeros;
+    if (std::isinf(x)) continue;
+    ++e->finite;
+    lane_sum[i % TM_STATS_LANES] += x;
+    e->min = std::min(e->min, x), e->max = std::max(e->max, x), e->abs_max = std::max(e->abs_max, std::fabs(x));
+  }
+}
+
+inline void add_tail_m2(DType dtype, const uint8_t* block, uint64_t first, uint64_t count, double mean, double* lane_m2) {
+  const size_t width = dtype_size(dtype);
+  for (uint64_t i = first; i < count; ++i) {
+    const double x = element_to_double(dtype, block + i * width);
+    if (std::isfinite(x)) lane_m2[i % TM_STATS_LANES] += (x - mean) * (x - mean);
+  }
+}
+
+}  // namespace tmorph::cpu
