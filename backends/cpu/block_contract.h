@@ -25,8 +25,9 @@ struct BlockExtremes {
 };
 
 // Elements [first, count) of a block, one at a time, each into virtual lane i % 16 (the contract).
+// lane_sq (may be null) receives the squares.
 inline void add_tail_moments(DType dtype, const uint8_t* block, uint64_t first, uint64_t count, double* lane_sum,
-                             BlockExtremes* e) {
+                             double* lane_sq, BlockExtremes* e) {
   const size_t width = dtype_size(dtype);
   for (uint64_t i = first; i < count; ++i) {
     const double x = element_to_double(dtype, block + i * width);
@@ -35,8 +36,20 @@ inline void add_tail_moments(DType dtype, const uint8_t* block, uint64_t first, 
     if (std::isinf(x)) continue;
     ++e->finite;
     lane_sum[i % TM_STATS_LANES] += x;
+    if (lane_sq) lane_sq[i % TM_STATS_LANES] += x * x;
     e->min = std::min(e->min, x), e->max = std::max(e->max, x), e->abs_max = std::max(e->abs_max, std::fabs(x));
   }
+}
+
+// Single-pass m2 for dtypes whose squares are exact in double (all floats narrower than f64):
+// m2 = sumsq - sum * mean, used only when sum * mean <= sumsq / 2, where that difference keeps at least
+// half of sumsq and so loses no more than a bit to cancellation. Returns false when the block needs the
+// two-pass m2 instead (|mean| comparable to or larger than the spread).
+inline bool single_pass_m2(double sum, double sumsq, double mean, double* m2) {
+  const double s_mean = sum * mean;
+  if (!(s_mean <= sumsq / 2)) return false;
+  *m2 = sumsq - s_mean;
+  return true;
 }
 
 inline void add_tail_m2(DType dtype, const uint8_t* block, uint64_t first, uint64_t count, double mean, double* lane_m2) {

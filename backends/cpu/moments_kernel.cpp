@@ -112,8 +112,11 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   const auto inf = hn::Set(d, std::numeric_limits<double>::infinity());
   const auto zero = hn::Zero(d);
 
-  hn::Vec<decltype(d)> sum[TM_STATS_LANES], lo[TM_STATS_LANES], hi[TM_STATS_LANES], amax[TM_STATS_LANES];
-  for (size_t j = 0; j < V; ++j) sum[j] = zero, lo[j] = inf, hi[j] = hn::Neg(inf), amax[j] = zero;
+  // Squares are exact in double for every float narrower than f64: those take the single-pass m2.
+  constexpr bool kSquares = !std::is_same_v<Loader, LoadF64>;
+  hn::Vec<decltype(d)> sum[TM_STATS_LANES], sq[TM_STATS_LANES], lo[TM_STATS_LANES], hi[TM_STATS_LANES],
+      amax[TM_STATS_LANES];
+  for (size_t j = 0; j < V; ++j) sum[j] = zero, sq[j] = zero, lo[j] = inf, hi[j] = hn::Neg(inf), amax[j] = zero;
   uint64_t nan = 0, finite = 0, zeros = 0;
   const uint64_t groups = count / TM_STATS_LANES;
   for (uint64_t g = 0; g < groups; ++g) {
@@ -124,25 +127,37 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
       nan += hn::CountTrue(d, hn::IsNaN(x));
       finite += hn::CountTrue(d, is_finite);
       zeros += hn::CountTrue(d, hn::Eq(x, zero));
-      sum[j] = hn::Add(sum[j], hn::IfThenElseZero(is_finite, x));
+      const auto xf = hn::IfThenElseZero(is_finite, x);
+      sum[j] = hn::Add(sum[j], xf);
+      if constexpr (kSquares) sq[j] = hn::Add(sq[j], hn::Mul(xf, xf));
       lo[j] = hn::Min(lo[j], hn::IfThenElse(is_finite, x, inf));
       hi[j] = hn::Max(hi[j], hn::IfThenElse(is_finite, x, hn::Neg(inf)));
       amax[j] = hn::Max(amax[j], hn::IfThenElseZero(is_finite, a));
     }
   }
-  HWY_ALIGN double lane_sum[TM_STATS_LANES];
+  HWY_ALIGN double lane_sum[TM_STATS_LANES], lane_sq[TM_STATS_LANES];
   double mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
   for (size_t j = 0; j < V; ++j) {
     hn::Store(sum[j], d, lane_sum + j * N);
+    hn::Store(sq[j], d, lane_sq + j * N);
     mn = std::min(mn, hn::GetLane(hn::MinOfLanes(d, lo[j])));
     mx = std::max(mx, hn::GetLane(hn::MaxOfLanes(d, hi[j])));
     am = std::max(am, hn::GetLane(hn::MaxOfLanes(d, amax[j])));
   }
   BlockExtremes e{nan, zeros, finite, mn, mx, am};
-  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, &e);
+  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, kSquares ? lane_sq : nullptr, &e);
   nan = e.nan, zeros = e.zeros, finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
   const double total = reduce_lanes(lane_sum);
   const double mean = finite ? total / static_cast<double>(finite) : 0.0;
+  out->count = count;
+  out->finite_count = finite;
+  out->nan_count = nan;
+  out->inf_count = count - finite - nan;
+  out->zero_count = zeros;
+  out->min = mn, out->max = mx, out->abs_max = am;
+  out->sum = total, out->sum_err = 0;
+  out->mean = mean;
+  if (kSquares && single_pass_m2(total, reduce_lanes(lane_sq), mean, &out->m2)) return;
 
   // Second pass over the (cache-resident) block: m2 around the block mean.
   const auto vmean = hn::Set(d, mean);
@@ -158,15 +173,6 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   HWY_ALIGN double lane_m2[TM_STATS_LANES];
   for (size_t j = 0; j < V; ++j) hn::Store(m2[j], d, lane_m2 + j * N);
   add_tail_m2(dtype, data, groups * TM_STATS_LANES, count, mean, lane_m2);
-
-  out->count = count;
-  out->finite_count = finite;
-  out->nan_count = nan;
-  out->inf_count = count - finite - nan;
-  out->zero_count = zeros;
-  out->min = mn, out->max = mx, out->abs_max = am;
-  out->sum = total, out->sum_err = 0;
-  out->mean = mean;
   out->m2 = reduce_lanes(lane_m2);
 }
 
@@ -190,22 +196,14 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   const auto inf = hn::Set(df, std::numeric_limits<float>::infinity());
   const auto ninf = hn::Neg(inf);
 
-  // Formats that are costly to decode (f8, and f16 without F16C) keep their converted values for the
-  // second pass.
-  constexpr bool kKeep = !std::is_same_v<Loader, LoadF32> && !std::is_same_v<Loader, LoadBF16> &&
-                         !(HWY_TARGET <= HWY_AVX2 && std::is_same_v<Loader, LoadF16>);
-  static thread_local std::vector<float> scratch;
-  if (kKeep && scratch.size() < TM_STATS_BLOCK_ELEMENTS) scratch.resize(TM_STATS_BLOCK_ELEMENTS);
-  float* kept = scratch.data();
   auto lo = inf, hi = ninf, amax = hn::Zero(df);
   auto nan = hn::Zero(di), finite = hn::Zero(di), zeros = hn::Zero(di);
-  hn::Vec<decltype(dd)> sum[2 * TM_STATS_LANES];
-  for (size_t j = 0; j < 2 * V; ++j) sum[j] = hn::Zero(dd);
+  hn::Vec<decltype(dd)> sum[2 * TM_STATS_LANES], sq[2 * TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) sum[j] = hn::Zero(dd), sq[j] = hn::Zero(dd);
   const uint64_t groups = count / TM_STATS_LANES;
   for (uint64_t g = 0; g < groups; ++g) {
     for (size_t j = 0; j < V; ++j) {
       const auto x = Loader::Load(df, data + (g * TM_STATS_LANES + j * N) * width);
-      if constexpr (kKeep) hn::StoreU(x, df, kept + g * TM_STATS_LANES + j * N);
       const auto a = hn::Abs(x);
       const auto is_finite = hn::Lt(a, inf);
       finite = hn::Sub(finite, hn::BitCast(di, hn::VecFromMask(df, is_finite)));
@@ -219,12 +217,15 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
         lo = hn::Min(lo, x), hi = hn::Max(hi, x), amax = hn::Max(amax, a);
       }
       const auto xf = kMasked ? hn::IfThenElseZero(is_finite, x) : x;
-      sum[2 * j] = hn::Add(sum[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, xf)));
-      sum[2 * j + 1] = hn::Add(sum[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, xf)));
+      const auto x0 = hn::PromoteTo(dd, hn::LowerHalf(dh, xf)), x1 = hn::PromoteTo(dd, hn::UpperHalf(dh, xf));
+      sum[2 * j] = hn::Add(sum[2 * j], x0);
+      sum[2 * j + 1] = hn::Add(sum[2 * j + 1], x1);
+      sq[2 * j] = hn::Add(sq[2 * j], hn::Mul(x0, x0));
+      sq[2 * j + 1] = hn::Add(sq[2 * j + 1], hn::Mul(x1, x1));
     }
   }
-  HWY_ALIGN double lane_sum[TM_STATS_LANES];
-  for (size_t j = 0; j < 2 * V; ++j) hn::Store(sum[j], dd, lane_sum + j * H);
+  HWY_ALIGN double lane_sum[TM_STATS_LANES], lane_sq[TM_STATS_LANES];
+  for (size_t j = 0; j < 2 * V; ++j) hn::Store(sum[j], dd, lane_sum + j * H), hn::Store(sq[j], dd, lane_sq + j * H);
   uint64_t n_nan = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, nan)));
   uint64_t n_finite = static_cast<uint64_t>(hn::GetLane(hn::SumOfLanes(di, finite)));
   if (!kMasked && n_finite != groups * TM_STATS_LANES) return false;
@@ -232,10 +233,20 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   double mn = hn::GetLane(hn::MinOfLanes(df, lo)), mx = hn::GetLane(hn::MaxOfLanes(df, hi));
   double am = hn::GetLane(hn::MaxOfLanes(df, amax));
   BlockExtremes e{n_nan, n_zero, n_finite, mn, mx, am};
-  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, &e);
+  add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, lane_sq, &e);
   n_nan = e.nan, n_zero = e.zeros, n_finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
   const double total = reduce_lanes(lane_sum);
   const double mean = n_finite ? total / static_cast<double>(n_finite) : 0.0;
+  out->count = count;
+  out->finite_count = n_finite;
+  out->nan_count = n_nan;
+  out->inf_count = count - n_finite - n_nan;
+  out->zero_count = n_zero;
+  if (n_finite == 0) mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
+  out->min = mn, out->max = mx, out->abs_max = am;
+  out->sum = total, out->sum_err = 0;
+  out->mean = mean;
+  if (single_pass_m2(total, reduce_lanes(lane_sq), mean, &out->m2)) return true;
 
   // Second pass over the (cache-resident) block: m2 around the block mean. A non-finite x gives a
   // non-finite square, which the mask drops.
@@ -245,8 +256,7 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   for (size_t j = 0; j < 2 * V; ++j) m2[j] = hn::Zero(dd);
   for (uint64_t g = 0; g < groups; ++g) {
     for (size_t j = 0; j < V; ++j) {
-      const auto x = kKeep ? hn::LoadU(df, kept + g * TM_STATS_LANES + j * N)
-                           : Loader::Load(df, data + (g * TM_STATS_LANES + j * N) * width);
+      const auto x = Loader::Load(df, data + (g * TM_STATS_LANES + j * N) * width);
       const auto d0 = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), vmean);
       const auto d1 = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), vmean);
       const auto s0 = hn::Mul(d0, d0), s1 = hn::Mul(d1, d1);
@@ -262,16 +272,6 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   HWY_ALIGN double lane_m2[TM_STATS_LANES];
   for (size_t j = 0; j < 2 * V; ++j) hn::Store(m2[j], dd, lane_m2 + j * H);
   add_tail_m2(dtype, data, groups * TM_STATS_LANES, count, mean, lane_m2);
-
-  out->count = count;
-  out->finite_count = n_finite;
-  out->nan_count = n_nan;
-  out->inf_count = count - n_finite - n_nan;
-  out->zero_count = n_zero;
-  if (n_finite == 0) mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
-  out->min = mn, out->max = mx, out->abs_max = am;
-  out->sum = total, out->sum_err = 0;
-  out->mean = mean;
   out->m2 = reduce_lanes(lane_m2);
   return true;
 }

@@ -26,8 +26,11 @@ extern "C" {
  *
  * The CPU reference computes a block as follows (other backends may differ within their declared
  * precision class): element i of the block is added to accumulator lane (i mod 16); the 16 lane
- * sums are reduced pairwise (0+1, 2+3, ... then again) in double; mean = sum / finite_count; m2 is a
- * second pass over the block, sum over finite x of (x - mean)^2, in the same 16-lane order.
+ * sums are reduced pairwise (0+1, 2+3, ... then again) in double; mean = sum / finite_count.
+ * m2: for floats narrower than f64 (whose squares are exact in double) the squares are summed in the
+ * same lanes in the same pass, and m2 = sumsq - sum * mean whenever sum * mean <= sumsq / 2 (at most
+ * one bit lost to cancellation). Otherwise, and always for f64 and integers, m2 is a second pass over
+ * the block: the sum over finite x of (x - mean)^2, in the same 16-lane order.
  */
 #define TM_STATS_BLOCK_ELEMENTS 65536u
 #define TM_STATS_LANES 16u

@@ -16,7 +16,7 @@ namespace {
 
 tm_moments_partial_v1 contract_block(DType dtype, const std::vector<uint8_t>& raw, uint64_t first, uint64_t n) {
   const size_t w = dtype_size(dtype);
-  double lanes[16] = {}, m2[16] = {};
+  double lanes[16] = {}, squares[16] = {}, m2[16] = {};
   tm_moments_partial_v1 p{};
   p.count = n;
   p.min = INFINITY, p.max = -INFINITY;
@@ -27,6 +27,7 @@ tm_moments_partial_v1 contract_block(DType dtype, const std::vector<uint8_t>& ra
     if (std::isinf(x)) { ++p.inf_count; continue; }
     ++p.finite_count;
     lanes[i % 16] += x;
+    squares[i % 16] += x * x;
     p.min = std::min(p.min, x), p.max = std::max(p.max, x), p.abs_max = std::max(p.abs_max, std::fabs(x));
   }
   auto reduce = [](double* l) {
@@ -36,6 +37,14 @@ tm_moments_partial_v1 contract_block(DType dtype, const std::vector<uint8_t>& ra
   };
   p.sum = reduce(lanes);
   p.mean = p.finite_count ? p.sum / static_cast<double>(p.finite_count) : 0;
+  // Floats narrower than f64 (exact squares): single pass when sum * mean <= sumsq / 2.
+  if (dtype != DType::F64) {
+    const double sumsq = reduce(squares), s_mean = p.sum * p.mean;
+    if (s_mean <= sumsq / 2) {
+      p.m2 = sumsq - s_mean;
+      return p;
+    }
+  }
   for (uint64_t i = 0; i < n; ++i) {
     const double x = element_to_double(dtype, raw.data() + (first + i) * w);
     if (std::isfinite(x)) m2[i % 16] += (x - p.mean) * (x - p.mean);
@@ -79,6 +88,24 @@ TEST(MomentsKernel, SaltedFloatBlocksAndShortTailsMatchTheContract) {
       const auto got = cpu::block_moments(dt, raw.data(), n);
       expect_same(got, contract_block(dt, raw, 0, n), std::string(dtype_name(dt)) + " n=" + std::to_string(n));
     }
+  }
+}
+
+// A mean large against the spread (layer-norm weights near 1, say) takes the two-pass m2.
+TEST(MomentsKernel, LargeMeanBlocksTakeTheTwoPassM2) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    std::vector<uint8_t> raw(5000 * dtype_size(dt));
+    for (size_t i = 0; i < 5000; ++i) {
+      const float v = 1.0f + 0.01f * static_cast<float>(i % 7);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      if (dt == DType::F32) std::memcpy(&raw[4 * i], &v, 4);
+      if (dt == DType::BF16) raw[2 * i] = (bits >> 16) & 0xFF, raw[2 * i + 1] = bits >> 24;
+      if (dt == DType::F16) raw[2 * i] = 0x00, raw[2 * i + 1] = static_cast<uint8_t>(0x3C + (i % 3));  // 1, 1.25, 1.5 ...
+    }
+    const auto got = cpu::block_moments(dt, raw.data(), 5000);
+    expect_same(got, contract_block(dt, raw, 0, 5000), std::string(dtype_name(dt)) + " large mean");
+    EXPECT_GT(got.m2, 0.0);
   }
 }
 
