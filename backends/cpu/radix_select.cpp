@@ -25,21 +25,32 @@ struct Keys {
   static constexpr int kBits = 8 * sizeof(T);
   static constexpr U kSign = U{1} << (kBits - 1);
 
-  // False for NaN and ±Inf (integers are always finite).
-  static bool load(const uint8_t* p, U* key) {
-    T x;
-    std::memcpy(&x, p, sizeof x);
+  // Order-preserving key of the element at p, branch-free. NaN and ±Inf get keys too: their top 16
+  // bits are exactly the buckets non_finite_bucket() names, which pass 1 empties, so no rank ever
+  // lands on them and later passes never match them.
+  static U key(const uint8_t* p) {
     U bits;
-    std::memcpy(&bits, &x, sizeof bits);
+    std::memcpy(&bits, p, sizeof bits);
     if constexpr (std::is_floating_point_v<T>) {
-      if (!std::isfinite(x)) return false;
-      *key = (bits & kSign) ? ~bits : (bits | kSign);
+      const U flip = static_cast<U>(-static_cast<std::make_signed_t<U>>(bits >> (kBits - 1))) | kSign;
+      return bits ^ flip;  // negatives: all bits flipped; positives: sign bit set
     } else if constexpr (std::is_signed_v<T>) {
-      *key = bits ^ kSign;
+      return bits ^ kSign;
     } else {
-      *key = bits;
+      return bits;
     }
-    return true;
+  }
+
+  // True for the top-16-bit buckets of keys whose exponent field is all ones (NaN, ±Inf): for f32 the
+  // top 16 bits hold sign, 8 exponent and 7 mantissa bits, for f64 sign, 11 exponent and 4 mantissa.
+  static bool non_finite_bucket(uint32_t top) {
+    if constexpr (!std::is_floating_point_v<T>) {
+      return false;
+    } else {
+      constexpr uint32_t kMantissaBits = sizeof(T) == 4 ? 7 : 4;
+      constexpr uint32_t kSpan = 1u << kMantissaBits;  // buckets per exponent value and sign
+      return top < kSpan || top >= 65536 - kSpan;
+    }
   }
 
   static double value(U key) {
@@ -87,14 +98,10 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
       const uint64_t first = c * chunk, last = std::min(n, first + chunk);
       uint64_t i = first;
       for (; i + 2 <= last; i += 2) {
-        U k0, k1;
-        if (K::load(p + i * sizeof(T), &k0)) ++t0[k0 >> (K::kBits - 16)];
-        if (K::load(p + (i + 1) * sizeof(T), &k1)) ++t1[k1 >> (K::kBits - 16)];
+        ++t0[K::key(p + i * sizeof(T)) >> (K::kBits - 16)];
+        ++t1[K::key(p + (i + 1) * sizeof(T)) >> (K::kBits - 16)];
       }
-      if (i < last) {
-        U k0;
-        if (K::load(p + i * sizeof(T), &k0)) ++t0[k0 >> (K::kBits - 16)];
-      }
+      if (i < last) ++t0[K::key(p + i * sizeof(T)) >> (K::kBits - 16)];
       if (((c - b) & 0x3FFF) == 0x3FFF || c + 1 == e) {  // 2^30 elements at most between flushes
         for (uint64_t j = 0; j < kBuckets; ++j) h[j] += uint64_t{t0[j]} + t1[j], t0[j] = t1[j] = 0;
       }
@@ -103,6 +110,8 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
   std::vector<uint64_t> top(kBuckets, 0);
   for (const auto& h : local)
     for (uint64_t i = 0; i < kBuckets; ++i) top[i] += h[i];
+  for (uint32_t b = 0; b < kBuckets; ++b)
+    if (K::non_finite_bucket(b)) top[b] = 0;
   uint64_t finite = 0;
   for (uint64_t c : top) finite += c;
   if (finite == 0) {
@@ -156,8 +165,7 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
       for (size_t j = 0; j < buckets.size(); ++j) mine[j].reserve(top[buckets[j]]);
       const uint64_t last = std::min(n, e * chunk);
       for (uint64_t i = b * chunk; i < last; ++i) {
-        U key;
-        if (!K::load(p + i * sizeof(T), &key)) continue;
+        const U key = K::key(p + i * sizeof(T));
         const int8_t s = slot[key >> (K::kBits - 16)];
         if (s >= 0) mine[s].push_back(key);
       }
@@ -188,8 +196,8 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
       uint64_t* h = local[part].data();
       const uint64_t last = std::min(n, e * chunk);
       for (uint64_t i = b * chunk; i < last; ++i) {
-        U key;
-        if (!K::load(p + i * sizeof(T), &key) || !candidate[key >> (K::kBits - 16)]) continue;
+        const U key = K::key(p + i * sizeof(T));
+        if (!candidate[key >> (K::kBits - 16)]) continue;
         const U prefix = key >> shift_prefix;
         for (size_t j = 0; j < np; ++j)
           if (prefixes[j] == prefix) {
