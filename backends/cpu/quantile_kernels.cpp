@@ -58,12 +58,7 @@ void select(std::vector<T>& v, const tm_quantiles_params_v1& params, tm_quantile
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   multi_select(v, 0, n, ranks.data(), ranks.size());
   for (uint32_t q = 0; q < params.count; ++q) {
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], n, &k, &t);
-    const double a = static_cast<double>(v[k]);
-    const double b = k + 1 < n ? static_cast<double>(v[k + 1]) : a;
-    const double value = numpy_lerp(a, b, t);
+    const double value = quantile_of(params.probabilities[q], n, [&](uint64_t r) { return static_cast<double>(v[r]); });
     out[q] = {value, value, value, n};
   }
 }
@@ -142,13 +137,17 @@ void sketch_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& pa
       out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
       continue;
     }
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], finite, &k, &t);
-    double lo_a, hi_a, lo_b, hi_b;
-    TB::bounds(bucket_of_rank(k), &lo_a, &hi_a);
-    TB::bounds(bucket_of_rank(std::min(k + 1, finite - 1)), &lo_b, &hi_b);
-    const double lo = numpy_lerp(lo_a, lo_b, t), hi = numpy_lerp(hi_a, hi_b, t);
+    // The lerp is monotone in both order statistics, so the buckets' bounds bound the quantile.
+    const double lo = quantile_of(params.probabilities[q], finite, [&](uint64_t r) {
+      double l, h;
+      TB::bounds(bucket_of_rank(r), &l, &h);
+      return l;
+    });
+    const double hi = quantile_of(params.probabilities[q], finite, [&](uint64_t r) {
+      double l, h;
+      TB::bounds(bucket_of_rank(r), &l, &h);
+      return h;
+    });
     out[q] = {lo + (hi - lo) / 2, lo, hi, finite};
   }
 }

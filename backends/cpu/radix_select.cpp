@@ -223,11 +223,7 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
     return std::nan("");
   };
   for (uint32_t q = 0; q < params.count; ++q) {
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], finite, &k, &t);
-    const double a = value_of_rank(k), b = k + 1 < finite ? value_of_rank(k + 1) : a;
-    const double v = numpy_lerp(a, b, t);
+    const double v = quantile_of(params.probabilities[q], finite, value_of_rank);
     out[q] = {v, v, v, finite};
   }
 }

@@ -1,10 +1,11 @@
-// Exact quantiles of 32- and 64-bit dtypes by radix refinement, without copying the data.
+// Exact quantiles of 32- and 64-bit dtypes by radix selection, without copying the data.
 //
 // Each value maps to an order-preserving unsigned key (floats: flip all bits of negatives, set the
 // sign bit of positives; signed ints: flip the sign bit). Pass 1 counts the top 16 key bits of every
-// finite value; the bucket holding each wanted rank is then refined 16 bits per pass (2 passes for
-// 32-bit types, 4 for 64-bit) counting only values whose key starts with a wanted prefix. The result
-// is the exact order statistic, so quantiles follow the numpy contract bit for bit.
+// finite value. If the buckets holding the wanted ranks contain at most 2^20 values, pass 2 collects
+// their keys and selects among them; otherwise those buckets are refined 16 bits per pass (2 passes
+// for 32-bit types, 4 for 64-bit) counting only keys under a wanted prefix. Either way the result is
+// the exact order statistic, so quantiles follow the numpy contract bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -22,4 +22,16 @@ inline void quantile_position(double p, uint64_t n, uint64_t* k, double* t) {
   *t = h - f;
 }
 
+// The quantile p of n sorted values, given the value of any rank (0-based): the one definition every
+// kernel evaluates, whatever way it finds its order statistics.
+template <class ValueOfRank>
+double quantile_of(double p, uint64_t n, ValueOfRank value_of_rank) {
+  uint64_t k;
+  double t;
+  quantile_position(p, n, &k, &t);
+  const double a = value_of_rank(k);
+  const double b = k + 1 < n ? value_of_rank(k + 1) : a;
+  return numpy_lerp(a, b, t);
+}
+
 }  // namespace tmorph

@@ -102,10 +102,7 @@ std::vector<QuantileValue> quantiles_from_patterns(DType dtype, const std::vecto
     if (n == 0) {
       q.value = q.lo = q.hi = std::nan("");
     } else {
-      uint64_t k;
-      double t;
-      quantile_position(p, n, &k, &t);
-      q.value = q.lo = q.hi = numpy_lerp(order_statistic(k), order_statistic(std::min(k + 1, n - 1)), t);
+      q.value = q.lo = q.hi = quantile_of(p, n, order_statistic);
       q.sample_size = n;
     }
     out.push_back(q);
