@@ -44,6 +44,7 @@ static tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
   out->struct_size = sizeof *out;
   out->op = TM_OP_STATS_MOMENTS;
   out->dtype_mask = 1ull << TM_DTYPE_U8;
+  out->max_elements = 1ull << 32; /* a size limit, so the planner's too_large path has a real case */
   out->precision = TM_PRECISION_EXACT;
   return TM_OK;
 }

@@ -102,6 +102,17 @@ TEST_F(PlannerTest, StrictRequestForMissingKernelFailsAndSubstitutesNothing) {
   EXPECT_NE(std::string(e2.what()).find("missing_kernel"), std::string::npos) << e2.what();
 }
 
+TEST_F(PlannerTest, KernelSizeLimitIsHonoured) {
+  Planner strict(*reg, costs, pinned("testaccel"));
+  const Error e = thrown_by([&] { strict.place(request(TM_OP_STATS_MOMENTS, DType::U8, (1ull << 32) + 1)); });
+  EXPECT_NE(std::string(e.what()).find("too_large"), std::string::npos) << e.what();
+  costs.set_throughput("testaccel", "testaccel-0", TM_OP_STATS_MOMENTS, 1e15);  // would win on cost
+  const Placement pl = Planner(*reg, costs, {}).place(request(TM_OP_STATS_MOMENTS, DType::U8, (1ull << 32) + 1));
+  EXPECT_EQ(pl.backend, "cpu");
+  ASSERT_NE(find_rejection(pl, "testaccel"), nullptr);
+  EXPECT_EQ(find_rejection(pl, "testaccel")->reason, "too_large");
+}
+
 TEST_F(PlannerTest, StrictRequestIsPinnedAndReportsTransfer) {
   Planner p(*reg, costs, pinned("testaccel"));
   const Placement pl = p.place(request(TM_OP_STATS_MOMENTS, DType::U8, 1000));
