@@ -1,0 +1,219 @@
+// GGUF reading: every header field, KV and tensor info of files written by llama.cpp's gguf-py and by
+// ollama, checked against gguf-py's own reading; and one malformed file per failure mode.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "formats/gguf.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+namespace {
+
+const std::string kFixtures = TM_FIXTURES_DIR;
+
+nlohmann::json load_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
+// Compares one parsed file with one expected.json record set (header, metadata, tensors).
+void expect_matches(const GgufFile& f, const nlohmann::json& header, const nlohmann::json& metadata,
+                    const nlohmann::json& tensors) {
+  EXPECT_EQ(f.version, header["version"].get<uint32_t>());
+  EXPECT_EQ(f.tensor_count, header["tensor_count"].get<uint64_t>());
+  EXPECT_EQ(f.kv_count, header["kv_count"].get<uint64_t>());
+  EXPECT_EQ(f.alignment, header["alignment"].get<uint32_t>());
+  EXPECT_EQ(f.data_section_offset, header["data_section_offset"].get<uint64_t>());
+  ASSERT_EQ(f.kvs.size(), metadata.size());
+  for (size_t i = 0; i < f.kvs.size(); ++i) {
+    const auto& want = metadata[i];
+    const auto& kv = f.kvs[i];
+    EXPECT_EQ(kv.key, want["key"]);
+    EXPECT_EQ(kv.offset, want["offset"].get<uint64_t>()) << kv.key;
+    EXPECT_EQ(gguf_type_name(kv.type), want["type"].get<std::string>()) << kv.key;
+    if (kv.type == GgufType::ARRAY) {
+      EXPECT_EQ(gguf_type_name(kv.element_type), want["element_type"].get<std::string>()) << kv.key;
+      EXPECT_EQ(kv.count, want["count"].get<uint64_t>()) << kv.key;
+    }
+    EXPECT_EQ(kv.value, want["value"]) << kv.key;
+  }
+  ASSERT_EQ(f.tensors.size(), tensors.size());
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const auto& t = f.tensors[i];
+    const auto& want = tensors[i];
+    EXPECT_EQ(t.name, want["name"]);
+    EXPECT_EQ(t.type->name, want["ggml_type"].get<std::string>()) << t.name;
+    EXPECT_EQ(t.type->id, want["ggml_type_id"].get<uint32_t>()) << t.name;
+    EXPECT_EQ(t.type->block_size, want["block_size"].get<uint32_t>()) << t.name;
+    EXPECT_EQ(t.type->type_size, want["type_size"].get<uint32_t>()) << t.name;
+    EXPECT_EQ(t.ne, want["ne"].get<std::vector<uint64_t>>()) << t.name;
+    EXPECT_EQ(t.shape, want["numpy_shape"].get<std::vector<uint64_t>>()) << t.name;
+    EXPECT_EQ(t.elements, want["n_elements"].get<uint64_t>()) << t.name;
+    EXPECT_EQ(t.bytes, want["n_bytes"].get<uint64_t>()) << t.name;
+    EXPECT_EQ(t.offset, want["offset_in_data_section"].get<uint64_t>()) << t.name;
+    EXPECT_EQ(t.data_offset, want["data_offset"].get<uint64_t>()) << t.name;
+    EXPECT_EQ(t.info_offset, want["tensor_info_offset"].get<uint64_t>()) << t.name;
+  }
+}
+
+TEST(Gguf, MatchesGgufPyOnTheMixedQuantFixture) {
+  if (!std::filesystem::is_directory(kFixtures)) GTEST_SKIP() << "SKIPPED: reference fixtures not found at " << kFixtures;
+  const auto expected = load_json(kFixtures + "/gguf/tiny-mixed.expected.json");
+  const MappedFile file(kFixtures + "/gguf/tiny-mixed.gguf");
+  const GgufFile f = parse_gguf(file.data(), file.size(), file.path());
+  expect_matches(f, expected["header"], expected["metadata"], expected["tensors"]);
+}
+
+TEST(Gguf, MatchesGgufPyOnEachShardOfTheSplitSet) {
+  if (!std::filesystem::is_directory(kFixtures)) GTEST_SKIP() << "SKIPPED: reference fixtures not found at " << kFixtures;
+  const auto expected = load_json(kFixtures + "/gguf/split/tiny-split.expected.json");
+  for (const auto& shard : expected["shards"]) {
+    const MappedFile file(kFixtures + "/gguf/split/" + shard["header"]["file"].get<std::string>());
+    const GgufFile f = parse_gguf(file.data(), file.size(), file.path());
+    expect_matches(f, shard["header"], shard["metadata"], shard["tensors"]);
+    ASSERT_NE(f.find("split.count"), nullptr);
+  }
+}
+
+TEST(Gguf, ReadsOllamasTestModel) {
+  if (!std::filesystem::is_directory(kFixtures)) GTEST_SKIP() << "SKIPPED: reference fixtures not found at " << kFixtures;
+  const MappedFile file(kFixtures + "/llama-2-tiny-random.gguf");
+  const GgufFile f = parse_gguf(file.data(), file.size(), file.path());
+  EXPECT_EQ(f.version, 3u);
+  EXPECT_EQ(f.tensors.size(), 12u);
+  ASSERT_NE(f.find("general.architecture"), nullptr);
+  EXPECT_EQ(f.find("general.architecture")->value, "llama");
+  for (const auto& t : f.tensors) EXPECT_TRUE(t.type->dense.has_value()) << t.name;  // F16/F32 only
+}
+
+// A small GGUF writer for the malformed corpus.
+struct Writer {
+  std::vector<uint8_t> b;
+  template <class T>
+  Writer& put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+    return *this;
+  }
+  Writer& str(const std::string& s) {
+    put<uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+    return *this;
+  }
+};
+
+// magic, version, counts, one UINT32 KV, then tensor infos written by `infos`, padding and data.
+std::vector<uint8_t> gguf_with(uint64_t tensors, const std::function<void(Writer&)>& infos, uint64_t data_bytes,
+                               uint32_t version = 3, uint64_t kv_count = 1) {
+  Writer w;
+  w.b = {'G', 'G', 'U', 'F'};
+  w.put<uint32_t>(version).put<uint64_t>(tensors).put<uint64_t>(kv_count);
+  w.str("general.alignment").put<uint32_t>(4).put<uint32_t>(32);
+  infos(w);
+  while (w.b.size() % 32) w.b.push_back(0);
+  w.b.resize(w.b.size() + data_bytes, 0);
+  return w.b;
+}
+
+void f32_info(Writer& w, const std::string& name, uint64_t ne0, uint64_t offset, uint32_t type = 0) {
+  w.str(name).put<uint32_t>(1).put<uint64_t>(ne0).put<uint32_t>(type).put<uint64_t>(offset);
+}
+
+std::string error_of(const std::vector<uint8_t>& f) {
+  try {
+    parse_gguf(f.data(), f.size(), "t.gguf");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return "";
+}
+
+TEST(Gguf, AWellFormedSmallFileParses) {
+  const auto f = gguf_with(2, [](Writer& w) { f32_info(w, "a", 8, 0), f32_info(w, "b", 4, 32); }, 64);
+  const GgufFile g = parse_gguf(f.data(), f.size(), "t.gguf");
+  ASSERT_EQ(g.tensors.size(), 2u);
+  EXPECT_EQ(g.tensors[1].data_offset, g.data_section_offset + 32);
+}
+
+TEST(Gguf, EveryMalformationIsAPreciseError) {
+  struct Case {
+    std::vector<uint8_t> file;
+    std::string expected;
+  };
+  auto one = [](uint64_t ne0, uint64_t offset, uint32_t type, uint64_t data) {
+    return gguf_with(1, [=](Writer& w) { f32_info(w, "a", ne0, offset, type); }, data);
+  };
+  std::vector<uint8_t> bad_magic = one(8, 0, 0, 32);
+  bad_magic[0] = 'X';
+  std::vector<uint8_t> truncated = gguf_with(0, [](Writer&) {}, 0);
+  truncated.resize(40);  // inside the first KV key
+  Writer huge_string;
+  huge_string.b = {'G', 'G', 'U', 'F'};
+  huge_string.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).put<uint64_t>(uint64_t{1} << 60);
+  huge_string.b.resize(64, 0);
+  Writer huge_array;
+  huge_array.b = {'G', 'G', 'U', 'F'};
+  huge_array.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(uint64_t{1} << 40);
+  Writer bad_kv_type;
+  bad_kv_type.b = {'G', 'G', 'U', 'F'};
+  bad_kv_type.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(13).put<uint32_t>(0);
+  Writer bad_bool;
+  bad_bool.b = {'G', 'G', 'U', 'F'};
+  bad_bool.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(7).put<uint8_t>(2);
+  Writer dup_key;
+  dup_key.b = {'G', 'G', 'U', 'F'};
+  dup_key.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(2).str("k").put<uint32_t>(0).put<uint8_t>(1).str("k").put<uint32_t>(0).put<uint8_t>(1);
+  Writer bad_alignment;
+  bad_alignment.b = {'G', 'G', 'U', 'F'};
+  bad_alignment.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(24);
+  Writer deep;
+  deep.b = {'G', 'G', 'U', 'F'};
+  deep.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9);
+  for (int i = 0; i < 9; ++i) deep.put<uint32_t>(9).put<uint64_t>(1);
+  deep.b.resize(deep.b.size() + 64, 0);
+
+  const Case cases[] = {
+      {{'G', 'G'}, "magic needs 4 bytes"},
+      {bad_magic, "at byte 0: not a GGUF file"},
+      {gguf_with(0, [](Writer&) {}, 0, 1), "GGUF version 1 is not supported"},
+      {truncated, "runs past the end of the file"},
+      {gguf_with(uint64_t{1} << 50, [](Writer&) {}, 0), "tensor_count 1125899906842624 cannot fit"},
+      {gguf_with(0, [](Writer&) {}, 0, 3, uint64_t{1} << 40), "kv_count 1099511627776 cannot fit"},
+      {huge_string.b, "string length 1152921504606846976 runs past the end of the file"},
+      {huge_array.b, "ARRAY of 1099511627776 STRING cannot fit"},
+      {bad_kv_type.b, "key 'k' has unknown value type 13"},
+      {bad_bool.b, "BOOL value is 2, expected 0 or 1"},
+      {dup_key.b, "key 'k' appears twice"},
+      {bad_alignment.b, "general.alignment 24 is not a power of two"},
+      {deep.b, "arrays nested deeper than 8"},
+      {one(8, 0, 77, 32), "tensor 'a' has unknown ggml type 77"},
+      {one(33, 0, 2, 64), "row length 33 is not a multiple of Q4_0's block of 32"},
+      {one(8, 4, 0, 64), "offset 4 is not a multiple of the alignment 32"},
+      {one(8, 0, 0, 16), "(32 bytes at data offset 0) runs past the end of the file (data section holds 16 bytes)"},
+      {one(8, uint64_t{1} << 63, 0, 32), "runs past the end of the file"},
+      {one(uint64_t{1} << 63, 0, 0, 32), "element count overflows"},
+      {gguf_with(2, [](Writer& w) { f32_info(w, "a", 8, 0), f32_info(w, "a", 8, 32); }, 64), "tensor 'a' appears twice"},
+      {gguf_with(2, [](Writer& w) { f32_info(w, "a", 16, 0), f32_info(w, "b", 8, 32); }, 96), "tensor 'b' overlaps tensor 'a'"},
+      {gguf_with(1, [](Writer& w) { w.str("a").put<uint32_t>(5); }, 32), "has 5 dimensions (1 to 4 allowed)"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = error_of(c.file);
+    EXPECT_EQ(msg.rfind("t.gguf: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << "wanted: " << c.expected << "\ngot:    " << msg;
+  }
+}
+
+}  // namespace
+}  // namespace tmorph
