@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "cli/runtime.h"
 #include "core/format.h"
+#include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
@@ -16,6 +17,8 @@ namespace tmorph::cli {
 namespace {
 
 struct StatsArgs {
+  std::string path;
+  std::vector<std::string> tensors;
   std::string raw;
   std::string dtype;
   std::string shape;
@@ -30,7 +33,8 @@ struct StatsArgs {
   ComputeFlags compute;
 };
 
-nlohmann::json stats_json(const RawTensor& t, const StatsResult& r, const std::string& path) {
+// The "stats" object of one tensor.
+nlohmann::json stats_object(const StatsResult& r) {
   const auto& m = r.moments;
   nlohmann::json stats = {{"count", m.count},         {"finite_count", m.finite_count}, {"nan_count", m.nan_count},
                           {"inf_count", m.inf_count}, {"zero_count", m.zero_count},     {"min", m.min},
@@ -52,13 +56,17 @@ nlohmann::json stats_json(const RawTensor& t, const StatsResult& r, const std::s
     }
     stats["quantiles"] = {{"method", r.quantile_method}, {"exact", r.quantiles_exact}, {"values", qs}};
   }
+  return stats;
+}
+
+nlohmann::json stats_json(const RawTensor& t, const StatsResult& r, const std::string& path) {
   return {{"file", path},
           {"dtype", dtype_name(t.dtype)},
           {"shape", t.shape},
           {"offset", t.offset},
           {"elements", t.elements},
           {"bytes", t.elements * dtype_size(t.dtype)},
-          {"stats", stats},
+          {"stats", stats_object(r)},
           {"placement", placements_json(r.placement)}};
 }
 
@@ -113,20 +121,11 @@ void print_stats(const RawTensor& t, const StatsResult& r, const std::string& pa
   print_placements(r.placement);
 }
 
-void run_stats(const StatsArgs& a) {
-  const auto dtype = parse_dtype(a.dtype);
-  if (!dtype) {
-    std::string names;
-    for (DType t : kAllDTypes) names += std::string(names.empty() ? "" : ", ") + std::string(dtype_name(t));
-    throw Error(ErrorKind::InvalidArgument, "--dtype: unknown type '" + a.dtype + "' (known: " + names + ")");
-  }
-  std::optional<std::vector<uint64_t>> shape;
-  if (!a.shape.empty()) shape = parse_shape(a.shape);
-  const RawTensor t = open_raw_tensor(a.raw, *dtype, shape, a.offset);
-  auto rt = make_runtime(&a.compute);
+// The statistics options the flags ask for, within the runtime's threads and memory budget.
+StatsOptions options_from(const StatsArgs& a, const Runtime& rt) {
   StatsOptions opt;
-  opt.threads = rt->threads;
-  opt.memory_budget_bytes = rt->memory_budget;
+  opt.threads = rt.threads;
+  opt.memory_budget_bytes = rt.memory_budget;
   opt.allowed_approx_steps = {a.compute.allow_approx.begin(), a.compute.allow_approx.end()};
   opt.histogram = !a.no_histogram;
   opt.bins = a.bins;
@@ -141,10 +140,80 @@ void run_stats(const StatsArgs& a) {
   if (!a.quantiles.empty()) opt.probabilities = a.quantiles;
   for (double p : opt.probabilities)
     if (!(p >= 0 && p <= 1)) throw Error(ErrorKind::InvalidArgument, "--quantiles: " + fmt(p) + " is outside [0, 1]");
+  return opt;
+}
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
+// Statistics of the tensors of a safetensors or GGUF file (all, or the ones named).
+void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Planner& planner) {
+  const Checkpoint c = open_checkpoint(a.path);
+  for (const auto& name : a.tensors) {
+    const bool found = std::any_of(c.tensors.begin(), c.tensors.end(), [&](const auto& t) { return t.name == name; });
+    if (!found) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + name + "'");
+  }
+  nlohmann::json list = nlohmann::json::array();
+  if (!a.json)
+    std::printf("%s  %s, %zu tensors\n%-40s %-8s %-18s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
+                c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
+  for (const auto& t : c.tensors) {
+    if (!a.tensors.empty() && std::find(a.tensors.begin(), a.tensors.end(), t.name) == a.tensors.end()) continue;
+    nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
+                        {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
+    if (!t.ne.empty()) e["ne"] = t.ne;
+    if (!t.dtype) {
+      e["stats"] = nullptr;
+      e["unavailable"] = t.unavailable_reason;
+      if (!a.json)
+        std::printf("%-40s %-8s %-18s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), shape_text(t.shape).c_str(),
+                    t.unavailable_reason.c_str());
+    } else {
+      const StatsResult r = compute_stats(c.data(t), *t.dtype, t.elements, planner, opt);
+      e["dtype"] = dtype_name(*t.dtype);
+      e["stats"] = stats_object(r);
+      e["placement"] = placements_json(r.placement);
+      const auto& m = r.moments;
+      if (!a.json)
+        std::printf("%-40s %-8s %-18s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
+                    shape_text(t.shape).c_str(), static_cast<unsigned long long>(m.count),
+                    static_cast<unsigned long long>(m.nan_count), static_cast<unsigned long long>(m.inf_count),
+                    fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
+    }
+    list.push_back(e);
+  }
+  if (a.json) std::cout << nlohmann::json{{"file", a.path}, {"format", c.format}, {"tensors", list}}.dump(2) << "\n";
+}
+
+void run_stats(const StatsArgs& a) {
+  if (a.raw.empty() == a.path.empty())
+    throw Error(ErrorKind::InvalidArgument, "stats: give either a checkpoint PATH or --raw FILE with --dtype");
+  if (!a.path.empty()) {
+    auto rt = make_runtime(&a.compute);
+    run_checkpoint_stats(a, options_from(a, *rt), rt->planner());
+    return;
+  }
+  if (a.dtype.empty()) throw Error(ErrorKind::InvalidArgument, "--raw needs --dtype");
+  const auto dtype = parse_dtype(a.dtype);
+  if (!dtype) {
+    std::string names;
+    for (DType t : kAllDTypes) names += std::string(names.empty() ? "" : ", ") + std::string(dtype_name(t));
+    throw Error(ErrorKind::InvalidArgument, "--dtype: unknown type '" + a.dtype + "' (known: " + names + ")");
+  }
+  std::optional<std::vector<uint64_t>> shape;
+  if (!a.shape.empty()) shape = parse_shape(a.shape);
+  const RawTensor t = open_raw_tensor(a.raw, *dtype, shape, a.offset);
+  auto rt = make_runtime(&a.compute);
+  const StatsOptions opt = options_from(a, *rt);
   const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
   if (a.json) std::cout << stats_json(t, r, a.raw).dump(2) << "\n";
   else print_stats(t, r, a.raw);
 }
+
+
 
 }  // namespace
 
@@ -152,9 +221,10 @@ void add_stats_command(CLI::App& app) {
   auto args = std::make_shared<StatsArgs>();
   CLI::App* cmd = app.add_subcommand("stats", "exact statistics of a tensor (count, nan/inf/zero, min, max, "
                                               "abs_max, sum, mean, std, histogram, quantiles)");
-  cmd->add_option("--raw", args->raw, "raw little-endian row-major tensor file")->required();
-  cmd->add_option("--dtype", args->dtype, "element type: f64 f32 f16 bf16 f8_e4m3fn f8_e5m2 i8..i64 u8..u64 bool")
-      ->required();
+  cmd->add_option("path", args->path, "a .safetensors or .gguf file (or use --raw)");
+  cmd->add_option("tensors", args->tensors, "tensor names (default: every tensor of PATH)");
+  cmd->add_option("--raw", args->raw, "raw little-endian row-major tensor file");
+  cmd->add_option("--dtype", args->dtype, "with --raw: element type: f64 f32 f16 bf16 f8_e4m3fn f8_e5m2 i8..i64 u8..u64 bool");
   cmd->add_option("--shape", args->shape, "dimensions, outermost first, e.g. 4096,11008 (default: 1-D, rest of file)");
   cmd->add_option("--offset", args->offset, "byte offset of the first element (default 0)");
   cmd->add_option("--bins", args->bins, "histogram bins (default 256)");

@@ -70,6 +70,21 @@ class ReferenceStatistics(unittest.TestCase):
                 stats = self.stats_of(prefix + ".ref.f32", ref["offset"], "f32", ref["shape"])
                 self.check(stats, expected[name]["stats"], name)
 
+    def test_checkpoint_stats_of_the_gguf_file(self):
+        """`tensormorph stats FILE.gguf`: dense tensors match expected.json, quantized ones say why not."""
+        r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "--bins", "64", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        got = {t["name"]: t for t in r.json()["tensors"]}
+        for t in expected_tensors(load(os.path.join(GGUF, "tiny-mixed.expected.json"))):
+            entry = got[t["name"]]
+            self.assertEqual(entry["ne"], t["ne"])
+            self.assertEqual(entry["shape"], t["numpy_shape"])
+            if t["ggml_type"] in NATIVE:
+                self.check(entry["stats"], t["stats"], t["name"])
+            else:
+                self.assertIsNone(entry["stats"])
+                self.assertIn("quantized type " + t["ggml_type"], entry["unavailable"])
+
     def test_native_tensors_read_in_place_from_the_gguf_file(self):
         """F32/F16/BF16 tensors straight from the GGUF data section, at the offsets gguf-py reports."""
         seen = set()

@@ -1,0 +1,42 @@
+// A checkpoint opened for reading: its tensors, wherever they live, with the dtype a kernel can read
+// or the reason none can yet. Today: one safetensors or GGUF file (sharded sets come next).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "tensormorph/dtype.h"
+
+namespace tmorph {
+
+struct CheckpointTensor {
+  std::string name;
+  std::string stored_type;          // as the file names it: "BF16", "Q4_K", "F8_E8M0", ...
+  std::optional<DType> dtype;       // set when the values can be read as a dense dtype
+  std::string unavailable_reason;   // why not, when dtype is empty
+  std::vector<uint64_t> shape;      // row-major
+  std::vector<uint64_t> ne;         // GGUF only: ggml order
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+  uint64_t file_offset = 0;
+  size_t file_index = 0;            // into Checkpoint::files
+};
+
+struct Checkpoint {
+  std::string format;               // "safetensors" or "gguf"
+  std::vector<std::shared_ptr<MappedFile>> files;
+  std::map<std::string, std::string> metadata;  // scalar metadata as text
+  std::vector<CheckpointTensor> tensors;
+  const uint8_t* data(const CheckpointTensor& t) const { return files[t.file_index]->data() + t.file_offset; }
+};
+
+// Opens a .safetensors or .gguf file (recognised by content, not name). Throws BadInput/Io with the
+// file and field named.
+Checkpoint open_checkpoint(const std::string& path);
+
+}  // namespace tmorph
