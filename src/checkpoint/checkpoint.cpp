@@ -1,6 +1,14 @@
 #include "checkpoint/checkpoint.h"
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
@@ -10,11 +18,17 @@ namespace tmorph {
 
 namespace {
 
-Checkpoint from_safetensors(std::shared_ptr<MappedFile> file) {
+namespace fs = std::filesystem;
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw Error(ErrorKind::BadInput, path + ": " + what);
+}
+
+// Adds one safetensors file's tensors to c.
+void add_safetensors(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   const SafetensorsHeader h = parse_safetensors(file->data(), file->size(), file->path());
-  Checkpoint c;
   c.format = "safetensors";
-  c.metadata = h.metadata;
+  for (const auto& [k, v] : h.metadata) c.metadata.emplace(k, v);
   for (const auto& t : h.tensors) {
     CheckpointTensor ct;
     ct.name = t.name;
@@ -25,18 +39,18 @@ Checkpoint from_safetensors(std::shared_ptr<MappedFile> file) {
     ct.elements = t.elements;
     ct.bytes = t.end - t.begin;
     ct.file_offset = t.file_offset;
+    ct.file_index = c.files.size();
     c.tensors.push_back(std::move(ct));
   }
   c.files.push_back(std::move(file));
-  return c;
 }
 
-Checkpoint from_gguf(std::shared_ptr<MappedFile> file) {
-  const GgufFile g = parse_gguf(file->data(), file->size(), file->path());
-  Checkpoint c;
+// Adds one GGUF file's tensors to c; returns its header for the split-set checks.
+GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
+  GgufFile g = parse_gguf(file->data(), file->size(), file->path());
   c.format = "gguf";
   for (const auto& kv : g.kvs)
-    if (kv.type != GgufType::ARRAY) c.metadata[kv.key] = kv.value.is_string() ? kv.value.get<std::string>() : kv.value.dump();
+    if (kv.type != GgufType::ARRAY) c.metadata.emplace(kv.key, kv.value.is_string() ? kv.value.get<std::string>() : kv.value.dump());
   for (const auto& t : g.tensors) {
     CheckpointTensor ct;
     ct.name = t.name;
@@ -48,18 +62,144 @@ Checkpoint from_gguf(std::shared_ptr<MappedFile> file) {
     ct.elements = t.elements;
     ct.bytes = t.bytes;
     ct.file_offset = t.data_offset;
+    ct.file_index = c.files.size();
     c.tensors.push_back(std::move(ct));
   }
   c.files.push_back(std::move(file));
+  return g;
+}
+
+// Tensor names must be unique across the whole checkpoint.
+void check_unique(const Checkpoint& c) {
+  std::map<std::string, size_t> seen;
+  for (const auto& t : c.tensors) {
+    auto [it, fresh] = seen.emplace(t.name, t.file_index);
+    if (!fresh)
+      bad(c.files[t.file_index]->path(), "tensor '" + t.name + "' is also in " + c.files[it->second]->path());
+  }
+}
+
+uint64_t kv_uint(const GgufFile& g, const std::string& key, const std::string& path) {
+  const GgufKv* kv = g.find(key);
+  if (!kv || !kv->value.is_number_integer() || kv->value.get<int64_t>() < 0) bad(path, "split set: " + key + " is missing or not a non-negative integer");
+  return kv->value.get<uint64_t>();
+}
+
+// A GGUF split set NAME-00001-of-0000N.gguf, opened from any of its shards.
+Checkpoint open_gguf_split(const std::string& path, const std::smatch& m) {
+  const std::string prefix = m[1].str();
+  const int count = std::stoi(m[3].str());
+  Checkpoint c;
+  uint64_t declared_tensors = 0;
+  for (int i = 1; i <= count; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "-%05d-of-%05d.gguf", i, count);
+    const std::string shard = prefix + name;
+    if (!fs::exists(shard)) bad(path, "split set of " + std::to_string(count) + " shards: shard " + shard + " is missing");
+    const GgufFile g = add_gguf(c, std::make_shared<MappedFile>(shard));
+    const uint64_t no = kv_uint(g, "split.no", shard), n = kv_uint(g, "split.count", shard);
+    if (no != static_cast<uint64_t>(i - 1) || n != static_cast<uint64_t>(count))
+      bad(shard, "split.no " + std::to_string(no) + " / split.count " + std::to_string(n) + " disagree with the file name (shard " +
+                     std::to_string(i) + " of " + std::to_string(count) + ")");
+    if (i == 1) declared_tensors = kv_uint(g, "split.tensors.count", shard);
+  }
+  if (declared_tensors != c.tensors.size())
+    bad(path, "split set declares " + std::to_string(declared_tensors) + " tensors (split.tensors.count), its shards hold " +
+                  std::to_string(c.tensors.size()));
+  c.metadata.erase("split.no");
+  return c;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Io, path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    bad(path, std::string("not valid JSON: ") + e.what());
+  }
+}
+
+// Sharded safetensors through model.safetensors.index.json: every shard present and checked, every
+// weight_map entry in the shard it names, nothing unlisted, total_size equal to the tensors' bytes.
+Checkpoint open_safetensors_index(const std::string& index_path) {
+  const nlohmann::json index = read_json(index_path);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    bad(index_path, "expected an object with a weight_map");
+  const fs::path dir = fs::path(index_path).parent_path();
+  std::map<std::string, std::string> where;  // tensor -> shard file name
+  std::set<std::string> shards;
+  for (const auto& [tensor, shard] : index["weight_map"].items()) {
+    if (!shard.is_string()) bad(index_path, "weight_map['" + tensor + "'] must be a file name");
+    where[tensor] = shard.get<std::string>();
+    shards.insert(shard.get<std::string>());
+  }
+  Checkpoint c;
+  for (const auto& shard : shards) {
+    if (shard.find('/') != std::string::npos || shard == "..")
+      bad(index_path, "weight_map names shard '" + shard + "' outside the checkpoint's directory");
+    const std::string file = (dir / shard).string();
+    if (!fs::exists(file)) bad(index_path, "shard " + shard + " (listed in weight_map) is missing");
+    add_safetensors(c, std::make_shared<MappedFile>(file));
+  }
+  check_unique(c);
+  uint64_t total = 0;
+  for (const auto& t : c.tensors) {
+    auto it = where.find(t.name);
+    const std::string shard = fs::path(c.files[t.file_index]->path()).filename().string();
+    if (it == where.end()) bad(c.files[t.file_index]->path(), "tensor '" + t.name + "' is not in " + index_path + "'s weight_map");
+    if (it->second != shard) bad(index_path, "weight_map puts '" + t.name + "' in " + it->second + " but it is in " + shard);
+    total += t.bytes;
+    where.erase(it);
+  }
+  if (!where.empty())
+    bad(index_path, "weight_map lists '" + where.begin()->first + "' in " + where.begin()->second + ", which does not contain it");
+  if (index.contains("metadata") && index["metadata"].contains("total_size")) {
+    const auto& ts = index["metadata"]["total_size"];
+    if (!ts.is_number_unsigned() || ts.get<uint64_t>() != total)
+      bad(index_path, "metadata.total_size is " + ts.dump() + ", the shards' tensors hold " + std::to_string(total) + " bytes");
+  }
+  return c;
+}
+
+// A directory: its *.safetensors.index.json when there is one, else every *.safetensors in it.
+Checkpoint open_directory(const std::string& dir) {
+  std::vector<std::string> indexes, files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 23 && name.substr(name.size() - 23) == ".safetensors.index.json") indexes.push_back(e.path().string());
+    else if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") files.push_back(e.path().string());
+  }
+  if (indexes.size() > 1) bad(dir, "holds " + std::to_string(indexes.size()) + " *.safetensors.index.json files; name one");
+  if (indexes.size() == 1) return open_safetensors_index(indexes[0]);
+  if (files.empty()) bad(dir, "holds no *.safetensors file and no *.safetensors.index.json");
+  std::sort(files.begin(), files.end());
+  Checkpoint c;
+  for (const auto& f : files) add_safetensors(c, std::make_shared<MappedFile>(f));
+  check_unique(c);
   return c;
 }
 
 }  // namespace
 
 Checkpoint open_checkpoint(const std::string& path) {
+  if (fs::is_directory(path)) return open_directory(path);
+  if (path.size() > 11 && path.substr(path.size() - 11) == ".index.json") return open_safetensors_index(path);
+  static const std::regex kSplit(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+  std::smatch m;
+  if (std::regex_match(path, m, kSplit)) return open_gguf_split(path, m);
   auto file = std::make_shared<MappedFile>(path);
-  if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0) return from_gguf(std::move(file));
-  if (file->size() >= 9 && file->data()[8] == '{') return from_safetensors(std::move(file));
+  Checkpoint c;
+  if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0) {
+    add_gguf(c, std::move(file));
+    return c;
+  }
+  if (file->size() >= 9 && file->data()[8] == '{') {
+    add_safetensors(c, std::move(file));
+    return c;
+  }
   throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF') nor safetensors (JSON header at byte 8); "
                                           "for a raw tensor use --raw with --dtype and --shape");
 }

@@ -1,5 +1,6 @@
 // A checkpoint opened for reading: its tensors, wherever they live, with the dtype a kernel can read
-// or the reason none can yet. Today: one safetensors or GGUF file (sharded sets come next).
+// or the reason none can yet: one safetensors or GGUF file, a sharded safetensors checkpoint (a
+// directory or its model.safetensors.index.json), or a GGUF split set opened from any shard.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,9 @@ struct Checkpoint {
   const uint8_t* data(const CheckpointTensor& t) const { return files[t.file_index]->data() + t.file_offset; }
 };
 
-// Opens a .safetensors or .gguf file (recognised by content, not name). Throws BadInput/Io with the
-// file and field named.
+// Opens PATH: a directory, a *.safetensors.index.json, a NAME-0000i-of-0000N.gguf shard, or a single
+// .safetensors / .gguf file (recognised by content). Every shard is checked; a missing or inconsistent
+// shard is a BadInput error naming it.
 Checkpoint open_checkpoint(const std::string& path);
 
 }  // namespace tmorph

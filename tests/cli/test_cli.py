@@ -304,6 +304,69 @@ class CheckpointStats(unittest.TestCase):
         self.assertIn("(file truncated?)", r.err)
 
 
+class ShardedCheckpoints(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tm-shards-")
+        self.a = safetensors_file(os.path.join(self.dir, "model-00001-of-00002.safetensors"),
+                                  [("x", "F32", [2], struct.pack("<2f", 1.0, 2.0))])
+        self.b = safetensors_file(os.path.join(self.dir, "model-00002-of-00002.safetensors"),
+                                  [("y", "BF16", [2], struct.pack("<2H", 0x3F80, 0xC000))])
+        self.index = os.path.join(self.dir, "model.safetensors.index.json")
+        self.write_index({"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}, 12)
+
+    def write_index(self, weight_map, total_size):
+        with open(self.index, "w") as f:
+            json.dump({"metadata": {"total_size": total_size}, "weight_map": weight_map}, f)
+
+    def names(self, path):
+        r = run(["stats", path, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        return sorted(t["name"] for t in r.json()["tensors"])
+
+    def test_directory_and_index_open_every_shard(self):
+        self.assertEqual(self.names(self.dir), ["x", "y"])
+        self.assertEqual(self.names(self.index), ["x", "y"])
+        r = run(["stats", self.index, "y", "--json"])
+        self.assertEqual(r.json()["tensors"][0]["stats"]["min"], -2.0)
+
+    def test_missing_and_inconsistent_shards_are_named(self):
+        os.rename(self.b, self.b + ".away")
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("shard model-00002-of-00002.safetensors (listed in weight_map) is missing", r.err)
+        os.rename(self.b + ".away", self.b)
+        self.write_index({"x": "model-00002-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}, 12)
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("weight_map lists 'x' in model-00002-of-00002.safetensors, which does not contain it", r.err)
+        self.write_index({"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}, 13)
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("metadata.total_size is 13, the shards' tensors hold 12 bytes", r.err)
+        self.write_index({"x": "../../etc/passwd"}, 12)
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("outside the checkpoint's directory", r.err)
+
+    def test_same_tensor_in_two_shards(self):
+        os.remove(self.index)
+        safetensors_file(os.path.join(self.dir, "extra.safetensors"), [("x", "F32", [1], struct.pack("<f", 3.0))])
+        r = run(["stats", self.dir])
+        self.assertEqual(r.code, 3)
+        self.assertIn("tensor 'x' is also in", r.err)
+
+    def test_gguf_split_set_with_a_missing_shard(self):
+        fixtures = os.environ.get("TM_FIXTURES", "")
+        shard = os.path.join(fixtures, "gguf", "split", "tiny-split-00001-of-00002.gguf")
+        if not os.path.exists(shard):
+            self.skipTest("SKIPPED: reference fixtures not found")
+        copy = os.path.join(self.dir, "tiny-split-00001-of-00002.gguf")
+        write(copy, open(shard, "rb").read())
+        r = run(["stats", copy])
+        self.assertEqual(r.code, 3)
+        self.assertIn("split set of 2 shards: shard " + os.path.join(self.dir, "tiny-split-00002-of-00002.gguf") + " is missing", r.err)
+
+
 class Backends(unittest.TestCase):
     def test_backends_json_reports_devices_kernels_and_reasons(self):
         r = run(["backends", "--json"], plugins=True)

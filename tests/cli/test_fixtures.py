@@ -85,6 +85,18 @@ class ReferenceStatistics(unittest.TestCase):
                 self.assertIsNone(entry["stats"])
                 self.assertIn("quantized type " + t["ggml_type"], entry["unavailable"])
 
+    def test_split_set_opened_from_any_shard(self):
+        """The 2-file split set as one checkpoint, from either shard; dense tensors match expected.json."""
+        expected = {t["name"]: t for t in expected_tensors(load(os.path.join(GGUF, "split", "tiny-split.expected.json")))}
+        for shard in ("tiny-split-00001-of-00002.gguf", "tiny-split-00002-of-00002.gguf"):
+            r = run(["stats", os.path.join(GGUF, "split", shard), "--bins", "64", "--json"])
+            self.assertEqual(r.code, 0, r.err)
+            got = {t["name"]: t for t in r.json()["tensors"]}
+            self.assertEqual(set(got), set(expected))
+            for name, t in expected.items():
+                if t["ggml_type"] in NATIVE:
+                    self.check(got[name]["stats"], t["stats"], name)
+
     def test_native_tensors_read_in_place_from_the_gguf_file(self):
         """F32/F16/BF16 tensors straight from the GGUF data section, at the offsets gguf-py reports."""
         seen = set()
