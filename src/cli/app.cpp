@@ -19,6 +19,7 @@ int run_app(int argc, char** argv) {
   add_config_command(app);
   add_calibrate_command(app);
   add_demo_command(app);
+  add_inventory_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

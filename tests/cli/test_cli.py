@@ -20,7 +20,7 @@ def write(path, data):
 class Help(unittest.TestCase):
     def test_help_on_every_subcommand(self):
         for sub in (["stats"], ["backends"], ["config"], ["config", "get"], ["config", "set"], ["config", "unset"],
-                    ["config", "list"], ["calibrate"], ["demo"], []):
+                    ["config", "list"], ["calibrate"], ["demo"], ["info"], ["ls"], []):
             r = run(sub + ["--help"])
             self.assertEqual(r.code, 0, sub)
             self.assertIn("--help", r.out, sub)
@@ -354,6 +354,22 @@ class ShardedCheckpoints(unittest.TestCase):
         r = run(["stats", self.dir])
         self.assertEqual(r.code, 3)
         self.assertIn("tensor 'x' is also in", r.err)
+
+    def test_info_and_ls(self):
+        r = run(["info", self.dir, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        doc = r.json()
+        self.assertEqual((doc["format"], doc["tensor_count"], doc["parameters"], doc["tensor_bytes"]), ("safetensors", 2, 4, 12))
+        self.assertEqual(doc["by_type"], {"BF16": {"tensors": 1, "parameters": 2}, "F32": {"tensors": 1, "parameters": 2}})
+        self.assertEqual(len(doc["files"]), 2)
+        r = run(["ls", self.index, "--sort", "name", "--json"])
+        self.assertEqual([t["name"] for t in r.json()["tensors"]], ["x", "y"])
+        r = run(["ls", self.index, "--filter", "y*", "--json"])
+        self.assertEqual([(t["name"], t["stored_type"], t["shape"], t["readable"]) for t in r.json()["tensors"]],
+                         [("y", "BF16", [2], True)])
+        r = run(["ls", self.index, "--sort", "colour"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--sort: unknown field 'colour'", r.err)
 
     def test_gguf_split_set_with_a_missing_shard(self):
         fixtures = os.environ.get("TM_FIXTURES", "")

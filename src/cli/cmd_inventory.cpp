@@ -1,0 +1,112 @@
+// tensormorph info / ls: what a checkpoint holds, straight from its headers (no data is read).
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/commands.h"
+#include "core/format.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct InventoryArgs {
+  std::string path;
+  std::string filter;
+  std::string sort = "offset";
+  bool json = false;
+};
+
+std::string shape_of(const std::vector<uint64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
+void run_info(const InventoryArgs& a) {
+  const Checkpoint c = open_checkpoint(a.path);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // stored type -> (tensors, parameters)
+  uint64_t parameters = 0, bytes = 0;
+  for (const auto& t : c.tensors) {
+    auto& e = by_type[t.stored_type];
+    ++e.first, e.second += t.elements;
+    parameters += t.elements, bytes += t.bytes;
+  }
+  nlohmann::json files = nlohmann::json::array(), types = nlohmann::json::object();
+  for (const auto& f : c.files) files.push_back({{"path", f->path()}, {"size", f->size()}});
+  for (const auto& [type, e] : by_type) types[type] = {{"tensors", e.first}, {"parameters", e.second}};
+  if (a.json) {
+    std::cout << nlohmann::json{{"path", a.path}, {"format", c.format}, {"files", files}, {"metadata", c.metadata},
+                                {"tensor_count", c.tensors.size()}, {"parameters", parameters},
+                                {"tensor_bytes", bytes}, {"by_type", types}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::printf("%s: %s, %zu file(s), %zu tensors, %llu parameters, %s of tensor data\n", a.path.c_str(), c.format.c_str(),
+              c.files.size(), c.tensors.size(), static_cast<unsigned long long>(parameters),
+              format_bytes(static_cast<double>(bytes)).c_str());
+  for (const auto& f : c.files) std::printf("  file %s (%s)\n", f->path().c_str(), format_bytes(static_cast<double>(f->size())).c_str());
+  for (const auto& [type, e] : by_type)
+    std::printf("  %-10s %6llu tensors %16llu parameters\n", type.c_str(), static_cast<unsigned long long>(e.first),
+                static_cast<unsigned long long>(e.second));
+  for (const auto& [k, v] : c.metadata) std::printf("  %s = %s\n", k.c_str(), v.size() > 80 ? (v.substr(0, 77) + "...").c_str() : v.c_str());
+}
+
+void run_ls(const InventoryArgs& a) {
+  const Checkpoint c = open_checkpoint(a.path);
+  std::vector<const CheckpointTensor*> rows;
+  for (const auto& t : c.tensors)
+    if (a.filter.empty() || fnmatch(a.filter.c_str(), t.name.c_str(), 0) == 0) rows.push_back(&t);
+  using Less = bool (*)(const CheckpointTensor*, const CheckpointTensor*);
+  const std::map<std::string, Less> orders = {
+      {"offset", [](auto x, auto y) { return std::tie(x->file_index, x->file_offset) < std::tie(y->file_index, y->file_offset); }},
+      {"name", [](auto x, auto y) { return x->name < y->name; }},
+      {"size", [](auto x, auto y) { return x->bytes > y->bytes; }},
+      {"elements", [](auto x, auto y) { return x->elements > y->elements; }},
+      {"type", [](auto x, auto y) { return std::tie(x->stored_type, x->name) < std::tie(y->stored_type, y->name); }}};
+  auto order = orders.find(a.sort);
+  if (order == orders.end())
+    throw Error(ErrorKind::InvalidArgument, "--sort: unknown field '" + a.sort + "' (offset, name, size, elements, type)");
+  std::stable_sort(rows.begin(), rows.end(), order->second);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto* t : rows) {
+    if (a.json) {
+      nlohmann::json e = {{"name", t->name}, {"stored_type", t->stored_type}, {"shape", t->shape}, {"elements", t->elements},
+                          {"bytes", t->bytes}, {"file", c.files[t->file_index]->path()}, {"offset", t->file_offset},
+                          {"readable", t->dtype.has_value()}};
+      if (!t->ne.empty()) e["ne"] = t->ne;
+      list.push_back(e);
+    } else {
+      std::printf("%-48s %-8s %-20s %14llu %10s\n", t->name.c_str(), t->stored_type.c_str(), shape_of(t->shape).c_str(),
+                  static_cast<unsigned long long>(t->elements), format_bytes(static_cast<double>(t->bytes)).c_str());
+    }
+  }
+  if (a.json) std::cout << nlohmann::json{{"path", a.path}, {"format", c.format}, {"tensors", list}}.dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_inventory_commands(CLI::App& app) {
+  auto args = std::make_shared<InventoryArgs>();
+  CLI::App* info = app.add_subcommand("info", "a checkpoint's format, files, metadata and parameter count by type");
+  info->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
+  info->add_flag("--json", args->json, "print one JSON document");
+  info->callback([args] { run_info(*args); });
+
+  CLI::App* ls = app.add_subcommand("ls", "list a checkpoint's tensors (name, stored type, shape, size)");
+  ls->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
+  ls->add_option("--filter", args->filter, "only tensor names matching this glob, e.g. 'blk.*.attn_*'");
+  ls->add_option("--sort", args->sort, "offset (default), name, size, elements or type");
+  ls->add_flag("--json", args->json, "print one JSON document");
+  ls->callback([args] { run_ls(*args); });
+}
+
+}  // namespace tmorph::cli
