@@ -20,7 +20,7 @@ def write(path, data):
 class Help(unittest.TestCase):
     def test_help_on_every_subcommand(self):
         for sub in (["stats"], ["backends"], ["config"], ["config", "get"], ["config", "set"], ["config", "unset"],
-                    ["config", "list"], ["calibrate"], ["demo"], ["info"], ["ls"], []):
+                    ["config", "list"], ["calibrate"], ["demo"], ["info"], ["ls"], ["export"], []):
             r = run(sub + ["--help"])
             self.assertEqual(r.code, 0, sub)
             self.assertIn("--help", r.out, sub)
@@ -302,6 +302,36 @@ class CheckpointStats(unittest.TestCase):
         r = run(["stats", lying])
         self.assertEqual(r.code, 3)
         self.assertIn("(file truncated?)", r.err)
+
+
+class Export(unittest.TestCase):
+    def test_native_widened_and_bool(self):
+        import numpy as np
+        d = tempfile.mkdtemp(prefix="tm-export-")
+        path = safetensors_file(os.path.join(d, "m.safetensors"), [
+            ("h", "F16", [5], struct.pack("<5e", 1.0, -2.5, 0.0, 65504.0, 6e-08)),
+            ("b", "BF16", [1, 2], struct.pack("<2H", 0x3F80, 0x7FC0)),
+            ("m", "BOOL", [3], b"\x00\x07\x01"),
+            ("q", "F8_E8M0", [1], b"\x7f"),
+        ])
+        out = os.path.join(d, "o.npy")
+        self.assertEqual(run(["export", path, "h", "-o", out]).code, 0)
+        a = np.load(out)
+        self.assertEqual((a.dtype, a.shape), (np.float16, (5,)))
+        self.assertEqual(a.tolist(), np.array([1.0, -2.5, 0.0, 65504.0, 6e-08], dtype=np.float16).tolist())
+        r = run(["export", path, "b", "-o", out, "--json"])
+        self.assertTrue(r.json()["widened_to_float32"])
+        a = np.load(out)
+        self.assertEqual((a.dtype, a.shape, a[0, 0]), (np.float32, (1, 2), 1.0))
+        self.assertTrue(np.isnan(a[0, 1]))
+        self.assertEqual(run(["export", path, "m", "-o", out]).code, 0)
+        self.assertEqual(np.load(out).tolist(), [False, True, True])
+        r = run(["export", path, "q", "-o", out])
+        self.assertEqual(r.code, 4)
+        self.assertIn("no kernel yet for safetensors dtype F8_E8M0", r.err)
+        r = run(["export", path, "zz", "-o", out])
+        self.assertEqual(r.code, 2)
+        self.assertIn("no tensor named 'zz'", r.err)
 
 
 class ShardedCheckpoints(unittest.TestCase):

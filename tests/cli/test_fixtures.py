@@ -4,6 +4,7 @@ absent (a user's clone); never the only test of a feature."""
 import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -96,6 +97,24 @@ class ReferenceStatistics(unittest.TestCase):
             for name, t in expected.items():
                 if t["ggml_type"] in NATIVE:
                     self.check(got[name]["stats"], t["stats"], name)
+
+    def test_export_equals_the_reference_values_bit_for_bit(self):
+        """F32/F16/BF16 tensors exported to .npy equal gguf-py's reference float32 values bit for bit."""
+        import numpy as np  # Debian's python3-numpy (scripts/install-deps)
+        out_dir = tempfile.mkdtemp(prefix="tm-export-")
+        ref_index = load(os.path.join(GGUF, "tiny-mixed.ref.json"))
+        for t in expected_tensors(load(os.path.join(GGUF, "tiny-mixed.expected.json"))):
+            if t["ggml_type"] not in NATIVE:
+                continue
+            out = os.path.join(out_dir, "t.npy")
+            r = run(["export", os.path.join(GGUF, "tiny-mixed.gguf"), t["name"], "-o", out])
+            self.assertEqual(r.code, 0, r.err)
+            got = np.load(out).astype(np.float32)  # f16 stays f16 in the file; widening is exact
+            ref = ref_index[t["name"]]
+            want = np.fromfile(os.path.join(GGUF, "tiny-mixed.ref.f32"), dtype="<f4", count=ref["count"],
+                               offset=ref["offset"]).reshape(ref["shape"])
+            self.assertEqual(got.shape, want.shape, t["name"])
+            self.assertTrue(np.array_equal(got.view(np.uint32), want.view(np.uint32)), t["name"])
 
     def test_native_tensors_read_in_place_from_the_gguf_file(self):
         """F32/F16/BF16 tensors straight from the GGUF data section, at the offsets gguf-py reports."""
