@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "core/format.h"
 #include "tensormorph/error.h"
 
@@ -23,12 +24,6 @@ struct InventoryArgs {
   std::string sort = "offset";
   bool json = false;
 };
-
-std::string shape_of(const std::vector<uint64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return "[" + s + "]";
-}
 
 void run_info(const InventoryArgs& a) {
   const Checkpoint c = open_checkpoint(a.path);
@@ -85,7 +80,7 @@ void run_ls(const InventoryArgs& a) {
       if (!t->ne.empty()) e["ne"] = t->ne;
       list.push_back(e);
     } else {
-      std::printf("%-48s %-8s %-20s %14llu %10s\n", t->name.c_str(), t->stored_type.c_str(), shape_of(t->shape).c_str(),
+      std::printf("%-48s %-8s %-20s %14llu %10s\n", t->name.c_str(), t->stored_type.c_str(), fmt_shape(t->shape).c_str(),
                   static_cast<unsigned long long>(t->elements), format_bytes(static_cast<double>(t->bytes)).c_str());
     }
   }

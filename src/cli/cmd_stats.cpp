@@ -85,10 +85,8 @@ std::string sparkline(const Histogram& h) {
 
 void print_stats(const RawTensor& t, const StatsResult& r, const std::string& path) {
   const auto& m = r.moments;
-  std::string shape;
-  for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
-  std::printf("%s  %s [%s]  %llu elements, %s at offset %llu\n", path.c_str(), std::string(dtype_name(t.dtype)).c_str(),
-              shape.c_str(), static_cast<unsigned long long>(t.elements),
+  std::printf("%s  %s %s  %llu elements, %s at offset %llu\n", path.c_str(), std::string(dtype_name(t.dtype)).c_str(),
+              fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(t.elements),
               format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))).c_str(),
               static_cast<unsigned long long>(t.offset));
   std::vector<std::pair<std::string, std::string>> rows = {
@@ -143,12 +141,6 @@ StatsOptions options_from(const StatsArgs& a, const Runtime& rt) {
   return opt;
 }
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return "[" + s + "]";
-}
-
 // Statistics of the tensors of a safetensors or GGUF file (all, or the ones named).
 void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Planner& planner) {
   const Checkpoint c = open_checkpoint(a.path);
@@ -169,7 +161,7 @@ void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Pla
       e["stats"] = nullptr;
       e["unavailable"] = t.unavailable_reason;
       if (!a.json)
-        std::printf("%-40s %-8s %-18s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), shape_text(t.shape).c_str(),
+        std::printf("%-40s %-8s %-18s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
                     t.unavailable_reason.c_str());
     } else {
       const StatsResult r = compute_stats(c.data(t), *t.dtype, t.elements, planner, opt);
@@ -179,7 +171,7 @@ void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Pla
       const auto& m = r.moments;
       if (!a.json)
         std::printf("%-40s %-8s %-18s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
-                    shape_text(t.shape).c_str(), static_cast<unsigned long long>(m.count),
+                    fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(m.count),
                     static_cast<unsigned long long>(m.nan_count), static_cast<unsigned long long>(m.inf_count),
                     fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
     }

@@ -55,6 +55,12 @@ std::string fmt(double v) {
   return buf;
 }
 
+std::string fmt_shape(const std::vector<uint64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
 void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, int indent) {
   size_t width = 0;
   for (const auto& r : rows) width = std::max(width, r.first.size());

@@ -19,6 +19,9 @@ void print_placements(const std::vector<Placement>& ps);
 // A double as a human reads it (%.6g, "nan", "inf").
 std::string fmt(double v);
 
+// A row-major shape as "[4096, 11008]".
+std::string fmt_shape(const std::vector<uint64_t>& shape);
+
 // A simple left-aligned two-column table.
 void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, int indent = 2);
 
