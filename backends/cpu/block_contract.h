@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
@@ -39,6 +40,23 @@ inline void add_tail_moments(DType dtype, const uint8_t* block, uint64_t first, 
     if (lane_sq) lane_sq[i % TM_STATS_LANES] += x * x;
     e->min = std::min(e->min, x), e->max = std::max(e->max, x), e->abs_max = std::max(e->abs_max, std::fabs(x));
   }
+}
+
+// Fills everything of a block's partial but m2: counts, extremes (the empty ones when nothing is
+// finite), sum = the reduced lanes, mean = sum / finite.
+inline void set_block_partial(tm_moments_partial_v1* out, uint64_t count, const BlockExtremes& e, double* lane_sum) {
+  out->count = count;
+  out->finite_count = e.finite;
+  out->nan_count = e.nan;
+  out->inf_count = count - e.finite - e.nan;
+  out->zero_count = e.zeros;
+  const bool any = e.finite > 0;
+  out->min = any ? e.min : std::numeric_limits<double>::infinity();
+  out->max = any ? e.max : -std::numeric_limits<double>::infinity();
+  out->abs_max = any ? e.abs_max : 0.0;
+  out->sum = reduce_lanes(lane_sum);
+  out->sum_err = 0;
+  out->mean = any ? out->sum / static_cast<double>(e.finite) : 0.0;
 }
 
 // Single-pass m2 for dtypes whose squares are exact in double (all floats narrower than f64):

@@ -146,18 +146,9 @@ void FloatBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_par
   }
   BlockExtremes e{nan, zeros, finite, mn, mx, am};
   add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, kSquares ? lane_sq : nullptr, &e);
-  nan = e.nan, zeros = e.zeros, finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
-  const double total = reduce_lanes(lane_sum);
-  const double mean = finite ? total / static_cast<double>(finite) : 0.0;
-  out->count = count;
-  out->finite_count = finite;
-  out->nan_count = nan;
-  out->inf_count = count - finite - nan;
-  out->zero_count = zeros;
-  out->min = mn, out->max = mx, out->abs_max = am;
-  out->sum = total, out->sum_err = 0;
-  out->mean = mean;
-  if (kSquares && single_pass_m2(total, reduce_lanes(lane_sq), mean, &out->m2)) return;
+  set_block_partial(out, count, e, lane_sum);
+  const double mean = out->mean;
+  if (kSquares && single_pass_m2(out->sum, reduce_lanes(lane_sq), mean, &out->m2)) return;
 
   // Second pass over the (cache-resident) block: m2 around the block mean.
   const auto vmean = hn::Set(d, mean);
@@ -234,19 +225,9 @@ bool NarrowBlock(const uint8_t* data, uint64_t count, DType dtype, tm_moments_pa
   double am = hn::GetLane(hn::MaxOfLanes(df, amax));
   BlockExtremes e{n_nan, n_zero, n_finite, mn, mx, am};
   add_tail_moments(dtype, data, groups * TM_STATS_LANES, count, lane_sum, lane_sq, &e);
-  n_nan = e.nan, n_zero = e.zeros, n_finite = e.finite, mn = e.min, mx = e.max, am = e.abs_max;
-  const double total = reduce_lanes(lane_sum);
-  const double mean = n_finite ? total / static_cast<double>(n_finite) : 0.0;
-  out->count = count;
-  out->finite_count = n_finite;
-  out->nan_count = n_nan;
-  out->inf_count = count - n_finite - n_nan;
-  out->zero_count = n_zero;
-  if (n_finite == 0) mn = std::numeric_limits<double>::infinity(), mx = -mn, am = 0;
-  out->min = mn, out->max = mx, out->abs_max = am;
-  out->sum = total, out->sum_err = 0;
-  out->mean = mean;
-  if (single_pass_m2(total, reduce_lanes(lane_sq), mean, &out->m2)) return true;
+  set_block_partial(out, count, e, lane_sum);
+  const double mean = out->mean;
+  if (single_pass_m2(out->sum, reduce_lanes(lane_sq), mean, &out->m2)) return true;
 
   // Second pass over the (cache-resident) block: m2 around the block mean. A non-finite x gives a
   // non-finite square, which the mask drops.
