@@ -3,13 +3,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "tensormorph/error.h"
@@ -111,15 +110,9 @@ Checkpoint open_gguf_split(const std::string& path, const std::smatch& m) {
 }
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::Io, path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    bad(path, std::string("not valid JSON: ") + e.what());
-  }
+  auto doc = read_json_file(path);
+  if (!doc) throw Error(ErrorKind::Io, path + ": cannot open");
+  return std::move(*doc);
 }
 
 // Sharded safetensors through model.safetensors.index.json: every shard present and checked, every

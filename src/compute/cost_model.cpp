@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 
@@ -28,13 +29,10 @@ double CostModel::throughput(const std::string& backend, const std::string& devi
 }
 
 void CostModel::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
+  const auto doc = read_json_file(path);
+  if (!doc) return;
   try {
-    const auto doc = nlohmann::json::parse(text.str());
-    for (const auto& e : doc.at("throughput")) {
+    for (const auto& e : doc->at("throughput")) {
       const tm_op op = parse_op(e.at("op").get<std::string>());
       const double bps = e.at("bytes_per_s").get<double>();
       if (op == TM_OP_INVALID || !(bps > 0))

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -33,16 +34,9 @@ std::string config_dir() {
 Settings Settings::load(const std::string& path) {
   Settings s;
   s.path_ = path.empty() ? config_dir() + "/settings.json" : path;
-  std::ifstream in(s.path_);
-  if (!in) return s;  // no settings yet
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::BadInput, s.path_ + ": not valid JSON: " + e.what());
-  }
+  const auto read = read_json_file(s.path_);
+  if (!read) return s;  // no settings yet
+  const nlohmann::json& doc = *read;
   if (!doc.is_object())
     throw Error(ErrorKind::BadInput, s.path_ + ": expected a JSON object of setting keys");
   for (const auto& [key, value] : doc.items()) {
