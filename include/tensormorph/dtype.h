@@ -28,7 +28,6 @@ inline constexpr DType kAllDTypes[] = {
 size_t dtype_size(DType t);
 bool dtype_is_float(DType t);
 bool dtype_is_signed_int(DType t);
-bool dtype_is_unsigned_int(DType t);  // includes bool
 // Canonical lower-case name ("f32", "bf16", "f8_e4m3fn", ...).
 std::string_view dtype_name(DType t);
 // Accepts the canonical names and common aliases ("float32", "F32", "bfloat16", "float8_e4m3fn", ...).

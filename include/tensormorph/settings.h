@@ -30,7 +30,6 @@ class Settings {
   std::optional<std::string> get(const std::string& key) const;
   void set(const std::string& key, const std::string& value);  // throws InvalidArgument if unknown
   bool unset(const std::string& key);
-  const std::map<std::string, std::string>& values() const { return values_; }
   const std::string& path() const { return path_; }
 
  private:

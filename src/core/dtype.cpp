@@ -33,10 +33,6 @@ bool dtype_is_signed_int(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
 }
 
-bool dtype_is_unsigned_int(DType t) {
-  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64 || t == DType::BOOL;
-}
-
 std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::F64: return "f64";

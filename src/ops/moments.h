@@ -28,7 +28,6 @@ class MomentsReducer {
   void push(const tm_moments_partial_v1& block);
   // Folds what is pending, right to left, exactly as the tree's partial right spine does.
   tm_moments_partial_v1 finish() const;
-  uint64_t blocks() const { return pushed_; }
 
  private:
   // stack_[k] holds a complete node of 2^k blocks when bit k of pushed_ is set.
