@@ -332,6 +332,9 @@ class Export(unittest.TestCase):
         r = run(["export", path, "zz", "-o", out])
         self.assertEqual(r.code, 2)
         self.assertIn("no tensor named 'zz'", r.err)
+        r = run(["export", path, "h", "-o", os.path.join(d, "no-such-dir", "o.npy")])
+        self.assertEqual(r.code, 6)
+        self.assertIn("no-such-dir/o.npy: cannot write", r.err)
 
 
 class ShardedCheckpoints(unittest.TestCase):
@@ -377,6 +380,28 @@ class ShardedCheckpoints(unittest.TestCase):
         r = run(["stats", self.index])
         self.assertEqual(r.code, 3)
         self.assertIn("outside the checkpoint's directory", r.err)
+
+    def test_malformed_index_and_directories(self):
+        write(self.index, b"[1, 2]")
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("model.safetensors.index.json: expected an object with a weight_map", r.err)
+        write(self.index, b'{"weight_map": {"x": 7}}')
+        r = run(["stats", self.index])
+        self.assertEqual(r.code, 3)
+        self.assertIn("weight_map['x'] must be a file name", r.err)
+        write(self.index, b"{not json")
+        r = run(["stats", self.dir])
+        self.assertEqual(r.code, 3)
+        self.assertIn("model.safetensors.index.json: not valid JSON", r.err)
+        write(os.path.join(self.dir, "other.safetensors.index.json"), b"{}")
+        r = run(["stats", self.dir])
+        self.assertEqual(r.code, 3)
+        self.assertIn("holds 2 *.safetensors.index.json files; name one", r.err)
+        empty = tempfile.mkdtemp(prefix="tm-empty-")
+        r = run(["stats", empty])
+        self.assertEqual(r.code, 3)
+        self.assertIn("holds no *.safetensors file and no *.safetensors.index.json", r.err)
 
     def test_same_tensor_in_two_shards(self):
         os.remove(self.index)
