@@ -62,6 +62,7 @@ typedef struct tm_moments_partial_v1 {
  * counts[bins] the finite values below edges[0], counts[bins + 1] those above edges[bins].
  * Bin i holds edges[i] <= x < edges[i+1]; the last bin also holds x == edges[bins] (numpy semantics).
  * Non-finite values are not counted (they are in the moments' nan/inf counts). Exact on every backend.
+ * Counts are ADDED to the output (the caller zeroes it once), so a tensor can be binned in pieces.
  */
 typedef struct tm_histogram_params_v1 {
   uint32_t bins;         /* 1 .. 65536                                                             */
@@ -71,6 +72,7 @@ typedef struct tm_histogram_params_v1 {
 /* ---- TM_OP_STATS_BITPATTERN_HISTOGRAM ----------------------------------------------------------------
  * For 8- and 16-bit dtypes: output uint64_t counts[256] or counts[65536], counts[p] = number of elements
  * whose raw little-endian bit pattern is p. No params. Exact on every backend.
+ * Counts are ADDED to the output (the caller zeroes it once), so a tensor can be counted in pieces.
  */
 
 /* ---- TM_OP_STATS_QUANTILES ---------------------------------------------------------------------------

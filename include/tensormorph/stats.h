@@ -57,6 +57,29 @@ struct StatsResult {
   std::vector<Placement> placement;
 };
 
+// Statistics of a tensor fed in pieces of any size (indexing reads data in I/O-sized windows). For
+// 8- and 16-bit dtypes everything comes from the one pass: moments plus the count of every bit pattern,
+// from which the histogram and exact quantiles follow. Wider dtypes need the histogram range (the
+// moments' min and max) before binning and a selection over all values, so finish() makes those passes
+// over the whole tensor, which must then be addressable (a memory map is enough).
+class StatsStream {
+ public:
+  StatsStream(const Planner& planner, DType dtype, uint64_t total_elements, const StatsOptions& options);
+  ~StatsStream();
+  StatsStream(const StatsStream&) = delete;
+  StatsStream& operator=(const StatsStream&) = delete;
+  void feed(const void* data, uint64_t elements);
+  // True when finish() reads the whole tensor again (dtypes wider than 16 bits with a histogram or
+  // quantiles requested).
+  bool needs_second_pass() const;
+  // whole_tensor: the tensor's first element; may be null when needs_second_pass() is false.
+  StatsResult finish(const void* whole_tensor);
+
+ private:
+  struct State;
+  State* state_;
+};
+
 // Computes every requested statistic of `elements` elements of dtype at data (host memory).
 // Throws tmorph::Error (Unavailable, PrecisionRefused, Internal) with a message naming the op and reason.
 StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, const Planner& planner,
@@ -68,6 +91,8 @@ class MomentsStream {
  public:
   MomentsStream(const Planner& planner, DType dtype, uint64_t total_elements, unsigned threads);
   ~MomentsStream();
+  MomentsStream(const MomentsStream&) = delete;
+  MomentsStream& operator=(const MomentsStream&) = delete;
   void feed(const void* data, uint64_t elements);
   MomentsSummary finish();
   const Placement& placement() const;

@@ -42,6 +42,7 @@ void add_safetensors(Checkpoint& c, std::shared_ptr<MappedFile> file) {
     c.tensors.push_back(std::move(ct));
   }
   c.files.push_back(std::move(file));
+  c.header_bytes.push_back(h.data_offset);
 }
 
 // Adds one GGUF file's tensors to c; returns its header for the split-set checks.
@@ -65,6 +66,7 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
     c.tensors.push_back(std::move(ct));
   }
   c.files.push_back(std::move(file));
+  c.header_bytes.push_back(g.data_section_offset);
   return g;
 }
 
@@ -80,14 +82,19 @@ void check_unique(const Checkpoint& c) {
 
 uint64_t kv_uint(const GgufFile& g, const std::string& key, const std::string& path) {
   const GgufKv* kv = g.find(key);
-  if (!kv || !kv->value.is_number_integer() || kv->value.get<int64_t>() < 0) bad(path, "split set: " + key + " is missing or not a non-negative integer");
-  return kv->value.get<uint64_t>();
+  if (kv && kv->value.is_number_unsigned()) return kv->value.get<uint64_t>();
+  if (!kv || !kv->value.is_number_integer() || kv->value.get<int64_t>() < 0)
+    bad(path, "split set: " + key + " is missing or not a non-negative integer");
+  return static_cast<uint64_t>(kv->value.get<int64_t>());
 }
 
 // A GGUF split set NAME-00001-of-0000N.gguf, opened from any of its shards.
 Checkpoint open_gguf_split(const std::string& path, const std::smatch& m) {
   const std::string prefix = m[1].str();
-  const int count = std::stoi(m[3].str());
+  const int number = std::stoi(m[2].str()), count = std::stoi(m[3].str());
+  if (count < 1 || number < 1 || number > count)
+    bad(path, "split shard number " + std::to_string(number) + " of " + std::to_string(count) +
+                  " is outside the set (shards are numbered 1.." + std::to_string(count) + ")");
   Checkpoint c;
   uint64_t declared_tensors = 0;
   for (int i = 1; i <= count; ++i) {
@@ -101,7 +108,11 @@ Checkpoint open_gguf_split(const std::string& path, const std::smatch& m) {
       bad(shard, "split.no " + std::to_string(no) + " / split.count " + std::to_string(n) + " disagree with the file name (shard " +
                      std::to_string(i) + " of " + std::to_string(count) + ")");
     if (i == 1) declared_tensors = kv_uint(g, "split.tensors.count", shard);
+    else if (g.find("split.tensors.count") && kv_uint(g, "split.tensors.count", shard) != declared_tensors)
+      bad(shard, "split.tensors.count " + std::to_string(kv_uint(g, "split.tensors.count", shard)) +
+                     " disagrees with the first shard's " + std::to_string(declared_tensors));
   }
+  check_unique(c);
   if (declared_tensors != c.tensors.size())
     bad(path, "split set declares " + std::to_string(declared_tensors) + " tensors (split.tensors.count), its shards hold " +
                   std::to_string(c.tensors.size()));
@@ -130,6 +141,7 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
     shards.insert(shard.get<std::string>());
   }
   Checkpoint c;
+  c.sidecars.push_back(index_path);
   for (const auto& shard : shards) {
     if (shard.find('/') != std::string::npos || shard == "..")
       bad(index_path, "weight_map names shard '" + shard + "' outside the checkpoint's directory");
@@ -157,18 +169,28 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
   return c;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The *.safetensors.index.json and *.safetensors entries of dir, each sorted.
+void list_directory(const std::string& dir, std::vector<std::string>& indexes, std::vector<std::string>& files) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (ends_with(name, ".safetensors.index.json")) indexes.push_back(e.path().string());
+    else if (ends_with(name, ".safetensors")) files.push_back(e.path().string());
+  }
+  std::sort(indexes.begin(), indexes.end());
+  std::sort(files.begin(), files.end());
+}
+
 // A directory: its *.safetensors.index.json when there is one, else every *.safetensors in it.
 Checkpoint open_directory(const std::string& dir) {
   std::vector<std::string> indexes, files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() > 23 && name.substr(name.size() - 23) == ".safetensors.index.json") indexes.push_back(e.path().string());
-    else if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") files.push_back(e.path().string());
-  }
+  list_directory(dir, indexes, files);
   if (indexes.size() > 1) bad(dir, "holds " + std::to_string(indexes.size()) + " *.safetensors.index.json files; name one");
   if (indexes.size() == 1) return open_safetensors_index(indexes[0]);
   if (files.empty()) bad(dir, "holds no *.safetensors file and no *.safetensors.index.json");
-  std::sort(files.begin(), files.end());
   Checkpoint c;
   for (const auto& f : files) add_safetensors(c, std::make_shared<MappedFile>(f));
   check_unique(c);
@@ -176,6 +198,17 @@ Checkpoint open_directory(const std::string& dir) {
 }
 
 }  // namespace
+
+std::string checkpoint_layout(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return "";
+  std::vector<std::string> indexes, files;
+  list_directory(path, indexes, files);
+  std::string layout;
+  for (const auto* list : {&indexes, &files})
+    for (const auto& f : *list) layout += fs::path(f).filename().string() + "\n";
+  return layout;
+}
 
 Checkpoint open_checkpoint(const std::string& path) {
   if (fs::is_directory(path)) return open_directory(path);

@@ -31,6 +31,8 @@ struct CheckpointTensor {
 struct Checkpoint {
   std::string format;               // "safetensors" or "gguf"
   std::vector<std::shared_ptr<MappedFile>> files;
+  std::vector<uint64_t> header_bytes;           // per file: bytes before its data section
+  std::vector<std::string> sidecars;            // read whole to find the shards: *.safetensors.index.json
   std::map<std::string, std::string> metadata;  // scalar metadata as text
   std::vector<CheckpointTensor> tensors;
   const uint8_t* data(const CheckpointTensor& t) const { return files[t.file_index]->data() + t.file_offset; }
@@ -40,5 +42,10 @@ struct Checkpoint {
 // .safetensors / .gguf file (recognised by content). Every shard is checked; a missing or inconsistent
 // shard is a BadInput error naming it.
 Checkpoint open_checkpoint(const std::string& path);
+
+// What decides which files make up the checkpoint at PATH, read without opening any of them: for a
+// directory, the sorted names of its *.safetensors and *.safetensors.index.json entries; otherwise
+// empty (the files are named by PATH itself or by a sidecar whose identity is checked separately).
+std::string checkpoint_layout(const std::string& path);
 
 }  // namespace tmorph

@@ -21,6 +21,7 @@ int run_app(int argc, char** argv) {
   add_demo_command(app);
   add_inventory_commands(app);
   add_export_command(app);
+  add_index_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/index_access.h"
 #include "cli/output.h"
 #include "core/format.h"
 #include "tensormorph/error.h"
@@ -22,11 +23,13 @@ struct InventoryArgs {
   std::string path;
   std::string filter;
   std::string sort = "offset";
+  std::string index_path;
   bool json = false;
 };
 
 void run_info(const InventoryArgs& a) {
-  const Checkpoint c = open_checkpoint(a.path);
+  const auto index = open_index(a.path, a.index_path);
+  const Checkpoint& c = index->checkpoint();
   std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // stored type -> (tensors, parameters)
   uint64_t parameters = 0, bytes = 0;
   for (const auto& t : c.tensors) {
@@ -56,7 +59,8 @@ void run_info(const InventoryArgs& a) {
 }
 
 void run_ls(const InventoryArgs& a) {
-  const Checkpoint c = open_checkpoint(a.path);
+  const auto index = open_index(a.path, a.index_path);
+  const Checkpoint& c = index->checkpoint();
   std::vector<const CheckpointTensor*> rows;
   for (const auto& t : c.tensors)
     if (a.filter.empty() || fnmatch(a.filter.c_str(), t.name.c_str(), 0) == 0) rows.push_back(&t);
@@ -76,7 +80,8 @@ void run_ls(const InventoryArgs& a) {
     if (a.json) {
       nlohmann::json e = {{"name", t->name}, {"stored_type", t->stored_type}, {"shape", t->shape}, {"elements", t->elements},
                           {"bytes", t->bytes}, {"file", c.files[t->file_index]->path()}, {"offset", t->file_offset},
-                          {"readable", t->dtype.has_value()}};
+                          {"readable", t->dtype.has_value()},
+                          {"stats_indexed", index->has_stats(static_cast<size_t>(t - c.tensors.data()))}};
       if (!t->ne.empty()) e["ne"] = t->ne;
       list.push_back(e);
     } else {
@@ -94,6 +99,7 @@ void add_inventory_commands(CLI::App& app) {
   CLI::App* info = app.add_subcommand("info", "a checkpoint's format, files, metadata and parameter count by type");
   info->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
   info->add_flag("--json", args->json, "print one JSON document");
+  add_index_option(info, args->index_path);
   info->callback([args] { run_info(*args); });
 
   CLI::App* ls = app.add_subcommand("ls", "list a checkpoint's tensors (name, stored type, shape, size)");
@@ -101,6 +107,7 @@ void add_inventory_commands(CLI::App& app) {
   ls->add_option("--filter", args->filter, "only tensor names matching this glob, e.g. 'blk.*.attn_*'");
   ls->add_option("--sort", args->sort, "offset (default), name, size, elements or type");
   ls->add_flag("--json", args->json, "print one JSON document");
+  add_index_option(ls, args->index_path);
   ls->callback([args] { run_ls(*args); });
 }
 

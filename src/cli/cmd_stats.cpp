@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/index_access.h"
 #include "cli/output.h"
 #include "cli/runtime.h"
 #include "core/format.h"
@@ -20,6 +21,7 @@ struct StatsArgs {
   std::string path;
   std::vector<std::string> tensors;
   std::string raw;
+  std::string index_path;
   std::string dtype;
   std::string shape;
   uint64_t offset = 0;
@@ -141,19 +143,42 @@ StatsOptions options_from(const StatsArgs& a, const Runtime& rt) {
   return opt;
 }
 
-// Statistics of the tensors of a safetensors or GGUF file (all, or the ones named).
-void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Planner& planner) {
-  const Checkpoint c = open_checkpoint(a.path);
+// True when the flags ask for exactly what the index stores (its options, any placement): then the
+// statistics come from the index, computed once and kept.
+bool index_serves(const StatsArgs& a) {
+  const StatsOptions d = CheckpointIndex::index_options();
+  return a.bins == d.bins && a.hist_range.empty() && a.hist_edges.empty() && a.quantiles.empty() && !a.no_histogram &&
+         !a.no_quantiles && a.compute.backend.empty() && a.compute.prefer.empty() && a.compute.never.empty() &&
+         a.compute.allow_approx.empty();
+}
+
+// Statistics of the tensors of a checkpoint (all, or the ones named): from its index when the flags ask
+// for the indexed statistics (computing and storing what it lacks), else computed for this request.
+void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
+  const bool from_index = index_serves(a);
+  std::unique_ptr<CheckpointIndex> index;
+  std::optional<Checkpoint> direct;
+  if (from_index) index = open_index(a.path, a.index_path);
+  else direct = open_checkpoint(a.path);
+  const Checkpoint& c = from_index ? index->checkpoint() : *direct;
+  std::vector<size_t> selected;
   for (const auto& name : a.tensors) {
-    const bool found = std::any_of(c.tensors.begin(), c.tensors.end(), [&](const auto& t) { return t.name == name; });
-    if (!found) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + name + "'");
+    auto it = std::find_if(c.tensors.begin(), c.tensors.end(), [&](const auto& t) { return t.name == name; });
+    if (it == c.tensors.end()) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + name + "'");
+    selected.push_back(static_cast<size_t>(it - c.tensors.begin()));
   }
+  if (a.tensors.empty())
+    for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
+  if (from_index) fill_index(*index, rt, selected, a.json);
+  const StatsOptions opt = options_from(a, rt);
+  const Planner planner = rt.planner();
+
   nlohmann::json list = nlohmann::json::array();
   if (!a.json)
     std::printf("%s  %s, %zu tensors\n%-40s %-8s %-18s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
                 c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
-  for (const auto& t : c.tensors) {
-    if (!a.tensors.empty() && std::find(a.tensors.begin(), a.tensors.end(), t.name) == a.tensors.end()) continue;
+  for (size_t i : selected) {
+    const CheckpointTensor& t = c.tensors[i];
     nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
                         {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
     if (!t.ne.empty()) e["ne"] = t.ne;
@@ -164,10 +189,14 @@ void run_checkpoint_stats(const StatsArgs& a, const StatsOptions& opt, const Pla
         std::printf("%-40s %-8s %-18s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
                     t.unavailable_reason.c_str());
     } else {
-      const StatsResult r = compute_stats(c.data(t), *t.dtype, t.elements, planner, opt);
+      std::optional<StatsResult> stored;
+      if (from_index) stored = index->load_stats(i);
+      if (from_index && !stored) throw Error(ErrorKind::Internal, t.name + ": statistics missing from the index after indexing");
+      const StatsResult r = stored ? std::move(*stored) : compute_stats(c.data(t), *t.dtype, t.elements, planner, opt);
       e["dtype"] = dtype_name(*t.dtype);
       e["stats"] = stats_object(r);
       e["placement"] = placements_json(r.placement);
+      e["source"] = from_index ? "index" : "computed";
       const auto& m = r.moments;
       if (!a.json)
         std::printf("%-40s %-8s %-18s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
@@ -184,8 +213,7 @@ void run_stats(const StatsArgs& a) {
   if (a.raw.empty() == a.path.empty())
     throw Error(ErrorKind::InvalidArgument, "stats: give either a checkpoint PATH or --raw FILE with --dtype");
   if (!a.path.empty()) {
-    auto rt = make_runtime(&a.compute);
-    run_checkpoint_stats(a, options_from(a, *rt), rt->planner());
+    run_checkpoint_stats(a, *make_runtime(&a.compute));
     return;
   }
   if (a.dtype.empty()) throw Error(ErrorKind::InvalidArgument, "--raw needs --dtype");
@@ -228,6 +256,7 @@ void add_stats_command(CLI::App& app) {
   cmd->add_flag("--no-histogram", args->no_histogram, "skip the histogram");
   cmd->add_flag("--no-quantiles", args->no_quantiles, "skip the quantiles");
   cmd->add_flag("--json", args->json, "print one JSON document");
+  add_index_option(cmd, args->index_path);
   args->compute.add_to(cmd);
   cmd->callback([args] { run_stats(*args); });
 }

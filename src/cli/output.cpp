@@ -8,32 +8,6 @@
 
 namespace tmorph::cli {
 
-nlohmann::json placement_json(const Placement& p) {
-  nlohmann::json rejected = nlohmann::json::array();
-  for (const auto& r : p.rejected)
-    rejected.push_back({{"backend", r.backend}, {"device", r.device}, {"reason", r.reason}, {"detail", r.detail}});
-  nlohmann::json j = {{"op", p.op},
-                      {"backend", p.backend},
-                      {"device", p.device},
-                      {"device_kind", p.device_kind},
-                      {"software_adapter", p.software_adapter},
-                      {"reason", p.reason},
-                      {"precision", p.precision},
-                      {"approx_step", p.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.approx_step)},
-                      {"consent", p.consent.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.consent)},
-                      {"estimated_seconds", p.estimated_seconds},
-                      {"throughput_calibrated", p.throughput_calibrated},
-                      {"bytes_transferred", p.bytes_transferred},
-                      {"rejected", rejected}};
-  return j;
-}
-
-nlohmann::json placements_json(const std::vector<Placement>& ps) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& p : ps) a.push_back(placement_json(p));
-  return a;
-}
-
 void print_placements(const std::vector<Placement>& ps) {
   std::cout << "placement:\n";
   for (const auto& p : ps) {

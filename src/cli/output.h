@@ -7,12 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/placement_json.h"
 #include "tensormorph/placement.h"
 
 namespace tmorph::cli {
 
-nlohmann::json placement_json(const Placement& p);
-nlohmann::json placements_json(const std::vector<Placement>& ps);
 // Prints "placement:" and one line per op with its rejected candidates indented below.
 void print_placements(const std::vector<Placement>& ps);
 

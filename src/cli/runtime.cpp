@@ -83,7 +83,10 @@ std::unique_ptr<Runtime> make_runtime(const ComputeFlags* flags) {
   }
   const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   rt->memory_budget = ram / 2;
-  if (auto s = rt->settings.get("compute.memory_budget")) rt->memory_budget = parse_bytes(*s, "setting compute.memory_budget");
+  if (auto s = rt->settings.get("compute.memory_budget")) {
+    rt->memory_budget = parse_bytes(*s, "setting compute.memory_budget");
+    rt->memory_budget_set = true;
+  }
 
   if (flags) {
     if (!flags->prefer.empty()) rt->constraints.prefer = flags->prefer;
@@ -92,7 +95,10 @@ std::unique_ptr<Runtime> make_runtime(const ComputeFlags* flags) {
     if (!flags->backend.empty() && rt->constraints.never.count(flags->backend))
       throw Error(ErrorKind::InvalidArgument, "--backend " + flags->backend + " is also excluded by --never/compute.never");
     if (flags->threads) rt->threads = flags->threads;
-    if (!flags->memory_budget.empty()) rt->memory_budget = parse_bytes(flags->memory_budget, "--memory-budget");
+    if (!flags->memory_budget.empty()) {
+      rt->memory_budget = parse_bytes(flags->memory_budget, "--memory-budget");
+      rt->memory_budget_set = true;
+    }
   }
   for (const auto& n : rt->constraints.never) rt->registry.disable(n);
   return rt;

@@ -33,6 +33,7 @@ struct Runtime {
   Constraints constraints;
   unsigned threads = 1;
   uint64_t memory_budget = 0;
+  bool memory_budget_set = false;  // by --memory-budget or compute.memory_budget (else: half of RAM)
   std::string plugin_dir;
   std::string plugin_dir_source;  // "TENSORMORPH_PLUGIN_DIR", "compute.plugin_dir" or "default"
   std::string calibration_path;

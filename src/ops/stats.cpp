@@ -179,70 +179,111 @@ MomentsSummary MomentsStream::finish() {
   return summarize(finalize_moments(s.reducer.finish(), s.dtype));
 }
 
-// ---- compute_stats ----------------------------------------------------------------------------------
+// ---- StatsStream -------------------------------------------------------------------------------------
 
-StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, const Planner& planner,
-                          const StatsOptions& options) {
-  StatsResult result;
+namespace {
+
+// The histogram's edges from the options (explicit, or uniform over a range or the finite min..max).
+std::vector<double> histogram_edges(const StatsOptions& options, const MomentsSummary& m) {
+  if (!options.histogram_edges.empty()) {
+    const auto& edges = options.histogram_edges;
+    if (edges.size() < 2 || edges.size() > 65537)
+      throw Error(ErrorKind::InvalidArgument, "histogram edges: need 2..65537 edges, got " + std::to_string(edges.size()));
+    for (size_t i = 0; i < edges.size(); ++i)
+      if (!std::isfinite(edges[i]) || (i && !(edges[i] > edges[i - 1])))
+        throw Error(ErrorKind::InvalidArgument, "histogram edges: edge " + std::to_string(i) +
+                                                    " must be finite and greater than the one before");
+    return edges;
+  }
+  const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
+    throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
+  return uniform_edges(lo, hi, options.bins);
+}
+
+void check_options(const StatsOptions& options) {
+  if (options.histogram && options.histogram_edges.empty() && (options.bins == 0 || options.bins > 65536))
+    throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
+  if (options.quantiles && options.probabilities.size() > kMaxProbabilities)
+    throw Error(ErrorKind::InvalidArgument, "at most " + std::to_string(kMaxProbabilities) +
+                                                " quantile probabilities per request, got " +
+                                                std::to_string(options.probabilities.size()));
+}
+
+}  // namespace
+
+struct StatsStream::State {
+  const Planner& planner;
+  DType dtype;
+  uint64_t elements;
+  StatsOptions options;
+  unsigned threads;
+  MomentsStream moments;
+  bool narrow;                      // 8/16-bit: the bit-pattern counts give histogram and quantiles
+  std::vector<uint64_t> patterns;   // counts per bit pattern (narrow dtypes, when wanted)
+  std::optional<Placement> pattern_placement;
+
+  bool wants_distribution() const { return options.quantiles || options.histogram; }
+};
+
+StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_elements, const StatsOptions& options) {
+  check_options(options);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  {
-    MomentsStream stream(planner, dtype, elements, threads);
-    stream.feed(data, elements);
-    result.moments = stream.finish();
-    result.placement.push_back(stream.placement());
+  state_ = new State{planner, dtype, total_elements, options, threads,
+                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}};
+  State& s = *state_;
+  if (s.narrow && s.wants_distribution()) {
+    s.pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
+    s.patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
   }
-  const MomentsSummary& m = result.moments;
+}
 
-  // 8- and 16-bit dtypes: the exact count of every bit pattern gives exact quantiles and the histogram.
-  const bool narrow = dtype_size(dtype) <= 2;
-  std::vector<uint64_t> patterns;
-  Placement pattern_placement;
-  if (narrow && (options.quantiles || options.histogram)) {
-    const Placement pl = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, elements, &options));
-    patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
-    run_placed_kernel(pl, TM_OP_STATS_BITPATTERN_HISTOGRAM,
-                      {dtype, data, elements, nullptr, 0, patterns.data(), patterns.size() * sizeof(uint64_t), threads});
-    result.placement.push_back(pl);
-    pattern_placement = pl;
-  }
+StatsStream::~StatsStream() { delete state_; }
+
+bool StatsStream::needs_second_pass() const { return !state_->narrow && state_->wants_distribution(); }
+
+void StatsStream::feed(const void* data, uint64_t elements) {
+  State& s = *state_;
+  s.moments.feed(data, elements);
+  if (s.pattern_placement && elements)
+    run_placed_kernel(*s.pattern_placement, TM_OP_STATS_BITPATTERN_HISTOGRAM,
+                      {s.dtype, data, elements, nullptr, 0, s.patterns.data(), s.patterns.size() * sizeof(uint64_t), s.threads});
+}
+
+StatsResult StatsStream::finish(const void* whole_tensor) {
+  State& s = *state_;
+  const StatsOptions& options = s.options;
+  if (needs_second_pass() && !whole_tensor && s.elements)
+    throw Error(ErrorKind::Internal, "stats: the histogram and quantiles of a wide dtype need the whole tensor");
+  StatsResult result;
+  result.moments = s.moments.finish();
+  result.placement.push_back(s.moments.placement());
+  if (s.pattern_placement) result.placement.push_back(*s.pattern_placement);
+  const MomentsSummary& m = result.moments;
 
   const bool explicit_edges = !options.histogram_edges.empty();
   if (options.histogram && (explicit_edges || options.histogram_range || m.finite_count > 0)) {
     Histogram h;
-    if (explicit_edges) {
-      h.edges = options.histogram_edges;
-      if (h.edges.size() < 2 || h.edges.size() > 65537)
-        throw Error(ErrorKind::InvalidArgument, "histogram edges: need 2..65537 edges, got " + std::to_string(h.edges.size()));
-      for (size_t i = 0; i < h.edges.size(); ++i)
-        if (!std::isfinite(h.edges[i]) || (i && !(h.edges[i] > h.edges[i - 1])))
-          throw Error(ErrorKind::InvalidArgument, "histogram edges: edge " + std::to_string(i) +
-                                                      " must be finite and greater than the one before");
-    } else {
-      if (options.bins == 0 || options.bins > 65536)
-        throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
-      const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
-      if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
-        throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
-      h.edges = uniform_edges(lo, hi, options.bins);
-    }
+    h.edges = histogram_edges(options, m);
     const uint32_t bins = static_cast<uint32_t>(h.edges.size() - 1);
     std::vector<uint64_t> counts(bins + 2, 0);
     const tm_histogram_params_v1 params{bins, h.edges.data()};
-    if (!patterns.empty()) {
+    if (s.pattern_placement) {
       // Each distinct bit pattern is binned once, by the same edge comparison the kernels use: the same
       // exact counts without a second pass over the data. The report says so.
-      Placement pl = pattern_placement;
+      Placement pl = *s.pattern_placement;
       pl.op = op_name(TM_OP_STATS_HISTOGRAM);
       pl.reason = "derived_from_bitpattern_histogram";
       pl.rejected.clear();
       pl.estimated_seconds = 0;
       pl.bytes_transferred = 0;
-      histogram_from_patterns(dtype, patterns, h.edges, counts.data());
+      histogram_from_patterns(s.dtype, s.patterns, h.edges, counts.data());
       result.placement.push_back(pl);
     } else {
-      const Placement pl = planner.place(request_for(TM_OP_STATS_HISTOGRAM, dtype, elements, &options));
+      const Placement pl = s.planner.place(request_for(TM_OP_STATS_HISTOGRAM, s.dtype, s.elements, &options));
       run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM,
-                        {dtype, data, elements, &params, sizeof params, counts.data(), counts.size() * sizeof(uint64_t), threads});
+                        {s.dtype, whole_tensor, s.elements, &params, sizeof params, counts.data(),
+                         counts.size() * sizeof(uint64_t), s.threads});
       result.placement.push_back(pl);
     }
     h.counts.assign(counts.begin(), counts.begin() + bins);
@@ -251,21 +292,17 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
   }
 
   if (options.quantiles && !options.probabilities.empty()) {
-    if (options.probabilities.size() > kMaxProbabilities)
-      throw Error(ErrorKind::InvalidArgument, "at most " + std::to_string(kMaxProbabilities) +
-                                                  " quantile probabilities per request, got " +
-                                                  std::to_string(options.probabilities.size()));
-    if (narrow) {
-      result.quantiles = quantiles_from_patterns(dtype, patterns, options.probabilities);
+    if (s.narrow) {
+      result.quantiles = quantiles_from_patterns(s.dtype, s.patterns, options.probabilities);
       result.quantile_method = "bitpattern_histogram";
     } else {
-      const Placement pl = planner.place(request_for(TM_OP_STATS_QUANTILES, dtype, elements, &options));
+      const Placement pl = s.planner.place(request_for(TM_OP_STATS_QUANTILES, s.dtype, s.elements, &options));
       const tm_quantiles_params_v1 params{static_cast<uint32_t>(options.probabilities.size()),
                                           options.probabilities.data(), options.memory_budget_bytes};
       std::vector<tm_quantile_value_v1> out(options.probabilities.size());
       run_placed_kernel(pl, TM_OP_STATS_QUANTILES,
-                        {dtype, data, elements, &params, sizeof params, out.data(),
-                         out.size() * sizeof(tm_quantile_value_v1), threads});
+                        {s.dtype, whole_tensor, s.elements, &params, sizeof params, out.data(),
+                         out.size() * sizeof(tm_quantile_value_v1), s.threads});
       result.placement.push_back(pl);
       for (size_t i = 0; i < out.size(); ++i)
         result.quantiles.push_back({options.probabilities[i], out[i].value, out[i].lo, out[i].hi, out[i].sample_size});
@@ -274,6 +311,15 @@ StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, cons
     }
   }
   return result;
+}
+
+// ---- compute_stats ----------------------------------------------------------------------------------
+
+StatsResult compute_stats(const void* data, DType dtype, uint64_t elements, const Planner& planner,
+                          const StatsOptions& options) {
+  StatsStream stream(planner, dtype, elements, options);
+  stream.feed(data, elements);
+  return stream.finish(data);
 }
 
 }  // namespace tmorph

@@ -18,9 +18,11 @@ class Run:
         return json.loads(self.out)
 
 
-def run(args, config_home=None, plugins=False, env_extra=None, timeout=120):
+def run(args, config_home=None, plugins=False, env_extra=None, timeout=120, cache_home=None):
+    """cache_home: where checkpoint indexes live (XDG_CACHE_HOME); a fresh one per call unless given."""
     env = dict(os.environ)
     env["XDG_CONFIG_HOME"] = config_home or tempfile.mkdtemp(prefix="tm-cfg-")
+    env["XDG_CACHE_HOME"] = cache_home or tempfile.mkdtemp(prefix="tm-cache-")
     env.pop("TENSORMORPH_PLUGIN_DIR", None)
     if plugins:
         env["TENSORMORPH_PLUGIN_DIR"] = PLUGIN_DIR

@@ -1,0 +1,72 @@
+// tensormorph index: compute and store the exact statistics of every tensor of a checkpoint.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/index_access.h"
+#include "cli/runtime.h"
+#include "core/format.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct IndexArgs {
+  std::string path;
+  std::string index_path;
+  bool json = false;
+  ComputeFlags compute;
+};
+
+void run_index(const IndexArgs& a) {
+  auto rt = make_runtime(&a.compute);
+  auto index = open_index(a.path, a.index_path);
+  const IndexingReport r = fill_index(*index, *rt, {}, a.json);
+  const IndexOpenReport& o = index->report();
+  const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
+  if (a.json) {
+    std::cout << nlohmann::json{{"path", a.path},
+                                {"database", o.database},
+                                {"persisted", o.persisted},
+                                {"warning", o.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.warning)},
+                                {"reused", o.reused},
+                                {"reindexed_files", o.reindexed_files},
+                                {"tensors", index->checkpoint().tensors.size()},
+                                {"computed", r.computed},
+                                {"already_indexed", r.already_indexed},
+                                {"unavailable", r.unavailable},
+                                {"bytes", r.bytes},
+                                {"seconds", r.seconds},
+                                {"bytes_per_second", rate},
+                                {"workers", r.workers},
+                                {"window_bytes", r.window_bytes}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),
+              index->checkpoint().tensors.size(), r.computed, r.already_indexed, r.unavailable);
+  if (r.computed)
+    std::printf("  read %s in %.2f s (%s/s) with %u worker(s), %s windows\n", format_bytes(static_cast<double>(r.bytes)).c_str(),
+                r.seconds, format_bytes(rate).c_str(), r.workers, format_bytes(static_cast<double>(r.window_bytes)).c_str());
+  for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", f.c_str());
+  std::printf("  index: %s%s\n", o.database.c_str(), o.persisted ? "" : " (not saved)");
+}
+
+}  // namespace
+
+void add_index_command(CLI::App& app) {
+  auto args = std::make_shared<IndexArgs>();
+  CLI::App* cmd = app.add_subcommand("index", "compute and store the exact statistics of every tensor of a checkpoint "
+                                              "(resumable; reopening reads only the index)");
+  cmd->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
+  add_index_option(cmd, args->index_path);
+  cmd->add_flag("--json", args->json, "print one JSON document (no progress bar)");
+  args->compute.add_to(cmd);
+  cmd->callback([args] { run_index(*args); });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,29 @@
+// How commands reach a checkpoint through its index: open (or build) the index, report where it lives
+// when it cannot be saved, and compute what it lacks with a progress bar on a terminal.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "index/checkpoint_index.h"
+#include "index/indexer.h"
+
+namespace tmorph::cli {
+
+struct Runtime;
+
+// Opens PATH's index (at index_path, or the cache location when empty). Warnings go to stderr.
+std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path);
+
+// Adds --index PATH to a subcommand.
+void add_index_option(CLI::App* cmd, std::string& index_path);
+
+// Computes and commits the statistics the index lacks (of `only`, or of every tensor). The progress
+// bar shows on stderr when it is a terminal and `quiet` is false. Indexing's memory budget is 1 GiB
+// unless --memory-budget or compute.memory_budget says otherwise.
+IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet);
+
+}  // namespace tmorph::cli

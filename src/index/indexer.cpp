@@ -1,0 +1,212 @@
+#include "index/indexer.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/thread_pool.h"
+#include "tensormorph/error.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uintptr_t page_size() {
+  static const uintptr_t size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// Asks the kernel to start reading [p, p + n) now (readahead runs while we compute on the window before).
+void prefetch(const uint8_t* p, uint64_t n) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page_size() - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
+// Drops [p, p + n)'s pages from this process (whole pages inside the range only; the page cache keeps
+// them for whoever else reads the file, and a neighbour still reading a shared page just refaults).
+void release(const uint8_t* p, uint64_t n) {
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page_size() - 1) & ~(page_size() - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page_size() - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+struct Done {
+  size_t tensor;
+  StatsResult result;
+  double seconds;
+};
+
+// Work shared by the workers and the committing thread.
+class Run {
+ public:
+  Run(const Checkpoint& c, std::vector<std::deque<size_t>> queues) : c_(c), queues_(std::move(queues)) {}
+
+  // The next tensor for worker w: from the file w prefers, else from the next file that has work.
+  std::optional<size_t> next(unsigned w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_) return std::nullopt;
+    for (size_t k = 0; k < queues_.size(); ++k) {
+      auto& q = queues_[(w + k) % queues_.size()];
+      if (q.empty()) continue;
+      const size_t t = q.front();
+      q.pop_front();
+      return t;
+    }
+    return std::nullopt;
+  }
+
+  void finish(Done d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.push_back(std::move(d));
+    cv_.notify_one();
+  }
+
+  void fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_) failed_ = e;
+    cv_.notify_one();
+  }
+
+  void worker_exited() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++exited_;
+    cv_.notify_one();
+  }
+
+  // Waits up to `wait` for results; returns them (possibly none). `all_exited` tells whether the
+  // workers are gone, so nothing more will come.
+  std::deque<Done> take(std::chrono::milliseconds wait, unsigned workers, bool& all_exited, std::exception_ptr& failed) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, wait, [&] { return !done_.empty() || exited_ == workers || failed_; });
+    std::deque<Done> out;
+    out.swap(done_);
+    all_exited = exited_ == workers;
+    failed = failed_;
+    return out;
+  }
+
+  std::atomic<uint64_t> bytes_done{0};
+  const Checkpoint& c_;
+
+ private:
+  std::vector<std::deque<size_t>> queues_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Done> done_;
+  std::exception_ptr failed_;
+  unsigned exited_ = 0;
+};
+
+// Streams one tensor through its mapping in windows and returns its statistics.
+StatsResult index_tensor(const CheckpointTensor& t, const uint8_t* base, const Planner& planner,
+                         const StatsOptions& options, uint64_t window, std::atomic<uint64_t>& bytes_done) {
+  const DType dtype = *t.dtype;
+  const size_t width = dtype_size(dtype);
+  StatsStream stream(planner, dtype, t.elements, options);
+  const uint64_t bytes = t.elements * width;
+  for (uint64_t off = 0; off < bytes;) {
+    const uint64_t n = std::min(window, bytes - off);
+    if (off + n < bytes) prefetch(base + off + n, std::min(window, bytes - off - n));
+    stream.feed(base + off, n / width);
+    release(base + off, n);
+    bytes_done += n;
+    off += n;
+  }
+  const bool second_pass = stream.needs_second_pass();
+  StatsResult r = stream.finish(base);
+  if (second_pass) release(base, bytes);
+  return r;
+}
+
+}  // namespace
+
+IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options) {
+  const Checkpoint& c = index.checkpoint();
+  const auto start = Clock::now();
+  IndexingReport report;
+  std::vector<size_t> wanted = options.only;
+  if (wanted.empty())
+    for (size_t i = 0; i < c.tensors.size(); ++i) wanted.push_back(i);
+
+  std::vector<std::deque<size_t>> queues(std::max<size_t>(1, c.files.size()));
+  IndexingProgress progress;
+  for (size_t i : wanted) {
+    const CheckpointTensor& t = c.tensors[i];
+    if (!t.dtype) ++report.unavailable;
+    else if (index.has_stats(i)) ++report.already_indexed;
+    else {
+      queues[t.file_index].push_back(i);  // wanted is in checkpoint order: each queue ascends in offset
+      progress.bytes_total += t.bytes;
+      ++progress.tensors_total;
+    }
+  }
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  report.workers = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, progress.tensors_total)));
+  const uint64_t budget = options.memory_budget ? options.memory_budget : uint64_t{1} << 30;
+  // Half the budget for mapped windows (the other half: the next windows being read ahead and the
+  // kernels' workspace), in whole 64 Ki-element blocks of the widest dtype, 1 MiB to 256 MiB.
+  const uint64_t block = 65536 * 8;
+  report.window_bytes = std::clamp<uint64_t>(budget / 2 / report.workers / block * block, 2 * block, 512 * block);
+
+  StatsOptions stats = CheckpointIndex::index_options();
+  stats.threads = 1;  // parallel across tensors: every worker owns one core
+  stats.memory_budget_bytes = budget / 2 / report.workers;
+
+  Run run(c, std::move(queues));
+  std::vector<std::thread> workers;
+  if (progress.tensors_total > 0) {
+    for (unsigned w = 0; w < report.workers; ++w)
+      workers.emplace_back([&, w] {
+        try {
+          while (auto i = run.next(w)) {
+            const auto t0 = Clock::now();
+            const CheckpointTensor& t = c.tensors[*i];
+            StatsResult r = index_tensor(t, c.data(t), planner, stats, report.window_bytes, run.bytes_done);
+            run.finish({*i, std::move(r), std::chrono::duration<double>(Clock::now() - t0).count()});
+          }
+        } catch (...) {
+          run.fail(std::current_exception());
+        }
+        run.worker_exited();
+      });
+  }
+  struct Joiner {
+    std::vector<std::thread>& ts;
+    ~Joiner() {
+      for (auto& t : ts) t.join();
+    }
+  } joiner{workers};
+
+  // This thread commits: one connection, one writer; every finished tensor is durable at once.
+  std::exception_ptr failed;
+  for (bool all_exited = workers.empty(); !all_exited || failed;) {
+    auto done = run.take(std::chrono::milliseconds(100), report.workers, all_exited, failed);
+    for (auto& d : done) {
+      index.store_stats(d.tensor, d.result, d.seconds);
+      ++report.computed;
+      ++progress.tensors_done;
+    }
+    progress.bytes_done = run.bytes_done.load();
+    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (options.progress) options.progress(progress);
+    if (failed && all_exited) break;
+  }
+  if (failed) std::rethrow_exception(failed);
+  report.bytes = run.bytes_done.load();
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace tmorph

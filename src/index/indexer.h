@@ -1,0 +1,47 @@
+// Indexing: exact statistics of every tensor of a checkpoint that the index does not hold yet,
+// committed to the index one tensor at a time as each completes.
+//
+// Workers (one per thread) take whole tensors, spreading over the checkpoint's files, and stream each
+// through its memory map in windows: the next window is prefetched (MADV_WILLNEED, so the kernel's
+// readahead overlaps I/O with compute) and a finished window is released (MADV_DONTNEED). Mapped data
+// therefore stays within the memory budget whatever the tensor size. 8/16-bit tensors take one pass;
+// wider ones take a second pass over the mapping for the histogram and quantiles (see StatsStream).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "index/checkpoint_index.h"
+
+namespace tmorph {
+
+class Planner;
+
+struct IndexingProgress {
+  uint64_t bytes_done = 0, bytes_total = 0;  // tensor bytes of this run
+  size_t tensors_done = 0, tensors_total = 0;
+  double seconds = 0;
+};
+
+struct IndexingOptions {
+  unsigned threads = 0;                     // workers; 0: every core
+  uint64_t memory_budget = uint64_t{1} << 30;  // bytes mapped at once over all workers; 0: the default
+  std::vector<size_t> only;                 // tensors to index (indexes into checkpoint().tensors); empty: all
+  // Called on the calling thread, about ten times a second and once at the end.
+  std::function<void(const IndexingProgress&)> progress;
+};
+
+struct IndexingReport {
+  size_t computed = 0;         // tensors whose statistics were computed and committed now
+  size_t already_indexed = 0;  // found in the index
+  size_t unavailable = 0;      // no dense dtype yet (quantized, F4/F6...): listed, not computed
+  uint64_t bytes = 0;          // tensor bytes read by this run
+  double seconds = 0;
+  unsigned workers = 0;
+  uint64_t window_bytes = 0;   // per-worker streaming window
+};
+
+IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options);
+
+}  // namespace tmorph

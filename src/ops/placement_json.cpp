@@ -1,0 +1,56 @@
+#include "ops/placement_json.h"
+
+namespace tmorph {
+
+nlohmann::json placement_json(const Placement& p) {
+  nlohmann::json rejected = nlohmann::json::array();
+  for (const auto& r : p.rejected)
+    rejected.push_back({{"backend", r.backend}, {"device", r.device}, {"reason", r.reason}, {"detail", r.detail}});
+  nlohmann::json j = {{"op", p.op},
+                      {"backend", p.backend},
+                      {"device", p.device},
+                      {"device_kind", p.device_kind},
+                      {"software_adapter", p.software_adapter},
+                      {"reason", p.reason},
+                      {"precision", p.precision},
+                      {"approx_step", p.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.approx_step)},
+                      {"consent", p.consent.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.consent)},
+                      {"estimated_seconds", p.estimated_seconds},
+                      {"throughput_calibrated", p.throughput_calibrated},
+                      {"bytes_transferred", p.bytes_transferred},
+                      {"rejected", rejected}};
+  return j;
+}
+
+nlohmann::json placements_json(const std::vector<Placement>& ps) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& p : ps) a.push_back(placement_json(p));
+  return a;
+}
+
+std::vector<Placement> placements_from_json(const nlohmann::json& j) {
+  std::vector<Placement> out;
+  if (!j.is_array()) return out;
+  for (const auto& e : j) {
+    Placement p;
+    p.op = e.value("op", "");
+    p.backend = e.value("backend", "");
+    p.device = e.value("device", "");
+    p.device_kind = e.value("device_kind", "");
+    p.software_adapter = e.value("software_adapter", false);
+    p.reason = e.value("reason", "");
+    p.precision = e.value("precision", "");
+    if (e.contains("approx_step") && e["approx_step"].is_string()) p.approx_step = e["approx_step"];
+    if (e.contains("consent") && e["consent"].is_string()) p.consent = e["consent"];
+    p.estimated_seconds = e.value("estimated_seconds", 0.0);
+    p.throughput_calibrated = e.value("throughput_calibrated", false);
+    p.bytes_transferred = e.value("bytes_transferred", uint64_t{0});
+    if (e.contains("rejected") && e["rejected"].is_array())
+      for (const auto& r : e["rejected"])
+        p.rejected.push_back({r.value("backend", ""), r.value("device", ""), r.value("reason", ""), r.value("detail", "")});
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace tmorph
