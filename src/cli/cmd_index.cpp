@@ -42,7 +42,8 @@ void run_index(const IndexArgs& a) {
                                 {"seconds", r.seconds},
                                 {"bytes_per_second", rate},
                                 {"workers", r.workers},
-                                {"window_bytes", r.window_bytes}}
+                                {"window_bytes", r.window_bytes},
+                                {"readahead_bytes", r.readahead_bytes}}
                      .dump(2)
               << "\n";
     return;
@@ -50,8 +51,9 @@ void run_index(const IndexArgs& a) {
   std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),
               index->checkpoint().tensors.size(), r.computed, r.already_indexed, r.unavailable);
   if (r.computed)
-    std::printf("  read %s in %.2f s (%s/s) with %u worker(s), %s windows\n", format_bytes(static_cast<double>(r.bytes)).c_str(),
-                r.seconds, format_bytes(rate).c_str(), r.workers, format_bytes(static_cast<double>(r.window_bytes)).c_str());
+    std::printf("  read %s in %.2f s (%s/s) with %u worker(s), %s reads, %s read ahead\n",
+                format_bytes(static_cast<double>(r.bytes)).c_str(), r.seconds, format_bytes(rate).c_str(), r.workers,
+                format_bytes(static_cast<double>(r.window_bytes)).c_str(), format_bytes(static_cast<double>(r.readahead_bytes)).c_str());
   for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", f.c_str());
   std::printf("  index: %s%s\n", o.database.c_str(), o.persisted ? "" : " (not saved)");
 }

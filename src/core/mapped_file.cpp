@@ -37,11 +37,30 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::madvise(p, size_, MADV_SEQUENTIAL);
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  fd_ = fd;
 }
 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  ::close(fd_);
+}
+
+void MappedFile::read_at(uint64_t offset, void* out, uint64_t bytes) const {
+  auto* dst = static_cast<uint8_t*>(out);
+  for (uint64_t done = 0; done < bytes;) {
+    const ssize_t n = ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw Error(ErrorKind::Io, path_ + ": read failed at offset " + std::to_string(offset + done) + ": " + std::strerror(errno));
+    if (n == 0)
+      throw Error(ErrorKind::BadInput, path_ + ": ends at offset " + std::to_string(offset + done) + ", expected " +
+                                           std::to_string(offset + bytes) + " bytes (the file shrank after it was opened)");
+    done += static_cast<uint64_t>(n);
+  }
+}
+
+void MappedFile::read_ahead(uint64_t offset, uint64_t bytes) const {
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
 }
 
 }  // namespace tmorph

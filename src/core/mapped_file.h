@@ -1,4 +1,4 @@
-// A read-only memory mapping of a whole file. Errors (missing, unreadable, a directory) throw
+// A read-only memory mapping of a whole file, with its descriptor kept open for explicit reads. Errors (missing, unreadable, a directory) throw
 // tmorph::Error(Io) naming the path and the OS reason. An empty file maps to an empty span.
 #pragma once
 
@@ -19,10 +19,17 @@ class MappedFile {
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Copies [offset, offset + bytes) with pread: a file that shrank since it was mapped is an error
+  // naming the offset (where touching the mapping would raise SIGBUS).
+  void read_at(uint64_t offset, void* out, uint64_t bytes) const;
+  // Asks the kernel to start reading [offset, offset + bytes) into the page cache now (asynchronous).
+  void read_ahead(uint64_t offset, uint64_t bytes) const;
+
  private:
   std::string path_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
+  int fd_ = -1;
 };
 
 }  // namespace tmorph

@@ -27,13 +27,6 @@ uintptr_t page_size() {
   return size;
 }
 
-// Asks the kernel to start reading [p, p + n) now (readahead runs while we compute on the window before).
-void prefetch(const uint8_t* p, uint64_t n) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page_size() - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
-  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
-}
-
 // Drops [p, p + n)'s pages from this process (whole pages inside the range only; the page cache keeps
 // them for whoever else reads the file, and a neighbour still reading a shared page just refaults).
 void release(const uint8_t* p, uint64_t n) {
@@ -109,24 +102,32 @@ class Run {
   unsigned exited_ = 0;
 };
 
-// Streams one tensor through its mapping in windows and returns its statistics.
-StatsResult index_tensor(const CheckpointTensor& t, const uint8_t* base, const Planner& planner,
-                         const StatsOptions& options, uint64_t window, std::atomic<uint64_t>& bytes_done) {
+// Streams one tensor through `buffer` in reads of buffer.size() bytes, asking the kernel to read
+// `ahead` bytes further on while the current piece is being computed, and returns its statistics.
+StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
+                         const StatsOptions& options, std::vector<uint8_t>& buffer, uint64_t ahead,
+                         std::atomic<uint64_t>& bytes_done) {
+  const MappedFile& file = *c.files[t.file_index];
   const DType dtype = *t.dtype;
   const size_t width = dtype_size(dtype);
   StatsStream stream(planner, dtype, t.elements, options);
   const uint64_t bytes = t.elements * width;
+  const uint64_t piece = buffer.size() / width * width;
+  file.read_ahead(t.file_offset, std::min(bytes, ahead));
   for (uint64_t off = 0; off < bytes;) {
-    const uint64_t n = std::min(window, bytes - off);
-    if (off + n < bytes) prefetch(base + off + n, std::min(window, bytes - off - n));
-    stream.feed(base + off, n / width);
-    release(base + off, n);
+    const uint64_t n = std::min(piece, bytes - off);
+    if (off + ahead < bytes) file.read_ahead(t.file_offset + off + ahead, std::min(n, bytes - off - ahead));
+    file.read_at(t.file_offset + off, buffer.data(), n);
+    stream.feed(buffer.data(), n / width);
     bytes_done += n;
     off += n;
   }
-  const bool second_pass = stream.needs_second_pass();
+  if (!stream.needs_second_pass()) return stream.finish(nullptr);
+  // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages
+  // are released afterwards.
+  const uint8_t* base = c.data(t);
   StatsResult r = stream.finish(base);
-  if (second_pass) release(base, bytes);
+  release(base, bytes);
   return r;
 }
 
@@ -155,14 +156,16 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   report.workers = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, progress.tensors_total)));
   const uint64_t budget = options.memory_budget ? options.memory_budget : uint64_t{1} << 30;
-  // Half the budget for mapped windows (the other half: the next windows being read ahead and the
-  // kernels' workspace), in whole 64 Ki-element blocks of the widest dtype, 1 MiB to 256 MiB.
-  const uint64_t block = 65536 * 8;
-  report.window_bytes = std::clamp<uint64_t>(budget / 2 / report.workers / block * block, 2 * block, 512 * block);
+  // Per worker: half its share of the budget for data being read ahead, the other half for the kernels'
+  // workspace; reads of whole 64 Ki-element blocks of the widest dtype (512 KiB), at most 4 MiB, so a
+  // piece is still in cache when the second kernel reads it.
+  const uint64_t block = 65536 * 8, share = budget / report.workers;
+  report.readahead_bytes = std::max<uint64_t>(block, share / 2);
+  report.window_bytes = std::clamp<uint64_t>(report.readahead_bytes / 4 / block * block, block, 8 * block);
 
   StatsOptions stats = CheckpointIndex::index_options();
   stats.threads = 1;  // parallel across tensors: every worker owns one core
-  stats.memory_budget_bytes = budget / 2 / report.workers;
+  stats.memory_budget_bytes = share / 2;
 
   Run run(c, std::move(queues));
   std::vector<std::thread> workers;
@@ -170,10 +173,10 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
     for (unsigned w = 0; w < report.workers; ++w)
       workers.emplace_back([&, w] {
         try {
+          std::vector<uint8_t> buffer(report.window_bytes);
           while (auto i = run.next(w)) {
             const auto t0 = Clock::now();
-            const CheckpointTensor& t = c.tensors[*i];
-            StatsResult r = index_tensor(t, c.data(t), planner, stats, report.window_bytes, run.bytes_done);
+            StatsResult r = index_tensor(c, c.tensors[*i], planner, stats, buffer, report.readahead_bytes, run.bytes_done);
             run.finish({*i, std::move(r), std::chrono::duration<double>(Clock::now() - t0).count()});
           }
         } catch (...) {

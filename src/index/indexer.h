@@ -2,10 +2,11 @@
 // committed to the index one tensor at a time as each completes.
 //
 // Workers (one per thread) take whole tensors, spreading over the checkpoint's files, and stream each
-// through its memory map in windows: the next window is prefetched (MADV_WILLNEED, so the kernel's
-// readahead overlaps I/O with compute) and a finished window is released (MADV_DONTNEED). Mapped data
-// therefore stays within the memory budget whatever the tensor size. 8/16-bit tensors take one pass;
-// wider ones take a second pass over the mapping for the histogram and quantiles (see StatsStream).
+// with large sequential reads into a small per-worker buffer (so each piece is still in cache for the
+// second kernel) while asking the kernel to read further ahead (POSIX_FADV_WILLNEED): I/O overlaps
+// compute, and memory stays within the budget whatever the tensor size. 8/16-bit tensors take one
+// pass; wider ones take a second pass through the memory map for the histogram and quantiles (see
+// StatsStream), whose pages are released afterwards.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,8 @@ struct IndexingReport {
   uint64_t bytes = 0;          // tensor bytes read by this run
   double seconds = 0;
   unsigned workers = 0;
-  uint64_t window_bytes = 0;   // per-worker streaming window
+  uint64_t window_bytes = 0;     // per worker: bytes per read (the buffer the kernels run on)
+  uint64_t readahead_bytes = 0;  // per worker: how far ahead of the current read the kernel is asked to read
 };
 
 IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options);
