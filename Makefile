@@ -1,5 +1,5 @@
 # Tensormorph: every target does its own set-up on a fresh Debian 12 machine.
-#   make run    build, write the demo tensor, compute its statistics
+#   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
@@ -15,8 +15,12 @@ build: deps
 	@cmake --build --preset release -j $(JOBS)
 
 run: build
-	@build/tensormorph demo --out build/demo
-	@build/tensormorph stats --raw build/demo/demo-weight.bf16 --dtype bf16 --shape 2048,4096
+	@test -f build/demo/model.safetensors.index.json || build/tensormorph demo --out build/demo
+	@build/tensormorph index build/demo
+	@build/tensormorph info build/demo
+	@build/tensormorph ls build/demo
+	@build/tensormorph stats build/demo
+	@build/tensormorph stats build/demo model.layers.0.mlp.down_proj.weight
 
 test: build
 	@ctest --preset release -j $(JOBS)
@@ -28,6 +32,7 @@ test-asan: deps
 
 bench: build
 	@/usr/bin/python3 bench/run_bench.py --build build
+	@/usr/bin/python3 bench/index_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py

@@ -85,12 +85,10 @@ std::string sparkline(const Histogram& h) {
   return out;
 }
 
-void print_stats(const RawTensor& t, const StatsResult& r, const std::string& path) {
+// One tensor in detail: a title line (what and where), every statistic, the histogram, the placement.
+void print_stats(const std::string& title, const StatsResult& r) {
   const auto& m = r.moments;
-  std::printf("%s  %s %s  %llu elements, %s at offset %llu\n", path.c_str(), std::string(dtype_name(t.dtype)).c_str(),
-              fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(t.elements),
-              format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))).c_str(),
-              static_cast<unsigned long long>(t.offset));
+  std::printf("%s\n", title.c_str());
   std::vector<std::pair<std::string, std::string>> rows = {
       {"count", std::to_string(m.count)},
       {"finite", std::to_string(m.finite_count)},
@@ -174,8 +172,8 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
   const Planner planner = rt.planner();
 
   nlohmann::json list = nlohmann::json::array();
-  if (!a.json)
-    std::printf("%s  %s, %zu tensors\n%-40s %-8s %-18s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
+  if (!a.json && selected.size() > 1)
+    std::printf("%s  %s, %zu tensors\n%-48s %-8s %-20s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
                 c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
   for (size_t i : selected) {
     const CheckpointTensor& t = c.tensors[i];
@@ -186,7 +184,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       e["stats"] = nullptr;
       e["unavailable"] = t.unavailable_reason;
       if (!a.json)
-        std::printf("%-40s %-8s %-18s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
+        std::printf("%-48s %-8s %-20s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
                     t.unavailable_reason.c_str());
     } else {
       std::optional<StatsResult> stored;
@@ -198,8 +196,12 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       e["placement"] = placements_json(r.placement);
       e["source"] = from_index ? "index" : "computed";
       const auto& m = r.moments;
-      if (!a.json)
-        std::printf("%-40s %-8s %-18s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
+      if (!a.json && selected.size() == 1)
+        print_stats(t.name + "  " + t.stored_type + " " + fmt_shape(t.shape) + "  " + std::to_string(t.elements) + " elements, " +
+                        format_bytes(static_cast<double>(t.bytes)) + (from_index ? "  (from the index)" : ""),
+                    r);
+      else if (!a.json)
+        std::printf("%-48s %-8s %-20s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
                     fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(m.count),
                     static_cast<unsigned long long>(m.nan_count), static_cast<unsigned long long>(m.inf_count),
                     fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
@@ -230,7 +232,10 @@ void run_stats(const StatsArgs& a) {
   const StatsOptions opt = options_from(a, *rt);
   const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
   if (a.json) std::cout << stats_json(t, r, a.raw).dump(2) << "\n";
-  else print_stats(t, r, a.raw);
+  else print_stats(a.raw + "  " + std::string(dtype_name(t.dtype)) + " " + fmt_shape(t.shape) + "  " +
+                       std::to_string(t.elements) + " elements, " + format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))) +
+                       " at offset " + std::to_string(t.offset),
+                   r);
 }
 
 

@@ -497,17 +497,97 @@ class Calibrate(unittest.TestCase):
 
 
 class Demo(unittest.TestCase):
-    def test_demo_then_stats(self):
+    # A small llama shape: head_dim 16, kv dim 32; 9 tensors per layer + embed, final norm, lm_head.
+    SMALL = ["--hidden", "64", "--intermediate", "160", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+             "--vocab", "256"]
+    DAMAGED = "model.layers.0.mlp.down_proj.weight"
+
+    def expected_shapes(self):
+        h, i, kv, v = 64, 160, 32, 256
+        shapes = {"model.embed_tokens.weight": [v, h], "model.norm.weight": [h], "lm_head.weight": [v, h]}
+        for layer in range(2):
+            p = "model.layers.%d." % layer
+            shapes.update({p + "self_attn.q_proj.weight": [h, h], p + "self_attn.k_proj.weight": [kv, h],
+                           p + "self_attn.v_proj.weight": [kv, h], p + "self_attn.o_proj.weight": [h, h],
+                           p + "mlp.gate_proj.weight": [i, h], p + "mlp.up_proj.weight": [i, h],
+                           p + "mlp.down_proj.weight": [h, i], p + "input_layernorm.weight": [h],
+                           p + "post_attention_layernorm.weight": [h]})
+        return shapes
+
+    def demo(self, *extra):
         out = tempfile.mkdtemp(prefix="tm-demo-")
-        r = run(["demo", "--out", out, "--rows", "64", "--cols", "128", "--json"])
+        r = run(["demo", "--out", out, "--json"] + self.SMALL + list(extra))
         self.assertEqual(r.code, 0, r.err)
-        f = r.json()["file"]
-        r = run(["stats", "--raw", f, "--dtype", "bf16", "--shape", "64,128", "--json"])
+        return out, r.json()
+
+    def test_demo_then_stats(self):
+        out, doc = self.demo()
+        shapes = self.expected_shapes()
+        total = sum(2 * (s[0] * s[1] if len(s) == 2 else s[0]) for s in shapes.values())
+        self.assertEqual(doc["path"], os.path.join(out, "model.safetensors.index.json"))
+        self.assertEqual(doc["files"], [os.path.join(out, "model-0000%d-of-00002.safetensors" % k) for k in (1, 2)])
+        self.assertEqual((doc["tensors"], doc["bytes"], doc["damaged_tensor"]), (len(shapes), total, self.DAMAGED))
+        with open(doc["path"]) as f:
+            index = json.load(f)
+        self.assertEqual(index["metadata"]["total_size"], total)
+        self.assertEqual(sorted(index["weight_map"]), sorted(shapes))
+        self.assertEqual(sorted(set(index["weight_map"].values())), [os.path.basename(f) for f in doc["files"]])
+
+        r = run(["ls", out, "--json"])
         self.assertEqual(r.code, 0, r.err)
-        s = r.json()["stats"]
-        self.assertEqual(s["count"], 64 * 128)
+        listed = {t["name"]: (t["stored_type"], t["shape"]) for t in r.json()["tensors"]}
+        self.assertEqual(listed, {name: ("BF16", shape) for name, shape in shapes.items()})
+
+        r = run(["stats", out, self.DAMAGED, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        s = r.json()["tensors"][0]["stats"]
+        self.assertEqual((s["count"], s["nan_count"], s["inf_count"], s["max"]), (64 * 160, 1, 1, 41.5))
         self.assertEqual(s["quantiles"]["method"], "bitpattern_histogram")
         self.assertTrue(s["quantiles"]["exact"])
+        r = run(["stats", out, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        damaged = {t["name"]: (t["stats"]["nan_count"], t["stats"]["inf_count"]) for t in r.json()["tensors"]}
+        self.assertEqual({n for n, c in damaged.items() if c != (0, 0)}, {self.DAMAGED})
+
+    def test_demo_files_are_hf_shaped_and_deterministic(self):
+        out, doc = self.demo("--shards", "3", "--threads", "1")
+        with open(os.path.join(out, "config.json")) as f:
+            config = json.load(f)
+        self.assertEqual((config["architectures"], config["torch_dtype"], config["hidden_size"], config["intermediate_size"],
+                          config["num_hidden_layers"], config["num_attention_heads"], config["num_key_value_heads"],
+                          config["vocab_size"]), (["LlamaForCausalLM"], "bfloat16", 64, 160, 2, 4, 2, 256))
+        self.assertEqual(len(doc["files"]), 3)
+        for path in doc["files"]:
+            with open(path, "rb") as f:
+                blob = f.read()
+            n = struct.unpack("<Q", blob[:8])[0]
+            text = blob[8:8 + n]
+            # Padded with fewer than 8 spaces to a multiple of 8 bytes, as the reference library does.
+            self.assertEqual(n % 8, 0, path)
+            self.assertTrue(text.rstrip(b" ").endswith(b"}") and n - len(text.rstrip(b" ")) < 8, text[-16:])
+            header = json.loads(text)
+            self.assertEqual(header.pop("__metadata__"), {"format": "pt"})
+            self.assertEqual(len(blob), 8 + n + max(t["data_offsets"][1] for t in header.values()))
+        again, _ = self.demo("--shards", "3", "--threads", "2")
+        for path in doc["files"]:
+            with open(path, "rb") as a, open(os.path.join(again, os.path.basename(path)), "rb") as b:
+                self.assertEqual(a.read(), b.read(), path)
+
+    def test_demo_bad_options(self):
+        out = tempfile.mkdtemp(prefix="tm-demo-")
+        for args, message in ((["--hidden", "60"], "--hidden 60 is not a multiple of --heads 8"),
+                              (["--kv-heads", "3"], "--heads 8 is not a multiple of --kv-heads 3"),
+                              (["--shards", "0"], "--shards 0 is outside [1, 99999]"),
+                              (["--layers", "1", "--shards", "13"], "--shards 13 exceeds the model's 12 tensors"),
+                              (["--vocab", "4"], "--vocab 4 is outside [8, 2097152]")):
+            r = run(["demo", "--out", out] + args)
+            self.assertEqual(r.code, 2, args)
+            self.assertIn(message, r.err)
+        self.assertEqual(os.listdir(out), [])
+        blocker = write(os.path.join(out, "file"), b"")
+        r = run(["demo", "--out", os.path.join(blocker, "sub")])
+        self.assertEqual(r.code, 6)
+        self.assertIn("cannot create the output directory", r.err)
 
 
 if __name__ == "__main__":
