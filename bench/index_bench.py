@@ -176,6 +176,10 @@ def main():
     def python_start():
         return timed([PY, "-c", "import numpy"])[0]
 
+    first_tensor = json.loads(subprocess.run([tm, "ls", gguf, "--json", "--index", os.path.join(data, "scratch.sqlite")], capture_output=True,
+                                             text=True).stdout)["tensors"][0]["name"]
+    npy = os.path.join(data, "one.npy")
+    gguf_parse = best(lambda: timed([tm, "export", gguf, first_tensor, "-o", npy])[0], 5)
     gguf_first = best(first_open, 5)
     gguf_reopen = best(lambda: timed([tm, "info", gguf, "--json", "--index", gdb])[0], 5)
     ls_reopen = best(lambda: timed([tm, "ls", gguf, "--index", gdb])[0], 5)
@@ -202,6 +206,8 @@ def main():
               "GGUF with 10,000 tensors (bench/make_gguf_10k.py), process wall time, best of 5:", "",
               "| what | seconds | vs Python parser |", "| --- | ---: | ---: |",
               f"| Python gguf-py-style parser (bench/peer_gguf_header.py, in-process parse only) | {peer_gguf['seconds_best']:.4f} | 1× |",
+              f"| `tensormorph export` of one tensor (parse + validate, no index) | {gguf_parse:.4f} | "
+              f"{peer_gguf['seconds_best'] / gguf_parse:.1f}× |",
               f"| `tensormorph info` first open (parse + validate + build the index) | {gguf_first:.4f} | "
               f"{peer_gguf['seconds_best'] / gguf_first:.1f}× |",
               f"| `tensormorph info` reopen (identity check + index) | {gguf_reopen:.4f} | {peer_gguf['seconds_best'] / gguf_reopen:.1f}× |",

@@ -163,8 +163,10 @@ void bitpattern_add(DType dtype, const void* data, uint64_t count, uint64_t* cou
     return;
   }
   // Two interleaved 32-bit tables (512 KiB together, L2-resident) break the store-to-load chains of
-  // repeated patterns; they are flushed into the 64-bit counts before they could overflow.
-  std::vector<uint32_t> t0(65536, 0), t1(65536, 0);
+  // repeated patterns; they are flushed into the 64-bit counts before they could overflow. They are
+  // kept per thread (and left zeroed by the flush): streaming callers count a tensor in pieces, and a
+  // fresh 512 KiB allocation per piece cost more in page faults and zeroing than the counting.
+  thread_local std::vector<uint32_t> t0(65536, 0), t1(65536, 0);
   constexpr uint64_t kFlushEvery = uint64_t{1} << 31;
   for (uint64_t first = 0; first < count; first += kFlushEvery) {
     const uint64_t last = std::min(count, first + kFlushEvery);

@@ -47,7 +47,7 @@ void add_safetensors(Checkpoint& c, std::shared_ptr<MappedFile> file) {
 
 // Adds one GGUF file's tensors to c; returns its header for the split-set checks.
 GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
-  GgufFile g = parse_gguf(file->data(), file->size(), file->path());
+  GgufFile g = parse_gguf(file->data(), file->size(), file->path(), GgufArrays::Summary);
   c.format = "gguf";
   for (const auto& kv : g.kvs)
     if (kv.type != GgufType::ARRAY) c.metadata.emplace(kv.key, kv.value.is_string() ? kv.value.get<std::string>() : kv.value.dump());

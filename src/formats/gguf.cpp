@@ -67,6 +67,19 @@ class Cursor {
     pos_ += n;
     return s;
   }
+  // Checks and passes over a string without copying it.
+  void skip_string(const char* what) {
+    const uint64_t at = pos_;
+    const uint64_t n = read<uint64_t>(what);
+    if (n > remaining())
+      fail(at, std::string(what) + ": string length " + std::to_string(n) + " runs past the end of the file (size " +
+                   std::to_string(size_) + ")");
+    pos_ += n;
+  }
+  void skip(uint64_t n, const char* what) {
+    need(n, what);
+    pos_ += n;
+  }
 
  private:
   const uint8_t* p_;
@@ -88,7 +101,24 @@ uint64_t min_encoded_size(GgufType t) {
 
 bool known_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::F64); }
 
-nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv) {
+nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv, GgufArrays arrays);
+
+// Validates `count` array elements of `element` type exactly as read_value would, building nothing.
+void skip_elements(Cursor& c, GgufType element, uint64_t count, int depth) {
+  switch (element) {
+    case GgufType::STRING:
+      for (uint64_t i = 0; i < count; ++i) c.skip_string("STRING value");
+      return;
+    case GgufType::BOOL:
+    case GgufType::ARRAY:
+      for (uint64_t i = 0; i < count; ++i) read_value(c, element, depth + 1, nullptr, GgufArrays::Summary);
+      return;
+    default:
+      c.skip(count * min_encoded_size(element), "ARRAY elements");  // count was checked against the bytes left
+  }
+}
+
+nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv, GgufArrays arrays) {
   switch (type) {
     case GgufType::U8: return c.read<uint8_t>("UINT8 value");
     case GgufType::I8: return c.read<int8_t>("INT8 value");
@@ -118,8 +148,12 @@ nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv) {
         c.fail(at, "ARRAY of " + std::to_string(count) + " " + gguf_type_name(element) +
                        " cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
       if (kv && depth == 0) kv->element_type = element, kv->count = count;
+      if (arrays == GgufArrays::Summary) {
+        skip_elements(c, element, count, depth);
+        return nullptr;
+      }
       nlohmann::json a = nlohmann::json::array();
-      for (uint64_t i = 0; i < count; ++i) a.push_back(read_value(c, element, depth + 1, nullptr));
+      for (uint64_t i = 0; i < count; ++i) a.push_back(read_value(c, element, depth + 1, nullptr, arrays));
       return a;
     }
   }
@@ -147,7 +181,7 @@ const GgufKv* GgufFile::find(const std::string& key) const {
   return nullptr;
 }
 
-GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path) {
+GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path, GgufArrays arrays) {
   GgufFile f;
   Cursor c(bytes, size, path);
   c.need(4, "magic");
@@ -174,7 +208,7 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
     const uint32_t t = c.read<uint32_t>("KV value type");
     if (!known_type(t)) c.fail(at, "key '" + kv.key + "' has unknown value type " + std::to_string(t));
     kv.type = static_cast<GgufType>(t);
-    kv.value = read_value(c, kv.type, 0, &kv);
+    kv.value = read_value(c, kv.type, 0, &kv, arrays);
     f.kvs.push_back(std::move(kv));
   }
   if (const GgufKv* a = f.find("general.alignment")) {

@@ -29,6 +29,7 @@ struct GgufKv {
   GgufType element_type = GgufType::U8;  // arrays only
   uint64_t count = 0;                 // arrays only
   nlohmann::json value;               // numbers exact (f32 widened to double), strings, nested arrays
+                                      // (null for arrays parsed with GgufArrays::Summary)
 };
 
 // A ggml tensor type: its block layout. Types without a table entry are refused by name/id.
@@ -63,7 +64,12 @@ struct GgufFile {
   const GgufKv* find(const std::string& key) const;
 };
 
+// Values: every array's elements as JSON. Summary: arrays are validated exactly the same way (types,
+// bounds, BOOL bytes, nesting) but only their element type and count are kept (value is null); opening a
+// checkpoint needs no more, and a tokenizer's 100k-string arrays then cost no allocation.
+enum class GgufArrays { Values, Summary };
+
 // Parses `size` bytes of a GGUF file. Throws tmorph::Error(BadInput) naming `path` and the offset.
-GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path);
+GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path, GgufArrays arrays = GgufArrays::Values);
 
 }  // namespace tmorph

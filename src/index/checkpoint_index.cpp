@@ -50,7 +50,10 @@ std::string absolute_path(const std::string& path) { return fs::absolute(path).l
 // "4096,11008" <-> {4096, 11008}; the empty string is a scalar.
 std::string join_dims(const std::vector<uint64_t>& dims) {
   std::string s;
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s.push_back(',');
+    s.append(std::to_string(dims[i]));
+  }
   return s;
 }
 
@@ -300,6 +303,8 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
     }
   }
   tensor_ids_.assign(c.tensors.size(), 0);
+  std::vector<bool> file_was_kept(c.files.size());
+  for (size_t k = 0; k < c.files.size(); ++k) file_was_kept[k] = kept.count(wanted[k].id.path) != 0;
   {
     SqliteStmt find(*db_, "SELECT id FROM tensors WHERE name = ? AND file_id = ?");
     SqliteStmt ord(*db_, "UPDATE tensors SET ordinal = ? WHERE id = ?");
@@ -309,8 +314,9 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
-      find.bind(1, t.name).bind(2, fid);
-      if (find.step()) {
+      const bool file_kept = file_was_kept[t.file_index];
+      if (file_kept) find.bind(1, t.name).bind(2, fid);
+      if (file_kept && find.step()) {  // a new file's tensors cannot be stored yet: no lookup
         tensor_ids_[i] = find.int64(0);
         find.reset();
         ord.bind(1, static_cast<int64_t>(i)).bind(2, tensor_ids_[i]).run();

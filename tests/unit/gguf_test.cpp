@@ -74,6 +74,33 @@ TEST(Gguf, MatchesGgufPyOnTheMixedQuantFixture) {
   expect_matches(f, expected["header"], expected["metadata"], expected["tensors"]);
 }
 
+TEST(Gguf, SummaryArraysKeepEverythingButTheArrayValues) {
+  if (!std::filesystem::is_directory(kFixtures)) GTEST_SKIP() << "SKIPPED: reference fixtures not found at " << kFixtures;
+  const MappedFile file(kFixtures + "/gguf/tiny-mixed.gguf");
+  const GgufFile full = parse_gguf(file.data(), file.size(), file.path());
+  const GgufFile summary = parse_gguf(file.data(), file.size(), file.path(), GgufArrays::Summary);
+  ASSERT_EQ(full.kvs.size(), summary.kvs.size());
+  int arrays = 0;
+  for (size_t i = 0; i < full.kvs.size(); ++i) {
+    const GgufKv &a = full.kvs[i], &b = summary.kvs[i];
+    EXPECT_EQ(a.key, b.key);
+    EXPECT_EQ(a.offset, b.offset);
+    EXPECT_EQ(a.type, b.type);
+    if (a.type == GgufType::ARRAY) {
+      ++arrays;
+      EXPECT_EQ(a.count, b.count) << a.key;
+      EXPECT_EQ(a.element_type, b.element_type) << a.key;
+      EXPECT_TRUE(b.value.is_null()) << a.key;
+    } else {
+      EXPECT_EQ(a.value, b.value) << a.key;
+    }
+  }
+  EXPECT_GT(arrays, 0);
+  ASSERT_EQ(full.tensors.size(), summary.tensors.size());
+  EXPECT_EQ(full.data_section_offset, summary.data_section_offset);
+  for (size_t i = 0; i < full.tensors.size(); ++i) EXPECT_EQ(full.tensors[i].data_offset, summary.tensors[i].data_offset);
+}
+
 TEST(Gguf, MatchesGgufPyOnEachShardOfTheSplitSet) {
   if (!std::filesystem::is_directory(kFixtures)) GTEST_SKIP() << "SKIPPED: reference fixtures not found at " << kFixtures;
   const auto expected = load_json(kFixtures + "/gguf/split/tiny-split.expected.json");
@@ -129,15 +156,22 @@ void f32_info(Writer& w, const std::string& name, uint64_t ne0, uint64_t offset,
   w.str(name).put<uint32_t>(1).put<uint64_t>(ne0).put<uint32_t>(type).put<uint64_t>(offset);
 }
 
-std::string error_of(const std::vector<uint8_t>& f) {
+std::string error_in_mode(const std::vector<uint8_t>& f, GgufArrays arrays) {
   try {
-    parse_gguf(f.data(), f.size(), "t.gguf");
+    parse_gguf(f.data(), f.size(), "t.gguf", arrays);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput);
     return e.what();
   }
   ADD_FAILURE() << "expected an error";
   return "";
+}
+
+// The error, which must be the same whether arrays are built or only validated.
+std::string error_of(const std::vector<uint8_t>& f) {
+  const std::string built = error_in_mode(f, GgufArrays::Values);
+  EXPECT_EQ(built, error_in_mode(f, GgufArrays::Summary));
+  return built;
 }
 
 TEST(Gguf, AWellFormedSmallFileParses) {
@@ -172,6 +206,18 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
   Writer bad_bool;
   bad_bool.b = {'G', 'G', 'U', 'F'};
   bad_bool.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(7).put<uint8_t>(2);
+  Writer bad_bool_in_array;  // ARRAY of 3 BOOL: 1, 0, 2
+  bad_bool_in_array.b = {'G', 'G', 'U', 'F'};
+  bad_bool_in_array.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9).put<uint32_t>(7).put<uint64_t>(3);
+  bad_bool_in_array.put<uint8_t>(1).put<uint8_t>(0).put<uint8_t>(2);
+  Writer long_string_in_array;  // ARRAY of 2 STRING, the second one's length past the end
+  long_string_in_array.b = {'G', 'G', 'U', 'F'};
+  long_string_in_array.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(2);
+  long_string_in_array.str("ok").put<uint64_t>(1000).b.resize(long_string_in_array.b.size() + 40, 0);
+  Writer short_numbers;  // ARRAY of 100 UINT32 with 8 bytes of elements present
+  short_numbers.b = {'G', 'G', 'U', 'F'};
+  short_numbers.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(100);
+  short_numbers.put<uint64_t>(0);
   Writer dup_key;
   dup_key.b = {'G', 'G', 'U', 'F'};
   dup_key.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(2).str("k").put<uint32_t>(0).put<uint8_t>(1).str("k").put<uint32_t>(0).put<uint8_t>(1);
@@ -195,6 +241,9 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
       {huge_array.b, "ARRAY of 1099511627776 STRING cannot fit"},
       {bad_kv_type.b, "key 'k' has unknown value type 13"},
       {bad_bool.b, "BOOL value is 2, expected 0 or 1"},
+      {bad_bool_in_array.b, "BOOL value is 2, expected 0 or 1"},
+      {long_string_in_array.b, "string length 1000 runs past the end of the file"},
+      {short_numbers.b, "ARRAY of 100 UINT32 cannot fit"},
       {dup_key.b, "key 'k' appears twice"},
       {bad_alignment.b, "general.alignment 24 is not a power of two"},
       {deep.b, "arrays nested deeper than 8"},
