@@ -71,6 +71,15 @@ def cat_seconds(files, cold):
     return timed(["sh", "-c", "cat \"$@\" > /dev/null", "cat"] + files)[0]
 
 
+def dd_parallel_seconds(files, cold):
+    """Every file read at once by its own dd with 4 MiB blocks: the machine's raw read rate for a reader
+    that, like the indexer, reads the shards in parallel with large requests."""
+    if cold:
+        evict(files)
+    script = " ".join(f"dd if='{f}' of=/dev/null bs=4M status=none &" for f in files) + " wait"
+    return timed(["sh", "-c", script])[0]
+
+
 def index_run(tm, ckpt, db, threads, cold, files):
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(db + suffix):
@@ -137,18 +146,23 @@ def main():
     cat_seconds(files, cold=False)
     cat_warm = best(lambda: cat_seconds(files, cold=False), a.repeats)
     rows.append(("cat > /dev/null (warm)", total, cat_warm, None))
+    dd_warm = best(lambda: dd_parallel_seconds(files, cold=False), a.repeats)
+    rows.append((f"dd bs=4M, {len(files)} files in parallel (warm)", total, dd_warm, None))
+    raw_warm = min(cat_warm, dd_warm)
     idx = {}
     for threads in (1, 0):
         runs = [index_run(tm, ckpt, db, threads, False, files) for _ in range(a.repeats)]
         wall, doc = min(runs, key=lambda r: r[0])
         idx[("warm", threads)] = (wall, doc)
-        rows.append((f"tensormorph index, {doc['workers']} worker(s) (warm)", doc["bytes"], wall, cat_warm))
+        rows.append((f"tensormorph index, {doc['workers']} worker(s) (warm)", doc["bytes"], wall, raw_warm))
     # Cold: evicted from the page cache before each run.
     cat_cold = cat_seconds(files, cold=True)
     rows.append(("cat > /dev/null (cold)", total, cat_cold, None))
+    dd_cold = dd_parallel_seconds(files, cold=True)
+    rows.append((f"dd bs=4M, {len(files)} files in parallel (cold)", total, dd_cold, None))
     wall, doc = index_run(tm, ckpt, db, 0, True, files)
     idx[("cold", 0)] = (wall, doc)
-    rows.append((f"tensormorph index, {doc['workers']} worker(s) (cold)", doc["bytes"], wall, cat_cold))
+    rows.append((f"tensormorph index, {doc['workers']} worker(s) (cold)", doc["bytes"], wall, min(cat_cold, dd_cold)))
 
     # numpy through memmap, warm, on the first --numpy-bytes.
     peer_out = os.path.join(data, "peer-numpy-memmap.json")
@@ -190,7 +204,7 @@ def main():
     lines = [f"## Indexing (`make bench`, {now}, commit {commit}, {platform.node()}, {os.cpu_count()} vCPU)", "",
              f"Checkpoint: `tensormorph demo {' '.join(SIZES[a.size])}`: {len(files)} shards, {total / 1e9:.2f} GB bf16, "
              f"{idx[('warm', 0)][1]['tensors']} tensors.", "",
-             "| what | bytes | seconds | GB/s | vs raw read (same cache state) |", "| --- | ---: | ---: | ---: | ---: |"]
+             "| what | bytes | seconds | GB/s | vs the faster raw read (same cache state) |", "| --- | ---: | ---: | ---: | ---: |"]
     for what, nbytes, secs, ref in rows:
         ratio = f"{ref / secs * 100:.0f}%" if ref else ""
         lines.append(f"| {what} | {nbytes} | {secs:.3f} | {nbytes / secs / 1e9:.2f} | {ratio} |")
