@@ -180,6 +180,32 @@ class IndexedCheckpoint(unittest.TestCase):
         stored = self.tm("stats", self.ckpt, "--json").json()["tensors"]
         self.assertEqual([t["stats"] for t in served], [t["stats"] for t in stored])
 
+    def test_progress_bar_on_a_terminal_only(self):
+        import pty
+        master, slave = pty.openpty()
+        env = dict(os.environ, XDG_CONFIG_HOME=self.cache, XDG_CACHE_HOME=self.cache)
+        p = subprocess.run([TM_BIN, "index", self.ckpt], stdout=subprocess.PIPE, stderr=slave, env=env, timeout=60)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        bar = b"".join(chunks).decode(errors="replace")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("ETA", bar)
+        self.assertIn("100.0%", bar)
+        self.assertIn("12/12 tensors", bar)
+        self.assertIn("12 computed now", p.stdout.decode())
+        quiet = self.tm("index", self.ckpt)  # stderr is a pipe: no bar
+        self.assertEqual(quiet.code, 0)
+        self.assertEqual(quiet.err, "")
+
     def test_quantized_tensors_are_listed_not_computed(self):
         fixture = os.environ.get("TM_FIXTURES", "../shared/fixtures") + "/gguf/tiny-mixed.gguf"
         if not os.path.exists(fixture):
@@ -190,6 +216,83 @@ class IndexedCheckpoint(unittest.TestCase):
         self.assertEqual(doc["tensors"], 34)
         self.assertEqual(doc["computed"] + doc["unavailable"], 34)
         self.assertGreater(doc["unavailable"], 20)
+
+
+class ReferenceFiles(unittest.TestCase):
+    """Checkpoints written by other tools (candle's safetensors, ollama's GGUF), indexed, against numpy
+    reading the same bytes (numpy's own dtype decoding; its float64 reductions)."""
+
+    def setUp(self):
+        self.fixtures = os.environ.get("TM_FIXTURES", os.path.join(HERE, "..", "..", "..", "shared", "fixtures"))
+        if not os.path.isdir(self.fixtures):
+            self.skipTest(f"SKIPPED: reference fixtures not found at {self.fixtures}")
+        self.cache = tempfile.mkdtemp(prefix="tm-ref-cache-")
+
+    def tearDown(self):
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+    def check_against_numpy(self, path, arrays):
+        r = run(["stats", path, "--json"], cache_home=self.cache)
+        self.assertEqual(r.code, 0, r.err)
+        got = {t["name"]: t for t in r.json()["tensors"]}
+        for name, arr in arrays.items():
+            st = got[name]["stats"]
+            x = arr.astype(np.float64).ravel()
+            self.assertEqual(list(got[name]["shape"]), list(arr.shape), name)
+            self.assertEqual(st["count"], x.size, name)
+            self.assertEqual(st["min"], float(x.min()), name)
+            self.assertEqual(st["max"], float(x.max()), name)
+            self.assertAlmostEqual(st["mean"], float(x.mean()), delta=1e-12 * max(1.0, abs(float(x.mean()))), msg=name)
+            self.assertAlmostEqual(st["std"], float(x.std()), delta=1e-12 * max(1.0, float(x.std())), msg=name)
+            for q in st["quantiles"]["values"]:
+                self.assertEqual(q["value"], float(np.quantile(x, q["p"])), (name, q["p"]))
+            counts, _ = np.histogram(x, bins=256, range=(float(x.min()), float(x.max())))
+            moved = int(np.abs(np.array(st["histogram"]["counts"]) - counts).sum()) // 2
+            self.assertLessEqual(moved, 4, name)  # values exactly on an edge may land one bin over
+        again = run(["index", path, "--json"], cache_home=self.cache).json()
+        self.assertTrue(again["reused"])
+        self.assertEqual(again["computed"], 0)
+
+    def safetensors_arrays(self, path):
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(n))
+            base = 8 + n
+            header.pop("__metadata__", None)
+            out = {}
+            np_types = {"F32": np.float32, "I64": np.int64, "U8": np.uint8, "F16": np.float16}
+            for name, t in header.items():
+                b, e = t["data_offsets"]
+                out[name] = np.fromfile(path, dtype=np_types[t["dtype"]], count=(e - b) // np.dtype(np_types[t["dtype"]]).itemsize,
+                                        offset=base + b).reshape(t["shape"])
+            return out
+
+    def test_candles_safetensors(self):
+        for f in ("mel_filters.safetensors", "voices.safetensors", "jfk-codes.safetensors"):
+            path = os.path.join(self.fixtures, f)
+            self.check_against_numpy(path, self.safetensors_arrays(path))
+
+    def test_ollamas_gguf_exports_bit_for_bit(self):
+        path = os.path.join(self.fixtures, "llama-2-tiny-random.gguf")
+        listing = run(["ls", path, "--json"], cache_home=self.cache).json()["tensors"]
+        self.assertEqual(len(listing), 12)
+        arrays = {}
+        d = tempfile.mkdtemp(prefix="tm-ref-npy-")
+        try:
+            for t in listing:
+                out = os.path.join(d, "t.npy")
+                r = run(["export", path, t["name"], "-o", out], cache_home=self.cache)
+                self.assertEqual(r.code, 0, r.err)
+                arr = np.load(out)
+                width = {"F32": 4, "F16": 2}[t["stored_type"]]
+                raw = np.fromfile(path, dtype=np.float32 if width == 4 else np.float16, count=t["elements"], offset=t["offset"])
+                self.assertEqual(arr.tobytes(), raw.tobytes(), t["name"])  # the file's own bytes
+                self.assertEqual(list(arr.shape), t["shape"])
+                self.assertEqual(t["shape"], list(reversed(t["ne"])))
+                arrays[t["name"]] = arr
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        self.check_against_numpy(path, arrays)
 
 
 class Resume(unittest.TestCase):
