@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/thread_pool.h"
 #include "ops/kernel_call.h"
@@ -229,13 +230,14 @@ struct StatsStream::State {
 StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_elements, const StatsOptions& options) {
   check_options(options);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  state_ = new State{planner, dtype, total_elements, options, threads,
-                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}};
-  State& s = *state_;
-  if (s.narrow && s.wants_distribution()) {
-    s.pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
-    s.patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
+  // Owned locally until every placement succeeded: a refused one throws without leaking the state.
+  std::unique_ptr<State> s(new State{planner, dtype, total_elements, options, threads,
+                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}});
+  if (s->narrow && s->wants_distribution()) {
+    s->pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
+    s->patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
   }
+  state_ = s.release();
 }
 
 StatsStream::~StatsStream() { delete state_; }
