@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "dequant_kernel.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
@@ -34,7 +35,9 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
                                         DType::I16, DType::U8, DType::U16, DType::BOOL});
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
-enum KernelId : uint32_t { kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kKernelCount };
+enum KernelId : uint32_t {
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kKernelCount
+};
 
 // Workspace fields that depend on the machine are filled in by init().
 tm_kernel_cap_v1 kKernels[kKernelCount] = {
@@ -55,6 +58,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
      "quantiles.sampling",
      "exact quantiles of every s-th element, s chosen so the sample fits the memory budget; rank error "
      "typically ~1/sqrt(sample size), not guaranteed for data periodic in s"},
+    // The format mask (ggml type ids, op_contracts.h) is filled in by init().
+    {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_GGML, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -78,6 +83,7 @@ void set_message(tm_message* msg, const std::string& text) {
 tm_status init(tm_unavailable_reason* reason, tm_message*) {
   g_cpu_name = read_cpu_name() + " (" + std::to_string(default_thread_count()) + " threads)";
   kKernels[kQuantExact].workspace_fixed_bytes = radix_select_workspace_bytes(default_thread_count());
+  kKernels[kDequantGgml].dtype_mask = dequantize_format_mask();
   *reason = TM_AVAILABLE;
   return TM_OK;
 }
@@ -203,7 +209,9 @@ tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
 tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
   if (!call || call->kernel_index >= kKernelCount) return set_message(msg, "cpu: no such kernel"), TM_ERR_INVALID_ARGUMENT;
   const tm_kernel_cap_v1& k = kKernels[call->kernel_index];
-  if (call->op != k.op || !(k.dtype_mask & (1ull << static_cast<uint32_t>(call->dtype))))
+  const bool dtype_ok = k.op == TM_OP_DEQUANTIZE_GGML ? call->dtype == TM_DTYPE_F32
+                                                       : (k.dtype_mask & (1ull << static_cast<uint32_t>(call->dtype))) != 0;
+  if (call->op != k.op || !dtype_ok)
     return set_message(msg, "cpu: kernel " + std::to_string(call->kernel_index) + " does not take this op/dtype"), TM_ERR_UNSUPPORTED;
   if (call->element_count && !call->input) return set_message(msg, "cpu: null input"), TM_ERR_INVALID_ARGUMENT;
   try {
@@ -212,6 +220,12 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STATS_HISTOGRAM: return run_histogram(*call, msg);
       case TM_OP_STATS_BITPATTERN_HISTOGRAM: return run_bitpattern(*call, msg);
       case TM_OP_STATS_QUANTILES: return run_quantiles(*call, msg);
+      case TM_OP_DEQUANTIZE_GGML: {
+        std::string error;
+        const tm_status st = run_dequantize(*call, &error);
+        if (st != TM_OK) set_message(msg, error);
+        return st;
+      }
       default: return set_message(msg, "cpu: unknown op"), TM_ERR_UNSUPPORTED;
     }
   } catch (const std::bad_alloc&) {

@@ -96,6 +96,20 @@ typedef struct tm_quantile_value_v1 {
   uint64_t sample_size;        /* values the answer was computed from (n for exact kernels)         */
 } tm_quantile_value_v1;
 
+/* ---- TM_OP_DEQUANTIZE_GGML ------------------------------------------------------------------------
+ * Decodes ggml block formats (the quantized tensor types of GGUF) to float32.
+ * Params: tm_dequantize_ggml_params_v1. The call's dtype is TM_DTYPE_F32 (the output type); its
+ * element_count is a multiple of the format's block size and its input holds element_count / block
+ * size whole blocks. Output: float[element_count], row-major as ggml lays the blocks out.
+ * Exact: every value bit-identical to ggml's reference dequantize_row_* (same float32 operations in the
+ * same order). For this op a kernel's dtype_mask holds bit (1 << ggml type id) for each format it
+ * decodes (every ggml block type id is below 64).
+ */
+typedef struct tm_dequantize_ggml_params_v1 {
+  uint32_t ggml_type;    /* ggml type id: 2 = Q4_0, 8 = Q8_0, 12 = Q4_K, 39 = MXFP4, ...           */
+  uint32_t reserved;     /* 0                                                                      */
+} tm_dequantize_ggml_params_v1;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

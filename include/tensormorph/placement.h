@@ -28,6 +28,9 @@ struct OpRequest {
   // Approximation steps the caller consents to (--allow-approx). Empty: exact only.
   std::set<std::string> allowed_approx_steps;
   uint64_t memory_budget_bytes = 0;  // 0 = unlimited
+  // TM_OP_DEQUANTIZE_GGML only: the block format (ggml type id) and its name, for the report.
+  uint32_t ggml_type = 0;
+  std::string format_name;
 };
 
 // User constraints: the same planner honours them; nothing is decided outside it.

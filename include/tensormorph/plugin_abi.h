@@ -71,7 +71,8 @@ typedef enum tm_op {
   TM_OP_STATS_HISTOGRAM = 2,           /* counts over caller-given edges                           */
   TM_OP_STATS_BITPATTERN_HISTOGRAM = 3,/* counts of every bit pattern of an 8- or 16-bit dtype     */
   TM_OP_STATS_QUANTILES = 4,           /* quantiles of the finite values                           */
-  TM_OP_COUNT_ = 5
+  TM_OP_DEQUANTIZE_GGML = 5,           /* ggml block formats (GGUF) to float32                     */
+  TM_OP_COUNT_ = 6
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

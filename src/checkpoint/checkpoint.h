@@ -19,7 +19,8 @@ struct CheckpointTensor {
   std::string name;
   std::string stored_type;          // as the file names it: "BF16", "Q4_K", "F8_E8M0", ...
   std::optional<DType> dtype;       // set when the values can be read as a dense dtype
-  std::string unavailable_reason;   // why not, when dtype is empty
+  std::optional<uint32_t> ggml_type;// set for a ggml block format (GGUF quantized types): dequantized
+  std::string unavailable_reason;   // why neither can read it
   std::vector<uint64_t> shape;      // row-major
   std::vector<uint64_t> ne;         // GGUF only: ggml order
   uint64_t elements = 0;

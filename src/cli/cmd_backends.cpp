@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "formats/gguf.h"
 #include "cli/output.h"
 #include "cli/parity_matrix.h"
 #include "cli/runtime.h"
@@ -17,6 +18,18 @@ std::vector<std::string> dtype_list(uint64_t mask) {
   std::vector<std::string> out;
   for (DType t : kAllDTypes)
     if (mask & dtype_bit(t)) out.emplace_back(dtype_name(t));
+  return out;
+}
+
+// What a kernel takes: dtypes, or for dequantization the ggml block formats (op_contracts.h).
+std::vector<std::string> kernel_inputs(const KernelInfo& k) {
+  if (k.op != TM_OP_DEQUANTIZE_GGML) return dtype_list(k.dtype_mask);
+  std::vector<std::string> out;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (k.dtype_mask & (uint64_t{1} << id)) {
+      const GgmlType* g = ggml_type(id);
+      out.emplace_back(g ? g->name : "ggml:" + std::to_string(id));
+    }
   return out;
 }
 
@@ -57,7 +70,7 @@ nlohmann::json backends_json(const Runtime& rt) {
                          {"host_link_bytes_per_s", d.host_link_bytes_per_s}});
     for (const auto& k : b.kernels)
       kernels.push_back({{"op", op_name(k.op)},
-                         {"dtypes", dtype_list(k.dtype_mask)},
+                         {"dtypes", kernel_inputs(k)},
                          {"precision", precision_name(k.precision, k.tolerance)},
                          {"max_elements", k.max_elements},
                          {"required_features", split_list(feature_names(k.required_features))},
@@ -99,7 +112,7 @@ void print_backends(const Runtime& rt) {
                   format_bytes(static_cast<double>(d.max_buffer_binding_bytes)).c_str(), feature_names(d.features).c_str());
     for (const auto& k : b.kernels)
       std::printf("  kernel %-28s %-16s %s%s\n", op_name(k.op).c_str(), precision_name(k.precision, k.tolerance).c_str(),
-                  join(dtype_list(k.dtype_mask)).c_str(),
+                  join(kernel_inputs(k)).c_str(),
                   k.approx_step.empty() ? "" : ("  [approx step: " + k.approx_step + "]").c_str());
   }
   for (const auto& f : rt.registry.load_failures())

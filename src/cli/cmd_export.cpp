@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/runtime.h"
+#include "ops/dequantize.h"
+#include "tensormorph/planner.h"
 #include "cli/commands.h"
 #include "tensormorph/error.h"
 
@@ -59,32 +62,22 @@ std::string npy_preamble(const std::string& descr, const std::vector<uint64_t>& 
   return out + header;
 }
 
-void run_export(const ExportArgs& a) {
-  const Checkpoint c = open_checkpoint(a.path);
-  const CheckpointTensor* t = nullptr;
-  for (const auto& x : c.tensors)
-    if (x.name == a.tensor) t = &x;
-  if (!t) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + a.tensor + "'");
-  if (!t->dtype) throw Error(ErrorKind::Unavailable, a.tensor + " (" + t->stored_type + "): " + t->unavailable_reason);
-  bool widen = false;
-  const std::string descr = npy_descr(*t->dtype, &widen);
-  std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorKind::Io, a.out + ": cannot write");
-  const std::string preamble = npy_preamble(descr, t->shape);
-  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
-  const size_t width = dtype_size(*t->dtype);
-  const uint8_t* src = c.data(*t);
+// Writes t's values as `n`-element chunks of the npy payload: dense dtypes natively (bf16/f8 widened
+// exactly to float32, bool as 0/1).
+void write_dense(std::ofstream& out, const Checkpoint& c, const CheckpointTensor& t, bool widen) {
+  const size_t width = dtype_size(*t.dtype);
+  const uint8_t* src = c.data(t);
   constexpr uint64_t kChunk = 1 << 20;  // elements per write
   std::vector<uint8_t> buffer;
-  for (uint64_t first = 0; first < t->elements; first += kChunk) {
-    const uint64_t n = std::min(kChunk, t->elements - first);
+  for (uint64_t first = 0; first < t.elements; first += kChunk) {
+    const uint64_t n = std::min(kChunk, t.elements - first);
     if (widen) {
       buffer.resize(n * 4);
       for (uint64_t i = 0; i < n; ++i) {
-        const float f = static_cast<float>(element_to_double(*t->dtype, src + (first + i) * width));
+        const float f = static_cast<float>(element_to_double(*t.dtype, src + (first + i) * width));
         std::memcpy(&buffer[i * 4], &f, 4);
       }
-    } else if (*t->dtype == DType::BOOL) {  // numpy's bool is exactly 0 or 1
+    } else if (*t.dtype == DType::BOOL) {  // numpy's bool is exactly 0 or 1
       buffer.resize(n);
       for (uint64_t i = 0; i < n; ++i) buffer[i] = src[first + i] ? 1 : 0;
     } else {
@@ -92,14 +85,53 @@ void run_export(const ExportArgs& a) {
     }
     out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
   }
+}
+
+// A quantized tensor dequantized (placed by the planner) into float32, a few blocks at a time.
+void write_dequantized(std::ofstream& out, const Checkpoint& c, const CheckpointTensor& t) {
+  const auto rt = make_runtime(nullptr);
+  const Planner planner = rt->planner();
+  const QuantizedTensor q = quantized_tensor(*t.ggml_type, c.data(t), t.elements);
+  const Placement pl = place_dequantize(planner, q);
+  const uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 20) / q.block_elements) * q.block_elements;
+  std::vector<float> values;
+  for (uint64_t first = 0; first < t.elements; first += chunk) {
+    const uint64_t n = std::min(chunk, t.elements - first);
+    values.resize(n);
+    dequantize_range(pl, q, first, n, values.data(), rt->threads);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float)));
+  }
+}
+
+void run_export(const ExportArgs& a) {
+  const Checkpoint c = open_checkpoint(a.path);
+  const CheckpointTensor* t = nullptr;
+  for (const auto& x : c.tensors)
+    if (x.name == a.tensor) t = &x;
+  if (!t) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + a.tensor + "'");
+  if (!t->dtype && !t->ggml_type)
+    throw Error(ErrorKind::Unavailable, a.tensor + " (" + t->stored_type + "): " + t->unavailable_reason);
+  bool widen = !t->dtype;  // dequantized values are float32
+  const std::string descr = t->dtype ? npy_descr(*t->dtype, &widen) : "<f4";
+  std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(ErrorKind::Io, a.out + ": cannot write");
+  const std::string preamble = npy_preamble(descr, t->shape);
+  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
+  if (t->dtype) write_dense(out, c, *t, widen);
+  else write_dequantized(out, c, *t);
   out.close();
   if (!out) throw Error(ErrorKind::Io, a.out + ": write failed");
+  const std::string how = t->ggml_type ? " (" + t->stored_type + " dequantized to float32, bit-identical to ggml)"
+                          : widen      ? " (" + t->stored_type + " widened exactly to float32)"
+                                       : "";
   if (a.json)
     std::cout << nlohmann::json{{"tensor", a.tensor}, {"out", a.out}, {"descr", descr}, {"shape", t->shape},
-                                {"widened_to_float32", widen}}.dump(2) << "\n";
+                                {"widened_to_float32", widen && !t->ggml_type},
+                                {"dequantized_from", t->ggml_type ? nlohmann::json(t->stored_type) : nlohmann::json(nullptr)}}
+                     .dump(2)
+              << "\n";
   else
-    std::printf("wrote %s: %s %s%s\n", a.out.c_str(), a.tensor.c_str(), descr.c_str(),
-                widen ? (" (" + t->stored_type + " widened exactly to float32)").c_str() : "");
+    std::printf("wrote %s: %s %s%s\n", a.out.c_str(), a.tensor.c_str(), descr.c_str(), how.c_str());
 }
 
 }  // namespace

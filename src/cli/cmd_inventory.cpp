@@ -80,7 +80,7 @@ void run_ls(const InventoryArgs& a) {
     if (a.json) {
       nlohmann::json e = {{"name", t->name}, {"stored_type", t->stored_type}, {"shape", t->shape}, {"elements", t->elements},
                           {"bytes", t->bytes}, {"file", c.files[t->file_index]->path()}, {"offset", t->file_offset},
-                          {"readable", t->dtype.has_value()},
+                          {"readable", t->dtype.has_value() || t->ggml_type.has_value()},
                           {"stats_indexed", index->has_stats(static_cast<size_t>(t - c.tensors.data()))}};
       if (!t->ne.empty()) e["ne"] = t->ne;
       list.push_back(e);

@@ -10,6 +10,7 @@
 #include "core/format.h"
 #include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
+#include "ops/tensor_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
 
@@ -180,18 +181,20 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
     nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
                         {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
     if (!t.ne.empty()) e["ne"] = t.ne;
-    if (!t.dtype) {
+    if (const auto why = unreadable_reason(t, planner)) {
       e["stats"] = nullptr;
-      e["unavailable"] = t.unavailable_reason;
+      e["unavailable"] = *why;
       if (!a.json)
         std::printf("%-48s %-8s %-20s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
-                    t.unavailable_reason.c_str());
+                    why->c_str());
     } else {
       std::optional<StatsResult> stored;
       if (from_index) stored = index->load_stats(i);
       if (from_index && !stored) throw Error(ErrorKind::Internal, t.name + ": statistics missing from the index after indexing");
-      const StatsResult r = stored ? std::move(*stored) : compute_stats(c.data(t), *t.dtype, t.elements, planner, opt);
-      e["dtype"] = dtype_name(*t.dtype);
+      const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
+      // Quantized tensors are summarised as the float32 values they dequantize to.
+      e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
+      if (t.ggml_type) e["dequantized_from"] = t.stored_type;
       e["stats"] = stats_object(r);
       e["placement"] = placements_json(r.placement);
       e["source"] = from_index ? "index" : "computed";

@@ -154,6 +154,7 @@ std::string op_name(tm_op op) {
     case TM_OP_STATS_HISTOGRAM: return "stats.histogram";
     case TM_OP_STATS_BITPATTERN_HISTOGRAM: return "stats.bitpattern_histogram";
     case TM_OP_STATS_QUANTILES: return "stats.quantiles";
+    case TM_OP_DEQUANTIZE_GGML: return "dequantize.ggml";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

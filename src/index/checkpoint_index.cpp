@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "1";
+constexpr const char* kSchemaVersion = "2";
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tensors(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
-  stored_type TEXT NOT NULL, dtype TEXT, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
+  stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
   elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
@@ -220,8 +220,8 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     while (q.step()) c.metadata.emplace(q.text(0), q.text(1));
   }
   SqliteStmt q(*db_,
-               "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset "
-               "FROM tensors ORDER BY ordinal");
+               "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
+               "ggml_type FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -236,6 +236,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     t.elements = static_cast<uint64_t>(q.int64(8));
     t.bytes = static_cast<uint64_t>(q.int64(9));
     t.file_offset = static_cast<uint64_t>(q.int64(10));
+    if (!q.is_null(11)) t.ggml_type = static_cast<uint32_t>(q.int64(11));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -310,7 +311,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
     SqliteStmt ord(*db_, "UPDATE tensors SET ordinal = ? WHERE id = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
@@ -328,7 +329,10 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       else ins.bind_null(5);
       ins.bind(6, t.unavailable_reason).bind(7, join_dims(t.shape)).bind(8, join_dims(t.ne));
       ins.bind(9, static_cast<int64_t>(t.elements)).bind(10, static_cast<int64_t>(t.bytes));
-      ins.bind(11, static_cast<int64_t>(t.file_offset)).run();
+      ins.bind(11, static_cast<int64_t>(t.file_offset));
+      if (t.ggml_type) ins.bind(12, static_cast<int64_t>(*t.ggml_type));
+      else ins.bind_null(12);
+      ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }
   }

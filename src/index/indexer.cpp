@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
+#include "ops/tensor_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -108,6 +109,15 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
                          const StatsOptions& options, std::vector<uint8_t>& buffer, uint64_t ahead,
                          std::atomic<uint64_t>& bytes_done) {
   const MappedFile& file = *c.files[t.file_index];
+  if (!t.dtype) {
+    // A quantized tensor: its blocks are read through the mapping and dequantized into memory (or a
+    // scratch file beyond the worker's budget), then summarised as float32.
+    file.read_ahead(t.file_offset, t.bytes);
+    StatsResult r = compute_tensor_stats(c, t, planner, options);
+    release(c.data(t), t.bytes);
+    bytes_done += t.bytes;
+    return r;
+  }
   const DType dtype = *t.dtype;
   const size_t width = dtype_size(dtype);
   StatsStream stream(planner, dtype, t.elements, options);
@@ -145,7 +155,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   IndexingProgress progress;
   for (size_t i : wanted) {
     const CheckpointTensor& t = c.tensors[i];
-    if (!t.dtype) ++report.unavailable;
+    if (unreadable_reason(t, planner)) ++report.unavailable;
     else if (index.has_stats(i)) ++report.already_indexed;
     else {
       queues[t.file_index].push_back(i);  // wanted is in checkpoint order: each queue ascends in offset

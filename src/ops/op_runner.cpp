@@ -17,6 +17,7 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   const tm_histogram_params_v1 hist{256, edges.data()};
   const double probabilities[] = {0.5};
   const tm_quantiles_params_v1 quant{1, probabilities, 0};
+  const tm_dequantize_ggml_params_v1 q8_0{8, 0};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -31,6 +32,12 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
     case TM_OP_STATS_QUANTILES:
       args.params = &quant, args.params_size = sizeof quant;
       output.resize(sizeof(tm_quantile_value_v1));
+      break;
+    case TM_OP_DEQUANTIZE_GGML:  // data read as Q8_0 blocks (34 bytes per 32 values)
+      args.params = &q8_0, args.params_size = sizeof q8_0;
+      args.dtype = DType::F32;
+      args.elements = elements / 32 * 32;
+      output.resize(args.elements * sizeof(float));
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");

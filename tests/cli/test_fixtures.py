@@ -72,7 +72,7 @@ class ReferenceStatistics(unittest.TestCase):
                 self.check(stats, expected[name]["stats"], name)
 
     def test_checkpoint_stats_of_the_gguf_file(self):
-        """`tensormorph stats FILE.gguf`: dense tensors match expected.json, quantized ones say why not."""
+        """`tensormorph stats FILE.gguf`: every tensor, dense or dequantized, matches expected.json."""
         r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "--bins", "64", "--json"])
         self.assertEqual(r.code, 0, r.err)
         got = {t["name"]: t for t in r.json()["tensors"]}
@@ -80,11 +80,11 @@ class ReferenceStatistics(unittest.TestCase):
             entry = got[t["name"]]
             self.assertEqual(entry["ne"], t["ne"])
             self.assertEqual(entry["shape"], t["numpy_shape"])
-            if t["ggml_type"] in NATIVE:
-                self.check(entry["stats"], t["stats"], t["name"])
-            else:
-                self.assertIsNone(entry["stats"])
-                self.assertIn("quantized type " + t["ggml_type"], entry["unavailable"])
+            self.assertIsNotNone(entry["stats"], (t["name"], entry.get("unavailable")))
+            self.check(entry["stats"], t["stats"], t["name"])
+            if t["ggml_type"] not in NATIVE:
+                self.assertEqual(entry["dequantized_from"], t["ggml_type"])
+                self.assertEqual(entry["placement"][0]["op"], "dequantize.ggml")
 
     def test_split_set_opened_from_any_shard(self):
         """The 2-file split set as one checkpoint, from either shard; dense tensors match expected.json."""
@@ -95,26 +95,31 @@ class ReferenceStatistics(unittest.TestCase):
             got = {t["name"]: t for t in r.json()["tensors"]}
             self.assertEqual(set(got), set(expected))
             for name, t in expected.items():
-                if t["ggml_type"] in NATIVE:
-                    self.check(got[name]["stats"], t["stats"], name)
+                self.check(got[name]["stats"], t["stats"], name)
 
     def test_export_equals_the_reference_values_bit_for_bit(self):
-        """F32/F16/BF16 tensors exported to .npy equal gguf-py's reference float32 values bit for bit."""
+        """Every tensor (25 types: F32/F16/BF16 and every quantized format, dequantized) exported to .npy
+        equals gguf-py's reference float32 values bit for bit, in tiny-mixed and in the split set."""
         import numpy as np  # Debian's python3-numpy (scripts/install-deps)
         out_dir = tempfile.mkdtemp(prefix="tm-export-")
-        ref_index = load(os.path.join(GGUF, "tiny-mixed.ref.json"))
-        for t in expected_tensors(load(os.path.join(GGUF, "tiny-mixed.expected.json"))):
-            if t["ggml_type"] not in NATIVE:
-                continue
-            out = os.path.join(out_dir, "t.npy")
-            r = run(["export", os.path.join(GGUF, "tiny-mixed.gguf"), t["name"], "-o", out])
-            self.assertEqual(r.code, 0, r.err)
-            got = np.load(out).astype(np.float32)  # f16 stays f16 in the file; widening is exact
-            ref = ref_index[t["name"]]
-            want = np.fromfile(os.path.join(GGUF, "tiny-mixed.ref.f32"), dtype="<f4", count=ref["count"],
-                               offset=ref["offset"]).reshape(ref["shape"])
-            self.assertEqual(got.shape, want.shape, t["name"])
-            self.assertTrue(np.array_equal(got.view(np.uint32), want.view(np.uint32)), t["name"])
+        for prefix, checkpoint in ((os.path.join(GGUF, "tiny-mixed"), os.path.join(GGUF, "tiny-mixed.gguf")),
+                                   (os.path.join(GGUF, "split", "tiny-split"),
+                                    os.path.join(GGUF, "split", "tiny-split-00001-of-00002.gguf"))):
+            ref_index = load(prefix + ".ref.json")
+            types = set()
+            for t in expected_tensors(load(prefix + ".expected.json")):
+                out = os.path.join(out_dir, "t.npy")
+                r = run(["export", checkpoint, t["name"], "-o", out])
+                self.assertEqual(r.code, 0, r.err)
+                got = np.load(out).astype(np.float32)  # f16 stays f16 in the file; widening is exact
+                ref = ref_index[t["name"]]
+                want = np.fromfile(prefix + ".ref.f32", dtype="<f4", count=ref["count"],
+                                   offset=ref["offset"]).reshape(ref["shape"])
+                self.assertEqual(got.shape, want.shape, t["name"])
+                differ = int((got.view(np.uint32) != want.view(np.uint32)).sum())
+                self.assertEqual(differ, 0, f"{t['name']} ({t['ggml_type']}): {differ} values differ")
+                types.add(t["ggml_type"])
+            self.assertGreater(len(types), 2)
 
     def test_native_tensors_read_in_place_from_the_gguf_file(self):
         """F32/F16/BF16 tensors straight from the GGUF data section, at the offsets gguf-py reports."""

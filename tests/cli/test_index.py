@@ -206,7 +206,7 @@ class IndexedCheckpoint(unittest.TestCase):
         self.assertEqual(quiet.code, 0)
         self.assertEqual(quiet.err, "")
 
-    def test_quantized_tensors_are_listed_not_computed(self):
+    def test_quantized_tensors_are_dequantized_and_indexed(self):
         fixture = os.environ.get("TM_FIXTURES", "../shared/fixtures") + "/gguf/tiny-mixed.gguf"
         if not os.path.exists(fixture):
             self.skipTest(f"SKIPPED: reference fixture {fixture} is absent")
@@ -214,8 +214,11 @@ class IndexedCheckpoint(unittest.TestCase):
         self.assertEqual(r.code, 0, r.err)
         doc = r.json()
         self.assertEqual(doc["tensors"], 34)
-        self.assertEqual(doc["computed"] + doc["unavailable"], 34)
-        self.assertGreater(doc["unavailable"], 20)
+        self.assertEqual((doc["computed"], doc["unavailable"]), (34, 0))
+        served = run(["stats", fixture, "--json"], cache_home=self.cache).json()["tensors"]
+        fresh = run(["stats", fixture, "--json", "--prefer", "cpu"], cache_home=self.cache).json()["tensors"]
+        self.assertEqual([t["stats"] for t in served], [t["stats"] for t in fresh])
+        self.assertEqual(sum(1 for t in served if t.get("dequantized_from")), 22)
 
 
 class ReferenceFiles(unittest.TestCase):

@@ -1,0 +1,207 @@
+// ggml's "IQ" formats: lattice codebooks (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and
+// non-linear levels (IQ4_NL, IQ4_XS).
+//
+// Lattice formats store, per group of 8 (or 4) elements, an index into a grid of magnitudes
+// (ggml_iq_grids.cpp) and sign bits; each 32-element sub-block has a small scale multiplying the
+// super-block's fp16 d. Outputs are formed exactly as ggml forms them: (scale * grid value) * (+1 or -1)
+// with the sign applied as a multiplication (as ggml does, so even a NaN scale behaves alike), or
+// scale * (grid value + delta) for IQ1. Layout comments give byte offsets within the block.
+#include <cstdint>
+
+#include "ggml_dequant.h"
+
+namespace tmorph::cpu::ggml_detail {
+namespace {
+
+constexpr int kQkK = 256;       // elements per super-block
+constexpr int kQk4Nl = 32;      // elements per IQ4_NL block
+constexpr float kIq1Delta = 0.125f;  // IQ1S_DELTA / IQ1M_DELTA
+
+// +1 or -1 for sign bit `bit` of `signs` (set = negative).
+inline float sign_factor(unsigned signs, int bit) {
+  constexpr float kFactor[2] = {1.0f, -1.0f};
+  return kFactor[(signs >> bit) & 1u];
+}
+
+// Writes the 8 elements of one grid point: (db * grid[j]) * sign_j, signs bit j set = negative.
+template <class Row>
+inline void signed_point8(float db, const Row& grid, unsigned signs, float* y) {
+  for (int j = 0; j < 8; ++j) y[j] = db * static_cast<float>(grid[j]) * sign_factor(signs, j);
+}
+
+// Writes two 4-element grid points as 8 elements; signs bits 0-3 go with the first, 4-7 with the second.
+template <class Row>
+inline void signed_points4(float db, const Row& first, const Row& second, unsigned signs, float* y) {
+  for (int j = 0; j < 4; ++j) {
+    y[j] = db * static_cast<float>(first[j]) * sign_factor(signs, j);
+    y[j + 4] = db * static_cast<float>(second[j]) * sign_factor(signs, j + 4);
+  }
+}
+
+// The IQ2 sub-block scale: d * (0.5 + s) * 0.25, evaluated left to right as ggml does.
+inline float iq2_scale(float d, unsigned s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
+
+// IQ1 point: dl * (grid[j] + delta).
+inline void iq1_point(float dl, float delta, const std::array<int8_t, 8>& grid, float* y) {
+  for (int j = 0; j < 8; ++j) y[j] = dl * (static_cast<float>(grid[j]) + delta);
+}
+
+}  // namespace
+
+// IQ2_XXS (66 bytes): fp16 d @0, then 8 sub-blocks of 8 bytes @2: 4 grid indices (bytes), then a
+// 32-bit word with four 7-bit sign codes (bits 7l..7l+6) and the 4-bit scale (bits 28-31).
+void decode_iq2_xxs(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<66, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* sub = b + 2 + 8 * ib;
+      const uint32_t word = load_u32(sub + 4);
+      const float db = iq2_scale(d, word >> 28);
+      for (int l = 0; l < 4; ++l)
+        signed_point8(db, kIq2xxsGrid[sub[l]], kIq2Signs[(word >> (7 * l)) & 127], y + 32 * ib + 8 * l);
+    }
+  });
+}
+
+// IQ2_XS (74 bytes): fp16 d @0, 32 uint16 @2 (9-bit grid index, 7-bit sign code), scales[8] @66 (two
+// 4-bit scales per sub-block: low nibble for points 0-1, high for points 2-3).
+void decode_iq2_xs(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<74, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float db[2] = {iq2_scale(d, b[66 + ib] & 0x0Fu), iq2_scale(d, b[66 + ib] >> 4)};
+      for (int l = 0; l < 4; ++l) {
+        const uint16_t q = load_u16(b + 2 + 2 * (4 * ib + l));
+        signed_point8(db[l / 2], kIq2xsGrid[q & 511], kIq2Signs[q >> 9], y + 32 * ib + 8 * l);
+      }
+    }
+  });
+}
+
+// IQ2_S (82 bytes): fp16 d @0, grid index low bytes[32] @2, explicit sign bytes[32] @34, qh[8] @66 (2
+// high index bits per point), scales[8] @74 (as IQ2_XS).
+void decode_iq2_s(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<82, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float db[2] = {iq2_scale(d, b[74 + ib] & 0x0Fu), iq2_scale(d, b[74 + ib] >> 4)};
+      const unsigned qh = b[66 + ib];
+      for (int l = 0; l < 4; ++l) {
+        const unsigned index = b[2 + 4 * ib + l] | ((qh << (8 - 2 * l)) & 0x300u);
+        signed_point8(db[l / 2], kIq2sGrid[index], b[34 + 4 * ib + l], y + 32 * ib + 8 * l);
+      }
+    }
+  });
+}
+
+// IQ3_XXS (98 bytes): fp16 d @0, grid indices[64] @2 (two 4-element points per group of 8), then 8
+// 32-bit words @66 (four 7-bit sign codes and a 4-bit scale, as IQ2_XXS). db = d * (0.5 + s) * 0.5.
+void decode_iq3_xxs(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<98, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint32_t word = load_u32(b + 66 + 4 * ib);
+      const float db = d * (0.5f + static_cast<float>(word >> 28)) * 0.5f;
+      const uint8_t* qs = b + 2 + 8 * ib;
+      for (int l = 0; l < 4; ++l)
+        signed_points4(db, kIq3xxsGrid[qs[2 * l]], kIq3xxsGrid[qs[2 * l + 1]], kIq2Signs[(word >> (7 * l)) & 127],
+                       y + 32 * ib + 8 * l);
+    }
+  });
+}
+
+// IQ3_S (110 bytes): fp16 d @0, grid index low bytes[64] @2, qh[8] @66 (9th index bit, one byte per
+// sub-block, bit k for point k), sign bytes[32] @74, scales[4] @106 (4 bits per sub-block).
+// db = d * (1 + 2 * s).
+void decode_iq3_s(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<110, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const unsigned s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 0x0Fu;
+      const float db = d * static_cast<float>(1 + 2 * s);
+      const unsigned qh = b[66 + ib];
+      const uint8_t* qs = b + 2 + 8 * ib;
+      for (int l = 0; l < 4; ++l) {
+        const unsigned first = qs[2 * l] | ((qh << (8 - 2 * l)) & 256u);
+        const unsigned second = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
+        signed_points4(db, kIq3sGrid[first], kIq3sGrid[second], b[74 + 4 * ib + l], y + 32 * ib + 8 * l);
+      }
+    }
+  });
+}
+
+// IQ1_S (50 bytes): fp16 d @0, grid index low bytes[32] @2, 8 uint16 @34: per sub-block, 3 high index
+// bits per point (bits 3l..3l+2), a 3-bit scale (bits 12-14) and the delta sign (bit 15).
+// x = (d * (2s + 1)) * (grid + delta), delta = +-0.125.
+void decode_iq1_s(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<50, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    for (int ib = 0; ib < 8; ++ib) {
+      const unsigned qh = load_u16(b + 34 + 2 * ib);
+      const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
+      const float delta = (qh & 0x8000u) ? -kIq1Delta : kIq1Delta;
+      for (int l = 0; l < 4; ++l) {
+        const unsigned index = b[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7u) << 8);
+        iq1_point(dl, delta, kIq1sGrid[index], y + 32 * ib + 8 * l);
+      }
+    }
+  });
+}
+
+// IQ1_M (56 bytes): grid index low bytes[32] @0, qh[16] @32 (per point pair: 3 high index bits and a
+// delta sign bit per nibble), scales[8] @48 as 4 uint16: twelve 3-bit scales (two per sub-block: points
+// 0-1 and 2-3) in bits 0-11, and the fp16 d spread over their top nibbles (word k holds bits 4k..4k+3).
+void decode_iq1_m(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<56, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    unsigned sc[4];
+    for (int k = 0; k < 4; ++k) sc[k] = load_u16(b + 48 + 2 * k);
+    const auto d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
+                                              (sc[3] & 0xf000u));
+    const float d = fp16_to_f32(d_bits);
+    for (int ib = 0; ib < 8; ++ib) {
+      const unsigned word = sc[ib / 2], shift = 6 * (ib % 2);
+      const float dl[2] = {d * static_cast<float>(2 * ((word >> shift) & 7) + 1),
+                           d * static_cast<float>(2 * ((word >> (shift + 3)) & 7) + 1)};
+      for (int l = 0; l < 4; ++l) {
+        const unsigned nibble = (b[32 + 2 * ib + l / 2] >> (4 * (l % 2))) & 0x0Fu;
+        const unsigned index = b[4 * ib + l] | ((nibble & 7u) << 8);
+        const float delta = (nibble & 8u) ? -kIq1Delta : kIq1Delta;
+        iq1_point(dl[l / 2], delta, kIq1sGrid[index], y + 32 * ib + 8 * l);
+      }
+    }
+  });
+}
+
+// IQ4_NL (18 bytes): fp16 d @0, 16 bytes of 4-bit level codes (element j low nibble, j + 16 high).
+// x = d * level.
+void decode_iq4_nl(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<18, kQk4Nl>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    const uint8_t* qs = b + 2;
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
+      y[j + 16] = d * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+    }
+  });
+}
+
+// IQ4_XS (136 bytes): fp16 d @0, uint16 scales_h @2 (2 high bits per sub-block), scales_l[4] @4 (4 low
+// bits per sub-block), qs[128] @8 (16 bytes per sub-block, as IQ4_NL). x = (d * (s - 32)) * level.
+void decode_iq4_xs(const uint8_t* src, uint64_t blocks, float* dst) {
+  for_each_block<136, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
+    const float d = load_fp16(b);
+    const unsigned scales_h = load_u16(b + 2);
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = static_cast<int>(((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0Fu) | (((scales_h >> (2 * ib)) & 3u) << 4));
+      const float dl = d * static_cast<float>(ls - 32);
+      const uint8_t* qs = b + 8 + 16 * ib;
+      float* out = y + 32 * ib;
+      for (int j = 0; j < 16; ++j) {
+        out[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
+        out[j + 16] = dl * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+      }
+    }
+  });
+}
+
+}  // namespace tmorph::cpu::ggml_detail

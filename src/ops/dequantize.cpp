@@ -1,0 +1,66 @@
+#include "ops/dequantize.h"
+
+#include "core/scratch_buffer.h"
+#include "core/thread_pool.h"
+#include "formats/gguf.h"
+#include "ops/kernel_call.h"
+#include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+namespace {
+
+// Blocks per kernel call: bounds what one call touches (16 Mi values of Q*_K) whatever the tensor size.
+constexpr uint64_t kBlocksPerCall = 65536;
+
+}  // namespace
+
+QuantizedTensor quantized_tensor(uint32_t ggml_type_id, const uint8_t* data, uint64_t elements) {
+  const GgmlType* g = ggml_type(ggml_type_id);
+  if (!g || g->dense) throw Error(ErrorKind::BadInput, "ggml type " + std::to_string(ggml_type_id) + " is not a block format");
+  if (elements % g->block_size)
+    throw Error(ErrorKind::BadInput, std::string(g->name) + ": " + std::to_string(elements) +
+                                         " elements are not a whole number of " + std::to_string(g->block_size) + "-element blocks");
+  return {g->id, g->name, g->block_size, g->type_size, data, elements};
+}
+
+Placement place_dequantize(const Planner& planner, const QuantizedTensor& t) {
+  OpRequest r;
+  r.op = TM_OP_DEQUANTIZE_GGML;
+  r.dtype = DType::F32;
+  r.elements = t.elements;
+  r.bytes = t.elements / t.block_elements * t.block_bytes;
+  r.ggml_type = t.ggml_type;
+  r.format_name = t.format;
+  return planner.place(r);
+}
+
+void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint64_t first, uint64_t count, float* dst,
+                      unsigned threads) {
+  if (first % t.block_elements || (count % t.block_elements && first + count != t.elements) || first + count > t.elements)
+    throw Error(ErrorKind::Internal, "dequantize: range is not whole blocks of " + t.format);
+  const tm_dequantize_ggml_params_v1 params{t.ggml_type, 0};
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = std::min(count - done, kBlocksPerCall * t.block_elements);
+    const uint8_t* src = t.data + (first + done) / t.block_elements * t.block_bytes;
+    run_placed_kernel(placement, TM_OP_DEQUANTIZE_GGML,
+                      {DType::F32, src, n, &params, sizeof params, dst + done, n * sizeof(float), threads});
+    done += n;
+  }
+}
+
+StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
+  const Placement dq = place_dequantize(planner, t);
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  const uint64_t bytes = t.elements * sizeof(float);
+  ScratchBuffer values(bytes, options.memory_budget_bytes ? options.memory_budget_bytes : bytes);
+  auto* f = reinterpret_cast<float*>(values.data());
+  dequantize_range(dq, t, 0, t.elements, f, threads);
+  StatsResult r = compute_stats(f, DType::F32, t.elements, planner, options);
+  r.placement.insert(r.placement.begin(), dq);
+  return r;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,42 @@
+// Quantized tensors (ggml block formats): dequantization placed by the planner like any op, and exact
+// statistics of the dequantized values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tensormorph/placement.h"
+#include "tensormorph/stats.h"
+
+namespace tmorph {
+
+class Planner;
+
+// A tensor stored in a ggml block format: `elements` values in elements / block_elements blocks.
+struct QuantizedTensor {
+  uint32_t ggml_type = 0;      // ggml type id (2 = Q4_0, ...)
+  std::string format;          // its name, for reports
+  uint32_t block_elements = 0;
+  uint32_t block_bytes = 0;
+  const uint8_t* data = nullptr;
+  uint64_t elements = 0;
+};
+
+// The tensor's geometry from the ggml type table. Throws BadInput when the id is unknown or the
+// element count is not a whole number of blocks.
+QuantizedTensor quantized_tensor(uint32_t ggml_type, const uint8_t* data, uint64_t elements);
+
+// Where dequantization of t runs. Throws Unavailable (naming the format) when no backend decodes it.
+Placement place_dequantize(const Planner& planner, const QuantizedTensor& t);
+
+// Dequantizes elements [first, first + count) of t into dst (float32); first and count are whole
+// blocks (count may end at the tensor's end).
+void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint64_t first, uint64_t count, float* dst,
+                      unsigned threads);
+
+// Exact statistics of t's dequantized values (float32): the values are dequantized into memory when
+// they fit in options.memory_budget_bytes (0: no limit), else into an unlinked scratch file. The
+// placement list starts with the dequantization.
+StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options);
+
+}  // namespace tmorph

@@ -1,0 +1,27 @@
+#include "ops/tensor_stats.h"
+
+#include "ops/dequantize.h"
+#include "tensormorph/error.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+std::optional<std::string> unreadable_reason(const CheckpointTensor& t, const Planner& planner) {
+  if (t.dtype) return std::nullopt;
+  if (!t.ggml_type) return t.unavailable_reason.empty() ? "no kernel reads " + t.stored_type : t.unavailable_reason;
+  try {
+    place_dequantize(planner, quantized_tensor(*t.ggml_type, nullptr, t.elements));
+    return std::nullopt;
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+}
+
+StatsResult compute_tensor_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
+                                 const StatsOptions& options) {
+  if (t.dtype) return compute_stats(c.data(t), *t.dtype, t.elements, planner, options);
+  if (!t.ggml_type) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
+  return compute_quantized_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);
+}
+
+}  // namespace tmorph
