@@ -33,6 +33,7 @@ test-asan: deps
 bench: build
 	@/usr/bin/python3 bench/run_bench.py --build build
 	@/usr/bin/python3 bench/index_bench.py --build build
+	@/usr/bin/python3 bench/run_dequant_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py
