@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "dequant_kernel.h"
+#include "diff_kernel.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
@@ -36,7 +37,7 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
 enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kKernelCount
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -60,6 +61,7 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
      "typically ~1/sqrt(sample size), not guaranteed for data periodic in s"},
     // The format mask (ggml type ids, op_contracts.h) is filled in by init().
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_GGML, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_DIFF_MOMENTS, bits({DType::F32}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -220,9 +222,10 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STATS_HISTOGRAM: return run_histogram(*call, msg);
       case TM_OP_STATS_BITPATTERN_HISTOGRAM: return run_bitpattern(*call, msg);
       case TM_OP_STATS_QUANTILES: return run_quantiles(*call, msg);
-      case TM_OP_DEQUANTIZE_GGML: {
+      case TM_OP_DEQUANTIZE_GGML:
+      case TM_OP_DIFF_MOMENTS: {
         std::string error;
-        const tm_status st = run_dequantize(*call, &error);
+        const tm_status st = k.op == TM_OP_DIFF_MOMENTS ? run_diff_moments(*call, &error) : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;
       }

@@ -110,6 +110,28 @@ typedef struct tm_dequantize_ggml_params_v1 {
   uint32_t reserved;     /* 0                                                                      */
 } tm_dequantize_ggml_params_v1;
 
+/* ---- TM_OP_DIFF_MOMENTS -----------------------------------------------------------------------------
+ * How far a test array b is from a reference array a (e.g. a quantized tensor from its f16 source).
+ * dtype TM_DTYPE_F32; input = a (element_count floats); params: tm_diff_params_v1 with b (as many).
+ * Output: tm_diff_partial_v1[ceil(element_count / TM_STATS_BLOCK_ELEMENTS)], one per canonical block of
+ * 65,536 elements, each summed in float64 in element order; pairs where a or b is not finite are only
+ * counted. The caller merges the blocks in order, so the result does not depend on threads. Exact in
+ * the sense of the contract: every backend returns the same float64 sums.
+ */
+typedef struct tm_diff_params_v1 {
+  const float* b;
+} tm_diff_params_v1;
+
+typedef struct tm_diff_partial_v1 {
+  uint64_t count;          /* pairs in the block                                                     */
+  uint64_t nonfinite;      /* pairs where a or b is NaN or infinite                                  */
+  double sum_sq_diff;      /* sum of (b - a)^2 over finite pairs                                     */
+  double max_abs_diff;     /* max |b - a| over finite pairs (0 when none)                            */
+  double sum_sq_a;         /* sum of a^2                                                             */
+  double sum_sq_b;         /* sum of b^2                                                             */
+  double sum_ab;           /* sum of a * b                                                           */
+} tm_diff_partial_v1;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

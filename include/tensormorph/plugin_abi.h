@@ -72,7 +72,8 @@ typedef enum tm_op {
   TM_OP_STATS_BITPATTERN_HISTOGRAM = 3,/* counts of every bit pattern of an 8- or 16-bit dtype     */
   TM_OP_STATS_QUANTILES = 4,           /* quantiles of the finite values                           */
   TM_OP_DEQUANTIZE_GGML = 5,           /* ggml block formats (GGUF) to float32                     */
-  TM_OP_COUNT_ = 6
+  TM_OP_DIFF_MOMENTS = 6,              /* sums that measure how far one float32 array is from another */
+  TM_OP_COUNT_ = 7
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -155,6 +155,7 @@ std::string op_name(tm_op op) {
     case TM_OP_STATS_BITPATTERN_HISTOGRAM: return "stats.bitpattern_histogram";
     case TM_OP_STATS_QUANTILES: return "stats.quantiles";
     case TM_OP_DEQUANTIZE_GGML: return "dequantize.ggml";
+    case TM_OP_DIFF_MOMENTS: return "compare.diff_moments";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

@@ -18,6 +18,7 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   const double probabilities[] = {0.5};
   const tm_quantiles_params_v1 quant{1, probabilities, 0};
   const tm_dequantize_ggml_params_v1 q8_0{8, 0};
+  tm_diff_params_v1 diff{nullptr};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -38,6 +39,11 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.dtype = DType::F32;
       args.elements = elements / 32 * 32;
       output.resize(args.elements * sizeof(float));
+      break;
+    case TM_OP_DIFF_MOMENTS:  // the data against itself
+      diff.b = static_cast<const float*>(data);
+      args.params = &diff, args.params_size = sizeof diff;
+      output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_diff_partial_v1));
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");
