@@ -30,31 +30,40 @@ struct InventoryArgs {
 void run_info(const InventoryArgs& a) {
   const auto index = open_index(a.path, a.index_path);
   const Checkpoint& c = index->checkpoint();
-  std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // stored type -> (tensors, parameters)
+  struct TypeTotals {
+    uint64_t tensors = 0, parameters = 0, bytes = 0;
+  };
+  std::map<std::string, TypeTotals> by_type;  // by stored type
   uint64_t parameters = 0, bytes = 0;
   for (const auto& t : c.tensors) {
     auto& e = by_type[t.stored_type];
-    ++e.first, e.second += t.elements;
+    ++e.tensors, e.parameters += t.elements, e.bytes += t.bytes;
     parameters += t.elements, bytes += t.bytes;
   }
+  // Effective bits per weight: stored bits (block scales and mins included) over parameters.
+  auto bits_per_weight = [](uint64_t b, uint64_t p) { return p ? 8.0 * static_cast<double>(b) / static_cast<double>(p) : 0.0; };
   nlohmann::json files = nlohmann::json::array(), types = nlohmann::json::object();
   for (const auto& f : c.files) files.push_back({{"path", f->path()}, {"size", f->size()}});
-  for (const auto& [type, e] : by_type) types[type] = {{"tensors", e.first}, {"parameters", e.second}};
+  for (const auto& [type, e] : by_type)
+    types[type] = {{"tensors", e.tensors}, {"parameters", e.parameters}, {"bytes", e.bytes},
+                   {"bits_per_weight", bits_per_weight(e.bytes, e.parameters)}};
   if (a.json) {
     std::cout << nlohmann::json{{"path", a.path}, {"format", c.format}, {"files", files}, {"metadata", c.metadata},
                                 {"tensor_count", c.tensors.size()}, {"parameters", parameters},
-                                {"tensor_bytes", bytes}, {"by_type", types}}
+                                {"tensor_bytes", bytes}, {"bits_per_weight", bits_per_weight(bytes, parameters)},
+                                {"by_type", types}}
                      .dump(2)
               << "\n";
     return;
   }
-  std::printf("%s: %s, %zu file(s), %zu tensors, %llu parameters, %s of tensor data\n", a.path.c_str(), c.format.c_str(),
-              c.files.size(), c.tensors.size(), static_cast<unsigned long long>(parameters),
-              format_bytes(static_cast<double>(bytes)).c_str());
+  std::printf("%s: %s, %zu file(s), %zu tensors, %llu parameters, %s of tensor data (%.3g bits per weight)\n", a.path.c_str(),
+              c.format.c_str(), c.files.size(), c.tensors.size(), static_cast<unsigned long long>(parameters),
+              format_bytes(static_cast<double>(bytes)).c_str(), bits_per_weight(bytes, parameters));
   for (const auto& f : c.files) std::printf("  file %s (%s)\n", f->path().c_str(), format_bytes(static_cast<double>(f->size())).c_str());
   for (const auto& [type, e] : by_type)
-    std::printf("  %-10s %6llu tensors %16llu parameters\n", type.c_str(), static_cast<unsigned long long>(e.first),
-                static_cast<unsigned long long>(e.second));
+    std::printf("  %-10s %6llu tensors %16llu parameters %8.4g bits per weight\n", type.c_str(),
+                static_cast<unsigned long long>(e.tensors), static_cast<unsigned long long>(e.parameters),
+                bits_per_weight(e.bytes, e.parameters));
   for (const auto& [k, v] : c.metadata) std::printf("  %s = %s\n", k.c_str(), v.size() > 80 ? (v.substr(0, 77) + "...").c_str() : v.c_str());
 }
 

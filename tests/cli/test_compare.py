@@ -74,6 +74,15 @@ class Compare(unittest.TestCase):
         self.assertEqual((same["rmse"], same["max_abs_diff"], same["snr_db"]), (0.0, 0.0, "inf"))
         self.assertEqual(same["cosine"], 1.0)
 
+    def test_info_reports_effective_bits_per_weight(self):
+        blocks, _ = quantize_q8_0(self.w.ravel())
+        q8 = self.gguf("q8.gguf", "Q8_0", blocks)
+        doc = run(["info", q8, "--json"]).json()
+        self.assertEqual(doc["by_type"]["Q8_0"]["bits_per_weight"], 8.5)  # 34 bytes per 32 weights
+        self.assertEqual(doc["by_type"]["F32"]["bits_per_weight"], 32.0)
+        total_bits = 8 * (len(blocks) + self.norm.nbytes)
+        self.assertAlmostEqual(doc["bits_per_weight"], total_bits / (self.w.size + self.norm.size), places=12)
+
     def test_bf16_against_f32_and_unmatched_tensors(self):
         ref = os.path.join(self.dir, "a.safetensors")
         write_safetensors(ref, [("w", self.w), ("only_a", np.zeros(4, np.float32))])
