@@ -37,7 +37,7 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
 enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kKernelCount
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -62,6 +62,7 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     // The format mask (ggml type ids, op_contracts.h) is filled in by init().
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_GGML, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_DIFF_MOMENTS, bits({DType::F32}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_GGML_BLOCK_STATS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -86,6 +87,7 @@ tm_status init(tm_unavailable_reason* reason, tm_message*) {
   g_cpu_name = read_cpu_name() + " (" + std::to_string(default_thread_count()) + " threads)";
   kKernels[kQuantExact].workspace_fixed_bytes = radix_select_workspace_bytes(default_thread_count());
   kKernels[kDequantGgml].dtype_mask = dequantize_format_mask();
+  kKernels[kBlockStats].dtype_mask = block_stats_format_mask();
   *reason = TM_AVAILABLE;
   return TM_OK;
 }
@@ -211,7 +213,7 @@ tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
 tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
   if (!call || call->kernel_index >= kKernelCount) return set_message(msg, "cpu: no such kernel"), TM_ERR_INVALID_ARGUMENT;
   const tm_kernel_cap_v1& k = kKernels[call->kernel_index];
-  const bool dtype_ok = k.op == TM_OP_DEQUANTIZE_GGML ? call->dtype == TM_DTYPE_F32
+  const bool dtype_ok = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS ? call->dtype == TM_DTYPE_F32
                                                        : (k.dtype_mask & (1ull << static_cast<uint32_t>(call->dtype))) != 0;
   if (call->op != k.op || !dtype_ok)
     return set_message(msg, "cpu: kernel " + std::to_string(call->kernel_index) + " does not take this op/dtype"), TM_ERR_UNSUPPORTED;
@@ -223,9 +225,12 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STATS_BITPATTERN_HISTOGRAM: return run_bitpattern(*call, msg);
       case TM_OP_STATS_QUANTILES: return run_quantiles(*call, msg);
       case TM_OP_DEQUANTIZE_GGML:
-      case TM_OP_DIFF_MOMENTS: {
+      case TM_OP_DIFF_MOMENTS:
+      case TM_OP_GGML_BLOCK_STATS: {
         std::string error;
-        const tm_status st = k.op == TM_OP_DIFF_MOMENTS ? run_diff_moments(*call, &error) : run_dequantize(*call, &error);
+        const tm_status st = k.op == TM_OP_DIFF_MOMENTS       ? run_diff_moments(*call, &error)
+                             : k.op == TM_OP_GGML_BLOCK_STATS ? run_block_stats(*call, &error)
+                                                              : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;
       }

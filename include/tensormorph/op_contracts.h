@@ -132,6 +132,31 @@ typedef struct tm_diff_partial_v1 {
   double sum_ab;           /* sum of a * b                                                           */
 } tm_diff_partial_v1;
 
+/* ---- TM_OP_GGML_BLOCK_STATS -------------------------------------------------------------------------
+ * What quantization did, read from the blocks without dequantizing. Input and element_count as for
+ * TM_OP_DEQUANTIZE_GGML (whole blocks; dtype TM_DTYPE_F32 by convention; dtype_mask = ggml type ids).
+ * Params: tm_ggml_block_stats_params_v1: scales[i] / mins[i] receive block i's (super-block) scale and
+ * min as float32 when the arrays are non-null and the format has them (MXFP4: the OCP scale
+ * 2^(e - 127)). Output: tm_ggml_block_stats_v1; code_counts and saturated are ADDED (the caller zeroes
+ * them once), so a tensor can be read in pieces. code_counts[c] counts stored code c (int8 codes at
+ * c = q + 128); saturated counts codes at either end of the format's code range.
+ */
+typedef struct tm_ggml_block_stats_params_v1 {
+  uint32_t ggml_type;
+  uint32_t reserved;     /* 0                                                                      */
+  float* scales;         /* element_count / block size entries, or NULL                            */
+  float* mins;           /* as many, or NULL                                                       */
+} tm_ggml_block_stats_params_v1;
+
+typedef struct tm_ggml_block_stats_v1 {
+  uint32_t code_bits;    /* bits per counted code; 0 when the format's codes are not counted       */
+  uint32_t has_scale;    /* 1 when scales were written                                             */
+  uint32_t has_min;      /* 1 when mins were written                                               */
+  uint32_t reserved;
+  uint64_t code_counts[256];
+  uint64_t saturated;
+} tm_ggml_block_stats_v1;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -23,7 +23,7 @@ std::vector<std::string> dtype_list(uint64_t mask) {
 
 // What a kernel takes: dtypes, or for dequantization the ggml block formats (op_contracts.h).
 std::vector<std::string> kernel_inputs(const KernelInfo& k) {
-  if (k.op != TM_OP_DEQUANTIZE_GGML) return dtype_list(k.dtype_mask);
+  if (k.op != TM_OP_DEQUANTIZE_GGML && k.op != TM_OP_GGML_BLOCK_STATS) return dtype_list(k.dtype_mask);
   std::vector<std::string> out;
   for (uint32_t id = 0; id < 64; ++id)
     if (k.dtype_mask & (uint64_t{1} << id)) {

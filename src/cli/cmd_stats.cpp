@@ -10,6 +10,7 @@
 #include "core/format.h"
 #include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
+#include "ops/dequantize.h"
 #include "ops/tensor_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
@@ -32,6 +33,7 @@ struct StatsArgs {
   std::vector<double> quantiles;
   bool no_histogram = false;
   bool no_quantiles = false;
+  bool quantization = false;
   bool json = false;
   ComputeFlags compute;
 };
@@ -84,6 +86,41 @@ std::string sparkline(const Histogram& h) {
   std::string out;
   for (auto c : col) out += levels[c == 0 ? 0 : 1 + (c * 7) / peak];
   return out;
+}
+
+nlohmann::json quantization_json(const QuantizationStats& q) {
+  nlohmann::json j = {{"bits_per_weight", q.bits_per_weight},
+                      {"block_scales", q.scales ? stats_object(*q.scales) : nlohmann::json(nullptr)},
+                      {"block_mins", q.mins ? stats_object(*q.mins) : nlohmann::json(nullptr)},
+                      {"code_bits", q.code_bits},
+                      {"placement", placements_json(q.placement)}};
+  if (q.code_bits) {
+    j["code_counts"] = q.code_counts;
+    j["saturated_fraction"] = q.codes ? static_cast<double>(q.saturated) / static_cast<double>(q.codes) : 0.0;
+  } else {
+    j["code_counts"] = nullptr;  // lattice indices or split bit planes: not counted (op_contracts.h)
+  }
+  return j;
+}
+
+void print_quantization(const QuantizationStats& q) {
+  std::vector<std::pair<std::string, std::string>> rows = {{"bits per weight", fmt(q.bits_per_weight)}};
+  auto scale_row = [&](const char* what, const std::optional<StatsResult>& r) {
+    if (!r) return;
+    std::string v = "min " + fmt(r->moments.min) + "  max " + fmt(r->moments.max) + "  mean " + fmt(r->moments.mean);
+    if (r->quantiles.size() >= 3) v += "  median " + fmt(r->quantiles[2].value);
+    rows.emplace_back(what, v);
+  };
+  scale_row("block scales", q.scales);
+  scale_row("block mins", q.mins);
+  if (q.code_bits) {
+    uint64_t used = 0;
+    for (auto c : q.code_counts) used += c != 0;
+    rows.emplace_back("codes used", std::to_string(used) + " of " + std::to_string(q.code_counts.size()));
+    rows.emplace_back("saturated codes", fmt(q.codes ? 100.0 * static_cast<double>(q.saturated) / static_cast<double>(q.codes) : 0) + "%");
+  }
+  std::printf("quantization:\n");
+  print_rows(rows);
 }
 
 // One tensor in detail: a title line (what and where), every statistic, the histogram, the placement.
@@ -208,6 +245,11 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
                     fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(m.count),
                     static_cast<unsigned long long>(m.nan_count), static_cast<unsigned long long>(m.inf_count),
                     fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
+      if (a.quantization && t.ggml_type) {
+        const QuantizationStats q = compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, opt);
+        e["quantization"] = quantization_json(q);
+        if (!a.json) print_quantization(q);
+      }
     }
     list.push_back(e);
   }
@@ -263,6 +305,8 @@ void add_stats_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--no-histogram", args->no_histogram, "skip the histogram");
   cmd->add_flag("--no-quantiles", args->no_quantiles, "skip the quantiles");
+  cmd->add_flag("--quantization", args->quantization,
+                "quantized tensors: also block-scale distribution, code usage, saturated codes, bits per weight");
   cmd->add_flag("--json", args->json, "print one JSON document");
   add_index_option(cmd, args->index_path);
   args->compute.add_to(cmd);

@@ -156,6 +156,7 @@ std::string op_name(tm_op op) {
     case TM_OP_STATS_QUANTILES: return "stats.quantiles";
     case TM_OP_DEQUANTIZE_GGML: return "dequantize.ggml";
     case TM_OP_DIFF_MOMENTS: return "compare.diff_moments";
+    case TM_OP_GGML_BLOCK_STATS: return "quant.block_stats";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

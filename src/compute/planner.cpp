@@ -30,7 +30,7 @@ uint64_t workspace_bytes(const KernelInfo& k, uint64_t elements) {
 // Why kernel k on device d cannot serve req, ignoring consent; empty if it can.
 std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const DeviceInfo& d,
                                                    const OpRequest& req) {
-  if (req.op == TM_OP_DEQUANTIZE_GGML) {  // the mask holds block formats (op_contracts.h)
+  if (req.op == TM_OP_DEQUANTIZE_GGML || req.op == TM_OP_GGML_BLOCK_STATS) {  // the mask holds block formats
     if (req.ggml_type >= 64 || !(k.dtype_mask & (uint64_t{1} << req.ggml_type)))
       return {"dtype_unsupported", "no " + op_name(req.op) + " kernel for " + req.format_name};
   } else if (!(k.dtype_mask & dtype_bit(req.dtype))) {

@@ -63,4 +63,40 @@ StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& pla
   return r;
 }
 
+QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
+  OpRequest r;
+  r.op = TM_OP_GGML_BLOCK_STATS;
+  r.dtype = DType::F32;
+  r.elements = t.elements;
+  r.bytes = t.elements / t.block_elements * t.block_bytes;
+  r.ggml_type = t.ggml_type;
+  r.format_name = t.format;
+  QuantizationStats q;
+  const Placement pl = planner.place(r);
+  q.placement.push_back(pl);
+  q.bits_per_weight = 8.0 * t.block_bytes / t.block_elements;
+  const uint64_t blocks = t.elements / t.block_elements;
+  std::vector<float> scales(blocks), mins(blocks);
+  tm_ggml_block_stats_v1 out{};
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  for (uint64_t first = 0; first < blocks; first += kBlocksPerCall) {
+    const uint64_t n = std::min(kBlocksPerCall, blocks - first);
+    const tm_ggml_block_stats_params_v1 params{t.ggml_type, 0, scales.data() + first, mins.data() + first};
+    run_placed_kernel(pl, TM_OP_GGML_BLOCK_STATS,
+                      {DType::F32, t.data + first * t.block_bytes, n * t.block_elements, &params, sizeof params, &out,
+                       sizeof out, threads});
+  }
+  if (out.has_scale) q.scales = compute_stats(scales.data(), DType::F32, blocks, planner, options);
+  if (out.has_min) q.mins = compute_stats(mins.data(), DType::F32, blocks, planner, options);
+  if (q.scales) q.placement.insert(q.placement.end(), q.scales->placement.begin(), q.scales->placement.end());
+  q.code_bits = out.code_bits;
+  if (q.code_bits) {
+    const size_t slots = q.code_bits == 8 ? 256 : size_t{1} << q.code_bits;
+    q.code_counts.assign(out.code_counts, out.code_counts + slots);
+    for (auto c : q.code_counts) q.codes += c;
+    q.saturated = out.saturated;
+  }
+  return q;
+}
+
 }  // namespace tmorph

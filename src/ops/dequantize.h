@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tensormorph/placement.h"
 #include "tensormorph/stats.h"
@@ -38,5 +40,17 @@ void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint
 // they fit in options.memory_budget_bytes (0: no limit), else into an unlinked scratch file. The
 // placement list starts with the dequantization.
 StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options);
+
+// What quantization did to t, read from its blocks without dequantizing (op quant.block_stats).
+struct QuantizationStats {
+  double bits_per_weight = 0;              // stored bits per element, scales included
+  std::optional<StatsResult> scales;       // distribution of the blocks' (super-block) scales
+  std::optional<StatsResult> mins;         // and of their mins, for formats that store one
+  uint32_t code_bits = 0;                  // 0: this format's codes are not counted
+  std::vector<uint64_t> code_counts;       // 2^code_bits entries (int8 codes: 256, index q + 128)
+  uint64_t codes = 0, saturated = 0;       // codes counted; those at either end of the range
+  std::vector<Placement> placement;        // the block read, then the statistics of the scales
+};
+QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options);
 
 }  // namespace tmorph

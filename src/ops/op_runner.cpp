@@ -19,6 +19,8 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   const tm_quantiles_params_v1 quant{1, probabilities, 0};
   const tm_dequantize_ggml_params_v1 q8_0{8, 0};
   tm_diff_params_v1 diff{nullptr};
+  std::vector<float> scales;
+  tm_ggml_block_stats_params_v1 block_stats{8, 0, nullptr, nullptr};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -39,6 +41,14 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.dtype = DType::F32;
       args.elements = elements / 32 * 32;
       output.resize(args.elements * sizeof(float));
+      break;
+    case TM_OP_GGML_BLOCK_STATS:  // data read as Q8_0 blocks, scales written
+      scales.resize(elements / 32);
+      block_stats.scales = scales.data();
+      args.params = &block_stats, args.params_size = sizeof block_stats;
+      args.dtype = DType::F32;
+      args.elements = elements / 32 * 32;
+      output.resize(sizeof(tm_ggml_block_stats_v1));
       break;
     case TM_OP_DIFF_MOMENTS:  // the data against itself
       diff.b = static_cast<const float*>(data);

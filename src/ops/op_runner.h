@@ -9,7 +9,7 @@
 
 namespace tmorph {
 
-// For TM_OP_DEQUANTIZE_GGML the data is read as Q8_0 blocks and `elements` counts the values they
+// For TM_OP_DEQUANTIZE_GGML and TM_OP_GGML_BLOCK_STATS the data is read as Q8_0 blocks and `elements` counts the values they
 // decode to (a multiple of 32; the input is elements / 32 * 34 bytes). Throws tmorph::Error if the
 // kernel fails.
 void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* data, uint64_t elements,

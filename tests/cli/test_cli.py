@@ -415,7 +415,8 @@ class ShardedCheckpoints(unittest.TestCase):
         self.assertEqual(r.code, 0, r.err)
         doc = r.json()
         self.assertEqual((doc["format"], doc["tensor_count"], doc["parameters"], doc["tensor_bytes"]), ("safetensors", 2, 4, 12))
-        self.assertEqual(doc["by_type"], {"BF16": {"tensors": 1, "parameters": 2}, "F32": {"tensors": 1, "parameters": 2}})
+        self.assertEqual(doc["by_type"], {"BF16": {"tensors": 1, "parameters": 2, "bytes": 4, "bits_per_weight": 16.0},
+                                          "F32": {"tensors": 1, "parameters": 2, "bytes": 8, "bits_per_weight": 32.0}})
         self.assertEqual(len(doc["files"]), 2)
         r = run(["ls", self.index, "--sort", "name", "--json"])
         self.assertEqual([t["name"] for t in r.json()["tensors"]], ["x", "y"])

@@ -30,6 +30,22 @@ def quantize_q8_0(x):
     return bytes(blocks), np.concatenate(decoded)
 
 
+def quantize_q4_0(x):
+    """Q4_0 as ggml lays it out: per 32 values an fp16 d = (the value of largest magnitude) / -8 and
+    codes q = clip(round(x / d) + 8, 0, 15), byte j holding q[j] (low nibble) and q[j + 16] (high).
+    Returns the bytes, the scales and the codes."""
+    out, scales, codes = bytearray(), [], []
+    for chunk in x.reshape(-1, 32):
+        m = chunk[np.argmax(np.abs(chunk))]
+        d = np.float16(m / -8.0)
+        inv = 0.0 if d == 0 else 1.0 / np.float32(d)
+        q = np.clip(np.round(chunk * inv) + 8, 0, 15).astype(np.uint8)
+        out += struct.pack("<e", d) + bytes((q[:16] | (q[16:] << 4)).tolist())
+        scales.append(float(d))
+        codes.append(q)
+    return bytes(out), np.array(scales), np.concatenate(codes)
+
+
 def figures(a, b):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     d = b64 - a64
@@ -73,6 +89,34 @@ class Compare(unittest.TestCase):
         same = got["output_norm.weight"]
         self.assertEqual((same["rmse"], same["max_abs_diff"], same["snr_db"]), (0.0, 0.0, "inf"))
         self.assertEqual(same["cosine"], 1.0)
+
+    def test_quantization_statistics_of_q8_0_and_q4_0(self):
+        blocks, _ = quantize_q8_0(self.w.ravel())
+        q8 = self.gguf("q8.gguf", "Q8_0", blocks)
+        r = run(["stats", q8, "blk.0.ffn_up.weight", "--quantization", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        q = r.json()["tensors"][0]["quantization"]
+        raw = np.frombuffer(blocks, dtype=np.uint8).reshape(-1, 34)
+        d = raw[:, :2].copy().view(np.float16).astype(np.float64).ravel()
+        codes = raw[:, 2:].copy().view(np.int8).ravel()
+        self.assertEqual(q["bits_per_weight"], 8.5)
+        self.assertEqual((q["block_scales"]["min"], q["block_scales"]["max"]), (d.min(), d.max()))
+        self.assertIsNone(q["block_mins"])
+        self.assertEqual(q["code_bits"], 8)
+        self.assertEqual(q["code_counts"], np.bincount(codes.astype(np.int64) + 128, minlength=256).tolist())
+        sat = int(((codes == 127) | (codes <= -127)).sum())
+        self.assertAlmostEqual(q["saturated_fraction"], sat / codes.size, places=15)
+        self.assertGreater(sat, 0)  # every block holds its largest value at +-127
+
+        q4_bytes, scales, q4_codes = quantize_q4_0(self.w.ravel())
+        q4 = self.gguf("q4.gguf", "Q4_0", q4_bytes)
+        q = run(["stats", q4, "blk.0.ffn_up.weight", "--quantization", "--json"]).json()["tensors"][0]["quantization"]
+        self.assertEqual(q["bits_per_weight"], 4.5)
+        self.assertEqual(q["code_counts"], np.bincount(q4_codes, minlength=16).tolist())
+        self.assertEqual((q["block_scales"]["min"], q["block_scales"]["max"]), (scales.min(), scales.max()))
+        self.assertAlmostEqual(q["saturated_fraction"], float(((q4_codes == 0) | (q4_codes == 15)).mean()), places=15)
+        human = run(["stats", q4, "blk.0.ffn_up.weight", "--quantization"])
+        self.assertIn("codes used", human.out)
 
     def test_info_reports_effective_bits_per_weight(self):
         blocks, _ = quantize_q8_0(self.w.ravel())

@@ -86,6 +86,32 @@ class ReferenceStatistics(unittest.TestCase):
                 self.assertEqual(entry["dequantized_from"], t["ggml_type"])
                 self.assertEqual(entry["placement"][0]["op"], "dequantize.ggml")
 
+    def test_quantization_statistics_of_every_format_are_sane(self):
+        """Block scales read at each format's offsets are finite and of the values' magnitude (a wrong
+        offset reads codes as fp16 and shows as huge, NaN or zero scales); counted codes sum to the
+        elements; bits per weight is the block size's."""
+        r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "--quantization", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        seen = 0
+        for t in r.json()["tensors"]:
+            if "dequantized_from" not in t:
+                continue
+            seen += 1
+            q, name = t["quantization"], t["name"]
+            self.assertAlmostEqual(q["bits_per_weight"], 8.0 * t["bytes"] / t["elements"], msg=name)
+            for key in ("block_scales", "block_mins"):
+                if q[key] is None:
+                    continue
+                sc = q[key]
+                self.assertEqual(sc["nan_count"] + sc["inf_count"], 0, (name, key))
+                # a scale or min never exceeds the values it encodes by much (MXFP4: power-of-two rounding)
+                self.assertLessEqual(sc["abs_max"], 2 * t["stats"]["abs_max"], (name, key))
+                if key == "block_scales":
+                    self.assertGreater(sc["abs_max"], 1e-6, name)
+            if q["code_bits"]:
+                self.assertEqual(sum(q["code_counts"]), t["elements"], name)
+        self.assertEqual(seen, 22)
+
     def test_split_set_opened_from_any_shard(self):
         """The 2-file split set as one checkpoint, from either shard; dense tensors match expected.json."""
         expected = {t["name"]: t for t in expected_tensors(load(os.path.join(GGUF, "split", "tiny-split.expected.json")))}
