@@ -128,8 +128,9 @@ def git_state():
     return f"`{commit}`" + (f"; uncommitted changes outside bench/: {', '.join(dirty)}" if dirty else "; clean outside bench/")
 
 
-def run_cpp(binary, env, args):
-    """Runs stats_bench with JSON output on stdout, echoing each benchmark's name as it completes."""
+def run_cpp(binary, env, args, tool="run_bench"):
+    """Runs a Google Benchmark binary with JSON output on stdout, echoing each benchmark's name as it
+    completes; returns the parsed document, or None when the binary printed a SKIPPED line instead."""
     cmd = [binary, "--benchmark_format=json"] + args
     log("$ " + " ".join(shlex.quote(c) for c in cmd))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
@@ -143,8 +144,12 @@ def run_cpp(binary, env, args):
                 seen.add(name)
                 log(f"  {name}")
     if proc.wait() != 0:
-        sys.exit(f"run_bench: stats_bench exited with status {proc.returncode}")
-    return json.loads("".join(lines))
+        sys.exit(f"{tool}: {os.path.basename(binary)} exited with status {proc.returncode}")
+    text = "".join(lines)
+    if text.startswith("SKIPPED"):
+        print(text.strip())
+        return None
+    return json.loads(text)
 
 
 def best_gbps(doc):
@@ -201,6 +206,30 @@ def cross_check(tm_runs, np_results):
                              + ("identical" if worst == 0 else f"max rel diff {worst:.1e}"))
         lines.append(f"- {dtype} {mode}: " + "; ".join(parts))
     return lines
+
+
+def run_context_lines(title, started, finished, ctx, source, load_before, idle, wait_idle, cpp_noise, np_noise):
+    """The header every bench report starts with: what ran, when, where, on which source and how quiet."""
+    uname = " ".join(platform.uname())
+    try:
+        uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    command = " ".join(shlex.quote(a) for a in ["/usr/bin/python3"] + sys.argv)
+    return [
+        f"# {title}",
+        "",
+        f"- date: {started.strftime('%Y-%m-%d %H:%M:%S')} UTC ({(finished - started).total_seconds():.0f} s)",
+        f"- command: `{command}` (cwd {os.getcwd()})",
+        f"- machine: `{uname}`",
+        f"- CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, flags {cpu_flags() or 'n/a'}; "
+        f"Google Benchmark sees {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz",
+        f"- source (at start): {source}",
+        f"- load average before the C++ bench: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}"
+        + ("" if idle is None else " (machine quiet at start)" if idle else f" (still busy after waiting {wait_idle:.0f} s)"),
+        f"- noise: during the C++ bench the machine was {cpp_noise.describe()}"
+        + (f"; during numpy {np_noise.describe()}" if np_noise else ""),
+    ]
 
 
 def main():
@@ -295,26 +324,8 @@ def main():
                             f"{target} | {lo:.2f}–{hi:.2f} |")
     table = "\n".join(rows)
 
-    ctx = cpp.get("context", {})
-    uname = " ".join(platform.uname())
-    try:
-        uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    command = " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv)
-    header = [
-        "# Tensormorph statistics throughput (last run)",
-        "",
-        f"- date: {started.strftime('%Y-%m-%d %H:%M:%S')} UTC ({(finished - started).total_seconds():.0f} s)",
-        f"- command: `{command}` (cwd {os.getcwd()})",
-        f"- machine: `{uname}`",
-        f"- CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, flags {cpu_flags() or 'n/a'}; "
-        f"Google Benchmark sees {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz",
-        f"- source (at start): {source}",
-        f"- load average before the C++ bench: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}"
-        + ("" if idle is None else " (machine quiet at start)" if idle else f" (still busy after waiting {args.wait_idle:.0f} s)"),
-        f"- noise: during the C++ bench the machine was {cpp_noise.describe()}"
-        + (f"; during numpy {np_noise.describe()}" if np_noise else ""),
+    header = run_context_lines("Tensormorph statistics throughput (last run)", started, finished, cpp.get("context", {}), source,
+                               load_before, idle, args.wait_idle, cpp_noise, np_noise) + [
         f"- data: {args.size_mib} MiB per dtype (deterministic ~N(0,1) values, 128 planted NaN/Inf), "
         f"written by stats_bench and read by numpy",
         f"- tensormorph: best of {args.repetitions} Google Benchmark repetitions (min time {args.min_time} s each), "

@@ -17,6 +17,8 @@
 //   --tm_check_out=FILE  after the run, write every stats benchmark's results as JSON (for cross-checking)
 #include <benchmark/benchmark.h>
 
+#include "bench_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -47,76 +49,19 @@ using tmorph::DType;
 
 constexpr DType kDTypes[] = {DType::F32, DType::BF16, DType::F16, DType::F8_E4M3FN};
 
-[[noreturn]] void die(const std::string& message) {
-  std::fprintf(stderr, "stats_bench: %s\n", message.c_str());
-  std::exit(2);
-}
+constexpr const char* kTool = "stats_bench";
 
 uint64_t size_mib() {
-  static const uint64_t mib = [] {
-    const char* env = std::getenv("TM_BENCH_MIB");
-    if (!env || !*env) return uint64_t{256};
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    if (*end || v == 0 || v > (1ull << 20)) die(std::string("TM_BENCH_MIB must be a positive integer, got '") + env + "'");
-    return static_cast<uint64_t>(v);
-  }();
+  static const uint64_t mib = bench::env_mib(kTool, "TM_BENCH_MIB", 256, (1ull << 20));
   return mib;
 }
 
 uint64_t size_bytes() { return size_mib() << 20; }
 
-std::vector<unsigned> thread_counts() {
-  const char* env = std::getenv("TM_BENCH_THREADS");
-  const std::string spec = env && *env ? env : "1,2";
-  std::vector<unsigned> out;
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end || v == 0 || v > 1024) die("TM_BENCH_THREADS must list positive integers, got '" + spec + "'");
-    out.push_back(static_cast<unsigned>(v));
-  }
-  return out;
-}
+using bench::Buffer;
+using bench::split_threads;
 
-// Page-aligned heap buffer whose pages are touched before any timing.
-class Buffer {
- public:
-  Buffer() = default;
-  explicit Buffer(size_t bytes) : bytes_(bytes) {
-    const size_t rounded = (bytes + 4095) / 4096 * 4096;
-    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, rounded ? rounded : 4096)));
-    if (!data_) throw std::bad_alloc();
-  }
-  uint8_t* data() const { return data_.get(); }
-  size_t size() const { return bytes_; }
-
- private:
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> data_;
-  size_t bytes_ = 0;
-};
-
-// Runs fn(begin, end) over [0, n) split into contiguous parts, one std::thread each.
-template <class Fn>
-void split_threads(uint64_t n, unsigned parts, uint64_t align, Fn fn) {
-  if (parts <= 1 || n < parts * align) {
-    fn(uint64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> threads;
-  uint64_t begin = 0;
-  for (unsigned t = 0; t < parts; ++t) {
-    uint64_t end = t + 1 == parts ? n : (n * (t + 1) / parts) / align * align;
-    threads.emplace_back([=] { fn(begin, end); });
-    begin = end;
-  }
-  for (auto& th : threads) th.join();
-}
+[[noreturn]] void die(const std::string& message) { bench::die(kTool, message); }
 
 // ---- deterministic data --------------------------------------------------------------------------
 //
@@ -340,22 +285,7 @@ void BM_stats(benchmark::State& state, std::string name, DType dt, bool full, un
   check_results()[name] = result_json(name, dt, full, threads, elements, result);
 }
 
-void BM_memcpy(benchmark::State& state, unsigned threads) {
-  static Buffer src, dst;
-  if (src.size() != size_bytes()) {
-    src = Buffer(size_bytes());
-    dst = Buffer(size_bytes());
-    for (size_t i = 0; i < src.size(); ++i) src.data()[i] = static_cast<uint8_t>(i * 131 + (i >> 12));
-    std::memset(dst.data(), 1, dst.size());  // fault every destination page in before timing
-  }
-  const uint64_t n = src.size();
-  for (auto _ : state) {
-    split_threads(n, threads, 4096, [&](uint64_t b, uint64_t e) { std::memcpy(dst.data() + b, src.data() + b, e - b); });
-    benchmark::ClobberMemory();
-  }
-  benchmark::DoNotOptimize(dst.data()[n / 2]);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n));
-}
+void BM_memcpy(benchmark::State& state, unsigned threads) { bench::memcpy_benchmark(state, threads, size_bytes()); }
 
 // ---- data dump for the numpy peer ----------------------------------------------------------------
 
@@ -405,7 +335,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("tm_size_mib", std::to_string(size_mib()));
   benchmark::AddCustomContext("tm_bytes_convention",
                               "bytes read once per iteration (raw input size; memcpy: source size)");
-  const auto threads = thread_counts();
+  const auto threads = bench::thread_counts(kTool);
   for (unsigned t : threads)
     benchmark::RegisterBenchmark(("memcpy/threads:" + std::to_string(t)).c_str(), BM_memcpy, t)
         ->UseRealTime()

@@ -13,10 +13,35 @@
 
 namespace tmorph {
 
+namespace {
+
+thread_local std::unique_ptr<uint8_t[]> tls_cache;
+thread_local uint64_t tls_cache_size = 0;
+thread_local bool tls_cache_in_use = false;
+
+}  // namespace
+
 ScratchBuffer::ScratchBuffer(uint64_t bytes, uint64_t heap_limit) : size_(bytes) {
   if (bytes <= heap_limit) {
-    heap_.resize(bytes);
-    data_ = heap_.data();
+    // Each thread keeps its largest heap buffer for the next ScratchBuffer: faulting in fresh pages
+    // costs more than the work they hold (a quantized tensor's statistics), and an indexing worker
+    // needs one such buffer per tensor. Not value-initialised: the caller overwrites every byte.
+    if (!tls_cache_in_use && tls_cache_size >= bytes) {
+      tls_cache_in_use = true;
+      borrowed_ = true;
+      data_ = tls_cache.get();
+      return;
+    }
+    if (!tls_cache_in_use) {
+      tls_cache = std::make_unique_for_overwrite<uint8_t[]>(bytes ? bytes : 1);
+      tls_cache_size = bytes;
+      tls_cache_in_use = true;
+      borrowed_ = true;
+      data_ = tls_cache.get();
+      return;
+    }
+    heap_ = std::make_unique_for_overwrite<uint8_t[]>(bytes ? bytes : 1);  // nested: a buffer of its own
+    data_ = heap_.get();
     return;
   }
   const char* tmp = std::getenv("TMPDIR");
@@ -41,6 +66,7 @@ ScratchBuffer::ScratchBuffer(uint64_t bytes, uint64_t heap_limit) : size_(bytes)
 
 ScratchBuffer::~ScratchBuffer() {
   if (mapped_) ::munmap(data_, size_);
+  if (borrowed_) tls_cache_in_use = false;
 }
 
 }  // namespace tmorph
