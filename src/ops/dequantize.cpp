@@ -26,15 +26,24 @@ QuantizedTensor quantized_tensor(uint32_t ggml_type_id, const uint8_t* data, uin
   return {g->id, g->name, g->block_size, g->type_size, data, elements};
 }
 
-Placement place_dequantize(const Planner& planner, const QuantizedTensor& t) {
+namespace {
+
+// A request for an op over t's blocks (the planner matches kernels by block format for these ops).
+OpRequest block_format_request(tm_op op, const QuantizedTensor& t) {
   OpRequest r;
-  r.op = TM_OP_DEQUANTIZE_GGML;
+  r.op = op;
   r.dtype = DType::F32;
   r.elements = t.elements;
   r.bytes = t.elements / t.block_elements * t.block_bytes;
   r.ggml_type = t.ggml_type;
   r.format_name = t.format;
-  return planner.place(r);
+  return r;
+}
+
+}  // namespace
+
+Placement place_dequantize(const Planner& planner, const QuantizedTensor& t) {
+  return planner.place(block_format_request(TM_OP_DEQUANTIZE_GGML, t));
 }
 
 void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint64_t first, uint64_t count, float* dst,
@@ -64,15 +73,8 @@ StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& pla
 }
 
 QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
-  OpRequest r;
-  r.op = TM_OP_GGML_BLOCK_STATS;
-  r.dtype = DType::F32;
-  r.elements = t.elements;
-  r.bytes = t.elements / t.block_elements * t.block_bytes;
-  r.ggml_type = t.ggml_type;
-  r.format_name = t.format;
   QuantizationStats q;
-  const Placement pl = planner.place(r);
+  const Placement pl = planner.place(block_format_request(TM_OP_GGML_BLOCK_STATS, t));
   q.placement.push_back(pl);
   q.bits_per_weight = 8.0 * t.block_bytes / t.block_elements;
   const uint64_t blocks = t.elements / t.block_elements;
