@@ -125,7 +125,9 @@ Placement Planner::place(const OpRequest& req) const {
 
   if (candidates.empty()) {
     std::ostringstream msg;
-    msg << out.op << " on " << dtype_name(req.dtype) << " (" << req.elements << " elements): ";
+    // Ops over ggml blocks name the block format; the others their dtype.
+    msg << out.op << " on " << (req.format_name.empty() ? std::string(dtype_name(req.dtype)) : req.format_name) << " ("
+        << req.elements << " elements): ";
     if (!constraints_.strict_backend.empty()) {
       if (!registry_.find(constraints_.strict_backend))
         msg << "backend '" << constraints_.strict_backend << "' is not installed (searched:";

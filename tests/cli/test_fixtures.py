@@ -112,6 +112,16 @@ class ReferenceStatistics(unittest.TestCase):
                 self.assertEqual(sum(q["code_counts"]), t["elements"], name)
         self.assertEqual(seen, 22)
 
+    def test_a_quantized_tensor_no_backend_may_decode_says_why(self):
+        """With the only decoder excluded, the quantized tensor is reported unavailable, naming its format and
+        the reason (dense tensors then fail outright, as any op with no backend does)."""
+        r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "blk.0.attn_q.weight", "--never", "cpu", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        t = r.json()["tensors"][0]
+        self.assertIsNone(t["stats"])
+        self.assertIn("dequantize.ggml on Q4_0 (65536 elements): no backend can run it", t["unavailable"])
+        self.assertIn("cpu: disabled_by_policy", t["unavailable"])
+
     def test_split_set_opened_from_any_shard(self):
         """The 2-file split set as one checkpoint, from either shard; dense tensors match expected.json."""
         expected = {t["name"]: t for t in expected_tensors(load(os.path.join(GGUF, "split", "tiny-split.expected.json")))}
