@@ -1,9 +1,10 @@
 #include "checkpoint/checkpoint.h"
 
 #include <cstdio>
+#include <cctype>
 #include <cstring>
+#include <optional>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -89,9 +90,26 @@ uint64_t kv_uint(const GgufFile& g, const std::string& key, const std::string& p
 }
 
 // A GGUF split set NAME-00001-of-0000N.gguf, opened from any of its shards.
-Checkpoint open_gguf_split(const std::string& path, const std::smatch& m) {
-  const std::string prefix = m[1].str();
-  const int number = std::stoi(m[2].str()), count = std::stoi(m[3].str());
+// A split-set shard name: PREFIX-NNNNN-of-MMMMM.gguf (five digits each, as gguf-split writes them).
+struct SplitName {
+  std::string prefix;
+  int number = 0, count = 0;
+};
+
+std::optional<SplitName> split_name(const std::string& path) {
+  static const std::string kTail = "-00000-of-00000.gguf";  // the shape of the suffix
+  if (path.size() <= kTail.size()) return std::nullopt;
+  const std::string tail = path.substr(path.size() - kTail.size());
+  for (size_t i = 0; i < kTail.size(); ++i) {
+    const bool digit_here = kTail[i] == '0';
+    if (digit_here ? !std::isdigit(static_cast<unsigned char>(tail[i])) : tail[i] != kTail[i]) return std::nullopt;
+  }
+  return SplitName{path.substr(0, path.size() - kTail.size()), std::stoi(tail.substr(1, 5)), std::stoi(tail.substr(10, 5))};
+}
+
+Checkpoint open_gguf_split(const std::string& path, const SplitName& name) {
+  const std::string& prefix = name.prefix;
+  const int number = name.number, count = name.count;
   if (count < 1 || number < 1 || number > count)
     bad(path, "split shard number " + std::to_string(number) + " of " + std::to_string(count) +
                   " is outside the set (shards are numbered 1.." + std::to_string(count) + ")");
@@ -213,9 +231,7 @@ std::string checkpoint_layout(const std::string& path) {
 Checkpoint open_checkpoint(const std::string& path) {
   if (fs::is_directory(path)) return open_directory(path);
   if (path.size() > 11 && path.substr(path.size() - 11) == ".index.json") return open_safetensors_index(path);
-  static const std::regex kSplit(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
-  std::smatch m;
-  if (std::regex_match(path, m, kSplit)) return open_gguf_split(path, m);
+  if (const auto name = split_name(path)) return open_gguf_split(path, *name);
   auto file = std::make_shared<MappedFile>(path);
   Checkpoint c;
   if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0) {
