@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "dequant_kernel.h"
+#include "packed_kernel.h"
 #include "diff_kernel.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
@@ -37,7 +38,7 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
 enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kKernelCount
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -63,6 +64,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_GGML, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_DIFF_MOMENTS, bits({DType::F32}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_GGML_BLOCK_STATS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    // The scheme mask (TM_PACKED_* bits) is filled in by init().
+    {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_PACKED, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -88,6 +91,7 @@ tm_status init(tm_unavailable_reason* reason, tm_message*) {
   kKernels[kQuantExact].workspace_fixed_bytes = radix_select_workspace_bytes(default_thread_count());
   kKernels[kDequantGgml].dtype_mask = dequantize_format_mask();
   kKernels[kBlockStats].dtype_mask = block_stats_format_mask();
+  kKernels[kDequantPacked].dtype_mask = packed_scheme_mask();
   *reason = TM_AVAILABLE;
   return TM_OK;
 }
@@ -213,7 +217,7 @@ tm_status run_quantiles(const tm_kernel_call_v1& c, tm_message* msg) {
 tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
   if (!call || call->kernel_index >= kKernelCount) return set_message(msg, "cpu: no such kernel"), TM_ERR_INVALID_ARGUMENT;
   const tm_kernel_cap_v1& k = kKernels[call->kernel_index];
-  const bool dtype_ok = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS ? call->dtype == TM_DTYPE_F32
+  const bool dtype_ok = tm_op_takes_format(k.op) ? call->dtype == TM_DTYPE_F32
                                                        : (k.dtype_mask & (1ull << static_cast<uint32_t>(call->dtype))) != 0;
   if (call->op != k.op || !dtype_ok)
     return set_message(msg, "cpu: kernel " + std::to_string(call->kernel_index) + " does not take this op/dtype"), TM_ERR_UNSUPPORTED;
@@ -226,11 +230,13 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STATS_QUANTILES: return run_quantiles(*call, msg);
       case TM_OP_DEQUANTIZE_GGML:
       case TM_OP_DIFF_MOMENTS:
-      case TM_OP_GGML_BLOCK_STATS: {
+      case TM_OP_GGML_BLOCK_STATS:
+      case TM_OP_DEQUANTIZE_PACKED: {
         std::string error;
-        const tm_status st = k.op == TM_OP_DIFF_MOMENTS       ? run_diff_moments(*call, &error)
-                             : k.op == TM_OP_GGML_BLOCK_STATS ? run_block_stats(*call, &error)
-                                                              : run_dequantize(*call, &error);
+        const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
+                             : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)
+                             : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
+                                                               : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;
       }

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "tensormorph/plugin_abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -156,6 +158,62 @@ typedef struct tm_ggml_block_stats_v1 {
   uint64_t code_counts[256];
   uint64_t saturated;
 } tm_ggml_block_stats_v1;
+
+/* ---- TM_OP_DEQUANTIZE_PACKED ------------------------------------------------------------------------
+ * Decodes the safetensors-packed quantization schemes (docs/formats.md) to float32: one logical matrix
+ * of rows x cols values built from several stored parts. Leading dimensions of the logical tensor are
+ * folded into rows. The call's dtype is TM_DTYPE_F32 (the output type); a kernel's dtype_mask holds bit
+ * (1 << scheme) for each TM_PACKED_* scheme it decodes. Params: tm_dequantize_packed_params_v1.
+ * Input: the scheme's code part, whole (the call selects rows with row_first). element_count is a
+ * whole number of rows; output: float[element_count], logical rows row_first.. in row-major order.
+ * The caller has validated every part's size and every index a part holds (g_idx < groups), and
+ * widened every scale-like part to float32 exactly. Exact: each value is one float32 product (plus the
+ * documented zero-point subtraction in integers), so every backend returns the same bits.
+ *   FP8:   v = f32(code) * scales[(r / block_rows) * ceil(cols / block_cols) + c / block_cols];
+ *          input: rows x cols bytes of code_dtype (TM_DTYPE_F8_E4M3FN or TM_DTYPE_F8_E5M2).
+ *   MXFP4: input: rows x cols/2 bytes, element 2j in the low nibble of byte j; exponents: rows x
+ *          cols/32 E8M0 bytes; v = E2M1(code) * 2^(e - 127) (e = 255: NaN). cols % 32 == 0.
+ *   BNB4:  input: ceil(rows*cols / 2) bytes over the row-major flattening, element 2j in the HIGH
+ *          nibble of byte j; v = code_values[code] * scales[(r*cols + c) / block_cols].
+ *   GPTQ:  logical [out = rows, in = cols]; input: int32 qweight [cols*bits/32, rows], word (k, o)
+ *          holds inputs k*(32/bits) + j at bits j*bits; zeros: int32 [groups, rows*bits/32], word (g, w)
+ *          holds outputs w*(32/bits) + j at bits j*bits; scales: [groups, rows]; group_index[c] < groups.
+ *          v = scales[g, r] * f32(q - (z + zero_offset)), g = group_index[c].
+ *   AWQ:   logical [out = rows, in = cols]; input: int32 qweight [cols, rows/8]: nibble j of word (i, w)
+ *          holds output w*8 + {0,2,4,6,1,3,5,7}[j]; zeros: int32 [groups, rows/8], same packing;
+ *          scales: [groups, rows]; v = scales[c / block_cols, r] * f32(q - z). bits = 4.
+ */
+typedef enum tm_packed_scheme {
+  TM_PACKED_FP8 = 0,
+  TM_PACKED_MXFP4 = 1,
+  TM_PACKED_BNB4 = 2,
+  TM_PACKED_GPTQ = 3,
+  TM_PACKED_AWQ = 4,
+  TM_PACKED_COUNT_ = 5
+} tm_packed_scheme;
+
+typedef struct tm_dequantize_packed_params_v1 {
+  uint32_t scheme;            /* tm_packed_scheme                                                     */
+  uint32_t bits;              /* GPTQ: 2, 4 or 8; AWQ: 4; others 0                                   */
+  uint32_t code_dtype;        /* FP8: TM_DTYPE_F8_E4M3FN or TM_DTYPE_F8_E5M2; others 0                */
+  int32_t zero_offset;        /* GPTQ: added to every stored zero (v1 checkpoints: 1; v2: 0)         */
+  uint64_t rows, cols;        /* the logical matrix                                                  */
+  uint64_t row_first;         /* first row this call writes                                          */
+  uint64_t block_rows;        /* FP8: rows per scale block                                           */
+  uint64_t block_cols;        /* FP8: columns per scale block; BNB4: elements per absmax; AWQ: group  */
+  uint64_t groups;            /* GPTQ, AWQ: rows of scales and zeros                                 */
+  const float* scales;        /* FP8 scale grid; BNB4 absmax; GPTQ/AWQ [groups, rows]; else NULL     */
+  const uint8_t* exponents;   /* MXFP4 E8M0 scales; else NULL                                        */
+  const float* code_values;   /* BNB4: the 16-entry quant_map; else NULL                             */
+  const int32_t* zeros;       /* GPTQ, AWQ: packed zero points; else NULL                            */
+  const int32_t* group_index; /* GPTQ: cols entries (g_idx); else NULL                               */
+} tm_dequantize_packed_params_v1;
+
+/* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes) rather than
+ * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
+static inline int tm_op_takes_format(tm_op op) {
+  return op == TM_OP_DEQUANTIZE_GGML || op == TM_OP_GGML_BLOCK_STATS || op == TM_OP_DEQUANTIZE_PACKED;
+}
 
 #ifdef __cplusplus
 } /* extern "C" */

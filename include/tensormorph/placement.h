@@ -28,8 +28,10 @@ struct OpRequest {
   // Approximation steps the caller consents to (--allow-approx). Empty: exact only.
   std::set<std::string> allowed_approx_steps;
   uint64_t memory_budget_bytes = 0;  // 0 = unlimited
-  // TM_OP_DEQUANTIZE_GGML only: the block format (ggml type id) and its name, for the report.
-  uint32_t ggml_type = 0;
+  // Ops over a stored format, whose kernels' dtype_mask holds formats rather than dtypes: the format
+  // id (TM_OP_DEQUANTIZE_GGML, TM_OP_GGML_BLOCK_STATS: the ggml type id; TM_OP_DEQUANTIZE_PACKED: the
+  // TM_PACKED_* scheme) and its name, for the report.
+  uint32_t format_id = 0;
   std::string format_name;
 };
 

@@ -74,7 +74,8 @@ typedef enum tm_op {
   TM_OP_DEQUANTIZE_GGML = 5,           /* ggml block formats (GGUF) to float32                     */
   TM_OP_DIFF_MOMENTS = 6,              /* sums that measure how far one float32 array is from another */
   TM_OP_GGML_BLOCK_STATS = 7,          /* block scales and code usage of a ggml block format        */
-  TM_OP_COUNT_ = 8
+  TM_OP_DEQUANTIZE_PACKED = 8,         /* safetensors-packed schemes (GPTQ, AWQ, bnb, FP8, MXFP4) to float32 */
+  TM_OP_COUNT_ = 9
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/packed_schemes.h"
 #include "core/json_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
@@ -215,6 +216,34 @@ Checkpoint open_directory(const std::string& dir) {
   return c;
 }
 
+// The quantization config beside a safetensors checkpoint: config.json's quantization_config (as
+// transformers writes it), else AutoGPTQ's quantize_config.json; each file read becomes a sidecar, so
+// the index notices when it changes. Null when there is none.
+nlohmann::json quantization_config(Checkpoint& c) {
+  const fs::path dir = fs::path(c.files.front()->path()).parent_path();
+  for (const char* name : {"config.json", "quantize_config.json"}) {
+    const std::string path = (dir / name).string();
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    auto doc = read_json_file(path);
+    if (!doc) continue;
+    c.sidecars.push_back(path);
+    if (std::string(name) == "quantize_config.json" && doc->is_object()) return *doc;
+    if (doc->is_object() && doc->contains("quantization_config")) {
+      const auto& q = (*doc)["quantization_config"];
+      if (!q.is_object()) bad(path, "quantization_config is not an object");
+      return q;
+    }
+  }
+  return nullptr;
+}
+
+// Safetensors checkpoints: groups of tensors that hold one packed tensor become that tensor.
+Checkpoint with_packed_tensors(Checkpoint c) {
+  if (c.format == "safetensors" && !c.files.empty()) recognise_packed_tensors(c, quantization_config(c));
+  return c;
+}
+
 }  // namespace
 
 std::string checkpoint_layout(const std::string& path) {
@@ -229,8 +258,8 @@ std::string checkpoint_layout(const std::string& path) {
 }
 
 Checkpoint open_checkpoint(const std::string& path) {
-  if (fs::is_directory(path)) return open_directory(path);
-  if (path.size() > 11 && path.substr(path.size() - 11) == ".index.json") return open_safetensors_index(path);
+  if (fs::is_directory(path)) return with_packed_tensors(open_directory(path));
+  if (path.size() > 11 && path.substr(path.size() - 11) == ".index.json") return with_packed_tensors(open_safetensors_index(path));
   if (const auto name = split_name(path)) return open_gguf_split(path, *name);
   auto file = std::make_shared<MappedFile>(path);
   Checkpoint c;
@@ -240,7 +269,7 @@ Checkpoint open_checkpoint(const std::string& path) {
   }
   if (file->size() >= 9 && file->data()[8] == '{') {
     add_safetensors(c, std::move(file));
-    return c;
+    return with_packed_tensors(std::move(c));
   }
   throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF') nor safetensors (JSON header at byte 8); "
                                           "for a raw tensor use --raw with --dtype and --shape");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/packed_tensor.h"
 #include "core/mapped_file.h"
 #include "tensormorph/dtype.h"
 
@@ -20,12 +21,13 @@ struct CheckpointTensor {
   std::string stored_type;          // as the file names it: "BF16", "Q4_K", "F8_E8M0", ...
   std::optional<DType> dtype;       // set when the values can be read as a dense dtype
   std::optional<uint32_t> ggml_type;// set for a ggml block format (GGUF quantized types): dequantized
+  std::optional<PackedTensor> packed;// set for a safetensors-packed scheme: built from its parts
   std::string unavailable_reason;   // why neither can read it
   std::vector<uint64_t> shape;      // row-major
   std::vector<uint64_t> ne;         // GGUF only: ggml order
   uint64_t elements = 0;
-  uint64_t bytes = 0;
-  uint64_t file_offset = 0;
+  uint64_t bytes = 0;                // packed: all parts together
+  uint64_t file_offset = 0;          // packed: the code part's
   size_t file_index = 0;            // into Checkpoint::files
 };
 
@@ -33,10 +35,11 @@ struct Checkpoint {
   std::string format;               // "safetensors" or "gguf"
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<uint64_t> header_bytes;           // per file: bytes before its data section
-  std::vector<std::string> sidecars;            // read whole to find the shards: *.safetensors.index.json
+  std::vector<std::string> sidecars;            // read whole: *.safetensors.index.json, config.json
   std::map<std::string, std::string> metadata;  // scalar metadata as text
   std::vector<CheckpointTensor> tensors;
   const uint8_t* data(const CheckpointTensor& t) const { return files[t.file_index]->data() + t.file_offset; }
+  const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
 };
 
 // Opens PATH: a directory, a *.safetensors.index.json, a NAME-0000i-of-0000N.gguf shard, or a single

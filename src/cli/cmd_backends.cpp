@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "checkpoint/packed_tensor.h"
 #include "cli/commands.h"
 #include "formats/gguf.h"
 #include "cli/output.h"
@@ -23,8 +24,13 @@ std::vector<std::string> dtype_list(uint64_t mask) {
 
 // What a kernel takes: dtypes, or for dequantization the ggml block formats (op_contracts.h).
 std::vector<std::string> kernel_inputs(const KernelInfo& k) {
-  if (k.op != TM_OP_DEQUANTIZE_GGML && k.op != TM_OP_GGML_BLOCK_STATS) return dtype_list(k.dtype_mask);
+  if (!tm_op_takes_format(k.op)) return dtype_list(k.dtype_mask);
   std::vector<std::string> out;
+  if (k.op == TM_OP_DEQUANTIZE_PACKED) {
+    for (uint32_t s = 0; s < TM_PACKED_COUNT_; ++s)
+      if (k.dtype_mask & (uint64_t{1} << s)) out.emplace_back(packed_scheme_name(static_cast<tm_packed_scheme>(s)));
+    return out;
+  }
   for (uint32_t id = 0; id < 64; ++id)
     if (k.dtype_mask & (uint64_t{1} << id)) {
       const GgmlType* g = ggml_type(id);

@@ -50,8 +50,9 @@ void run_calibrate(const CalibrateArgs& a) {
       for (const auto& k : b.kernels) {
         if (!k.approx_step.empty()) continue;
         const bool dequant = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS;  // timed on Q8_0 blocks
-        const DType dt = dequant ? DType::F32 : calibration_dtype(k.dtype_mask);
-        const uint64_t elements = dequant ? bytes / 34 * 32 : bytes / dtype_size(dt);
+        const bool packed = k.op == TM_OP_DEQUANTIZE_PACKED;                                   // timed on FP8 codes
+        const DType dt = dequant || packed ? DType::F32 : calibration_dtype(k.dtype_mask);
+        const uint64_t elements = dequant ? bytes / 34 * 32 : packed ? bytes : bytes / dtype_size(dt);
         Placement pl;
         pl.backend = b.name, pl.backend_ref = &b, pl.device_index = d.index, pl.kernel_index = k.index;
         double best = INFINITY;
@@ -67,7 +68,7 @@ void run_calibrate(const CalibrateArgs& a) {
         const double old = measured.throughput(b.name, d.id, k.op, &had);
         measured.set_throughput(b.name, d.id, k.op, had ? std::min(old, bps) : bps);
         results.push_back({{"backend", b.name}, {"device", d.name}, {"device_id", d.id}, {"op", op_name(k.op)},
-                           {"dtype", dequant ? "Q8_0" : std::string(dtype_name(dt))}, {"bytes", bytes}, {"seconds", best}, {"bytes_per_s", bps}});
+                           {"dtype", dequant ? "Q8_0" : packed ? "FP8 (packed)" : std::string(dtype_name(dt))}, {"bytes", bytes}, {"seconds", best}, {"bytes_per_s", bps}});
         if (!a.json)
           std::printf("%-10s %-40s %-28s %-6s %8.2f GB/s\n", b.name.c_str(), d.name.substr(0, 40).c_str(),
                       op_name(k.op).c_str(), dequant ? "Q8_0" : std::string(dtype_name(dt)).c_str(), bps / 1e9);

@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/runtime.h"
 #include "ops/dequantize.h"
+#include "ops/packed_dequantize.h"
 #include "tensormorph/planner.h"
 #include "cli/commands.h"
 #include "tensormorph/error.h"
@@ -103,14 +104,30 @@ void write_dequantized(std::ofstream& out, const Checkpoint& c, const Checkpoint
   }
 }
 
+// A packed tensor (GPTQ, AWQ, bitsandbytes, FP8 with scales, MXFP4) decoded into float32, a few rows
+// at a time.
+void write_packed(std::ofstream& out, const Checkpoint& c, const CheckpointTensor& t) {
+  const auto rt = make_runtime(nullptr);
+  const PackedDecoder decoder(c, t, rt->planner());
+  const uint64_t rows = std::max<uint64_t>(8, (uint64_t{1} << 20) / std::max<uint64_t>(1, decoder.cols())) / 8 * 8;
+  std::vector<float> values;
+  for (uint64_t first = 0; first < decoder.rows(); first += rows) {
+    const uint64_t n = std::min(rows, decoder.rows() - first);
+    values.resize(n * decoder.cols());
+    decoder.decode_rows(first, n, values.data(), rt->threads);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+  }
+}
+
 void run_export(const ExportArgs& a) {
   const Checkpoint c = open_checkpoint(a.path);
   const CheckpointTensor* t = nullptr;
   for (const auto& x : c.tensors)
     if (x.name == a.tensor) t = &x;
   if (!t) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + a.tensor + "'");
-  if (!t->dtype && !t->ggml_type)
+  if (!t->dtype && !t->ggml_type && (!t->packed || !t->unavailable_reason.empty()))
     throw Error(ErrorKind::Unavailable, a.tensor + " (" + t->stored_type + "): " + t->unavailable_reason);
+  const bool decoded = t->ggml_type || t->packed;  // values computed from a quantized encoding
   bool widen = !t->dtype;  // dequantized values are float32
   const std::string descr = t->dtype ? npy_descr(*t->dtype, &widen) : "<f4";
   std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
@@ -118,16 +135,18 @@ void run_export(const ExportArgs& a) {
   const std::string preamble = npy_preamble(descr, t->shape);
   out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
   if (t->dtype) write_dense(out, c, *t, widen);
+  else if (t->packed) write_packed(out, c, *t);
   else write_dequantized(out, c, *t);
   out.close();
   if (!out) throw Error(ErrorKind::Io, a.out + ": write failed");
   const std::string how = t->ggml_type ? " (" + t->stored_type + " dequantized to float32, bit-identical to ggml)"
+                          : t->packed  ? " (" + t->stored_type + " decoded from its parts to float32)"
                           : widen      ? " (" + t->stored_type + " widened exactly to float32)"
                                        : "";
   if (a.json)
     std::cout << nlohmann::json{{"tensor", a.tensor}, {"out", a.out}, {"descr", descr}, {"shape", t->shape},
-                                {"widened_to_float32", widen && !t->ggml_type},
-                                {"dequantized_from", t->ggml_type ? nlohmann::json(t->stored_type) : nlohmann::json(nullptr)}}
+                                {"widened_to_float32", widen && !decoded},
+                                {"dequantized_from", decoded ? nlohmann::json(t->stored_type) : nlohmann::json(nullptr)}}
                      .dump(2)
               << "\n";
   else

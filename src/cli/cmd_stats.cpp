@@ -231,7 +231,8 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
       // Quantized tensors are summarised as the float32 values they dequantize to.
       e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
-      if (t.ggml_type) e["dequantized_from"] = t.stored_type;
+      if (t.ggml_type || t.packed) e["dequantized_from"] = t.stored_type;
+      if (t.packed) e["packed"] = packed_report(c, *t.packed);
       e["stats"] = stats_object(r);
       e["placement"] = placements_json(r.placement);
       e["source"] = from_index ? "index" : "computed";

@@ -157,6 +157,7 @@ std::string op_name(tm_op op) {
     case TM_OP_DEQUANTIZE_GGML: return "dequantize.ggml";
     case TM_OP_DIFF_MOMENTS: return "compare.diff_moments";
     case TM_OP_GGML_BLOCK_STATS: return "quant.block_stats";
+    case TM_OP_DEQUANTIZE_PACKED: return "dequantize.packed";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

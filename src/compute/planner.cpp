@@ -6,6 +6,7 @@
 
 #include "core/format.h"
 #include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
 
 namespace tmorph {
 
@@ -30,8 +31,8 @@ uint64_t workspace_bytes(const KernelInfo& k, uint64_t elements) {
 // Why kernel k on device d cannot serve req, ignoring consent; empty if it can.
 std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const DeviceInfo& d,
                                                    const OpRequest& req) {
-  if (req.op == TM_OP_DEQUANTIZE_GGML || req.op == TM_OP_GGML_BLOCK_STATS) {  // the mask holds block formats
-    if (req.ggml_type >= 64 || !(k.dtype_mask & (uint64_t{1} << req.ggml_type)))
+  if (tm_op_takes_format(req.op)) {  // the mask holds formats, not dtypes
+    if (req.format_id >= 64 || !(k.dtype_mask & (uint64_t{1} << req.format_id)))
       return {"dtype_unsupported", "no " + op_name(req.op) + " kernel for " + req.format_name};
   } else if (!(k.dtype_mask & dtype_bit(req.dtype))) {
     return {"dtype_unsupported", "no " + op_name(req.op) + " kernel for " + std::string(dtype_name(req.dtype))};

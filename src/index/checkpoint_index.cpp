@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "2";
+constexpr const char* kSchemaVersion = "3";
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS tensors(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
   stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
-  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL);
+  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
@@ -221,7 +221,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
   }
   SqliteStmt q(*db_,
                "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
-               "ggml_type FROM tensors ORDER BY ordinal");
+               "ggml_type, packed FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -237,6 +237,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     t.bytes = static_cast<uint64_t>(q.int64(9));
     t.file_offset = static_cast<uint64_t>(q.int64(10));
     if (!q.is_null(11)) t.ggml_type = static_cast<uint32_t>(q.int64(11));
+    if (!q.is_null(12)) t.packed = packed_from_json(nlohmann::json::parse(q.text(12)));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -307,23 +308,34 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
   std::vector<bool> file_was_kept(c.files.size());
   for (size_t k = 0; k < c.files.size(); ++k) file_was_kept[k] = kept.count(wanted[k].id.path) != 0;
   {
-    SqliteStmt find(*db_, "SELECT id FROM tensors WHERE name = ? AND file_id = ?");
+    SqliteStmt find(*db_, "SELECT id, packed FROM tensors WHERE name = ? AND file_id = ?");
     SqliteStmt ord(*db_, "UPDATE tensors SET ordinal = ? WHERE id = ?");
+    SqliteStmt del(*db_, "DELETE FROM tensors WHERE name = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset, ggml_type) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type, packed) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
-      const bool file_kept = file_was_kept[t.file_index];
+      // A packed tensor is kept only when every part's file is, and it is still described the same way
+      // (the config decides e.g. GPTQ's zero convention).
+      bool file_kept = file_was_kept[t.file_index];
+      const std::string packed = t.packed ? packed_to_json(*t.packed).dump() : "";
+      if (t.packed)
+        for (const auto& part : t.packed->parts) file_kept = file_kept && file_was_kept[part.file_index];
       if (file_kept) find.bind(1, t.name).bind(2, fid);
       if (file_kept && find.step()) {  // a new file's tensors cannot be stored yet: no lookup
-        tensor_ids_[i] = find.int64(0);
+        const int64_t id = find.int64(0);
+        const std::string stored_packed = find.is_null(1) ? "" : find.text(1);
         find.reset();
-        ord.bind(1, static_cast<int64_t>(i)).bind(2, tensor_ids_[i]).run();
-        continue;
+        if (stored_packed == packed) {
+          tensor_ids_[i] = id;
+          ord.bind(1, static_cast<int64_t>(i)).bind(2, tensor_ids_[i]).run();
+          continue;
+        }
       }
       find.reset();
+      del.bind(1, t.name).run();  // a stale row in a kept file (a packed tensor described differently)
       ins.bind(1, t.name).bind(2, fid).bind(3, static_cast<int64_t>(i)).bind(4, t.stored_type);
       if (t.dtype) ins.bind(5, dtype_name(*t.dtype));
       else ins.bind_null(5);
@@ -332,6 +344,8 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       ins.bind(11, static_cast<int64_t>(t.file_offset));
       if (t.ggml_type) ins.bind(12, static_cast<int64_t>(*t.ggml_type));
       else ins.bind_null(12);
+      if (t.packed) ins.bind(13, packed);
+      else ins.bind_null(13);
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

@@ -7,6 +7,7 @@
 
 #include "ops/dequantize.h"
 #include "ops/kernel_call.h"
+#include "ops/packed_dequantize.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/planner.h"
@@ -23,6 +24,11 @@ class Float32Reader {
  public:
   Float32Reader(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner, unsigned threads)
       : t_(t), data_(c.data(t)), threads_(threads) {
+    if (t.packed) {
+      packed_.emplace(c, t, planner);
+      dequant_ = packed_->placement();
+      return;
+    }
     if (!t.dtype && !t.ggml_type) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
     if (t.ggml_type) {
       q_ = quantized_tensor(*t.ggml_type, data_, t.elements);
@@ -33,6 +39,7 @@ class Float32Reader {
 
   void read(uint64_t first, uint64_t count, float* out) const {
     if (q_) return dequantize_range(*dequant_, *q_, first, count, out, threads_);
+    if (packed_) return read_packed(first, count, out);
     const DType dt = *t_.dtype;
     const size_t w = dtype_size(dt);
     if (dt == DType::F32) {
@@ -43,9 +50,19 @@ class Float32Reader {
   }
 
  private:
+  // Packed schemes decode whole rows: the rows that cover the range, then the range copied out.
+  void read_packed(uint64_t first, uint64_t count, float* out) const {
+    const uint64_t cols = packed_->cols(), row0 = first / cols, row1 = (first + count + cols - 1) / cols;
+    rows_.resize((row1 - row0) * cols);
+    packed_->decode_rows(row0, row1 - row0, rows_.data(), threads_);
+    std::memcpy(out, rows_.data() + (first - row0 * cols), count * sizeof(float));
+  }
+
   const CheckpointTensor& t_;
   const uint8_t* data_;
   unsigned threads_;
+  std::optional<PackedDecoder> packed_;
+  mutable std::vector<float> rows_;
   std::optional<QuantizedTensor> q_;
   std::optional<Placement> dequant_;
 };

@@ -35,7 +35,7 @@ OpRequest block_format_request(tm_op op, const QuantizedTensor& t) {
   r.dtype = DType::F32;
   r.elements = t.elements;
   r.bytes = t.elements / t.block_elements * t.block_bytes;
-  r.ggml_type = t.ggml_type;
+  r.format_id = t.ggml_type;
   r.format_name = t.format;
   return r;
 }
@@ -60,16 +60,22 @@ void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint
   }
 }
 
+StatsResult stats_of_decoded_values(uint64_t elements, const Placement& decode, const std::function<void(float*)>& fill,
+                                    const Planner& planner, const StatsOptions& options) {
+  const uint64_t bytes = elements * sizeof(float);
+  ScratchBuffer values(bytes, options.memory_budget_bytes ? options.memory_budget_bytes : bytes);
+  auto* f = reinterpret_cast<float*>(values.data());
+  fill(f);
+  StatsResult r = compute_stats(f, DType::F32, elements, planner, options);
+  r.placement.insert(r.placement.begin(), decode);
+  return r;
+}
+
 StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
   const Placement dq = place_dequantize(planner, t);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  const uint64_t bytes = t.elements * sizeof(float);
-  ScratchBuffer values(bytes, options.memory_budget_bytes ? options.memory_budget_bytes : bytes);
-  auto* f = reinterpret_cast<float*>(values.data());
-  dequantize_range(dq, t, 0, t.elements, f, threads);
-  StatsResult r = compute_stats(f, DType::F32, t.elements, planner, options);
-  r.placement.insert(r.placement.begin(), dq);
-  return r;
+  return stats_of_decoded_values(
+      t.elements, dq, [&](float* f) { dequantize_range(dq, t, 0, t.elements, f, threads); }, planner, options);
 }
 
 QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {

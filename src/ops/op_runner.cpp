@@ -21,6 +21,8 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   tm_diff_params_v1 diff{nullptr};
   std::vector<float> scales;
   tm_ggml_block_stats_params_v1 block_stats{8, 0, nullptr, nullptr};
+  const float unit_scale = 1.0f;
+  tm_dequantize_packed_params_v1 fp8{};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -49,6 +51,13 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.dtype = DType::F32;
       args.elements = elements / 32 * 32;
       output.resize(sizeof(tm_ggml_block_stats_v1));
+      break;
+    case TM_OP_DEQUANTIZE_PACKED:  // data read as FP8 E4M3 codes, one row, one scale
+      fp8.scheme = TM_PACKED_FP8, fp8.code_dtype = TM_DTYPE_F8_E4M3FN;
+      fp8.rows = 1, fp8.cols = elements, fp8.block_rows = 1, fp8.block_cols = elements, fp8.scales = &unit_scale;
+      args.params = &fp8, args.params_size = sizeof fp8;
+      args.dtype = DType::F32;
+      output.resize(elements * sizeof(float));
       break;
     case TM_OP_DIFF_MOMENTS:  // the data against itself
       diff.b = static_cast<const float*>(data);

@@ -1,6 +1,7 @@
 #include "ops/tensor_stats.h"
 
 #include "ops/dequantize.h"
+#include "ops/packed_dequantize.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -8,6 +9,15 @@ namespace tmorph {
 
 std::optional<std::string> unreadable_reason(const CheckpointTensor& t, const Planner& planner) {
   if (t.dtype) return std::nullopt;
+  if (t.packed) {
+    if (!t.unavailable_reason.empty()) return t.unavailable_reason;
+    try {
+      place_packed_dequantize(planner, *t.packed, t.elements);
+      return std::nullopt;
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }
   if (!t.ggml_type) return t.unavailable_reason.empty() ? "no kernel reads " + t.stored_type : t.unavailable_reason;
   try {
     place_dequantize(planner, quantized_tensor(*t.ggml_type, nullptr, t.elements));
@@ -20,6 +30,7 @@ std::optional<std::string> unreadable_reason(const CheckpointTensor& t, const Pl
 StatsResult compute_tensor_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                  const StatsOptions& options) {
   if (t.dtype) return compute_stats(c.data(t), *t.dtype, t.elements, planner, options);
+  if (t.packed) return compute_packed_stats(c, t, planner, options);
   if (!t.ggml_type) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
   return compute_quantized_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);
 }

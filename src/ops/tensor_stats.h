@@ -1,5 +1,6 @@
 // Statistics of one checkpoint tensor, whatever its storage: dense dtypes are read in place, ggml
-// block formats are dequantized (bit-identical to ggml) and their float32 values summarised.
+// block formats are dequantized (bit-identical to ggml), packed safetensors schemes decoded from their
+// parts, and their float32 values summarised.
 #pragma once
 
 #include <optional>

@@ -1,0 +1,152 @@
+#include "ops/packed_dequantize.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "ops/dequantize.h"
+#include "ops/kernel_call.h"
+#include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+namespace {
+
+// Values per kernel call: bounds what one call writes whatever the tensor size.
+constexpr uint64_t kValuesPerCall = uint64_t{1} << 24;
+
+[[noreturn]] void bad(const Checkpoint& c, const PackedPart& p, const std::string& what) {
+  throw Error(ErrorKind::BadInput, c.files.at(p.file_index)->path() + ": tensor '" + p.name + "': " + what);
+}
+
+// The part's bytes, checked to lie inside its file and to hold its shape.
+const uint8_t* part_data(const Checkpoint& c, const PackedPart& p) {
+  if (p.file_index >= c.files.size()) throw Error(ErrorKind::BadInput, "packed part '" + p.name + "' names a file the checkpoint lacks");
+  uint64_t elements = 1;
+  for (uint64_t d : p.shape) elements *= d;
+  const uint64_t size = c.files[p.file_index]->size();
+  if (p.bytes != elements * dtype_size(p.dtype) || p.file_offset > size || p.bytes > size - p.file_offset)
+    bad(c, p, "expected " + std::to_string(elements * dtype_size(p.dtype)) + " bytes at offset " + std::to_string(p.file_offset) +
+                  " inside the file");
+  return c.data(p);
+}
+
+const PackedPart& need(const Checkpoint& c, const PackedTensor& p, const char* role) {
+  const PackedPart* part = p.part(role);
+  if (!part) throw Error(ErrorKind::BadInput, "packed " + p.variant + " tensor lacks its '" + role + "' part");
+  part_data(c, *part);
+  return *part;
+}
+
+// A float part widened exactly to float32 (f16, bf16 and f32 values are all floats).
+std::vector<float> widened(const Checkpoint& c, const PackedPart& part) {
+  const uint8_t* data = part_data(c, part);
+  const size_t width = dtype_size(part.dtype);
+  std::vector<float> out(part.bytes / width);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(element_to_double(part.dtype, data + i * width));
+  return out;
+}
+
+}  // namespace
+
+Placement place_packed_dequantize(const Planner& planner, const PackedTensor& p, uint64_t elements) {
+  OpRequest r;
+  r.op = TM_OP_DEQUANTIZE_PACKED;
+  r.dtype = DType::F32;
+  r.elements = elements;
+  for (const auto& part : p.parts) r.bytes += part.bytes;
+  r.format_id = p.scheme;
+  r.format_name = p.variant;
+  return planner.place(r);
+}
+
+PackedDecoder::PackedDecoder(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner) {
+  if (!t.packed) throw Error(ErrorKind::Internal, t.name + " is not a packed tensor");
+  if (!t.unavailable_reason.empty()) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
+  const PackedTensor& p = *t.packed;
+  placement_ = place_packed_dequantize(planner, p, t.elements);
+  params_.scheme = p.scheme;
+  params_.bits = p.bits;
+  params_.rows = p.rows;
+  params_.cols = p.cols;
+  codes_ = part_data(c, p.parts.at(0));
+  switch (p.scheme) {
+    case TM_PACKED_FP8:
+      params_.code_dtype = static_cast<uint32_t>(p.code_dtype);
+      params_.block_rows = p.block_rows, params_.block_cols = p.block_cols;
+      scales_ = widened(c, p.parts.at(1));
+      break;
+    case TM_PACKED_MXFP4:
+      params_.exponents = part_data(c, need(c, p, "scales"));
+      break;
+    case TM_PACKED_BNB4: {
+      params_.block_cols = p.block_cols;
+      params_.code_values = reinterpret_cast<const float*>(part_data(c, need(c, p, "quant_map")));
+      const PackedPart& absmax = need(c, p, "absmax");
+      if (!p.nested_block) {
+        scales_ = widened(c, absmax);
+      } else {  // double quantization: absmax = nested_quant_map[code] * nested_absmax[b / nested_block] + offset
+        const uint8_t* codes = part_data(c, absmax);
+        const std::vector<float> nested = widened(c, need(c, p, "nested_absmax"));
+        const std::vector<float> map = widened(c, need(c, p, "nested_quant_map"));
+        scales_.resize(absmax.bytes);
+        for (size_t b = 0; b < scales_.size(); ++b) scales_[b] = map[codes[b]] * nested.at(b / p.nested_block) + p.nested_offset;
+      }
+      break;
+    }
+    case TM_PACKED_GPTQ:
+    case TM_PACKED_AWQ: {
+      params_.groups = p.groups;
+      params_.zero_offset = p.zero_offset;
+      params_.block_cols = p.block_cols;
+      params_.zeros = reinterpret_cast<const int32_t*>(part_data(c, need(c, p, "qzeros")));
+      scales_ = widened(c, need(c, p, "scales"));
+      if (p.scheme == TM_PACKED_AWQ) break;
+      if (const PackedPart* g = p.part("g_idx")) {
+        const uint8_t* data = part_data(c, *g);
+        group_index_.resize(g->bytes / 4);
+        std::memcpy(group_index_.data(), data, g->bytes);
+        for (size_t i = 0; i < group_index_.size(); ++i)
+          if (group_index_[i] < 0 || static_cast<uint64_t>(group_index_[i]) >= p.groups)
+            bad(c, *g, "entry " + std::to_string(i) + " is group " + std::to_string(group_index_[i]) + "; the scales hold groups 0.." +
+                           std::to_string(p.groups - 1));
+      } else {
+        group_index_.resize(p.cols);
+        for (uint64_t i = 0; i < p.cols; ++i) group_index_[i] = static_cast<int32_t>(i / p.group_size);
+      }
+      params_.group_index = group_index_.data();
+      break;
+    }
+    default:
+      throw Error(ErrorKind::Unavailable, t.name + ": unknown packed scheme");
+  }
+  params_.scales = scales_.empty() ? nullptr : scales_.data();
+}
+
+void PackedDecoder::decode_rows(uint64_t first, uint64_t count, float* dst, unsigned threads) const {
+  if (first + count > params_.rows) throw Error(ErrorKind::Internal, "dequantize.packed: rows beyond the matrix");
+  // Whole rows per call (AWQ: whole words of 8 rows), at most about kValuesPerCall values.
+  uint64_t step = std::max<uint64_t>(1, kValuesPerCall / std::max<uint64_t>(1, params_.cols));
+  if (params_.scheme == TM_PACKED_AWQ) step = (step + 7) / 8 * 8;
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = std::min(step, count - done);
+    tm_dequantize_packed_params_v1 call = params_;
+    call.row_first = first + done;
+    run_placed_kernel(placement_, TM_OP_DEQUANTIZE_PACKED,
+                      {DType::F32, codes_, n * params_.cols, &call, sizeof call, dst + done * params_.cols, n * params_.cols * sizeof(float),
+                       threads});
+    done += n;
+  }
+}
+
+StatsResult compute_packed_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
+                                 const StatsOptions& options) {
+  const PackedDecoder decoder(c, t, planner);
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  return stats_of_decoded_values(
+      t.elements, decoder.placement(), [&](float* dst) { decoder.decode_rows(0, decoder.rows(), dst, threads); }, planner, options);
+}
+
+}  // namespace tmorph
