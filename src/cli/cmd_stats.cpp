@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
 #include "ops/dequantize.h"
+#include "ops/packed_dequantize.h"
 #include "ops/tensor_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
@@ -248,6 +249,10 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
                     fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
       if (a.quantization && t.ggml_type) {
         const QuantizationStats q = compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, opt);
+        e["quantization"] = quantization_json(q);
+        if (!a.json) print_quantization(q);
+      } else if (a.quantization && t.packed) {
+        const QuantizationStats q = compute_packed_quantization_stats(c, t, planner, opt);
         e["quantization"] = quantization_json(q);
         if (!a.json) print_quantization(q);
       }

@@ -1,6 +1,8 @@
 #include "ops/packed_dequantize.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "core/thread_pool.h"
@@ -147,6 +149,85 @@ StatsResult compute_packed_stats(const Checkpoint& c, const CheckpointTensor& t,
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   return stats_of_decoded_values(
       t.elements, decoder.placement(), [&](float* dst) { decoder.decode_rows(0, decoder.rows(), dst, threads); }, planner, options);
+}
+
+namespace {
+
+// Adds the count of every code of t's code part to counts (2^bits entries) and the saturated ones.
+void count_codes(const PackedDecoder& d, const std::vector<bool>& saturating, std::vector<uint64_t>& counts, uint64_t& saturated) {
+  const auto& p = d.params();
+  const uint8_t* codes = d.codes();
+  const uint64_t n = p.rows * p.cols;
+  switch (p.scheme) {
+    case TM_PACKED_FP8:
+      for (uint64_t i = 0; i < n; ++i) ++counts[codes[i]];
+      break;
+    case TM_PACKED_MXFP4:
+    case TM_PACKED_BNB4:
+      for (uint64_t i = 0; i < n / 2; ++i) ++counts[codes[i] & 0x0f], ++counts[codes[i] >> 4];
+      if (n % 2) ++counts[p.scheme == TM_PACKED_BNB4 ? codes[n / 2] >> 4 : codes[n / 2] & 0x0f];
+      break;
+    case TM_PACKED_GPTQ:
+    case TM_PACKED_AWQ: {  // every word holds 32 / bits codes, whatever order they are in
+      const uint32_t mask = (1u << p.bits) - 1;
+      for (uint64_t w = 0; w < n * p.bits / 32; ++w) {
+        uint32_t word;
+        std::memcpy(&word, codes + w * 4, 4);
+        for (uint32_t j = 0; j < 32 / p.bits; ++j) ++counts[(word >> (j * p.bits)) & mask];
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  for (size_t code = 0; code < counts.size(); ++code)
+    if (saturating[code]) saturated += counts[code];
+}
+
+}  // namespace
+
+QuantizationStats compute_packed_quantization_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
+                                                    const StatsOptions& options) {
+  const PackedDecoder d(c, t, planner);
+  const PackedTensor& p = *t.packed;
+  QuantizationStats q;
+  q.placement.push_back(d.placement());
+  q.bits_per_weight = t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0;
+  std::vector<float> scales = d.scales();
+  if (p.scheme == TM_PACKED_MXFP4) {
+    const PackedPart& e = need(c, p, "scales");
+    const uint8_t* bytes = part_data(c, e);
+    scales.resize(e.bytes);
+    for (size_t i = 0; i < scales.size(); ++i)
+      scales[i] = bytes[i] == 255 ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, static_cast<int>(bytes[i]) - 127);
+  }
+  if (!scales.empty()) {
+    q.scales = compute_stats(scales.data(), DType::F32, scales.size(), planner, options);
+    q.placement.insert(q.placement.end(), q.scales->placement.begin(), q.scales->placement.end());
+  }
+  q.code_bits = p.scheme == TM_PACKED_FP8 ? 8 : p.bits;
+  const size_t slots = size_t{1} << q.code_bits;
+  std::vector<bool> saturating(slots, false);
+  switch (p.scheme) {
+    case TM_PACKED_FP8: {  // the codes of the largest finite magnitude, either sign
+      const uint8_t top = p.code_dtype == DType::F8_E5M2 ? 0x7b : 0x7e;
+      saturating[top] = saturating[top | 0x80] = true;
+      break;
+    }
+    case TM_PACKED_MXFP4: saturating[7] = saturating[15] = true; break;
+    case TM_PACKED_BNB4: {
+      const float* map = d.params().code_values;
+      float top = 0;
+      for (size_t k = 0; k < 16; ++k) top = std::max(top, std::fabs(map[k]));
+      for (size_t k = 0; k < 16; ++k) saturating[k] = std::fabs(map[k]) == top;
+      break;
+    }
+    default: saturating.front() = saturating.back() = true; break;
+  }
+  q.code_counts.assign(slots, 0);
+  count_codes(d, saturating, q.code_counts, q.saturated);
+  for (auto n : q.code_counts) q.codes += n;
+  return q;
 }
 
 }  // namespace tmorph

@@ -7,6 +7,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "tensormorph/placement.h"
+#include "ops/dequantize.h"
 #include "tensormorph/stats.h"
 
 namespace tmorph {
@@ -26,6 +27,11 @@ class PackedDecoder {
   PackedDecoder(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner);
 
   const Placement& placement() const { return placement_; }
+  // The scale-like side array the kernel multiplies by (FP8 scale grid, bnb absmax after nested
+  // decoding, GPTQ/AWQ scales) as float32; empty for MXFP4, whose scales are E8M0 bytes.
+  const std::vector<float>& scales() const { return scales_; }
+  const tm_dequantize_packed_params_v1& params() const { return params_; }
+  const uint8_t* codes() const { return codes_; }
   uint64_t rows() const { return params_.rows; }
   uint64_t cols() const { return params_.cols; }
 
@@ -44,5 +50,13 @@ class PackedDecoder {
 // into an unlinked scratch file); the placement list starts with the dequantization.
 StatsResult compute_packed_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                  const StatsOptions& options);
+
+// What quantization did to t, read from its parts without decoding values: bits per weight (all parts
+// over the elements), the distribution of its scales (MXFP4: 2^(e - 127); bnb: absmax after nested
+// decoding), the usage of every stored code (GPTQ/AWQ at their bit width, bnb/MXFP4 4-bit, FP8 the raw
+// byte) and the saturated share: GPTQ/AWQ codes 0 and 2^bits - 1, the bnb codes of largest |quant_map|,
+// MXFP4 +-6, FP8 +-the largest finite value. Counted on the host by the ops layer (no placed kernel).
+QuantizationStats compute_packed_quantization_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
+                                                    const StatsOptions& options);
 
 }  // namespace tmorph

@@ -116,9 +116,8 @@ class GeneratorSelfCheck(unittest.TestCase):
                 self.assertEqual(bit_differences(logical[name].ref, want), 0, (scheme, name))
 
 
-class PackedSchemes(unittest.TestCase):
-    """Every scheme directory: `ls` shows the logical tensors (not their parts) and the plain ones; `export` gives
-    `ref` bit for bit, within the quantisation bound of the original weights; `stats` agrees with numpy."""
+class GeneratedCheckpoints(unittest.TestCase):
+    """Writes every scheme directory once per class (tests/tools/packed_write.py)."""
 
     @classmethod
     def setUpClass(cls):
@@ -132,6 +131,11 @@ class PackedSchemes(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.root, ignore_errors=True)
+
+
+class PackedSchemes(GeneratedCheckpoints):
+    """Every scheme directory: `ls` shows the logical tensors (not their parts) and the plain ones; `export` gives
+    `ref` bit for bit, within the quantisation bound of the original weights; `stats` agrees with numpy."""
 
     def export(self, directory, name):
         r = run(["export", directory, name, "-o", self.out])
@@ -224,6 +228,49 @@ class PackedSchemes(unittest.TestCase):
 
     def test_awq_gemm(self):
         self.check_scheme("awq")
+
+
+class PackedQuantizationStatistics(GeneratedCheckpoints):
+    """`stats --quantization` on packed tensors: bits per weight from the parts' bytes, one scale statistic per
+    stored scale, and code counts equal to numpy's count of the stored codes, read from the part's bytes."""
+
+    @staticmethod
+    def stored_codes(entry):
+        """Every code of the logical tensor's code part, decoded by numpy from the file bytes `ls` points at."""
+        packed = entry["packed"]
+        part = packed["parts"][0]
+        raw = np.fromfile(part["file"], np.uint8, count=part["bytes"], offset=part["offset"])
+        kind = packed["kernel_scheme"]
+        if kind == "fp8":
+            return raw
+        if kind in ("gptq", "awq"):
+            bits = packed["bits"]
+            words = raw.view("<u4").astype(np.uint64)
+            return np.concatenate([(words >> (j * bits)) & ((1 << bits) - 1) for j in range(32 // bits)])
+        n = entry["elements"]  # bnb (first element high) or MXFP4 (first element low): both nibbles count
+        codes = np.stack([raw >> 4, raw & 15], axis=1).ravel() if kind == "bnb4" else np.stack([raw & 15, raw >> 4], axis=1).ravel()
+        return codes[:n]
+
+    def check_quantization(self, scheme):
+        directory = os.path.join(self.root, scheme)
+        listed = run(["ls", directory, "--json"]).json()["tensors"]
+        for entry in [t for t in listed if t.get("packed")]:
+            name = entry["name"]
+            r = run(["stats", directory, name, "--quantization", "--no-histogram", "--no-quantiles", "--json"])
+            self.assertEqual(r.code, 0, f"{name}: {r.err}")
+            q = r.json()["tensors"][0]["quantization"]
+            self.assertAlmostEqual(q["bits_per_weight"], 8 * entry["bytes"] / entry["elements"], places=12, msg=name)
+            codes = self.stored_codes(entry)
+            want = np.bincount(codes.astype(np.int64), minlength=1 << q["code_bits"])
+            self.assertEqual(q["code_counts"], want.tolist(), name)
+            scale_parts = [p for p in entry["packed"]["parts"] if p["role"] in ("scales", "weight_scale", "weight_scale_inv", "absmax")]
+            scale_count = int(np.prod(scale_parts[0]["shape"])) if scale_parts else 0
+            self.assertEqual(q["block_scales"]["count"], scale_count, name)
+
+    def test_quantization_statistics_of_every_scheme(self):
+        for scheme in SCHEME:
+            with self.subTest(scheme=scheme):
+                self.check_quantization(scheme)
 
 
 def replace(ck, name, value):
