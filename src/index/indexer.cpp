@@ -110,11 +110,15 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
                          std::atomic<uint64_t>& bytes_done) {
   const MappedFile& file = *c.files[t.file_index];
   if (!t.dtype) {
-    // A quantized tensor: its blocks are read through the mapping and dequantized into memory (or a
-    // scratch file beyond the worker's budget), then summarised as float32.
-    file.read_ahead(t.file_offset, t.bytes);
+    // A quantized tensor (a GGUF block format, or a packed scheme's parts): read through the mapping,
+    // decoded a piece at a time and summarised as float32 (streamed_stats.h).
+    std::vector<std::pair<const MappedFile*, PackedPart>> ranges;
+    if (t.packed)
+      for (const auto& part : t.packed->parts) ranges.emplace_back(c.files[part.file_index].get(), part);
+    else ranges.emplace_back(&file, PackedPart{"", t.name, DType::U8, {}, t.file_index, t.file_offset, t.bytes});
+    for (const auto& [f, r] : ranges) f->read_ahead(r.file_offset, r.bytes);
     StatsResult r = compute_tensor_stats(c, t, planner, options);
-    release(c.data(t), t.bytes);
+    for (const auto& [f, part] : ranges) release(f->data() + part.file_offset, part.bytes);
     bytes_done += t.bytes;
     return r;
   }

@@ -1,9 +1,9 @@
 #include "ops/dequantize.h"
 
-#include "core/scratch_buffer.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "ops/kernel_call.h"
+#include "ops/streamed_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/planner.h"
@@ -14,6 +14,8 @@ namespace {
 
 // Blocks per kernel call: bounds what one call touches (16 Mi values of Q*_K) whatever the tensor size.
 constexpr uint64_t kBlocksPerCall = 65536;
+// Values decoded at a time for statistics (4 MiB of float32): a multiple of every block size.
+constexpr uint64_t kPieceElements = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -60,22 +62,20 @@ void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint
   }
 }
 
-StatsResult stats_of_decoded_values(uint64_t elements, const Placement& decode, const std::function<void(float*)>& fill,
-                                    const Planner& planner, const StatsOptions& options) {
-  const uint64_t bytes = elements * sizeof(float);
-  ScratchBuffer values(bytes, options.memory_budget_bytes ? options.memory_budget_bytes : bytes);
-  auto* f = reinterpret_cast<float*>(values.data());
-  fill(f);
-  StatsResult r = compute_stats(f, DType::F32, elements, planner, options);
-  r.placement.insert(r.placement.begin(), decode);
-  return r;
-}
-
 StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
   const Placement dq = place_dequantize(planner, t);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  return stats_of_decoded_values(
-      t.elements, dq, [&](float* f) { dequantize_range(dq, t, 0, t.elements, f, threads); }, planner, options);
+  std::vector<float> piece(std::min(t.elements, kPieceElements));
+  return streamed_float_stats(
+      t.elements, dq,
+      [&](const FloatSink& sink) {
+        for (uint64_t first = 0; first < t.elements; first += kPieceElements) {
+          const uint64_t n = std::min(kPieceElements, t.elements - first);
+          dequantize_range(dq, t, first, n, piece.data(), threads);
+          sink(piece.data(), n);
+        }
+      },
+      planner, options);
 }
 
 QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {

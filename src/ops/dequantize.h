@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,16 +36,10 @@ Placement place_dequantize(const Planner& planner, const QuantizedTensor& t);
 void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint64_t first, uint64_t count, float* dst,
                       unsigned threads);
 
-// Exact statistics of t's dequantized values (float32): the values are dequantized into memory when
-// they fit in options.memory_budget_bytes (0: no limit), else into an unlinked scratch file. The
-// placement list starts with the dequantization.
+// Exact statistics of t's dequantized values (float32), decoded a piece at a time in two passes
+// (streamed_stats.h): memory is bounded by one piece whatever the tensor's size. The placement list
+// starts with the dequantization.
 StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options);
-
-// Exact statistics of `elements` float32 values that `fill` writes into the buffer it is given (held in
-// memory within options.memory_budget_bytes, else in an unlinked scratch file); `decode` is the
-// placement that produced them and heads the result's placement list.
-StatsResult stats_of_decoded_values(uint64_t elements, const Placement& decode, const std::function<void(float*)>& fill,
-                                    const Planner& planner, const StatsOptions& options);
 
 // What quantization did to t, read from its blocks without dequantizing (op quant.block_stats).
 struct QuantizationStats {

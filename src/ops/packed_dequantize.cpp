@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "ops/dequantize.h"
 #include "ops/kernel_call.h"
+#include "ops/streamed_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/planner.h"
@@ -18,6 +19,8 @@ namespace {
 
 // Values per kernel call: bounds what one call writes whatever the tensor size.
 constexpr uint64_t kValuesPerCall = uint64_t{1} << 24;
+// Values decoded at a time for statistics (about 4 MiB of float32).
+constexpr uint64_t kPieceValues = uint64_t{1} << 20;
 
 [[noreturn]] void bad(const Checkpoint& c, const PackedPart& p, const std::string& what) {
   throw Error(ErrorKind::BadInput, c.files.at(p.file_index)->path() + ": tensor '" + p.name + "': " + what);
@@ -147,8 +150,19 @@ StatsResult compute_packed_stats(const Checkpoint& c, const CheckpointTensor& t,
                                  const StatsOptions& options) {
   const PackedDecoder decoder(c, t, planner);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  return stats_of_decoded_values(
-      t.elements, decoder.placement(), [&](float* dst) { decoder.decode_rows(0, decoder.rows(), dst, threads); }, planner, options);
+  const uint64_t cols = std::max<uint64_t>(1, decoder.cols());
+  const uint64_t rows = std::max<uint64_t>(8, kPieceValues / cols / 8 * 8);  // whole AWQ words of rows
+  std::vector<float> piece(std::min(decoder.rows(), rows) * cols);
+  return streamed_float_stats(
+      t.elements, decoder.placement(),
+      [&](const FloatSink& sink) {
+        for (uint64_t first = 0; first < decoder.rows(); first += rows) {
+          const uint64_t n = std::min(rows, decoder.rows() - first);
+          decoder.decode_rows(first, n, piece.data(), threads);
+          sink(piece.data(), n * cols);
+        }
+      },
+      planner, options);
 }
 
 namespace {

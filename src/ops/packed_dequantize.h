@@ -46,8 +46,8 @@ class PackedDecoder {
   std::vector<int32_t> group_index_;
 };
 
-// Exact statistics of t's float32 values (decoded into memory within options.memory_budget_bytes, else
-// into an unlinked scratch file); the placement list starts with the dequantization.
+// Exact statistics of t's float32 values, decoded a piece of rows at a time in two passes
+// (streamed_stats.h); the placement list starts with the dequantization.
 StatsResult compute_packed_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                  const StatsOptions& options);
 

@@ -9,6 +9,7 @@
 #include "ops/kernel_call.h"
 #include "ops/moments.h"
 #include "ops/quantile_contract.h"
+#include "ops/stats_options.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -18,8 +19,6 @@ namespace {
 
 // Blocks handed to a backend per call: bounds the partials buffer (~6 MiB) whatever the tensor size.
 constexpr uint64_t kBlocksPerCall = 65536;
-// Probabilities per request (kernels size their workspace from it).
-constexpr size_t kMaxProbabilities = 16;
 
 OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options) {
   OpRequest r;
@@ -41,16 +40,6 @@ MomentsSummary summarize(const Moments& m) {
   s.mean = m.mean, s.std = m.std, s.is_integer = m.is_integer;
   s.int_min = m.int_min, s.int_max = m.int_max, s.int_sum = m.int_sum;
   return s;
-}
-
-// Uniform edges the way numpy.histogram builds them: linspace(lo, hi, bins + 1), last edge = hi.
-std::vector<double> uniform_edges(double lo, double hi, uint32_t bins) {
-  if (lo == hi) lo -= 0.5, hi += 0.5;
-  std::vector<double> e(bins + 1);
-  const double step = (hi - lo) / bins;
-  for (uint32_t i = 0; i <= bins; ++i) e[i] = static_cast<double>(i) * step + lo;
-  e[bins] = hi;
-  return e;
 }
 
 // Value of bit pattern p of an 8- or 16-bit dtype.
@@ -181,37 +170,6 @@ MomentsSummary MomentsStream::finish() {
 }
 
 // ---- StatsStream -------------------------------------------------------------------------------------
-
-namespace {
-
-// The histogram's edges from the options (explicit, or uniform over a range or the finite min..max).
-std::vector<double> histogram_edges(const StatsOptions& options, const MomentsSummary& m) {
-  if (!options.histogram_edges.empty()) {
-    const auto& edges = options.histogram_edges;
-    if (edges.size() < 2 || edges.size() > 65537)
-      throw Error(ErrorKind::InvalidArgument, "histogram edges: need 2..65537 edges, got " + std::to_string(edges.size()));
-    for (size_t i = 0; i < edges.size(); ++i)
-      if (!std::isfinite(edges[i]) || (i && !(edges[i] > edges[i - 1])))
-        throw Error(ErrorKind::InvalidArgument, "histogram edges: edge " + std::to_string(i) +
-                                                    " must be finite and greater than the one before");
-    return edges;
-  }
-  const auto [lo, hi] = options.histogram_range.value_or(std::make_pair(m.min, m.max));
-  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
-    throw Error(ErrorKind::InvalidArgument, "histogram range must be finite with lo <= hi");
-  return uniform_edges(lo, hi, options.bins);
-}
-
-void check_options(const StatsOptions& options) {
-  if (options.histogram && options.histogram_edges.empty() && (options.bins == 0 || options.bins > 65536))
-    throw Error(ErrorKind::InvalidArgument, "histogram bins must be 1..65536, got " + std::to_string(options.bins));
-  if (options.quantiles && options.probabilities.size() > kMaxProbabilities)
-    throw Error(ErrorKind::InvalidArgument, "at most " + std::to_string(kMaxProbabilities) +
-                                                " quantile probabilities per request, got " +
-                                                std::to_string(options.probabilities.size()));
-}
-
-}  // namespace
 
 struct StatsStream::State {
   const Planner& planner;

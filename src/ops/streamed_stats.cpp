@@ -1,0 +1,191 @@
+#include "ops/streamed_stats.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "core/thread_pool.h"
+#include "ops/kernel_call.h"
+#include "ops/quantile_contract.h"
+#include "ops/stats_options.h"
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/error.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+namespace {
+
+constexpr uint32_t kBuckets = 65536;
+
+bool finite_bits(uint32_t bits) { return (bits & 0x7f800000u) != 0x7f800000u; }
+
+// A key whose unsigned order is the values' order (-0 just below +0).
+uint32_t order_key(uint32_t bits) { return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u; }
+float value_of_key(uint32_t key) {
+  return std::bit_cast<float>((key & 0x80000000u) ? key & 0x7fffffffu : ~key);
+}
+
+// Counts, split across threads, of 16-bit slices of the order keys of a piece's finite values. Each
+// thread counts into its own uint32 table, flushed into the uint64 totals after every piece.
+class KeyCounter {
+ public:
+  // tables: how many 65,536-entry tables there are; slot_of(key) picks the table (-1: not counted) and
+  // the counted slice is (key >> shift) & 0xffff.
+  KeyCounter(unsigned threads, size_t tables) : threads_(threads), totals_(tables * kBuckets, 0) {
+    local_.assign(threads, std::vector<uint32_t>(tables * kBuckets, 0));
+  }
+
+  template <class SlotOf>
+  void count(const float* values, uint64_t n, unsigned shift, SlotOf slot_of) {
+    auto run = [&](uint64_t b, uint64_t e, unsigned part) {
+      uint32_t* table = local_[part].data();
+      for (uint64_t i = b; i < e; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, values + i, 4);
+        if (!finite_bits(bits)) continue;
+        const uint32_t key = order_key(bits);
+        const int slot = slot_of(key);
+        if (slot >= 0) ++table[static_cast<size_t>(slot) * kBuckets + ((key >> shift) & 0xffffu)];
+      }
+    };
+    if (pending_ + n > UINT32_MAX) flush();  // no uint32 count can overflow
+    pending_ += n;
+    if (threads_ <= 1 || n < (uint64_t{1} << 16)) run(0, n, 0);
+    else ThreadPool::shared(threads_).parallel_for(n, run);
+  }
+  const std::vector<uint64_t>& totals() {
+    flush();
+    return totals_;
+  }
+
+ private:
+  void flush() {
+    for (auto& table : local_)
+      for (size_t k = 0; k < table.size(); ++k)
+        if (table[k]) totals_[k] += table[k], table[k] = 0;
+    pending_ = 0;
+  }
+
+  unsigned threads_;
+  uint64_t pending_ = 0;  // values counted since the last flush
+  std::vector<uint64_t> totals_;
+  std::vector<std::vector<uint32_t>> local_;
+};
+
+// Where each wanted rank lies after the first pass: its top-16 bucket and its rank inside it.
+struct RankTarget {
+  uint64_t rank;
+  uint32_t bucket;
+  uint64_t within;
+  int slot;  // the low-16 table that resolves it
+};
+
+}  // namespace
+
+StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, const FloatProducer& produce,
+                                 const Planner& planner, const StatsOptions& options) {
+  check_options(options);
+  const unsigned threads = options.threads ? options.threads : default_thread_count();
+  const bool want_quantiles = options.quantiles && !options.probabilities.empty();
+  StatsResult result;
+  result.placement.push_back(decode);
+
+  // Pass 1: moments, and the top 16 bits of every finite value's key.
+  MomentsStream moments(planner, DType::F32, elements, threads);
+  KeyCounter top(threads, want_quantiles ? 1 : 0);
+  produce([&](const float* v, uint64_t n) {
+    moments.feed(v, n);
+    if (want_quantiles) top.count(v, n, 16, [](uint32_t) { return 0; });
+  });
+  result.moments = moments.finish();
+  result.placement.push_back(moments.placement());
+  const MomentsSummary& m = result.moments;
+
+  // What the second pass must find: the histogram over its edges, and the order statistics.
+  const bool explicit_edges = !options.histogram_edges.empty();
+  const bool want_histogram = options.histogram && (explicit_edges || options.histogram_range || m.finite_count > 0);
+  std::vector<RankTarget> targets;
+  std::vector<int> slot_of_bucket(want_quantiles ? kBuckets : 0, -1);
+  int slots = 0;
+  uint64_t finite = 0;
+  if (want_quantiles) {
+    const auto& counts = top.totals();
+    for (uint64_t c : counts) finite += c;
+    std::vector<uint64_t> ranks;
+    for (double p : options.probabilities) {
+      if (finite == 0) break;
+      uint64_t k;
+      double t;
+      quantile_position(p, finite, &k, &t);
+      ranks.push_back(k);
+      if (k + 1 < finite) ranks.push_back(k + 1);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    uint64_t below = 0;
+    uint32_t bucket = 0;
+    for (uint64_t r : ranks) {
+      while (below + counts[bucket] <= r) below += counts[bucket++];
+      if (slot_of_bucket[bucket] < 0) slot_of_bucket[bucket] = slots++;
+      targets.push_back({r, bucket, r - below, slot_of_bucket[bucket]});
+    }
+  }
+
+  Histogram h;
+  std::vector<uint64_t> hist_counts;
+  std::optional<Placement> hist_pl;
+  if (want_histogram) {
+    h.edges = histogram_edges(options, m);
+    hist_counts.assign(h.edges.size() + 1, 0);
+    OpRequest r;
+    r.op = TM_OP_STATS_HISTOGRAM;
+    r.dtype = DType::F32;
+    r.elements = elements;
+    r.bytes = elements * 4;
+    r.allowed_approx_steps = options.allowed_approx_steps;
+    r.memory_budget_bytes = options.memory_budget_bytes;
+    hist_pl = planner.place(r);
+  }
+  KeyCounter low(threads, static_cast<size_t>(slots));
+  if (want_histogram || slots > 0) {
+    const uint32_t bins = want_histogram ? static_cast<uint32_t>(h.edges.size() - 1) : 0;
+    const tm_histogram_params_v1 params{bins, h.edges.data()};
+    produce([&](const float* v, uint64_t n) {
+      if (want_histogram)
+        run_placed_kernel(*hist_pl, TM_OP_STATS_HISTOGRAM,
+                          {DType::F32, v, n, &params, sizeof params, hist_counts.data(), hist_counts.size() * sizeof(uint64_t), threads});
+      if (slots > 0) low.count(v, n, 0, [&](uint32_t key) { return slot_of_bucket[key >> 16]; });
+    });
+  }
+  if (want_histogram) {
+    const size_t bins = h.edges.size() - 1;
+    h.counts.assign(hist_counts.begin(), hist_counts.begin() + static_cast<std::ptrdiff_t>(bins));
+    h.below = hist_counts[bins], h.above = hist_counts[bins + 1];
+    result.histogram = std::move(h);
+    result.placement.push_back(*hist_pl);
+  }
+  if (want_quantiles) {
+    auto value_of_rank = [&](uint64_t rank) {
+      const auto t = std::find_if(targets.begin(), targets.end(), [&](const RankTarget& x) { return x.rank == rank; });
+      if (t == targets.end()) throw Error(ErrorKind::Internal, "streamed quantiles: rank " + std::to_string(rank) + " was not selected");
+      const uint64_t* lows = low.totals().data() + static_cast<size_t>(t->slot) * kBuckets;
+      uint64_t below = 0;
+      for (uint32_t k = 0; k < kBuckets; ++k) {
+        if (below + lows[k] > t->within) return static_cast<double>(value_of_key(t->bucket << 16 | k));
+        below += lows[k];
+      }
+      throw Error(ErrorKind::Internal, "streamed quantiles: the second pass saw fewer values than the first");
+    };
+    for (double p : options.probabilities) {
+      const double v = finite ? quantile_of(p, finite, value_of_rank) : std::nan("");
+      result.quantiles.push_back({p, v, v, v, finite});
+    }
+    result.quantile_method = "streamed_bitpattern_select";
+  }
+  return result;
+}
+
+}  // namespace tmorph
