@@ -284,7 +284,8 @@ TEST(DequantBlocks, EverySimdTargetGivesTheSameBits) {
   for_each_simd_target([&](const std::string& target, bool) { names += " " + target; });
   std::printf("[ dequant  ] SIMD targets compared:%s\n", names.c_str());
   std::mt19937 rng(11);
-  for (const uint32_t id : {2u, 8u, 12u, 14u}) {  // the formats with Highway decoders
+  // The formats with Highway decoders: Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4.
+  for (const uint32_t id : {2u, 6u, 7u, 8u, 12u, 14u, 20u, 23u, 39u}) {
     const GgmlBlockFormat& f = format_of(id);
     const uint64_t blocks = 64;
     std::vector<uint8_t> bytes(blocks * f.block_bytes);
@@ -294,7 +295,12 @@ TEST(DequantBlocks, EverySimdTargetGivesTheSameBits) {
     for_each_simd_target([&](const std::string& target, bool) {
       std::fill(other.begin(), other.end(), 0.0f);
       dequantize_ggml_blocks(f, bytes.data(), blocks, other.data());
-      EXPECT_EQ(std::memcmp(best.data(), other.data(), best.size() * sizeof(float)), 0) << f.name << " on " << target;
+      // Bits equal, except that which NaN payload survives NaN + NaN (Q5_1 blocks whose d and m are both
+      // NaN) is the compiler's choice, as in ggml's own C code.
+      size_t differ = 0;
+      for (size_t i = 0; i < best.size(); ++i)
+        differ += !(std::isnan(best[i]) && std::isnan(other[i])) && std::memcmp(&best[i], &other[i], sizeof(float)) != 0;
+      EXPECT_EQ(differ, 0u) << f.name << " on " << target;
     });
   }
 }

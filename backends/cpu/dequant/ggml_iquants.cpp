@@ -6,10 +6,22 @@
 // super-block's fp16 d. Outputs are formed exactly as ggml forms them: (scale * grid value) * (+1 or -1)
 // with the sign applied as a multiplication (as ggml does, so even a NaN scale behaves alike), or
 // scale * (grid value + delta) for IQ1. Layout comments give byte offsets within the block.
+//
+// IQ4_NL and IQ4_XS use Highway (dynamic dispatch; this file is compiled once per target): codes are
+// looked up in a 16-byte table of the int8 levels, widened exactly and scaled as ggml scales them
+// (ggml_simd-inl.h), so every target gives the same bits; the HWY_SCALAR target keeps the scalar loops.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "dequant/ggml_iquants.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <cstdint>
 
 #include "ggml_dequant.h"
+#include "ggml_simd-inl.h"
 
+#ifndef TM_GGML_IQUANTS_SHARED
+#define TM_GGML_IQUANTS_SHARED
 namespace tmorph::cpu::ggml_detail {
 namespace {
 
@@ -46,7 +58,93 @@ inline void iq1_point(float dl, float delta, const std::array<int8_t, 8>& grid, 
   for (int j = 0; j < 8; ++j) y[j] = dl * (static_cast<float>(grid[j]) + delta);
 }
 
+// IQ4_XS: the 6-bit scale of sub-block ib (low 4 bits in scales_l @4, high 2 bits in scales_h) and its
+// product dl = d * (s - 32), as ggml forms it.
+inline float iq4_xs_sub_scale(const uint8_t* b, float d, unsigned scales_h, int ib) {
+  const int ls = static_cast<int>(((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0Fu) | (((scales_h >> (2 * ib)) & 3u) << 4));
+  return d * static_cast<float>(ls - 32);
+}
+
+// Scalar block decoders of the formats that also have Highway ones (used by the HWY_SCALAR target).
+
+// IQ4_NL (18 bytes): fp16 d @0, 16 bytes of 4-bit level codes (element j low nibble, j + 16 high).
+// x = d * level.
+inline void iq4_nl_block(const uint8_t* b, float* y) {
+  const float d = load_fp16(b);
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
+    y[j + 16] = d * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+  }
+}
+
+// IQ4_XS (136 bytes): fp16 d @0, uint16 scales_h @2 (2 high bits per sub-block), scales_l[4] @4 (4 low
+// bits per sub-block), qs[128] @8 (16 bytes per sub-block, as IQ4_NL). x = (d * (s - 32)) * level.
+inline void iq4_xs_block(const uint8_t* b, float* y) {
+  const float d = load_fp16(b);
+  const unsigned scales_h = load_u16(b + 2);
+  for (int ib = 0; ib < 8; ++ib) {
+    const float dl = iq4_xs_sub_scale(b, d, scales_h, ib);
+    const uint8_t* qs = b + 8 + 16 * ib;
+    float* out = y + 32 * ib;
+    for (int j = 0; j < 16; ++j) {
+      out[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
+      out[j + 16] = dl * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+    }
+  }
+}
+
 }  // namespace
+}  // namespace tmorph::cpu::ggml_detail
+#endif  // TM_GGML_IQUANTS_SHARED
+
+HWY_BEFORE_NAMESPACE();
+namespace tmorph::cpu::ggml_detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// IQ4_NL (18 bytes): fp16 d @0, qs[16] @2. x = d * level.
+void DecodeIQ4_NL(const uint8_t* src, uint64_t blocks, float* dst) {
+#if HWY_TARGET == HWY_SCALAR
+  for_each_block<18, kQk4Nl>(src, blocks, dst, iq4_nl_block);
+#else
+  const auto table = hn::LoadU(GroupBytes(), kIq4nlValues.data());
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint8_t* b = src + i * 18;
+    DecodeCodebookGroup(table, b + 2, ScaleTimes{load_fp16(b)}, dst + i * kQk4Nl);
+  }
+#endif
+}
+
+// IQ4_XS (136 bytes): fp16 d @0, scales_h @2, scales_l[4] @4, qs[128] @8. x = (d * (s - 32)) * level.
+void DecodeIQ4_XS(const uint8_t* src, uint64_t blocks, float* dst) {
+#if HWY_TARGET == HWY_SCALAR
+  for_each_block<136, kQkK>(src, blocks, dst, iq4_xs_block);
+#else
+  const auto table = hn::LoadU(GroupBytes(), kIq4nlValues.data());
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint8_t* b = src + i * 136;
+    const float d = load_fp16(b);
+    const unsigned scales_h = load_u16(b + 2);
+    for (int ib = 0; ib < 8; ++ib)
+      DecodeCodebookGroup(table, b + 8 + 16 * ib, ScaleTimes{iq4_xs_sub_scale(b, d, scales_h, ib)},
+                          dst + i * kQkK + 32 * ib);
+  }
+#endif
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tmorph::cpu::ggml_detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tmorph::cpu::ggml_detail {
+
+HWY_EXPORT(DecodeIQ4_NL);
+HWY_EXPORT(DecodeIQ4_XS);
+
+void decode_iq4_nl(const uint8_t* src, uint64_t blocks, float* dst) { HWY_DYNAMIC_DISPATCH(DecodeIQ4_NL)(src, blocks, dst); }
+void decode_iq4_xs(const uint8_t* src, uint64_t blocks, float* dst) { HWY_DYNAMIC_DISPATCH(DecodeIQ4_XS)(src, blocks, dst); }
 
 // IQ2_XXS (66 bytes): fp16 d @0, then 8 sub-blocks of 8 bytes @2: 4 grid indices (bytes), then a
 // 32-bit word with four 7-bit sign codes (bits 7l..7l+6) and the 4-bit scale (bits 28-31).
@@ -172,36 +270,5 @@ void decode_iq1_m(const uint8_t* src, uint64_t blocks, float* dst) {
   });
 }
 
-// IQ4_NL (18 bytes): fp16 d @0, 16 bytes of 4-bit level codes (element j low nibble, j + 16 high).
-// x = d * level.
-void decode_iq4_nl(const uint8_t* src, uint64_t blocks, float* dst) {
-  for_each_block<18, kQk4Nl>(src, blocks, dst, [](const uint8_t* b, float* y) {
-    const float d = load_fp16(b);
-    const uint8_t* qs = b + 2;
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
-      y[j + 16] = d * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
-    }
-  });
-}
-
-// IQ4_XS (136 bytes): fp16 d @0, uint16 scales_h @2 (2 high bits per sub-block), scales_l[4] @4 (4 low
-// bits per sub-block), qs[128] @8 (16 bytes per sub-block, as IQ4_NL). x = (d * (s - 32)) * level.
-void decode_iq4_xs(const uint8_t* src, uint64_t blocks, float* dst) {
-  for_each_block<136, kQkK>(src, blocks, dst, [](const uint8_t* b, float* y) {
-    const float d = load_fp16(b);
-    const unsigned scales_h = load_u16(b + 2);
-    for (int ib = 0; ib < 8; ++ib) {
-      const int ls = static_cast<int>(((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0Fu) | (((scales_h >> (2 * ib)) & 3u) << 4));
-      const float dl = d * static_cast<float>(ls - 32);
-      const uint8_t* qs = b + 8 + 16 * ib;
-      float* out = y + 32 * ib;
-      for (int j = 0; j < 16; ++j) {
-        out[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
-        out[j + 16] = dl * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
-      }
-    }
-  });
-}
-
 }  // namespace tmorph::cpu::ggml_detail
+#endif  // HWY_ONCE
