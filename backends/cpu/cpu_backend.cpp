@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "dequant_kernel.h"
 #include "packed_kernel.h"
+#include "quant_moments_kernel.h"
 #include "diff_kernel.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
@@ -38,7 +39,7 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
 enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kKernelCount
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -66,6 +67,7 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     {sizeof(tm_kernel_cap_v1), TM_OP_GGML_BLOCK_STATS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     // The scheme mask (TM_PACKED_* bits) is filled in by init().
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_PACKED, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_QUANT_MOMENTS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -92,6 +94,7 @@ tm_status init(tm_unavailable_reason* reason, tm_message*) {
   kKernels[kDequantGgml].dtype_mask = dequantize_format_mask();
   kKernels[kBlockStats].dtype_mask = block_stats_format_mask();
   kKernels[kDequantPacked].dtype_mask = packed_scheme_mask();
+  kKernels[kQuantMoments].dtype_mask = quant_moments_format_mask();
   *reason = TM_AVAILABLE;
   return TM_OK;
 }
@@ -231,11 +234,13 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_DEQUANTIZE_GGML:
       case TM_OP_DIFF_MOMENTS:
       case TM_OP_GGML_BLOCK_STATS:
-      case TM_OP_DEQUANTIZE_PACKED: {
+      case TM_OP_DEQUANTIZE_PACKED:
+      case TM_OP_QUANT_MOMENTS: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
                              : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)
                              : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
+                             : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)
                                                                : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;

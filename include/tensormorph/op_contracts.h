@@ -209,10 +209,25 @@ typedef struct tm_dequantize_packed_params_v1 {
   const int32_t* group_index; /* GPTQ: cols entries (g_idx); else NULL                               */
 } tm_dequantize_packed_params_v1;
 
+/* ---- TM_OP_QUANT_MOMENTS -----------------------------------------------------------------------------
+ * The moments of a ggml block format's dequantized values, computed from its codes and scales without
+ * decoding them, for formats whose every value is the exact float32 product of an fp16 scale and a small
+ * integer code (Q4_0: d * (q - 8); Q8_0: d * q). Input and element_count as TM_OP_DEQUANTIZE_GGML, the
+ * input starting at a canonical block boundary of the tensor; dtype TM_DTYPE_F32 by convention;
+ * dtype_mask = ggml type ids; params: tm_dequantize_ggml_params_v1. Output: one tm_moments_partial_v1
+ * per canonical block of TM_STATS_BLOCK_ELEMENTS values (as TM_OP_STATS_MOMENTS).
+ * Counts, min, max and abs_max are those of the dequantized values. sum is the exact sum of the block's
+ * finite values rounded once to double (integer arithmetic on code sums and scale mantissas), sum_err
+ * the exact remainder; mean = sum / finite_count; m2 = (n * sum(x^2) - sum(x)^2) / n from exact
+ * integers, rounded twice. These are at least as accurate as TM_OP_STATS_MOMENTS over the decoded
+ * values (whose lane sums round), and every backend returns the same bits.
+ */
+
 /* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {
-  return op == TM_OP_DEQUANTIZE_GGML || op == TM_OP_GGML_BLOCK_STATS || op == TM_OP_DEQUANTIZE_PACKED;
+  return op == TM_OP_DEQUANTIZE_GGML || op == TM_OP_GGML_BLOCK_STATS || op == TM_OP_DEQUANTIZE_PACKED ||
+         op == TM_OP_QUANT_MOMENTS;
 }
 
 #ifdef __cplusplus

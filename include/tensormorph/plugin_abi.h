@@ -75,7 +75,8 @@ typedef enum tm_op {
   TM_OP_DIFF_MOMENTS = 6,              /* sums that measure how far one float32 array is from another */
   TM_OP_GGML_BLOCK_STATS = 7,          /* block scales and code usage of a ggml block format        */
   TM_OP_DEQUANTIZE_PACKED = 8,         /* safetensors-packed schemes (GPTQ, AWQ, bnb, FP8, MXFP4) to float32 */
-  TM_OP_COUNT_ = 9
+  TM_OP_QUANT_MOMENTS = 9,             /* moments of a ggml block format from its codes and scales   */
+  TM_OP_COUNT_ = 10
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -49,7 +49,7 @@ void run_calibrate(const CalibrateArgs& a) {
     for (const auto& d : b.devices) {
       for (const auto& k : b.kernels) {
         if (!k.approx_step.empty()) continue;
-        const bool dequant = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS;  // timed on Q8_0 blocks
+        const bool dequant = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS || k.op == TM_OP_QUANT_MOMENTS;  // on Q8_0
         const bool packed = k.op == TM_OP_DEQUANTIZE_PACKED;                                   // timed on FP8 codes
         const DType dt = dequant || packed ? DType::F32 : calibration_dtype(k.dtype_mask);
         const uint64_t elements = dequant ? bytes / 34 * 32 : packed ? bytes : bytes / dtype_size(dt);

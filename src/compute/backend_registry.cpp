@@ -158,6 +158,7 @@ std::string op_name(tm_op op) {
     case TM_OP_DIFF_MOMENTS: return "compare.diff_moments";
     case TM_OP_GGML_BLOCK_STATS: return "quant.block_stats";
     case TM_OP_DEQUANTIZE_PACKED: return "dequantize.packed";
+    case TM_OP_QUANT_MOMENTS: return "quant.moments";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

@@ -3,6 +3,7 @@
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "ops/kernel_call.h"
+#include "ops/moments.h"
 #include "ops/streamed_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
@@ -62,20 +63,52 @@ void dequantize_range(const Placement& placement, const QuantizedTensor& t, uint
   }
 }
 
+namespace {
+
+// The moments of t from its codes and scales (op quant.moments), when a backend here computes them for
+// t's format; nullopt otherwise (the values are then decoded and summarised).
+std::optional<KnownMoments> moments_from_codes(const QuantizedTensor& t, const Planner& planner, unsigned threads) {
+  Placement pl;
+  try {
+    pl = planner.place(block_format_request(TM_OP_QUANT_MOMENTS, t));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unavailable) return std::nullopt;
+    throw;
+  }
+  const tm_dequantize_ggml_params_v1 params{t.ggml_type, 0};
+  MomentsReducer reducer;
+  // Whole canonical blocks per call (a multiple of every block size), partials merged in order.
+  constexpr uint64_t kValuesPerCall = uint64_t{64} * TM_STATS_BLOCK_ELEMENTS;
+  std::vector<tm_moments_partial_v1> partials(kValuesPerCall / TM_STATS_BLOCK_ELEMENTS);
+  for (uint64_t first = 0; first < t.elements; first += kValuesPerCall) {
+    const uint64_t n = std::min(kValuesPerCall, t.elements - first);
+    const uint64_t blocks = (n + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+    run_placed_kernel(pl, TM_OP_QUANT_MOMENTS,
+                      {DType::F32, t.data + first / t.block_elements * t.block_bytes, n, &params, sizeof params,
+                       partials.data(), blocks * sizeof(tm_moments_partial_v1), threads});
+    for (uint64_t k = 0; k < blocks; ++k) reducer.push(partials[k]);
+  }
+  return KnownMoments{summarize_moments(finalize_moments(reducer.finish(), DType::F32)), pl};
+}
+
+}  // namespace
+
 StatsResult compute_quantized_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {
   const Placement dq = place_dequantize(planner, t);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  std::vector<float> piece(std::min(t.elements, kPieceElements));
+  const std::optional<KnownMoments> known = moments_from_codes(t, planner, threads);
+  std::vector<float> piece;
   return streamed_float_stats(
       t.elements, dq,
       [&](const FloatSink& sink) {
+        piece.resize(std::min(t.elements, kPieceElements));
         for (uint64_t first = 0; first < t.elements; first += kPieceElements) {
           const uint64_t n = std::min(kPieceElements, t.elements - first);
           dequantize_range(dq, t, first, n, piece.data(), threads);
           sink(piece.data(), n);
         }
       },
-      planner, options);
+      planner, options, known);
 }
 
 QuantizationStats compute_quantization_stats(const QuantizedTensor& t, const Planner& planner, const StatsOptions& options) {

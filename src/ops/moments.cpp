@@ -137,4 +137,13 @@ Moments finalize_moments(const tm_moments_partial_v1& p, DType dtype) {
   return m;
 }
 
+MomentsSummary summarize_moments(const Moments& m) {
+  MomentsSummary s;
+  s.count = m.count, s.finite_count = m.finite_count, s.nan_count = m.nan_count, s.inf_count = m.inf_count;
+  s.zero_count = m.zero_count, s.min = m.min, s.max = m.max, s.abs_max = m.abs_max, s.sum = m.sum;
+  s.mean = m.mean, s.std = m.std, s.is_integer = m.is_integer;
+  s.int_min = m.int_min, s.int_max = m.int_max, s.int_sum = m.int_sum;
+  return s;
+}
+
 }  // namespace tmorph

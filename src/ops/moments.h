@@ -7,6 +7,7 @@
 
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
+#include "tensormorph/stats.h"
 
 namespace tmorph {
 
@@ -51,5 +52,8 @@ struct Moments {
 };
 
 Moments finalize_moments(const tm_moments_partial_v1& p, DType dtype);
+
+// The reported summary of final moments.
+MomentsSummary summarize_moments(const Moments& m);
 
 }  // namespace tmorph

@@ -44,6 +44,12 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.elements = elements / 32 * 32;
       output.resize(args.elements * sizeof(float));
       break;
+    case TM_OP_QUANT_MOMENTS:  // data read as Q8_0 blocks, one partial per canonical block
+      args.params = &q8_0, args.params_size = sizeof q8_0;
+      args.dtype = DType::F32;
+      args.elements = elements / 32 * 32;
+      output.resize((args.elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
+      break;
     case TM_OP_GGML_BLOCK_STATS:  // data read as Q8_0 blocks, scales written
       scales.resize(elements / 32);
       block_stats.scales = scales.data();

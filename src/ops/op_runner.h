@@ -9,7 +9,7 @@
 
 namespace tmorph {
 
-// For TM_OP_DEQUANTIZE_GGML and TM_OP_GGML_BLOCK_STATS the data is read as Q8_0 blocks and `elements` counts the values they
+// For TM_OP_DEQUANTIZE_GGML, TM_OP_GGML_BLOCK_STATS and TM_OP_QUANT_MOMENTS the data is read as Q8_0 blocks and `elements` counts the values they
 // decode to (a multiple of 32; the input is elements / 32 * 34 bytes). Throws tmorph::Error if the
 // kernel fails. For TM_OP_DEQUANTIZE_PACKED the data is `elements` FP8 E4M3 codes with one per-tensor
 // scale (one byte per value).

@@ -33,15 +33,6 @@ OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptio
   return r;
 }
 
-MomentsSummary summarize(const Moments& m) {
-  MomentsSummary s;
-  s.count = m.count, s.finite_count = m.finite_count, s.nan_count = m.nan_count, s.inf_count = m.inf_count;
-  s.zero_count = m.zero_count, s.min = m.min, s.max = m.max, s.abs_max = m.abs_max, s.sum = m.sum;
-  s.mean = m.mean, s.std = m.std, s.is_integer = m.is_integer;
-  s.int_min = m.int_min, s.int_max = m.int_max, s.int_sum = m.int_sum;
-  return s;
-}
-
 // Value of bit pattern p of an 8- or 16-bit dtype.
 double pattern_value(DType dtype, size_t p) {
   const uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
@@ -166,7 +157,7 @@ MomentsSummary MomentsStream::finish() {
     s.run_blocks(s.pending.data(), s.pending.size() / dtype_size(s.dtype));
     s.pending.clear();
   }
-  return summarize(finalize_moments(s.reducer.finish(), s.dtype));
+  return summarize_moments(finalize_moments(s.reducer.finish(), s.dtype));
 }
 
 // ---- StatsStream -------------------------------------------------------------------------------------

@@ -86,22 +86,34 @@ struct RankTarget {
 }  // namespace
 
 StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, const FloatProducer& produce,
-                                 const Planner& planner, const StatsOptions& options) {
+                                 const Planner& planner, const StatsOptions& options,
+                                 const std::optional<KnownMoments>& known) {
   check_options(options);
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   const bool want_quantiles = options.quantiles && !options.probabilities.empty();
   StatsResult result;
-  result.placement.push_back(decode);
+  bool decoded = false;
+  auto pass = [&](const FloatSink& sink) {
+    if (!decoded) result.placement.insert(result.placement.begin(), decode);
+    decoded = true;
+    produce(sink);
+  };
 
-  // Pass 1: moments, and the top 16 bits of every finite value's key.
-  MomentsStream moments(planner, DType::F32, elements, threads);
+  // Pass 1: moments (unless known), and the top 16 bits of every finite value's key.
   KeyCounter top(threads, want_quantiles ? 1 : 0);
-  produce([&](const float* v, uint64_t n) {
-    moments.feed(v, n);
-    if (want_quantiles) top.count(v, n, 16, [](uint32_t) { return 0; });
-  });
-  result.moments = moments.finish();
-  result.placement.push_back(moments.placement());
+  if (known) {
+    result.moments = known->summary;
+    result.placement.push_back(known->placement);
+    if (want_quantiles) pass([&](const float* v, uint64_t n) { top.count(v, n, 16, [](uint32_t) { return 0; }); });
+  } else {
+    MomentsStream moments(planner, DType::F32, elements, threads);
+    pass([&](const float* v, uint64_t n) {
+      moments.feed(v, n);
+      if (want_quantiles) top.count(v, n, 16, [](uint32_t) { return 0; });
+    });
+    result.moments = moments.finish();
+    result.placement.push_back(moments.placement());
+  }
   const MomentsSummary& m = result.moments;
 
   // What the second pass must find: the histogram over its edges, and the order statistics.
@@ -153,7 +165,7 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
   if (want_histogram || slots > 0) {
     const uint32_t bins = want_histogram ? static_cast<uint32_t>(h.edges.size() - 1) : 0;
     const tm_histogram_params_v1 params{bins, h.edges.data()};
-    produce([&](const float* v, uint64_t n) {
+    pass([&](const float* v, uint64_t n) {
       if (want_histogram)
         run_placed_kernel(*hist_pl, TM_OP_STATS_HISTOGRAM,
                           {DType::F32, v, n, &params, sizeof params, hist_counts.data(), hist_counts.size() * sizeof(uint64_t), threads});

@@ -1,0 +1,81 @@
+// quant.moments: the moments of Q4_0 and Q8_0 tensors from their codes and scales equal those of the
+// decoded float32 values: counts, min and max exactly, the sum as the exact sum rounded once (checked
+// against an independent element-by-element exact sum), mean and std to the last bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cpu/dequant/ggml_dequant.h"
+#include "ops/dequantize.h"
+#include "test_support.h"
+
+namespace tmorph {
+namespace {
+
+// Random blocks of a 32-element format with normal, subnormal, zero, negative and non-finite scales.
+std::vector<uint8_t> random_blocks(uint32_t block_bytes, uint64_t blocks, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(blocks * block_bytes);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  for (uint64_t i = 0; i < blocks; ++i) {
+    uint16_t h;
+    switch (rng() % 64) {
+      case 0: h = 0x0000; break;                                            // +0
+      case 1: h = 0x8000; break;                                            // -0
+      case 2: h = static_cast<uint16_t>(0x0001 + rng() % 0x3ff); break;     // subnormal
+      case 3: h = 0x7c00; break;                                            // +inf
+      case 4: h = 0xfe01; break;                                            // NaN
+      case 5: h = 0x7bff; break;                                            // 65504, the largest
+      default: h = static_cast<uint16_t>((rng() % 2) << 15 | (0x1400 + rng() % 0x2000)); break;  // ~1e-4..1
+    }
+    std::memcpy(&out[i * block_bytes], &h, 2);
+  }
+  return out;
+}
+
+class QuantMoments : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(QuantMoments, EqualTheMomentsOfTheDecodedValues) {
+  const uint32_t type = GetParam();
+  const auto* f = cpu::ggml_block_format(type);
+  ASSERT_NE(f, nullptr);
+  const uint64_t blocks = 3 * (TM_STATS_BLOCK_ELEMENTS / 32) + 123;  // three canonical blocks and a tail
+  const auto bytes = random_blocks(f->block_bytes, blocks, type);
+  std::vector<float> values(blocks * 32);
+  cpu::dequantize_ggml_blocks(*f, bytes.data(), blocks, values.data());
+
+  auto registry = test::make_registry(false);
+  CostModel costs;
+  Planner planner(*registry, costs, {});
+  StatsOptions options;
+  options.histogram = false;
+  options.quantiles = false;
+  const StatsResult fused = compute_quantized_stats(quantized_tensor(type, bytes.data(), values.size()), planner, options);
+  ASSERT_EQ(fused.placement.front().op, "quant.moments") << "the moments came from the decoded values";
+  const StatsResult decoded = compute_stats(values.data(), DType::F32, values.size(), planner, options);
+  const MomentsSummary &a = fused.moments, &b = decoded.moments;
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.finite_count, b.finite_count);
+  EXPECT_EQ(a.nan_count, b.nan_count);
+  EXPECT_EQ(a.inf_count, b.inf_count);
+  EXPECT_EQ(a.zero_count, b.zero_count);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.abs_max, b.abs_max);
+  // Every finite value is a multiple of 2^-24 below 2^23: scaled by 2^24 it is an exact integer.
+  __int128 exact = 0;
+  for (float v : values)
+    if (std::isfinite(v)) exact += static_cast<__int128>(static_cast<double>(v) * 0x1p24);
+  EXPECT_EQ(a.sum, std::ldexp(static_cast<double>(exact), -24)) << "the sum is the exact sum rounded once";
+  EXPECT_NEAR(a.mean, b.mean, 1e-13 * std::fabs(b.mean) + 1e-300);
+  EXPECT_NEAR(a.std, b.std, 1e-13 * b.std);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantMoments, ::testing::Values(2u, 8u),
+                         [](const auto& info) { return info.param == 2 ? std::string("Q4_0") : std::string("Q8_0"); });
+
+}  // namespace
+}  // namespace tmorph
