@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include "core/thread_pool.h"
@@ -22,37 +24,66 @@ constexpr uint32_t kBuckets = 65536;
 
 bool finite_bits(uint32_t bits) { return (bits & 0x7f800000u) != 0x7f800000u; }
 
-// A key whose unsigned order is the values' order (-0 just below +0).
-uint32_t order_key(uint32_t bits) { return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u; }
+// Order keys: an unsigned key whose order is the values' order (-0 just below +0): negative values'
+// bits inverted, positive ones' sign bit set. KeyCounter computes them branch-free; this inverts them.
 float value_of_key(uint32_t key) {
   return std::bit_cast<float>((key & 0x80000000u) ? key & 0x7fffffffu : ~key);
 }
 
-// Counts, split across threads, of 16-bit slices of the order keys of a piece's finite values. Each
-// thread counts into its own uint32 table, flushed into the uint64 totals after every piece.
-class KeyCounter {
+// Zeroed 65,536-entry uint32 tables, kept across calls: a table is handed back zeroed (KeyCounter
+// clears what it counted), so no call pays for allocating and faulting in fresh pages.
+class TablePool {
  public:
-  // tables: how many 65,536-entry tables there are; slot_of(key) picks the table (-1: not counted) and
-  // the counted slice is (key >> shift) & 0xffff.
-  KeyCounter(unsigned threads, size_t tables) : threads_(threads), totals_(tables * kBuckets, 0) {
-    local_.assign(threads, std::vector<uint32_t>(tables * kBuckets, 0));
+  static TablePool& shared() {
+    static TablePool pool;
+    return pool;
+  }
+  std::unique_ptr<uint32_t[]> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return std::unique_ptr<uint32_t[]>(new uint32_t[kBuckets]());
+    auto t = std::move(free_.back());
+    free_.pop_back();
+    return t;
+  }
+  void give_back(std::unique_ptr<uint32_t[]> t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(t));
   }
 
-  template <class SlotOf>
-  void count(const float* values, uint64_t n, unsigned shift, SlotOf slot_of) {
-    auto run = [&](uint64_t b, uint64_t e, unsigned part) {
-      uint32_t* table = local_[part].data();
-      for (uint64_t i = b; i < e; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, values + i, 4);
-        if (!finite_bits(bits)) continue;
-        const uint32_t key = order_key(bits);
-        const int slot = slot_of(key);
-        if (slot >= 0) ++table[static_cast<size_t>(slot) * kBuckets + ((key >> shift) & 0xffffu)];
-      }
-    };
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<uint32_t[]>> free_;
+};
+
+// Counts, split across threads, of 16-bit slices of the order keys of a piece's finite values: the top
+// slice of every value (slots == 0), or the low slice of the values whose top slice is a selected
+// bucket (slot_of_bucket[top] < 255 picks its table). Each thread counts into its own uint32 tables,
+// four interleaved per table so that runs of equal keys do not wait on one another's increments; they
+// are flushed into the uint64 totals before any could overflow and when the totals are read.
+class KeyCounter {
+ public:
+  static constexpr uint8_t kNoSlot = 255;
+  static constexpr int kWays = 4;
+
+  KeyCounter(unsigned threads, size_t tables, std::vector<uint8_t> slot_of_bucket = {})
+      : threads_(threads), tables_(tables), slot_of_bucket_(std::move(slot_of_bucket)), totals_(tables * kBuckets, 0) {
+    local_.resize(threads);
+    for (auto& part : local_)
+      for (size_t t = 0; t < tables * kWays; ++t) part.push_back(TablePool::shared().take());
+  }
+  ~KeyCounter() {
+    flush();
+    for (auto& part : local_)
+      for (auto& table : part) TablePool::shared().give_back(std::move(table));
+  }
+  KeyCounter(const KeyCounter&) = delete;
+  KeyCounter& operator=(const KeyCounter&) = delete;
+
+  void count(const float* values, uint64_t n) {
+    if (!tables_) return;
     if (pending_ + n > UINT32_MAX) flush();  // no uint32 count can overflow
     pending_ += n;
+    auto run = [&](uint64_t b, uint64_t e, unsigned part) { count_range(values + b, e - b, local_[part]); };
     if (threads_ <= 1 || n < (uint64_t{1} << 16)) run(0, n, 0);
     else ThreadPool::shared(threads_).parallel_for(n, run);
   }
@@ -62,17 +93,49 @@ class KeyCounter {
   }
 
  private:
+  void count_range(const float* values, uint64_t n, std::vector<std::unique_ptr<uint32_t[]>>& tables) {
+    constexpr uint64_t kChunk = 2048;
+    constexpr uint32_t kSkip = 0xffffffffu;
+    uint32_t keys[kChunk];
+    for (uint64_t first = 0; first < n; first += kChunk) {
+      const uint64_t m = std::min(kChunk, n - first);
+      for (uint64_t i = 0; i < m; ++i) {  // branch-free: vectorises
+        uint32_t bits;
+        std::memcpy(&bits, values + first + i, 4);
+        const uint32_t key = bits ^ (static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31) | 0x80000000u);
+        keys[i] = finite_bits(bits) ? key : kSkip;
+      }
+      if (slot_of_bucket_.empty()) {
+        for (uint64_t i = 0; i < m; ++i)
+          if (keys[i] != kSkip) ++tables[i % kWays][keys[i] >> 16];
+      } else {
+        for (uint64_t i = 0; i < m; ++i) {
+          if (keys[i] == kSkip) continue;
+          const uint8_t slot = slot_of_bucket_[keys[i] >> 16];
+          if (slot != kNoSlot) ++tables[slot * kWays + i % kWays][keys[i] & 0xffffu];
+        }
+      }
+    }
+  }
+
   void flush() {
-    for (auto& table : local_)
-      for (size_t k = 0; k < table.size(); ++k)
-        if (table[k]) totals_[k] += table[k], table[k] = 0;
+    if (!pending_) return;
+    for (auto& part : local_)
+      for (size_t t = 0; t < tables_ * kWays; ++t) {
+        uint32_t* table = part[t].get();
+        uint64_t* total = totals_.data() + t / kWays * kBuckets;
+        for (size_t k = 0; k < kBuckets; ++k)
+          if (table[k]) total[k] += table[k], table[k] = 0;
+      }
     pending_ = 0;
   }
 
   unsigned threads_;
-  uint64_t pending_ = 0;  // values counted since the last flush
+  size_t tables_;
+  std::vector<uint8_t> slot_of_bucket_;  // empty: count the top slices
+  uint64_t pending_ = 0;                 // values counted since the last flush
   std::vector<uint64_t> totals_;
-  std::vector<std::vector<uint32_t>> local_;
+  std::vector<std::vector<std::unique_ptr<uint32_t[]>>> local_;  // [thread part][table * kWays + way]
 };
 
 // Where each wanted rank lies after the first pass: its top-16 bucket and its rank inside it.
@@ -104,12 +167,12 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
   if (known) {
     result.moments = known->summary;
     result.placement.push_back(known->placement);
-    if (want_quantiles) pass([&](const float* v, uint64_t n) { top.count(v, n, 16, [](uint32_t) { return 0; }); });
+    if (want_quantiles) pass([&](const float* v, uint64_t n) { top.count(v, n); });
   } else {
     MomentsStream moments(planner, DType::F32, elements, threads);
     pass([&](const float* v, uint64_t n) {
       moments.feed(v, n);
-      if (want_quantiles) top.count(v, n, 16, [](uint32_t) { return 0; });
+      top.count(v, n);
     });
     result.moments = moments.finish();
     result.placement.push_back(moments.placement());
@@ -120,7 +183,7 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
   const bool explicit_edges = !options.histogram_edges.empty();
   const bool want_histogram = options.histogram && (explicit_edges || options.histogram_range || m.finite_count > 0);
   std::vector<RankTarget> targets;
-  std::vector<int> slot_of_bucket(want_quantiles ? kBuckets : 0, -1);
+  std::vector<uint8_t> slot_of_bucket(kBuckets, KeyCounter::kNoSlot);
   int slots = 0;
   uint64_t finite = 0;
   if (want_quantiles) {
@@ -141,7 +204,7 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
     uint32_t bucket = 0;
     for (uint64_t r : ranks) {
       while (below + counts[bucket] <= r) below += counts[bucket++];
-      if (slot_of_bucket[bucket] < 0) slot_of_bucket[bucket] = slots++;
+      if (slot_of_bucket[bucket] == KeyCounter::kNoSlot) slot_of_bucket[bucket] = static_cast<uint8_t>(slots++);
       targets.push_back({r, bucket, r - below, slot_of_bucket[bucket]});
     }
   }
@@ -161,7 +224,7 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
     r.memory_budget_bytes = options.memory_budget_bytes;
     hist_pl = planner.place(r);
   }
-  KeyCounter low(threads, static_cast<size_t>(slots));
+  KeyCounter low(threads, static_cast<size_t>(slots), std::move(slot_of_bucket));
   if (want_histogram || slots > 0) {
     const uint32_t bins = want_histogram ? static_cast<uint32_t>(h.edges.size() - 1) : 0;
     const tm_histogram_params_v1 params{bins, h.edges.data()};
@@ -169,7 +232,7 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
       if (want_histogram)
         run_placed_kernel(*hist_pl, TM_OP_STATS_HISTOGRAM,
                           {DType::F32, v, n, &params, sizeof params, hist_counts.data(), hist_counts.size() * sizeof(uint64_t), threads});
-      if (slots > 0) low.count(v, n, 0, [&](uint32_t key) { return slot_of_bucket[key >> 16]; });
+      low.count(v, n);
     });
   }
   if (want_histogram) {
