@@ -5,6 +5,7 @@ NF4/FP4 (plain and double-quantised), GPTQ (v1/v2, 2/4/8 bits, act-order) and Au
 The checkpoints come from tests/tools/packed_write.py, which quantises known weights and dequantises the stored
 parts itself (expected.npz: `ref`, which the tool must match bit for bit, the original weights and the scheme's
 error bound). Each scheme also holds a hand-made tensor whose values are worked out by hand below."""
+import json
 import math
 import os
 import shutil
@@ -273,6 +274,51 @@ class PackedQuantizationStatistics(GeneratedCheckpoints):
                 self.check_quantization(scheme)
 
 
+class PackedTensorsInTheIndex(unittest.TestCase):
+    """The index stores each packed tensor's description: a reopened index lists and serves it, and a changed
+    quantization config (GPTQ v1 -> v2 zero convention) re-describes it and recomputes its statistics."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tm-packed-index-")
+        self.cache = os.path.join(self.dir, "cache")
+        self.ck = os.path.join(self.dir, "gptq")
+        packed_write.write_checkpoint(self.ck, packed_write.build_gptq())
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stats(self):
+        r = run(["stats", self.ck, L + ".weight", "--json"], cache_home=self.cache)
+        self.assertEqual(r.code, 0, r.err)
+        return r.json()["tensors"][0]
+
+    def exported_mean(self):
+        out = os.path.join(self.dir, "w.npy")
+        self.assertEqual(run(["export", self.ck, L + ".weight", "-o", out]).code, 0)
+        return math.fsum(np.load(out).astype(np.float64).ravel()) / np.load(out).size
+
+    def test_reopened_index_serves_packed_tensors_and_notices_a_new_config(self):
+        self.assertEqual(run(["index", self.ck], cache_home=self.cache).code, 0)
+        listed = {t["name"]: t for t in run(["ls", self.ck, "--json"], cache_home=self.cache).json()["tensors"]}
+        entry = listed[L + ".weight"]
+        self.assertEqual((entry["packed"]["scheme"], entry["readable"], entry["stats_indexed"]), ("gptq", True, True))
+        first = self.stats()
+        self.assertEqual(first["source"], "index")
+        self.assertLessEqual(abs(first["stats"]["mean"] - self.exported_mean()), 1e-12 * abs(first["stats"]["mean"]) + 1e-15)
+
+        config_path = os.path.join(self.ck, "config.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        config["quantization_config"]["checkpoint_format"] = "gptq_v2"
+        with open(config_path, "w") as f:
+            json.dump(config, f)
+        listed = {t["name"]: t for t in run(["ls", self.ck, "--json"], cache_home=self.cache).json()["tensors"]}
+        self.assertEqual(listed[L + ".weight"]["packed"]["scheme"], "gptq-v2")
+        second = self.stats()
+        self.assertNotEqual(second["stats"]["mean"], first["stats"]["mean"])
+        self.assertLessEqual(abs(second["stats"]["mean"] - self.exported_mean()), 1e-12 * abs(second["stats"]["mean"]) + 1e-15)
+
+
 def replace(ck, name, value):
     """The checkpoint with tensor `name`'s stored value replaced."""
     assert name in [n for n, _ in ck.tensors], name
@@ -332,6 +378,15 @@ class CorruptPackedCheckpoints(unittest.TestCase):
     def test_fp8_block_scales_of_the_wrong_grid(self):
         ck = replace(packed_write.build_fp8_block(), L + ".weight_scale_inv", np.ones((2, 2), np.float32))  # [2, 3]
         self.expect_bad_input(ck, L + ".weight", L + ".weight_scale_inv")
+
+    def test_gptq_g_idx_beyond_the_groups(self):
+        ck = packed_write.build_gptq()
+        g_idx = dict(ck.tensors)[L + ".g_idx"].copy()
+        g_idx[5] = 3  # 3 groups: 0..2
+        r = self.export(replace(ck, L + ".g_idx", g_idx), L + ".weight")
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn(L + ".g_idx", r.err)
+        self.assertIn("entry 5", r.err)
 
     def test_gptq_3_bits_is_listed_but_unavailable(self):
         directory = os.path.join(self.dir, "ckpt")
