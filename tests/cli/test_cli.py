@@ -264,6 +264,44 @@ def safetensors_file(path, tensors, metadata=None):
     return write(path, struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+class PluginPlacement(unittest.TestCase):
+    """The seed case of per-operation fallback: the testaccel plugin decodes Q8_0 blocks only. Preferring it,
+    a GGUF holding Q8_0 and Q4_0 tensors gets its Q8_0 dequantization on the plugin and the Q4_0 one on the CPU,
+    the report naming why, and the same values either way."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+        from gguf_write import write_gguf
+        self.dir = tempfile.mkdtemp(prefix="tm-fallback-")
+        blocks = 64
+        q8 = bytearray()
+        q4 = bytearray()
+        for b in range(blocks):  # scales 0.5 .. (normal halves), codes spanning the range
+            q8 += struct.pack("<e", 0.5 + b / 64) + bytes((i * 7 + b) % 256 for i in range(32))
+            q4 += struct.pack("<e", 0.25 + b / 128) + bytes((i * 11 + b) % 256 for i in range(16))
+        self.path = os.path.join(self.dir, "mixed.gguf")
+        write_gguf(self.path, [("general.architecture", "STRING", "test")],
+                   [("q8", "Q8_0", [32 * blocks], bytes(q8)), ("q4", "Q4_0", [32 * blocks], bytes(q4))])
+
+    def stats(self, *extra):
+        r = run(["stats", self.path, "--json", *extra], plugins=True)
+        self.assertEqual(r.code, 0, r.err)
+        return {t["name"]: t for t in r.json()["tensors"]}
+
+    def test_one_block_format_on_the_plugin_the_others_fall_back(self):
+        preferred = self.stats("--prefer", "testaccel")
+        dq8 = next(p for p in preferred["q8"]["placement"] if p["op"] == "dequantize.ggml")
+        dq4 = next(p for p in preferred["q4"]["placement"] if p["op"] == "dequantize.ggml")
+        self.assertEqual((dq8["backend"], dq8["reason"]), ("testaccel", "user_preferred"))
+        self.assertEqual((dq4["backend"], dq4["reason"]), ("cpu", "fallback_missing_kernel"))
+        why = [c for c in dq4["rejected"] if c["backend"] == "testaccel"]
+        self.assertEqual(len(why), 1, dq4)
+        self.assertIn("Q4_0", why[0]["detail"])
+        plain = self.stats("--backend", "cpu")
+        for name in ("q8", "q4"):
+            self.assertEqual(preferred[name]["stats"], plain[name]["stats"], name)
+
+
 class CheckpointStats(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="tm-ckpt-")

@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+# Ops whose kernels take stored formats (ggml types, packed schemes) rather than dtypes.
+FORMAT_OPS = ("dequantize.ggml", "dequantize.packed", "quant.moments", "quant.block_stats")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -97,9 +99,12 @@ def main():
         if not cap.get("op"):
             continue
         step = cap.get("approx_step")
+        # Rows of ops over stored formats are per format ("dequantize.ggml.Q4_0"): the kernel must take it.
+        per_format = cap["op"] in FORMAT_OPS and cap["id"].startswith(cap["op"] + ".")
+        fmt = cap["id"][len(cap["op"]) + 1:] if per_format else None
         for name, entry in cap["backends"].items():
             kernels = [k for k in present.get(name, {}).get("kernels", [])
-                       if k["op"] == cap["op"] and k["approx_step"] == step]
+                       if k["op"] == cap["op"] and k["approx_step"] == step and (fmt is None or fmt in k["dtypes"])]
             implemented = entry["level"] != "not-implemented"
             if name in present and implemented != bool(kernels):
                 problems.append("%s/%s: matrix says %s but the backend %s such a kernel" %

@@ -2,9 +2,11 @@
  * plugin directory, placed by the planner and reported, with no change to core code.
  *
  * It models a discrete device: its data must cross a host link (8 GB/s declared), so the planner
- * charges a transfer for host-resident tensors. It computes on the host, honestly, and offers exactly
- * one kernel: stats.moments for u8, implementing the block contract of op_contracts.h so that its
- * partials are bit-identical to the CPU reference (the parity test checks that).
+ * charges a transfer for host-resident tensors. It computes on the host, honestly, and offers two
+ * kernels: stats.moments for u8, implementing the block contract of op_contracts.h so that its
+ * partials are bit-identical to the CPU reference (the parity test checks that), and dequantize.ggml
+ * for Q8_0 alone, so that a request over several block formats shows one op placed here and the
+ * others falling back to the CPU with the reason reported.
  */
 #include <math.h>
 #include <stdio.h>
@@ -36,16 +38,58 @@ static tm_status device_info(uint32_t index, tm_device_info_v1* out) {
   return TM_OK;
 }
 
-static uint32_t kernel_count(void) { return 1; }
+enum { kQ8_0 = 8 }; /* ggml type id */
+
+static uint32_t kernel_count(void) { return 2; }
 
 static tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
-  if (index != 0) return TM_ERR_INVALID_ARGUMENT;
+  if (index > 1) return TM_ERR_INVALID_ARGUMENT;
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
+  out->precision = TM_PRECISION_EXACT;
+  if (index == 1) {
+    out->op = TM_OP_DEQUANTIZE_GGML;
+    out->dtype_mask = 1ull << kQ8_0;
+    return TM_OK;
+  }
   out->op = TM_OP_STATS_MOMENTS;
   out->dtype_mask = 1ull << TM_DTYPE_U8;
   out->max_elements = 1ull << 32; /* a size limit, so the planner's too_large path has a real case */
-  out->precision = TM_PRECISION_EXACT;
+  return TM_OK;
+}
+
+/* IEEE binary16 to float, exactly, NaN payloads kept (as the CPU backend widens them). */
+static float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 31u, fraction = h & 1023u;
+  uint32_t bits;
+  if (exponent == 0) {  /* zero or subnormal: fraction * 2^-24 is exact */
+    const float magnitude = (float)fraction * 0x1p-24f;
+    memcpy(&bits, &magnitude, 4);
+    bits |= sign;
+  } else {
+    bits = sign | (exponent == 31 ? 0x7f800000u : (exponent + 112u) << 23) | fraction << 13;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Q8_0: blocks of a half scale d and 32 int8 codes; value = q * d in float, as ggml computes it. */
+static tm_status dequantize_q8_0(const tm_kernel_call_v1* c, tm_message* msg) {
+  const tm_dequantize_ggml_params_v1* p = (const tm_dequantize_ggml_params_v1*)c->params;
+  if (!p || c->params_size < sizeof *p || p->ggml_type != kQ8_0 || c->element_count % 32 ||
+      c->output_size < c->element_count * sizeof(float)) {
+    snprintf(msg->text, sizeof msg->text, "testaccel: dequantize.ggml takes whole Q8_0 blocks");
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  const uint8_t* in = (const uint8_t*)c->input;
+  float* out = (float*)c->output;
+  for (uint64_t b = 0; b < c->element_count / 32; ++b, in += 34) {
+    uint16_t h;
+    memcpy(&h, in, 2);
+    const float d = half_to_float(h);
+    for (int i = 0; i < 32; ++i) out[b * 32 + i] = (float)(int8_t)in[2 + i] * d;
+  }
   return TM_OK;
 }
 
@@ -84,8 +128,9 @@ static void block_u8(const uint8_t* p, uint64_t n, tm_moments_partial_v1* out) {
 }
 
 static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
+  if (c->op == TM_OP_DEQUANTIZE_GGML && c->kernel_index == 1) return dequantize_q8_0(c, msg);
   if (c->op != TM_OP_STATS_MOMENTS || c->dtype != TM_DTYPE_U8) {
-    snprintf(msg->text, sizeof msg->text, "testaccel: only stats.moments on u8");
+    snprintf(msg->text, sizeof msg->text, "testaccel: only stats.moments on u8 and dequantize.ggml on Q8_0");
     return TM_ERR_UNSUPPORTED;
   }
   const uint64_t blocks = (c->element_count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
@@ -105,7 +150,7 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
 
 static const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "testaccel",
-    "test plugin: a simulated discrete device with one kernel (stats.moments, u8)",
+    "test plugin: a simulated discrete device with two kernels (stats.moments on u8, dequantize.ggml on Q8_0)",
     init, shutdown, device_count, device_info, kernel_count, kernel_info, run};
 
 TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {

@@ -67,7 +67,7 @@ TEST_F(PlannerTest, RegistryDiscoversPluginsAndReportsWhyOneIsUnavailable) {
   ASSERT_NE(accel, nullptr);
   EXPECT_TRUE(accel->available);
   EXPECT_EQ(accel->devices.at(0).kind, TM_DEVICE_GPU);
-  EXPECT_EQ(accel->kernels.size(), 1u);
+  EXPECT_EQ(accel->kernels.size(), 2u);  // stats.moments on u8, dequantize.ggml on Q8_0
   const Backend* absent = reg->find("testabsent");
   ASSERT_NE(absent, nullptr);
   EXPECT_FALSE(absent->available);
