@@ -13,8 +13,15 @@ project, not copied from gguf-py.
 
 Before a type is timed, its implementation dequantizes the fixture tensor and must reproduce the reference
 values (tiny-mixed.ref.f32, gguf-py's output) bit for bit; a type that does not is reported as WRONG and
-not timed. The lattice ("grid") formats IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S need
-gguf-py's large lookup grids, which this peer does not carry: they are reported as "no numpy peer".
+not timed. A fixture type without a decoder here would be reported as "no numpy peer" (none is, today).
+
+The lattice ("grid") formats IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S look their grid points
+up in ggml's grids, which this peer does not carry: it unpacks them at start-up from the packed hex strings
+of backends/cpu/dequant/ggml_iq_grids.cpp (the project's copy of gguf-py's `grid_hex`), with the level
+tables and the grid bindings (points, width, levels) read from the same file. Each decoder forms every
+value with the float32 operations of ggml's dequantize_row_* in ggml's order (the C++ decoders of
+backends/cpu/dequant/ggml_iquants.cpp spell them out): (scale * grid value) * (+1 or -1) for IQ2/IQ3, with
+the sign applied as a multiplication, and scale * (grid value + delta) for IQ1.
 
 Data for timing: the fixture tensor's bytes repeated floor(size / n_bytes) times (at least once), i.e. a
 prefix, in whole tensor copies, of the buffer dequant_bench builds from the same file (same rule).
@@ -23,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import time
 
@@ -238,14 +246,180 @@ def tq2_0(b):
     return d * q.astype(np.float32)
 
 
-# ggml name -> (block elements, block bytes, decoder or None)
+# ---------------------------------------------------------------------------------------------------------
+# lattice ("grid") formats; the grids are unpacked from backends/cpu/dequant/ggml_iq_grids.cpp
+
+
+def load_iq_grids(path):
+    """ggml's lattice grids from the C++ source `path`: {C++ grid name (e.g. "kIq2xxsGrid"): (points, width)
+    float32 array of level values}. Reads each `Grid<points, width> name = unpack_grid<...>(hex, levels)`
+    binding, its concatenated hex string literals and its std::array of levels, and unpacks them as the C++
+    unpacker does (2-bit slots for grids of at most 4 levels, else 4-bit, lowest bits first), with the same
+    integrity checks (string length, every slot names a level); raises ValueError when one fails."""
+    with open(path) as f:
+        src = f.read()
+    hexes = {name: "".join(re.findall(r'"([^"]*)"', body))
+             for name, body in re.findall(r'constexpr char (\w+)\[\] =((?:\s*"[^"]*")+);', src)}
+    levels = {name: np.array([int(v, 0) for v in body.split(",")], dtype=np.float32)
+              for name, body in re.findall(r"constexpr std::array<u?int8_t, \d+> (\w+) = \{([^}]*)\};", src)}
+    grids = {}
+    for points, width, name, hex_name, levels_name in re.findall(
+            r"Grid<(\d+), (\d+)(?:, \w+)?> (\w+) = unpack_grid<\d+, \d+>\((\w+), (\w+)\);", src):
+        points, width, lv = int(points), int(width), levels[levels_name]
+        slot_bits = 2 if lv.size <= 4 else 4
+        packed = np.frombuffer(bytes.fromhex(hexes[hex_name]), dtype=np.uint8)
+        shifts = np.arange(0, 8, slot_bits, dtype=np.uint8)
+        index = ((packed.reshape((-1, 1)) >> shifts) & np.uint8((1 << slot_bits) - 1)).ravel()
+        if index.size != points * width:
+            raise ValueError(f"{path}: {hex_name} holds {index.size} slots, {name} needs {points} x {width}")
+        if index.max() >= lv.size:
+            raise ValueError(f"{path}: {hex_name} names level {index.max()}, {levels_name} has {lv.size}")
+        grids[name] = lv[index].reshape((points, width))
+    return grids
+
+
+IQ_GRIDS = load_iq_grids(os.path.join(HERE, "..", "backends", "cpu", "dequant", "ggml_iq_grids.cpp"))
+
+# ggml's ksigns_iq2xs, derived as make_iq2_signs does: a 7-bit sign code with its parity as bit 7, so that
+# every group of 8 has an even number of negatives.
+_SIGN_CODES = np.arange(128, dtype=np.uint8)
+KSIGNS = _SIGN_CODES | ((np.unpackbits(_SIGN_CODES.reshape((128, 1)), axis=1).sum(axis=1, dtype=np.uint8)
+                         & np.uint8(1)) << np.uint8(7))
+
+IQ1_DELTA = np.float32(0.125)  # IQ1S_DELTA / IQ1M_DELTA
+
+
+def grid_points(grid, index):
+    """(n, k) integer indices into IQ_GRIDS[grid] -> (n, k, width) float32 grid points."""
+    g = IQ_GRIDS[grid]
+    return np.take_along_axis(g.reshape((1, *g.shape)), index.reshape((*index.shape, 1)), axis=1)
+
+
+def sign_factors(signs):
+    """(..., k) uint8 sign bytes -> (..., k, 8) float32: -1 where bit j of the byte is set, else +1."""
+    bits = (signs.reshape((*signs.shape, 1)) >> np.arange(8, dtype=np.uint8)) & np.uint8(1)
+    return np.where(bits == 0, np.float32(1), np.float32(-1))
+
+
+def code_sign_factors(codes):
+    """(..., k) 7-bit sign codes -> (..., k, 8) float32 factors of their ksigns bytes."""
+    table = KSIGNS.reshape((1,) * (codes.ndim - 1) + (128,))
+    return sign_factors(np.take_along_axis(table, codes, axis=-1))
+
+
+def iq2_scale(d, s):
+    """IQ2 sub-block scale d * (0.5 + s) * 0.25 in float32, left to right as ggml evaluates it."""
+    return d * (np.float32(0.5) + s.astype(np.float32)) * np.float32(0.25)
+
+
+def iq2_xs_scales(d, sc):
+    """IQ2_XS / IQ2_S: (n, 1) d and (n, 8) scale bytes -> (n, 8, 2) scales (low nibble: points 0-1, high: 2-3)."""
+    n = sc.shape[0]
+    s = (sc.reshape((n, 8, 1)) >> np.array([0, 4], dtype=np.uint8)) & np.uint8(0x0F)
+    return iq2_scale(d.reshape((n, 1, 1)), s)
+
+
+def iq2_xxs(b):
+    # fp16 d @0; 8 sub-blocks of 8 bytes @2: 4 grid indices, then a uint32 of four 7-bit sign codes + 4-bit scale
+    n = b.shape[0]
+    d, qs = np.hsplit(b, [2])
+    d = half(d)
+    sub = qs.reshape((n, 8, 8))
+    word = sub[:, :, 4:].view(np.uint32)  # (n, 8, 1)
+    db = iq2_scale(d.reshape((n, 1, 1)), word >> np.uint32(28)).reshape((n, 8, 1, 1))
+    codes = (word >> np.array([0, 7, 14, 21], dtype=np.uint32)) & np.uint32(0x7F)
+    grid = grid_points("kIq2xxsGrid", sub[:, :, :4].reshape((n, 32))).reshape((n, 8, 4, 8))
+    return (db * grid * code_sign_factors(codes)).reshape((n, QK_K))
+
+
+def iq2_xs(b):
+    # fp16 d @0; 32 uint16 @2 (9-bit grid index, 7-bit sign code); scales[8] @66
+    n = b.shape[0]
+    d, qs, sc = np.hsplit(b, [2, 66])
+    d = half(d)
+    q = qs.view(np.uint16).reshape((n, 8, 2, 2))
+    db = iq2_xs_scales(d, sc).reshape((n, 8, 2, 1, 1))
+    grid = grid_points("kIq2xsGrid", (q & np.uint16(511)).reshape((n, 32))).reshape((n, 8, 2, 2, 8))
+    return (db * grid * code_sign_factors(q >> np.uint16(9))).reshape((n, QK_K))
+
+
+def iq2_s(b):
+    # fp16 d @0; index low bytes[32] @2; sign bytes[32] @34; qh[8] @66 (2 high index bits per point); scales[8] @74
+    n = b.shape[0]
+    d, qs, signs, qh, sc = np.hsplit(b, [2, 34, 66, 74])
+    d = half(d)
+    high = (qh.reshape((n, 8, 1)).astype(np.uint16) << np.array([8, 6, 4, 2], dtype=np.uint16)) & np.uint16(0x300)
+    index = qs.reshape((n, 8, 4)).astype(np.uint16) | high
+    db = iq2_xs_scales(d, sc).reshape((n, 8, 2, 1, 1))
+    grid = grid_points("kIq2sGrid", index.reshape((n, 32))).reshape((n, 8, 2, 2, 8))
+    return (db * grid * sign_factors(signs.reshape((n, 8, 2, 2)))).reshape((n, QK_K))
+
+
+def iq3_xxs(b):
+    # fp16 d @0; grid indices[64] @2 (4-element points, two per group of 8); 8 uint32 @66 (as IQ2_XXS)
+    n = b.shape[0]
+    d, qs, words = np.hsplit(b, [2, 66])
+    d = half(d)
+    word = words.view(np.uint32).reshape((n, 8, 1))
+    db = (d.reshape((n, 1, 1)) * (np.float32(0.5) + (word >> np.uint32(28)).astype(np.float32)) * np.float32(0.5))
+    codes = (word >> np.array([0, 7, 14, 21], dtype=np.uint32)) & np.uint32(0x7F)
+    grid = grid_points("kIq3xxsGrid", qs).reshape((n, 8, 4, 8))
+    return (db.reshape((n, 8, 1, 1)) * grid * code_sign_factors(codes)).reshape((n, QK_K))
+
+
+def iq3_s(b):
+    # fp16 d @0; index low bytes[64] @2; qh[8] @66 (bit k: 9th index bit of point k); signs[32] @74; scales[4] @106
+    n = b.shape[0]
+    d, qs, qh, signs, sc = np.hsplit(b, [2, 66, 74, 106])
+    d = half(d)
+    high = (qh.reshape((n, 8, 1)) >> np.arange(8, dtype=np.uint8)) & np.uint8(1)
+    index = qs.reshape((n, 8, 8)).astype(np.uint16) | (high.astype(np.uint16) << np.uint16(8))
+    s = ((sc.reshape((n, 4, 1)) >> np.array([0, 4], dtype=np.uint8)) & np.uint8(0x0F)).reshape((n, 8))
+    db = (d * (np.uint8(1) + np.uint8(2) * s).astype(np.float32)).reshape((n, 8, 1, 1))
+    grid = grid_points("kIq3sGrid", index.reshape((n, 64))).reshape((n, 8, 4, 8))
+    return (db * grid * sign_factors(signs.reshape((n, 8, 4)))).reshape((n, QK_K))
+
+
+def iq1_s(b):
+    # fp16 d @0; index low bytes[32] @2; 8 uint16 @34: 3 high index bits per point, 3-bit scale @12, delta sign @15
+    n = b.shape[0]
+    d, qs, qh = np.hsplit(b, [2, 34])
+    d = half(d)
+    qh = qh.view(np.uint16)
+    dl = d * (np.uint16(2) * ((qh >> np.uint16(12)) & np.uint16(7)) + np.uint16(1)).astype(np.float32)
+    delta = np.where(qh & np.uint16(0x8000), -IQ1_DELTA, IQ1_DELTA)
+    high = (qh.reshape((n, 8, 1)) >> np.array([0, 3, 6, 9], dtype=np.uint16)) & np.uint16(7)
+    index = qs.reshape((n, 8, 4)).astype(np.uint16) | (high << np.uint16(8))
+    grid = grid_points("kIq1sGrid", index.reshape((n, 32))).reshape((n, 8, 4, 8))
+    return (dl.reshape((n, 8, 1, 1)) * (grid + delta.reshape((n, 8, 1, 1)))).reshape((n, QK_K))
+
+
+def iq1_m(b):
+    # index low bytes[32] @0; qh[16] @32 (a nibble per point: 3 high index bits, delta sign); 4 uint16 @48:
+    # twelve 3-bit scales (two per sub-block) in bits 0-11, the fp16 d spread over the top nibbles
+    n = b.shape[0]
+    qs, qh, sc = np.hsplit(b, [32, 48])
+    sc = sc.view(np.uint16)
+    d_bits = ((sc[:, 0:1] >> np.uint16(12)) | ((sc[:, 1:2] >> np.uint16(8)) & np.uint16(0x00F0))
+              | ((sc[:, 2:3] >> np.uint16(4)) & np.uint16(0x0F00)) | (sc[:, 3:4] & np.uint16(0xF000)))
+    d = d_bits.view(np.float16).astype(np.float32)
+    s = (sc.reshape((n, 4, 1)) >> np.array([0, 3, 6, 9], dtype=np.uint16)) & np.uint16(7)
+    dl = d.reshape((n, 1, 1)) * (np.uint16(2) * s + np.uint16(1)).astype(np.float32)
+    nibble = ((qh.reshape((n, 16, 1)) >> np.array([0, 4], dtype=np.uint8)) & np.uint8(0x0F)).reshape((n, 8, 4))
+    delta = np.where(nibble & np.uint8(8), -IQ1_DELTA, IQ1_DELTA)
+    index = qs.reshape((n, 8, 4)).astype(np.uint16) | ((nibble & np.uint8(7)).astype(np.uint16) << np.uint16(8))
+    grid = grid_points("kIq1sGrid", index.reshape((n, 32))).reshape((n, 8, 2, 2, 8))
+    return (dl.reshape((n, 8, 2, 1, 1)) * (grid + delta.reshape((n, 8, 2, 2, 1)))).reshape((n, QK_K))
+
+
+# ggml name -> (block elements, block bytes, decoder)
 FORMATS = {
     "Q4_0": (32, 18, q4_0), "Q4_1": (32, 20, q4_1), "Q5_0": (32, 22, q5_0), "Q5_1": (32, 24, q5_1),
     "Q8_0": (32, 34, q8_0), "Q2_K": (256, 84, q2_k), "Q3_K": (256, 110, q3_k), "Q4_K": (256, 144, q4_k),
     "Q5_K": (256, 176, q5_k), "Q6_K": (256, 210, q6_k), "IQ4_NL": (32, 18, iq4_nl), "IQ4_XS": (256, 136, iq4_xs),
     "MXFP4": (32, 17, mxfp4), "TQ1_0": (256, 54, tq1_0), "TQ2_0": (256, 66, tq2_0),
-    "IQ2_XXS": (256, 66, None), "IQ2_XS": (256, 74, None), "IQ2_S": (256, 82, None), "IQ3_XXS": (256, 98, None),
-    "IQ3_S": (256, 110, None), "IQ1_S": (256, 50, None), "IQ1_M": (256, 56, None),
+    "IQ2_XXS": (256, 66, iq2_xxs), "IQ2_XS": (256, 74, iq2_xs), "IQ2_S": (256, 82, iq2_s),
+    "IQ3_XXS": (256, 98, iq3_xxs), "IQ3_S": (256, 110, iq3_s), "IQ1_S": (256, 50, iq1_s), "IQ1_M": (256, 56, iq1_m),
 }
 
 
@@ -329,9 +503,9 @@ def main():
         src = sources[fmt]
         t = src["tensor"]
         rec = {"type": fmt, "tensor": t["name"], "block_elements": t["block_size"], "block_bytes": t["type_size"]}
-        if FORMATS.get(fmt, (0, 0, None))[2] is None:
+        if fmt not in FORMATS:
             rec["status"] = "no numpy peer"
-            rec["note"] = "lattice format: needs gguf-py's lookup grids, not carried by this peer"
+            rec["note"] = "no numpy decoder for this type"
             results.append(rec)
             print(f"{fmt:8s} no numpy peer", file=sys.stderr, flush=True)
             continue
