@@ -1,6 +1,7 @@
 #include "quant_moments_kernel.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,7 +23,6 @@ namespace tmorph::cpu::quant_moments_detail {
 struct CodeSums {
   int32_t sum;     // sum of the codes
   int32_t sum_sq;  // sum of their squares
-  int32_t min, max;
   int32_t zeros;   // codes equal to 0
 };
 constexpr uint32_t kQ4_0 = 2, kQ8_0 = 8;  // ggml type ids
@@ -39,11 +39,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 #if HWY_TARGET == HWY_SCALAR
 // The code sums of 32 int8 codes, one at a time (targets without 128-bit vectors).
 CodeSums scalar_sums(const int8_t* q) {
-  CodeSums s{0, 0, 127, -128, 0};
-  for (uint32_t i = 0; i < kBlockElements; ++i) {
-    s.sum += q[i], s.sum_sq += q[i] * q[i], s.zeros += q[i] == 0;
-    s.min = std::min<int32_t>(s.min, q[i]), s.max = std::max<int32_t>(s.max, q[i]);
-  }
+  CodeSums s{0, 0, 0};
+  for (uint32_t i = 0; i < kBlockElements; ++i) s.sum += q[i], s.sum_sq += q[i] * q[i], s.zeros += q[i] == 0;
   return s;
 }
 
@@ -66,28 +63,25 @@ HWY_INLINE CodeSums sums_of(V8 a, V8 b) {
   const hn::FixedTag<int8_t, 16> d8;
   const hn::FixedTag<uint8_t, 16> du8;
   const hn::FixedTag<int16_t, 8> d16;
-  const hn::FixedTag<uint16_t, 8> du16;
-  const hn::FixedTag<uint32_t, 4> du32;
+  const hn::FixedTag<int32_t, 4> d32;
   const hn::FixedTag<uint64_t, 2> du64;
   const hn::Half<decltype(d8)> h8;
-  const hn::Half<decltype(du16)> hu16;
   // Sum: the codes biased to q + 128 (0..255) summed eight at a time.
   const auto bias = hn::Set(du8, 0x80);
   const auto biased = hn::Add(hn::SumsOf8(hn::Xor(hn::BitCast(du8, a), bias)), hn::SumsOf8(hn::Xor(hn::BitCast(du8, b), bias)));
-  // Squares: q^2 <= 16384, so two of them fit 16 unsigned bits; pairs are then widened to 32.
+  // Squares: pairs of promoted codes multiplied and added into 32-bit lanes (pmaddwd on x86).
   const auto a0 = hn::PromoteTo(d16, hn::LowerHalf(h8, a)), a1 = hn::PromoteTo(d16, hn::UpperHalf(h8, a));
   const auto b0 = hn::PromoteTo(d16, hn::LowerHalf(h8, b)), b1 = hn::PromoteTo(d16, hn::UpperHalf(h8, b));
-  const auto sa = hn::BitCast(du16, hn::Add(hn::Mul(a0, a0), hn::Mul(a1, a1)));
-  const auto sb = hn::BitCast(du16, hn::Add(hn::Mul(b0, b0), hn::Mul(b1, b1)));
-  const auto sq = hn::Add(hn::Add(hn::PromoteTo(du32, hn::LowerHalf(hu16, sa)), hn::PromoteTo(du32, hn::UpperHalf(hu16, sa))),
-                          hn::Add(hn::PromoteTo(du32, hn::LowerHalf(hu16, sb)), hn::PromoteTo(du32, hn::UpperHalf(hu16, sb))));
-  const auto lo = hn::Min(hn::Min(a0, a1), hn::Min(b0, b1)), hi = hn::Max(hn::Max(a0, a1), hn::Max(b0, b1));
+  auto odd = hn::Zero(d32);
+  auto sq = hn::ReorderWidenMulAccumulate(d32, a0, a0, hn::Zero(d32), odd);
+  sq = hn::ReorderWidenMulAccumulate(d32, a1, a1, sq, odd);
+  sq = hn::ReorderWidenMulAccumulate(d32, b0, b0, sq, odd);
+  sq = hn::ReorderWidenMulAccumulate(d32, b1, b1, sq, odd);
+  sq = hn::Add(sq, odd);
   const auto zero = hn::Zero(d8);
   CodeSums s;
   s.sum = static_cast<int32_t>(hn::GetLane(hn::SumOfLanes(du64, biased))) - 128 * 32;
-  s.sum_sq = static_cast<int32_t>(hn::GetLane(hn::SumOfLanes(du32, sq)));
-  s.min = hn::GetLane(hn::MinOfLanes(d16, lo));
-  s.max = hn::GetLane(hn::MaxOfLanes(d16, hi));
+  s.sum_sq = hn::GetLane(hn::SumOfLanes(d32, sq));
   s.zeros = static_cast<int32_t>(hn::CountTrue(d8, hn::Eq(a, zero)) + hn::CountTrue(d8, hn::Eq(b, zero)));
   return s;
 }
@@ -124,62 +118,85 @@ namespace tmorph::cpu {
 namespace quant_moments_detail {
 HWY_EXPORT(BlockCodeSums);
 
-// Exact sums of one canonical block: sum(x) scaled by 2^24 and sum(x^2) by 2^48. An fp16 scale is
-// m * 2^(shift - 24) with m < 2^11 and shift <= 29, so every term is an integer below 2^99 and a
-// canonical block's total fits in 128 bits (docs in op_contracts.h).
-struct ExactBlock {
-  tm_moments_partial_v1 p;
-  __int128 s1 = 0, s2 = 0;
-};
-
-// Adds one block of 32 values: scale bits h, code sums c; `codes` are the block's 32 codes for the
-// rare non-finite scale, whose values are counted one by one.
-void add_block(ExactBlock& b, uint16_t h, const CodeSums& c) {
-  tm_moments_partial_v1& p = b.p;
-  p.count += kBlockElements;
-  const uint32_t exponent = (h >> 10) & 31u, fraction = h & 1023u;
-  const bool negative = h & 0x8000u;
-  if (exponent == 31) {  // inf or NaN scale: inf * 0 is NaN, inf * q is +-inf, NaN * q is NaN
-    const uint64_t zero_codes = static_cast<uint64_t>(c.zeros);
-    if (fraction) p.nan_count += kBlockElements;
-    else p.nan_count += zero_codes, p.inf_count += kBlockElements - zero_codes;
-    return;
+// The smallest and largest code of one block (only asked for the few blocks whose scale could move the
+// running extremes).
+void code_range(uint32_t type, const uint8_t* block, int32_t* lo, int32_t* hi) {
+  int32_t mn = 127, mx = -128;
+  for (uint32_t i = 0; i < kBlockElements; ++i) {
+    const int32_t q = type == kQ8_0 ? static_cast<int8_t>(block[2 + i])
+                                    : static_cast<int32_t>((block[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0x0f) - 8;
+    mn = std::min(mn, q), mx = std::max(mx, q);
   }
-  p.finite_count += kBlockElements;
-  const int64_t m = exponent ? 1024 + fraction : fraction;
-  const int shift = exponent ? static_cast<int>(exponent) - 1 : 0;
-  if (m == 0) {
-    p.zero_count += kBlockElements;
-  } else {
-    p.zero_count += static_cast<uint64_t>(c.zeros);
-    const __int128 t1 = static_cast<__int128>(m * c.sum) << shift;
-    b.s1 += negative ? -t1 : t1;
-    b.s2 += static_cast<__int128>(m * m * c.sum_sq) << (2 * shift);
-  }
-  const float d = ggml_detail::fp16_to_f32(h);
-  const double lo = static_cast<double>(d * static_cast<float>(negative ? c.max : c.min));
-  const double hi = static_cast<double>(d * static_cast<float>(negative ? c.min : c.max));
-  p.min = std::min(p.min, lo);
-  p.max = std::max(p.max, hi);
-  p.abs_max = std::max(p.abs_max, std::max(std::fabs(lo), std::fabs(hi)));
+  *lo = mn, *hi = mx;
 }
 
-double to_double(__int128 v) { return static_cast<double>(v); }  // correctly rounded (libgcc)
+// The largest fp16 magnitude (bits, sign cleared) whose value is <= v; 0 for v <= 0 or NaN. Rounding
+// down keeps the threshold conservative.
+uint32_t fp16_magnitude_at_most(float v) {
+  if (!(v > 0)) return 0;
+  if (v >= 65504.0f) return 0x7bffu;
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
+  const int exponent = static_cast<int>(bits >> 23) - 127;
+  if (exponent < -24) return 0;
+  if (exponent < -14) return static_cast<uint32_t>(v * 0x1p24f);  // subnormal: m * 2^-24, truncated
+  return static_cast<uint32_t>(exponent + 15) << 10 | (bits & 0x7fffffu) >> 13;
+}
 
-tm_moments_partial_v1 finish_block(const ExactBlock& b) {
-  tm_moments_partial_v1 p = b.p;
-  if (p.finite_count == 0) {
-    p.min = std::numeric_limits<double>::infinity(), p.max = -std::numeric_limits<double>::infinity();
-    return p;
+// The partial of one canonical block of n ggml blocks with code sums `sums`. An fp16 scale is
+// m * 2^(shift - 24) with m < 2^11 and shift <= 29: sum(x) scaled by 2^24 and sum(x^2) by 2^48 are
+// integers, accumulated per shift in 64 bits (|m * sum| < 2^23 and m^2 * sum_sq < 2^41 per block, 2,048
+// blocks) and combined in 128 bits, exactly. Min and max come from the extreme codes of the blocks
+// whose |scale| * the largest |code| could still pass the running extremes.
+tm_moments_partial_v1 canonical_block(uint32_t type, const uint8_t* src, uint64_t n, const CodeSums* sums) {
+  const uint64_t bytes = block_bytes(type);
+  const float max_code = type == kQ8_0 ? 128.0f : 8.0f;  // the largest |code|
+  int64_t acc1[32] = {}, acc2[32] = {};
+  uint64_t finite = 0, nan = 0, inf = 0, zeros = 0;
+  float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
+  uint32_t threshold = 0;  // fp16 magnitude bits from which a block may move lo or hi
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t* block = src + i * bytes;
+    const uint16_t h = ggml_detail::load_u16(block);
+    const CodeSums& c = sums[i];
+    const uint32_t exponent = (h >> 10) & 31u, fraction = h & 1023u;
+    if (exponent == 31) {  // inf or NaN scale: inf * 0 is NaN, inf * q is +-inf, NaN * q is NaN
+      if (fraction) nan += kBlockElements;
+      else nan += static_cast<uint64_t>(c.zeros), inf += kBlockElements - static_cast<uint64_t>(c.zeros);
+      continue;
+    }
+    finite += kBlockElements;
+    const int64_t m = exponent ? 1024 + fraction : fraction;
+    const uint32_t shift = exponent ? exponent - 1 : 0;
+    const int64_t t1 = m * c.sum;
+    acc1[shift] += (h & 0x8000u) ? -t1 : t1;
+    acc2[shift] += m * m * c.sum_sq;
+    zeros += m ? static_cast<uint64_t>(c.zeros) : kBlockElements;
+    // |d| * max_code bounds the block's values; fp16 magnitudes order like the values they encode, so
+    // blocks below the threshold (the bound cannot pass the running extremes) are skipped on bits alone.
+    if ((h & 0x7fffu) >= threshold) {
+      const float d = ggml_detail::fp16_to_f32(h);
+      int32_t qlo, qhi;
+      code_range(type, block, &qlo, &qhi);
+      const float a = d * static_cast<float>(qlo), b = d * static_cast<float>(qhi);
+      lo = std::min(lo, std::min(a, b));
+      hi = std::max(hi, std::max(a, b));
+      threshold = fp16_magnitude_at_most(std::min(-lo, hi) / max_code);
+    }
   }
-  const double scaled = to_double(b.s1);
+  tm_moments_partial_v1 p{};
+  p.count = n * kBlockElements, p.finite_count = finite, p.nan_count = nan, p.inf_count = inf, p.zero_count = zeros;
+  p.min = std::numeric_limits<double>::infinity(), p.max = -std::numeric_limits<double>::infinity();
+  if (finite == 0) return p;
+  p.min = lo, p.max = hi, p.abs_max = std::max(std::fabs(p.min), std::fabs(p.max));
+  __int128 s1 = 0, s2 = 0;
+  for (int k = 0; k < 32; ++k) s1 += static_cast<__int128>(acc1[k]) << k, s2 += static_cast<__int128>(acc2[k]) << (2 * k);
+  const double scaled = static_cast<double>(s1);  // correctly rounded (libgcc)
   p.sum = std::ldexp(scaled, -24);
-  p.sum_err = std::ldexp(to_double(b.s1 - static_cast<__int128>(scaled)), -24);
-  const double n = static_cast<double>(p.finite_count);
-  p.mean = p.sum / n;
+  p.sum_err = std::ldexp(static_cast<double>(s1 - static_cast<__int128>(scaled)), -24);
+  p.mean = p.sum / static_cast<double>(finite);
   // n * s2 < 2^126 and s1^2 < 2^126 for n <= 65,536: the difference is exact in 128 bits.
-  const __int128 numerator = static_cast<__int128>(p.finite_count) * b.s2 - b.s1 * b.s1;
-  p.m2 = std::ldexp(to_double(numerator) / n, -48);
+  const __int128 numerator = static_cast<__int128>(finite) * s2 - s1 * s1;
+  p.m2 = std::ldexp(static_cast<double>(numerator) / static_cast<double>(finite), -48);
   return p;
 }
 
@@ -215,11 +232,7 @@ tm_status run_quant_moments(const tm_kernel_call_v1& c, std::string* error) {
       const uint64_t b0 = k * kPerCanonical, n = std::min(kPerCanonical, blocks - b0);
       const uint8_t* block = src + b0 * bytes;
       HWY_DYNAMIC_DISPATCH(BlockCodeSums)(type, block, n, sums.data());
-      ExactBlock acc;
-      acc.p = tm_moments_partial_v1{};
-      acc.p.min = std::numeric_limits<double>::infinity(), acc.p.max = -std::numeric_limits<double>::infinity();
-      for (uint64_t i = 0; i < n; ++i) add_block(acc, ggml_detail::load_u16(block + i * bytes), sums[i]);
-      out[k] = finish_block(acc);
+      out[k] = canonical_block(type, block, n, sums.data());
     }
   };
   if (c.threads <= 1 || canonical <= 1) run(0, canonical);
