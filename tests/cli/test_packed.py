@@ -319,6 +319,39 @@ class PackedTensorsInTheIndex(unittest.TestCase):
         self.assertLessEqual(abs(second["stats"]["mean"] - self.exported_mean()), 1e-12 * abs(second["stats"]["mean"]) + 1e-15)
 
 
+class CompareWithTheSource(unittest.TestCase):
+    """`compare SOURCE QUANTIZED` pairs each packed logical tensor with the source weight of the same name and
+    measures the quantization error: the figures equal numpy's on the exported values."""
+
+    def test_awq_against_its_float_weights(self):
+        root = tempfile.mkdtemp(prefix="tm-packed-compare-")
+        try:
+            ck = packed_write.build_awq()
+            quantized = os.path.join(root, "awq")
+            packed_write.write_checkpoint(quantized, ck)
+            sources = [(name, lg.orig.astype(np.float32)) for name, lg in ck.logical.items() if lg.orig is not None]
+            source = os.path.join(root, "source.safetensors")
+            packed_write.write_safetensors(source, sources)
+            r = run(["compare", source, quantized, "--json"])
+            self.assertEqual(r.code, 0, r.err)
+            rows = {t["name"]: t for t in r.json()["tensors"]}
+            self.assertEqual(sorted(rows), sorted(name for name, _ in sources))
+            for name, a in sources:
+                out = os.path.join(root, "q.npy")
+                self.assertEqual(run(["export", quantized, name, "-o", out]).code, 0)
+                a64, b64 = a.astype(np.float64).ravel(), np.load(out).astype(np.float64).ravel()
+                diff = b64 - a64
+                rmse = math.sqrt(math.fsum(diff * diff) / diff.size)
+                cosine = math.fsum(a64 * b64) / math.sqrt(math.fsum(a64 * a64) * math.fsum(b64 * b64))
+                row = rows[name]
+                self.assertEqual(row["type_b"], "AWQ-INT4")
+                self.assertAlmostEqual(row["rmse"], rmse, delta=1e-12 * rmse)
+                self.assertEqual(row["max_abs_diff"], np.abs(diff).max())
+                self.assertAlmostEqual(row["cosine"], cosine, delta=1e-12)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def replace(ck, name, value):
     """The checkpoint with tensor `name`'s stored value replaced."""
     assert name in [n for n, _ in ck.tensors], name
