@@ -219,6 +219,21 @@ QuantizationStats compute_packed_quantization_stats(const Checkpoint& c, const C
     q.scales = compute_stats(scales.data(), DType::F32, scales.size(), planner, options);
     q.placement.insert(q.placement.end(), q.scales->placement.begin(), q.scales->placement.end());
   }
+  if (p.scheme == TM_PACKED_GPTQ || p.scheme == TM_PACKED_AWQ) {
+    // The value of code 0 in each (group, output): scale * (0 - zero), the group's minimum as Q4_1's min.
+    const auto& kp = d.params();
+    const uint32_t per_word = 32 / kp.bits, mask = (1u << kp.bits) - 1;
+    static constexpr uint32_t kAwqNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // output o % 8 -> nibble
+    std::vector<float> mins(kp.groups * kp.rows);
+    for (uint64_t g = 0; g < kp.groups; ++g)
+      for (uint64_t o = 0; o < kp.rows; ++o) {
+        const auto word = static_cast<uint32_t>(kp.zeros[g * (kp.rows / per_word) + o / per_word]);
+        const uint32_t slot = p.scheme == TM_PACKED_AWQ ? kAwqNibbleOf[o % 8] : static_cast<uint32_t>(o % per_word);
+        const int32_t zero = static_cast<int32_t>((word >> (slot * kp.bits)) & mask) + kp.zero_offset;
+        mins[g * kp.rows + o] = kp.scales[g * kp.rows + o] * static_cast<float>(-zero);
+      }
+    q.mins = compute_stats(mins.data(), DType::F32, mins.size(), planner, options);
+  }
   q.code_bits = p.scheme == TM_PACKED_FP8 ? 8 : p.bits;
   const size_t slots = size_t{1} << q.code_bits;
   std::vector<bool> saturating(slots, false);

@@ -268,6 +268,13 @@ class PackedQuantizationStatistics(GeneratedCheckpoints):
             scale_count = int(np.prod(scale_parts[0]["shape"])) if scale_parts else 0
             self.assertEqual(q["block_scales"]["count"], scale_count, name)
 
+    def test_awq_mins_are_the_value_of_code_zero(self):
+        """The hand-made AWQ tensor: zeros 8 everywhere, scales 1 but 2 (column 3) and 0.5 (column 7)."""
+        r = run(["stats", os.path.join(self.root, "awq"), HAND, "--quantization", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        mins = r.json()["tensors"][0]["quantization"]["block_mins"]
+        self.assertEqual((mins["count"], mins["min"], mins["max"], mins["mean"]), (8, -16.0, -4.0, -8.5))
+
     def test_quantization_statistics_of_every_scheme(self):
         for scheme in SCHEME:
             with self.subTest(scheme=scheme):
