@@ -88,6 +88,9 @@ class Recogniser {
     if (!ok) bad(t, scheme + " expects dtype " + names + ", found " + t.stored_type);
     if (rank && t.shape.size() != rank)
       bad(t, scheme + " expects a " + std::to_string(rank) + "-D tensor, found shape " + dims(t.shape));
+    // A part with no elements (a zero dimension) could carry any other dimension: sizes derived from it
+    // (GPTQ's inputs = rows * 32 / bits, MXFP4's groups * 32) might overflow. None is meaningful.
+    if (t.elements == 0) bad(t, scheme + " part holds no elements (shape " + dims(t.shape) + ")");
   }
 
   PackedPart part(const CheckpointTensor& t, const std::string& role) {
@@ -279,6 +282,7 @@ class Recogniser {
     const CheckpointTensor& blocks = c_.tensors[at];
     const CheckpointTensor* scales = find(logical + "_scales");
     if (!scales || !blocks.dtype || *blocks.dtype != DType::U8) return;  // an ordinary tensor that ends in _blocks
+    expect(blocks, {DType::U8}, 0, "MXFP4 blocks");
     expect(*scales, {DType::U8}, 0, "MXFP4 scales");
     const auto& b = blocks.shape;
     if (b.size() < 2 || b.back() != 16) bad(blocks, "MXFP4 (gpt-oss) expects shape [..., groups, 16], found " + dims(b));
@@ -303,6 +307,7 @@ class Recogniser {
     const CheckpointTensor* s = find(w.name + "_scale_inv");
     if (!s) s = find(w.name + "_scale");
     if (!s) return;  // an unscaled FP8 tensor: read as its dtype
+    expect(w, {DType::F8_E4M3FN, DType::F8_E5M2}, 0, "FP8 weight");
     expect(*s, {DType::F32, DType::BF16, DType::F16}, 0, "FP8 scale");
     PackedTensor p;
     p.scheme = TM_PACKED_FP8;

@@ -428,6 +428,13 @@ class CorruptPackedCheckpoints(unittest.TestCase):
         self.assertIn(L + ".g_idx", r.err)
         self.assertIn("entry 5", r.err)
 
+    def test_a_part_with_a_zero_dimension(self):
+        """A zero dimension would let the other one be anything; derived sizes must not overflow."""
+        experts = "model.layers.0.mlp.experts.gate_up_proj"
+        ck = replace(packed_write.build_mxfp4(), experts + "_blocks", np.zeros((0, 64, 4, 16), np.uint8))
+        ck = replace(ck, experts + "_scales", np.zeros((0, 64, 4), np.uint8))
+        self.expect_bad_input(ck, experts, "no elements")
+
     def test_gptq_3_bits_is_listed_but_unavailable(self):
         directory = os.path.join(self.dir, "ckpt")
         packed_write.write_checkpoint(directory, packed_write.gptq_3bit())
