@@ -88,7 +88,8 @@ PackedDecoder::PackedDecoder(const Checkpoint& c, const CheckpointTensor& t, con
       break;
     case TM_PACKED_BNB4: {
       params_.block_cols = p.block_cols;
-      params_.code_values = reinterpret_cast<const float*>(part_data(c, need(c, p, "quant_map")));
+      code_values_ = widened(c, need(c, p, "quant_map"));  // an aligned copy: parts may lie at any offset
+      params_.code_values = code_values_.data();
       const PackedPart& absmax = need(c, p, "absmax");
       if (!p.nested_block) {
         scales_ = widened(c, absmax);
@@ -106,7 +107,10 @@ PackedDecoder::PackedDecoder(const Checkpoint& c, const CheckpointTensor& t, con
       params_.groups = p.groups;
       params_.zero_offset = p.zero_offset;
       params_.block_cols = p.block_cols;
-      params_.zeros = reinterpret_cast<const int32_t*>(part_data(c, need(c, p, "qzeros")));
+      const PackedPart& qzeros = need(c, p, "qzeros");  // copied: parts may lie at any offset
+      zeros_.resize(qzeros.bytes / 4);
+      std::memcpy(zeros_.data(), part_data(c, qzeros), zeros_.size() * 4);
+      params_.zeros = zeros_.data();
       scales_ = widened(c, need(c, p, "scales"));
       if (p.scheme == TM_PACKED_AWQ) break;
       if (const PackedPart* g = p.part("g_idx")) {

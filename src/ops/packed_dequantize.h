@@ -17,9 +17,10 @@ class Planner;
 // Where dequantization of p runs. Throws Unavailable naming the scheme when no backend decodes it.
 Placement place_packed_dequantize(const Planner& planner, const PackedTensor& p, uint64_t elements);
 
-// One packed tensor made ready to decode: its side parts validated and widened to what the kernel
-// contract takes (scales and absmax as float32, exactly; g_idx synthesised when not stored). Holds
-// pointers into c's mappings: c must outlive it.
+// One packed tensor made ready to decode: its side parts validated and copied, aligned, into what the
+// kernel contract takes (scales and absmax as float32, exactly; zeros and g_idx as int32, g_idx
+// synthesised when not stored). The code part stays in c's mapping, at whatever alignment the file
+// gives it (kernels read it unaligned): c must outlive the decoder.
 class PackedDecoder {
  public:
   // Throws BadInput naming the part when a part lies outside its file or holds an out-of-range index
@@ -42,8 +43,8 @@ class PackedDecoder {
   Placement placement_;
   tm_dequantize_packed_params_v1 params_{};
   const uint8_t* codes_ = nullptr;
-  std::vector<float> scales_;
-  std::vector<int32_t> group_index_;
+  std::vector<float> scales_, code_values_;
+  std::vector<int32_t> zeros_, group_index_;
 };
 
 // Exact statistics of t's float32 values, decoded a piece of rows at a time in two passes

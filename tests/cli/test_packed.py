@@ -326,6 +326,27 @@ class PackedTensorsInTheIndex(unittest.TestCase):
         self.assertLessEqual(abs(second["stats"]["mean"] - self.exported_mean()), 1e-12 * abs(second["stats"]["mean"]) + 1e-15)
 
 
+class UnalignedParts(unittest.TestCase):
+    """safetensors packs tensors back to back: after a 3-byte tensor every part lies at an odd offset. The
+    values must not change (and the sanitizer build checks that nothing reads them as aligned words)."""
+
+    def test_every_scheme_with_its_parts_at_odd_offsets(self):
+        root = tempfile.mkdtemp(prefix="tm-packed-odd-")
+        try:
+            for scheme, build in packed_write.SCHEMES.items():
+                ck = build()
+                ck.tensors.insert(0, ("model.odd_pad", np.arange(3, dtype=np.uint8)))
+                directory = os.path.join(root, scheme)
+                packed_write.write_checkpoint(directory, ck)
+                for name, lg in ck.logical.items():
+                    out = os.path.join(root, "o.npy")
+                    r = run(["export", directory, name, "-o", out])
+                    self.assertEqual(r.code, 0, f"{scheme} {name}: {r.err}")
+                    self.assertEqual(bit_differences(np.load(out), lg.ref), 0, f"{scheme} {name}")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 class CompareWithTheSource(unittest.TestCase):
     """`compare SOURCE QUANTIZED` pairs each packed logical tensor with the source weight of the same name and
     measures the quantization error: the figures equal numpy's on the exported values."""
