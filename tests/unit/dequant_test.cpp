@@ -284,8 +284,9 @@ TEST(DequantBlocks, EverySimdTargetGivesTheSameBits) {
   for_each_simd_target([&](const std::string& target, bool) { names += " " + target; });
   std::printf("[ dequant  ] SIMD targets compared:%s\n", names.c_str());
   std::mt19937 rng(11);
-  // The formats with Highway decoders: Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4.
-  for (const uint32_t id : {2u, 6u, 7u, 8u, 12u, 14u, 20u, 23u, 39u}) {
+  // The formats with Highway decoders: Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, and the
+  // lattice formats IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M.
+  for (const uint32_t id : {2u, 6u, 7u, 8u, 12u, 14u, 20u, 23u, 39u, 16u, 17u, 18u, 19u, 21u, 22u, 29u}) {
     const GgmlBlockFormat& f = format_of(id);
     const uint64_t blocks = 64;
     std::vector<uint8_t> bytes(blocks * f.block_bytes);

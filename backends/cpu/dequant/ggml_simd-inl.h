@@ -1,5 +1,6 @@
 // Highway building blocks shared by the 32-element-group decoders of ggml_legacy.cpp and ggml_iquants.cpp
-// (Q5_0, Q5_1, MXFP4, IQ4_NL, IQ4_XS). Highway's -inl.h convention: included once per SIMD target from
+// (Q5_0, Q5_1, MXFP4, IQ4_NL, IQ4_XS) and by the lattice decoders of ggml_iquants.cpp (IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M). Highway's -inl.h convention: included once per SIMD target from
 // inside a file's foreach_target pass, so the guard toggles with HWY_TARGET_TOGGLE.
 //
 // A group's 16 quant bytes are turned into two vectors of 16 small int8 levels in 128-bit registers
@@ -110,6 +111,68 @@ HWY_INLINE void DecodeQ5Group(const uint8_t* HWY_RESTRICT qh, const uint8_t* HWY
     StoreScaled(d8, hn::Or(n.low, hn::IfThenElseZero(fifth_low, sixteen)), scale, out);
     StoreScaled(d8, hn::Or(n.high, hn::IfThenElseZero(fifth_high, sixteen)), scale, out + 16);
   }
+}
+
+// ---- Lattice formats: grid points of 8 (or two of 4) int8 values, 16 elements (two points) at a time.
+//
+// The grid rows and the sign rows (8 int8 lanes of +1 / -1 per sign byte) are plain 8-byte loads; two
+// points are joined into one 16-lane int8 vector, widened exactly and scaled lane by lane with ggml's
+// float operations in ggml's order.
+
+using PointBytes = hn::Full64<int8_t>;  // one 8-element point (or two 4-element ones)
+using PointVec = hn::Vec<PointBytes>;
+
+// The 8 values of a grid row (int8, or uint8 below 128) at `row` (any alignment).
+template <class T>
+HWY_INLINE PointVec LoadPoint8(const T* HWY_RESTRICT row) {
+  static_assert(sizeof(T) == 1);
+  return hn::BitCast(PointBytes(), hn::LoadU(hn::Full64<T>(), row));
+}
+
+// Two 4-value grid rows (uint8 below 128) as one 8-lane point: `first` in lanes 0-3.
+template <class T>
+HWY_INLINE PointVec LoadPoints4(const T* HWY_RESTRICT first, const T* HWY_RESTRICT second) {
+  static_assert(sizeof(T) == 1);
+  const hn::Full64<T> d;
+  const hn::Half<decltype(d)> dh;
+  return hn::BitCast(PointBytes(), hn::Combine(d, hn::LoadU(dh, second), hn::LoadU(dh, first)));
+}
+
+// Two points as the 16 lanes of one vector: `first` in lanes 0-7.
+HWY_INLINE GroupVec JoinPoints(PointVec first, PointVec second) { return hn::Combine(GroupBytes(), second, first); }
+
+// out[i] = (db * float(level[i])) * float(sign[i]) for the lanes of the int8 vectors level and sign (sign
+// lanes +1 or -1), as ggml's `db * grid[j] * (sign bit ? -1.f : 1.f)`; halved as StoreScaled is.
+template <class D8>
+HWY_INLINE void StoreSignedScaled(D8 d8, hn::Vec<D8> level, hn::Vec<D8> sign, float db, float* HWY_RESTRICT out) {
+  constexpr size_t kLanes = hn::MaxLanes(D8());
+  if constexpr (kLanes * sizeof(float) <= HWY_MAX_BYTES) {
+    const hn::Rebind<int32_t, D8> di;
+    const hn::Rebind<float, D8> df;
+    const auto g = hn::ConvertTo(df, hn::PromoteTo(di, level));
+    const auto s = hn::ConvertTo(df, hn::PromoteTo(di, sign));
+    hn::StoreU(hn::Mul(hn::Mul(hn::Set(df, db), g), s), df, out);
+  } else {
+    const hn::Half<D8> dh;
+    StoreSignedScaled(dh, hn::LowerHalf(dh, level), hn::LowerHalf(dh, sign), db, out);
+    StoreSignedScaled(dh, hn::UpperHalf(dh, level), hn::UpperHalf(dh, sign), db, out + kLanes / 2);
+  }
+  (void)d8;
+}
+
+// IQ1 (IQ1_S, IQ1_M): x = dl * (grid + delta), grid in {-1, 0, 1}, delta = +-1/8. The int8 lane
+// 8 * grid + (+-1) holds (grid + delta) * 8; times 1/8 in float it is exactly the float grid + delta
+// (both are exact: -1.125 .. 1.125 in steps of 1/8, never zero), so dl * that is ggml's value bit for bit.
+struct ScaleTimesEighths {
+  float dl;
+  template <class DF, class VF>
+  HWY_INLINE VF operator()(DF df, VF eighths) const {
+    return hn::Mul(hn::Set(df, dl), hn::Mul(eighths, hn::Set(df, 0.125f)));
+  }
+};
+// The int8 lanes 8 * grid + delta_sign (delta_sign lanes +1 or -1) of 16 IQ1 elements.
+HWY_INLINE GroupVec Iq1Eighths(GroupVec grid, GroupVec delta_sign) {
+  return hn::Add(hn::ShiftLeft<3>(grid), delta_sign);
 }
 
 #endif  // HWY_TARGET != HWY_SCALAR
