@@ -25,6 +25,7 @@
 #include "core/mapped_file.h"
 #include "cpu/dequant/ggml_dequant.h"
 #include "formats/gguf.h"
+#include "simd_targets.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph::cpu {
@@ -54,17 +55,7 @@ void put_u16(std::vector<uint8_t>& b, size_t at, uint16_t v) { std::memcpy(b.dat
 // The SIMD target that dispatch picks on this machine (the best one compiled in and supported).
 std::string default_target() { return hwy::TargetName(hwy::SupportedAndGeneratedTargets().front()); }
 
-// Runs fn(target_name, is_default) once for every SIMD target compiled in and supported here, the default
-// one first (the Highway decoders of the hot formats dispatch on it), then restores normal dispatch.
-template <class Fn>
-void for_each_simd_target(Fn fn) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  for (size_t i = 0; i < targets.size(); ++i) {
-    hwy::SetSupportedTargetsForTest(targets[i]);
-    fn(std::string(hwy::TargetName(targets[i])), i == 0);
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using test::for_each_simd_target;
 
 // ---------------------------------------------------------------------------------------------------
 // The table

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cpu/packed_kernel.h"
+#include "simd_targets.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 
@@ -23,17 +24,7 @@ namespace {
 
 using Params = tm_dequantize_packed_params_v1;
 
-// Runs fn(target_name) once for every SIMD target compiled in and supported here, then restores normal
-// dispatch (as in dequant_test.cpp).
-template <class Fn>
-void for_each_simd_target(Fn fn) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  for (const int64_t t : targets) {
-    hwy::SetSupportedTargetsForTest(t);
-    fn(std::string(hwy::TargetName(t)));
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using test::for_each_simd_target;
 
 // One expected value: the product of the contract's two operands.
 struct Product {
@@ -128,7 +119,7 @@ void expect_exact(const std::string& what, Params p, const std::vector<uint8_t>&
       want[r * p.cols + c] = x.a * x.b;
       any_nan[r * p.cols + c] = std::isnan(x.a) && std::isnan(x.b);
     }
-  for_each_simd_target([&](const std::string& target) {
+  for_each_simd_target([&](const std::string& target, bool) {
     std::vector<float> got(want.size() + 1, 12345.0f);
     tm_kernel_call_v1 call{};
     call.struct_size = sizeof call;
@@ -178,7 +169,7 @@ Params base(uint32_t scheme, uint64_t rows, uint64_t cols) {
 
 TEST(PackedKernel, SimdTargetsCompared) {
   std::string names;
-  for_each_simd_target([&](const std::string& target) { names += " " + target; });
+  for_each_simd_target([&](const std::string& target, bool) { names += " " + target; });
   std::printf("[ packed   ] SIMD targets compared:%s\n", names.c_str());
   EXPECT_FALSE(names.empty());
 }
