@@ -47,10 +47,11 @@ class TablePool {
   }
   void give_back(std::unique_ptr<uint32_t[]> t) {
     std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(t));
+    if (free_.size() < kMaxKept) free_.push_back(std::move(t));  // else freed: at most 16 MiB stay
   }
 
  private:
+  static constexpr size_t kMaxKept = 64;  // 256 KiB each
   std::mutex mu_;
   std::vector<std::unique_ptr<uint32_t[]>> free_;
 };
