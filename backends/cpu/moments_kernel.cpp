@@ -313,8 +313,13 @@ void IntBlock(const uint8_t* data, uint64_t count, bool is_bool, tm_moments_part
     hi = x > hi ? x : hi;
     zeros += x == 0;
   }
-  const double mean =
-      count ? static_cast<double>(static_cast<long double>(sum) / static_cast<long double>(count)) : 0.0;
+  // A sum within 2^53 is exact in double, and one double division rounds the exact quotient once
+  // (what a GPU kernel can do too); wider sums go through long double.
+  constexpr __int128 kExactInDouble = __int128{1} << 53;
+  const double mean = count == 0 ? 0.0
+                      : (sum < kExactInDouble && sum > -kExactInDouble)
+                          ? static_cast<double>(sum) / static_cast<double>(count)
+                          : static_cast<double>(static_cast<long double>(sum) / static_cast<long double>(count));
   double lanes[TM_STATS_LANES] = {};
   for (uint64_t i = 0; i < count; ++i) {
     T x;

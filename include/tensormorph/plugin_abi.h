@@ -82,14 +82,16 @@ typedef enum tm_op {
 /* ---- devices ------------------------------------------------------------------------------------ */
 typedef enum tm_device_kind {
   TM_DEVICE_CPU = 0,
-  TM_DEVICE_GPU = 1,
-  TM_DEVICE_SOFTWARE_ADAPTER = 2 /* a GPU API implemented on the CPU (lavapipe, SwiftShader)    */
+  TM_DEVICE_GPU = 1,              /* a discrete GPU with its own memory                          */
+  TM_DEVICE_SOFTWARE_ADAPTER = 2, /* a GPU API implemented on the CPU (lavapipe, SwiftShader)    */
+  TM_DEVICE_INTEGRATED_GPU = 3    /* a GPU that shares the host's memory                         */
 } tm_device_kind;
 
 /* Feature bits a kernel may require and a device may offer. */
 #define TM_FEATURE_F64 (1ull << 0)
 #define TM_FEATURE_F16 (1ull << 1)
 #define TM_FEATURE_INT64_ATOMICS (1ull << 2)
+#define TM_FEATURE_INT64 (1ull << 3) /* 64-bit integer arithmetic in kernels                          */
 
 typedef struct tm_device_info_v1 {
   uint32_t struct_size;          /* sizeof(tm_device_info_v1) as the plugin was built            */

@@ -174,6 +174,7 @@ std::string device_kind_name(tm_device_kind kind) {
     case TM_DEVICE_CPU: return "cpu";
     case TM_DEVICE_GPU: return "gpu";
     case TM_DEVICE_SOFTWARE_ADAPTER: return "software_adapter";
+    case TM_DEVICE_INTEGRATED_GPU: return "integrated_gpu";
   }
   return "unknown";
 }
@@ -211,6 +212,7 @@ std::string feature_names(uint64_t features) {
   add(TM_FEATURE_F64, "f64");
   add(TM_FEATURE_F16, "f16");
   add(TM_FEATURE_INT64_ATOMICS, "int64_atomics");
+  add(TM_FEATURE_INT64, "int64");
   return out;
 }
 

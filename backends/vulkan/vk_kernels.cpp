@@ -1,0 +1,294 @@
+#include "vk_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/quantile_contract.h"
+#include "tensormorph/op_contracts.h"
+#include "vk_error.h"
+
+namespace tmorph::vk {
+
+namespace {
+
+// Elements per chunk are kept below 2^31 so that every index in a shader fits a uint.
+constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
+constexpr uint32_t kGroupSize = 256;  // local_size_x of the streaming shaders
+
+uint32_t dtype_width(tm_dtype dt) {
+  switch (dt) {
+    case TM_DTYPE_F32: case TM_DTYPE_I32: case TM_DTYPE_U32: return 4;
+    case TM_DTYPE_F16: case TM_DTYPE_BF16: case TM_DTYPE_I16: case TM_DTYPE_U16: return 2;
+    case TM_DTYPE_F8_E4M3FN: case TM_DTYPE_F8_E5M2: case TM_DTYPE_I8: case TM_DTYPE_U8: case TM_DTYPE_BOOL: return 1;
+    default: throw VkError(TM_ERR_UNSUPPORTED, "the Vulkan kernels take no dtype " + std::to_string(dt));
+  }
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw VkError(TM_ERR_INVALID_ARGUMENT, what);
+}
+
+// Elements per chunk: the chunk's bytes, a multiple of `multiple` elements (at least one multiple).
+uint64_t chunk_elements(const Device& device, uint32_t width, uint64_t multiple) {
+  uint64_t n = std::min(chunk_bytes(device.physical()) / width, kMaxChunkElements - multiple);
+  return std::max<uint64_t>(multiple, n / multiple * multiple);
+}
+
+// Workgroups for a grid-stride pass over n elements: enough to fill a device, few enough that each
+// invocation loops over several elements.
+uint32_t stream_groups(const Device& device, uint64_t n) {
+  const uint64_t wanted = (n + kGroupSize * 16 - 1) / (kGroupSize * 16);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(wanted, 1, std::min<uint64_t>(4096, device.physical().max_workgroup_count_x)));
+}
+
+// 32-bit counts of one launch added into 64-bit totals.
+void add_counts(const Buffer& counts, uint64_t* totals, size_t slots) {
+  const auto* c = static_cast<const uint32_t*>(counts.mapped);
+  for (size_t i = 0; i < slots; ++i) totals[i] += c[i];
+}
+
+}  // namespace
+
+uint64_t chunk_bytes(const PhysicalDevice& device) {
+  uint64_t bytes = kDefaultChunkBytes;
+  if (const char* env = std::getenv("TENSORMORPH_VULKAN_CHUNK_BYTES"); env && *env) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end && *end == 0 && v >= 4096) bytes = v;
+  }
+  bytes = std::min(bytes, device.max_storage_buffer_range);
+  if (device.max_allocation_bytes) bytes = std::min(bytes, device.max_allocation_bytes);
+  return bytes / 4 * 4;
+}
+
+void run_moments(Device& device, const tm_kernel_call_v1& call) {
+  const uint32_t width = dtype_width(call.dtype);
+  const uint64_t n = call.element_count;
+  const uint64_t blocks = (n + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+  require(call.output_size >= blocks * sizeof(tm_moments_partial_v1),
+          "stats.moments: output holds " + std::to_string(call.output_size) + " bytes, " +
+              std::to_string(blocks) + " block partials need " + std::to_string(blocks * sizeof(tm_moments_partial_v1)));
+  static_assert(sizeof(tm_moments_partial_v1) == 144, "the shader's Partial is 18 eight-byte fields");
+  const uint64_t per_chunk = chunk_elements(device, width, TM_STATS_BLOCK_ELEMENTS);
+  const Pipeline& pipeline = device.pipeline("moments", {static_cast<uint32_t>(call.dtype), width}, 2, 8);
+  auto* out = static_cast<tm_moments_partial_v1*>(call.output);
+  const auto* in = static_cast<const uint8_t*>(call.input);
+  for (uint64_t first = 0; first < n; first += per_chunk) {
+    const uint64_t m = std::min(per_chunk, n - first);
+    const uint64_t chunk_blocks = (m + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+    uint64_t upload = device.write_input(in + first * width, m * width);
+    const Buffer& input = device.buffer(Slot::Input, 0);
+    const Buffer& partials = device.buffer(Slot::Output, chunk_blocks * sizeof(tm_moments_partial_v1));
+    const uint64_t max_groups = device.physical().max_workgroup_count_x;
+    for (uint64_t b = 0; b < chunk_blocks; b += max_groups) {
+      const uint32_t push[2] = {static_cast<uint32_t>(m), static_cast<uint32_t>(b)};
+      Dispatch d;
+      d.pipeline = &pipeline;
+      d.bindings = {&input, &partials};
+      d.push = push;
+      d.groups = static_cast<uint32_t>(std::min(max_groups, chunk_blocks - b));
+      d.upload_bytes = upload;
+      device.run(d);
+      upload = 0;
+    }
+    std::memcpy(out + first / TM_STATS_BLOCK_ELEMENTS, partials.mapped, chunk_blocks * sizeof(tm_moments_partial_v1));
+  }
+}
+
+void run_histogram(Device& device, const tm_kernel_call_v1& call) {
+  const uint32_t width = dtype_width(call.dtype);
+  require(call.params && call.params_size >= sizeof(tm_histogram_params_v1), "stats.histogram: missing params");
+  const auto& params = *static_cast<const tm_histogram_params_v1*>(call.params);
+  require(params.bins >= 1 && params.bins <= 65536 && params.edges, "stats.histogram: bins must be 1..65536 with edges");
+  const uint64_t slots = uint64_t{params.bins} + 2;
+  require(call.output_size >= slots * sizeof(uint64_t), "stats.histogram: output smaller than bins + 2 counts");
+  // Shared-memory counting needs the slots to fit the shader's table and the device's shared memory.
+  const bool privatised = slots <= 4096 && device.physical().max_shared_memory_bytes >= 4096 * 4;
+  const Pipeline& pipeline =
+      device.pipeline("histogram", {static_cast<uint32_t>(call.dtype), width, privatised ? 1u : 0u}, 3, 8);
+  Buffer& edges = device.buffer(Slot::Aux, (slots - 1) * sizeof(double));
+  std::memcpy(edges.mapped, params.edges, (slots - 1) * sizeof(double));
+  const uint64_t per_chunk = chunk_elements(device, width, 4);
+  auto* totals = static_cast<uint64_t*>(call.output);
+  const auto* in = static_cast<const uint8_t*>(call.input);
+  for (uint64_t first = 0; first < call.element_count; first += per_chunk) {
+    const uint64_t m = std::min(per_chunk, call.element_count - first);
+    const uint64_t upload = device.write_input(in + first * width, m * width);
+    const Buffer& input = device.buffer(Slot::Input, 0);
+    const Buffer& counts = device.buffer(Slot::Output, slots * 4);
+    const uint32_t push[2] = {static_cast<uint32_t>(m), params.bins};
+    Dispatch d;
+    d.pipeline = &pipeline;
+    d.bindings = {&input, &counts, &edges};
+    d.push = push;
+    d.groups = stream_groups(device, m);
+    d.upload_bytes = upload;
+    d.zero_first = {{&counts, slots * 4}};
+    device.run(d);
+    add_counts(counts, totals, slots);
+  }
+}
+
+void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call) {
+  const uint32_t width = dtype_width(call.dtype);
+  require(width <= 2, "stats.bitpattern_histogram: only 8- and 16-bit dtypes");
+  const uint64_t slots = uint64_t{1} << (8 * width);
+  require(call.output_size >= slots * sizeof(uint64_t), "stats.bitpattern_histogram: output smaller than the pattern count");
+  const Pipeline& pipeline = device.pipeline("bitpattern", {static_cast<uint32_t>(call.dtype), width}, 2, 4);
+  const uint64_t per_chunk = chunk_elements(device, width, 4);
+  auto* totals = static_cast<uint64_t*>(call.output);
+  const auto* in = static_cast<const uint8_t*>(call.input);
+  for (uint64_t first = 0; first < call.element_count; first += per_chunk) {
+    const uint64_t m = std::min(per_chunk, call.element_count - first);
+    const uint64_t upload = device.write_input(in + first * width, m * width);
+    const Buffer& input = device.buffer(Slot::Input, 0);
+    const Buffer& counts = device.buffer(Slot::Output, slots * 4);
+    const uint32_t push = static_cast<uint32_t>(m);
+    Dispatch d;
+    d.pipeline = &pipeline;
+    d.bindings = {&input, &counts};
+    d.push = &push;
+    d.groups = stream_groups(device, m);
+    d.upload_bytes = upload;
+    d.zero_first = {{&counts, slots * 4}};
+    device.run(d);
+    add_counts(counts, totals, slots);
+  }
+}
+
+namespace {
+
+// The value whose order key (radix_count.comp) is `key`.
+double value_of_key(tm_dtype dt, uint32_t key) {
+  if (dt == TM_DTYPE_F32) {
+    const uint32_t bits = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  if (dt == TM_DTYPE_I32) return static_cast<double>(static_cast<int32_t>(key ^ 0x80000000u));
+  return static_cast<double>(key);
+}
+
+// Passes of radix_count.comp over the whole input: PASS 0 counts top-16-bit buckets into totals
+// (65,536 slots); PASS 1 the low 16 bits of the keys in each of `targets` buckets (65,536 per target).
+class RadixCounter {
+ public:
+  RadixCounter(Device& device, const tm_kernel_call_v1& call) : device_(device), call_(call) {
+    per_chunk_ = chunk_elements(device, 4, 4);
+    single_chunk_ = call.element_count <= per_chunk_;
+  }
+
+  void count(uint32_t pass, const std::vector<uint32_t>& targets, std::vector<uint64_t>* totals) {
+    const uint64_t slots = pass == 0 ? 65536 : 65536 * targets.size();
+    totals->assign(slots, 0);
+    const Pipeline& pipeline = device_.pipeline("radix_count", {static_cast<uint32_t>(call_.dtype), 4u, pass}, 3, 8);
+    Buffer& target_buffer = device_.buffer(Slot::Aux, std::max<size_t>(targets.size(), 1) * 4);
+    if (!targets.empty()) std::memcpy(target_buffer.mapped, targets.data(), targets.size() * 4);
+    const auto* in = static_cast<const uint8_t*>(call_.input);
+    for (uint64_t first = 0; first < call_.element_count; first += per_chunk_) {
+      const uint64_t m = std::min(per_chunk_, call_.element_count - first);
+      // A tensor that fits one chunk is uploaded once for both passes.
+      uint64_t upload = 0;
+      if (!(single_chunk_ && uploaded_)) upload = device_.write_input(in + first * 4, m * 4);
+      uploaded_ = true;
+      const Buffer& input = device_.buffer(Slot::Input, 0);
+      const Buffer& counts = device_.buffer(Slot::Output, slots * 4);
+      const uint32_t push[2] = {static_cast<uint32_t>(m), static_cast<uint32_t>(targets.size())};
+      Dispatch d;
+      d.pipeline = &pipeline;
+      d.bindings = {&input, &counts, &target_buffer};
+      d.push = push;
+      d.groups = stream_groups(device_, m);
+      d.upload_bytes = upload;
+      d.zero_first = {{&counts, slots * 4}};
+      device_.run(d);
+      add_counts(counts, totals->data(), slots);
+    }
+  }
+
+ private:
+  Device& device_;
+  const tm_kernel_call_v1& call_;
+  uint64_t per_chunk_ = 0;
+  bool single_chunk_ = false;
+  bool uploaded_ = false;
+};
+
+// Targets refined per PASS 1 launch: 16 buckets x 65,536 counts = 4 MiB of counters.
+constexpr size_t kTargetsPerPass = 16;
+
+}  // namespace
+
+void run_quantiles(Device& device, const tm_kernel_call_v1& call) {
+  require(call.dtype == TM_DTYPE_F32 || call.dtype == TM_DTYPE_I32 || call.dtype == TM_DTYPE_U32,
+          "stats.quantiles: the Vulkan kernel takes f32, i32 and u32");
+  require(call.params && call.params_size >= sizeof(tm_quantiles_params_v1), "stats.quantiles: missing params");
+  const auto& params = *static_cast<const tm_quantiles_params_v1*>(call.params);
+  require(call.output_size >= uint64_t{params.count} * sizeof(tm_quantile_value_v1),
+          "stats.quantiles: output smaller than one value per probability");
+  require(params.count == 0 || params.probabilities, "stats.quantiles: no probabilities");
+  auto* out = static_cast<tm_quantile_value_v1*>(call.output);
+
+  RadixCounter counter(device, call);
+  std::vector<uint64_t> top;
+  counter.count(0, {}, &top);
+  uint64_t n = 0;
+  std::vector<uint64_t> below(65537, 0);  // below[b]: finite keys in buckets < b
+  for (size_t b = 0; b < 65536; ++b) below[b + 1] = below[b] + top[b];
+  n = below[65536];
+  if (n == 0) {
+    for (uint32_t q = 0; q < params.count; ++q) out[q] = {NAN, NAN, NAN, 0};
+    return;
+  }
+  // The ranks every quantile reads, and the bucket of each.
+  std::vector<uint64_t> ranks;
+  for (uint32_t q = 0; q < params.count; ++q) {
+    uint64_t k;
+    double t;
+    quantile_position(params.probabilities[q], n, &k, &t);
+    ranks.push_back(k);
+    if (k + 1 < n) ranks.push_back(k + 1);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  auto bucket_of = [&](uint64_t rank) {
+    return static_cast<uint32_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin() - 1);
+  };
+  std::vector<uint32_t> buckets;
+  for (uint64_t r : ranks) buckets.push_back(bucket_of(r));
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());  // ranks sorted: buckets sorted
+
+  std::vector<double> rank_value(ranks.size());
+  std::vector<uint64_t> low;
+  for (size_t first = 0; first < buckets.size(); first += kTargetsPerPass) {
+    const std::vector<uint32_t> targets(buckets.begin() + first,
+                                        buckets.begin() + std::min(buckets.size(), first + kTargetsPerPass));
+    counter.count(1, targets, &low);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const uint32_t b = bucket_of(ranks[i]);
+      const auto t = std::lower_bound(targets.begin(), targets.end(), b);
+      if (t == targets.end() || *t != b) continue;
+      const uint64_t* c = low.data() + (t - targets.begin()) * 65536;
+      uint64_t seen = below[b];
+      uint32_t lo16 = 0;
+      for (; lo16 < 65535; ++lo16) {
+        if (seen + c[lo16] > ranks[i]) break;
+        seen += c[lo16];
+      }
+      rank_value[i] = value_of_key(call.dtype, (b << 16) | lo16);
+    }
+  }
+  for (uint32_t q = 0; q < params.count; ++q) {
+    const double value = quantile_of(params.probabilities[q], n, [&](uint64_t r) {
+      return rank_value[std::lower_bound(ranks.begin(), ranks.end(), r) - ranks.begin()];
+    });
+    out[q] = {value, value, value, n};
+  }
+}
+
+}  // namespace tmorph::vk

@@ -1,0 +1,165 @@
+// The Vulkan backend plugin: the tm_backend_v1 table core loads from libtensormorph-backend-vulkan.so
+// without knowing its name. Everything Vulkan-specific stays behind this table; no exception crosses it.
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/plugin_abi.h"
+#include "vk_device.h"
+#include "vk_error.h"
+#include "vk_instance.h"
+#include "vk_kernels.h"
+
+namespace {
+
+using namespace tmorph::vk;
+
+struct State {
+  std::unique_ptr<Instance> instance;
+  std::vector<std::unique_ptr<Device>> devices;  // created on first use, one per physical device
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+void write_message(tm_message* msg, const std::string& text) {
+  if (!msg) return;
+  const size_t n = std::min(text.size(), sizeof msg->text - 1);
+  text.copy(msg->text, n);
+  msg->text[n] = 0;
+}
+
+constexpr uint64_t bit(tm_dtype t) { return uint64_t{1} << t; }
+constexpr uint64_t kFloatDtypes =
+    bit(TM_DTYPE_F32) | bit(TM_DTYPE_F16) | bit(TM_DTYPE_BF16) | bit(TM_DTYPE_F8_E4M3FN) | bit(TM_DTYPE_F8_E5M2);
+constexpr uint64_t kIntDtypes = bit(TM_DTYPE_I8) | bit(TM_DTYPE_I16) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U8) |
+                                bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32) | bit(TM_DTYPE_BOOL);
+constexpr uint64_t kNarrowDtypes = bit(TM_DTYPE_F16) | bit(TM_DTYPE_BF16) | bit(TM_DTYPE_F8_E4M3FN) |
+                                   bit(TM_DTYPE_F8_E5M2) | bit(TM_DTYPE_I8) | bit(TM_DTYPE_I16) | bit(TM_DTYPE_U8) |
+                                   bit(TM_DTYPE_U16) | bit(TM_DTYPE_BOOL);
+constexpr uint64_t kWorkspace = 2 * kDefaultChunkBytes;  // the input chunk, and its staging copy on discrete GPUs
+
+struct KernelEntry {
+  tm_op op;
+  uint64_t dtypes;
+  uint64_t extra_workspace;
+  void (*run)(Device&, const tm_kernel_call_v1&);
+};
+// Every kernel is exact (bit-identical to the CPU reference; see docs/backends.md) and needs f64 and
+// int64 arithmetic in shaders. f64, i64 and u64 inputs are not taken: those ops run on the CPU.
+const KernelEntry kKernels[] = {
+    {TM_OP_STATS_MOMENTS, kFloatDtypes | kIntDtypes, 0, run_moments},
+    {TM_OP_STATS_HISTOGRAM, kFloatDtypes | kIntDtypes, 0, run_histogram},
+    {TM_OP_STATS_BITPATTERN_HISTOGRAM, kNarrowDtypes, 0, run_bitpattern_histogram},
+    {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32), 16u << 20, run_quantiles},
+};
+constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
+
+tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
+  std::string why;
+  *reason = TM_AVAILABLE;
+  try {
+    state().instance = Instance::create(reason, &why);
+  } catch (const std::exception& e) {
+    *reason = TM_REASON_NO_DRIVER;
+    why = e.what();
+  }
+  if (!state().instance) {
+    write_message(msg, why);
+    return TM_OK;  // not an error: the backend is listed as unavailable with the reason
+  }
+  state().devices.resize(state().instance->devices().size());
+  return TM_OK;
+}
+
+void shutdown() {
+  state().devices.clear();
+  state().instance.reset();
+  unload_loader();
+}
+
+uint32_t device_count() { return state().instance ? static_cast<uint32_t>(state().instance->devices().size()) : 0; }
+
+tm_status device_info(uint32_t index, tm_device_info_v1* out) {
+  if (!state().instance || index >= device_count()) return TM_ERR_INVALID_ARGUMENT;
+  const PhysicalDevice& d = state().instance->devices()[index];
+  *out = tm_device_info_v1{};
+  out->struct_size = sizeof *out;
+  out->kind = d.kind;
+  out->name = d.name.c_str();
+  out->id = d.id.c_str();
+  out->memory_bytes = d.device_local_bytes;
+  out->max_allocation_bytes = d.max_allocation_bytes;
+  out->max_buffer_binding_bytes = d.max_storage_buffer_range;
+  out->features = d.features;
+  // Declared, not measured: a discrete GPU sits behind PCIe (16 GB/s, a conservative PCIe 4.0 x16);
+  // an integrated GPU or a software adapter still receives a copy of the data in host memory (about
+  // one memcpy, 10 GB/s). `tensormorph calibrate` measures the kernels, transfer included.
+  out->host_link_bytes_per_s = d.kind == TM_DEVICE_GPU ? 16e9 : 10e9;
+  return TM_OK;
+}
+
+uint32_t kernel_count() { return kKernelCount; }
+
+tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
+  if (index >= kKernelCount) return TM_ERR_INVALID_ARGUMENT;
+  *out = tm_kernel_cap_v1{};
+  out->struct_size = sizeof *out;
+  out->op = kKernels[index].op;
+  out->dtype_mask = kKernels[index].dtypes;
+  out->required_features = TM_FEATURE_F64 | TM_FEATURE_INT64;
+  out->precision = TM_PRECISION_EXACT;
+  out->workspace_fixed_bytes = kWorkspace + kKernels[index].extra_workspace;
+  return TM_OK;
+}
+
+tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+  try {
+    if (!call || !state().instance) throw VkError(TM_ERR_INVALID_ARGUMENT, "no call, or the backend is unavailable");
+    if (call->kernel_index >= kKernelCount || kKernels[call->kernel_index].op != call->op)
+      throw VkError(TM_ERR_INVALID_ARGUMENT, "kernel " + std::to_string(call->kernel_index) + " does not run op " +
+                                                 std::to_string(call->op));
+    const KernelEntry& k = kKernels[call->kernel_index];
+    if (call->dtype >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype)))
+      throw VkError(TM_ERR_UNSUPPORTED, "no Vulkan kernel for dtype " + std::to_string(call->dtype));
+    if (call->device_index >= device_count())
+      throw VkError(TM_ERR_INVALID_ARGUMENT, "no Vulkan device " + std::to_string(call->device_index));
+    if (call->element_count && !call->input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
+    auto& slot = state().devices[call->device_index];
+    if (!slot) slot = std::make_unique<Device>(state().instance->devices()[call->device_index]);
+    if (call->element_count) k.run(*slot, *call);
+    return TM_OK;
+  } catch (const VkError& e) {
+    write_message(msg, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    write_message(msg, "out of host memory");
+    return TM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(msg, e.what());
+    return TM_ERR_INTERNAL;
+  }
+}
+
+const tm_backend_v1 kTable = {
+    TM_PLUGIN_ABI_VERSION,
+    sizeof(tm_backend_v1),
+    "vulkan",
+    "portable GPU compute through the Vulkan loader (any Vulkan 1.1 device with f64 and int64 shaders)",
+    init,
+    shutdown,
+    device_count,
+    device_info,
+    kernel_count,
+    kernel_info,
+    run,
+};
+
+}  // namespace
+
+extern "C" TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
+  return abi_version == TM_PLUGIN_ABI_VERSION ? &kTable : nullptr;
+}
