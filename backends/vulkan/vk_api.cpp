@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 namespace tmorph::vk {
 
 namespace {
@@ -15,16 +17,19 @@ Api& api() {
 
 bool load_loader(std::string* why) {
   if (g_loader) return true;
-  g_loader = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  // TENSORMORPH_VULKAN_LOADER names another loader file (tests use it to simulate a missing loader).
+  const char* env = std::getenv("TENSORMORPH_VULKAN_LOADER");
+  const std::string file = env && *env ? env : "libvulkan.so.1";
+  g_loader = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!g_loader) {
     const char* err = dlerror();
-    *why = std::string("the Vulkan loader libvulkan.so.1 is not installed (Debian: libvulkan1): ") + (err ? err : "");
+    why->assign("the Vulkan loader ").append(file).append(" is not installed (Debian: libvulkan1): ").append(err ? err : "");
     return false;
   }
   Api& a = api();
   a.vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(g_loader, "vkGetInstanceProcAddr"));
   if (!a.vkGetInstanceProcAddr) {
-    *why = "libvulkan.so.1 has no vkGetInstanceProcAddr: not a Vulkan loader";
+    why->assign(file).append(" has no vkGetInstanceProcAddr: not a Vulkan loader");
     unload_loader();
     return false;
   }

@@ -1,0 +1,192 @@
+"""The Vulkan backend through the CLI, on whatever Vulkan driver this machine has (Mesa lavapipe in CI):
+discovery and reporting, strict and preferred placement, --never, the planner's default choice for host
+data, results equal to the CPU's, and the reasons given when the loader or the driver is missing.
+
+When the backend is unavailable the tests skip with the reason, unless TM_REQUIRE_VULKAN=1 (.ci/run),
+which makes them fail instead."""
+import json
+import os
+import random
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+from cli_harness import run  # noqa: E402
+from gguf_write import write_gguf  # noqa: E402
+from test_cli import safetensors_file  # noqa: E402
+
+
+def vulkan_entry():
+    r = run(["backends", "--json"])
+    for b in r.json()["backends"]:
+        if b["name"] == "vulkan":
+            return b
+    return None
+
+
+VULKAN = vulkan_entry()
+REQUIRED = os.environ.get("TM_REQUIRE_VULKAN") == "1"
+
+
+def bf16(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+
+
+class VulkanCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if VULKAN and VULKAN["available"]:
+            return
+        why = "the plugin is not built" if not VULKAN else VULKAN["reason"] + ": " + VULKAN.get("detail", "")
+        if REQUIRED:
+            raise AssertionError("TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable: " + why)
+        raise unittest.SkipTest("Vulkan backend unavailable (" + why + ")")
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tm-vulkan-")
+        rng = random.Random(5)
+        n = 70000  # more than one canonical block, not a multiple of anything
+        f32 = [rng.gauss(0, 1) for _ in range(n)] + [float("nan"), float("inf"), -0.0, 1e-45]
+        bf = [bf16(x) for x in f32]
+        i32 = [rng.randrange(-2**31, 2**31) for _ in range(n)]
+        u8 = [rng.randrange(256) for _ in range(n)]
+        f64 = [rng.gauss(5, 2) for _ in range(1000)]
+        self.path = safetensors_file(os.path.join(self.dir, "mixed.safetensors"), [
+            ("a.f32", "F32", [len(f32)], struct.pack("<%df" % len(f32), *f32)),
+            ("b.bf16", "BF16", [len(bf)], struct.pack("<%dH" % len(bf), *bf)),
+            ("c.i32", "I32", [n], struct.pack("<%di" % n, *i32)),
+            ("d.u8", "U8", [n], bytes(u8)),
+            ("e.f64", "F64", [1000], struct.pack("<1000d", *f64)),
+        ])
+
+    def stats(self, *flags, path=None, env=None):
+        r = run(["stats", path or self.path, "--json", *flags], env_extra=env)
+        self.assertEqual(r.code, 0, r.err)
+        return {t["name"]: t for t in r.json()["tensors"]}
+
+    def test_backends_lists_every_device_with_its_kind_and_limits(self):
+        devices = VULKAN["devices"]
+        self.assertGreater(len(devices), 0)
+        for d in devices:
+            self.assertIn(d["kind"], ("gpu", "integrated_gpu", "software_adapter"))
+            self.assertGreater(d["max_buffer_binding_bytes"], 0)
+            if d["name"].startswith("llvmpipe"):
+                self.assertEqual(d["kind"], "software_adapter")
+                self.assertEqual(d["max_buffer_binding_bytes"], 128 << 20)  # read from the device
+        if REQUIRED:  # CI installs lavapipe
+            self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
+        ops = {k["op"] for k in VULKAN["kernels"]}
+        self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles"})
+        self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"]))
+
+    def test_strict_vulkan_equals_the_cpu_and_names_the_device(self):
+        names = ("a.f32", "b.bf16", "c.i32", "d.u8")
+        # f64 has no Vulkan kernel: strict requests name it; the four others run there entirely.
+        for name in names:
+            r = run(["stats", self.path, name, "--json", "--backend", "vulkan"])
+            self.assertEqual(r.code, 0, r.err)
+            vk = r.json()["tensors"][0]
+            cpu = self.stats("--backend", "cpu")[name]
+            self.assertEqual(vk["stats"], cpu["stats"], name)
+            for p in vk["placement"]:
+                self.assertEqual(p["backend"], "vulkan", (name, p))
+                self.assertIn(p["reason"], ("user_pinned", "derived_from_bitpattern_histogram"), (name, p))
+                self.assertEqual(p["device"], VULKAN["devices"][0]["name"])
+        r = run(["stats", self.path, "e.f64", "--backend", "vulkan"])
+        self.assertEqual(r.code, 4)
+        self.assertIn("--backend vulkan cannot serve it (dtype_unsupported", r.err)
+        self.assertIn("f64", r.err)
+        self.assertIn("nothing was substituted", r.err)
+
+    def test_prefer_places_what_it_can_and_reports_the_fallback(self):
+        preferred = self.stats("--prefer", "vulkan")
+        cpu = self.stats("--backend", "cpu")
+        for name, t in preferred.items():
+            self.assertEqual(t["stats"], cpu[name]["stats"], name)
+        for p in preferred["a.f32"]["placement"]:
+            self.assertEqual((p["backend"], p["reason"]), ("vulkan", "user_preferred"))
+        moments = next(p for p in preferred["e.f64"]["placement"] if p["op"] == "stats.moments")
+        self.assertEqual((moments["backend"], moments["reason"]), ("cpu", "fallback_missing_kernel"))
+        why = next(r for r in moments["rejected"] if r["backend"] == "vulkan")
+        self.assertEqual(why["reason"], "dtype_unsupported")
+        self.assertIn("f64", why["detail"])
+
+    def test_default_keeps_host_data_on_the_cpu_and_never_excludes_vulkan(self):
+        # Uncalibrated, both backends get the same default throughput; Vulkan also pays the copy of the
+        # tensor to the device, so a one-pass statistic over host data stays on the CPU.
+        auto = self.stats()
+        for p in auto["a.f32"]["placement"]:
+            self.assertEqual(p["backend"], "cpu", p)
+            why = next(r for r in p["rejected"] if r["backend"] == "vulkan")
+            self.assertEqual(why["reason"], "costlier")
+            self.assertIn("transfer", why["detail"])
+        never = self.stats("--never", "vulkan", "--prefer", "vulkan")
+        for t in never.values():
+            for p in t["placement"]:
+                self.assertEqual(p["backend"], "cpu")
+        r = run(["backends", "--json", "--never", "vulkan"])
+        entry = next(b for b in r.json()["backends"] if b["name"] == "vulkan")
+        self.assertEqual(entry["reason"], "disabled_by_policy")
+        r = run(["stats", self.path, "--backend", "vulkan", "--never", "vulkan"])
+        self.assertEqual(r.code, 2)
+
+    def test_quantized_dequantization_falls_back_alone(self):
+        """Issue 4's seed case on a real backend: Vulkan has no dequantize.ggml kernel, so with Vulkan
+        preferred the decoding runs on the CPU (reported with the format) and the statistics of the
+        decoded values on Vulkan; the numbers equal the CPU's."""
+        blocks = 64
+        q8 = bytearray()
+        for b in range(blocks):
+            q8 += struct.pack("<e", 0.5 + b / 64) + bytes((i * 7 + b) % 256 for i in range(32))
+        path = os.path.join(self.dir, "q.gguf")
+        write_gguf(path, [("general.architecture", "STRING", "test")], [("q8", "Q8_0", [32 * blocks], bytes(q8))])
+        preferred = self.stats("--prefer", "vulkan", path=path)["q8"]
+        by_op = {p["op"]: p for p in preferred["placement"]}
+        self.assertEqual((by_op["dequantize.ggml"]["backend"], by_op["dequantize.ggml"]["reason"]),
+                         ("cpu", "fallback_missing_kernel"))
+        why = next(r for r in by_op["dequantize.ggml"]["rejected"] if r["backend"] == "vulkan")
+        self.assertEqual(why["reason"], "missing_kernel")
+        self.assertEqual(self.stats("--backend", "cpu", path=path)["q8"]["stats"], preferred["stats"])
+
+
+class VulkanUnavailable(unittest.TestCase):
+    """The reasons given when Vulkan cannot run here: no loader, no driver. Needs only the plugin."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not VULKAN:
+            if REQUIRED:
+                raise AssertionError("TM_REQUIRE_VULKAN=1 but the Vulkan plugin was not built")
+            raise unittest.SkipTest("the Vulkan plugin was not built")
+
+    def entry(self, env):
+        r = run(["backends", "--json"], env_extra=env)
+        return next(b for b in r.json()["backends"] if b["name"] == "vulkan")
+
+    def test_missing_loader(self):
+        e = self.entry({"TENSORMORPH_VULKAN_LOADER": "libvulkan-absent.so.1"})
+        self.assertFalse(e["available"])
+        self.assertEqual(e["reason"], "missing_dependency")
+        self.assertIn("libvulkan-absent.so.1", e["detail"])
+
+    def test_missing_driver_is_reported_and_refuses_a_strict_request(self):
+        env = {"VK_ICD_FILENAMES": "/nonexistent/icd.json", "VK_DRIVER_FILES": "/nonexistent/icd.json"}
+        e = self.entry(env)
+        self.assertFalse(e["available"])
+        self.assertEqual(e["reason"], "no_driver")
+        self.assertIn("mesa-vulkan-drivers", e["detail"])
+        path = os.path.join(tempfile.mkdtemp(), "x.f32")
+        with open(path, "wb") as f:
+            f.write(struct.pack("<4f", 1, 2, 3, 4))
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--backend", "vulkan"], env_extra=env)
+        self.assertEqual(r.code, 4)
+        self.assertIn("unavailable:no_driver", r.err)
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--json"], env_extra=env)
+        self.assertEqual(r.code, 0, r.err)  # nothing asked for Vulkan: the CPU serves
+
+
+if __name__ == "__main__":
+    unittest.main()
