@@ -259,7 +259,8 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
 const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "cpu",
     "Tier-1 CPU backend: Highway SIMD with dynamic dispatch, all cores",
-    init, shutdown, device_count, device_info, kernel_count, kernel_info, run};
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run,
+    nullptr, nullptr};  // works on host memory: no residency extension
 
 }  // namespace
 

@@ -140,7 +140,7 @@ uint64_t Device::write_input(const void* data, uint64_t bytes) {
 const Pipeline& Device::pipeline(const std::string& shader, const std::vector<uint32_t>& specialization,
                                  uint32_t bindings, uint32_t push_bytes) {
   std::string key = shader;
-  for (uint32_t v : specialization) key += ":" + std::to_string(v);
+  for (uint32_t v : specialization) key.append(":").append(std::to_string(v));
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
   const EmbeddedShader* spv = find_shader(shader);
   if (!spv) throw VkError(TM_ERR_INTERNAL, "no embedded shader named " + shader);
@@ -211,6 +211,41 @@ const Pipeline& Device::pipeline(const std::string& shader, const std::vector<ui
   return p;
 }
 
+Buffer Device::make_resident(const void* data, uint64_t bytes) {
+  const uint64_t padded = (bytes + 3) / 4 * 4;
+  Buffer b = create_buffer(padded, true, physical_.host_visible_device_memory);
+  try {
+    Buffer& target = b.mapped ? b : buffer(Slot::Staging, padded);
+    std::memcpy(target.mapped, data, bytes);
+    std::memset(static_cast<uint8_t*>(target.mapped) + bytes, 0, padded - bytes);
+    if (!b.mapped) copy_from_staging(b, padded);
+  } catch (...) {
+    destroy_buffer(b);
+    throw;
+  }
+  return b;
+}
+
+void Device::copy_from_staging(const Buffer& dst, uint64_t bytes) {
+  const Api& a = api();
+  VkCommandBuffer cb = command_buffer_;
+  check(a.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(a.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+  VkBufferCopy region{0, 0, bytes};
+  a.vkCmdCopyBuffer(cb, buffers_.at(Slot::Staging).buffer, dst.buffer, 1, &region);
+  check(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cb;
+  check(a.vkResetFences(device_, 1, &fence_), "vkResetFences");
+  check(a.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+  check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
 void Device::run(const Dispatch& d) {
   const Api& a = api();
   const Pipeline& p = *d.pipeline;
@@ -218,7 +253,7 @@ void Device::run(const Dispatch& d) {
   std::vector<VkDescriptorBufferInfo> infos(p.bindings);
   std::vector<VkWriteDescriptorSet> writes(p.bindings);
   for (uint32_t i = 0; i < p.bindings; ++i) {
-    infos[i] = {d.bindings.at(i)->buffer, 0, VK_WHOLE_SIZE};
+    infos[i] = {d.bindings.at(i).buffer->buffer, d.bindings.at(i).offset, VK_WHOLE_SIZE};
     writes[i] = {};
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
     writes[i].dstSet = p.set;

@@ -33,12 +33,18 @@ struct Pipeline {
 // edges, targets).
 enum class Slot { Input, Staging, Output, Aux };
 
-// One kernel launch: pipeline, the buffer bound at each binding, push constants, workgroups. The
+// A buffer bound from a byte offset (a multiple of 65,536 or 0, so every device's alignment holds).
+struct Binding {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+};
+
+// One kernel launch: pipeline, what is bound at each binding, push constants, workgroups. The
 // launch first copies `upload_bytes` from Staging to Input (when the input went through staging) and
 // zeroes `zero_first`; after it the host may read every host-visible buffer.
 struct Dispatch {
   const Pipeline* pipeline = nullptr;
-  std::vector<const Buffer*> bindings;
+  std::vector<Binding> bindings;
   const void* push = nullptr;
   uint32_t groups = 1;
   uint64_t upload_bytes = 0;
@@ -61,6 +67,10 @@ class Device {
   // Dispatch must copy from staging (0 when written directly).
   uint64_t write_input(const void* data, uint64_t bytes);
 
+  // A device-local buffer holding a copy of host data (a resident tensor chunk), and its release.
+  Buffer make_resident(const void* data, uint64_t bytes);
+  void release(Buffer& b) { destroy_buffer(b); }
+
   // The compute pipeline of an embedded shader with the given specialization constants (ids 0, 1, ...).
   const Pipeline& pipeline(const std::string& shader, const std::vector<uint32_t>& specialization, uint32_t bindings,
                            uint32_t push_bytes);
@@ -69,6 +79,9 @@ class Device {
   void run(const Dispatch& d);
 
  private:
+  // Records and runs one submission without a kernel: copies `bytes` from Staging into dst.
+  void copy_from_staging(const Buffer& dst, uint64_t bytes);
+
   Buffer create_buffer(uint64_t bytes, bool device_local, bool host_visible);
   void destroy_buffer(Buffer& b);
   uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;

@@ -19,15 +19,6 @@ namespace {
 constexpr uint64_t kMaxChunkElements = uint64_t{1} << 31;
 constexpr uint32_t kGroupSize = 256;  // local_size_x of the streaming shaders
 
-uint32_t dtype_width(tm_dtype dt) {
-  switch (dt) {
-    case TM_DTYPE_F32: case TM_DTYPE_I32: case TM_DTYPE_U32: return 4;
-    case TM_DTYPE_F16: case TM_DTYPE_BF16: case TM_DTYPE_I16: case TM_DTYPE_U16: return 2;
-    case TM_DTYPE_F8_E4M3FN: case TM_DTYPE_F8_E5M2: case TM_DTYPE_I8: case TM_DTYPE_U8: case TM_DTYPE_BOOL: return 1;
-    default: throw VkError(TM_ERR_UNSUPPORTED, "the Vulkan kernels take no dtype " + std::to_string(dt));
-  }
-}
-
 void require(bool ok, const std::string& what) {
   if (!ok) throw VkError(TM_ERR_INVALID_ARGUMENT, what);
 }
@@ -51,7 +42,89 @@ void add_counts(const Buffer& counts, uint64_t* totals, size_t slots) {
   for (size_t i = 0; i < slots; ++i) totals[i] += c[i];
 }
 
+// The pieces of a call's input as the shaders read them, in order: host data copied chunk by chunk into
+// the Input buffer, or a resident copy's chunks read where they are. Every piece holds a multiple of
+// `multiple` elements (but the last), so moments pieces start on canonical blocks.
+class InputPieces {
+ public:
+  struct Piece {
+    uint64_t first = 0, count = 0;  // elements of the call
+    Binding binding;                // where the shader reads them
+    uint64_t upload_bytes = 0;      // what the launch must copy from Staging first
+  };
+
+  InputPieces(Device& device, const tm_kernel_call_v1& call, uint32_t width, uint64_t multiple, const Resident* resident)
+      : device_(device), call_(call), width_(width), resident_(resident) {
+    per_chunk_ = chunk_elements(device, width, multiple);
+  }
+
+  // Starts again from the first element (a second pass). A host tensor that fits one chunk is not
+  // copied again.
+  void rewind() { next_ = 0; }
+
+  bool next(Piece* piece) {
+    const uint64_t n = call_.element_count;
+    if (next_ >= n) return false;
+    piece->first = next_;
+    if (resident_) {
+      const uint64_t pos = call_.input_offset + next_ * width_;
+      const uint64_t within = pos % resident_->chunk_bytes;
+      piece->count = std::min(n - next_, (resident_->chunk_bytes - within) / width_);
+      piece->binding = {&resident_->chunks.at(pos / resident_->chunk_bytes), within};
+      piece->upload_bytes = 0;
+    } else {
+      piece->count = std::min(per_chunk_, n - next_);
+      const bool reuse = uploaded_once_ && piece->count == n;
+      piece->upload_bytes =
+          reuse ? 0 : device_.write_input(static_cast<const uint8_t*>(call_.input) + next_ * width_, piece->count * width_);
+      uploaded_once_ = true;
+      piece->binding = {&device_.buffer(Slot::Input, 0), 0};
+    }
+    next_ += piece->count;
+    return true;
+  }
+
+ private:
+  Device& device_;
+  const tm_kernel_call_v1& call_;
+  uint32_t width_;
+  const Resident* resident_;
+  uint64_t per_chunk_ = 0;
+  uint64_t next_ = 0;
+  bool uploaded_once_ = false;
+};
+
 }  // namespace
+
+Resident make_resident(Device& device, uint32_t device_index, const void* data, uint64_t bytes) {
+  Resident r;
+  r.device_index = device_index;
+  r.bytes = bytes;
+  constexpr uint64_t kAlign = 262144;
+  r.chunk_bytes = std::max(kAlign, chunk_bytes(device.physical()) / kAlign * kAlign);
+  try {
+    for (uint64_t first = 0; first < bytes; first += r.chunk_bytes)
+      r.chunks.push_back(device.make_resident(static_cast<const uint8_t*>(data) + first, std::min(r.chunk_bytes, bytes - first)));
+  } catch (...) {
+    release_resident(device, r);
+    throw;
+  }
+  return r;
+}
+
+void release_resident(Device& device, Resident& resident) {
+  for (Buffer& b : resident.chunks) device.release(b);
+  resident.chunks.clear();
+}
+
+uint32_t dtype_width(tm_dtype dt) {
+  switch (dt) {
+    case TM_DTYPE_F32: case TM_DTYPE_I32: case TM_DTYPE_U32: return 4;
+    case TM_DTYPE_F16: case TM_DTYPE_BF16: case TM_DTYPE_I16: case TM_DTYPE_U16: return 2;
+    case TM_DTYPE_F8_E4M3FN: case TM_DTYPE_F8_E5M2: case TM_DTYPE_I8: case TM_DTYPE_U8: case TM_DTYPE_BOOL: return 1;
+    default: throw VkError(TM_ERR_UNSUPPORTED, "the Vulkan kernels take no dtype " + std::to_string(dt));
+  }
+}
 
 uint64_t chunk_bytes(const PhysicalDevice& device) {
   uint64_t bytes = kDefaultChunkBytes;
@@ -65,7 +138,7 @@ uint64_t chunk_bytes(const PhysicalDevice& device) {
   return bytes / 4 * 4;
 }
 
-void run_moments(Device& device, const tm_kernel_call_v1& call) {
+void run_moments(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
   const uint32_t width = dtype_width(call.dtype);
   const uint64_t n = call.element_count;
   const uint64_t blocks = (n + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
@@ -73,33 +146,32 @@ void run_moments(Device& device, const tm_kernel_call_v1& call) {
           "stats.moments: output holds " + std::to_string(call.output_size) + " bytes, " +
               std::to_string(blocks) + " block partials need " + std::to_string(blocks * sizeof(tm_moments_partial_v1)));
   static_assert(sizeof(tm_moments_partial_v1) == 144, "the shader's Partial is 18 eight-byte fields");
-  const uint64_t per_chunk = chunk_elements(device, width, TM_STATS_BLOCK_ELEMENTS);
   const Pipeline& pipeline = device.pipeline("moments", {static_cast<uint32_t>(call.dtype), width}, 2, 8);
   auto* out = static_cast<tm_moments_partial_v1*>(call.output);
-  const auto* in = static_cast<const uint8_t*>(call.input);
-  for (uint64_t first = 0; first < n; first += per_chunk) {
-    const uint64_t m = std::min(per_chunk, n - first);
-    const uint64_t chunk_blocks = (m + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
-    uint64_t upload = device.write_input(in + first * width, m * width);
-    const Buffer& input = device.buffer(Slot::Input, 0);
+  InputPieces pieces(device, call, width, TM_STATS_BLOCK_ELEMENTS, resident);
+  InputPieces::Piece piece;
+  while (pieces.next(&piece)) {
+    const uint64_t chunk_blocks = (piece.count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
     const Buffer& partials = device.buffer(Slot::Output, chunk_blocks * sizeof(tm_moments_partial_v1));
     const uint64_t max_groups = device.physical().max_workgroup_count_x;
+    uint64_t upload = piece.upload_bytes;
     for (uint64_t b = 0; b < chunk_blocks; b += max_groups) {
-      const uint32_t push[2] = {static_cast<uint32_t>(m), static_cast<uint32_t>(b)};
+      const uint32_t push[2] = {static_cast<uint32_t>(piece.count), static_cast<uint32_t>(b)};
       Dispatch d;
       d.pipeline = &pipeline;
-      d.bindings = {&input, &partials};
+      d.bindings = {piece.binding, {&partials, 0}};
       d.push = push;
       d.groups = static_cast<uint32_t>(std::min(max_groups, chunk_blocks - b));
       d.upload_bytes = upload;
       device.run(d);
       upload = 0;
     }
-    std::memcpy(out + first / TM_STATS_BLOCK_ELEMENTS, partials.mapped, chunk_blocks * sizeof(tm_moments_partial_v1));
+    std::memcpy(out + piece.first / TM_STATS_BLOCK_ELEMENTS, partials.mapped,
+                chunk_blocks * sizeof(tm_moments_partial_v1));
   }
 }
 
-void run_histogram(Device& device, const tm_kernel_call_v1& call) {
+void run_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
   const uint32_t width = dtype_width(call.dtype);
   require(call.params && call.params_size >= sizeof(tm_histogram_params_v1), "stats.histogram: missing params");
   const auto& params = *static_cast<const tm_histogram_params_v1*>(call.params);
@@ -112,48 +184,42 @@ void run_histogram(Device& device, const tm_kernel_call_v1& call) {
       device.pipeline("histogram", {static_cast<uint32_t>(call.dtype), width, privatised ? 1u : 0u}, 3, 8);
   Buffer& edges = device.buffer(Slot::Aux, (slots - 1) * sizeof(double));
   std::memcpy(edges.mapped, params.edges, (slots - 1) * sizeof(double));
-  const uint64_t per_chunk = chunk_elements(device, width, 4);
   auto* totals = static_cast<uint64_t*>(call.output);
-  const auto* in = static_cast<const uint8_t*>(call.input);
-  for (uint64_t first = 0; first < call.element_count; first += per_chunk) {
-    const uint64_t m = std::min(per_chunk, call.element_count - first);
-    const uint64_t upload = device.write_input(in + first * width, m * width);
-    const Buffer& input = device.buffer(Slot::Input, 0);
+  InputPieces pieces(device, call, width, 4, resident);
+  InputPieces::Piece piece;
+  while (pieces.next(&piece)) {
     const Buffer& counts = device.buffer(Slot::Output, slots * 4);
-    const uint32_t push[2] = {static_cast<uint32_t>(m), params.bins};
+    const uint32_t push[2] = {static_cast<uint32_t>(piece.count), params.bins};
     Dispatch d;
     d.pipeline = &pipeline;
-    d.bindings = {&input, &counts, &edges};
+    d.bindings = {piece.binding, {&counts, 0}, {&edges, 0}};
     d.push = push;
-    d.groups = stream_groups(device, m);
-    d.upload_bytes = upload;
+    d.groups = stream_groups(device, piece.count);
+    d.upload_bytes = piece.upload_bytes;
     d.zero_first = {{&counts, slots * 4}};
     device.run(d);
     add_counts(counts, totals, slots);
   }
 }
 
-void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call) {
+void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
   const uint32_t width = dtype_width(call.dtype);
   require(width <= 2, "stats.bitpattern_histogram: only 8- and 16-bit dtypes");
   const uint64_t slots = uint64_t{1} << (8 * width);
   require(call.output_size >= slots * sizeof(uint64_t), "stats.bitpattern_histogram: output smaller than the pattern count");
   const Pipeline& pipeline = device.pipeline("bitpattern", {static_cast<uint32_t>(call.dtype), width}, 2, 4);
-  const uint64_t per_chunk = chunk_elements(device, width, 4);
   auto* totals = static_cast<uint64_t*>(call.output);
-  const auto* in = static_cast<const uint8_t*>(call.input);
-  for (uint64_t first = 0; first < call.element_count; first += per_chunk) {
-    const uint64_t m = std::min(per_chunk, call.element_count - first);
-    const uint64_t upload = device.write_input(in + first * width, m * width);
-    const Buffer& input = device.buffer(Slot::Input, 0);
+  InputPieces pieces(device, call, width, 4, resident);
+  InputPieces::Piece piece;
+  while (pieces.next(&piece)) {
     const Buffer& counts = device.buffer(Slot::Output, slots * 4);
-    const uint32_t push = static_cast<uint32_t>(m);
+    const uint32_t push = static_cast<uint32_t>(piece.count);
     Dispatch d;
     d.pipeline = &pipeline;
-    d.bindings = {&input, &counts};
+    d.bindings = {piece.binding, {&counts, 0}};
     d.push = &push;
-    d.groups = stream_groups(device, m);
-    d.upload_bytes = upload;
+    d.groups = stream_groups(device, piece.count);
+    d.upload_bytes = piece.upload_bytes;
     d.zero_first = {{&counts, slots * 4}};
     device.run(d);
     add_counts(counts, totals, slots);
@@ -178,10 +244,8 @@ double value_of_key(tm_dtype dt, uint32_t key) {
 // (65,536 slots); PASS 1 the low 16 bits of the keys in each of `targets` buckets (65,536 per target).
 class RadixCounter {
  public:
-  RadixCounter(Device& device, const tm_kernel_call_v1& call) : device_(device), call_(call) {
-    per_chunk_ = chunk_elements(device, 4, 4);
-    single_chunk_ = call.element_count <= per_chunk_;
-  }
+  RadixCounter(Device& device, const tm_kernel_call_v1& call, const Resident* resident)
+      : device_(device), call_(call), pieces_(device, call, 4, 4, resident) {}
 
   void count(uint32_t pass, const std::vector<uint32_t>& targets, std::vector<uint64_t>* totals) {
     const uint64_t slots = pass == 0 ? 65536 : 65536 * targets.size();
@@ -189,22 +253,17 @@ class RadixCounter {
     const Pipeline& pipeline = device_.pipeline("radix_count", {static_cast<uint32_t>(call_.dtype), 4u, pass}, 3, 8);
     Buffer& target_buffer = device_.buffer(Slot::Aux, std::max<size_t>(targets.size(), 1) * 4);
     if (!targets.empty()) std::memcpy(target_buffer.mapped, targets.data(), targets.size() * 4);
-    const auto* in = static_cast<const uint8_t*>(call_.input);
-    for (uint64_t first = 0; first < call_.element_count; first += per_chunk_) {
-      const uint64_t m = std::min(per_chunk_, call_.element_count - first);
-      // A tensor that fits one chunk is uploaded once for both passes.
-      uint64_t upload = 0;
-      if (!(single_chunk_ && uploaded_)) upload = device_.write_input(in + first * 4, m * 4);
-      uploaded_ = true;
-      const Buffer& input = device_.buffer(Slot::Input, 0);
+    pieces_.rewind();
+    InputPieces::Piece piece;
+    while (pieces_.next(&piece)) {
       const Buffer& counts = device_.buffer(Slot::Output, slots * 4);
-      const uint32_t push[2] = {static_cast<uint32_t>(m), static_cast<uint32_t>(targets.size())};
+      const uint32_t push[2] = {static_cast<uint32_t>(piece.count), static_cast<uint32_t>(targets.size())};
       Dispatch d;
       d.pipeline = &pipeline;
-      d.bindings = {&input, &counts, &target_buffer};
+      d.bindings = {piece.binding, {&counts, 0}, {&target_buffer, 0}};
       d.push = push;
-      d.groups = stream_groups(device_, m);
-      d.upload_bytes = upload;
+      d.groups = stream_groups(device_, piece.count);
+      d.upload_bytes = piece.upload_bytes;
       d.zero_first = {{&counts, slots * 4}};
       device_.run(d);
       add_counts(counts, totals->data(), slots);
@@ -214,9 +273,7 @@ class RadixCounter {
  private:
   Device& device_;
   const tm_kernel_call_v1& call_;
-  uint64_t per_chunk_ = 0;
-  bool single_chunk_ = false;
-  bool uploaded_ = false;
+  InputPieces pieces_;
 };
 
 // Targets refined per PASS 1 launch: 16 buckets x 65,536 counts = 4 MiB of counters.
@@ -224,7 +281,7 @@ constexpr size_t kTargetsPerPass = 16;
 
 }  // namespace
 
-void run_quantiles(Device& device, const tm_kernel_call_v1& call) {
+void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
   require(call.dtype == TM_DTYPE_F32 || call.dtype == TM_DTYPE_I32 || call.dtype == TM_DTYPE_U32,
           "stats.quantiles: the Vulkan kernel takes f32, i32 and u32");
   require(call.params && call.params_size >= sizeof(tm_quantiles_params_v1), "stats.quantiles: missing params");
@@ -234,7 +291,7 @@ void run_quantiles(Device& device, const tm_kernel_call_v1& call) {
   require(params.count == 0 || params.probabilities, "stats.quantiles: no probabilities");
   auto* out = static_cast<tm_quantile_value_v1*>(call.output);
 
-  RadixCounter counter(device, call);
+  RadixCounter counter(device, call, resident);
   std::vector<uint64_t> top;
   counter.count(0, {}, &top);
   uint64_t n = 0;

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tensormorph/plugin_abi.h"
 #include "vk_device.h"
 
 namespace tmorph::vk {
+
+// Bytes per element of a dtype the kernels take (throws VkError TM_ERR_UNSUPPORTED for the others).
+uint32_t dtype_width(tm_dtype dt);
 
 // Bytes of input one launch reads: min(64 MiB, maxStorageBufferRange, maxMemoryAllocationSize), or
 // TENSORMORPH_VULKAN_CHUNK_BYTES when set (a testing knob: small chunks exercise chunk boundaries).
@@ -16,10 +20,24 @@ uint64_t chunk_bytes(const PhysicalDevice& device);
 // The largest chunk any device uses by default (what the kernels declare as workspace).
 constexpr uint64_t kDefaultChunkBytes = uint64_t{64} << 20;
 
+// A tensor kept on the device (the residency extension): its bytes in chunks of `chunk_bytes` (a
+// multiple of 262,144, so every chunk starts on a canonical block of any dtype up to 4 bytes wide).
+struct Resident {
+  uint32_t device_index = 0;
+  uint64_t bytes = 0;
+  uint64_t chunk_bytes = 0;
+  std::vector<Buffer> chunks;
+};
+
+// Copies host data to the device as a Resident; release_resident frees it.
+Resident make_resident(Device& device, uint32_t device_index, const void* data, uint64_t bytes);
+void release_resident(Device& device, Resident& resident);
+
 // Each validates the call's sizes against its contract (TM_ERR_INVALID_ARGUMENT) and throws VkError.
-void run_moments(Device& device, const tm_kernel_call_v1& call);
-void run_histogram(Device& device, const tm_kernel_call_v1& call);
-void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call);
-void run_quantiles(Device& device, const tm_kernel_call_v1& call);
+// `resident` (may be null) holds the call's input on this device from call.input_offset on.
+void run_moments(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+void run_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 
 }  // namespace tmorph::vk

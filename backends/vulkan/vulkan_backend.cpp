@@ -1,5 +1,8 @@
 // The Vulkan backend plugin: the tm_backend_v1 table core loads from libtensormorph-backend-vulkan.so
 // without knowing its name. Everything Vulkan-specific stays behind this table; no exception crosses it.
+#include <algorithm>
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -19,6 +22,8 @@ using namespace tmorph::vk;
 struct State {
   std::unique_ptr<Instance> instance;
   std::vector<std::unique_ptr<Device>> devices;  // created on first use, one per physical device
+  std::map<uint64_t, Resident> residents;        // tensors kept on a device, by handle
+  uint64_t next_handle = 1;
 };
 State& state() {
   static State s;
@@ -46,7 +51,7 @@ struct KernelEntry {
   tm_op op;
   uint64_t dtypes;
   uint64_t extra_workspace;
-  void (*run)(Device&, const tm_kernel_call_v1&);
+  void (*run)(Device&, const tm_kernel_call_v1&, const Resident*);
 };
 // Every kernel is exact (bit-identical to the CPU reference; see docs/backends.md) and needs f64 and
 // int64 arithmetic in shaders. f64, i64 and u64 inputs are not taken: those ops run on the CPU.
@@ -57,6 +62,8 @@ const KernelEntry kKernels[] = {
     {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32), 16u << 20, run_quantiles},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
+
+uint32_t device_count();
 
 tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
   std::string why;
@@ -75,7 +82,16 @@ tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
   return TM_OK;
 }
 
+Device& device_at(uint32_t index) {
+  if (index >= device_count()) throw VkError(TM_ERR_INVALID_ARGUMENT, "no Vulkan device " + std::to_string(index));
+  auto& slot = state().devices[index];
+  if (!slot) slot = std::make_unique<Device>(state().instance->devices()[index]);
+  return *slot;
+}
+
 void shutdown() {
+  for (auto& [handle, r] : state().residents) release_resident(*state().devices.at(r.device_index), r);
+  state().residents.clear();
   state().devices.clear();
   state().instance.reset();
   unload_loader();
@@ -125,12 +141,25 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
     const KernelEntry& k = kKernels[call->kernel_index];
     if (call->dtype >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype)))
       throw VkError(TM_ERR_UNSUPPORTED, "no Vulkan kernel for dtype " + std::to_string(call->dtype));
-    if (call->device_index >= device_count())
-      throw VkError(TM_ERR_INVALID_ARGUMENT, "no Vulkan device " + std::to_string(call->device_index));
     if (call->element_count && !call->input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
-    auto& slot = state().devices[call->device_index];
-    if (!slot) slot = std::make_unique<Device>(state().instance->devices()[call->device_index]);
-    if (call->element_count) k.run(*slot, *call);
+    Device& device = device_at(call->device_index);
+    const Resident* resident = nullptr;
+    const bool has_residency_fields =
+        call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
+    if (has_residency_fields && call->input_buffer) {
+      auto it = state().residents.find(call->input_buffer);
+      if (it == state().residents.end() || it->second.device_index != call->device_index)
+        throw VkError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +
+                                                   " is not a resident copy on device " + std::to_string(call->device_index));
+      const Resident& r = it->second;
+      const uint64_t bytes = call->element_count * dtype_width(call->dtype);
+      if (call->input_offset % 65536 || call->input_offset > r.bytes || bytes > r.bytes - call->input_offset)
+        throw VkError(TM_ERR_INVALID_ARGUMENT, "the call reads outside its resident copy (offset " +
+                                                   std::to_string(call->input_offset) + ", " + std::to_string(bytes) +
+                                                   " bytes of " + std::to_string(r.bytes) + ")");
+      resident = &r;
+    }
+    if (call->element_count) k.run(device, *call, resident);
     return TM_OK;
   } catch (const VkError& e) {
     write_message(msg, e.what());
@@ -142,6 +171,33 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
     write_message(msg, e.what());
     return TM_ERR_INTERNAL;
   }
+}
+
+tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
+  try {
+    if (!state().instance || !data || !buffer || bytes == 0) throw VkError(TM_ERR_INVALID_ARGUMENT, "nothing to upload");
+    Device& device = device_at(device_index);
+    Resident r = make_resident(device, device_index, data, bytes);
+    *buffer = state().next_handle++;
+    state().residents.emplace(*buffer, std::move(r));
+    return TM_OK;
+  } catch (const VkError& e) {
+    write_message(msg, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    write_message(msg, "out of host memory");
+    return TM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(msg, e.what());
+    return TM_ERR_INTERNAL;
+  }
+}
+
+void release(uint64_t buffer) {
+  auto it = state().residents.find(buffer);
+  if (it == state().residents.end()) return;
+  release_resident(*state().devices.at(it->second.device_index), it->second);
+  state().residents.erase(it);
 }
 
 const tm_backend_v1 kTable = {
@@ -156,6 +212,8 @@ const tm_backend_v1 kTable = {
     kernel_count,
     kernel_info,
     run,
+    upload,
+    release,
 };
 
 }  // namespace

@@ -46,6 +46,7 @@ struct Backend {
   std::vector<DeviceInfo> devices;
   std::vector<KernelInfo> kernels;
   const tm_backend_v1* table = nullptr;  // null when the plugin could not be loaded at all
+  bool can_upload = false;               // the table has the residency extension (upload, release)
 };
 
 // A plugin file that was found but could not become a backend (bad symbol, ABI mismatch, dlopen error).

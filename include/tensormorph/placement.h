@@ -13,9 +13,11 @@ namespace tmorph {
 
 struct Backend;
 
-// Where a tensor's current copy lives. Host memory is "host"; device memory is "backend/device".
+// Where current copies of a tensor live: host memory, and the devices that hold one too, each named
+// "backend/device id". A device that works on host memory (host link 0) reads the host copy.
 struct Residency {
-  std::string location = "host";
+  bool on_host = true;
+  std::set<std::string> devices;
 };
 
 // What an op needs, independent of who will run it.

@@ -24,6 +24,8 @@ class Planner {
   const Constraints& constraints() const { return constraints_; }
 
  private:
+  double holder_link_bytes_per_s(const OpRequest& request) const;
+
   const BackendRegistry& registry_;
   const CostModel& costs_;
   Constraints constraints_;

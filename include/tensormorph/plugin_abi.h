@@ -156,6 +156,12 @@ typedef struct tm_kernel_call_v1 {
   void* output;                   /* op-specific, caller-allocated                               */
   uint64_t output_size;
   uint32_t threads;               /* how many host threads the call may use (>= 1)               */
+  /* Since the residency extension (a plugin reads these only when struct_size covers them):
+   * nonzero input_buffer names a device copy made by tm_backend_v1.upload on this call's device; the
+   * call's input is then its bytes from input_offset on (a multiple of 65,536 bytes), and `input` points
+   * at the same data on the host. 0: the input is on the host only. */
+  uint64_t input_buffer;
+  uint64_t input_offset;
 } tm_kernel_call_v1;
 
 /* ---- the backend table ----------------------------------------------------------------------------- */
@@ -176,6 +182,13 @@ typedef struct tm_backend_v1 {
   tm_status (*kernel_info)(uint32_t index, tm_kernel_cap_v1* out);
 
   tm_status (*run)(const tm_kernel_call_v1* call, tm_message* msg);
+
+  /* Residency extension (core uses these only when struct_size covers them and both are non-NULL).
+   * upload copies `bytes` of host data to device `device_index` and returns a nonzero handle that later
+   * calls pass as input_buffer, so several ops over one tensor move it once. release frees it. A backend
+   * whose devices work on host memory leaves both NULL. */
+  tm_status (*upload)(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg);
+  void (*release)(uint64_t buffer);
 } tm_backend_v1;
 
 typedef const tm_backend_v1* (*tm_plugin_entry_fn)(uint32_t abi_version);

@@ -14,6 +14,7 @@
 namespace tmorph {
 
 class Planner;
+class ResidentCopy;
 
 struct StatsOptions {
   unsigned threads = 0;  // 0: every core
@@ -94,6 +95,8 @@ class MomentsStream {
   MomentsStream(const MomentsStream&) = delete;
   MomentsStream& operator=(const MomentsStream&) = delete;
   void feed(const void* data, uint64_t elements);
+  // The same, reading `resident` (a device copy of this data) when it serves the placed device.
+  void feed(const void* data, uint64_t elements, const ResidentCopy* resident);
   MomentsSummary finish();
   const Placement& placement() const;
 

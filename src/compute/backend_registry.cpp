@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <filesystem>
 
 namespace tmorph {
@@ -48,7 +49,9 @@ BackendRegistry::~BackendRegistry() {
 }
 
 void BackendRegistry::register_table(const tm_backend_v1* table, const std::string& origin) {
-  if (!table || table->abi_version != TM_PLUGIN_ABI_VERSION || table->struct_size < sizeof(tm_backend_v1)) {
+  // Tables built before the residency extension end at `run`; they are accepted without it.
+  constexpr size_t kMinimumTable = offsetof(tm_backend_v1, upload);
+  if (!table || table->abi_version != TM_PLUGIN_ABI_VERSION || table->struct_size < kMinimumTable) {
     failures_.push_back({origin, "incompatible_abi",
                          "backend table speaks ABI " + std::to_string(table ? table->abi_version : 0) +
                              ", core speaks " + std::to_string(TM_PLUGIN_ABI_VERSION)});
@@ -65,6 +68,7 @@ void BackendRegistry::register_table(const tm_backend_v1* table, const std::stri
   b.description = table->description ? table->description : "";
   b.origin = origin;
   b.table = table;
+  b.can_upload = table->struct_size >= sizeof(tm_backend_v1) && table->upload && table->release;
   tm_unavailable_reason reason = TM_AVAILABLE;
   tm_message msg{};
   const tm_status st = table->init ? table->init(&reason, &msg) : TM_ERR_INTERNAL;

@@ -49,6 +49,19 @@ std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const De
   return {};
 }
 
+}  // namespace
+
+// The fastest host link among the devices that hold the request's data (0 when none is known).
+double Planner::holder_link_bytes_per_s(const OpRequest& req) const {
+  double best = 0;
+  for (const Backend& b : registry_.backends())
+    for (const DeviceInfo& d : b.devices)
+      if (req.residency.devices.count(b.name + "/" + d.id)) best = std::max(best, d.host_link_bytes_per_s);
+  return best;
+}
+
+namespace {
+
 int gap_rank(const std::string& reason) {  // which rejection best explains a device's refusal
   static const char* order[] = {"needs_consent", "over_memory_budget", "too_large", "missing_feature",
                                 "dtype_unsupported"};
@@ -102,11 +115,14 @@ Placement Planner::place(const OpRequest& req) const {
           continue;
         }
         Candidate c{&b, &d, &k, 0, 0, 0, false};
-        const bool resident = req.residency.location == "host" ? d.host_link_bytes_per_s == 0
-                                                                : req.residency.location == b.name + "/" + d.id;
+        const bool resident = d.host_link_bytes_per_s == 0 ? req.residency.on_host
+                                                            : req.residency.devices.count(b.name + "/" + d.id) > 0;
         if (!resident) {
+          // To this device over its link; or, for a device on host memory when only devices hold the
+          // data, back over the link of the device that holds it.
+          const double link = d.host_link_bytes_per_s > 0 ? d.host_link_bytes_per_s : holder_link_bytes_per_s(req);
           c.transfer_bytes = req.bytes;
-          c.transfer_seconds = d.host_link_bytes_per_s > 0 ? static_cast<double>(req.bytes) / d.host_link_bytes_per_s : 0;
+          c.transfer_seconds = link > 0 ? static_cast<double>(req.bytes) / link : 0;
         }
         c.compute_seconds = static_cast<double>(req.bytes) / costs_.throughput(b.name, d.id, req.op, &c.calibrated);
         const bool better = !best || (k.approx_step.empty() && !best->kernel->approx_step.empty()) ||

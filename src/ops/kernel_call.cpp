@@ -1,11 +1,13 @@
 #include "ops/kernel_call.h"
 
+#include "compute/resident_copy.h"
+
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
-void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args) {
+void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args, const ResidentCopy* resident) {
   tm_kernel_call_v1 call{};
   call.struct_size = sizeof call;
   call.op = op;
@@ -19,6 +21,10 @@ void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& a
   call.output = args.output;
   call.output_size = args.output_size;
   call.threads = args.threads ? args.threads : 1;
+  if (resident && resident->serves(placement, args.input, args.elements * dtype_size(args.dtype))) {
+    call.input_buffer = resident->handle();
+    call.input_offset = resident->offset_of(args.input);
+  }
   tm_message msg{};
   const tm_status st = placement.backend_ref->table->run(&call, &msg);
   if (st == TM_OK) return;

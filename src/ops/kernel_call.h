@@ -20,6 +20,11 @@ struct KernelArgs {
   unsigned threads;
 };
 
-void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args);
+class ResidentCopy;
+
+// When `resident` holds the call's input on the placed device, the kernel reads that copy (nothing is
+// moved) instead of the host data.
+void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args,
+                       const ResidentCopy* resident = nullptr);
 
 }  // namespace tmorph

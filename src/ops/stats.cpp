@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "compute/resident_copy.h"
 #include "core/thread_pool.h"
 #include "ops/kernel_call.h"
 #include "ops/moments.h"
@@ -20,8 +21,10 @@ namespace {
 // Blocks handed to a backend per call: bounds the partials buffer (~6 MiB) whatever the tensor size.
 constexpr uint64_t kBlocksPerCall = 65536;
 
-OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options) {
+OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options,
+                      const ResidentCopy* resident = nullptr) {
   OpRequest r;
+  if (resident) r.residency.devices.insert(resident->location());
   r.op = op;
   r.dtype = dtype;
   r.elements = elements;
@@ -104,11 +107,12 @@ struct MomentsStream::State {
   std::vector<tm_moments_partial_v1> partials;
   uint64_t total, fed = 0;
 
-  void run_blocks(const uint8_t* data, uint64_t elements) {
+  void run_blocks(const uint8_t* data, uint64_t elements, const ResidentCopy* resident) {
     const uint64_t blocks = (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
     partials.resize(blocks);
     run_placed_kernel(placement, TM_OP_STATS_MOMENTS,
-                      {dtype, data, elements, nullptr, 0, partials.data(), blocks * sizeof(tm_moments_partial_v1), threads});
+                      {dtype, data, elements, nullptr, 0, partials.data(), blocks * sizeof(tm_moments_partial_v1), threads},
+                      resident);
     for (const auto& p : partials) reducer.push(p);
   }
 };
@@ -121,7 +125,9 @@ MomentsStream::~MomentsStream() { delete state_; }
 
 const Placement& MomentsStream::placement() const { return state_->placement; }
 
-void MomentsStream::feed(const void* data, uint64_t elements) {
+void MomentsStream::feed(const void* data, uint64_t elements) { feed(data, elements, nullptr); }
+
+void MomentsStream::feed(const void* data, uint64_t elements, const ResidentCopy* resident) {
   State& s = *state_;
   if (elements > s.total - s.fed)
     throw Error(ErrorKind::InvalidArgument, "moments stream: fed more elements than the tensor holds (" +
@@ -136,14 +142,18 @@ void MomentsStream::feed(const void* data, uint64_t elements) {
     s.pending.insert(s.pending.end(), p, p + take);
     p += take, bytes -= take;
     if (s.pending.size() == block_bytes) {
-      s.run_blocks(s.pending.data(), TM_STATS_BLOCK_ELEMENTS);
+      s.run_blocks(s.pending.data(), TM_STATS_BLOCK_ELEMENTS, nullptr);
       s.pending.clear();
     }
   }
   while (bytes >= block_bytes) {
     const uint64_t blocks = std::min<uint64_t>(bytes / block_bytes, kBlocksPerCall);
-    s.run_blocks(p, blocks * TM_STATS_BLOCK_ELEMENTS);
+    s.run_blocks(p, blocks * TM_STATS_BLOCK_ELEMENTS, resident);
     p += blocks * block_bytes, bytes -= blocks * block_bytes;
+  }
+  if (bytes && s.fed == s.total && s.pending.empty()) {  // the tensor's short last block, in place
+    s.run_blocks(p, bytes / width, resident);
+    return;
   }
   s.pending.insert(s.pending.end(), p, p + bytes);
 }
@@ -154,7 +164,7 @@ MomentsSummary MomentsStream::finish() {
     throw Error(ErrorKind::InvalidArgument, "moments stream: " + std::to_string(s.fed) + " of " +
                                                 std::to_string(s.total) + " elements fed");
   if (!s.pending.empty()) {
-    s.run_blocks(s.pending.data(), s.pending.size() / dtype_size(s.dtype));
+    s.run_blocks(s.pending.data(), s.pending.size() / dtype_size(s.dtype), nullptr);
     s.pending.clear();
   }
   return summarize_moments(finalize_moments(s.reducer.finish(), s.dtype));
@@ -172,8 +182,24 @@ struct StatsStream::State {
   bool narrow;                      // 8/16-bit: the bit-pattern counts give histogram and quantiles
   std::vector<uint64_t> patterns;   // counts per bit pattern (narrow dtypes, when wanted)
   std::optional<Placement> pattern_placement;
+  // A device copy of the whole tensor, made by the first op placed on a device that needs a transfer
+  // (when the whole tensor is at hand); later ops on that device read it instead of moving it again.
+  std::unique_ptr<ResidentCopy> resident;
+  const void* whole = nullptr;
 
   bool wants_distribution() const { return options.quantiles || options.histogram; }
+
+  // The device copy `pl` should read for [data, data + its elements): made now when this is the whole
+  // tensor and none exists yet; null when the op reads host data. When the copy already existed, the
+  // op moved nothing, and its report says so.
+  const ResidentCopy* copy_for(Placement& pl, const void* data, uint64_t n) {
+    const uint64_t bytes = n * dtype_size(dtype);
+    const bool existed = resident != nullptr;
+    if (!resident && data && data == whole) resident = ResidentCopy::make(pl, data, bytes);
+    if (!resident || !resident->serves(pl, data, bytes)) return nullptr;
+    if (existed) pl.bytes_transferred = 0;
+    return resident.get();
+  }
 };
 
 StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_elements, const StatsOptions& options) {
@@ -181,7 +207,7 @@ StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_ele
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   // Owned locally until every placement succeeded: a refused one throws without leaking the state.
   std::unique_ptr<State> s(new State{planner, dtype, total_elements, options, threads,
-                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}});
+                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}, nullptr, nullptr});
   if (s->narrow && s->wants_distribution()) {
     s->pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
     s->patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
@@ -195,10 +221,13 @@ bool StatsStream::needs_second_pass() const { return !state_->narrow && state_->
 
 void StatsStream::feed(const void* data, uint64_t elements) {
   State& s = *state_;
-  s.moments.feed(data, elements);
+  if (elements && elements == s.elements && !s.whole) s.whole = data;  // the whole tensor in one piece
+  Placement moments_placement = s.moments.placement();
+  s.moments.feed(data, elements, s.copy_for(moments_placement, data, elements));
   if (s.pattern_placement && elements)
     run_placed_kernel(*s.pattern_placement, TM_OP_STATS_BITPATTERN_HISTOGRAM,
-                      {s.dtype, data, elements, nullptr, 0, s.patterns.data(), s.patterns.size() * sizeof(uint64_t), s.threads});
+                      {s.dtype, data, elements, nullptr, 0, s.patterns.data(), s.patterns.size() * sizeof(uint64_t), s.threads},
+                      s.copy_for(*s.pattern_placement, data, elements));
 }
 
 StatsResult StatsStream::finish(const void* whole_tensor) {
@@ -211,6 +240,7 @@ StatsResult StatsStream::finish(const void* whole_tensor) {
   result.placement.push_back(s.moments.placement());
   if (s.pattern_placement) result.placement.push_back(*s.pattern_placement);
   const MomentsSummary& m = result.moments;
+  if (!s.whole) s.whole = whole_tensor;
 
   const bool explicit_edges = !options.histogram_edges.empty();
   if (options.histogram && (explicit_edges || options.histogram_range || m.finite_count > 0)) {
@@ -231,10 +261,12 @@ StatsResult StatsStream::finish(const void* whole_tensor) {
       histogram_from_patterns(s.dtype, s.patterns, h.edges, counts.data());
       result.placement.push_back(pl);
     } else {
-      const Placement pl = s.planner.place(request_for(TM_OP_STATS_HISTOGRAM, s.dtype, s.elements, &options));
+      Placement pl = s.planner.place(request_for(TM_OP_STATS_HISTOGRAM, s.dtype, s.elements, &options, s.resident.get()));
+      const ResidentCopy* copy = s.copy_for(pl, whole_tensor, s.elements);
       run_placed_kernel(pl, TM_OP_STATS_HISTOGRAM,
                         {s.dtype, whole_tensor, s.elements, &params, sizeof params, counts.data(),
-                         counts.size() * sizeof(uint64_t), s.threads});
+                         counts.size() * sizeof(uint64_t), s.threads},
+                        copy);
       result.placement.push_back(pl);
     }
     h.counts.assign(counts.begin(), counts.begin() + bins);
@@ -247,13 +279,15 @@ StatsResult StatsStream::finish(const void* whole_tensor) {
       result.quantiles = quantiles_from_patterns(s.dtype, s.patterns, options.probabilities);
       result.quantile_method = "bitpattern_histogram";
     } else {
-      const Placement pl = s.planner.place(request_for(TM_OP_STATS_QUANTILES, s.dtype, s.elements, &options));
+      Placement pl = s.planner.place(request_for(TM_OP_STATS_QUANTILES, s.dtype, s.elements, &options, s.resident.get()));
       const tm_quantiles_params_v1 params{static_cast<uint32_t>(options.probabilities.size()),
                                           options.probabilities.data(), options.memory_budget_bytes};
       std::vector<tm_quantile_value_v1> out(options.probabilities.size());
+      const ResidentCopy* copy = s.copy_for(pl, whole_tensor, s.elements);
       run_placed_kernel(pl, TM_OP_STATS_QUANTILES,
                         {s.dtype, whole_tensor, s.elements, &params, sizeof params, out.data(),
-                         out.size() * sizeof(tm_quantile_value_v1), s.threads});
+                         out.size() * sizeof(tm_quantile_value_v1), s.threads},
+                        copy);
       result.placement.push_back(pl);
       for (size_t i = 0; i < out.size(); ++i)
         result.quantiles.push_back({options.probabilities[i], out[i].value, out[i].lo, out[i].hi, out[i].sample_size});

@@ -498,8 +498,10 @@ class Backends(unittest.TestCase):
         self.assertEqual([f["reason"] for f in failures], ["incompatible_abi"])
         self.assertEqual(doc["plugin_dir_source"], "TENSORMORPH_PLUGIN_DIR")
         missing = {b["name"]: b for b in doc["not_installed"]}
-        self.assertIn("vulkan", missing)  # known to the project, absent here: reported, not hidden
-        self.assertEqual(missing["vulkan"]["capability_levels"]["stats.moments"], "not-implemented")
+        # Known to the project, absent from this plugin directory: reported with its matrix levels, not hidden.
+        self.assertIn("vulkan", missing)
+        self.assertEqual(missing["vulkan"]["capability_levels"]["stats.moments"], "partial")
+        self.assertEqual(missing["cuda"]["capability_levels"]["stats.moments"], "not-implemented")
         self.assertNotIn("cpu", missing)
 
     def test_plugin_dir_setting_and_default(self):

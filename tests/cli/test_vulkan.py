@@ -91,6 +91,10 @@ class VulkanCli(unittest.TestCase):
             vk = r.json()["tensors"][0]
             cpu = self.stats("--backend", "cpu")[name]
             self.assertEqual(vk["stats"], cpu["stats"], name)
+            # Moved to the device once, by the first op; the later ops read the device copy.
+            moved = [p["bytes_transferred"] for p in vk["placement"]]
+            self.assertEqual(moved[0], vk["bytes"], (name, moved))
+            self.assertEqual(set(moved[1:]), {0}, (name, moved))
             for p in vk["placement"]:
                 self.assertEqual(p["backend"], "vulkan", (name, p))
                 self.assertIn(p["reason"], ("user_pinned", "derived_from_bitpattern_histogram"), (name, p))

@@ -6,7 +6,7 @@
     --gtest_list_tests, Python tests parsed from their files);
   - what the matrix claims for the CPU backend and the test plugin is what the binary reports;
   - docs/backends.md is exactly what the matrix generates.
-Usage: check_matrix.py --gtest-binary PATH --tm-bin PATH --plugin-dir DIR
+Usage: check_matrix.py --gtest-binary PATH --tm-bin PATH --plugin-dir DIR [--plugin-dir DIR ...]
 """
 import argparse
 import ast
@@ -50,7 +50,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gtest-binary", required=True)
     ap.add_argument("--tm-bin", required=True)
-    ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("--plugin-dir", required=True, action="append", help="repeatable: test plugins, real plugins")
     args = ap.parse_args()
     with open(os.path.join(ROOT, "tests", "parity", "backend_matrix.json")) as f:
         matrix = json.load(f)
@@ -91,10 +91,12 @@ def main():
                     problems.append("%s/%s: gate %s does not exist" % (cid, name, gate))
 
     # What the binary reports must agree with what the matrix claims.
-    env = dict(os.environ, TENSORMORPH_PLUGIN_DIR=args.plugin_dir)
-    report = json.loads(subprocess.run([args.tm_bin, "backends", "--json"], capture_output=True, text=True, env=env,
-                                       check=True).stdout)
-    present = {b["name"]: b for b in report["backends"] if b["available"]}
+    present = {}
+    for plugin_dir in args.plugin_dir:
+        env = dict(os.environ, TENSORMORPH_PLUGIN_DIR=plugin_dir)
+        report = json.loads(subprocess.run([args.tm_bin, "backends", "--json"], capture_output=True, text=True,
+                                           env=env, check=True).stdout)
+        present.update({b["name"]: b for b in report["backends"] if b["available"]})
     for cap in matrix["capabilities"]:
         if not cap.get("op"):
             continue

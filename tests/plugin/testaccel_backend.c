@@ -9,6 +9,9 @@
  * others falling back to the CPU with the reason reported.
  */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,7 +105,7 @@ static void block_u8(const uint8_t* p, uint64_t n, tm_moments_partial_v1* out) {
     if (p[i] < lo) lo = p[i];
     if (p[i] > hi) hi = p[i];
   }
-  const double mean = n ? (double)((long double)sum / (long double)n) : 0.0;
+  const double mean = n ? (double)sum / (double)n : 0.0; /* the sum is exact in double (< 2^53) */
   double lanes[TM_STATS_LANES] = {0};
   for (uint64_t i = 0; i < n; ++i) {
     const double d = (double)p[i] - mean;
@@ -127,6 +130,35 @@ static void block_u8(const uint8_t* p, uint64_t n, tm_moments_partial_v1* out) {
   out->int_sum_hi = 0;
 }
 
+/* Residency: the "device memory" of this simulated device is a heap copy. */
+struct resident {
+  uint64_t bytes;
+  uint8_t* data;
+};
+static unsigned long resident_reads = 0; /* calls served from a resident copy (reported on stderr) */
+
+static tm_status upload(uint32_t device, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
+  struct resident* r = device == 0 ? malloc(sizeof *r) : NULL;
+  if (r) r->data = malloc(bytes ? bytes : 1);
+  if (!r || !r->data) {
+    free(r);
+    snprintf(msg->text, sizeof msg->text, "testaccel: cannot keep %llu bytes", (unsigned long long)bytes);
+    return TM_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(r->data, data, bytes);
+  r->bytes = bytes;
+  *buffer = (uint64_t)(uintptr_t)r;
+  return TM_OK;
+}
+
+static void release(uint64_t buffer) {
+  struct resident* r = (struct resident*)(uintptr_t)buffer;
+  if (!r) return;
+  free(r->data);
+  free(r);
+  if (getenv("TESTACCEL_REPORT_RESIDENT_READS")) fprintf(stderr, "testaccel: resident reads %lu\n", resident_reads);
+}
+
 static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
   if (c->op == TM_OP_DEQUANTIZE_GGML && c->kernel_index == 1) return dequantize_q8_0(c, msg);
   if (c->op != TM_OP_STATS_MOMENTS || c->dtype != TM_DTYPE_U8) {
@@ -140,6 +172,16 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
   }
   tm_moments_partial_v1* out = (tm_moments_partial_v1*)c->output;
   const uint8_t* in = (const uint8_t*)c->input;
+  /* A resident copy (upload below) is read instead of the host data when the call names one. */
+  if (c->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof c->input_offset && c->input_buffer) {
+    const struct resident* r = (const struct resident*)(uintptr_t)c->input_buffer;
+    if (c->input_offset > r->bytes || c->element_count > r->bytes - c->input_offset) {
+      snprintf(msg->text, sizeof msg->text, "testaccel: the call reads past its resident buffer");
+      return TM_ERR_INVALID_ARGUMENT;
+    }
+    in = r->data + c->input_offset;
+    ++resident_reads;
+  }
   for (uint64_t b = 0; b < blocks; ++b) {
     const uint64_t first = b * TM_STATS_BLOCK_ELEMENTS;
     const uint64_t left = c->element_count - first;
@@ -151,7 +193,7 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
 static const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "testaccel",
     "test plugin: a simulated discrete device with two kernels (stats.moments on u8, dequantize.ggml on Q8_0)",
-    init, shutdown, device_count, device_info, kernel_count, kernel_info, run};
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release};
 
 TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
   return abi_version == TM_PLUGIN_ABI_VERSION ? &kTable : NULL;

@@ -254,3 +254,75 @@ TEST_F(PlannerTest, PluginKernelHasParityWithCpu) {
 
 }  // namespace
 }  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// Residency: data already on a device makes that device cheap for it. The same request that stays on
+// the CPU for host data goes to the device when the device holds a copy, with no transfer counted.
+TEST(PlannerResidency, DataOnTheDeviceIsCheapThereAndCostsNoTransfer) {
+  auto reg = test::make_registry(true);
+  CostModel costs;
+  const std::string cpu_id = reg->find("cpu")->devices[0].id;
+  // The device computes twice as fast as the CPU, but not fast enough to pay for its 8 GB/s link.
+  costs.set_throughput("cpu", cpu_id, TM_OP_STATS_MOMENTS, 20e9);
+  costs.set_throughput("testaccel", "testaccel-0", TM_OP_STATS_MOMENTS, 40e9);
+  OpRequest r;
+  r.op = TM_OP_STATS_MOMENTS, r.dtype = DType::U8, r.elements = r.bytes = 1 << 24;
+  Placement host = Planner(*reg, costs, {}).place(r);
+  EXPECT_EQ(host.backend, "cpu");
+  r.residency.devices.insert("testaccel/testaccel-0");
+  Placement resident = Planner(*reg, costs, {}).place(r);
+  EXPECT_EQ(resident.backend, "testaccel");
+  EXPECT_EQ(resident.bytes_transferred, 0u);
+  EXPECT_EQ(resident.reason, "cheapest");
+  const Rejection* cpu = find_rejection(resident, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->reason, "costlier");
+  // Only on the device: the CPU would have to bring it back over the device's link.
+  r.residency.on_host = false;
+  costs.set_throughput("testaccel", "testaccel-0", TM_OP_STATS_MOMENTS, 15e9);  // now slower than the CPU
+  Placement device_only = Planner(*reg, costs, {}).place(r);
+  EXPECT_EQ(device_only.backend, "testaccel");
+  EXPECT_EQ(device_only.reason, "resident_data");
+}
+
+// The plugin keeps an uploaded copy and serves a call from it (input_buffer), with the same partials
+// as from host data; release frees it. testaccel counts the calls it served from a copy.
+TEST(PlannerResidency, PluginServesACallFromItsResidentCopy) {
+  auto reg = test::make_registry(true);
+  const Backend* accel = reg->find("testaccel");
+  ASSERT_TRUE(accel && accel->can_upload);
+  EXPECT_FALSE(reg->find("cpu")->can_upload);
+  std::vector<uint8_t> data(3 * 65536 + 5);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 3);
+  uint64_t handle = 0;
+  tm_message msg{};
+  ASSERT_EQ(accel->table->upload(0, data.data(), data.size(), &handle, &msg), TM_OK) << msg.text;
+  auto moments = [&](uint64_t buffer, uint64_t offset) {
+    std::vector<tm_moments_partial_v1> out(3);
+    tm_kernel_call_v1 call{};
+    call.struct_size = sizeof call;
+    call.op = TM_OP_STATS_MOMENTS;
+    call.dtype = TM_DTYPE_U8;
+    call.input = data.data() + offset;
+    call.element_count = data.size() - offset;
+    call.output = out.data();
+    call.output_size = out.size() * sizeof out[0];
+    call.threads = 1;
+    call.input_buffer = buffer;
+    call.input_offset = offset;
+    EXPECT_EQ(accel->table->run(&call, &msg), TM_OK) << msg.text;
+    return out;
+  };
+  const auto from_host = moments(0, 65536), from_copy = moments(handle, 65536);
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_EQ(from_host[b].count, from_copy[b].count);
+    EXPECT_EQ(from_host[b].sum, from_copy[b].sum);
+    EXPECT_EQ(from_host[b].m2, from_copy[b].m2);
+  }
+  accel->table->release(handle);
+}
+
+}  // namespace
+}  // namespace tmorph

@@ -318,3 +318,90 @@ TEST_F(VulkanParity, MissingKernelRefusedWhenStrictAndFallsBackWhenPreferred) {
 
 }  // namespace
 }  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// Calls that read a resident copy (the residency extension) give what calls over host data give,
+// from any canonical block on, with the copy split into several device chunks.
+TEST_F(VulkanParity, ResidentCopyServesEveryKernelLikeHostData) {
+  ScopedEnv env("TENSORMORPH_VULKAN_CHUNK_BYTES", "262144");  // 64 Ki f32 per device chunk
+  ASSERT_TRUE(vulkan_->can_upload);
+  const uint64_t n = 5 * 65536 + 999;
+  const auto data = test::salted_data(DType::F32, n, 4242);
+  uint64_t handle = 0;
+  tm_message msg{};
+  ASSERT_EQ(vulkan_->table->upload(0, data.data(), data.size(), &handle, &msg), TM_OK) << msg.text;
+  auto call_for = [&](tm_op op, uint64_t first, const void* params, uint64_t params_size, void* out, uint64_t out_size,
+                      uint64_t buffer) {
+    const Placement p = place("vulkan", op, DType::F32, n);
+    tm_kernel_call_v1 call{};
+    call.struct_size = sizeof call;
+    call.op = op;
+    call.kernel_index = p.kernel_index;
+    call.dtype = TM_DTYPE_F32;
+    call.input = data.data() + first * 4;
+    call.element_count = n - first;
+    call.params = params;
+    call.params_size = params_size;
+    call.output = out;
+    call.output_size = out_size;
+    call.threads = 1;
+    call.input_buffer = buffer;
+    call.input_offset = first * 4;
+    EXPECT_EQ(vulkan_->table->run(&call, &msg), TM_OK) << msg.text;
+  };
+  for (uint64_t first : {uint64_t{0}, uint64_t{2 * 65536}}) {
+    const uint64_t blocks = (n - first + 65535) / 65536;
+    std::vector<tm_moments_partial_v1> a(blocks), b(blocks);
+    call_for(TM_OP_STATS_MOMENTS, first, nullptr, 0, a.data(), blocks * sizeof a[0], 0);
+    call_for(TM_OP_STATS_MOMENTS, first, nullptr, 0, b.data(), blocks * sizeof b[0], handle);
+    for (uint64_t k = 0; k < blocks; ++k) expect_same_partial(b[k], a[k], "resident block " + std::to_string(k));
+    std::vector<double> edges = {-3, -1, -0.5, 0, 0.25, 1, 2.5};
+    const tm_histogram_params_v1 hp{6, edges.data()};
+    std::vector<uint64_t> ha(8, 0), hb(8, 0);
+    call_for(TM_OP_STATS_HISTOGRAM, first, &hp, sizeof hp, ha.data(), ha.size() * 8, 0);
+    call_for(TM_OP_STATS_HISTOGRAM, first, &hp, sizeof hp, hb.data(), hb.size() * 8, handle);
+    EXPECT_EQ(ha, hb);
+    const std::vector<double> probabilities = {0.001, 0.5, 0.999};
+    const tm_quantiles_params_v1 qp{3, probabilities.data(), 0};
+    std::vector<tm_quantile_value_v1> qa(3), qb(3);
+    call_for(TM_OP_STATS_QUANTILES, first, &qp, sizeof qp, qa.data(), sizeof(tm_quantile_value_v1) * 3, 0);
+    call_for(TM_OP_STATS_QUANTILES, first, &qp, sizeof qp, qb.data(), sizeof(tm_quantile_value_v1) * 3, handle);
+    for (int q = 0; q < 3; ++q) EXPECT_EQ(qa[q].value, qb[q].value);
+  }
+  // A call that reads past the copy, or from an offset that is not block-aligned, is refused.
+  tm_kernel_call_v1 bad{};
+  bad.struct_size = sizeof bad;
+  bad.op = TM_OP_STATS_HISTOGRAM;
+  bad.kernel_index = place("vulkan", TM_OP_STATS_HISTOGRAM, DType::F32, n).kernel_index;
+  bad.dtype = TM_DTYPE_F32;
+  bad.input = data.data();
+  bad.element_count = n + 1;
+  bad.input_buffer = handle;
+  EXPECT_EQ(vulkan_->table->run(&bad, &msg), TM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(msg.text).find("outside its resident copy"), std::string::npos) << msg.text;
+  bad.element_count = 10, bad.input_offset = 4;
+  EXPECT_EQ(vulkan_->table->run(&bad, &msg), TM_ERR_INVALID_ARGUMENT);
+  bad.input_offset = 0, bad.input_buffer = handle + 1000;
+  EXPECT_EQ(vulkan_->table->run(&bad, &msg), TM_ERR_INVALID_ARGUMENT);
+  vulkan_->table->release(handle);
+}
+
+// The statistics pipeline moves a tensor to the device once: the first op placed there reports the
+// transfer, the ops after it read the device copy and report none.
+TEST_F(VulkanParity, StatsMoveTheTensorToTheDeviceOnce) {
+  const uint64_t n = 300001;
+  const auto data = test::salted_data(DType::F32, n, 7);
+  Constraints on_vulkan;
+  on_vulkan.strict_backend = "vulkan";
+  const StatsResult r = compute_stats(data.data(), DType::F32, n, Planner(*registry_, costs_, on_vulkan), StatsOptions{});
+  ASSERT_EQ(r.placement.size(), 3u);
+  EXPECT_EQ(r.placement[0].op, "stats.moments");
+  EXPECT_EQ(r.placement[0].bytes_transferred, n * 4);
+  EXPECT_EQ(r.placement[1].bytes_transferred, 0u) << r.placement[1].op;
+  EXPECT_EQ(r.placement[2].bytes_transferred, 0u) << r.placement[2].op;
+}
+
+}  // namespace
+}  // namespace tmorph

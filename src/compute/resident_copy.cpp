@@ -1,0 +1,39 @@
+#include "compute/resident_copy.h"
+
+#include "tensormorph/backend_registry.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, const void* data, uint64_t bytes) {
+  const Backend* b = placement.backend_ref;
+  if (!b || !b->can_upload || placement.device_index >= b->devices.size() || bytes == 0) return nullptr;
+  const DeviceInfo& device = b->devices[placement.device_index];
+  if (device.host_link_bytes_per_s == 0) return nullptr;  // it reads host memory directly
+  std::unique_ptr<ResidentCopy> copy(new ResidentCopy());
+  tm_message msg{};
+  const tm_status st = b->table->upload(placement.device_index, data, bytes, &copy->handle_, &msg);
+  msg.text[sizeof msg.text - 1] = 0;
+  if (st != TM_OK || copy->handle_ == 0)
+    throw Error(st == TM_ERR_OUT_OF_MEMORY ? ErrorKind::Unavailable : ErrorKind::Internal,
+                b->name + " could not keep a copy of " + std::to_string(bytes) + " bytes on " + device.name + ": " +
+                    msg.text);
+  copy->backend_ = b;
+  copy->device_index_ = placement.device_index;
+  copy->data_ = static_cast<const uint8_t*>(data);
+  copy->bytes_ = bytes;
+  copy->location_ = b->name + "/" + device.id;
+  return copy;
+}
+
+ResidentCopy::~ResidentCopy() {
+  if (handle_) backend_->table->release(handle_);
+}
+
+bool ResidentCopy::serves(const Placement& placement, const void* p, uint64_t bytes) const {
+  const auto* q = static_cast<const uint8_t*>(p);
+  return placement.backend_ref == backend_ && placement.device_index == device_index_ && q >= data_ &&
+         bytes <= bytes_ && static_cast<uint64_t>(q - data_) <= bytes_ - bytes && (q - data_) % 65536 == 0;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,40 @@
+// A device copy of host data, made once through a backend's upload entry point (the residency
+// extension of plugin_abi.h) so that several ops over one tensor move it to the device once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tensormorph/placement.h"
+
+namespace tmorph {
+
+class ResidentCopy {
+ public:
+  // Copies [data, data + bytes) to the placement's device when that device needs a transfer and its
+  // backend can keep a copy; null otherwise. Throws tmorph::Error when the upload fails.
+  static std::unique_ptr<ResidentCopy> make(const Placement& placement, const void* data, uint64_t bytes);
+  ~ResidentCopy();
+  ResidentCopy(const ResidentCopy&) = delete;
+  ResidentCopy& operator=(const ResidentCopy&) = delete;
+
+  // "backend/device id", as Residency::devices names it.
+  const std::string& location() const { return location_; }
+  // True when a call placed by `placement` over [p, p + bytes) can read this copy instead: same backend
+  // and device, inside the copied range, at an offset the ABI allows (a multiple of 65,536 bytes).
+  bool serves(const Placement& placement, const void* p, uint64_t bytes) const;
+  uint64_t handle() const { return handle_; }
+  uint64_t offset_of(const void* p) const { return static_cast<uint64_t>(static_cast<const uint8_t*>(p) - data_); }
+
+ private:
+  ResidentCopy() = default;
+  const Backend* backend_ = nullptr;
+  uint32_t device_index_ = 0;
+  uint64_t handle_ = 0;
+  const uint8_t* data_ = nullptr;
+  uint64_t bytes_ = 0;
+  std::string location_;
+};
+
+}  // namespace tmorph
