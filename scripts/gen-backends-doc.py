@@ -49,11 +49,53 @@ Exact kernels always win over approximations. When only an approximation could s
 quantiles of a float tensor larger than the memory budget, for instance) the request fails and lists the
 fallback ladder; `--allow-approx STEP` consents to one named step, and the report records the consent.
 
-**On a machine with only the CPU backend** (CI, and the machines this was written on) every op is
-placed on the CPU with reason `sole_supporter` or `cheapest`, and no bytes move. With the test plugin
-directory (`build/tests/plugins`) the simulated device `testaccel` joins: uncalibrated, the CPU wins on
-host-resident data because the device would first need a transfer; calibrated faster, the device wins
-once its compute saving exceeds the transfer (see `PlannerTest.AutoPicksTheCheapestAndExplainsTheOthers`).
+**Residency.** A tensor's current copies are tracked per op request: the host copy, plus any device
+that holds one (`backend/device id`). A backend whose devices need a transfer may offer the residency
+extension of the plugin ABI (`upload`, `release`, and `input_buffer` on a kernel call): the statistics
+pipeline then moves a tensor to the device once, with the first op placed there (its report shows the
+bytes moved), and the ops after it (histogram, quantiles, bit-pattern counts) read the device copy and
+report none. For those later ops the planner charges no transfer on that device, so data already on a
+GPU is cheap there; data only on a device costs the CPU the trip back over the device's link
+(`PlannerResidency.*`, `VulkanParity.StatsMoveTheTensorToTheDeviceOnce`).
+
+**What the planner chooses on the CI machine** (2 vCPUs, Mesa lavapipe as the only Vulkan device).
+The Vulkan plugin lists lavapipe as `software_adapter` ("llvmpipe (LLVM 15.0.6, 256 bits)", 128 MiB
+`maxStorageBufferRange` read from the device). Its declared host link is 10 GB/s: even a software
+adapter receives a copy of the data in its buffers. Uncalibrated, every kernel gets the same default
+throughput, so the copy decides and every statistic of host data stays on the CPU (`cheapest`; Vulkan is
+rejected as `costlier` with the transfer in the detail). Calibrated (`tensormorph calibrate`, 64 MiB of
+f32, 2026-11-29) the CPU measured 51.7 GB/s for moments, 2.9 GB/s for histograms and 3.6 GB/s for
+quantiles against lavapipe's 1.05, 0.13 and 0.18 GB/s, transfer included; the CPU still wins every op,
+as it should: lavapipe runs the same CPU cores through an extra layer. Vulkan runs when asked:
+`--backend vulkan` (strict: every op there or an error naming why, nothing substituted), `--prefer
+vulkan` (every op it has a kernel for; f64, i64 and u64 inputs and the dequantization kernels fall back
+to the CPU with `fallback_missing_kernel`), and never with `--never vulkan`. On a discrete GPU (16 GB/s
+declared link) calibration decides the same way; a one-pass statistic of host data rarely pays for the
+copy, several ops over the same resident tensor do.
+
+**Vulkan kernels are exact.** Every Vulkan kernel has precision class `exact`: its results are
+bit-identical to the CPU reference's, not merely close, so none needs a tolerance. Moments follow the
+block contract of `op_contracts.h` literally: one workgroup per 65,536-element block, one invocation per
+virtual lane adding its elements in order in double (`precise`: no fused multiply-add), the 16 lanes
+reduced pairwise in the contract's order, the single-pass or two-pass m2 decided by the same test.
+Elements are widened to double by integer operations on their bit patterns (no denormal flushing can
+change a value). Histograms, bit-pattern counts and quantiles are integer counts (32-bit per chunk,
+summed into 64-bit on the host); exact quantiles of 32-bit dtypes take two counting passes over 16-bit
+slices of order keys. The kernels need f64 and int64 in shaders (devices without them are rejected with
+`missing_feature`). A tensor larger than one storage-buffer binding is processed in chunks of at most
+64 MiB, never more than `maxStorageBufferRange` or `maxMemoryAllocationSize`; chunks start on canonical
+blocks, so results do not depend on the chunking (`TENSORMORPH_VULKAN_CHUNK_BYTES` shrinks chunks for
+tests). A missing loader (`missing_dependency`), no driver (`no_driver`), no device (`no_device`) or a
+missing kernel (`dtype_unsupported`, `missing_kernel`) is reported by `tensormorph backends` and by a
+strict `--backend vulkan` request. Parity tests (`VulkanParity.*`) compare every kernel with the CPU on
+salted random data (NaN, ±Inf, subnormals, ±0), sizes off the workgroup, block and chunk, in a CI
+profile; `TM_VULKAN_PARITY_PROFILE=large` adds tensors of 40 Mi elements for a real GPU. CI sets
+`TM_REQUIRE_VULKAN=1`, so an unavailable Vulkan fails those tests instead of skipping them.
+
+With the test plugin directory (`build/tests/plugins`) the simulated device `testaccel` joins:
+uncalibrated, the CPU wins on host-resident data because the device would first need a transfer;
+calibrated faster, the device wins once its compute saving exceeds the transfer (see
+`PlannerTest.AutoPicksTheCheapestAndExplainsTheOthers`).
 
 ## Levels
 

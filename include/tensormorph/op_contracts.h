@@ -33,6 +33,8 @@ extern "C" {
  * same lanes in the same pass, and m2 = sumsq - sum * mean whenever sum * mean <= sumsq / 2 (at most
  * one bit lost to cancellation). Otherwise, and always for f64 and integers, m2 is a second pass over
  * the block: the sum over finite x of (x - mean)^2, in the same 16-lane order.
+ * Integers: sum is the exact sum; mean = double(sum) / double(count) (one rounding) when |sum| < 2^53,
+ * which holds for every dtype up to 32 bits, else the long double quotient rounded to double.
  */
 #define TM_STATS_BLOCK_ELEMENTS 65536u
 #define TM_STATS_LANES 16u
