@@ -34,6 +34,7 @@ bench: build
 	@/usr/bin/python3 bench/run_bench.py --build build
 	@/usr/bin/python3 bench/index_bench.py --build build
 	@/usr/bin/python3 bench/run_dequant_bench.py --build build
+	@/usr/bin/python3 bench/vulkan_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py
