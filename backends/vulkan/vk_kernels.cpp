@@ -349,3 +349,43 @@ void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident
 }
 
 }  // namespace tmorph::vk
+
+namespace tmorph::vk {
+
+void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Resident*) {
+  require(call.params && call.params_size >= sizeof(tm_dequantize_ggml_params_v1), "dequantize.ggml: missing params");
+  const auto& params = *static_cast<const tm_dequantize_ggml_params_v1*>(call.params);
+  require(params.ggml_type == 2 || params.ggml_type == 8, "dequantize.ggml: the Vulkan kernel decodes Q4_0 and Q8_0");
+  require(call.element_count % 32 == 0, "dequantize.ggml: whole 32-value blocks only");
+  require(call.output_size >= call.element_count * sizeof(float), "dequantize.ggml: output smaller than the values");
+  const uint64_t block_bytes = params.ggml_type == 8 ? 34 : 18;
+  // Blocks per launch: the input chunk and the float32 output (128 bytes per block) both fit a binding.
+  const uint64_t limit = chunk_bytes(device.physical());
+  const uint64_t per_chunk = std::max<uint64_t>(1, std::min(limit / block_bytes, limit / 128));
+  const Pipeline& pipeline = device.pipeline("dequantize_ggml", {params.ggml_type}, 2, 8);
+  const auto* in = static_cast<const uint8_t*>(call.input);
+  auto* out = static_cast<float*>(call.output);
+  const uint64_t blocks = call.element_count / 32;
+  const uint64_t max_groups = device.physical().max_workgroup_count_x;
+  for (uint64_t first = 0; first < blocks; first += per_chunk) {
+    const uint64_t m = std::min(per_chunk, blocks - first);
+    uint64_t upload = device.write_input(in + first * block_bytes, m * block_bytes);
+    const Buffer& input = device.buffer(Slot::Input, 0);
+    const Buffer& values = device.buffer(Slot::Output, m * 128);
+    const uint64_t groups = (m * 32 + kGroupSize - 1) / kGroupSize;
+    for (uint64_t g = 0; g < groups; g += max_groups) {
+      const uint32_t push[2] = {static_cast<uint32_t>(m * 32), static_cast<uint32_t>(g * kGroupSize)};
+      Dispatch d;
+      d.pipeline = &pipeline;
+      d.bindings = {{&input, 0}, {&values, 0}};
+      d.push = push;
+      d.groups = static_cast<uint32_t>(std::min(max_groups, groups - g));
+      d.upload_bytes = upload;
+      device.run(d);
+      upload = 0;
+    }
+    std::memcpy(out + first * 32, values.mapped, m * 128);
+  }
+}
+
+}  // namespace tmorph::vk

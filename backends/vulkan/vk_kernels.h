@@ -39,5 +39,7 @@ void run_moments(Device& device, const tm_kernel_call_v1& call, const Resident* 
 void run_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+// dequantize.ggml for Q4_0 and Q8_0 (host input only; `resident` is ignored).
+void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 
 }  // namespace tmorph::vk

@@ -50,16 +50,22 @@ constexpr uint64_t kWorkspace = 2 * kDefaultChunkBytes;  // the input chunk, and
 struct KernelEntry {
   tm_op op;
   uint64_t dtypes;
+  uint64_t features;  // TM_FEATURE_* the shader needs
   uint64_t extra_workspace;
   void (*run)(Device&, const tm_kernel_call_v1&, const Resident*);
 };
-// Every kernel is exact (bit-identical to the CPU reference; see docs/backends.md) and needs f64 and
-// int64 arithmetic in shaders. f64, i64 and u64 inputs are not taken: those ops run on the CPU.
+// Every kernel is exact (bit-identical to the CPU reference; see docs/backends.md). The statistics need
+// f64 and int64 arithmetic in shaders. f64, i64 and u64 inputs are not taken: those ops run on the CPU.
+constexpr uint64_t kStatsFeatures = TM_FEATURE_F64 | TM_FEATURE_INT64;
 const KernelEntry kKernels[] = {
-    {TM_OP_STATS_MOMENTS, kFloatDtypes | kIntDtypes, 0, run_moments},
-    {TM_OP_STATS_HISTOGRAM, kFloatDtypes | kIntDtypes, 0, run_histogram},
-    {TM_OP_STATS_BITPATTERN_HISTOGRAM, kNarrowDtypes, 0, run_bitpattern_histogram},
-    {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32), 16u << 20, run_quantiles},
+    {TM_OP_STATS_MOMENTS, kFloatDtypes | kIntDtypes, kStatsFeatures, 0, run_moments},
+    {TM_OP_STATS_HISTOGRAM, kFloatDtypes | kIntDtypes, kStatsFeatures, 0, run_histogram},
+    {TM_OP_STATS_BITPATTERN_HISTOGRAM, kNarrowDtypes, kStatsFeatures, 0, run_bitpattern_histogram},
+    {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32), kStatsFeatures, 16u << 20,
+     run_quantiles},
+    // A format op: the mask holds ggml type ids (Q4_0 = 2, Q8_0 = 8); the call's dtype is F32. The
+    // other block formats have no Vulkan kernel yet and fall back to the CPU op by op.
+    {TM_OP_DEQUANTIZE_GGML, (uint64_t{1} << 2) | (uint64_t{1} << 8), 0, 0, run_dequantize_ggml},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -126,7 +132,7 @@ tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
   out->struct_size = sizeof *out;
   out->op = kKernels[index].op;
   out->dtype_mask = kKernels[index].dtypes;
-  out->required_features = TM_FEATURE_F64 | TM_FEATURE_INT64;
+  out->required_features = kKernels[index].features;
   out->precision = TM_PRECISION_EXACT;
   out->workspace_fixed_bytes = kWorkspace + kKernels[index].extra_workspace;
   return TM_OK;
@@ -139,14 +145,15 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       throw VkError(TM_ERR_INVALID_ARGUMENT, "kernel " + std::to_string(call->kernel_index) + " does not run op " +
                                                  std::to_string(call->op));
     const KernelEntry& k = kKernels[call->kernel_index];
-    if (call->dtype >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype)))
+    const bool format_op = tm_op_takes_format(call->op);  // formats are checked by the kernel
+    if (!format_op && (call->dtype >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype))))
       throw VkError(TM_ERR_UNSUPPORTED, "no Vulkan kernel for dtype " + std::to_string(call->dtype));
     if (call->element_count && !call->input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
     Device& device = device_at(call->device_index);
     const Resident* resident = nullptr;
     const bool has_residency_fields =
         call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
-    if (has_residency_fields && call->input_buffer) {
+    if (has_residency_fields && call->input_buffer && !format_op) {
       auto it = state().residents.find(call->input_buffer);
       if (it == state().residents.end() || it->second.device_index != call->device_index)
         throw VkError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +

@@ -211,6 +211,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
   const Planner planner = rt.planner();
 
   nlohmann::json list = nlohmann::json::array();
+  size_t unavailable = 0;
   if (!a.json && selected.size() > 1)
     std::printf("%s  %s, %zu tensors\n%-48s %-8s %-20s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
                 c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
@@ -222,6 +223,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
     if (const auto why = unreadable_reason(t, planner)) {
       e["stats"] = nullptr;
       e["unavailable"] = *why;
+      ++unavailable;
       if (!a.json)
         std::printf("%-48s %-8s %-20s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
                     why->c_str());
@@ -260,6 +262,12 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
     list.push_back(e);
   }
   if (a.json) std::cout << nlohmann::json{{"file", a.path}, {"format", c.format}, {"tensors", list}}.dump(2) << "\n";
+  // A strict --backend request is refused when any tensor could not be served (everything that could
+  // was reported above, each refusal with its reason).
+  if (!rt.constraints.strict_backend.empty() && unavailable)
+    throw Error(ErrorKind::Unavailable, std::to_string(unavailable) + " of " + std::to_string(selected.size()) +
+                                            " tensors could not be served by --backend " + rt.constraints.strict_backend +
+                                            " (each reported with its reason); nothing was substituted");
 }
 
 void run_stats(const StatsArgs& a) {

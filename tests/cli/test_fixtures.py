@@ -113,9 +113,11 @@ class ReferenceStatistics(unittest.TestCase):
         self.assertEqual(seen, 22)
 
     def test_a_quantized_tensor_no_backend_may_decode_says_why(self):
-        """With the only decoder excluded, the quantized tensor is reported unavailable, naming its format and
-        the reason (dense tensors then fail outright, as any op with no backend does)."""
-        r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "blk.0.attn_q.weight", "--never", "cpu", "--json"])
+        """With every decoder excluded (the CPU, and Vulkan, which decodes Q4_0 too), the quantized tensor is
+        reported unavailable, naming its format and the reason (dense tensors then fail outright, as any op
+        with no backend does)."""
+        r = run(["stats", os.path.join(GGUF, "tiny-mixed.gguf"), "blk.0.attn_q.weight", "--never", "cpu",
+                 "--never", "vulkan", "--json"])
         self.assertEqual(r.code, 0, r.err)
         t = r.json()["tensors"][0]
         self.assertIsNone(t["stats"])

@@ -79,7 +79,10 @@ class VulkanCli(unittest.TestCase):
         if REQUIRED:  # CI installs lavapipe
             self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
         ops = {k["op"] for k in VULKAN["kernels"]}
-        self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles"})
+        self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles",
+                               "dequantize.ggml"})
+        dequant = next(k for k in VULKAN["kernels"] if k["op"] == "dequantize.ggml")
+        self.assertEqual(sorted(dequant["dtypes"]), ["Q4_0", "Q8_0"])
         self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"]))
 
     def test_strict_vulkan_equals_the_cpu_and_names_the_device(self):
@@ -138,22 +141,35 @@ class VulkanCli(unittest.TestCase):
         self.assertEqual(r.code, 2)
 
     def test_quantized_dequantization_falls_back_alone(self):
-        """Issue 4's seed case on a real backend: Vulkan has no dequantize.ggml kernel, so with Vulkan
-        preferred the decoding runs on the CPU (reported with the format) and the statistics of the
-        decoded values on Vulkan; the numbers equal the CPU's."""
+        """Issue 4's seed case on a real backend: Vulkan decodes Q8_0 but has no Q4_K kernel. With Vulkan
+        preferred, one request over both tensors decodes Q8_0 on Vulkan and Q4_K on the CPU, the report
+        naming the format that fell back and why; every number equals the CPU's."""
+        rng = random.Random(9)
         blocks = 64
         q8 = bytearray()
         for b in range(blocks):
             q8 += struct.pack("<e", 0.5 + b / 64) + bytes((i * 7 + b) % 256 for i in range(32))
+        q4k = bytearray()
+        for b in range(blocks * 32 // 256):  # 144-byte super-blocks: d, dmin (halves), scales, codes
+            q4k += struct.pack("<ee", 0.01 + b / 512, 0.002) + bytes(rng.randrange(256) for _ in range(140))
         path = os.path.join(self.dir, "q.gguf")
-        write_gguf(path, [("general.architecture", "STRING", "test")], [("q8", "Q8_0", [32 * blocks], bytes(q8))])
-        preferred = self.stats("--prefer", "vulkan", path=path)["q8"]
-        by_op = {p["op"]: p for p in preferred["placement"]}
-        self.assertEqual((by_op["dequantize.ggml"]["backend"], by_op["dequantize.ggml"]["reason"]),
-                         ("cpu", "fallback_missing_kernel"))
-        why = next(r for r in by_op["dequantize.ggml"]["rejected"] if r["backend"] == "vulkan")
-        self.assertEqual(why["reason"], "missing_kernel")
-        self.assertEqual(self.stats("--backend", "cpu", path=path)["q8"]["stats"], preferred["stats"])
+        write_gguf(path, [("general.architecture", "STRING", "test")],
+                   [("q8", "Q8_0", [32 * blocks], bytes(q8)), ("q4k", "Q4_K", [32 * blocks], bytes(q4k))])
+        preferred = self.stats("--prefer", "vulkan", path=path)
+        cpu = self.stats("--backend", "cpu", path=path)
+        q8_dq = next(p for p in preferred["q8"]["placement"] if p["op"] == "dequantize.ggml")
+        q4k_dq = next(p for p in preferred["q4k"]["placement"] if p["op"] == "dequantize.ggml")
+        self.assertEqual((q8_dq["backend"], q8_dq["reason"]), ("vulkan", "user_preferred"))
+        self.assertEqual((q4k_dq["backend"], q4k_dq["reason"]), ("cpu", "fallback_missing_kernel"))
+        why = next(r for r in q4k_dq["rejected"] if r["backend"] == "vulkan")
+        self.assertEqual(why["reason"], "dtype_unsupported")
+        self.assertIn("Q4_K", why["detail"])
+        for name in ("q8", "q4k"):
+            self.assertEqual(preferred[name]["stats"], cpu[name]["stats"], name)
+        r = run(["stats", path, "q4k", "--backend", "vulkan"])
+        self.assertEqual(r.code, 4)
+        self.assertIn("dequantize.ggml on Q4_K", r.out)
+        self.assertIn("could not be served by --backend vulkan", r.err)
 
 
 class VulkanUnavailable(unittest.TestCase):

@@ -405,3 +405,63 @@ TEST_F(VulkanParity, StatsMoveTheTensorToTheDeviceOnce) {
 
 }  // namespace
 }  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// Q4_0 and Q8_0 decode on Vulkan to the CPU's (ggml's) floats bit for bit, scales of every class
+// included (subnormal, zero, ±Inf, NaN halves), across launch chunks.
+TEST_F(VulkanParity, DequantizeQ4_0AndQ8_0BitIdentical) {
+  ScopedEnv env("TENSORMORPH_VULKAN_CHUNK_BYTES", "4096");  // 32 blocks of output per launch
+  std::mt19937_64 rng(77);
+  const uint16_t special_scales[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00};
+  for (uint32_t type : {2u, 8u}) {
+    const size_t block_bytes = type == 8 ? 34 : 18;
+    for (uint64_t blocks : {uint64_t{1}, uint64_t{33}, uint64_t{1000}}) {
+      std::vector<uint8_t> data(blocks * block_bytes);
+      for (auto& b : data) b = static_cast<uint8_t>(rng());
+      for (uint64_t k = 0; k < blocks; ++k) {
+        uint16_t d = static_cast<uint16_t>(rng());
+        if (k % 3 == 0) d = special_scales[(k / 3) % 9];
+        std::memcpy(&data[k * block_bytes], &d, 2);
+      }
+      const tm_dequantize_ggml_params_v1 params{type, 0};
+      std::vector<float> v(blocks * 32), c(blocks * 32);
+      for (const std::string backend : {"vulkan", "cpu"}) {
+        Constraints pin;
+        pin.strict_backend = backend;
+        OpRequest r;
+        r.op = TM_OP_DEQUANTIZE_GGML, r.dtype = DType::F32, r.elements = blocks * 32, r.bytes = data.size();
+        r.format_id = type, r.format_name = type == 8 ? "Q8_0" : "Q4_0";
+        const Placement p = Planner(*registry_, costs_, pin).place(r);
+        tm_kernel_call_v1 call{};
+        call.struct_size = sizeof call;
+        call.op = TM_OP_DEQUANTIZE_GGML;
+        call.kernel_index = p.kernel_index;
+        call.dtype = TM_DTYPE_F32;
+        call.input = data.data();
+        call.element_count = blocks * 32;
+        call.params = &params;
+        call.params_size = sizeof params;
+        auto& out = backend == "vulkan" ? v : c;
+        call.output = out.data();
+        call.output_size = out.size() * sizeof(float);
+        call.threads = 1;
+        tm_message msg{};
+        ASSERT_EQ(p.backend_ref->table->run(&call, &msg), TM_OK) << backend << ": " << msg.text;
+      }
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (std::isnan(c[i])) {  // NaN payloads are not part of the contract
+          EXPECT_TRUE(std::isnan(v[i])) << "type " << type << " value " << i;
+          continue;
+        }
+        uint32_t a, b;
+        std::memcpy(&a, &v[i], 4), std::memcpy(&b, &c[i], 4);
+        ASSERT_EQ(a, b) << "type " << type << " value " << i << ": " << v[i] << " vs " << c[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tmorph
