@@ -5,17 +5,20 @@
 
 namespace tmorph {
 
-std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, const void* data, uint64_t bytes) {
+std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, const void* data, uint64_t bytes,
+                                                  uint64_t memory_budget) {
   const Backend* b = placement.backend_ref;
   if (!b || !b->can_upload || placement.device_index >= b->devices.size() || bytes == 0) return nullptr;
   const DeviceInfo& device = b->devices[placement.device_index];
   if (device.host_link_bytes_per_s == 0) return nullptr;  // it reads host memory directly
+  if ((memory_budget && bytes > memory_budget) || bytes > device.memory_bytes / 2) return nullptr;
   std::unique_ptr<ResidentCopy> copy(new ResidentCopy());
   tm_message msg{};
   const tm_status st = b->table->upload(placement.device_index, data, bytes, &copy->handle_, &msg);
   msg.text[sizeof msg.text - 1] = 0;
+  if (st == TM_ERR_OUT_OF_MEMORY) return nullptr;
   if (st != TM_OK || copy->handle_ == 0)
-    throw Error(st == TM_ERR_OUT_OF_MEMORY ? ErrorKind::Unavailable : ErrorKind::Internal,
+    throw Error(ErrorKind::Internal,
                 b->name + " could not keep a copy of " + std::to_string(bytes) + " bytes on " + device.name + ": " +
                     msg.text);
   copy->backend_ = b;

@@ -12,9 +12,12 @@ namespace tmorph {
 
 class ResidentCopy {
  public:
-  // Copies [data, data + bytes) to the placement's device when that device needs a transfer and its
-  // backend can keep a copy; null otherwise. Throws tmorph::Error when the upload fails.
-  static std::unique_ptr<ResidentCopy> make(const Placement& placement, const void* data, uint64_t bytes);
+  // Copies [data, data + bytes) to the placement's device when that device needs a transfer, its
+  // backend can keep a copy, and the copy fits: within memory_budget (0: unlimited) and half the
+  // device's memory. Null otherwise, and when the device runs out of memory: the ops then stream the
+  // tensor chunk by chunk, as without residency. Throws tmorph::Error when the upload fails otherwise.
+  static std::unique_ptr<ResidentCopy> make(const Placement& placement, const void* data, uint64_t bytes,
+                                            uint64_t memory_budget);
   ~ResidentCopy();
   ResidentCopy(const ResidentCopy&) = delete;
   ResidentCopy& operator=(const ResidentCopy&) = delete;

@@ -185,6 +185,7 @@ struct StatsStream::State {
   // A device copy of the whole tensor, made by the first op placed on a device that needs a transfer
   // (when the whole tensor is at hand); later ops on that device read it instead of moving it again.
   std::unique_ptr<ResidentCopy> resident;
+  bool copy_refused = false;
   const void* whole = nullptr;
 
   bool wants_distribution() const { return options.quantiles || options.histogram; }
@@ -195,7 +196,11 @@ struct StatsStream::State {
   const ResidentCopy* copy_for(Placement& pl, const void* data, uint64_t n) {
     const uint64_t bytes = n * dtype_size(dtype);
     const bool existed = resident != nullptr;
-    if (!resident && data && data == whole) resident = ResidentCopy::make(pl, data, bytes);
+    if (!resident && !copy_refused && data && data == whole) {
+      resident = ResidentCopy::make(pl, data, bytes, options.memory_budget_bytes);
+      // Not kept (too large, or no room on the device): the ops stream the tensor; do not try again.
+      copy_refused = !resident && pl.backend_ref && pl.backend_ref->can_upload;
+    }
     if (!resident || !resident->serves(pl, data, bytes)) return nullptr;
     if (existed) pl.bytes_transferred = 0;
     return resident.get();
@@ -207,7 +212,7 @@ StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_ele
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   // Owned locally until every placement succeeded: a refused one throws without leaking the state.
   std::unique_ptr<State> s(new State{planner, dtype, total_elements, options, threads,
-                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}, nullptr, nullptr});
+                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}, nullptr, false, nullptr});
   if (s->narrow && s->wants_distribution()) {
     s->pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
     s->patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
