@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ namespace {
 using namespace tmorph::vk;
 
 struct State {
+  // Core may call run, upload and release from several threads at once (the indexer's workers); one
+  // device's queue, command buffer and reusable buffers serve one call at a time.
+  std::mutex mutex;
   std::unique_ptr<Instance> instance;
   std::vector<std::unique_ptr<Device>> devices;  // created on first use, one per physical device
   std::map<uint64_t, Resident> residents;        // tensors kept on a device, by handle
@@ -139,6 +143,7 @@ tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
 }
 
 tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+  std::lock_guard<std::mutex> lock(state().mutex);
   try {
     if (!call || !state().instance) throw VkError(TM_ERR_INVALID_ARGUMENT, "no call, or the backend is unavailable");
     if (call->kernel_index >= kKernelCount || kKernels[call->kernel_index].op != call->op)
@@ -181,6 +186,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
 }
 
 tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
+  std::lock_guard<std::mutex> lock(state().mutex);
   try {
     if (!state().instance || !data || !buffer || bytes == 0) throw VkError(TM_ERR_INVALID_ARGUMENT, "nothing to upload");
     Device& device = device_at(device_index);
@@ -201,6 +207,7 @@ tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64
 }
 
 void release(uint64_t buffer) {
+  std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().residents.find(buffer);
   if (it == state().residents.end()) return;
   release_resident(*state().devices.at(it->second.device_index), it->second);

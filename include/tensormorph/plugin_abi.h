@@ -7,7 +7,8 @@
  * pointer to a static tm_backend_v1 table (or NULL if it cannot speak that version). The CPU backend is
  * linked statically but registers through the same table, so core never special-cases it.
  *
- * All calls are synchronous. Strings returned by a plugin are owned by the plugin and live until the
+ * All calls are synchronous. run, upload and release may be called from several threads at once (a
+ * plugin serialises what its devices need serialised). Strings returned by a plugin are owned by the plugin and live until the
  * library is unloaded. Errors are reported by return code plus a message the plugin writes into a
  * caller-owned tm_message. No call may abort the process.
  *

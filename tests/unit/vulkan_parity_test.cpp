@@ -9,10 +9,12 @@
 // .ci/run), which turns the skip into a failure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
@@ -461,6 +463,40 @@ TEST_F(VulkanParity, DequantizeQ4_0AndQ8_0BitIdentical) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// Several host threads calling the plugin at once (as the indexer's workers do) get their own results.
+TEST_F(VulkanParity, ConcurrentCallsGetTheirOwnResults) {
+  std::vector<std::vector<uint8_t>> inputs;
+  // Different sizes, so that the plugin's reusable buffers grow while other calls are in flight.
+  const int kThreads = 4;
+  std::vector<uint64_t> blocks;
+  for (int t = 0; t < kThreads; ++t) {
+    blocks.push_back(1 + 4 * t);
+    inputs.push_back(test::salted_data(DType::F32, (blocks[t] - 1) * 65536 + 17, 100 + t));
+  }
+  std::vector<std::vector<tm_moments_partial_v1>> on_vulkan(kThreads), on_cpu(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    on_vulkan[t].resize(blocks[t]), on_cpu[t].resize(blocks[t]);
+    run("cpu", TM_OP_STATS_MOMENTS, DType::F32, inputs[t], nullptr, 0, &on_cpu[t]);
+  }
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int repeat = 0; repeat < 10; ++repeat) {
+        std::fill(on_vulkan[t].begin(), on_vulkan[t].end(), tm_moments_partial_v1{});
+        run("vulkan", TM_OP_STATS_MOMENTS, DType::F32, inputs[t], nullptr, 0, &on_vulkan[t]);
+        for (uint64_t b = 0; b < blocks[t]; ++b)
+          expect_same_partial(on_vulkan[t][b], on_cpu[t][b], "thread " + std::to_string(t) + " block " + std::to_string(b));
+      }
+    });
+  for (auto& th : threads) th.join();
 }
 
 }  // namespace
