@@ -140,6 +140,24 @@ class VulkanCli(unittest.TestCase):
         r = run(["stats", self.path, "--backend", "vulkan", "--never", "vulkan"])
         self.assertEqual(r.code, 2)
 
+    def test_index_on_vulkan_equals_the_cpu(self):
+        """Indexing with Vulkan preferred (two workers calling the plugin at once) stores the statistics
+        the CPU stores; pinned strictly, the f64 tensor Vulkan cannot serve stops it with the reason."""
+        r = run(["index", self.path, "--backend", "vulkan", "--json"])
+        self.assertEqual(r.code, 4)
+        self.assertIn("stats.moments on f64", r.err)
+        stored = {}
+        for flags in (["--prefer", "vulkan"], ["--backend", "cpu"]):
+            cache = tempfile.mkdtemp(prefix="tm-vk-cache-")
+            r = run(["index", self.path, *flags, "--threads", "2", "--json"], cache_home=cache)
+            self.assertEqual(r.code, 0, r.err)
+            r = run(["stats", self.path, "--json"], cache_home=cache)
+            self.assertEqual(r.code, 0, r.err)
+            stored[flags[1]] = {t["name"]: t for t in r.json()["tensors"]}
+        for name in ("a.f32", "b.bf16", "c.i32", "d.u8"):
+            self.assertEqual(stored["vulkan"][name]["stats"], stored["cpu"][name]["stats"], name)
+            self.assertEqual({p["backend"] for p in stored["vulkan"][name]["placement"]}, {"vulkan"}, name)
+
     def test_quantized_dequantization_falls_back_alone(self):
         """Issue 4's seed case on a real backend: Vulkan decodes Q8_0 but has no Q4_K kernel. With Vulkan
         preferred, one request over both tensors decodes Q8_0 on Vulkan and Q4_K on the CPU, the report
