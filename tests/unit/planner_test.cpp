@@ -252,11 +252,6 @@ TEST_F(PlannerTest, PluginKernelHasParityWithCpu) {
   EXPECT_EQ(on_cpu.moments.std, on_plugin.moments.std);
 }
 
-}  // namespace
-}  // namespace tmorph
-
-namespace tmorph {
-namespace {
 
 // Residency: data already on a device makes that device cheap for it. The same request that stays on
 // the CPU for host data goes to the device when the device holds a copy, with no transfer counted.

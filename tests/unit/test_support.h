@@ -1,11 +1,14 @@
 // Shared helpers for the unit tests: runtimes, salted random data, and independent references.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -65,6 +68,30 @@ inline std::vector<uint8_t> salted_data(DType dtype, uint64_t n, uint64_t seed) 
     }
   }
   return out;
+}
+
+// Two blocks' partials are equal: counts and integers exactly, floating fields bit for bit (min and
+// max compare by value: the sign of a zero extreme is not part of the contract).
+inline void expect_same_partial(const tm_moments_partial_v1& v, const tm_moments_partial_v1& c, const std::string& where) {
+  EXPECT_EQ(v.count, c.count) << where;
+  EXPECT_EQ(v.finite_count, c.finite_count) << where;
+  EXPECT_EQ(v.nan_count, c.nan_count) << where;
+  EXPECT_EQ(v.inf_count, c.inf_count) << where;
+  EXPECT_EQ(v.zero_count, c.zero_count) << where;
+  EXPECT_EQ(v.min, c.min) << where;
+  EXPECT_EQ(v.max, c.max) << where;
+  EXPECT_EQ(v.abs_max, c.abs_max) << where;
+  auto bits = [](double d) { uint64_t b; std::memcpy(&b, &d, 8); return b; };
+  EXPECT_EQ(bits(v.sum), bits(c.sum)) << where << " sum " << v.sum << " vs " << c.sum;
+  EXPECT_EQ(bits(v.sum_err), bits(c.sum_err)) << where;
+  EXPECT_EQ(bits(v.mean), bits(c.mean)) << where << " mean " << v.mean << " vs " << c.mean;
+  EXPECT_EQ(bits(v.m2), bits(c.m2)) << where << " m2 " << v.m2 << " vs " << c.m2;
+  EXPECT_EQ(v.int_min, c.int_min) << where;
+  EXPECT_EQ(v.int_max, c.int_max) << where;
+  EXPECT_EQ(v.uint_min, c.uint_min) << where;
+  EXPECT_EQ(v.uint_max, c.uint_max) << where;
+  EXPECT_EQ(v.int_sum_lo, c.int_sum_lo) << where;
+  EXPECT_EQ(v.int_sum_hi, c.int_sum_hi) << where;
 }
 
 inline std::vector<double> to_doubles(DType dtype, const std::vector<uint8_t>& raw) {
