@@ -85,7 +85,11 @@ slices of order keys. The kernels need f64 and int64 in shaders (devices without
 `missing_feature`). A tensor larger than one storage-buffer binding is processed in chunks of at most
 64 MiB, never more than `maxStorageBufferRange` or `maxMemoryAllocationSize`; chunks start on canonical
 blocks, so results do not depend on the chunking (`TENSORMORPH_VULKAN_CHUNK_BYTES` shrinks chunks for
-tests). A missing loader (`missing_dependency`), no driver (`no_driver`), no device (`no_device`) or a
+tests). Shaders read their input and write their results in device memory; the host maps that memory
+directly where the device offers host-visible device memory (integrated GPUs, software adapters,
+resizable BAR), and otherwise uploads through a staging buffer and reads results back through a
+readback buffer, as a discrete GPU needs. `TENSORMORPH_VULKAN_DISCRETE_MEMORY=1` forces that second path
+on any device, so CI tests it on lavapipe (`VulkanDiscreteMemory.*`). A missing loader (`missing_dependency`), no driver (`no_driver`), no device (`no_device`) or a
 missing kernel (`dtype_unsupported`, `missing_kernel`) is reported by `tensormorph backends` and by a
 strict `--backend vulkan` request. Parity tests (`VulkanParity.*`) compare every kernel with the CPU on
 salted random data (NaN, ±Inf, subnormals, ±0), sizes off the workgroup, block and chunk, in a CI

@@ -117,11 +117,15 @@ Buffer& Device::buffer(Slot slot, uint64_t bytes) {
   Buffer& b = buffers_[slot];
   if (b.buffer && b.size >= bytes) return b;
   destroy_buffer(b);
+  // Shaders read their input and write their results (atomics included) in device memory; the host
+  // maps it directly when the device offers host-visible device memory (integrated GPUs, software
+  // adapters, resizable BAR), else data crosses through Staging and Readback.
   const bool uma = physical_.host_visible_device_memory;
   switch (slot) {
-    case Slot::Input: b = create_buffer(bytes, true, uma); break;
+    case Slot::Input:
+    case Slot::Output: b = create_buffer(bytes, true, uma); break;
     case Slot::Staging:
-    case Slot::Output:
+    case Slot::Readback:
     case Slot::Aux: b = create_buffer(bytes, false, true); break;
   }
   return b;
@@ -246,8 +250,15 @@ void Device::copy_from_staging(const Buffer& dst, uint64_t bytes) {
   check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
 
+const void* Device::results() const {
+  const Buffer& output = buffers_.at(Slot::Output);
+  return output.mapped ? output.mapped : buffers_.at(Slot::Readback).mapped;
+}
+
 void Device::run(const Dispatch& d) {
   const Api& a = api();
+  // Readback must exist before recording (buffer() may create it); Output was sized by the kernel.
+  if (d.result_bytes && !buffers_[Slot::Output].mapped) buffer(Slot::Readback, d.result_bytes);
   const Pipeline& p = *d.pipeline;
   // The previous launch has completed (run waits), so the one descriptor set can be rewritten.
   std::vector<VkDescriptorBufferInfo> infos(p.bindings);
@@ -287,11 +298,21 @@ void Device::run(const Dispatch& d) {
   a.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 0, nullptr);
   if (p.push_bytes) a.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, d.push);
   a.vkCmdDispatch(cb, d.groups, 1, 1);
-  // Shader writes become visible to the host.
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  const Buffer& output = buffers_[Slot::Output];
+  const bool read_back = d.result_bytes && !output.mapped;
+  if (read_back) {  // device-local results cross to the host through Readback
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    a.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                           nullptr, 0, nullptr);
+    VkBufferCopy region{0, 0, d.result_bytes};
+    a.vkCmdCopyBuffer(cb, output.buffer, buffers_.at(Slot::Readback).buffer, 1, &region);
+  }
+  // Shader writes (or the readback copy) become visible to the host.
+  barrier.srcAccessMask = read_back ? VK_ACCESS_TRANSFER_WRITE_BIT : VK_ACCESS_SHADER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  a.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
-                         nullptr, 0, nullptr);
+  a.vkCmdPipelineBarrier(cb, read_back ? VK_PIPELINE_STAGE_TRANSFER_BIT : VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   check(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
 
   VkSubmitInfo submit{};

@@ -29,9 +29,10 @@ struct Pipeline {
 };
 
 // Where a buffer lives and who reads it. Input holds a chunk of the tensor in device memory; Staging
-// carries it there when that memory is not host-visible; Output and Aux are host-visible (results,
-// edges, targets).
-enum class Slot { Input, Staging, Output, Aux };
+// carries it there when that memory is not host-visible. Output holds a launch's results in device
+// memory; Readback carries them to the host when that memory is not host-visible. Aux is host-visible
+// (edges, targets: small, read once by the shader).
+enum class Slot { Input, Staging, Output, Readback, Aux };
 
 // A buffer bound from a byte offset (a multiple of 65,536 or 0, so every device's alignment holds).
 struct Binding {
@@ -41,7 +42,7 @@ struct Binding {
 
 // One kernel launch: pipeline, what is bound at each binding, push constants, workgroups. The
 // launch first copies `upload_bytes` from Staging to Input (when the input went through staging) and
-// zeroes `zero_first`; after it the host may read every host-visible buffer.
+// zeroes `zero_first`; after it, `result_bytes` of Output are readable at Device::results().
 struct Dispatch {
   const Pipeline* pipeline = nullptr;
   std::vector<Binding> bindings;
@@ -49,6 +50,7 @@ struct Dispatch {
   uint32_t groups = 1;
   uint64_t upload_bytes = 0;
   std::vector<std::pair<const Buffer*, uint64_t>> zero_first;  // buffer, bytes (multiple of 4)
+  uint64_t result_bytes = 0;
 };
 
 class Device {
@@ -77,6 +79,8 @@ class Device {
 
   // Records, submits and waits for one launch.
   void run(const Dispatch& d);
+  // The host copy of the last launch's results (Output itself when it is host-visible).
+  const void* results() const;
 
  private:
   // Records and runs one submission without a kernel: copies `bytes` from Staging into dst.

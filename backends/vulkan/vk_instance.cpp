@@ -1,6 +1,7 @@
 #include "vk_instance.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace tmorph::vk {
 
@@ -49,6 +50,10 @@ PhysicalDevice describe(VkPhysicalDevice handle) {
                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
     if ((mem.memoryTypes[i].propertyFlags & uma) == uma) d.host_visible_device_memory = true;
+  // TENSORMORPH_VULKAN_DISCRETE_MEMORY=1 makes any device move data as a discrete GPU must (staging
+  // uploads, readback copies), so that path is tested on a software adapter too.
+  if (const char* env = std::getenv("TENSORMORPH_VULKAN_DISCRETE_MEMORY"); env && std::string(env) == "1")
+    d.host_visible_device_memory = false;
 
   uint32_t families = 0;
   a.vkGetPhysicalDeviceQueueFamilyProperties(handle, &families, nullptr);

@@ -36,9 +36,9 @@ uint32_t stream_groups(const Device& device, uint64_t n) {
   return static_cast<uint32_t>(std::clamp<uint64_t>(wanted, 1, std::min<uint64_t>(4096, device.physical().max_workgroup_count_x)));
 }
 
-// 32-bit counts of one launch added into 64-bit totals.
-void add_counts(const Buffer& counts, uint64_t* totals, size_t slots) {
-  const auto* c = static_cast<const uint32_t*>(counts.mapped);
+// 32-bit counts of the last launch added into 64-bit totals.
+void add_counts(const Device& device, uint64_t* totals, size_t slots) {
+  const auto* c = static_cast<const uint32_t*>(device.results());
   for (size_t i = 0; i < slots; ++i) totals[i] += c[i];
 }
 
@@ -163,10 +163,11 @@ void run_moments(Device& device, const tm_kernel_call_v1& call, const Resident* 
       d.push = push;
       d.groups = static_cast<uint32_t>(std::min(max_groups, chunk_blocks - b));
       d.upload_bytes = upload;
+      d.result_bytes = chunk_blocks * sizeof(tm_moments_partial_v1);
       device.run(d);
       upload = 0;
     }
-    std::memcpy(out + piece.first / TM_STATS_BLOCK_ELEMENTS, partials.mapped,
+    std::memcpy(out + piece.first / TM_STATS_BLOCK_ELEMENTS, device.results(),
                 chunk_blocks * sizeof(tm_moments_partial_v1));
   }
 }
@@ -197,8 +198,9 @@ void run_histogram(Device& device, const tm_kernel_call_v1& call, const Resident
     d.groups = stream_groups(device, piece.count);
     d.upload_bytes = piece.upload_bytes;
     d.zero_first = {{&counts, slots * 4}};
+    d.result_bytes = slots * 4;
     device.run(d);
-    add_counts(counts, totals, slots);
+    add_counts(device, totals, slots);
   }
 }
 
@@ -221,8 +223,9 @@ void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, con
     d.groups = stream_groups(device, piece.count);
     d.upload_bytes = piece.upload_bytes;
     d.zero_first = {{&counts, slots * 4}};
+    d.result_bytes = slots * 4;
     device.run(d);
-    add_counts(counts, totals, slots);
+    add_counts(device, totals, slots);
   }
 }
 
@@ -265,8 +268,9 @@ class RadixCounter {
       d.groups = stream_groups(device_, piece.count);
       d.upload_bytes = piece.upload_bytes;
       d.zero_first = {{&counts, slots * 4}};
+      d.result_bytes = slots * 4;
       device_.run(d);
-      add_counts(counts, totals->data(), slots);
+      add_counts(device_, totals->data(), slots);
     }
   }
 
@@ -381,10 +385,11 @@ void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Re
       d.push = push;
       d.groups = static_cast<uint32_t>(std::min(max_groups, groups - g));
       d.upload_bytes = upload;
+      d.result_bytes = m * 128;
       device.run(d);
       upload = 0;
     }
-    std::memcpy(out + first * 32, values.mapped, m * 128);
+    std::memcpy(out + first * 32, device.results(), m * 128);
   }
 }
 

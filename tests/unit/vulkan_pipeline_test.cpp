@@ -168,3 +168,40 @@ TEST_F(VulkanParity, ConcurrentCallsGetTheirOwnResults) {
 
 }  // namespace
 }  // namespace tmorph::vulkan_test
+
+namespace tmorph::vulkan_test {
+namespace {
+
+// The memory path of a discrete GPU (device-local buffers, staging uploads, readback copies), forced on
+// whatever device this is (TENSORMORPH_VULKAN_DISCRETE_MEMORY=1, read when the plugin initialises).
+class VulkanDiscreteMemory : public VulkanParity {
+ protected:
+  ScopedEnv discrete_{"TENSORMORPH_VULKAN_DISCRETE_MEMORY", "1"};
+  ScopedEnv chunks_{"TENSORMORPH_VULKAN_CHUNK_BYTES", "262144"};
+};
+
+TEST_F(VulkanDiscreteMemory, EveryKernelAndResidencyEqualTheCpu) {
+  for (DType dt : {DType::F32, DType::BF16, DType::U8}) {
+    const uint64_t n = 3 * 65536 + 4321;
+    const auto data = test::salted_data(dt, n, 31);
+    Constraints on_vulkan, on_cpu;
+    on_vulkan.strict_backend = "vulkan", on_cpu.strict_backend = "cpu";
+    const StatsResult v = compute_stats(data.data(), dt, n, Planner(*registry_, costs_, on_vulkan), StatsOptions{});
+    const StatsResult c = compute_stats(data.data(), dt, n, Planner(*registry_, costs_, on_cpu), StatsOptions{});
+    EXPECT_EQ(v.moments.sum, c.moments.sum) << dtype_name(dt);
+    EXPECT_EQ(v.moments.std, c.moments.std) << dtype_name(dt);
+    EXPECT_EQ(v.moments.min, c.moments.min) << dtype_name(dt);
+    EXPECT_EQ(v.moments.nan_count, c.moments.nan_count) << dtype_name(dt);
+    ASSERT_TRUE(v.histogram && c.histogram);
+    EXPECT_EQ(v.histogram->counts, c.histogram->counts) << dtype_name(dt);
+    for (size_t q = 0; q < v.quantiles.size(); ++q) EXPECT_EQ(v.quantiles[q].value, c.quantiles[q].value);
+    const uint64_t blocks = (n + 65535) / 65536;
+    std::vector<tm_moments_partial_v1> pv(blocks), pc(blocks);
+    run("vulkan", TM_OP_STATS_MOMENTS, dt, data, nullptr, 0, &pv);
+    run("cpu", TM_OP_STATS_MOMENTS, dt, data, nullptr, 0, &pc);
+    for (uint64_t b = 0; b < blocks; ++b) test::expect_same_partial(pv[b], pc[b], std::string(dtype_name(dt)));
+  }
+}
+
+}  // namespace
+}  // namespace tmorph::vulkan_test
