@@ -94,6 +94,30 @@ class InputPieces {
   bool uploaded_once_ = false;
 };
 
+// One counting pass of a streaming shader over every piece of the input: binding 0 the piece, binding 1
+// `slots` 32-bit counters zeroed for each launch, binding 2 `extra` when given; push constants
+// {elements of the piece, parameter} (a pipeline declaring 4 bytes reads the first). Each launch's
+// counts are added into totals[0, slots).
+void count_pass(Device& device, InputPieces& pieces, const Pipeline& pipeline, uint64_t slots, const Buffer* extra,
+                uint32_t parameter, uint64_t* totals) {
+  InputPieces::Piece piece;
+  while (pieces.next(&piece)) {
+    const Buffer& counts = device.buffer(Slot::Output, slots * 4);
+    const uint32_t push[2] = {static_cast<uint32_t>(piece.count), parameter};
+    Dispatch d;
+    d.pipeline = &pipeline;
+    d.bindings = {piece.binding, {&counts, 0}};
+    if (extra) d.bindings.push_back({extra, 0});
+    d.push = push;
+    d.groups = stream_groups(device, piece.count);
+    d.upload_bytes = piece.upload_bytes;
+    d.zero_first = {{&counts, slots * 4}};
+    d.result_bytes = slots * 4;
+    device.run(d);
+    add_counts(device, totals, slots);
+  }
+}
+
 }  // namespace
 
 Resident make_resident(Device& device, uint32_t device_index, const void* data, uint64_t bytes) {
@@ -185,23 +209,8 @@ void run_histogram(Device& device, const tm_kernel_call_v1& call, const Resident
       device.pipeline("histogram", {static_cast<uint32_t>(call.dtype), width, privatised ? 1u : 0u}, 3, 8);
   Buffer& edges = device.buffer(Slot::Aux, (slots - 1) * sizeof(double));
   std::memcpy(edges.mapped, params.edges, (slots - 1) * sizeof(double));
-  auto* totals = static_cast<uint64_t*>(call.output);
   InputPieces pieces(device, call, width, 4, resident);
-  InputPieces::Piece piece;
-  while (pieces.next(&piece)) {
-    const Buffer& counts = device.buffer(Slot::Output, slots * 4);
-    const uint32_t push[2] = {static_cast<uint32_t>(piece.count), params.bins};
-    Dispatch d;
-    d.pipeline = &pipeline;
-    d.bindings = {piece.binding, {&counts, 0}, {&edges, 0}};
-    d.push = push;
-    d.groups = stream_groups(device, piece.count);
-    d.upload_bytes = piece.upload_bytes;
-    d.zero_first = {{&counts, slots * 4}};
-    d.result_bytes = slots * 4;
-    device.run(d);
-    add_counts(device, totals, slots);
-  }
+  count_pass(device, pieces, pipeline, slots, &edges, params.bins, static_cast<uint64_t*>(call.output));
 }
 
 void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
@@ -210,23 +219,8 @@ void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, con
   const uint64_t slots = uint64_t{1} << (8 * width);
   require(call.output_size >= slots * sizeof(uint64_t), "stats.bitpattern_histogram: output smaller than the pattern count");
   const Pipeline& pipeline = device.pipeline("bitpattern", {static_cast<uint32_t>(call.dtype), width}, 2, 4);
-  auto* totals = static_cast<uint64_t*>(call.output);
   InputPieces pieces(device, call, width, 4, resident);
-  InputPieces::Piece piece;
-  while (pieces.next(&piece)) {
-    const Buffer& counts = device.buffer(Slot::Output, slots * 4);
-    const uint32_t push = static_cast<uint32_t>(piece.count);
-    Dispatch d;
-    d.pipeline = &pipeline;
-    d.bindings = {piece.binding, {&counts, 0}};
-    d.push = &push;
-    d.groups = stream_groups(device, piece.count);
-    d.upload_bytes = piece.upload_bytes;
-    d.zero_first = {{&counts, slots * 4}};
-    d.result_bytes = slots * 4;
-    device.run(d);
-    add_counts(device, totals, slots);
-  }
+  count_pass(device, pieces, pipeline, slots, nullptr, 0, static_cast<uint64_t*>(call.output));
 }
 
 namespace {
@@ -257,21 +251,7 @@ class RadixCounter {
     Buffer& target_buffer = device_.buffer(Slot::Aux, std::max<size_t>(targets.size(), 1) * 4);
     if (!targets.empty()) std::memcpy(target_buffer.mapped, targets.data(), targets.size() * 4);
     pieces_.rewind();
-    InputPieces::Piece piece;
-    while (pieces_.next(&piece)) {
-      const Buffer& counts = device_.buffer(Slot::Output, slots * 4);
-      const uint32_t push[2] = {static_cast<uint32_t>(piece.count), static_cast<uint32_t>(targets.size())};
-      Dispatch d;
-      d.pipeline = &pipeline;
-      d.bindings = {piece.binding, {&counts, 0}, {&target_buffer, 0}};
-      d.push = push;
-      d.groups = stream_groups(device_, piece.count);
-      d.upload_bytes = piece.upload_bytes;
-      d.zero_first = {{&counts, slots * 4}};
-      d.result_bytes = slots * 4;
-      device_.run(d);
-      add_counts(device_, totals->data(), slots);
-    }
+    count_pass(device_, pieces_, pipeline, slots, &target_buffer, static_cast<uint32_t>(targets.size()), totals->data());
   }
 
  private:
