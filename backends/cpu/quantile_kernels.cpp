@@ -46,16 +46,7 @@ void select(std::vector<T>& v, const tm_quantiles_params_v1& params, tm_quantile
     for (uint32_t q = 0; q < params.count; ++q) out[q] = {std::nan(""), std::nan(""), std::nan(""), 0};
     return;
   }
-  std::vector<uint64_t> ranks;
-  for (uint32_t q = 0; q < params.count; ++q) {
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], n, &k, &t);
-    ranks.push_back(k);
-    if (k + 1 < n) ranks.push_back(k + 1);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  const std::vector<uint64_t> ranks = ranks_read(params.probabilities, params.count, n);
   multi_select(v, 0, n, ranks.data(), ranks.size());
   for (uint32_t q = 0; q < params.count; ++q) {
     const double value = quantile_of(params.probabilities[q], n, [&](uint64_t r) { return static_cast<double>(v[r]); });

@@ -126,13 +126,7 @@ void radix_typed(const uint8_t* p, uint64_t n, const tm_quantiles_params_v1& par
       if (t.rank == r) return;
     targets.push_back({r, 0, r});
   };
-  for (uint32_t q = 0; q < params.count; ++q) {
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], finite, &k, &t);
-    want(k);
-    if (k + 1 < finite) want(k + 1);
-  }
+  for (uint64_t r : ranks_read(params.probabilities, params.count, finite)) want(r);
   // Walks a count table: which entry holds `residual`, and the residual within it.
   auto locate = [](const uint64_t* counts, uint64_t residual, U* entry, uint64_t* rest) {
     for (uint64_t i = 0; i < kBuckets; ++i) {

@@ -230,24 +230,33 @@ Buffer Device::make_resident(const void* data, uint64_t bytes) {
   return b;
 }
 
-void Device::copy_from_staging(const Buffer& dst, uint64_t bytes) {
+VkCommandBuffer Device::begin_commands() {
   const Api& a = api();
-  VkCommandBuffer cb = command_buffer_;
-  check(a.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+  check(a.vkResetCommandBuffer(command_buffer_, 0), "vkResetCommandBuffer");
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(a.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
-  VkBufferCopy region{0, 0, bytes};
-  a.vkCmdCopyBuffer(cb, buffers_.at(Slot::Staging).buffer, dst.buffer, 1, &region);
-  check(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  check(a.vkBeginCommandBuffer(command_buffer_, &begin), "vkBeginCommandBuffer");
+  return command_buffer_;
+}
+
+void Device::submit_and_wait() {
+  const Api& a = api();
+  check(a.vkEndCommandBuffer(command_buffer_), "vkEndCommandBuffer");
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cb;
+  submit.pCommandBuffers = &command_buffer_;
   check(a.vkResetFences(device_, 1, &fence_), "vkResetFences");
   check(a.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
   check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+void Device::copy_from_staging(const Buffer& dst, uint64_t bytes) {
+  VkCommandBuffer cb = begin_commands();
+  VkBufferCopy region{0, 0, bytes};
+  api().vkCmdCopyBuffer(cb, buffers_.at(Slot::Staging).buffer, dst.buffer, 1, &region);
+  submit_and_wait();
 }
 
 const void* Device::results() const {
@@ -275,12 +284,7 @@ void Device::run(const Dispatch& d) {
   }
   a.vkUpdateDescriptorSets(device_, p.bindings, writes.data(), 0, nullptr);
 
-  VkCommandBuffer cb = command_buffer_;
-  check(a.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
-  VkCommandBufferBeginInfo begin{};
-  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(a.vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+  VkCommandBuffer cb = begin_commands();
   const bool transfers = d.upload_bytes > 0 || !d.zero_first.empty();
   if (d.upload_bytes) {
     VkBufferCopy region{0, 0, d.upload_bytes};
@@ -313,15 +317,7 @@ void Device::run(const Dispatch& d) {
   barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
   a.vkCmdPipelineBarrier(cb, read_back ? VK_PIPELINE_STAGE_TRANSFER_BIT : VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-  check(a.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cb;
-  check(a.vkResetFences(device_, 1, &fence_), "vkResetFences");
-  check(a.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
-  check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  submit_and_wait();
 }
 
 }  // namespace tmorph::vk

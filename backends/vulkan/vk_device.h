@@ -85,6 +85,9 @@ class Device {
  private:
   // Records and runs one submission without a kernel: copies `bytes` from Staging into dst.
   void copy_from_staging(const Buffer& dst, uint64_t bytes);
+  // The one command buffer, reset and begun; submit_and_wait ends it, submits it and waits.
+  VkCommandBuffer begin_commands();
+  void submit_and_wait();
 
   Buffer create_buffer(uint64_t bytes, bool device_local, bool host_visible);
   void destroy_buffer(Buffer& b);

@@ -287,16 +287,7 @@ void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident
     return;
   }
   // The ranks every quantile reads, and the bucket of each.
-  std::vector<uint64_t> ranks;
-  for (uint32_t q = 0; q < params.count; ++q) {
-    uint64_t k;
-    double t;
-    quantile_position(params.probabilities[q], n, &k, &t);
-    ranks.push_back(k);
-    if (k + 1 < n) ranks.push_back(k + 1);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  const std::vector<uint64_t> ranks = ranks_read(params.probabilities, params.count, n);
   auto bucket_of = [&](uint64_t rank) {
     return static_cast<uint32_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin() - 1);
   };

@@ -142,9 +142,27 @@ tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
   return TM_OK;
 }
 
-tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+// Runs f under the backend's lock and turns what it throws into the ABI's status and message.
+template <class F>
+tm_status guarded(tm_message* msg, F f) {
   std::lock_guard<std::mutex> lock(state().mutex);
   try {
+    f();
+    return TM_OK;
+  } catch (const VkError& e) {
+    write_message(msg, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    write_message(msg, "out of host memory");
+    return TM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(msg, e.what());
+    return TM_ERR_INTERNAL;
+  }
+}
+
+tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+  return guarded(msg, [&] {
     if (!call || !state().instance) throw VkError(TM_ERR_INVALID_ARGUMENT, "no call, or the backend is unavailable");
     if (call->kernel_index >= kKernelCount || kKernels[call->kernel_index].op != call->op)
       throw VkError(TM_ERR_INVALID_ARGUMENT, "kernel " + std::to_string(call->kernel_index) + " does not run op " +
@@ -172,38 +190,17 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       resident = &r;
     }
     if (call->element_count) k.run(device, *call, resident);
-    return TM_OK;
-  } catch (const VkError& e) {
-    write_message(msg, e.what());
-    return e.status();
-  } catch (const std::bad_alloc&) {
-    write_message(msg, "out of host memory");
-    return TM_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    write_message(msg, e.what());
-    return TM_ERR_INTERNAL;
-  }
+  });
 }
 
 tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  try {
+  return guarded(msg, [&] {
     if (!state().instance || !data || !buffer || bytes == 0) throw VkError(TM_ERR_INVALID_ARGUMENT, "nothing to upload");
     Device& device = device_at(device_index);
     Resident r = make_resident(device, device_index, data, bytes);
     *buffer = state().next_handle++;
     state().residents.emplace(*buffer, std::move(r));
-    return TM_OK;
-  } catch (const VkError& e) {
-    write_message(msg, e.what());
-    return e.status();
-  } catch (const std::bad_alloc&) {
-    write_message(msg, "out of host memory");
-    return TM_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    write_message(msg, e.what());
-    return TM_ERR_INTERNAL;
-  }
+  });
 }
 
 void release(uint64_t buffer) {

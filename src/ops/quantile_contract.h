@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace tmorph {
 
@@ -20,6 +21,22 @@ inline void quantile_position(double p, uint64_t n, uint64_t* k, double* t) {
   const double f = std::floor(h);
   *k = std::min<uint64_t>(static_cast<uint64_t>(f), n - 1);
   *t = h - f;
+}
+
+// The order statistics (0-based ranks, sorted, without repeats) that the quantiles at `probabilities`
+// of n >= 1 sorted values read: each one's lower rank and the rank after it.
+inline std::vector<uint64_t> ranks_read(const double* probabilities, size_t count, uint64_t n) {
+  std::vector<uint64_t> ranks;
+  for (size_t q = 0; q < count; ++q) {
+    uint64_t k;
+    double t;
+    quantile_position(probabilities[q], n, &k, &t);
+    ranks.push_back(k);
+    if (k + 1 < n) ranks.push_back(k + 1);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
 }
 
 // The quantile p of n sorted values, given the value of any rank (0-based): the one definition every

@@ -190,17 +190,8 @@ StatsResult streamed_float_stats(uint64_t elements, const Placement& decode, con
   if (want_quantiles) {
     const auto& counts = top.totals();
     for (uint64_t c : counts) finite += c;
-    std::vector<uint64_t> ranks;
-    for (double p : options.probabilities) {
-      if (finite == 0) break;
-      uint64_t k;
-      double t;
-      quantile_position(p, finite, &k, &t);
-      ranks.push_back(k);
-      if (k + 1 < finite) ranks.push_back(k + 1);
-    }
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    const std::vector<uint64_t> ranks =
+        finite ? ranks_read(options.probabilities.data(), options.probabilities.size(), finite) : std::vector<uint64_t>{};
     uint64_t below = 0;
     uint32_t bucket = 0;
     for (uint64_t r : ranks) {
