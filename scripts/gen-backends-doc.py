@@ -68,7 +68,7 @@ f32, 2026-11-29) the CPU measured 51.7 GB/s for moments, 2.9 GB/s for histograms
 quantiles against lavapipe's 1.05, 0.13 and 0.18 GB/s, transfer included; the CPU still wins every op,
 as it should: lavapipe runs the same CPU cores through an extra layer. Vulkan runs when asked:
 `--backend vulkan` (strict: every op there or an error naming why, nothing substituted), `--prefer
-vulkan` (every op it has a kernel for; f64, i64 and u64 inputs and the dequantization kernels fall back
+vulkan` (every op it has a kernel for; f64, i64 and u64 inputs and every block format but Q4_0 and Q8_0 fall back
 to the CPU with `fallback_missing_kernel`), and never with `--never vulkan`. On a discrete GPU (16 GB/s
 declared link) calibration decides the same way; a one-pass statistic of host data rarely pays for the
 copy, several ops over the same resident tensor do.
@@ -81,8 +81,10 @@ reduced pairwise in the contract's order, the single-pass or two-pass m2 decided
 Elements are widened to double by integer operations on their bit patterns (no denormal flushing can
 change a value). Histograms, bit-pattern counts and quantiles are integer counts (32-bit per chunk,
 summed into 64-bit on the host); exact quantiles of 32-bit dtypes take two counting passes over 16-bit
-slices of order keys. The kernels need f64 and int64 in shaders (devices without them are rejected with
-`missing_feature`). A tensor larger than one storage-buffer binding is processed in chunks of at most
+slices of order keys. Q4_0 and Q8_0 decode to float32 with one product per value, as ggml does; the
+other block formats have no Vulkan kernel and fall back to the CPU op by op. The statistics kernels need
+f64 and int64 in shaders (devices without them are rejected with `missing_feature`); the decoding kernel
+needs neither. A tensor larger than one storage-buffer binding is processed in chunks of at most
 64 MiB, never more than `maxStorageBufferRange` or `maxMemoryAllocationSize`; chunks start on canonical
 blocks, so results do not depend on the chunking (`TENSORMORPH_VULKAN_CHUNK_BYTES` shrinks chunks for
 tests). Shaders read their input and write their results in device memory; the host maps that memory
