@@ -23,6 +23,7 @@ int run_app(int argc, char** argv) {
   add_export_command(app);
   add_index_command(app);
   add_compare_command(app);
+  add_stem_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

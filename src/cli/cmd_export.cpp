@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/runtime.h"
+#include "core/npy.h"
 #include "ops/dequantize.h"
 #include "ops/packed_dequantize.h"
 #include "tensormorph/planner.h"
@@ -24,44 +25,6 @@ struct ExportArgs {
   std::string path, tensor, out;
   bool json = false;
 };
-
-// numpy's type string for a dtype, and whether values must be widened to float32 on the way out.
-std::string npy_descr(DType t, bool* widen) {
-  *widen = false;
-  switch (t) {
-    case DType::F64: return "<f8";
-    case DType::F32: return "<f4";
-    case DType::F16: return "<f2";
-    case DType::I8: return "|i1";
-    case DType::I16: return "<i2";
-    case DType::I32: return "<i4";
-    case DType::I64: return "<i8";
-    case DType::U8: return "|u1";
-    case DType::U16: return "<u2";
-    case DType::U32: return "<u4";
-    case DType::U64: return "<u8";
-    case DType::BOOL: return "|b1";
-    default: *widen = true; return "<f4";  // bf16, f8: every value is exactly a float32
-  }
-}
-
-// The .npy v1.0 preamble: magic, version, header length, then the header dict padded with spaces and
-// a newline so the data starts at a multiple of 64 bytes.
-std::string npy_preamble(const std::string& descr, const std::vector<uint64_t>& shape) {
-  std::string dims;
-  for (uint64_t d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 1);  // "(2, 3)" but "(5,)"
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  const size_t unpadded = 10 + header.size() + 1;
-  header += std::string((64 - unpadded % 64) % 64, ' ') + "\n";
-  if (header.size() > 65535) throw Error(ErrorKind::InvalidArgument, "export: shape too long for a .npy v1.0 header");
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xFF);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header;
-}
 
 // Writes t's values as `n`-element chunks of the npy payload: dense dtypes natively (bf16/f8 widened
 // exactly to float32, bool as 0/1).

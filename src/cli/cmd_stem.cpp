@@ -1,0 +1,397 @@
+// tensormorph stem …: 4D-STEM acquisitions (Dectris HDF5).
+//   demo      write a simulated acquisition (master + data files, bitshuffle+LZ4)
+//   discover  list the *_master.h5 files below a folder, with their readiness
+//   inspect   readiness, detector, dtype, codec, metadata and source identity, without decoding
+//   load      decode (a region of) the acquisition into memory and report what it took
+//   export    the same, written as .npy with a provenance sidecar (OUT.provenance.json)
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/runtime.h"
+#include "core/npy.h"
+#include "core/thread_pool.h"
+#include "formats/dectris.h"
+#include "stem/load.h"
+#include "stem/simulate.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+// "a,b,…" as exactly n unsigned integers; throws InvalidArgument naming the flag.
+std::vector<uint64_t> parse_list(const std::string& text, size_t n, const std::string& flag) {
+  std::vector<uint64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      v = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || item[0] == '-')
+      throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected " + std::to_string(n) + " comma-separated non-negative integers");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() != n)
+    throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected " + std::to_string(n) + " comma-separated non-negative integers");
+  return out;
+}
+
+std::optional<Box> parse_box(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::nullopt;
+  const auto v = parse_list(text, 4, flag);
+  return Box{v[0], v[1], v[2], v[3]};
+}
+
+std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& flag) {
+  if (text.empty()) return {1, 1};
+  const auto v = text.find(',') == std::string::npos ? std::vector<uint64_t>{parse_list(text, 1, flag)[0], parse_list(text, 1, flag)[0]}
+                                                     : parse_list(text, 2, flag);
+  return {v[0], v[1]};
+}
+
+std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::nullopt;
+  const auto v = parse_list(text, 2, flag);
+  return std::array<uint64_t, 2>{v[0], v[1]};
+}
+
+std::string human_rate(double bytes, double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB/s", seconds > 0 ? bytes / seconds / 1e9 : 0.0);
+  return text;
+}
+
+nlohmann::json inspect_json(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& scan_shape) {
+  nlohmann::json j = {{"master", acq.master},
+                      {"layout", acq.layout},
+                      {"signature", acq.signature},
+                      {"detector_shape", {acq.detector_rows, acq.detector_cols}},
+                      {"dtype", dtype_name(acq.dtype)},
+                      {"readiness", acq.readiness_json()},
+                      {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
+                      {"bad_pixels", std::count_if(acq.pixel_mask.begin(), acq.pixel_mask.end(), [](uint32_t m) { return m > 0; })},
+                      {"saturation_value", acq.saturation_value ? nlohmann::json(*acq.saturation_value) : nlohmann::json()},
+                      {"beam_energy_ev", acq.beam_energy_ev ? nlohmann::json(*acq.beam_energy_ev) : nlohmann::json()},
+                      {"convergence_semi_angle_mrad",
+                       acq.convergence_semi_angle_mrad ? nlohmann::json(*acq.convergence_semi_angle_mrad) : nlohmann::json()},
+                      {"description", acq.description},
+                      {"metadata", acq.metadata}};
+  try {
+    const auto s = resolve_scan_shape(acq, scan_shape);
+    j["scan_shape"] = {s[0], s[1]};
+  } catch (const Error& e) {
+    j["scan_shape"] = nullptr;
+    j["scan_shape_problem"] = e.what();
+  }
+  return j;
+}
+
+void print_inspect(const nlohmann::json& j) {
+  const auto& r = j["readiness"];
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"acquisition", j["master"].get<std::string>()},
+      {"layout", j["layout"].get<std::string>()},
+      {"readiness", r["status"].get<std::string>() + " (" + std::to_string(r["frames_present"].get<uint64_t>()) + " frames present" +
+                        (r["frames_expected"].is_null() ? std::string(", no expected count in the metadata")
+                                                        : " of " + std::to_string(r["frames_expected"].get<uint64_t>()) + " expected") +
+                        ")"},
+      {"detector", std::to_string(j["detector_shape"][0].get<uint64_t>()) + " x " + std::to_string(j["detector_shape"][1].get<uint64_t>()) +
+                       " " + j["dtype"].get<std::string>()},
+      {"scan", j["scan_shape"].is_null() ? j["scan_shape_problem"].get<std::string>()
+                                         : std::to_string(j["scan_shape"][0].get<uint64_t>()) + " x " +
+                                               std::to_string(j["scan_shape"][1].get<uint64_t>())},
+      {"bad pixels", std::to_string(j["bad_pixels"].get<int64_t>()) +
+                         (j["pixel_mask"].is_null() ? std::string(" (no pixel mask)") : " (" + j["pixel_mask"].get<std::string>() + ")")},
+      {"source id", j["signature"].get<std::string>()}};
+  if (!j["beam_energy_ev"].is_null()) rows.push_back({"beam energy", fmt(j["beam_energy_ev"].get<double>() / 1e3) + " keV"});
+  if (!j["convergence_semi_angle_mrad"].is_null())
+    rows.push_back({"convergence", fmt(j["convergence_semi_angle_mrad"].get<double>()) + " mrad"});
+  if (!j["saturation_value"].is_null()) rows.push_back({"saturation", std::to_string(j["saturation_value"].get<uint64_t>())});
+  std::set<std::string> codecs;
+  for (const auto& f : r["data_files"])
+    if (f.contains("codec")) codecs.insert(f["codec"].get<std::string>());
+  std::string codec_text;
+  for (const auto& c : codecs) codec_text += (codec_text.empty() ? "" : ", ") + c;
+  rows.push_back({"storage", std::to_string(r["data_files"].size()) + " dataset(s), " + (codec_text.empty() ? "none readable" : codec_text)});
+  print_rows(rows, 0);
+  for (const auto& p : r["problems"]) std::cout << "problem: " << p.get<std::string>() << "\n";
+}
+
+struct LoadArgs {
+  std::string path, out, scan_shape, scan_region, detector_region, scan_bin, detector_bin, frame, dtype = "auto";
+  bool no_mask = false, json = false;
+  ComputeFlags compute;
+};
+
+void add_load_flags(CLI::App* cmd, LoadArgs& a) {
+  cmd->add_option("PATH", a.path, "master file, data file or folder with one master")->required();
+  cmd->add_option("--scan-shape", a.scan_shape, "ROWS,COLS of the scan (needed when the frame count is not a square)");
+  cmd->add_option("--scan-region", a.scan_region, "R0,R1,C0,C1: half-open scan rows and columns to read (default: all)");
+  cmd->add_option("--detector-region", a.detector_region, "R0,R1,C0,C1: half-open detector rows and columns to keep");
+  cmd->add_option("--scan-bin", a.scan_bin, "N or R,C: sum N x N (R x C) scan positions per output position");
+  cmd->add_option("--detector-bin", a.detector_bin, "N or R,C: sum N x N (R x C) detector pixels per output pixel");
+  cmd->add_option("--frame", a.frame, "R,C: only the frame at scan position (R, C)");
+  cmd->add_option("--dtype", a.dtype, "auto (wide enough for every sum), or uint8/16/32/64 (narrowing only when every value fits)");
+  cmd->add_flag("--no-mask", a.no_mask, "keep bad pixels (pixel_mask > 0) and sentinel values instead of zeroing them");
+  cmd->add_flag("--json", a.json, "machine-readable output");
+  cmd->add_option("--threads", a.compute.threads, "decode threads (default: compute.threads or all cores)");
+  cmd->add_option("--memory-budget", a.compute.memory_budget, "bytes the load may hold, e.g. 4G (default: compute.memory_budget or half of RAM)");
+}
+
+LoadRequest make_request(const LoadArgs& a, const Runtime& rt) {
+  LoadRequest req;
+  req.scan_shape = parse_pair(a.scan_shape, "--scan-shape");
+  req.scan_region = parse_box(a.scan_region, "--scan-region");
+  req.detector_region = parse_box(a.detector_region, "--detector-region");
+  req.scan_bin = parse_bin(a.scan_bin, "--scan-bin");
+  req.detector_bin = parse_bin(a.detector_bin, "--detector-bin");
+  if (!a.frame.empty()) {
+    if (req.scan_region || req.scan_bin != std::array<uint64_t, 2>{1, 1})
+      throw Error(ErrorKind::InvalidArgument, "--frame cannot be combined with --scan-region or --scan-bin");
+    const auto f = parse_list(a.frame, 2, "--frame");
+    req.scan_region = Box{f[0], f[0] + 1, f[1], f[1] + 1};
+  }
+  req.dtype = a.dtype;
+  req.mask_bad_pixels = !a.no_mask;
+  req.threads = rt.threads;
+  req.memory_budget = rt.memory_budget;
+  return req;
+}
+
+nlohmann::json load_report(const StemArray& s) {
+  return {{"shape", s.shape},
+          {"dtype", dtype_name(s.dtype)},
+          {"bytes", s.bytes},
+          {"seconds", s.seconds},
+          {"stored_bytes_read", s.stored_bytes_read},
+          {"decoded_bytes", s.decoded_bytes},
+          {"decoded_gb_per_s", s.seconds > 0 ? static_cast<double>(s.decoded_bytes) / s.seconds / 1e9 : 0.0},
+          {"provenance", s.provenance}};
+}
+
+// Sum of all output values (for a quick human check; exact in uint64 for these sizes... wraps above 2^64).
+uint64_t total_counts(const StemArray& s) {
+  const uint64_t n = s.bytes / dtype_size(s.dtype);
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t* p = s.data.get() + i * dtype_size(s.dtype);
+    switch (s.dtype) {
+      case DType::U8: total += *p; break;
+      case DType::U16: total += *reinterpret_cast<const uint16_t*>(p); break;
+      case DType::U32: total += *reinterpret_cast<const uint32_t*>(p); break;
+      default: total += *reinterpret_cast<const uint64_t*>(p); break;
+    }
+  }
+  return total;
+}
+
+void print_load(const StemArray& s, const std::string& verb) {
+  const auto& p = s.provenance;
+  print_rows({{"source", p["source"]["master"].get<std::string>() + " (" + p["source"]["signature"].get<std::string>() + ")"},
+              {verb, fmt_shape({s.shape.begin(), s.shape.end()}) + " " + std::string(dtype_name(s.dtype)) +
+                         (p["output"]["narrowed_from"].is_null() ? std::string() : " (narrowed from " + p["output"]["narrowed_from"].get<std::string>() + ", every value fits)")},
+              {"scan region", p["scan_region"].dump() + ", bin " + p["scan_bin"].dump()},
+              {"detector region", p["detector_region"].dump() + ", bin " + p["detector_bin"].dump()},
+              {"bad pixels", p["bad_pixels"]["zeroed"].get<bool>()
+                                 ? std::to_string(p["bad_pixels"]["pixel_mask_pixels"].get<uint64_t>()) + " masked pixels and " +
+                                       std::to_string(p["bad_pixels"]["sentinel_values_zeroed"].get<uint64_t>()) + " sentinel values zeroed"
+                                 : std::string("kept (--no-mask)")},
+              {"total counts", std::to_string(total_counts(s))},
+              {"decoder", p["decoder"].get<std::string>() + ", " + p["device"].get<std::string>()},
+              {"time", fmt(s.seconds) + " s: " + human_rate(static_cast<double>(s.decoded_bytes), s.seconds) + " decoded, " +
+                           human_rate(static_cast<double>(s.stored_bytes_read), s.seconds) + " stored bytes read"}},
+             0);
+}
+
+}  // namespace
+
+void add_stem_command(CLI::App& app) {
+  CLI::App* stem = app.add_subcommand("stem", "4D-STEM acquisitions (Dectris HDF5): discover, inspect, load, export, demo data");
+  stem->require_subcommand(1);
+
+  // ---- demo
+  struct DemoArgs {
+    std::string out = "build/stem-demo", prefix = "demo", size = "small", scan, dtype = "uint16", layout = "external",
+                encoder = "tensormorph";
+    uint64_t detector = 0, files = 4, seed = 1, threads = 0;
+    double dose = 20000, defocus_nm = 5, semiangle_mrad = 20, energy_kev = 300;
+    bool json = false;
+  };
+  auto demo = std::make_shared<DemoArgs>();
+  CLI::App* d = stem->add_subcommand("demo", "write a simulated 4D-STEM acquisition in the Dectris layout");
+  d->add_option("--out", demo->out, "folder to write (default build/stem-demo)");
+  d->add_option("--prefix", demo->prefix, "file name prefix (<prefix>_master.h5)");
+  d->add_option("--size", demo->size, "small (32x32 scan, 64x64 frames), medium (128x128, 96x96: 302 MB raw) or large (192x192, 128x128: 1.2 GB raw)");
+  d->add_option("--scan", demo->scan, "ROWS,COLS of the scan (overrides --size)");
+  d->add_option("--detector", demo->detector, "K: frames are K x K pixels (overrides --size)");
+  d->add_option("--dtype", demo->dtype, "uint8, uint16 (default) or uint32");
+  d->add_option("--files", demo->files, "number of data files the frames are split over (default 4)");
+  d->add_option("--layout", demo->layout, "external (master + data files, default) or inline (frames in the master)");
+  d->add_option("--encoder", demo->encoder, "tensormorph (default), hdf5-filter (the installed bitshuffle plugin) or none");
+  d->add_option("--dose", demo->dose, "electrons per frame (default 20000)");
+  d->add_option("--defocus-nm", demo->defocus_nm, "probe defocus C10 in nm (default 5)");
+  d->add_option("--semiangle-mrad", demo->semiangle_mrad, "probe convergence semi-angle (default 20)");
+  d->add_option("--energy-kev", demo->energy_kev, "beam energy (default 300)");
+  d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
+  d->add_option("--threads", demo->threads, "threads (default: all cores)");
+  d->add_flag("--json", demo->json, "machine-readable output");
+  d->callback([demo] {
+    StemSimulationParams p;
+    if (demo->size == "small") p.scan_rows = p.scan_cols = 32, p.detector = 64;
+    else if (demo->size == "medium") p.scan_rows = p.scan_cols = 128, p.detector = 96;
+    else if (demo->size == "large") p.scan_rows = p.scan_cols = 192, p.detector = 128;
+    else throw Error(ErrorKind::InvalidArgument, "--size " + demo->size + ": expected small, medium or large");
+    if (auto s = parse_pair(demo->scan, "--scan")) p.scan_rows = (*s)[0], p.scan_cols = (*s)[1];
+    if (demo->detector) p.detector = demo->detector;
+    if (demo->dtype == "uint8") p.dtype = DType::U8;
+    else if (demo->dtype == "uint16") p.dtype = DType::U16;
+    else if (demo->dtype == "uint32") p.dtype = DType::U32;
+    else throw Error(ErrorKind::InvalidArgument, "--dtype " + demo->dtype + ": expected uint8, uint16 or uint32");
+    if (demo->layout != "external" && demo->layout != "inline")
+      throw Error(ErrorKind::InvalidArgument, "--layout " + demo->layout + ": expected external or inline");
+    if (demo->encoder != "tensormorph" && demo->encoder != "hdf5-filter" && demo->encoder != "none")
+      throw Error(ErrorKind::InvalidArgument, "--encoder " + demo->encoder + ": expected tensormorph, hdf5-filter or none");
+    p.dose = demo->dose;
+    p.defocus_nm = demo->defocus_nm;
+    p.semiangle_mrad = demo->semiangle_mrad;
+    p.energy_ev = demo->energy_kev * 1e3;
+    p.seed = demo->seed;
+    DectrisWriterOptions o;
+    o.folder = demo->out;
+    o.prefix = demo->prefix;
+    o.inline_data = demo->layout == "inline";
+    const uint64_t frames = p.scan_rows * p.scan_cols;
+    o.frames_per_file = (frames + std::max<uint64_t>(demo->files, 1) - 1) / std::max<uint64_t>(demo->files, 1);
+    o.encoder = demo->encoder;
+    const unsigned threads = demo->threads ? static_cast<unsigned>(demo->threads) : default_thread_count();
+    const std::string master = write_simulated_acquisition(p, o, threads);
+    const uint64_t raw = frames * p.detector * p.detector * dtype_size(p.dtype);
+    if (demo->json) {
+      std::cout << nlohmann::json{{"master", master}, {"scan_shape", {p.scan_rows, p.scan_cols}}, {"detector", p.detector},
+                                  {"dtype", demo->dtype}, {"raw_bytes", raw}}
+                       .dump(2)
+                << "\n";
+    } else {
+      std::cout << "wrote " << master << ": " << p.scan_rows << "x" << p.scan_cols << " scan of " << p.detector << "x" << p.detector << " "
+                << demo->dtype << " frames (" << fmt(static_cast<double>(raw) / 1e6) << " MB raw)\n";
+    }
+  });
+
+  // ---- discover
+  auto discover_path = std::make_shared<std::string>();
+  auto discover_json = std::make_shared<bool>(false);
+  CLI::App* disc = stem->add_subcommand("discover", "list the acquisitions (*_master.h5) below a folder");
+  disc->add_option("FOLDER", *discover_path, "folder to search (recursively)")->required();
+  disc->add_flag("--json", *discover_json, "machine-readable output");
+  disc->callback([discover_path, discover_json] {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& m : discover_masters(*discover_path)) {
+      nlohmann::json e = {{"master", m}};
+      try {
+        const Acquisition acq = open_acquisition(m);
+        e["status"] = acq.complete() ? "complete" : "incomplete";
+        e["frames_present"] = acq.frames_present;
+        e["detector_shape"] = {acq.detector_rows, acq.detector_cols};
+        e["dtype"] = dtype_name(acq.dtype);
+      } catch (const Error& err) {
+        e["status"] = "unreadable";
+        e["problem"] = err.what();
+      }
+      list.push_back(e);
+    }
+    if (*discover_json) {
+      std::cout << list.dump(2) << "\n";
+      return;
+    }
+    if (list.empty()) std::cout << "no *_master.h5 below " << *discover_path << "\n";
+    for (const auto& e : list)
+      std::cout << e["master"].get<std::string>() << "  " << e["status"].get<std::string>()
+                << (e.contains("frames_present") ? "  " + std::to_string(e["frames_present"].get<uint64_t>()) + " frames of " +
+                                                       std::to_string(e["detector_shape"][0].get<uint64_t>()) + "x" +
+                                                       std::to_string(e["detector_shape"][1].get<uint64_t>()) + " " +
+                                                       e["dtype"].get<std::string>()
+                                                 : "  " + e["problem"].get<std::string>())
+                << "\n";
+  });
+
+  // ---- inspect
+  struct InspectArgs {
+    std::string path, scan_shape;
+    bool json = false;
+  };
+  auto ins = std::make_shared<InspectArgs>();
+  CLI::App* i = stem->add_subcommand("inspect", "readiness, detector, metadata and source identity of an acquisition (decodes nothing)");
+  i->add_option("PATH", ins->path, "master file, data file or folder with one master")->required();
+  i->add_option("--scan-shape", ins->scan_shape, "ROWS,COLS of the scan (needed when the frame count is not a square)");
+  i->add_flag("--json", ins->json, "machine-readable output");
+  i->callback([ins] {
+    const Acquisition acq = open_acquisition(ins->path);
+    const nlohmann::json j = inspect_json(acq, parse_pair(ins->scan_shape, "--scan-shape"));
+    if (ins->json) std::cout << j.dump(2) << "\n";
+    else print_inspect(j);
+  });
+
+  // ---- load
+  auto load = std::make_shared<LoadArgs>();
+  CLI::App* l = stem->add_subcommand("load", "decode an acquisition (or a region, binned) into memory and report it");
+  add_load_flags(l, *load);
+  l->callback([load] {
+    const auto rt = make_runtime(&load->compute);
+    const Acquisition acq = open_acquisition(load->path);
+    const StemArray s = load_stem(acq, make_request(*load, *rt));
+    if (load->json) {
+      nlohmann::json j = load_report(s);
+      j["total_counts"] = total_counts(s);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      print_load(s, "loaded");
+    }
+  });
+
+  // ---- export
+  auto exp = std::make_shared<LoadArgs>();
+  CLI::App* e = stem->add_subcommand("export", "write (a region of) an acquisition as .npy, with OUT.provenance.json");
+  add_load_flags(e, *exp);
+  e->add_option("-o,--out", exp->out, "output .npy file")->required();
+  e->callback([exp] {
+    const auto rt = make_runtime(&exp->compute);
+    const Acquisition acq = open_acquisition(exp->path);
+    const StemArray s = load_stem(acq, make_request(*exp, *rt));
+    std::vector<uint64_t> shape(s.shape.begin(), s.shape.end());
+    if (!exp->frame.empty()) shape = {s.shape[2], s.shape[3]};  // one frame: a 2-D image
+    bool widen = false;
+    const std::string preamble = npy_preamble(npy_descr(s.dtype, &widen), shape);
+    std::ofstream out(exp->out, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorKind::Io, exp->out + ": cannot create");
+    out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
+    out.write(reinterpret_cast<const char*>(s.data.get()), static_cast<std::streamsize>(s.bytes));
+    out.close();
+    if (!out) throw Error(ErrorKind::Io, exp->out + ": write failed");
+    nlohmann::json report = load_report(s);
+    report["file"] = exp->out;
+    report["provenance"]["output"]["file"] = exp->out;
+    std::ofstream side(exp->out + ".provenance.json", std::ios::trunc);
+    side << s.provenance.dump(2) << "\n";
+    if (exp->json) std::cout << report.dump(2) << "\n";
+    else print_load(s, "exported"), std::cout << "wrote " << exp->out << " and " << exp->out << ".provenance.json\n";
+  });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,374 @@
+#include "formats/dectris.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "formats/hdf5_util.h"
+#include "index/file_identity.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace fs = std::filesystem;
+
+const char* chunk_codec_name(ChunkCodec c) {
+  switch (c) {
+    case ChunkCodec::BitshuffleLz4: return "bitshuffle+lz4";
+    case ChunkCodec::BitshufflePlain: return "bitshuffle";
+    case ChunkCodec::Uncompressed: return "uncompressed";
+    case ChunkCodec::Hdf5Pipeline: return "hdf5-filter-pipeline";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr unsigned kBitshuffleFilter = 32008;
+constexpr int kBitshuffleLz4 = 2;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// H5Lvisit callback: records every dataset with one element (hard links only; entry/data is skipped).
+// `name` is the path relative to the file's root group.
+herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void* out) {
+  const std::string path = name;
+  if (info->type != H5L_TYPE_HARD || path.rfind("entry/data", 0) == 0) return 0;
+  H5O_info_t oinfo;
+  if (H5Oget_info_by_name2(root, name, &oinfo, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_DATASET) return 0;
+  h5::Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) return 0;
+  if (auto s = h5::read_scalar(ds.get())) {
+    nlohmann::json v = {{"value", s->value}};
+    if (!s->units.empty()) v["units"] = s->units;
+    (*static_cast<nlohmann::json*>(out))[path] = v;
+  }
+  return 0;
+}
+
+std::optional<nlohmann::json> meta_value(const nlohmann::json& meta, std::initializer_list<const char*> paths) {
+  for (const char* p : paths)
+    if (meta.contains(p)) return meta[p]["value"];
+  return std::nullopt;
+}
+
+std::optional<uint64_t> meta_uint(const nlohmann::json& meta, std::initializer_list<const char*> paths) {
+  auto v = meta_value(meta, paths);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  if (v->is_number_integer() && v->get<int64_t>() >= 0) return static_cast<uint64_t>(v->get<int64_t>());
+  if (v->is_number_float() && v->get<double>() >= 0 && v->get<double>() < 1.8e19 && std::floor(v->get<double>()) == v->get<double>())
+    return static_cast<uint64_t>(v->get<double>());
+  return std::nullopt;
+}
+
+std::optional<double> meta_double(const nlohmann::json& meta, std::initializer_list<const char*> paths) {
+  auto v = meta_value(meta, paths);
+  if (v && v->is_number()) return v->get<double>();
+  return std::nullopt;
+}
+
+// Fills the dataset facts of `part` from an open dataset; sets part.problem when unusable.
+void describe_dataset(hid_t ds, DataPart& part, Acquisition& acq, bool first) {
+  const std::string what = part.file + ":" + part.dataset;
+  const auto dims = h5::shape(ds, what);
+  if (dims.size() != 3) {
+    part.problem = what + ": expected shape (frames, rows, cols), found rank " + std::to_string(dims.size());
+    return;
+  }
+  h5::Handle type(H5Dget_type(ds), H5Tclose);
+  const size_t size = H5Tget_size(type.get());
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE || H5Tget_order(type.get()) != H5T_ORDER_LE ||
+      (size != 1 && size != 2 && size != 4)) {
+    part.problem = what + ": pixel type is not little-endian uint8, uint16 or uint32";
+    return;
+  }
+  const DType dtype = size == 1 ? DType::U8 : size == 2 ? DType::U16 : DType::U32;
+  if (first) {
+    acq.dtype = dtype;
+    acq.element_size = static_cast<uint32_t>(size);
+    acq.detector_rows = dims[1];
+    acq.detector_cols = dims[2];
+  } else if (dtype != acq.dtype || dims[1] != acq.detector_rows || dims[2] != acq.detector_cols) {
+    part.problem = what + ": frames of " + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + " " + std::string(dtype_name(dtype)) +
+                   " differ from the first data file's " + std::to_string(acq.detector_rows) + "x" +
+                   std::to_string(acq.detector_cols) + " " + std::string(dtype_name(acq.dtype));
+    return;
+  }
+  part.frames = dims[0];
+  h5::Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    hsize_t chunk[3] = {0, 0, 0};
+    H5Pget_chunk(dcpl.get(), 3, chunk);
+    part.one_frame_chunks = chunk[0] == 1 && chunk[1] == dims[1] && chunk[2] == dims[2];
+  } else {
+    part.one_frame_chunks = false;
+  }
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, cd[16] = {};
+    size_t ncd = 16;
+    char name[128] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, sizeof name, name, nullptr);
+    part.filter_ids.push_back(static_cast<unsigned>(id));
+    if (id == kBitshuffleFilter) part.bitshuffle_options.assign(cd, cd + std::min<size_t>(ncd, 16));
+  }
+  const bool contiguous = H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS;
+  if (nfilters == 0 && (part.one_frame_chunks || contiguous)) {
+    part.codec = ChunkCodec::Uncompressed;
+  } else if (nfilters == 1 && part.filter_ids[0] == kBitshuffleFilter && part.one_frame_chunks) {
+    const auto& o = part.bitshuffle_options;
+    part.codec = o.size() > 4 && o[4] == kBitshuffleLz4 ? ChunkCodec::BitshuffleLz4
+                 : o.size() <= 4 || o[4] == 0      ? ChunkCodec::BitshufflePlain
+                                                     : ChunkCodec::Hdf5Pipeline;  // e.g. zstd
+  } else {
+    part.codec = ChunkCodec::Hdf5Pipeline;
+    for (unsigned id : part.filter_ids)
+      if (H5Zfilter_avail(static_cast<H5Z_filter_t>(id)) <= 0) {
+        part.problem = what + ": HDF5 filter " + std::to_string(id) + " is not available (no plugin installed for it)";
+        return;
+      }
+  }
+  part.image_nr_low = h5::read_int_attribute(ds, "image_nr_low");
+  part.image_nr_high = h5::read_int_attribute(ds, "image_nr_high");
+  part.present = true;
+}
+
+std::string compute_signature(const Acquisition& acq) {
+  std::vector<std::string> files = {acq.master};
+  for (const auto& p : acq.parts)
+    if (p.file != acq.master) files.push_back(p.file);
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  std::string text;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const uint64_t size = fs::exists(f, ec) ? fs::file_size(f, ec) : 0;
+    const auto id = file_identity(f, std::min<uint64_t>(size, 4096));
+    text += fs::path(f).filename().string() + "|";
+    text += id ? std::to_string(id->size) + "|" + std::to_string(id->mtime_ns) + "|" + id->header_hash : "absent";
+    text += "\n";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return hex;
+}
+
+// Reads the pixel mask (uint32, Kr × Kc) when present; a mask of another shape is a problem.
+void read_pixel_mask(hid_t master, Acquisition& acq) {
+  for (const char* p : {"entry/instrument/detector/pixel_mask", "entry/instrument/detector/detectorSpecific/pixel_mask"}) {
+    h5::Handle ds = h5::open_dataset(master, p);
+    if (!ds.valid()) continue;
+    const auto dims = h5::shape(ds.get(), acq.master + ":" + p);
+    if (dims.size() != 2 || dims[0] != acq.detector_rows || dims[1] != acq.detector_cols) {
+      acq.problems.push_back(acq.master + ":" + p + ": pixel mask shape does not match the " + std::to_string(acq.detector_rows) +
+                             "x" + std::to_string(acq.detector_cols) + " detector; not applied");
+      return;
+    }
+    acq.pixel_mask.resize(dims[0] * dims[1]);
+    if (H5Dread(ds.get(), H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, acq.pixel_mask.data()) < 0)
+      throw Error(ErrorKind::BadInput, acq.master + ":" + p + ": cannot read the pixel mask: " + h5::last_error());
+    acq.pixel_mask_path = p;
+    return;
+  }
+}
+
+}  // namespace
+
+bool Acquisition::complete() const {
+  if (!problems.empty()) return false;
+  for (const auto& p : parts)
+    if (!p.present) return false;
+  return !frames_expected || *frames_expected == frames_present;
+}
+
+nlohmann::json Acquisition::readiness_json() const {
+  nlohmann::json parts_json = nlohmann::json::array();
+  for (const auto& p : parts) {
+    nlohmann::json j = {{"link", p.link}, {"file", p.file}, {"dataset", p.dataset}, {"present", p.present}};
+    if (p.present) {
+      j["frames"] = p.frames;
+      j["first_frame"] = p.first_frame;
+      j["codec"] = chunk_codec_name(p.codec);
+      if (p.image_nr_low) j["image_nr_low"] = *p.image_nr_low;
+      if (p.image_nr_high) j["image_nr_high"] = *p.image_nr_high;
+    } else {
+      j["problem"] = p.problem;
+    }
+    parts_json.push_back(j);
+  }
+  nlohmann::json out = {{"status", complete() ? "complete" : "incomplete"},
+                        {"frames_present", frames_present},
+                        {"frames_expected", frames_expected ? nlohmann::json(*frames_expected) : nlohmann::json()},
+                        {"problems", problems},
+                        {"data_files", parts_json}};
+  return out;
+}
+
+std::vector<std::string> discover_masters(const std::string& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
+  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && ends_with(it->path().filename().string(), "_master.h5"))
+      out.push_back(fs::absolute(it->path()).lexically_normal().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Acquisition open_acquisition(const std::string& path_in) {
+  std::error_code ec;
+  std::string path = path_in;
+  if (fs::is_directory(path, ec)) {
+    const auto masters = discover_masters(path);
+    if (masters.empty()) throw Error(ErrorKind::InvalidArgument, path + ": no *_master.h5 file in this folder");
+    if (masters.size() > 1) {
+      std::string list;
+      for (const auto& m : masters) list += "\n  " + m;
+      throw Error(ErrorKind::InvalidArgument, path + ": " + std::to_string(masters.size()) + " acquisitions here; name one:" + list);
+    }
+    path = masters[0];
+  }
+  if (!fs::exists(path, ec)) throw Error(ErrorKind::Io, path + ": no such file");
+  Acquisition acq;
+  acq.master = fs::absolute(path).lexically_normal().string();
+  // A data file given directly: use its master when it lies beside it.
+  const std::string name = fs::path(acq.master).filename().string();
+  const size_t data_pos = name.rfind("_data_");
+  bool data_file = false;
+  if (data_pos != std::string::npos && ends_with(name, ".h5")) {
+    const auto master = fs::path(acq.master).parent_path() / (name.substr(0, data_pos) + "_master.h5");
+    if (fs::exists(master, ec)) acq.master = master.string();
+    else data_file = true;
+  }
+  auto guard = h5::lock();
+  h5::Handle file = h5::open_file(acq.master);
+  h5::Handle data_group = h5::open_group(file.get(), "entry/data");
+  if (!data_group.valid())
+    throw Error(ErrorKind::BadInput, acq.master + ": no group entry/data: not a Dectris/NeXus acquisition");
+  // The frame datasets: every link under entry/data named data or data_NNNNNN, in name order.
+  std::vector<std::string> links;
+  H5Literate(data_group.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+             [](hid_t, const char* n, const H5L_info_t*, void* d) -> herr_t {
+               const std::string s(n);
+               if (s == "data" || s.rfind("data_", 0) == 0) static_cast<std::vector<std::string>*>(d)->push_back(s);
+               return 0;
+             },
+             &links);
+  if (links.empty()) throw Error(ErrorKind::BadInput, acq.master + ": entry/data holds no data or data_NNNNNN links");
+  std::sort(links.begin(), links.end());
+  acq.layout = data_file ? "data-file" : "inline";
+  const fs::path dir = fs::path(acq.master).parent_path();
+  bool first = true;
+  for (const auto& link : links) {
+    DataPart part;
+    part.link = link;
+    H5L_info_t info;
+    if (H5Lget_info(data_group.get(), link.c_str(), &info, H5P_DEFAULT) < 0) continue;
+    if (info.type == H5L_TYPE_EXTERNAL) {
+      acq.layout = "external-links";
+      std::vector<char> buf(info.u.val_size);
+      const char* target_file = nullptr;
+      const char* target_path = nullptr;
+      unsigned flags = 0;
+      if (H5Lget_val(data_group.get(), link.c_str(), buf.data(), buf.size(), H5P_DEFAULT) < 0 ||
+          H5Lunpack_elink_val(buf.data(), buf.size(), &flags, &target_file, &target_path) < 0) {
+        part.problem = "entry/data/" + link + ": unreadable external link";
+        acq.parts.push_back(part);
+        continue;
+      }
+      const fs::path target = fs::path(target_file).is_absolute() ? fs::path(target_file) : dir / target_file;
+      part.file = target.lexically_normal().string();
+      part.dataset = target_path;
+      if (!fs::exists(part.file, ec)) {
+        part.problem = "entry/data/" + link + " links to " + part.file + ", which does not exist";
+      } else {
+        try {
+          h5::Handle df = h5::open_file(part.file);
+          h5::Handle ds = h5::open_dataset(df.get(), part.dataset);
+          if (!ds.valid()) part.problem = "entry/data/" + link + " points nowhere: " + part.file + " has no " + part.dataset;
+          else describe_dataset(ds.get(), part, acq, first);
+        } catch (const Error& e) {
+          part.problem = e.what();
+        }
+      }
+    } else if (info.type == H5L_TYPE_HARD) {
+      part.file = acq.master;
+      part.dataset = "entry/data/" + link;
+      h5::Handle ds = h5::open_dataset(file.get(), part.dataset);
+      if (!ds.valid()) part.problem = acq.master + ": " + part.dataset + " is not a dataset";
+      else describe_dataset(ds.get(), part, acq, first);
+    } else {
+      part.problem = "entry/data/" + link + ": soft or user-defined links are not followed";
+    }
+    if (part.present) first = false;
+    acq.parts.push_back(part);
+  }
+  // Frame numbering: parts are consecutive; image_nr_low (1-based) must agree with what precedes.
+  uint64_t next = 0;
+  for (auto& p : acq.parts) {
+    if (!p.present) {
+      acq.problems.push_back(p.problem);
+      continue;
+    }
+    p.first_frame = next;
+    if (p.image_nr_low && *p.image_nr_low != static_cast<int64_t>(next + 1))
+      acq.problems.push_back(p.file + ": image_nr_low is " + std::to_string(*p.image_nr_low) + " but " + std::to_string(next) +
+                             " frames precede it (a data file is missing or out of order)");
+    if (p.image_nr_low && p.image_nr_high && *p.image_nr_high - *p.image_nr_low + 1 != static_cast<int64_t>(p.frames))
+      acq.problems.push_back(p.file + ": image_nr_low..high (" + std::to_string(*p.image_nr_low) + ".." +
+                             std::to_string(*p.image_nr_high) + ") disagrees with its " + std::to_string(p.frames) + " frames");
+    next += p.frames;
+  }
+  acq.frames_present = next;
+  if (first) acq.problems.push_back(acq.master + ": no data file could be read");
+
+  // Metadata: every small scalar outside entry/data, then the fields Tensormorph uses.
+  H5Lvisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_scalar, &acq.metadata);
+  const auto& m = acq.metadata;
+  const auto ntrigger = meta_uint(m, {"entry/instrument/detector/detectorSpecific/ntrigger"});
+  const auto nimages = meta_uint(m, {"entry/instrument/detector/detectorSpecific/nimages"});
+  if (ntrigger && nimages) acq.frames_expected = *ntrigger * *nimages;
+  acq.saturation_value = meta_uint(m, {"entry/instrument/detector/saturation_value",
+                                       "entry/instrument/detector/detectorSpecific/saturation_value",
+                                       "entry/instrument/detector/detectorSpecific/countrate_correction_count_cutoff"});
+  acq.beam_energy_ev = meta_double(m, {"entry/instrument/beam/incident_energy"});
+  acq.convergence_semi_angle_mrad = meta_double(m, {"entry/instrument/beam/convergence_semi_angle"});
+  if (auto d = meta_value(m, {"entry/instrument/detector/description"}); d && d->is_string()) acq.description = *d;
+  const auto xpix = meta_uint(m, {"entry/instrument/detector/detectorSpecific/x_pixels_in_detector"});
+  const auto ypix = meta_uint(m, {"entry/instrument/detector/detectorSpecific/y_pixels_in_detector"});
+  if (!first && xpix && ypix && (*xpix != acq.detector_cols || *ypix != acq.detector_rows))
+    acq.problems.push_back("detector metadata says " + std::to_string(*ypix) + " rows x " + std::to_string(*xpix) +
+                           " cols, the frames are " + std::to_string(acq.detector_rows) + "x" + std::to_string(acq.detector_cols));
+  if (acq.frames_expected && acq.frames_present < *acq.frames_expected)
+    acq.problems.push_back(std::to_string(acq.frames_present) + " of " + std::to_string(*acq.frames_expected) +
+                           " frames present (ntrigger x nimages): the acquisition is incomplete or still being written");
+  if (acq.frames_expected && acq.frames_present > *acq.frames_expected)
+    acq.problems.push_back(std::to_string(acq.frames_present) + " frames present, more than ntrigger x nimages = " +
+                           std::to_string(*acq.frames_expected));
+  if (!first) read_pixel_mask(file.get(), acq);
+  acq.signature = compute_signature(acq);
+  return acq;
+}
+
+std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given) {
+  const uint64_t total = acq.frames_total();
+  if (given) {
+    const auto [r, c] = *given;
+    if (r == 0 || c == 0 || r > total || c > total || r * c != total)
+      throw Error(ErrorKind::InvalidArgument, "--scan-shape " + std::to_string(r) + "," + std::to_string(c) + " does not cover the " +
+                                                  std::to_string(total) + " frames of " + acq.master);
+    return *given;
+  }
+  const auto side = static_cast<uint64_t>(std::llround(std::sqrt(static_cast<double>(total))));
+  if (total > 0 && side * side == total) return {side, side};
+  throw Error(ErrorKind::InvalidArgument, acq.master + ": " + std::to_string(total) +
+                                              " frames do not form a square scan and the file does not give one: pass --scan-shape ROWS,COLS");
+}
+
+}  // namespace tmorph

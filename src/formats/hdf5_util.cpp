@@ -1,0 +1,156 @@
+#include "formats/hdf5_util.h"
+
+#include "tensormorph/error.h"
+
+namespace tmorph::h5 {
+
+std::unique_lock<std::recursive_mutex> lock() {
+  static std::recursive_mutex mutex;
+  static const bool quiet = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)quiet;
+  return std::unique_lock<std::recursive_mutex>(mutex);
+}
+
+void Handle::reset() {
+  if (id_ >= 0 && close_) close_(id_);
+  id_ = H5I_INVALID_HID;
+}
+
+namespace {
+herr_t innermost(unsigned n, const H5E_error2_t* err, void* data) {
+  if (n == 0 && err->desc) *static_cast<std::string*>(data) = err->desc;
+  return 0;
+}
+}  // namespace
+
+std::string last_error() {
+  std::string text;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &text);
+  return text;
+}
+
+Handle open_file(const std::string& path) {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_file_locking(fapl.get(), false, true);
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  if (!file.valid()) {
+    const std::string why = last_error();
+    throw Error(ErrorKind::Io, path + ": cannot open as HDF5" + (why.empty() ? std::string() : ": " + why));
+  }
+  return file;
+}
+
+bool exists(hid_t loc, const std::string& path_in) {
+  const std::string path = path_in.substr(path_in.find_first_not_of('/') == std::string::npos ? path_in.size() : path_in.find_first_not_of('/'));
+  if (path.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = path.find('/', start);
+    const std::string prefix = path.substr(0, slash);
+    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return H5Oexists_by_name(loc, path.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle open_dataset(hid_t loc, const std::string& path) {
+  if (!exists(loc, path)) return {};
+  return Handle(H5Dopen2(loc, path.c_str(), H5P_DEFAULT), H5Dclose);
+}
+
+Handle open_group(hid_t loc, const std::string& path) {
+  if (!exists(loc, path)) return {};
+  return Handle(H5Gopen2(loc, path.c_str(), H5P_DEFAULT), H5Gclose);
+}
+
+std::optional<Scalar> read_scalar(hid_t dataset) {
+  Handle space(H5Dget_space(dataset), H5Sclose);
+  if (!space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) return std::nullopt;
+  Handle type(H5Dget_type(dataset), H5Tclose);
+  Scalar out;
+  switch (H5Tget_class(type.get())) {
+    case H5T_INTEGER: {
+      if (H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+        unsigned long long v = 0;
+        if (H5Dread(dataset, H5T_NATIVE_ULLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) return std::nullopt;
+        out.value = static_cast<uint64_t>(v);
+      } else {
+        long long v = 0;
+        if (H5Dread(dataset, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) return std::nullopt;
+        out.value = static_cast<int64_t>(v);
+      }
+      break;
+    }
+    case H5T_FLOAT: {
+      double v = 0;
+      if (H5Dread(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) return std::nullopt;
+      out.value = v;
+      break;
+    }
+    case H5T_STRING: {
+      if (H5Tis_variable_str(type.get()) > 0) {
+        Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mem.get(), H5T_VARIABLE);
+        char* s = nullptr;
+        if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &s) < 0 || !s) return std::nullopt;
+        out.value = std::string(s);
+        H5free_memory(s);
+      } else {
+        const size_t n = H5Tget_size(type.get());
+        if (n == 0 || n > (1 << 16)) return std::nullopt;
+        std::string s(n, '\0');
+        Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mem.get(), n);
+        if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) < 0) return std::nullopt;
+        s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+        out.value = s;
+      }
+      break;
+    }
+    default: return std::nullopt;
+  }
+  if (H5Aexists(dataset, "units") > 0) {
+    Handle attr(H5Aopen(dataset, "units", H5P_DEFAULT), H5Aclose);
+    Handle atype(H5Aget_type(attr.get()), H5Tclose);
+    if (H5Tget_class(atype.get()) == H5T_STRING) {
+      if (H5Tis_variable_str(atype.get()) > 0) {
+        char* s = nullptr;
+        Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mem.get(), H5T_VARIABLE);
+        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = s, H5free_memory(s);
+      } else {
+        const size_t n = H5Tget_size(atype.get());
+        std::string s(n, '\0');
+        if (n > 0 && n < (1 << 12) && H5Aread(attr.get(), atype.get(), s.data()) >= 0)
+          out.units = s.substr(0, s.find('\0'));
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<int64_t> read_int_attribute(hid_t object, const std::string& name) {
+  if (H5Aexists(object, name.c_str()) <= 0) return std::nullopt;
+  Handle attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(attr.get()), H5Tclose);
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Sget_simple_extent_npoints(space.get()) != 1) return std::nullopt;
+  long long v = 0;
+  if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &v) < 0) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+std::vector<hsize_t> shape(hid_t dataset, const std::string& what) {
+  Handle space(H5Dget_space(dataset), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) throw Error(ErrorKind::BadInput, what + ": dataspace is not simple");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+}  // namespace tmorph::h5

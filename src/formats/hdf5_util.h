@@ -1,0 +1,71 @@
+// Thin RAII and error helpers over the HDF5 C library (Debian's serial build, which is not
+// thread-safe: every HDF5 call in Tensormorph holds hdf5_lock()). Compressed frame data is never read
+// through HDF5 on the fast path, only located (chunk offsets), so the lock is not held while decoding.
+#pragma once
+
+#include <hdf5.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tmorph::h5 {
+
+// The process-wide HDF5 lock. Also turns HDF5's automatic error printing off on first use.
+std::unique_lock<std::recursive_mutex> lock();
+
+// Owns one hid_t and closes it with the matching H5?close.
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = H5I_INVALID_HID; }
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) reset(), id_ = o.id_, close_ = o.close_, o.id_ = H5I_INVALID_HID;
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset();
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+// The innermost message of HDF5's current error stack ("" when empty), for error texts.
+std::string last_error();
+
+// Opens a file read-only without HDF5 file locking (an acquisition may still be being written).
+// Throws Error(Io) when it cannot be opened, naming the path and HDF5's reason.
+Handle open_file(const std::string& path);
+
+// Whether every component of `path` (e.g. "entry/data/data") exists below loc, without following
+// a dangling external link into an error.
+bool exists(hid_t loc, const std::string& path);
+
+// Opens a dataset / group; nullopt-like invalid Handle when absent.
+Handle open_dataset(hid_t loc, const std::string& path);
+Handle open_group(hid_t loc, const std::string& path);
+
+// The value of a dataset with at most one element (numeric or string), or nullopt for anything
+// larger or of another class. Units come from its "units" attribute when present.
+struct Scalar {
+  nlohmann::json value;
+  std::string units;
+};
+std::optional<Scalar> read_scalar(hid_t dataset);
+
+// An integer attribute of an object, or nullopt when absent or not an integer scalar.
+std::optional<int64_t> read_int_attribute(hid_t object, const std::string& name);
+
+// The dataset's extent (throws BadInput naming `what` when it is not a simple dataspace).
+std::vector<hsize_t> shape(hid_t dataset, const std::string& what);
+
+}  // namespace tmorph::h5

@@ -1,0 +1,132 @@
+#include "stem/frame_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/mapped_file.h"
+#include "formats/bitshuffle_lz4.h"
+#include "formats/hdf5_util.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+struct FrameReader::Part {
+  const DataPart* info = nullptr;
+  h5::Handle file, dataset;
+  std::unique_ptr<MappedFile> mapping;
+  haddr_t contiguous_base = HADDR_UNDEF;  // for contiguous (unchunked) datasets
+};
+
+FrameReader::FrameReader(const Acquisition& acq) : acq_(acq) {
+  frame_bytes_ = acq.detector_rows * acq.detector_cols * acq.element_size;
+  auto guard = h5::lock();
+  for (const auto& info : acq.parts) {
+    auto part = std::make_unique<Part>();
+    part->info = &info;
+    if (info.present) {
+      part->file = h5::open_file(info.file);
+      part->dataset = h5::open_dataset(part->file.get(), info.dataset);
+      if (!part->dataset.valid()) throw Error(ErrorKind::BadInput, info.file + ": " + info.dataset + " vanished since the acquisition was opened");
+      if (info.codec != ChunkCodec::Hdf5Pipeline) part->mapping = std::make_unique<MappedFile>(info.file);
+      if (!info.one_frame_chunks && info.codec == ChunkCodec::Uncompressed) part->contiguous_base = H5Dget_offset(part->dataset.get());
+    }
+    parts_.push_back(std::move(part));
+  }
+}
+
+FrameReader::~FrameReader() {
+  auto guard = h5::lock();
+  parts_.clear();
+}
+
+std::vector<std::string> FrameReader::codecs() const {
+  std::vector<std::string> out;
+  for (const auto& p : parts_)
+    if (p->info->present && std::find(out.begin(), out.end(), chunk_codec_name(p->info->codec)) == out.end())
+      out.push_back(chunk_codec_name(p->info->codec));
+  return out;
+}
+
+const FrameReader::Part& FrameReader::part_of(uint64_t frame, uint32_t* index) const {
+  for (uint32_t i = 0; i < parts_.size(); ++i) {
+    const DataPart& d = *parts_[i]->info;
+    if (d.present && frame >= d.first_frame && frame < d.first_frame + d.frames) {
+      *index = i;
+      return *parts_[i];
+    }
+  }
+  std::string why = "not present in any readable data file";
+  for (const auto& p : parts_)
+    if (!p->info->present) {
+      why += " (" + p->info->problem + ")";
+      break;
+    }
+  throw Error(ErrorKind::BadInput, acq_.master + ": frame " + std::to_string(frame) + " is " + why);
+}
+
+std::vector<FrameReader::Chunk> FrameReader::locate(const std::vector<uint64_t>& frames) const {
+  std::vector<Chunk> out(frames.size());
+  auto guard = h5::lock();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    uint32_t index = 0;
+    const Part& part = part_of(frames[i], &index);
+    const DataPart& d = *part.info;
+    const uint64_t local = frames[i] - d.first_frame;
+    Chunk& c = out[i];
+    c.part = index;
+    if (d.codec == ChunkCodec::Hdf5Pipeline) continue;  // read through HDF5 at decode time
+    if (part.contiguous_base != HADDR_UNDEF) {
+      c.offset = part.contiguous_base + local * frame_bytes_;
+      c.bytes = frame_bytes_;
+      c.raw = true;
+    } else {
+      const hsize_t coord[3] = {local, 0, 0};
+      unsigned filter_mask = 0;
+      haddr_t addr = HADDR_UNDEF;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info_by_coord(part.dataset.get(), coord, &filter_mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
+        throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frames[i]) + " (local " + std::to_string(local) +
+                                             ") has no stored chunk: not written yet, or the file is incomplete");
+      c.offset = addr;
+      c.bytes = size;
+      c.raw = filter_mask != 0 || d.codec == ChunkCodec::Uncompressed;
+    }
+    if (c.offset > part.mapping->size() || c.bytes > part.mapping->size() - c.offset)
+      throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frames[i]) + ": chunk at byte " + std::to_string(c.offset) +
+                                           " (+" + std::to_string(c.bytes) + " bytes) lies past the end of the file (" +
+                                           std::to_string(part.mapping->size()) + " bytes): truncated data file");
+  }
+  return out;
+}
+
+void FrameReader::decode(uint64_t frame, const Chunk& chunk, uint8_t* out, std::vector<uint8_t>& scratch) const {
+  const Part& part = *parts_[chunk.part];
+  const DataPart& d = *part.info;
+  const std::string where = d.file + ", frame " + std::to_string(frame);
+  if (d.codec == ChunkCodec::Hdf5Pipeline) {
+    auto guard = h5::lock();
+    const hsize_t start[3] = {frame - d.first_frame, 0, 0};
+    const hsize_t count[3] = {1, acq_.detector_rows, acq_.detector_cols};
+    h5::Handle file_space(H5Dget_space(part.dataset.get()), H5Sclose);
+    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    h5::Handle mem_space(H5Screate_simple(3, count, nullptr), H5Sclose);
+    const hid_t mem_type = acq_.element_size == 1 ? H5T_NATIVE_UINT8 : acq_.element_size == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT32;
+    if (H5Dread(part.dataset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
+      throw Error(ErrorKind::BadInput, where + ": HDF5 could not read the frame: " + h5::last_error());
+    return;
+  }
+  const uint8_t* bytes = part.mapping->data() + chunk.offset;
+  if (chunk.raw) {
+    if (chunk.bytes != frame_bytes_)
+      throw Error(ErrorKind::BadInput, where + ": stored uncompressed chunk has " + std::to_string(chunk.bytes) + " bytes, a frame has " +
+                                           std::to_string(frame_bytes_));
+    std::memcpy(out, bytes, frame_bytes_);
+  } else if (d.codec == ChunkCodec::BitshuffleLz4) {
+    decode_bitshuffle_lz4_chunk(bytes, chunk.bytes, acq_.element_size, out, frame_bytes_, where, scratch);
+  } else {
+    const uint32_t block = d.bitshuffle_options.size() > 3 ? d.bitshuffle_options[3] : 0;
+    decode_bitshuffle_plain_chunk(bytes, chunk.bytes, acq_.element_size, block, out, frame_bytes_, where);
+  }
+}
+
+}  // namespace tmorph

@@ -1,0 +1,306 @@
+#include "stem/load.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "core/thread_pool.h"
+#include "formats/bitshuffle.h"
+#include "stem/frame_reader.h"
+#include "tensormorph/error.h"
+
+#ifndef TM_VERSION
+#define TM_VERSION "dev"
+#endif
+#ifndef TM_REVISION
+#define TM_REVISION "unknown"
+#endif
+
+namespace tmorph {
+
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+uint64_t dtype_max(DType t) {
+  switch (t) {
+    case DType::U8: return 0xFF;
+    case DType::U16: return 0xFFFF;
+    case DType::U32: return 0xFFFFFFFFull;
+    default: return std::numeric_limits<uint64_t>::max();
+  }
+}
+
+DType parse_output_dtype(const std::string& s) {
+  if (s == "uint8") return DType::U8;
+  if (s == "uint16") return DType::U16;
+  if (s == "uint32") return DType::U32;
+  if (s == "uint64") return DType::U64;
+  throw Error(ErrorKind::InvalidArgument, "--dtype " + s + ": expected auto, uint8, uint16, uint32 or uint64");
+}
+
+Box check_box(const std::optional<Box>& given, uint64_t rows, uint64_t cols, const char* flag) {
+  if (!given) return Box{0, rows, 0, cols};
+  const Box b = *given;
+  if (!(b.r0 < b.r1 && b.r1 <= rows && b.c0 < b.c1 && b.c1 <= cols))
+    throw Error(ErrorKind::InvalidArgument, std::string(flag) + " " + std::to_string(b.r0) + "," + std::to_string(b.r1) + "," +
+                                                std::to_string(b.c0) + "," + std::to_string(b.c1) + ": need 0 <= r0 < r1 <= " +
+                                                std::to_string(rows) + " and 0 <= c0 < c1 <= " + std::to_string(cols) + " (half-open)");
+  return b;
+}
+
+std::string human_bytes(uint64_t b) {
+  char text[32];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return text;
+}
+
+// Zeroes sentinel values (the dtype's maximum) and the listed bad pixels of one frame; returns how
+// many sentinel values it zeroed.
+template <class T>
+uint64_t zero_bad_pixels(T* px, uint64_t n, const std::vector<uint32_t>& bad) {
+  const T sentinel = std::numeric_limits<T>::max();
+  uint64_t zeroed = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const bool s = px[i] == sentinel;
+    zeroed += s;
+    px[i] = s ? T{0} : px[i];
+  }
+  for (uint32_t i : bad) px[i] = 0;
+  return zeroed;
+}
+
+// Adds the detector region of one frame into acc (out_cols accumulators per output row), binned.
+template <class T>
+void accumulate(const T* px, uint64_t cols, const Box& det, uint64_t bin_r, uint64_t bin_c, uint64_t out_cols, uint64_t* acc) {
+  for (uint64_t k = det.r0; k < det.r1; ++k) {
+    uint64_t* row = acc + ((k - det.r0) / bin_r) * out_cols;
+    const T* src = px + k * cols;
+    if (bin_c == 1) {
+      for (uint64_t l = det.c0; l < det.c1; ++l) row[l - det.c0] += src[l];
+    } else {
+      uint64_t o = 0, in_bin = 0;
+      for (uint64_t l = det.c0; l < det.c1; ++l) {
+        row[o] += src[l];
+        if (++in_bin == bin_c) in_bin = 0, ++o;
+      }
+    }
+  }
+}
+
+template <class Out>
+void store(const uint64_t* acc, uint64_t n, uint8_t* out_bytes, bool check, uint64_t position, uint64_t out_cols, DType out_dtype) {
+  Out* out = reinterpret_cast<Out*>(out_bytes);
+  if (check) {
+    for (uint64_t i = 0; i < n; ++i)
+      if (acc[i] > std::numeric_limits<Out>::max())
+        throw Error(ErrorKind::InvalidArgument,
+                    "--dtype " + std::string(dtype_name(out_dtype)) + ": the value " + std::to_string(acc[i]) + " at output scan position " +
+                        std::to_string(position) + ", detector (" + std::to_string(i / out_cols) + "," + std::to_string(i % out_cols) +
+                        ") does not fit; nothing was narrowed (use --dtype auto)");
+  }
+  for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(acc[i]);
+}
+
+template <class T>
+uint64_t zero_bad(uint8_t* frame, uint64_t n, const std::vector<uint32_t>& bad) {
+  return zero_bad_pixels(reinterpret_cast<T*>(frame), n, bad);
+}
+
+template <class T>
+void accumulate_bytes(const uint8_t* frame, uint64_t cols, const Box& det, uint64_t br, uint64_t bc, uint64_t oc, uint64_t* acc) {
+  accumulate(reinterpret_cast<const T*>(frame), cols, det, br, bc, oc, acc);
+}
+
+std::string ladder_message(const Acquisition& acq, const LoadRequest& req, const LoadPlan& plan) {
+  std::ostringstream msg;
+  const uint64_t need = plan.output_bytes + plan.working_bytes;
+  msg << "loading " << acq.master << " needs " << human_bytes(need) << " (output " << human_bytes(plan.output_bytes) << " + working "
+      << human_bytes(plan.working_bytes) << "), over the memory budget of " << human_bytes(req.memory_budget)
+      << "; nothing was allocated, cropped or binned.\nfallback ladder (ask for one explicitly):";
+  const auto fits = [&](const LoadRequest& r) {
+    const LoadPlan p = plan_load(acq, r);
+    return p.output_bytes + p.working_bytes <= req.memory_budget ? std::optional<LoadPlan>(p) : std::nullopt;
+  };
+  // Crop: the most scan rows that fit.
+  const uint64_t row_bytes = plan.output_bytes / plan.output_shape[0];
+  if (req.memory_budget > plan.working_bytes && (req.memory_budget - plan.working_bytes) / row_bytes >= 1) {
+    const uint64_t out_rows = (req.memory_budget - plan.working_bytes) / row_bytes;
+    const Box& s = plan.scan_region;
+    const uint64_t rows = std::min(out_rows * req.scan_bin[0], s.r1 - s.r0);
+    msg << "\n  crop: --scan-region " << s.r0 << "," << s.r0 + rows << "," << s.c0 << "," << s.c1 << " (" << rows << " of "
+        << s.r1 - s.r0 << " scan rows, " << human_bytes(out_rows * row_bytes) << ")";
+  }
+  for (const bool scan : {true, false}) {
+    for (uint64_t f = 2; f <= 64; f *= 2) {
+      LoadRequest r = req;
+      auto& bin = scan ? r.scan_bin : r.detector_bin;
+      bin = {bin[0] * f, bin[1] * f};
+      if (auto p = fits(r)) {
+        msg << "\n  bin: " << (scan ? "--scan-bin " : "--detector-bin ") << bin[0] << "," << bin[1] << " (exact sums, "
+            << human_bytes(p->output_bytes) << " as " << dtype_name(p->output_dtype) << ")";
+        break;
+      }
+    }
+  }
+  msg << "\n  product-first: virtual detector images and centre of mass computed while streaming, without holding the "
+         "4-D array: not implemented yet in this version";
+  return msg.str();
+}
+
+}  // namespace
+
+LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req) {
+  if (acq.frames_present == 0) throw Error(ErrorKind::BadInput, acq.master + ": no readable frames");
+  LoadPlan p;
+  p.scan_shape = resolve_scan_shape(acq, req.scan_shape);
+  p.scan_region = check_box(req.scan_region, p.scan_shape[0], p.scan_shape[1], "--scan-region");
+  p.detector_region = check_box(req.detector_region, acq.detector_rows, acq.detector_cols, "--detector-region");
+  for (uint64_t b : {req.scan_bin[0], req.scan_bin[1], req.detector_bin[0], req.detector_bin[1]})
+    if (b == 0 || b > (uint64_t{1} << 32)) throw Error(ErrorKind::InvalidArgument, "bin factors must be between 1 and 2^32");
+  const Box &s = p.scan_region, &d = p.detector_region;
+  p.output_shape = {ceil_div(s.r1 - s.r0, req.scan_bin[0]), ceil_div(s.c1 - s.c0, req.scan_bin[1]),
+                    ceil_div(d.r1 - d.r0, req.detector_bin[0]), ceil_div(d.c1 - d.c0, req.detector_bin[1])};
+  // The largest bin actually summed (edge bins may be smaller), times the largest value that survives masking.
+  const unsigned __int128 members = static_cast<unsigned __int128>(std::min(req.scan_bin[0], s.r1 - s.r0)) *
+                                    std::min(req.scan_bin[1], s.c1 - s.c0) * std::min(req.detector_bin[0], d.r1 - d.r0) *
+                                    std::min(req.detector_bin[1], d.c1 - d.c0);
+  const uint64_t source_max = dtype_max(acq.dtype) - (req.mask_bad_pixels ? 1 : 0);
+  const unsigned __int128 bound = members * source_max;
+  p.safe_dtype = DType::U64;
+  for (DType t : {DType::U8, DType::U16, DType::U32})
+    if (dtype_size(t) >= acq.element_size && bound <= dtype_max(t)) {
+      p.safe_dtype = t;
+      break;
+    }
+  p.output_dtype = req.dtype == "auto" ? p.safe_dtype : parse_output_dtype(req.dtype);
+  unsigned __int128 elements = 1;
+  for (uint64_t e : p.output_shape) elements *= e;
+  const unsigned __int128 bytes = elements * dtype_size(p.output_dtype);
+  if (bytes > (static_cast<unsigned __int128>(1) << 62)) throw Error(ErrorKind::InvalidArgument, "the requested output exceeds 2^62 bytes");
+  p.output_bytes = static_cast<uint64_t>(bytes);
+  const uint64_t frame_bytes = acq.detector_rows * acq.detector_cols * acq.element_size;
+  const uint64_t acc_bytes = p.output_shape[2] * p.output_shape[3] * 8;
+  p.working_bytes = std::max<uint64_t>(req.threads, 1) * (2 * frame_bytes + acc_bytes);
+  p.frames = (s.r1 - s.r0) * (s.c1 - s.c0);
+  return p;
+}
+
+StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const LoadPlan plan = plan_load(acq, req);
+  if (req.memory_budget && plan.output_bytes + plan.working_bytes > req.memory_budget)
+    throw Error(ErrorKind::PrecisionRefused, ladder_message(acq, req, plan));
+
+  const Box &s = plan.scan_region, &d = plan.detector_region;
+  const uint64_t out_rows = plan.output_shape[0], out_cols = plan.output_shape[1];
+  const uint64_t positions = out_rows * out_cols;
+  // Frames grouped by output position, each group in row-major scan order.
+  std::vector<uint64_t> frames, group_start{0};
+  frames.reserve(plan.frames);
+  group_start.reserve(positions + 1);
+  for (uint64_t orow = 0; orow < out_rows; ++orow)
+    for (uint64_t ocol = 0; ocol < out_cols; ++ocol) {
+      const uint64_t r_begin = s.r0 + orow * req.scan_bin[0], r_end = std::min(s.r1, r_begin + req.scan_bin[0]);
+      const uint64_t c_begin = s.c0 + ocol * req.scan_bin[1], c_end = std::min(s.c1, c_begin + req.scan_bin[1]);
+      for (uint64_t r = r_begin; r < r_end; ++r)
+        for (uint64_t c = c_begin; c < c_end; ++c) frames.push_back(r * plan.scan_shape[1] + c);
+      group_start.push_back(frames.size());
+    }
+  FrameReader reader(acq);
+  const std::vector<FrameReader::Chunk> chunks = reader.locate(frames);
+
+  std::vector<uint32_t> bad;
+  if (req.mask_bad_pixels)
+    for (uint32_t i = 0; i < acq.pixel_mask.size(); ++i)
+      if (acq.pixel_mask[i] > 0) bad.push_back(i);
+
+  StemArray out;
+  out.shape = plan.output_shape;
+  out.dtype = plan.output_dtype;
+  out.bytes = plan.output_bytes;
+  out.data = std::make_unique_for_overwrite<uint8_t[]>(out.bytes);
+  const uint64_t frame_pixels = acq.detector_rows * acq.detector_cols;
+  const uint64_t frame_bytes = reader.frame_bytes();
+  const uint64_t out_frame_pixels = plan.output_shape[2] * plan.output_shape[3];
+  const uint64_t out_frame_bytes = out_frame_pixels * dtype_size(out.dtype);
+  const bool direct = d.r0 == 0 && d.r1 == acq.detector_rows && d.c0 == 0 && d.c1 == acq.detector_cols && req.detector_bin[0] == 1 &&
+                      req.detector_bin[1] == 1 && req.scan_bin[0] == 1 && req.scan_bin[1] == 1 && out.dtype == acq.dtype;
+  const bool narrowing = dtype_size(out.dtype) < dtype_size(plan.safe_dtype);
+  const uint32_t es = acq.element_size;
+
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, req.threads));
+  std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
+  pool.parallel_for(positions, [&](uint64_t begin, uint64_t end, unsigned part) {
+    std::vector<uint8_t> scratch, frame(direct ? 0 : frame_bytes);
+    std::vector<uint64_t> acc(direct ? 0 : out_frame_pixels);
+    for (uint64_t pos = begin; pos < end; ++pos) {
+      uint8_t* dst = out.data.get() + pos * out_frame_bytes;
+      if (!direct) std::fill(acc.begin(), acc.end(), 0);
+      for (uint64_t g = group_start[pos]; g < group_start[pos + 1]; ++g) {
+        uint8_t* px = direct ? dst : frame.data();
+        reader.decode(frames[g], chunks[g], px, scratch);
+        stored[part] += chunks[g].bytes;
+        if (req.mask_bad_pixels)
+          zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, bad)
+                          : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, bad)
+                                    : zero_bad<uint32_t>(px, frame_pixels, bad);
+        if (direct) continue;
+        const uint64_t oc = plan.output_shape[3];
+        if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+        else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+        else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+      }
+      if (direct) continue;
+      const uint64_t oc = plan.output_shape[3];
+      switch (out.dtype) {
+        case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+        case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+        case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+        default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out.dtype); break;
+      }
+    }
+  });
+  uint64_t zeroed_total = 0;
+  for (unsigned i = 0; i < pool.size(); ++i) zeroed_total += zeroed[i], out.stored_bytes_read += stored[i];
+  out.decoded_bytes = frames.size() * frame_bytes;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const auto box_json = [](const Box& b) { return nlohmann::json::array({b.r0, b.r1, b.c0, b.c1}); };
+  nlohmann::json codecs = reader.codecs();
+  out.provenance = {
+      {"source",
+       {{"signature", acq.signature},
+        {"master", acq.master},
+        {"layout", acq.layout},
+        {"shape", {plan.scan_shape[0], plan.scan_shape[1], acq.detector_rows, acq.detector_cols}},
+        {"dtype", dtype_name(acq.dtype)},
+        {"codecs", codecs}}},
+      {"scan_region", box_json(s)},
+      {"detector_region", box_json(d)},
+      {"scan_bin", req.scan_bin},
+      {"detector_bin", req.detector_bin},
+      {"output",
+       {{"shape", out.shape},
+        {"dtype", dtype_name(out.dtype)},
+        {"narrowed_from", narrowing ? nlohmann::json(dtype_name(plan.safe_dtype)) : nlohmann::json()}}},
+      {"bad_pixels",
+       {{"zeroed", req.mask_bad_pixels},
+        {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
+        {"pixel_mask_pixels", bad.size()},
+        {"sentinel", dtype_max(acq.dtype)},
+        {"sentinel_values_zeroed", zeroed_total}}},
+      {"backend", "cpu"},
+      {"device", "host CPU, " + std::to_string(pool.size()) + " threads"},
+      {"decoder", std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
+      {"software", {{"name", "tensormorph"}, {"version", TM_VERSION}, {"revision", TM_REVISION}}}};
+  return out;
+}
+
+}  // namespace tmorph

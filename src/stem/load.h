@@ -1,0 +1,75 @@
+// Loading a 4D-STEM acquisition (or a region of it) into memory as a 4-D array
+// [scan row, scan col, detector row, detector col], with exact count-preserving binning.
+//
+// Contract:
+// - Regions are half-open [r0, r1) × [c0, c1), resolved to frames before anything is read: only the
+//   chunks of frames inside the scan region are located, read and decoded.
+// - Binning sums: I_b[R, Q] = Σ I[r, c, k, l] over the bin's members, in an integer accumulator wide
+//   enough for the bin (no wrap-around). Partial edge bins are kept (output size = ceil(n / bin)).
+// - Bad pixels (pixel_mask > 0) and sentinel values (the source dtype's maximum, which Dectris writes
+//   for masked pixels) are set to 0 before binning, unless mask_bad_pixels is false.
+// - Output dtype "auto" is the narrowest of {source, uint32, uint64} that holds bin_count × source max.
+//   A narrower explicit dtype is the caller's permission to narrow: it is applied only when every value
+//   fits (else Error(InvalidArgument) naming the first value that does not), and the provenance says so.
+// - Memory admission: when the output plus working buffers exceed the budget, nothing is allocated and
+//   Error(PrecisionRefused) lists the fallback ladder (crop, bin) with what each would need.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/dectris.h"
+
+namespace tmorph {
+
+struct Box {  // half-open [r0, r1) × [c0, c1)
+  uint64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+
+struct LoadRequest {
+  std::optional<std::array<uint64_t, 2>> scan_shape;  // required when the frame count is not a square
+  std::optional<Box> scan_region, detector_region;    // default: everything
+  std::array<uint64_t, 2> scan_bin{1, 1}, detector_bin{1, 1};
+  std::string dtype = "auto";  // auto, uint8, uint16, uint32, uint64
+  bool mask_bad_pixels = true;
+  unsigned threads = 1;
+  uint64_t memory_budget = 0;  // bytes; 0 = no limit
+};
+
+// What a request resolves to before reading (shapes, output dtype, memory), for admission and reports.
+struct LoadPlan {
+  std::array<uint64_t, 2> scan_shape{};
+  Box scan_region, detector_region;
+  std::array<uint64_t, 4> output_shape{};
+  DType safe_dtype = DType::U16;    // the dtype that holds every possible value
+  DType output_dtype = DType::U16;  // what the caller gets
+  uint64_t output_bytes = 0;
+  uint64_t working_bytes = 0;       // per-thread decode buffers
+  uint64_t frames = 0;              // frames to read
+};
+
+struct StemArray {
+  std::array<uint64_t, 4> shape{};
+  DType dtype = DType::U16;
+  std::unique_ptr<uint8_t[]> data;
+  uint64_t bytes = 0;
+  nlohmann::json provenance;
+  // Measured while loading.
+  double seconds = 0;
+  uint64_t stored_bytes_read = 0;  // compressed chunk bytes read
+  uint64_t decoded_bytes = 0;      // frames × frame bytes decoded
+};
+
+// Resolves and checks a request (regions inside the acquisition, bins >= 1, dtype known) without
+// reading pixel data. Throws InvalidArgument for a malformed request.
+LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req);
+
+// Loads per the contract above.
+StemArray load_stem(const Acquisition& acq, const LoadRequest& req);
+
+}  // namespace tmorph
