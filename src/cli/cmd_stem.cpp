@@ -186,20 +186,23 @@ nlohmann::json load_report(const StemArray& s) {
           {"provenance", s.provenance}};
 }
 
-// Sum of all output values (for a quick human check; exact in uint64 for these sizes... wraps above 2^64).
+template <class T>
+uint64_t sum_values(const uint8_t* bytes, uint64_t n) {
+  const T* v = reinterpret_cast<const T*>(bytes);
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < n; ++i) total += v[i];
+  return total;
+}
+
+// Sum of all output values (a quick check for people; wraps modulo 2^64 beyond that).
 uint64_t total_counts(const StemArray& s) {
   const uint64_t n = s.bytes / dtype_size(s.dtype);
-  uint64_t total = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint8_t* p = s.data.get() + i * dtype_size(s.dtype);
-    switch (s.dtype) {
-      case DType::U8: total += *p; break;
-      case DType::U16: total += *reinterpret_cast<const uint16_t*>(p); break;
-      case DType::U32: total += *reinterpret_cast<const uint32_t*>(p); break;
-      default: total += *reinterpret_cast<const uint64_t*>(p); break;
-    }
+  switch (s.dtype) {
+    case DType::U8: return sum_values<uint8_t>(s.data.get(), n);
+    case DType::U16: return sum_values<uint16_t>(s.data.get(), n);
+    case DType::U32: return sum_values<uint32_t>(s.data.get(), n);
+    default: return sum_values<uint64_t>(s.data.get(), n);
   }
-  return total;
 }
 
 void print_load(const StemArray& s, const std::string& verb) {

@@ -27,8 +27,10 @@ FrameReader::FrameReader(const Acquisition& acq) : acq_(acq) {
       part->file = h5::open_file(info.file);
       part->dataset = h5::open_dataset(part->file.get(), info.dataset);
       if (!part->dataset.valid()) throw Error(ErrorKind::BadInput, info.file + ": " + info.dataset + " vanished since the acquisition was opened");
-      if (info.codec != ChunkCodec::Hdf5Pipeline) part->mapping = std::make_unique<MappedFile>(info.file);
-      if (!info.one_frame_chunks && info.codec == ChunkCodec::Uncompressed) part->contiguous_base = H5Dget_offset(part->dataset.get());
+      if (!info.one_frame_chunks && info.codec == ChunkCodec::Uncompressed) {
+        part->contiguous_base = H5Dget_offset(part->dataset.get());
+        part->mapping = std::make_unique<MappedFile>(info.file);
+      }
     }
     parts_.push_back(std::move(part));
   }
@@ -64,43 +66,49 @@ const FrameReader::Part& FrameReader::part_of(uint64_t frame, uint32_t* index) c
   throw Error(ErrorKind::BadInput, acq_.master + ": frame " + std::to_string(frame) + " is " + why);
 }
 
-std::vector<FrameReader::Chunk> FrameReader::locate(const std::vector<uint64_t>& frames) const {
-  std::vector<Chunk> out(frames.size());
-  auto guard = h5::lock();
-  for (size_t i = 0; i < frames.size(); ++i) {
-    uint32_t index = 0;
-    const Part& part = part_of(frames[i], &index);
-    const DataPart& d = *part.info;
-    const uint64_t local = frames[i] - d.first_frame;
-    Chunk& c = out[i];
-    c.part = index;
-    if (d.codec == ChunkCodec::Hdf5Pipeline) continue;  // read through HDF5 at decode time
-    if (part.contiguous_base != HADDR_UNDEF) {
-      c.offset = part.contiguous_base + local * frame_bytes_;
-      c.bytes = frame_bytes_;
-      c.raw = true;
-    } else {
-      const hsize_t coord[3] = {local, 0, 0};
-      unsigned filter_mask = 0;
-      haddr_t addr = HADDR_UNDEF;
-      hsize_t size = 0;
-      if (H5Dget_chunk_info_by_coord(part.dataset.get(), coord, &filter_mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
-        throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frames[i]) + " (local " + std::to_string(local) +
-                                             ") has no stored chunk: not written yet, or the file is incomplete");
-      c.offset = addr;
-      c.bytes = size;
-      c.raw = filter_mask != 0 || d.codec == ChunkCodec::Uncompressed;
-    }
-    if (c.offset > part.mapping->size() || c.bytes > part.mapping->size() - c.offset)
-      throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frames[i]) + ": chunk at byte " + std::to_string(c.offset) +
-                                           " (+" + std::to_string(c.bytes) + " bytes) lies past the end of the file (" +
-                                           std::to_string(part.mapping->size()) + " bytes): truncated data file");
-  }
-  return out;
+void FrameReader::check(const std::vector<uint64_t>& frames) const {
+  uint32_t index = 0;
+  for (uint64_t f : frames) part_of(f, &index);
 }
 
-void FrameReader::decode(uint64_t frame, const Chunk& chunk, uint8_t* out, std::vector<uint8_t>& scratch) const {
-  const Part& part = *parts_[chunk.part];
+void FrameReader::read(uint64_t frame, Stored& stored) const {
+  uint32_t index = 0;
+  const Part& part = part_of(frame, &index);
+  const DataPart& d = *part.info;
+  const uint64_t local = frame - d.first_frame;
+  stored.raw = false;
+  if (d.codec == ChunkCodec::Hdf5Pipeline) {
+    stored.bytes.clear();
+    return;  // HDF5 reads and decodes it in decode()
+  }
+  if (part.contiguous_base != HADDR_UNDEF) {
+    const uint64_t offset = part.contiguous_base + local * frame_bytes_;
+    if (offset > part.mapping->size() || frame_bytes_ > part.mapping->size() - offset)
+      throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + " at byte " + std::to_string(offset) +
+                                           " lies past the end of the file (" + std::to_string(part.mapping->size()) +
+                                           " bytes): truncated data file");
+    stored.bytes.resize(frame_bytes_);
+    part.mapping->read_at(offset, stored.bytes.data(), frame_bytes_);
+    stored.raw = true;
+    return;
+  }
+  const hsize_t coord[3] = {local, 0, 0};
+  auto guard = h5::lock();
+  hsize_t size = 0;
+  if (H5Dget_chunk_storage_size(part.dataset.get(), coord, &size) < 0 || size == 0)
+    throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + " (local " + std::to_string(local) +
+                                         ") has no stored chunk: not written yet, or the file is incomplete");
+  stored.bytes.resize(size);
+  uint32_t filter_mask = 0;
+  if (H5Dread_chunk(part.dataset.get(), H5P_DEFAULT, coord, &filter_mask, stored.bytes.data()) < 0)
+    throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + ": HDF5 cannot read its " + std::to_string(size) +
+                                         "-byte chunk (" + h5::last_error() + "): truncated or damaged data file");
+  stored.raw = filter_mask != 0 || d.codec == ChunkCodec::Uncompressed;
+}
+
+void FrameReader::decode(uint64_t frame, const Stored& stored, uint8_t* out, std::vector<uint8_t>& scratch) const {
+  uint32_t index = 0;
+  const Part& part = part_of(frame, &index);
   const DataPart& d = *part.info;
   const std::string where = d.file + ", frame " + std::to_string(frame);
   if (d.codec == ChunkCodec::Hdf5Pipeline) {
@@ -115,17 +123,18 @@ void FrameReader::decode(uint64_t frame, const Chunk& chunk, uint8_t* out, std::
       throw Error(ErrorKind::BadInput, where + ": HDF5 could not read the frame: " + h5::last_error());
     return;
   }
-  const uint8_t* bytes = part.mapping->data() + chunk.offset;
-  if (chunk.raw) {
-    if (chunk.bytes != frame_bytes_)
-      throw Error(ErrorKind::BadInput, where + ": stored uncompressed chunk has " + std::to_string(chunk.bytes) + " bytes, a frame has " +
+  const uint8_t* bytes = stored.bytes.data();
+  const uint64_t n = stored.bytes.size();
+  if (stored.raw) {
+    if (n != frame_bytes_)
+      throw Error(ErrorKind::BadInput, where + ": stored uncompressed chunk has " + std::to_string(n) + " bytes, a frame has " +
                                            std::to_string(frame_bytes_));
     std::memcpy(out, bytes, frame_bytes_);
   } else if (d.codec == ChunkCodec::BitshuffleLz4) {
-    decode_bitshuffle_lz4_chunk(bytes, chunk.bytes, acq_.element_size, out, frame_bytes_, where, scratch);
+    decode_bitshuffle_lz4_chunk(bytes, n, acq_.element_size, out, frame_bytes_, where, scratch);
   } else {
     const uint32_t block = d.bitshuffle_options.size() > 3 ? d.bitshuffle_options[3] : 0;
-    decode_bitshuffle_plain_chunk(bytes, chunk.bytes, acq_.element_size, block, out, frame_bytes_, where);
+    decode_bitshuffle_plain_chunk(bytes, n, acq_.element_size, block, out, frame_bytes_, where);
   }
 }
 

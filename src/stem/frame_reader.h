@@ -1,6 +1,8 @@
-// Reads the frames of an acquisition: locates each frame's stored chunk through HDF5 (offsets only),
-// then decodes it from a memory mapping of its data file without HDF5, so any number of threads
-// decode at once. Codecs other than bitshuffle (see ChunkCodec) go through the HDF5 library, serially.
+// Reads the frames of an acquisition: each frame's stored (compressed) chunk is read as is through
+// HDF5's direct chunk read under the HDF5 lock, a few microseconds per frame, then decoded by
+// Tensormorph outside the lock, so any number of threads decode at once. (HDF5 1.10's
+// H5Dget_chunk_info_by_coord costs ~20 µs per call here, ten times a direct read, so chunk offsets are
+// not looked up.) Codecs other than bitshuffle (see ChunkCodec) go through the HDF5 library, serially.
 #pragma once
 
 #include <cstdint>
@@ -21,23 +23,24 @@ class FrameReader {
   FrameReader(const FrameReader&) = delete;
   FrameReader& operator=(const FrameReader&) = delete;
 
-  // Where one frame's bytes lie: its part, its byte offset in the part's file, its stored size, and
-  // whether HDF5 skipped the filter for it (then it is stored raw).
-  struct Chunk {
-    uint32_t part = 0;
-    uint64_t offset = 0;
-    uint64_t bytes = 0;
-    bool raw = false;
+  // Checks that every frame lies in a readable data part, before anything is read: a frame in a missing
+  // or unreadable data file is Error(BadInput) naming the frame and the file's problem.
+  void check(const std::vector<uint64_t>& frames) const;
+
+  // One frame's stored bytes as read from its file, and how they are encoded.
+  struct Stored {
+    std::vector<uint8_t> bytes;
+    bool raw = false;  // stored unfiltered (no filter, or HDF5 skipped the filter for this chunk)
   };
 
-  // Locates the given frames (indices into the acquisition), in the given order, holding the HDF5
-  // lock. A frame in a missing data file, a chunk never written, or one that lies past the end of its
-  // file is Error(BadInput) naming the frame, the file and what was expected.
-  std::vector<Chunk> locate(const std::vector<uint64_t>& frames) const;
+  // Reads frame's stored chunk into `stored` (HDF5 H5Dread_chunk under the HDF5 lock: only the
+  // compressed bytes cross; contiguous data is copied from the mapping). A chunk never written or one
+  // HDF5 cannot read (e.g. past the end of a truncated file) is Error(BadInput) naming frame and file.
+  void read(uint64_t frame, Stored& stored) const;
 
-  // Decodes `frame` (located as `chunk`) into out, frame_bytes() bytes. Thread-safe; scratch is the
-  // calling thread's reusable buffer.
-  void decode(uint64_t frame, const Chunk& chunk, uint8_t* out, std::vector<uint8_t>& scratch) const;
+  // Decodes frame's stored bytes into out (frame_bytes() bytes), outside any lock. `scratch` is the
+  // calling thread's reusable buffer. Codecs HDF5 must run (Hdf5Pipeline) read and decode here, locked.
+  void decode(uint64_t frame, const Stored& stored, uint8_t* out, std::vector<uint8_t>& scratch) const;
 
   uint64_t frame_bytes() const { return frame_bytes_; }
   // The codec name of each part in use (for provenance), deduplicated.

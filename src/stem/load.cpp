@@ -214,7 +214,7 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
       group_start.push_back(frames.size());
     }
   FrameReader reader(acq);
-  const std::vector<FrameReader::Chunk> chunks = reader.locate(frames);
+  reader.check(frames);
 
   std::vector<uint32_t> bad;
   if (req.mask_bad_pixels)
@@ -225,7 +225,7 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
   out.shape = plan.output_shape;
   out.dtype = plan.output_dtype;
   out.bytes = plan.output_bytes;
-  out.data = std::make_unique_for_overwrite<uint8_t[]>(out.bytes);
+  out.data = LargeBuffer(out.bytes);
   const uint64_t frame_pixels = acq.detector_rows * acq.detector_cols;
   const uint64_t frame_bytes = reader.frame_bytes();
   const uint64_t out_frame_pixels = plan.output_shape[2] * plan.output_shape[3];
@@ -239,14 +239,16 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
   std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
   pool.parallel_for(positions, [&](uint64_t begin, uint64_t end, unsigned part) {
     std::vector<uint8_t> scratch, frame(direct ? 0 : frame_bytes);
+    FrameReader::Stored stored_chunk;
     std::vector<uint64_t> acc(direct ? 0 : out_frame_pixels);
     for (uint64_t pos = begin; pos < end; ++pos) {
       uint8_t* dst = out.data.get() + pos * out_frame_bytes;
       if (!direct) std::fill(acc.begin(), acc.end(), 0);
       for (uint64_t g = group_start[pos]; g < group_start[pos + 1]; ++g) {
         uint8_t* px = direct ? dst : frame.data();
-        reader.decode(frames[g], chunks[g], px, scratch);
-        stored[part] += chunks[g].bytes;
+        reader.read(frames[g], stored_chunk);
+        reader.decode(frames[g], stored_chunk, px, scratch);
+        stored[part] += stored_chunk.bytes.size();
         if (req.mask_bad_pixels)
           zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, bad)
                           : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, bad)

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/large_buffer.h"
 #include "formats/dectris.h"
 
 namespace tmorph {
@@ -56,7 +57,7 @@ struct LoadPlan {
 struct StemArray {
   std::array<uint64_t, 4> shape{};
   DType dtype = DType::U16;
-  std::unique_ptr<uint8_t[]> data;
+  LargeBuffer data;  // bytes of row-major output
   uint64_t bytes = 0;
   nlohmann::json provenance;
   // Measured while loading.
