@@ -309,23 +309,44 @@ Acquisition open_acquisition(const std::string& path_in) {
     if (part.present) first = false;
     acq.parts.push_back(part);
   }
-  // Frame numbering: parts are consecutive; image_nr_low (1-based) must agree with what precedes.
-  uint64_t next = 0;
+  // Frame numbering: a part's first frame is image_nr_low - 1 (1-based, the detector's own count) when
+  // present, else the frames before it. After a missing part only image_nr_low can place later frames:
+  // a part without it is then unusable rather than silently shifted onto the wrong scan positions.
+  uint64_t next = 0, present_frames = 0;
+  bool gap = false;
   for (auto& p : acq.parts) {
     if (!p.present) {
       acq.problems.push_back(p.problem);
+      gap = true;
       continue;
     }
-    p.first_frame = next;
-    if (p.image_nr_low && *p.image_nr_low != static_cast<int64_t>(next + 1))
-      acq.problems.push_back(p.file + ": image_nr_low is " + std::to_string(*p.image_nr_low) + " but " + std::to_string(next) +
-                             " frames precede it (a data file is missing or out of order)");
+    uint64_t first_frame = next;
+    if (p.image_nr_low && *p.image_nr_low >= 1) {
+      first_frame = static_cast<uint64_t>(*p.image_nr_low - 1);
+      if (!gap && first_frame != next)
+        acq.problems.push_back(p.file + ": image_nr_low is " + std::to_string(*p.image_nr_low) + " but " + std::to_string(next) +
+                               " frames precede it (a data file is missing or out of order)");
+      if (first_frame < next) {
+        p.present = false;
+        p.problem = p.file + ": its frames (from image_nr_low " + std::to_string(*p.image_nr_low) + ") overlap the previous data file's";
+        acq.problems.push_back(p.problem);
+        continue;
+      }
+    } else if (gap) {
+      p.present = false;
+      p.problem = p.file + ": cannot place its frames: an earlier data file is missing and it has no image_nr_low";
+      acq.problems.push_back(p.problem);
+      continue;
+    }
+    p.first_frame = first_frame;
     if (p.image_nr_low && p.image_nr_high && *p.image_nr_high - *p.image_nr_low + 1 != static_cast<int64_t>(p.frames))
       acq.problems.push_back(p.file + ": image_nr_low..high (" + std::to_string(*p.image_nr_low) + ".." +
                              std::to_string(*p.image_nr_high) + ") disagrees with its " + std::to_string(p.frames) + " frames");
-    next += p.frames;
+    next = first_frame + p.frames;
+    present_frames += p.frames;
   }
-  acq.frames_present = next;
+  acq.frames_present = present_frames;
+  acq.frames_extent = next;
   if (first) acq.problems.push_back(acq.master + ": no data file could be read");
 
   // Metadata: every small scalar outside entry/data, then the fields Tensormorph uses.

@@ -53,6 +53,7 @@ struct Acquisition {
   uint32_t element_size = 2;
   uint64_t detector_rows = 0, detector_cols = 0;  // Kr, Kc
   uint64_t frames_present = 0;                    // frames in parts that opened
+  uint64_t frames_extent = 0;                     // one past the last frame a readable part holds
   std::optional<uint64_t> frames_expected;        // ntrigger × nimages from the detector metadata
   nlohmann::json metadata = nlohmann::json::object();  // every small scalar: HDF5 path -> value (+ units)
   std::vector<uint32_t> pixel_mask;               // Kr × Kc row-major, empty when the file has none
@@ -64,8 +65,8 @@ struct Acquisition {
   std::vector<std::string> problems;     // readiness problems, in discovery order
 
   bool complete() const;
-  // Frames the scan covers: expected when the metadata says, else present.
-  uint64_t frames_total() const { return frames_expected.value_or(frames_present); }
+  // Frames the scan covers: expected when the metadata says, else as far as the readable parts reach.
+  uint64_t frames_total() const { return frames_expected.value_or(frames_extent); }
   nlohmann::json readiness_json() const;
 };
 

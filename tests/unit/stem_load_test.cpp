@@ -1,1 +1,411 @@
+// Loading 4D-STEM acquisitions: the full decode equals HDF5's; regions and bins equal slicing and
+// summing the full decode (partial edge bins included); masking, dtype choice and narrowing, memory
+// admission; and the readiness and errors of incomplete, damaged or half-written acquisitions.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "formats/dectris.h"
+#include "stem/load.h"
+#include "stem/simulate.h"
+#include "stem_fixture.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+namespace {
+
+using test::TempFolder;
+namespace fs = std::filesystem;
+
+// A 6 x 9 scan (not square) of 20 x 20 uint16 frames over 3 data files, with dead pixels.
+class StemLoad : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kRows = 6, kCols = 9, kK = 20;
+  TempFolder dir{"load"};
+  std::string master;
+
+  void SetUp() override { master = write(DType::U16, dir.str()); }
+
+  static std::string write(DType dtype, const std::string& folder, bool inline_data = false) {
+    StemSimulationParams p;
+    p.scan_rows = kRows;
+    p.scan_cols = kCols;
+    p.detector = kK;
+    p.bf_radius_px = 4;
+    p.dtype = dtype;
+    p.dose = dtype == DType::U8 ? 800 : 5000;
+    DectrisWriterOptions o;
+    o.folder = folder;
+    o.frames_per_file = 20;  // 20 + 20 + 14 frames
+    o.inline_data = inline_data;
+    return write_simulated_acquisition(p, o, 2);
+  }
+
+  LoadRequest base() const {
+    LoadRequest r;
+    r.scan_shape = std::array<uint64_t, 2>{kRows, kCols};
+    r.threads = 2;
+    return r;
+  }
+
+  // The full acquisition as HDF5 decodes it, one uint64 per pixel, bad pixels zeroed when masked.
+  std::vector<uint64_t> reference(const Acquisition& acq, bool masked) const {
+    std::vector<uint64_t> out;
+    for (const auto& part : acq.parts) {
+      const auto bytes = test::hdf5_decode(part.file, part.dataset, acq.element_size);
+      for (size_t i = 0; i < bytes.size() / acq.element_size; ++i) {
+        uint64_t v = 0;
+        std::memcpy(&v, bytes.data() + i * acq.element_size, acq.element_size);
+        const uint64_t sentinel = acq.element_size == 1 ? 0xFF : acq.element_size == 2 ? 0xFFFF : 0xFFFFFFFFull;
+        if (masked && (v == sentinel || acq.pixel_mask[i % (kK * kK)] > 0)) v = 0;
+        out.push_back(v);
+      }
+    }
+    return out;
+  }
+
+  static uint64_t value(const StemArray& a, uint64_t i) {
+    uint64_t v = 0;
+    std::memcpy(&v, a.data.get() + i * dtype_size(a.dtype), dtype_size(a.dtype));
+    return v;
+  }
+
+  // Brute-force region + bin over the reference, compared element by element.
+  void expect_matches(const Acquisition& acq, const LoadRequest& r, const std::vector<uint64_t>& full) {
+    const StemArray a = load_stem(acq, r);
+    const Box s = r.scan_region.value_or(Box{0, kRows, 0, kCols});
+    const Box d = r.detector_region.value_or(Box{0, kK, 0, kK});
+    const auto cdiv = [](uint64_t x, uint64_t y) { return (x + y - 1) / y; };
+    const std::array<uint64_t, 4> shape = {cdiv(s.r1 - s.r0, r.scan_bin[0]), cdiv(s.c1 - s.c0, r.scan_bin[1]),
+                                           cdiv(d.r1 - d.r0, r.detector_bin[0]), cdiv(d.c1 - d.c0, r.detector_bin[1])};
+    ASSERT_EQ(a.shape, shape);
+    std::vector<uint64_t> expected(shape[0] * shape[1] * shape[2] * shape[3], 0);
+    for (uint64_t sr = s.r0; sr < s.r1; ++sr)
+      for (uint64_t sc = s.c0; sc < s.c1; ++sc)
+        for (uint64_t k = d.r0; k < d.r1; ++k)
+          for (uint64_t l = d.c0; l < d.c1; ++l) {
+            const uint64_t o = (((sr - s.r0) / r.scan_bin[0] * shape[1] + (sc - s.c0) / r.scan_bin[1]) * shape[2] +
+                                (k - d.r0) / r.detector_bin[0]) * shape[3] + (l - d.c0) / r.detector_bin[1];
+            expected[o] += full[((sr * kCols + sc) * kK + k) * kK + l];
+          }
+    for (uint64_t i = 0; i < expected.size(); ++i) ASSERT_EQ(value(a, i), expected[i]) << "element " << i;
+    EXPECT_EQ(a.provenance["output"]["shape"], nlohmann::json(shape));
+  }
+};
+
+TEST_F(StemLoad, TheAcquisitionIsCompleteAndDescribed) {
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_TRUE(acq.complete()) << acq.readiness_json().dump();
+  EXPECT_EQ(acq.layout, "external-links");
+  EXPECT_EQ(acq.parts.size(), 3u);
+  EXPECT_EQ(acq.frames_present, kRows * kCols);
+  EXPECT_EQ(acq.frames_expected, kRows * kCols);
+  EXPECT_EQ(acq.detector_rows, kK);
+  EXPECT_EQ(acq.dtype, DType::U16);
+  EXPECT_EQ(acq.saturation_value, 65534u);
+  EXPECT_DOUBLE_EQ(*acq.beam_energy_ev, 300e3);
+  EXPECT_DOUBLE_EQ(*acq.convergence_semi_angle_mrad, 20);
+  EXPECT_EQ(std::count_if(acq.pixel_mask.begin(), acq.pixel_mask.end(), [](uint32_t m) { return m > 0; }), 4);
+  EXPECT_EQ(acq.metadata["entry/instrument/detector/count_time"]["units"], "s");
+  EXPECT_EQ(acq.signature.size(), 16u);
+  EXPECT_EQ(*acq.parts[1].image_nr_low, 21);
+}
+
+TEST_F(StemLoad, FullDecodeWithoutMaskEqualsHdf5ByteForByte) {
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.mask_bad_pixels = false;
+  const StemArray a = load_stem(acq, r);
+  ASSERT_EQ(a.dtype, DType::U16);
+  const auto full = reference(acq, false);
+  ASSERT_EQ(a.bytes, full.size() * 2);
+  for (size_t i = 0; i < full.size(); ++i) ASSERT_EQ(value(a, i), full[i]) << i;
+  EXPECT_EQ(a.provenance["bad_pixels"]["sentinel_values_zeroed"], 0);
+}
+
+TEST_F(StemLoad, MaskingZeroesDeadPixelsAndSentinels) {
+  const Acquisition acq = open_acquisition(master);
+  const StemArray a = load_stem(acq, base());
+  const auto full = reference(acq, true);
+  for (size_t i = 0; i < full.size(); ++i) ASSERT_EQ(value(a, i), full[i]) << i;
+  EXPECT_EQ(a.provenance["bad_pixels"]["sentinel_values_zeroed"], 4 * kRows * kCols);  // the simulator's 4 dead pixels
+  EXPECT_EQ(a.provenance["bad_pixels"]["pixel_mask_pixels"], 4);
+}
+
+TEST_F(StemLoad, RegionsAndBinsEqualSlicingAndSummingTheFullDecode) {
+  const Acquisition acq = open_acquisition(master);
+  const auto full = reference(acq, true);
+  struct Case {
+    std::optional<Box> scan, det;
+    std::array<uint64_t, 2> sbin, dbin;
+  };
+  const std::vector<Case> cases = {
+      {Box{1, 5, 2, 9}, std::nullopt, {1, 1}, {1, 1}},          // scan region only (frames across data files)
+      {std::nullopt, Box{3, 17, 0, 20}, {1, 1}, {1, 1}},        // detector region
+      {std::nullopt, std::nullopt, {2, 4}, {1, 1}},             // scan bin with partial edge bins (9 = 4+4+1)
+      {std::nullopt, std::nullopt, {1, 1}, {3, 3}},             // detector bin, 20 = 3*6 + 2
+      {Box{0, 5, 1, 8}, Box{2, 19, 5, 20}, {2, 3}, {4, 5}},     // everything at once
+      {Box{5, 6, 8, 9}, std::nullopt, {7, 7}, {20, 20}},        // one frame summed to one number
+  };
+  for (const auto& c : cases) {
+    LoadRequest r = base();
+    r.scan_region = c.scan;
+    r.detector_region = c.det;
+    r.scan_bin = c.sbin;
+    r.detector_bin = c.dbin;
+    SCOPED_TRACE(nlohmann::json({c.sbin, c.dbin}).dump());
+    expect_matches(acq, r, full);
+  }
+}
+
+TEST_F(StemLoad, OnlyTheScanRegionsFramesAreRead) {
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.scan_region = Box{2, 3, 0, 4};
+  const StemArray a = load_stem(acq, r);
+  EXPECT_EQ(a.decoded_bytes, 4 * kK * kK * 2);
+}
+
+TEST_F(StemLoad, OutputDtypeWidensForSumsAndNarrowsOnlyWhenEveryValueFits) {
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  EXPECT_EQ(load_stem(acq, r).dtype, DType::U16);  // no bins: the source dtype
+  r.detector_bin = {2, 2};
+  const StemArray wide = load_stem(acq, r);
+  EXPECT_EQ(wide.dtype, DType::U32);  // 4 × 65534 needs 32 bits
+  EXPECT_TRUE(wide.provenance["output"]["narrowed_from"].is_null());
+  r.dtype = "uint16";  // permission to narrow: the simulated counts fit
+  const StemArray narrow = load_stem(acq, r);
+  EXPECT_EQ(narrow.dtype, DType::U16);
+  EXPECT_EQ(narrow.provenance["output"]["narrowed_from"], "u32");
+  for (uint64_t i = 0; i < narrow.bytes / 2; ++i) ASSERT_EQ(value(narrow, i), value(wide, i));
+  r.dtype = "uint8";
+  r.scan_bin = {6, 9};  // a sum over every frame exceeds 255
+  try {
+    load_stem(acq, r);
+    FAIL() << "narrowing to uint8 should have been refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("does not fit; nothing was narrowed"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StemLoad, Uint32SourcesNarrowToUint16OnlyWhenAsked) {
+  TempFolder d32("u32");
+  const Acquisition acq = open_acquisition(write(DType::U32, d32.str()));
+  LoadRequest r = base();
+  const StemArray a = load_stem(acq, r);
+  EXPECT_EQ(a.dtype, DType::U32);
+  EXPECT_EQ(a.provenance["bad_pixels"]["sentinel_values_zeroed"], 4 * kRows * kCols);  // 0xFFFFFFFF zeroed
+  r.dtype = "uint16";
+  const StemArray n = load_stem(acq, r);
+  EXPECT_EQ(n.dtype, DType::U16);
+  EXPECT_EQ(n.provenance["output"]["narrowed_from"], "u32");
+  for (uint64_t i = 0; i < n.bytes / 2; ++i) ASSERT_EQ(value(n, i), value(a, i));
+}
+
+TEST_F(StemLoad, InlineLayoutReadsTheSame) {
+  TempFolder d2("inline");
+  const Acquisition ext = open_acquisition(master);
+  const Acquisition inl = open_acquisition(write(DType::U16, d2.str(), true));
+  EXPECT_EQ(inl.layout, "inline");
+  const StemArray a = load_stem(ext, base()), b = load_stem(inl, base());
+  ASSERT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(std::memcmp(a.data.get(), b.data.get(), a.bytes), 0);
+}
+
+TEST_F(StemLoad, MemoryAdmissionRefusesBeforeAllocatingAndNamesTheLadder) {
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.threads = 1;
+  r.memory_budget = 20000;  // the full load needs 43,200 bytes of output plus working buffers
+  try {
+    load_stem(acq, r);
+    FAIL() << "expected the memory budget to refuse";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::PrecisionRefused);
+    const std::string m = e.what();
+    for (const char* s : {"over the memory budget", "nothing was allocated, cropped or binned", "crop: --scan-region 0,", "bin: --scan-bin",
+                          "bin: --detector-bin", "product-first"})
+      EXPECT_NE(m.find(s), std::string::npos) << s << " in:\n" << m;
+  }
+}
+
+TEST_F(StemLoad, ScanShapeMustCoverTheFrames) {
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.scan_shape.reset();
+  EXPECT_THROW(load_stem(acq, r), Error);  // 54 frames are not a square
+  r.scan_shape = std::array<uint64_t, 2>{5, 11};
+  try {
+    load_stem(acq, r);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+  }
+  r.scan_shape = std::array<uint64_t, 2>{9, 6};  // the other way round is a valid 9 x 6 scan
+  EXPECT_EQ(load_stem(acq, r).shape[0], 9u);
+}
+
+TEST_F(StemLoad, BadRegionsAndBinsAreInvalidArguments) {
+  const Acquisition acq = open_acquisition(master);
+  for (const Box b : {Box{0, 7, 0, 9}, Box{3, 3, 0, 9}, Box{0, 6, 5, 2}}) {
+    LoadRequest r = base();
+    r.scan_region = b;
+    EXPECT_THROW(load_stem(acq, r), Error);
+  }
+  LoadRequest r = base();
+  r.detector_bin = {0, 1};
+  EXPECT_THROW(load_stem(acq, r), Error);
+}
+
+// ---- Incomplete and damaged acquisitions
+
+TEST_F(StemLoad, AMissingDataFileIsReportedAndOnlyItsFramesFail) {
+  fs::remove(dir.file("demo_data_000002.h5"));
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_FALSE(acq.complete());
+  const std::string report = acq.readiness_json().dump();
+  EXPECT_NE(report.find("data_000002 links to " + dir.file("demo_data_000002.h5") + ", which does not exist"), std::string::npos) << report;
+  EXPECT_NE(report.find("34 of 54 frames present"), std::string::npos) << report;
+  LoadRequest r = base();
+  r.scan_region = Box{0, 2, 0, 2};  // frames 0, 1, 9, 10: all in data file 1
+  EXPECT_NO_THROW(load_stem(acq, r));
+  r.scan_region = Box{2, 3, 0, 9};  // frames 18..26 reach data file 2
+  try {
+    load_stem(acq, r);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("frame 20 is not present in any readable data file"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StemLoad, ATruncatedDataFileIsNamed) {
+  const std::string f = dir.file("demo_data_000003.h5");
+  fs::resize_file(f, fs::file_size(f) / 2);
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_FALSE(acq.complete());
+  const std::string report = acq.readiness_json().dump();
+  EXPECT_NE(report.find(f), std::string::npos) << report;
+  EXPECT_NE(report.find("truncated"), std::string::npos) << report;
+  LoadRequest r = base();
+  r.scan_region = Box{5, 6, 0, 9};
+  EXPECT_THROW(load_stem(acq, r), Error);
+}
+
+TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
+  // Overwrite the LZ4 stream of frame 3's first block (data file 1) in place.
+  const std::string f = dir.file("demo_data_000001.h5");
+  haddr_t addr = 0;
+  {
+    auto guard = h5::lock();
+    h5::Handle file = h5::open_file(f);
+    h5::Handle ds(H5Dopen2(file.get(), "entry/data/data", H5P_DEFAULT), H5Dclose);
+    const hsize_t coord[3] = {3, 0, 0};
+    unsigned mask = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds.get(), coord, &mask, &addr, &size), 0);
+  }
+  {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(addr + 16));
+    const char junk[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
+    io.write(junk, 8);
+  }
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.scan_region = Box{0, 1, 0, 9};
+  try {
+    load_stem(acq, r);
+    FAIL() << "the corrupted block decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find(f + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StemReadiness, AnAcquisitionStillBeingWrittenIsReportedAndUnwrittenFramesFail) {
+  TempFolder dir("writing");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  o.frames_per_file = 10;
+  DectrisMetadata meta;
+  meta.scalars["entry/instrument/detector/detectorSpecific/ntrigger"] = {{"value", 30}};
+  meta.scalars["entry/instrument/detector/detectorSpecific/nimages"] = {{"value", 1}};
+  {
+    // 30 frames announced; the writer has created two data files so far and written 15 frames.
+    DectrisWriter w(o, DType::U16, 8, 8, 20, meta);
+    for (uint64_t f = 0; f < 15; ++f) w.write_frame(f, test::detector_pixels(DType::U16, 64, f).data());
+  }
+  const Acquisition acq = open_acquisition(dir.file("demo_master.h5"));
+  EXPECT_FALSE(acq.complete());
+  EXPECT_NE(acq.readiness_json().dump().find("20 of 30 frames present"), std::string::npos) << acq.readiness_json().dump();
+  LoadRequest r;
+  r.scan_shape = std::array<uint64_t, 2>{5, 6};
+  r.scan_region = Box{0, 2, 0, 6};  // frames 0..11: written
+  EXPECT_NO_THROW(load_stem(acq, r));
+  r.scan_region = Box{2, 3, 0, 6};  // frames 12..17: 15..17 not written yet
+  try {
+    load_stem(acq, r);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frame 15 (local 5) has no stored chunk: not written yet"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StemReadiness, ADanglingLinkAndAMissingGroupAreReported) {
+  TempFolder dir("dangling");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  const std::string master = test::write_frames(o, DType::U16, 8, 8, 4);
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fopen(master.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    ASSERT_GE(H5Lcreate_external("demo_data_000001.h5", "/entry/data/nothing", f.get(), "entry/data/data_000002", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_NE(acq.readiness_json().dump().find("data_000002 points nowhere"), std::string::npos) << acq.readiness_json().dump();
+  const std::string not_stem = dir.file("plain.h5");
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fcreate(not_stem.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  }
+  try {
+    open_acquisition(not_stem);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("no group entry/data"), std::string::npos);
+  }
+  std::ofstream(dir.file("junk_master.h5")) << "not hdf5";
+  EXPECT_THROW(open_acquisition(dir.file("junk_master.h5")), Error);
+}
+
+TEST(StemSimulation, FramesAreDeterministicAndThePhysicsIsVisible) {
+  StemSimulationParams p;
+  p.scan_rows = p.scan_cols = 4;
+  p.detector = 32;
+  StemSimulator a(p), b(p);
+  std::vector<uint8_t> fa(32 * 32 * 2), fb(32 * 32 * 2);
+  a.frame(5, fa.data());
+  b.frame(5, fb.data());
+  EXPECT_EQ(fa, fb);
+  // Most counts fall inside the bright-field disk (radius K/8 = 4 px around the centre).
+  const auto* px = reinterpret_cast<const uint16_t*>(fa.data());
+  uint64_t inside = 0, total = 0;
+  for (int u = 0; u < 32; ++u)
+    for (int v = 0; v < 32; ++v) {
+      const uint16_t c = px[u * 32 + v] == 0xFFFF ? 0 : px[u * 32 + v];
+      total += c;
+      if ((u - 16) * (u - 16) + (v - 16) * (v - 16) <= 25) inside += c;
+    }
+  EXPECT_GT(total, 15000u);
+  EXPECT_GT(inside, total * 8 / 10);
+  EXPECT_NEAR(electron_wavelength_A(300e3), 0.019687, 1e-5);
+  EXPECT_NEAR(electron_wavelength_A(200e3), 0.025079, 1e-5);
+}
+
+}  // namespace
+}  // namespace tmorph
