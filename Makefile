@@ -35,6 +35,7 @@ bench: build
 	@/usr/bin/python3 bench/index_bench.py --build build
 	@/usr/bin/python3 bench/run_dequant_bench.py --build build
 	@/usr/bin/python3 bench/vulkan_bench.py --build build
+	@/usr/bin/python3 bench/stem_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py
