@@ -1,5 +1,6 @@
 # Tensormorph: every target does its own set-up on a fresh Debian 12 machine.
-#   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics
+#   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics;
+#               then write the simulated 4D-STEM demo acquisition (if absent), inspect it and load it binned
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
@@ -21,6 +22,9 @@ run: build
 	@build/tensormorph ls build/demo
 	@build/tensormorph stats build/demo
 	@build/tensormorph stats build/demo model.layers.0.mlp.down_proj.weight
+	@test -f build/stem-demo/demo_master.h5 || build/tensormorph stem demo --out build/stem-demo
+	@build/tensormorph stem inspect build/stem-demo
+	@build/tensormorph stem load build/stem-demo --scan-bin 2 --detector-bin 4
 
 test: build
 	@ctest --preset release -j $(JOBS)

@@ -78,6 +78,12 @@ std::string human_rate(double bytes, double seconds) {
   return text;
 }
 
+std::string human_mb(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
 nlohmann::json inspect_json(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& scan_shape) {
   nlohmann::json j = {{"master", acq.master},
                       {"layout", acq.layout},
@@ -293,7 +299,7 @@ void add_stem_command(CLI::App& app) {
                 << "\n";
     } else {
       std::cout << "wrote " << master << ": " << p.scan_rows << "x" << p.scan_cols << " scan of " << p.detector << "x" << p.detector << " "
-                << demo->dtype << " frames (" << fmt(static_cast<double>(raw) / 1e6) << " MB raw)\n";
+                << demo->dtype << " frames (" << human_mb(raw) << " raw)\n";
     }
   });
 
