@@ -102,6 +102,9 @@ nlohmann::json inspect_json(const Acquisition& acq, const std::optional<std::arr
   try {
     const auto s = resolve_scan_shape(acq, scan_shape);
     j["scan_shape"] = {s[0], s[1]};
+    j["scan_shape_source"] = scan_shape ? "--scan-shape"
+                             : acq.scan_shape_recorded && *acq.scan_shape_recorded == s ? acq.scan_shape_path
+                                                                                         : "square frame count";
   } catch (const Error& e) {
     j["scan_shape"] = nullptr;
     j["scan_shape_problem"] = e.what();
@@ -148,7 +151,7 @@ struct LoadArgs {
 
 void add_load_flags(CLI::App* cmd, LoadArgs& a) {
   cmd->add_option("PATH", a.path, "master file, data file or folder with one master")->required();
-  cmd->add_option("--scan-shape", a.scan_shape, "ROWS,COLS of the scan (needed when the frame count is not a square)");
+  cmd->add_option("--scan-shape", a.scan_shape, "ROWS,COLS of the scan (needed when the file records none and the frame count is not a square)");
   cmd->add_option("--scan-region", a.scan_region, "R0,R1,C0,C1: half-open scan rows and columns to read (default: all)");
   cmd->add_option("--detector-region", a.detector_region, "R0,R1,C0,C1: half-open detector rows and columns to keep");
   cmd->add_option("--scan-bin", a.scan_bin, "N or R,C: sum N x N (R x C) scan positions per output position");
@@ -247,7 +250,7 @@ void add_stem_command(CLI::App& app) {
   CLI::App* d = stem->add_subcommand("demo", "write a simulated 4D-STEM acquisition in the Dectris layout");
   d->add_option("--out", demo->out, "folder to write (default build/stem-demo)");
   d->add_option("--prefix", demo->prefix, "file name prefix (<prefix>_master.h5)");
-  d->add_option("--size", demo->size, "small (32x32 scan, 64x64 frames), medium (128x128, 96x96: 302 MB raw) or large (192x192, 128x128: 1.2 GB raw)");
+  d->add_option("--size", demo->size, "small (32x32 scan, 64x64 frames), medium (128x128, 96x96: 302 MB raw), large (192x192, 128x128: 1.2 GB raw) or full (512x512, 192x192: 19.3 GB raw)");
   d->add_option("--scan", demo->scan, "ROWS,COLS of the scan (overrides --size)");
   d->add_option("--detector", demo->detector, "K: frames are K x K pixels (overrides --size)");
   d->add_option("--dtype", demo->dtype, "uint8, uint16 (default) or uint32");
@@ -264,9 +267,10 @@ void add_stem_command(CLI::App& app) {
   d->callback([demo] {
     StemSimulationParams p;
     if (demo->size == "small") p.scan_rows = p.scan_cols = 32, p.detector = 64;
+    else if (demo->size == "full") p.scan_rows = p.scan_cols = 512, p.detector = 192;
     else if (demo->size == "medium") p.scan_rows = p.scan_cols = 128, p.detector = 96;
     else if (demo->size == "large") p.scan_rows = p.scan_cols = 192, p.detector = 128;
-    else throw Error(ErrorKind::InvalidArgument, "--size " + demo->size + ": expected small, medium or large");
+    else throw Error(ErrorKind::InvalidArgument, "--size " + demo->size + ": expected small, medium, large or full");
     if (auto s = parse_pair(demo->scan, "--scan")) p.scan_rows = (*s)[0], p.scan_cols = (*s)[1];
     if (demo->detector) p.detector = demo->detector;
     if (demo->dtype == "uint8") p.dtype = DType::U8;
@@ -348,7 +352,7 @@ void add_stem_command(CLI::App& app) {
   auto ins = std::make_shared<InspectArgs>();
   CLI::App* i = stem->add_subcommand("inspect", "readiness, detector, metadata and source identity of an acquisition (decodes nothing)");
   i->add_option("PATH", ins->path, "master file, data file or folder with one master")->required();
-  i->add_option("--scan-shape", ins->scan_shape, "ROWS,COLS of the scan (needed when the frame count is not a square)");
+  i->add_option("--scan-shape", ins->scan_shape, "ROWS,COLS of the scan (needed when the file records none and the frame count is not a square)");
   i->add_flag("--json", ins->json, "machine-readable output");
   i->callback([ins] {
     const Acquisition acq = open_acquisition(ins->path);

@@ -230,7 +230,7 @@ Acquisition open_acquisition(const std::string& path_in) {
     if (masters.size() > 1) {
       std::string list;
       for (const auto& m : masters) list += "\n  " + m;
-      throw Error(ErrorKind::InvalidArgument, path + ": " + std::to_string(masters.size()) + " acquisitions here; name one:" + list);
+      throw Error(ErrorKind::InvalidArgument, path + ": " + std::to_string(masters.size()) + " acquisitions here (see `tensormorph stem discover`); name one:" + list);
     }
     path = masters[0];
   }
@@ -361,6 +361,12 @@ Acquisition open_acquisition(const std::string& path_in) {
   acq.beam_energy_ev = meta_double(m, {"entry/instrument/beam/incident_energy"});
   acq.convergence_semi_angle_mrad = meta_double(m, {"entry/instrument/beam/convergence_semi_angle"});
   if (auto d = meta_value(m, {"entry/instrument/detector/description"}); d && d->is_string()) acq.description = *d;
+  const auto scan_rows = meta_uint(m, {"entry/sample/simulation/scan_rows"});
+  const auto scan_cols = meta_uint(m, {"entry/sample/simulation/scan_cols"});
+  if (scan_rows && scan_cols) {
+    acq.scan_shape_recorded = std::array<uint64_t, 2>{*scan_rows, *scan_cols};
+    acq.scan_shape_path = "entry/sample/simulation/scan_rows, scan_cols";
+  }
   const auto xpix = meta_uint(m, {"entry/instrument/detector/detectorSpecific/x_pixels_in_detector"});
   const auto ypix = meta_uint(m, {"entry/instrument/detector/detectorSpecific/y_pixels_in_detector"});
   if (!first && xpix && ypix && (*xpix != acq.detector_cols || *ypix != acq.detector_rows))
@@ -385,6 +391,10 @@ std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::op
       throw Error(ErrorKind::InvalidArgument, "--scan-shape " + std::to_string(r) + "," + std::to_string(c) + " does not cover the " +
                                                   std::to_string(total) + " frames of " + acq.master);
     return *given;
+  }
+  if (acq.scan_shape_recorded) {
+    const auto [r, c] = *acq.scan_shape_recorded;
+    if (r > 0 && c > 0 && r <= total && r * c == total) return *acq.scan_shape_recorded;
   }
   const auto side = static_cast<uint64_t>(std::llround(std::sqrt(static_cast<double>(total))));
   if (total > 0 && side * side == total) return {side, side};

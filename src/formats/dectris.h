@@ -61,6 +61,9 @@ struct Acquisition {
   std::optional<uint64_t> saturation_value;
   std::optional<double> beam_energy_ev, convergence_semi_angle_mrad;
   std::string description;
+  // A scan shape the file records (Dectris files do not; Tensormorph's simulated ones do), and where.
+  std::optional<std::array<uint64_t, 2>> scan_shape_recorded;
+  std::string scan_shape_path;
   std::string signature;                 // 16 hex digits over every file's name, size, mtime and header
   std::vector<std::string> problems;     // readiness problems, in discovery order
 
@@ -80,8 +83,8 @@ Acquisition open_acquisition(const std::string& path);
 // Every `*_master.h5` below folder (recursive, sorted).
 std::vector<std::string> discover_masters(const std::string& folder);
 
-// The scan shape (rows, cols): the given one (its product must equal frames_total()), else a square
-// one when frames_total() is a perfect square. Throws InvalidArgument otherwise.
+// The scan shape (rows, cols): the given one (its product must equal frames_total()), else the one the
+// file records, else a square one when frames_total() is a perfect square. Throws InvalidArgument otherwise.
 std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given);
 
 }  // namespace tmorph

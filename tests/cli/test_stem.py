@@ -74,15 +74,15 @@ class StemCli(unittest.TestCase):
         self.assertEqual(j["readiness"]["frames_expected"], 42)
         self.assertEqual(j["detector_shape"], [K, K])
         self.assertEqual(j["dtype"], "u16")
-        self.assertIsNone(j["scan_shape"])  # 42 frames: not a square
-        self.assertIn("--scan-shape", j["scan_shape_problem"])
+        self.assertEqual(j["scan_shape"], [6, 7])  # 42 frames, not a square: the simulator records the shape
+        self.assertIn("entry/sample/simulation", j["scan_shape_source"])
         self.assertEqual(j["bad_pixels"], 4)
         self.assertEqual(j["metadata"]["entry/instrument/beam/incident_energy"], {"value": 300000.0, "units": "eV"})
         self.assertEqual(len(j["readiness"]["data_files"]), 3)
         self.assertEqual(len(j["signature"]), 16)
-        text = run(["stem", "inspect", self.master, "--scan-shape", "6,7"])
+        text = run(["stem", "inspect", self.master, "--scan-shape", "7,6"])
         self.assertEqual(text.code, 0, text.err)
-        self.assertIn("6 x 7", text.out)
+        self.assertIn("7 x 6", text.out)
         self.assertIn("bitshuffle+lz4", text.out)
 
     def test_discover_lists_the_master(self):
@@ -137,9 +137,9 @@ class StemCli(unittest.TestCase):
             with self.subTest(args=args):
                 r = run(["stem", "load", self.master, "--scan-shape", "6,7"] + args)
                 self.assertEqual(r.code, 2, r.err)
-        r = run(["stem", "load", self.master])  # not a square, no --scan-shape
+        r = run(["stem", "load", self.master, "--scan-shape", "5,8"])  # 40 positions for 42 frames
         self.assertEqual(r.code, 2)
-        self.assertIn("--scan-shape", r.err)
+        self.assertIn("does not cover the 42 frames", r.err)
 
     def test_memory_budget_refuses_with_the_ladder(self):
         r = run(["stem", "load", self.master, "--scan-shape", "6,7", "--memory-budget", "30K", "--threads", "1"])
