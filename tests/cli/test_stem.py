@@ -159,13 +159,18 @@ class StemDamage(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def overwrite_chunk(self, data_file, local_frame, offset, data):
+        """Overwrites bytes of one frame's stored chunk in place, `offset` bytes into the chunk."""
+        path = os.path.join(self.dir, data_file)
+        with h5py.File(path, "r") as f:
+            info = f["entry/data/data"].id.get_chunk_info_by_coord((local_frame, 0, 0))
+        with open(path, "r+b") as f:
+            f.seek(info.byte_offset + offset)
+            f.write(data)
+        return path
+
     def test_corrupted_block_names_file_frame_and_block(self):
-        data = os.path.join(self.dir, "demo_data_000002.h5")
-        with h5py.File(data, "r") as f:
-            info = f["entry/data/data"].id.get_chunk_info_by_coord((1, 0, 0))
-        with open(data, "r+b") as f:
-            f.seek(info.byte_offset + 16)
-            f.write(b"\xff" * 8)
+        data = self.overwrite_chunk("demo_data_000002.h5", 1, 16, b"\xff" * 8)
         r = run(["stem", "load", self.master])
         self.assertEqual(r.code, 3, r.err)
         self.assertIn(data + ", frame 9: bitshuffle/LZ4 chunk: block 0", r.err)
@@ -183,12 +188,7 @@ class StemDamage(unittest.TestCase):
         self.assertIn("frame 8 is not present", r.err)
 
     def test_header_size_that_lies_is_an_error(self):
-        data = os.path.join(self.dir, "demo_data_000001.h5")
-        with h5py.File(data, "r") as f:
-            info = f["entry/data/data"].id.get_chunk_info_by_coord((0, 0, 0))
-        with open(data, "r+b") as f:
-            f.seek(info.byte_offset + 6)
-            f.write(b"\x7f")
+        self.overwrite_chunk("demo_data_000001.h5", 0, 6, b"\x7f")
         r = run(["stem", "load", self.master, "--frame", "0,0"])
         self.assertEqual(r.code, 3, r.err)
         self.assertIn("frame 0: bitshuffle/LZ4 chunk: header (byte 0) says", r.err)
