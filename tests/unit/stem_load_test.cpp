@@ -110,6 +110,9 @@ TEST_F(StemLoad, TheAcquisitionIsCompleteAndDescribed) {
   EXPECT_EQ(acq.metadata["entry/instrument/detector/count_time"]["units"], "s");
   EXPECT_EQ(acq.signature.size(), 16u);
   EXPECT_EQ(*acq.parts[1].image_nr_low, 21);
+  // A data file, or the folder, opens the same acquisition through its master.
+  EXPECT_EQ(open_acquisition(dir.file("demo_data_000002.h5")).master, acq.master);
+  EXPECT_EQ(open_acquisition(dir.str()).signature, acq.signature);
 }
 
 TEST_F(StemLoad, FullDecodeWithoutMaskEqualsHdf5ByteForByte) {
