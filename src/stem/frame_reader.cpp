@@ -71,6 +71,11 @@ void FrameReader::check(const std::vector<uint64_t>& frames) const {
   for (uint64_t f : frames) part_of(f, &index);
 }
 
+void FrameReader::read_batch(const uint64_t* frames, size_t n, Stored* stored) const {
+  auto guard = h5::lock();
+  for (size_t i = 0; i < n; ++i) read(frames[i], stored[i]);
+}
+
 void FrameReader::read(uint64_t frame, Stored& stored) const {
   uint32_t index = 0;
   const Part& part = part_of(frame, &index);

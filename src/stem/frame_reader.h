@@ -37,6 +37,9 @@ class FrameReader {
   // compressed bytes cross; contiguous data is copied from the mapping). A chunk never written or one
   // HDF5 cannot read (e.g. past the end of a truncated file) is Error(BadInput) naming frame and file.
   void read(uint64_t frame, Stored& stored) const;
+  // The same for n frames under one acquisition of the HDF5 lock (threads that take the lock frame by
+  // frame spend their time handing it over in the kernel instead of decoding).
+  void read_batch(const uint64_t* frames, size_t n, Stored* stored) const;
 
   // Decodes frame's stored bytes into out (frame_bytes() bytes), outside any lock. `scratch` is the
   // calling thread's reusable buffer. Codecs HDF5 must run (Hdf5Pipeline) read and decode here, locked.

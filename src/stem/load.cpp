@@ -237,35 +237,43 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
 
   ThreadPool& pool = ThreadPool::shared(std::max(1u, req.threads));
   std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
+  // Each task owns a contiguous run of output positions (so integer sums need no atomics); it reads the
+  // stored chunks of its frames kReadBatch at a time under one HDF5 lock, then decodes them unlocked.
+  constexpr size_t kReadBatch = 32;
+  const uint64_t oc = plan.output_shape[3];
   pool.parallel_for(positions, [&](uint64_t begin, uint64_t end, unsigned part) {
     std::vector<uint8_t> scratch, frame(direct ? 0 : frame_bytes);
-    FrameReader::Stored stored_chunk;
     std::vector<uint64_t> acc(direct ? 0 : out_frame_pixels);
-    for (uint64_t pos = begin; pos < end; ++pos) {
-      uint8_t* dst = out.data.get() + pos * out_frame_bytes;
-      if (!direct) std::fill(acc.begin(), acc.end(), 0);
-      for (uint64_t g = group_start[pos]; g < group_start[pos + 1]; ++g) {
+    std::vector<FrameReader::Stored> batch(kReadBatch);
+    uint64_t pos = begin;
+    for (uint64_t g = group_start[begin]; g < group_start[end];) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadBatch, group_start[end] - g));
+      reader.read_batch(&frames[g], n, batch.data());
+      for (size_t i = 0; i < n; ++i, ++g) {
+        uint8_t* dst = out.data.get() + pos * out_frame_bytes;
+        if (!direct && g == group_start[pos]) std::fill(acc.begin(), acc.end(), 0);
         uint8_t* px = direct ? dst : frame.data();
-        reader.read(frames[g], stored_chunk);
-        reader.decode(frames[g], stored_chunk, px, scratch);
-        stored[part] += stored_chunk.bytes.size();
+        reader.decode(frames[g], batch[i], px, scratch);
+        stored[part] += batch[i].bytes.size();
         if (req.mask_bad_pixels)
           zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, bad)
                           : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, bad)
                                     : zero_bad<uint32_t>(px, frame_pixels, bad);
-        if (direct) continue;
-        const uint64_t oc = plan.output_shape[3];
-        if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-        else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-        else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-      }
-      if (direct) continue;
-      const uint64_t oc = plan.output_shape[3];
-      switch (out.dtype) {
-        case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-        case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-        case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-        default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out.dtype); break;
+        if (!direct) {
+          if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+          else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+          else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
+        }
+        if (g + 1 < group_start[pos + 1]) continue;  // more frames in this output position's bin
+        if (!direct) {
+          switch (out.dtype) {
+            case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+            case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+            case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
+            default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out.dtype); break;
+          }
+        }
+        ++pos;
       }
     }
   });
