@@ -18,6 +18,7 @@
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
 #include "radix_select.h"
+#include "stem_kernels.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 
@@ -39,7 +40,8 @@ constexpr uint64_t kNarrowTypes = bits({DType::F16, DType::BF16, DType::F8_E4M3F
 constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64, DType::I64, DType::U64});
 
 enum KernelId : uint32_t {
-  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kKernelCount
+  kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
+  kStemPatternReduce, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -68,6 +70,10 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     // The scheme mask (TM_PACKED_* bits) is filled in by init().
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_PACKED, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_QUANT_MOMENTS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_FRAME_SUMS, bits({DType::U8, DType::U16, DType::U32}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0,
+     nullptr, nullptr},
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_PATTERN_REDUCE, bits({DType::U8, DType::U16, DType::U32}), 0, 0, TM_PRECISION_EXACT, 0, 0,
+     0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -235,9 +241,13 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_DIFF_MOMENTS:
       case TM_OP_GGML_BLOCK_STATS:
       case TM_OP_DEQUANTIZE_PACKED:
-      case TM_OP_QUANT_MOMENTS: {
+      case TM_OP_QUANT_MOMENTS:
+      case TM_OP_STEM_FRAME_SUMS:
+      case TM_OP_STEM_PATTERN_REDUCE: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
+                             : k.op == TM_OP_STEM_FRAME_SUMS   ? run_stem_frame_sums(*call, &error)
+                             : k.op == TM_OP_STEM_PATTERN_REDUCE ? run_stem_pattern_reduce(*call, &error)
                              : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)
                              : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
                              : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)

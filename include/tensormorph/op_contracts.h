@@ -225,6 +225,44 @@ typedef struct tm_dequantize_packed_params_v1 {
  * values (whose lane sums round), and every backend returns the same bits.
  */
 
+/* ---- TM_OP_STEM_FRAME_SUMS ---------------------------------------------------------------------------
+ * Integer sums over each 4D-STEM detector frame, several products in one pass. Input: element_count =
+ * frames × pixels_per_frame values of dtype U8, U16 or U32, frame after frame, each frame row-major with
+ * `cols` pixels per row (pixel i lies at row i / cols, column i % cols). Params:
+ * tm_stem_frame_sums_params_v1. Pixel lists: list j holds the pixel indices
+ * list_pixels[list_offsets[j] .. list_offsets[j + 1]), each < pixels_per_frame, strictly increasing.
+ * Output: per frame f, TM_STEM_FRAME_SUMS_FIXED + list_count uint64 values at
+ * output[f * (TM_STEM_FRAME_SUMS_FIXED + list_count)]:
+ *   [0] Σ I over every pixel (the frame total)
+ *   [1] Σ I over the centre-of-mass pixels: list com_list, or every pixel when com_list is
+ *       TM_STEM_ALL_PIXELS
+ *   [2] Σ row · I over the same pixels
+ *   [3] Σ col · I over the same pixels
+ *   [4 + j] Σ I over list j
+ * All sums are exact in uint64: the caller guarantees pixels_per_frame × max(rows, cols) × max value < 2^64.
+ * Every backend returns the same integers.
+ */
+#define TM_STEM_FRAME_SUMS_FIXED 4u
+#define TM_STEM_ALL_PIXELS 0xFFFFFFFFu
+typedef struct tm_stem_frame_sums_params_v1 {
+  uint64_t pixels_per_frame;
+  uint32_t cols;
+  uint32_t list_count;
+  const uint64_t* list_offsets;  /* list_count + 1 entries, list_offsets[0] = 0                  */
+  const uint32_t* list_pixels;
+  uint32_t com_list;             /* a list index, or TM_STEM_ALL_PIXELS                          */
+  uint32_t reserved;             /* 0                                                            */
+} tm_stem_frame_sums_params_v1;
+
+/* ---- TM_OP_STEM_PATTERN_REDUCE -----------------------------------------------------------------------
+ * Per-pixel reductions over frames. Input as TM_OP_STEM_FRAME_SUMS; params: tm_stem_pattern_params_v1.
+ * Output: pixels_per_frame uint64 sums followed by pixels_per_frame uint32 maxima. Both are ACCUMULATED
+ * (sum += , max = max(max, ·)): the caller zeroes them once and may call again on further frames. Exact.
+ */
+typedef struct tm_stem_pattern_params_v1 {
+  uint64_t pixels_per_frame;
+} tm_stem_pattern_params_v1;
+
 /* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {

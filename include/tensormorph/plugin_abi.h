@@ -77,7 +77,9 @@ typedef enum tm_op {
   TM_OP_GGML_BLOCK_STATS = 7,          /* block scales and code usage of a ggml block format        */
   TM_OP_DEQUANTIZE_PACKED = 8,         /* safetensors-packed schemes (GPTQ, AWQ, bnb, FP8, MXFP4) to float32 */
   TM_OP_QUANT_MOMENTS = 9,             /* moments of a ggml block format from its codes and scales   */
-  TM_OP_COUNT_ = 10
+  TM_OP_STEM_FRAME_SUMS = 10,          /* per-frame totals, centre-of-mass and masked sums (4D-STEM) */
+  TM_OP_STEM_PATTERN_REDUCE = 11,      /* per-pixel sum and maximum over frames (4D-STEM)            */
+  TM_OP_COUNT_ = 12
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -163,6 +163,8 @@ std::string op_name(tm_op op) {
     case TM_OP_GGML_BLOCK_STATS: return "quant.block_stats";
     case TM_OP_DEQUANTIZE_PACKED: return "dequantize.packed";
     case TM_OP_QUANT_MOMENTS: return "quant.moments";
+    case TM_OP_STEM_FRAME_SUMS: return "stem.frame_sums";
+    case TM_OP_STEM_PATTERN_REDUCE: return "stem.pattern_reduce";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

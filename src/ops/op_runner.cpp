@@ -23,6 +23,9 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   tm_ggml_block_stats_params_v1 block_stats{8, 0, nullptr, nullptr};
   const float unit_scale = 1.0f;
   tm_dequantize_packed_params_v1 fp8{};
+  // 4D-STEM ops read the data as 64 x 64 frames (any whole number of them) with no pixel lists.
+  const tm_stem_frame_sums_params_v1 stem_sums{4096, 64, 0, nullptr, nullptr, TM_STEM_ALL_PIXELS, 0};
+  const tm_stem_pattern_params_v1 stem_pattern{4096};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -69,6 +72,16 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       diff.b = static_cast<const float*>(data);
       args.params = &diff, args.params_size = sizeof diff;
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_diff_partial_v1));
+      break;
+    case TM_OP_STEM_FRAME_SUMS:
+      args.params = &stem_sums, args.params_size = sizeof stem_sums;
+      args.elements = elements / 4096 * 4096;
+      output.resize(args.elements / 4096 * TM_STEM_FRAME_SUMS_FIXED * sizeof(uint64_t));
+      break;
+    case TM_OP_STEM_PATTERN_REDUCE:
+      args.params = &stem_pattern, args.params_size = sizeof stem_pattern;
+      args.elements = elements / 4096 * 4096;
+      output.resize(4096 * (sizeof(uint64_t) + sizeof(uint32_t)));
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");

@@ -192,48 +192,75 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req) {
   return p;
 }
 
-StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const LoadPlan plan = plan_load(acq, req);
-  if (req.memory_budget && plan.output_bytes + plan.working_bytes > req.memory_budget)
-    throw Error(ErrorKind::PrecisionRefused, ladder_message(acq, req, plan));
+struct StemLoader::State {
+  const Acquisition& acq;
+  LoadRequest req;
+  LoadPlan plan;
+  std::vector<uint64_t> frames, group_start;  // frames grouped by output position, row-major inside a group
+  std::unique_ptr<FrameReader> reader;
+  std::vector<uint32_t> bad;                  // pixels zeroed (pixel_mask > 0), when masking
+  bool direct = false;                        // output frames are decoded frames as they are
+  bool narrowing = false;
+  uint64_t zeroed = 0, stored = 0, decoded = 0;
+  State(const Acquisition& a, const LoadRequest& r) : acq(a), req(r) {}
+};
 
+StemLoader::StemLoader(const Acquisition& acq, const LoadRequest& req) : s_(std::make_unique<State>(acq, req)) {
+  State& st = *s_;
+  st.plan = plan_load(acq, req);
+  const LoadPlan& plan = st.plan;
   const Box &s = plan.scan_region, &d = plan.detector_region;
   const uint64_t out_rows = plan.output_shape[0], out_cols = plan.output_shape[1];
-  const uint64_t positions = out_rows * out_cols;
-  // Frames grouped by output position, each group in row-major scan order.
-  std::vector<uint64_t> frames, group_start{0};
-  frames.reserve(plan.frames);
-  group_start.reserve(positions + 1);
+  st.frames.reserve(plan.frames);
+  st.group_start.reserve(out_rows * out_cols + 1);
+  st.group_start.push_back(0);
   for (uint64_t orow = 0; orow < out_rows; ++orow)
     for (uint64_t ocol = 0; ocol < out_cols; ++ocol) {
       const uint64_t r_begin = s.r0 + orow * req.scan_bin[0], r_end = std::min(s.r1, r_begin + req.scan_bin[0]);
       const uint64_t c_begin = s.c0 + ocol * req.scan_bin[1], c_end = std::min(s.c1, c_begin + req.scan_bin[1]);
       for (uint64_t r = r_begin; r < r_end; ++r)
-        for (uint64_t c = c_begin; c < c_end; ++c) frames.push_back(r * plan.scan_shape[1] + c);
-      group_start.push_back(frames.size());
+        for (uint64_t c = c_begin; c < c_end; ++c) st.frames.push_back(r * plan.scan_shape[1] + c);
+      st.group_start.push_back(st.frames.size());
     }
-  FrameReader reader(acq);
-  reader.check(frames);
-
-  std::vector<uint32_t> bad;
+  st.reader = std::make_unique<FrameReader>(acq);
+  st.reader->check(st.frames);
   if (req.mask_bad_pixels)
     for (uint32_t i = 0; i < acq.pixel_mask.size(); ++i)
-      if (acq.pixel_mask[i] > 0) bad.push_back(i);
+      if (acq.pixel_mask[i] > 0) st.bad.push_back(i);
+  st.direct = d.r0 == 0 && d.r1 == acq.detector_rows && d.c0 == 0 && d.c1 == acq.detector_cols && req.detector_bin[0] == 1 &&
+              req.detector_bin[1] == 1 && req.scan_bin[0] == 1 && req.scan_bin[1] == 1 && plan.output_dtype == acq.dtype;
+  st.narrowing = dtype_size(plan.output_dtype) < dtype_size(plan.safe_dtype);
+}
 
-  StemArray out;
-  out.shape = plan.output_shape;
-  out.dtype = plan.output_dtype;
-  out.bytes = plan.output_bytes;
-  out.data = LargeBuffer(out.bytes);
+StemLoader::~StemLoader() = default;
+
+const LoadPlan& StemLoader::plan() const { return s_->plan; }
+
+uint64_t StemLoader::positions() const { return s_->plan.output_shape[0] * s_->plan.output_shape[1]; }
+
+uint64_t StemLoader::position_bytes() const {
+  return s_->plan.output_shape[2] * s_->plan.output_shape[3] * dtype_size(s_->plan.output_dtype);
+}
+
+uint64_t StemLoader::stored_bytes_read() const { return s_->stored; }
+uint64_t StemLoader::decoded_bytes() const { return s_->decoded; }
+
+void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
+  State& st = *s_;
+  const Acquisition& acq = st.acq;
+  const LoadRequest& req = st.req;
+  const LoadPlan& plan = st.plan;
+  const Box& d = plan.detector_region;
+  const FrameReader& reader = *st.reader;
   const uint64_t frame_pixels = acq.detector_rows * acq.detector_cols;
   const uint64_t frame_bytes = reader.frame_bytes();
   const uint64_t out_frame_pixels = plan.output_shape[2] * plan.output_shape[3];
-  const uint64_t out_frame_bytes = out_frame_pixels * dtype_size(out.dtype);
-  const bool direct = d.r0 == 0 && d.r1 == acq.detector_rows && d.c0 == 0 && d.c1 == acq.detector_cols && req.detector_bin[0] == 1 &&
-                      req.detector_bin[1] == 1 && req.scan_bin[0] == 1 && req.scan_bin[1] == 1 && out.dtype == acq.dtype;
-  const bool narrowing = dtype_size(out.dtype) < dtype_size(plan.safe_dtype);
+  const uint64_t out_frame_bytes = position_bytes();
   const uint32_t es = acq.element_size;
+  const bool direct = st.direct;
+  const DType out_dtype = plan.output_dtype;
+  const std::vector<uint64_t>& frames = st.frames;
+  const std::vector<uint64_t>& group_start = st.group_start;
 
   ThreadPool& pool = ThreadPool::shared(std::max(1u, req.threads));
   std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
@@ -241,7 +268,8 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
   // stored chunks of its frames kReadBatch at a time under one HDF5 lock, then decodes them unlocked.
   constexpr size_t kReadBatch = 32;
   const uint64_t oc = plan.output_shape[3];
-  pool.parallel_for(positions, [&](uint64_t begin, uint64_t end, unsigned part) {
+  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
+    begin += first, end += first;
     std::vector<uint8_t> scratch, frame(direct ? 0 : frame_bytes);
     std::vector<uint64_t> acc(direct ? 0 : out_frame_pixels);
     std::vector<FrameReader::Stored> batch(kReadBatch);
@@ -250,15 +278,15 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadBatch, group_start[end] - g));
       reader.read_batch(&frames[g], n, batch.data());
       for (size_t i = 0; i < n; ++i, ++g) {
-        uint8_t* dst = out.data.get() + pos * out_frame_bytes;
+        uint8_t* dst = out_bytes + (pos - first) * out_frame_bytes;
         if (!direct && g == group_start[pos]) std::fill(acc.begin(), acc.end(), 0);
         uint8_t* px = direct ? dst : frame.data();
         reader.decode(frames[g], batch[i], px, scratch);
         stored[part] += batch[i].bytes.size();
         if (req.mask_bad_pixels)
-          zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, bad)
-                          : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, bad)
-                                    : zero_bad<uint32_t>(px, frame_pixels, bad);
+          zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, st.bad)
+                          : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, st.bad)
+                                    : zero_bad<uint32_t>(px, frame_pixels, st.bad);
         if (!direct) {
           if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
           else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
@@ -266,50 +294,70 @@ StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
         }
         if (g + 1 < group_start[pos + 1]) continue;  // more frames in this output position's bin
         if (!direct) {
-          switch (out.dtype) {
-            case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-            case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-            case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, narrowing, pos, oc, out.dtype); break;
-            default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out.dtype); break;
+          switch (out_dtype) {
+            case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
+            case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
+            case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
+            default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out_dtype); break;
           }
         }
         ++pos;
       }
     }
   });
-  uint64_t zeroed_total = 0;
-  for (unsigned i = 0; i < pool.size(); ++i) zeroed_total += zeroed[i], out.stored_bytes_read += stored[i];
-  out.decoded_bytes = frames.size() * frame_bytes;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (unsigned i = 0; i < pool.size(); ++i) st.zeroed += zeroed[i], st.stored += stored[i];
+  st.decoded += (group_start[first + count] - group_start[first]) * frame_bytes;
+}
 
+nlohmann::json StemLoader::provenance() const {
+  const State& st = *s_;
+  const Acquisition& acq = st.acq;
+  const LoadPlan& plan = st.plan;
   const auto box_json = [](const Box& b) { return nlohmann::json::array({b.r0, b.r1, b.c0, b.c1}); };
-  nlohmann::json codecs = reader.codecs();
-  out.provenance = {
-      {"source",
-       {{"signature", acq.signature},
-        {"master", acq.master},
-        {"layout", acq.layout},
-        {"shape", {plan.scan_shape[0], plan.scan_shape[1], acq.detector_rows, acq.detector_cols}},
-        {"dtype", dtype_name(acq.dtype)},
-        {"codecs", codecs}}},
-      {"scan_region", box_json(s)},
-      {"detector_region", box_json(d)},
-      {"scan_bin", req.scan_bin},
-      {"detector_bin", req.detector_bin},
-      {"output",
-       {{"shape", out.shape},
-        {"dtype", dtype_name(out.dtype)},
-        {"narrowed_from", narrowing ? nlohmann::json(dtype_name(plan.safe_dtype)) : nlohmann::json()}}},
-      {"bad_pixels",
-       {{"zeroed", req.mask_bad_pixels},
-        {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
-        {"pixel_mask_pixels", bad.size()},
-        {"sentinel", dtype_max(acq.dtype)},
-        {"sentinel_values_zeroed", zeroed_total}}},
-      {"backend", "cpu"},
-      {"device", "host CPU, " + std::to_string(pool.size()) + " threads"},
-      {"decoder", std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
-      {"software", {{"name", "tensormorph"}, {"version", TM_VERSION}, {"revision", TM_REVISION}}}};
+  nlohmann::json codecs = st.reader->codecs();
+  return {{"source",
+           {{"signature", acq.signature},
+            {"master", acq.master},
+            {"layout", acq.layout},
+            {"shape", {plan.scan_shape[0], plan.scan_shape[1], acq.detector_rows, acq.detector_cols}},
+            {"dtype", dtype_name(acq.dtype)},
+            {"codecs", codecs}}},
+          {"scan_region", box_json(plan.scan_region)},
+          {"detector_region", box_json(plan.detector_region)},
+          {"scan_bin", st.req.scan_bin},
+          {"detector_bin", st.req.detector_bin},
+          {"output",
+           {{"shape", plan.output_shape},
+            {"dtype", dtype_name(plan.output_dtype)},
+            {"narrowed_from", st.narrowing ? nlohmann::json(dtype_name(plan.safe_dtype)) : nlohmann::json()}}},
+          {"bad_pixels",
+           {{"zeroed", st.req.mask_bad_pixels},
+            {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
+            {"pixel_mask_pixels", st.bad.size()},
+            {"sentinel", dtype_max(acq.dtype)},
+            {"sentinel_values_zeroed", st.zeroed}}},
+          {"backend", "cpu"},
+          {"device", "host CPU, " + std::to_string(ThreadPool::shared(std::max(1u, st.req.threads)).size()) + " threads"},
+          {"decoder", std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
+          {"software", {{"name", "tensormorph"}, {"version", TM_VERSION}, {"revision", TM_REVISION}}}};
+}
+
+StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StemLoader loader(acq, req);
+  const LoadPlan& plan = loader.plan();
+  if (req.memory_budget && plan.output_bytes + plan.working_bytes > req.memory_budget)
+    throw Error(ErrorKind::PrecisionRefused, ladder_message(acq, req, plan));
+  StemArray out;
+  out.shape = plan.output_shape;
+  out.dtype = plan.output_dtype;
+  out.bytes = plan.output_bytes;
+  out.data = LargeBuffer(out.bytes);
+  loader.fill(0, loader.positions(), out.data.get());
+  out.stored_bytes_read = loader.stored_bytes_read();
+  out.decoded_bytes = loader.decoded_bytes();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.provenance = loader.provenance();
   return out;
 }
 

@@ -73,4 +73,30 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req);
 // Loads per the contract above.
 StemArray load_stem(const Acquisition& acq, const LoadRequest& req);
 
+// The loading machinery, a batch of output positions at a time (products stream through it without
+// holding the 4-D array). Construction plans the request and checks that every frame it needs is
+// readable; no memory admission (load_stem does that for the whole output).
+class StemLoader {
+ public:
+  StemLoader(const Acquisition& acq, const LoadRequest& req);
+  ~StemLoader();
+  StemLoader(const StemLoader&) = delete;
+  StemLoader& operator=(const StemLoader&) = delete;
+
+  const LoadPlan& plan() const;
+  uint64_t positions() const;       // output scan positions (rows × cols)
+  uint64_t position_bytes() const;  // bytes of one output frame
+  // Writes output positions [first, first + count) (row-major) into out, count × position_bytes() bytes,
+  // on the request's threads. Exactly what load_stem returns for those positions.
+  void fill(uint64_t first, uint64_t count, uint8_t* out);
+  // The provenance of the request (bad-pixel counts and bytes cover every fill so far).
+  nlohmann::json provenance() const;
+  uint64_t stored_bytes_read() const;
+  uint64_t decoded_bytes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 }  // namespace tmorph
