@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/runtime.h"
+#include "cli/stem_args.h"
 #include "core/npy.h"
 #include "core/thread_pool.h"
 #include "formats/dectris.h"
@@ -27,50 +28,6 @@
 namespace tmorph::cli {
 
 namespace {
-
-// "a,b,…" as exactly n unsigned integers; throws InvalidArgument naming the flag.
-std::vector<uint64_t> parse_list(const std::string& text, size_t n, const std::string& flag) {
-  std::vector<uint64_t> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || item[0] == '-')
-      throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected " + std::to_string(n) + " comma-separated non-negative integers");
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (out.size() != n)
-    throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected " + std::to_string(n) + " comma-separated non-negative integers");
-  return out;
-}
-
-std::optional<Box> parse_box(const std::string& text, const std::string& flag) {
-  if (text.empty()) return std::nullopt;
-  const auto v = parse_list(text, 4, flag);
-  return Box{v[0], v[1], v[2], v[3]};
-}
-
-std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& flag) {
-  if (text.empty()) return {1, 1};
-  const auto v = text.find(',') == std::string::npos ? std::vector<uint64_t>{parse_list(text, 1, flag)[0], parse_list(text, 1, flag)[0]}
-                                                     : parse_list(text, 2, flag);
-  return {v[0], v[1]};
-}
-
-std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag) {
-  if (text.empty()) return std::nullopt;
-  const auto v = parse_list(text, 2, flag);
-  return std::array<uint64_t, 2>{v[0], v[1]};
-}
 
 std::string human_rate(double bytes, double seconds) {
   char text[32];
@@ -141,47 +98,6 @@ void print_inspect(const nlohmann::json& j) {
   rows.push_back({"storage", std::to_string(r["data_files"].size()) + " dataset(s), " + (codec_text.empty() ? "none readable" : codec_text)});
   print_rows(rows, 0);
   for (const auto& p : r["problems"]) std::cout << "problem: " << p.get<std::string>() << "\n";
-}
-
-struct LoadArgs {
-  std::string path, out, scan_shape, scan_region, detector_region, scan_bin, detector_bin, frame, dtype = "auto";
-  bool no_mask = false, json = false;
-  ComputeFlags compute;
-};
-
-void add_load_flags(CLI::App* cmd, LoadArgs& a) {
-  cmd->add_option("PATH", a.path, "master file, data file or folder with one master")->required();
-  cmd->add_option("--scan-shape", a.scan_shape, "ROWS,COLS of the scan (needed when the file records none and the frame count is not a square)");
-  cmd->add_option("--scan-region", a.scan_region, "R0,R1,C0,C1: half-open scan rows and columns to read (default: all)");
-  cmd->add_option("--detector-region", a.detector_region, "R0,R1,C0,C1: half-open detector rows and columns to keep");
-  cmd->add_option("--scan-bin", a.scan_bin, "N or R,C: sum N x N (R x C) scan positions per output position");
-  cmd->add_option("--detector-bin", a.detector_bin, "N or R,C: sum N x N (R x C) detector pixels per output pixel");
-  cmd->add_option("--frame", a.frame, "R,C: only the frame at scan position (R, C)");
-  cmd->add_option("--dtype", a.dtype, "auto (wide enough for every sum), or uint8/16/32/64 (narrowing only when every value fits)");
-  cmd->add_flag("--no-mask", a.no_mask, "keep bad pixels (pixel_mask > 0) and sentinel values instead of zeroing them");
-  cmd->add_flag("--json", a.json, "machine-readable output");
-  cmd->add_option("--threads", a.compute.threads, "decode threads (default: compute.threads or all cores)");
-  cmd->add_option("--memory-budget", a.compute.memory_budget, "bytes the load may hold, e.g. 4G (default: compute.memory_budget or half of RAM)");
-}
-
-LoadRequest make_request(const LoadArgs& a, const Runtime& rt) {
-  LoadRequest req;
-  req.scan_shape = parse_pair(a.scan_shape, "--scan-shape");
-  req.scan_region = parse_box(a.scan_region, "--scan-region");
-  req.detector_region = parse_box(a.detector_region, "--detector-region");
-  req.scan_bin = parse_bin(a.scan_bin, "--scan-bin");
-  req.detector_bin = parse_bin(a.detector_bin, "--detector-bin");
-  if (!a.frame.empty()) {
-    if (req.scan_region || req.scan_bin != std::array<uint64_t, 2>{1, 1})
-      throw Error(ErrorKind::InvalidArgument, "--frame cannot be combined with --scan-region or --scan-bin");
-    const auto f = parse_list(a.frame, 2, "--frame");
-    req.scan_region = Box{f[0], f[0] + 1, f[1], f[1] + 1};
-  }
-  req.dtype = a.dtype;
-  req.mask_bad_pixels = !a.no_mask;
-  req.threads = rt.threads;
-  req.memory_budget = rt.memory_budget;
-  return req;
 }
 
 nlohmann::json load_report(const StemArray& s) {
@@ -364,7 +280,7 @@ void add_stem_command(CLI::App& app) {
   // ---- load
   auto load = std::make_shared<LoadArgs>();
   CLI::App* l = stem->add_subcommand("load", "decode an acquisition (or a region, binned) into memory and report it");
-  add_load_flags(l, *load);
+  add_load_flags(l, *load, false);
   l->callback([load] {
     const auto rt = make_runtime(&load->compute);
     const Acquisition acq = open_acquisition(load->path);
@@ -381,7 +297,7 @@ void add_stem_command(CLI::App& app) {
   // ---- export
   auto exp = std::make_shared<LoadArgs>();
   CLI::App* e = stem->add_subcommand("export", "write (a region of) an acquisition as .npy, with OUT.provenance.json");
-  add_load_flags(e, *exp);
+  add_load_flags(e, *exp, false);
   e->add_option("-o,--out", exp->out, "output .npy file")->required();
   e->callback([exp] {
     const auto rt = make_runtime(&exp->compute);
@@ -405,6 +321,8 @@ void add_stem_command(CLI::App& app) {
     if (exp->json) std::cout << report.dump(2) << "\n";
     else print_load(s, "exported"), std::cout << "wrote " << exp->out << " and " << exp->out << ".provenance.json\n";
   });
+
+  add_stem_product_commands(stem);
 }
 
 }  // namespace tmorph::cli

@@ -1,0 +1,261 @@
+// tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp PATH -o OUT.npy: 4D-STEM products,
+// computed while streaming the acquisition (src/stem/products.h), written as .npy with a JSON report
+// (the numbers, the disk and detector used, the rotation found, provenance and placement).
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "cli/stem_args.h"
+#include "core/npy.h"
+#include "ops/placement_json.h"
+#include "stem/dpc.h"
+#include "stem/products.h"
+#include "stem/virtual_detector.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct ProductArgs {
+  LoadArgs load;
+  std::string product, center, mask, of = "mean-dp";
+  double radius = 0, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
+  bool transpose = false, max = false;
+};
+
+template <class T>
+void write_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape, const std::vector<T>& values) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0)
+    throw Error(ErrorKind::Unavailable, path + ": PNG output needs the display kernels (colour maps, transforms), which are not "
+                                               "implemented yet; write .npy");
+  const std::string preamble = npy_preamble(descr, shape);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
+  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
+  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T)));
+  if (!out) throw Error(ErrorKind::Io, path + ": write failed");
+}
+
+template <class T>
+nlohmann::json summary(const std::vector<T>& v) {
+  if (v.empty()) return nullptr;
+  double lo = static_cast<double>(v[0]), hi = lo, sum = 0;
+  for (T x : v) lo = std::min(lo, static_cast<double>(x)), hi = std::max(hi, static_cast<double>(x)), sum += static_cast<double>(x);
+  return {{"min", lo}, {"max", hi}, {"mean", sum / static_cast<double>(v.size())}};
+}
+
+// The bright-field disk: given (--center and --radius) or detected from the mean pattern (one extra pass).
+BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const ProductRequest& base, const Planner& planner,
+                             nlohmann::json* report) {
+  BrightFieldDisk disk;
+  const auto center = parse_pair(a.center, "--center");
+  if (center && a.radius > 0) {
+    disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]), disk.radius = a.radius;
+    (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
+    return disk;
+  }
+  ProductRequest pattern = base;
+  pattern.frame_sums = false, pattern.pattern = true;
+  pattern.detectors.clear();
+  const ProductResult r = compute_products(acq, pattern, planner);
+  disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
+  if (center) disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]);
+  if (a.radius > 0) disk.radius = a.radius;
+  (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"area", disk.area},
+                       {"threshold", disk.threshold}, {"source", center || a.radius > 0 ? "detected, partly given" : "detected"}};
+  return disk;
+}
+
+// The detector of a virtual-image product: preset radii, --inner/--outer in pixels, or in mrad.
+std::vector<uint32_t> resolve_detector(const ProductArgs& a, const Acquisition& acq, const BrightFieldDisk& disk,
+                                       const std::array<uint64_t, 2>& frame, nlohmann::json* report) {
+  if (a.product == "mask" && !a.mask.empty()) {
+    auto pixels = mask_pixels_from_file(a.mask, frame[0], frame[1]);
+    (*report)["detector"] = {{"kind", "user mask"}, {"file", a.mask}, {"pixels", pixels.size()}};
+    return pixels;
+  }
+  double inner = 0, outer = 0;
+  std::string units = "pixels";
+  if (a.inner_mrad >= 0 || a.outer_mrad >= 0) {
+    const double semi = a.semiangle_mrad > 0 ? a.semiangle_mrad : acq.convergence_semi_angle_mrad.value_or(0);
+    if (semi <= 0)
+      throw Error(ErrorKind::InvalidArgument, "--inner-mrad/--outer-mrad need the convergence semi-angle: the file has none; give --semiangle-mrad");
+    const double mrad_per_px = semi / disk.radius;
+    inner = std::max(0.0, a.inner_mrad) / mrad_per_px;
+    outer = a.outer_mrad < 0 ? std::numeric_limits<double>::infinity() : a.outer_mrad / mrad_per_px;
+    units = "mrad";
+    (*report)["mrad_per_pixel"] = mrad_per_px;
+  } else if (a.inner >= 0 || a.outer >= 0) {
+    inner = std::max(0.0, a.inner);
+    outer = a.outer < 0 ? std::numeric_limits<double>::infinity() : a.outer;
+    if (a.outer == 0 || (a.outer > 0 && a.outer < inner))
+      throw Error(ErrorKind::InvalidArgument, "--outer must be > 0 and >= --inner");
+  } else if (auto preset = preset_radii(a.product, disk.radius)) {
+    inner = preset->first, outer = preset->second;
+  } else {
+    throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
+  }
+  auto pixels = annulus_pixels(frame[0], frame[1], disk.row, disk.col, inner, outer);
+  (*report)["detector"] = {{"kind", "annulus"}, {"inner_px", inner}, {"outer_px", std::isinf(outer) ? nlohmann::json("inf") : nlohmann::json(outer)},
+                           {"given_in", units}, {"pixels", pixels.size()}};
+  return pixels;
+}
+
+void run_product(const ProductArgs& a) {
+  const auto rt = make_runtime(&a.load.compute);
+  const Acquisition acq = open_acquisition(a.load.path);
+  const Planner planner = rt->planner();
+  ProductRequest req;
+  req.load = make_request(a.load, *rt);
+  nlohmann::json report = {{"product", a.product}, {"file", a.load.out}};
+  const std::string p = a.product;
+  const bool image = p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "mask";
+  std::vector<Placement> placements;
+  const auto done = [&](const ProductResult& r) {
+    placements.insert(placements.end(), r.placements.begin(), r.placements.end());
+    report["seconds"] = r.seconds;
+    report["decoded_bytes"] = r.decoded_bytes;
+    report["provenance"] = r.load_provenance;
+  };
+
+  if (p == "mean-dp" || (p == "fft" && a.of == "mean-dp")) {
+    req.frame_sums = false, req.pattern = true;
+    const ProductResult r = compute_products(acq, req, planner);
+    done(r);
+    const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
+    if (p == "fft") {
+      const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
+      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+    } else if (a.max) {
+      write_npy(a.load.out, "<u4", shape, r.pattern_max), report["summary"] = summary(r.pattern_max);
+    } else {
+      const auto v = mean_pattern(r);
+      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+      report["frames"] = r.positions;
+    }
+    report["shape"] = shape;
+  } else if (image || p == "fft") {
+    ProductArgs preset = a;
+    if (p == "fft") preset.product = a.of;
+    if (!preset_radii(preset.product, 1) && preset.product != "mask")
+      throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf or df");
+    const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report);
+    const std::array<uint64_t, 2> frame = {plan_load(acq, req.load).output_shape[2], plan_load(acq, req.load).output_shape[3]};
+    req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
+    const ProductResult r = compute_products(acq, req, planner);
+    done(r);
+    report["detector"]["evaluated_as"] = r.evaluated_as[0];
+    const std::vector<uint64_t> shape = {r.scan_shape[0], r.scan_shape[1]};
+    report["shape"] = shape;
+    if (p == "fft") {
+      const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
+      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+    } else {
+      write_npy(a.load.out, "<u8", shape, r.images[0]), report["summary"] = summary(r.images[0]);
+    }
+  } else if (p == "com" || p == "dpc" || p == "idpc") {
+    const ProductResult r = compute_products(acq, req, planner);
+    done(r);
+    const ScanField com = center_of_mass(r);
+    ScanField field = com;
+    if (p != "com") {
+      DpcRotation rot;
+      if (std::isnan(a.rotation_deg)) {
+        rot = find_dpc_rotation(com);
+        report["rotation"] = {{"source", "found (minimum mean squared curl)"}, {"curl2_other_transpose", rot.curl2_other}};
+      } else {
+        rot.angle = a.rotation_deg * M_PI / 180, rot.transpose = a.transpose;
+        curl_div(rotate_field(com, rot.angle, rot.transpose), &rot.curl2, &rot.div2);
+        report["rotation"] = {{"source", "given"}};
+      }
+      report["rotation"]["angle_deg"] = rot.angle * 180 / M_PI;
+      report["rotation"]["angle_rad"] = rot.angle;
+      report["rotation"]["transpose"] = rot.transpose;
+      report["rotation"]["mean_curl2"] = rot.curl2;
+      report["rotation"]["mean_div2"] = rot.div2;
+      field = rotate_field(com, rot.angle, rot.transpose);
+    }
+    if (p == "idpc") {
+      const auto phase = integrate_dpc(field);
+      write_npy(a.load.out, "<f8", {field.rows, field.cols}, phase), report["summary"] = summary(phase);
+      report["shape"] = {field.rows, field.cols};
+    } else {
+      std::vector<double> both(field.u);
+      both.insert(both.end(), field.v.begin(), field.v.end());
+      write_npy(a.load.out, "<f8", {2, field.rows, field.cols}, both);
+      report["shape"] = {2, field.rows, field.cols};
+      report["summary"] = {{"u", summary(field.u)}, {"v", summary(field.v)}};
+    }
+  }
+  report["placement"] = placements_json(placements);
+  std::ofstream side(a.load.out + ".json", std::ios::trunc);
+  side << report.dump(2) << "\n";
+  if (a.load.json) {
+    std::cout << report.dump(2) << "\n";
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> rows = {{"product", p}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
+  if (report.contains("disk"))
+    rows.push_back({"bright-field disk", "centre (" + fmt(report["disk"]["row"].get<double>()) + ", " + fmt(report["disk"]["col"].get<double>()) +
+                                             "), radius " + fmt(report["disk"]["radius"].get<double>()) + " px (" +
+                                             report["disk"]["source"].get<std::string>() + ")"});
+  if (report.contains("detector")) rows.push_back({"detector", report["detector"].dump()});
+  if (report.contains("rotation"))
+    rows.push_back({"rotation", fmt(report["rotation"]["angle_deg"].get<double>()) + " deg" +
+                                    (report["rotation"]["transpose"].get<bool>() ? ", transposed" : "") + " (" +
+                                    report["rotation"]["source"].get<std::string>() + ")"});
+  rows.push_back({"values", report["summary"].dump()});
+  rows.push_back({"time", fmt(report["seconds"].get<double>()) + " s"});
+  print_rows(rows, 0);
+  print_placements(placements);
+}
+
+}  // namespace
+
+void add_stem_product_commands(CLI::App* stem) {
+  struct Spec {
+    const char* name;
+    const char* help;
+  };
+  const Spec specs[] = {
+      {"bf", "bright-field image: Σ I over [0, r] of the disk centre (uint64)"},
+      {"abf", "annular bright field: [r/2, r]"},
+      {"adf", "annular dark field: [r, 2r]"},
+      {"haadf", "high-angle annular dark field: [2r, 4r]"},
+      {"df", "dark field: [r, inf)"},
+      {"mask", "virtual image through --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE.npy|FILE.png"},
+      {"com", "centre of mass (μ_r, μ_c) in detector pixels, mean-subtracted: float64 [2, R, C]"},
+      {"dpc", "centre of mass rotated by the angle (and transpose) that minimises the mean squared curl, or a given one"},
+      {"idpc", "integrated DPC: the phase from the rotated field (FFT integration): float64 [R, C]"},
+      {"fft", "fftshift(log1p |FFT2|) of the mean pattern (--of mean-dp) or of a virtual image (--of bf|abf|adf|haadf|df)"},
+      {"mean-dp", "mean diffraction pattern (uint64 sum / N) as float64, or the max pattern with --max (uint32)"},
+  };
+  for (const Spec& spec : specs) {
+    auto a = std::make_shared<ProductArgs>();
+    a->product = spec.name;
+    CLI::App* cmd = stem->add_subcommand(spec.name, spec.help);
+    add_load_flags(cmd, a->load, true);
+    cmd->add_option("-o,--out", a->load.out, "output .npy (a JSON report is written beside it as OUT.json)")->required();
+    cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels (default: detected)");
+    cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
+    cmd->add_option("--inner", a->inner, "inner radius in pixels (inclusive)");
+    cmd->add_option("--outer", a->outer, "outer radius in pixels (inclusive)");
+    cmd->add_option("--inner-mrad", a->inner_mrad, "inner radius in mrad (needs the convergence semi-angle)");
+    cmd->add_option("--outer-mrad", a->outer_mrad, "outer radius in mrad");
+    cmd->add_option("--semiangle-mrad", a->semiangle_mrad, "probe convergence semi-angle (default: from the file)");
+    cmd->add_option("--mask", a->mask, "a user mask of the (binned) detector: .npy or .png, nonzero = inside");
+    cmd->add_option("--rotation-deg", a->rotation_deg, "dpc/idpc: use this rotation instead of finding it");
+    cmd->add_flag("--transpose", a->transpose, "dpc/idpc with --rotation-deg: swap the components before rotating");
+    cmd->add_option("--of", a->of, "fft: mean-dp (default), bf, abf, adf, haadf or df");
+    cmd->add_flag("--max", a->max, "mean-dp: write the max pattern instead of the mean");
+    cmd->callback([a] { run_product(*a); });
+  }
+}
+
+}  // namespace tmorph::cli

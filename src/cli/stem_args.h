@@ -1,0 +1,41 @@
+// Command-line arguments shared by the `tensormorph stem` subcommands: lists, regions, bins, and the
+// flags that describe which frames to read and how (a LoadRequest).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/runtime.h"
+#include "stem/load.h"
+
+namespace tmorph::cli {
+
+// "a,b,…" as exactly n unsigned integers; throws InvalidArgument naming the flag.
+std::vector<uint64_t> parse_list(const std::string& text, size_t n, const std::string& flag);
+// "R0,R1,C0,C1" (empty: nullopt).
+std::optional<Box> parse_box(const std::string& text, const std::string& flag);
+// "N" (N x N) or "R,C" (empty: 1 x 1).
+std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& flag);
+// "A,B" (empty: nullopt).
+std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag);
+
+struct LoadArgs {
+  std::string path, out, scan_shape, scan_region, detector_region, scan_bin, detector_bin, frame, dtype = "auto";
+  bool no_mask = false, json = false;
+  ComputeFlags compute;
+};
+
+// Registers PATH and the load flags. For products (`for_products`): no --frame or --dtype, and the
+// compute flags (--backend, --prefer, --never, --threads, --memory-budget) in full.
+void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products);
+
+LoadRequest make_request(const LoadArgs& a, const Runtime& rt);
+
+// Registers bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft and mean-dp under `stem`.
+void add_stem_product_commands(CLI::App* stem);
+
+}  // namespace tmorph::cli

@@ -1,0 +1,113 @@
+#include "stem/products.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "ops/kernel_call.h"
+#include "stem/virtual_detector.h"
+#include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph {
+
+ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StemLoader loader(acq, req.load);
+  const LoadPlan& plan = loader.plan();
+  const DType dtype = plan.output_dtype;
+  if (dtype == DType::U64)
+    throw Error(ErrorKind::InvalidArgument, "products: binned frames would need 64-bit pixels; use smaller bins");
+  ProductResult r;
+  r.scan_shape = {plan.output_shape[0], plan.output_shape[1]};
+  r.frame_shape = {plan.output_shape[2], plan.output_shape[3]};
+  r.positions = loader.positions();
+  const uint64_t pixels = r.frame_shape[0] * r.frame_shape[1];
+  if (pixels >= (uint64_t{1} << 32)) throw Error(ErrorKind::InvalidArgument, "products: frames of 2^32 pixels or more");
+  // Exactness of the uint64 sums (op contract): pixels × largest index × largest value < 2^64.
+  const unsigned __int128 bound = static_cast<unsigned __int128>(pixels) * std::max(r.frame_shape[0], r.frame_shape[1]) *
+                                  ((uint64_t{1} << (8 * dtype_size(dtype))) - 1);
+  if (bound >> 64) throw Error(ErrorKind::InvalidArgument, "products: frame sums could exceed 2^64; bin the detector");
+
+  // Pixel lists: each detector directly or as its complement (then image = total − sum), and the CoM list.
+  std::vector<uint64_t> offsets{0};
+  std::vector<uint32_t> list_pixels;
+  for (const auto& d : req.detectors) {
+    for (uint32_t p : d)
+      if (p >= pixels) throw Error(ErrorKind::InvalidArgument, "products: a detector pixel lies outside the frame");
+    const bool dense = d.size() > pixels / 2;
+    const std::vector<uint32_t> list = dense ? complement_pixels(d, pixels) : d;
+    r.evaluated_as.push_back(dense ? "total - complement" : "direct");
+    list_pixels.insert(list_pixels.end(), list.begin(), list.end());
+    offsets.push_back(list_pixels.size());
+  }
+  uint32_t com_list = TM_STEM_ALL_PIXELS;
+  if (!req.com_pixels.empty()) {
+    com_list = static_cast<uint32_t>(req.detectors.size());
+    list_pixels.insert(list_pixels.end(), req.com_pixels.begin(), req.com_pixels.end());
+    offsets.push_back(list_pixels.size());
+  }
+  const uint32_t list_count = static_cast<uint32_t>(offsets.size() - 1);
+  const tm_stem_frame_sums_params_v1 sums_params{pixels, static_cast<uint32_t>(r.frame_shape[1]), list_count, offsets.data(),
+                                                 list_pixels.data(), com_list, 0};
+  const tm_stem_pattern_params_v1 pattern_params{pixels};
+
+  // One placement per op for the whole stream.
+  OpRequest op;
+  op.dtype = dtype;
+  op.elements = r.positions * pixels;
+  op.bytes = op.elements * dtype_size(dtype);
+  op.memory_budget_bytes = req.load.memory_budget;
+  Placement sums_at, pattern_at;
+  if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = planner.place(op), r.placements.push_back(sums_at);
+  if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = planner.place(op), r.placements.push_back(pattern_at);
+
+  const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + list_count;
+  std::vector<uint64_t> sums;
+  if (req.frame_sums) sums.resize(r.positions * row_values);
+  if (req.pattern) r.pattern_sum.assign(pixels, 0), r.pattern_max.assign(pixels, 0);
+  std::vector<uint8_t> pattern_out(pixels * (sizeof(uint64_t) + sizeof(uint32_t)), 0);
+  const uint64_t batch = std::max<uint64_t>(1, req.batch_bytes / loader.position_bytes());
+  LargeBuffer frames(std::min(batch, r.positions) * loader.position_bytes());
+  const unsigned threads = std::max(1u, req.load.threads);
+  for (uint64_t first = 0; first < r.positions; first += batch) {
+    const uint64_t n = std::min(batch, r.positions - first);
+    loader.fill(first, n, frames.get());
+    if (req.frame_sums)
+      run_placed_kernel(sums_at, TM_OP_STEM_FRAME_SUMS,
+                        {dtype, frames.get(), n * pixels, &sums_params, sizeof sums_params, sums.data() + first * row_values,
+                         n * row_values * sizeof(uint64_t), threads});
+    if (req.pattern)
+      run_placed_kernel(pattern_at, TM_OP_STEM_PATTERN_REDUCE,
+                        {dtype, frames.get(), n * pixels, &pattern_params, sizeof pattern_params, pattern_out.data(),
+                         pattern_out.size(), threads});
+  }
+  if (req.pattern) {
+    std::memcpy(r.pattern_sum.data(), pattern_out.data(), pixels * sizeof(uint64_t));
+    std::memcpy(r.pattern_max.data(), pattern_out.data() + pixels * sizeof(uint64_t), pixels * sizeof(uint32_t));
+  }
+  if (req.frame_sums) {
+    r.totals.resize(r.positions), r.com_weight.resize(r.positions), r.com_row.resize(r.positions), r.com_col.resize(r.positions);
+    r.images.assign(req.detectors.size(), std::vector<uint64_t>(r.positions));
+    for (uint64_t p = 0; p < r.positions; ++p) {
+      const uint64_t* row = sums.data() + p * row_values;
+      r.totals[p] = row[0], r.com_weight[p] = row[1], r.com_row[p] = row[2], r.com_col[p] = row[3];
+      for (size_t d = 0; d < req.detectors.size(); ++d) {
+        const uint64_t s = row[TM_STEM_FRAME_SUMS_FIXED + d];
+        r.images[d][p] = r.evaluated_as[d] == "direct" ? s : row[0] - s;
+      }
+    }
+  }
+  r.load_provenance = loader.provenance();
+  r.decoded_bytes = loader.decoded_bytes();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<double> mean_pattern(const ProductResult& r) {
+  std::vector<double> out(r.pattern_sum.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(r.pattern_sum[i]) / static_cast<double>(r.positions);
+  return out;
+}
+
+}  // namespace tmorph

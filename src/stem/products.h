@@ -1,0 +1,54 @@
+// 4D-STEM products computed while streaming the acquisition (never holding the 4-D array): per-frame
+// totals, centre-of-mass sums and virtual-detector sums (op stem.frame_sums), and per-pixel sums and
+// maxima over frames (op stem.pattern_reduce), each op placed by the planner. Frames are exactly what
+// load_stem would return for the same LoadRequest (region, bins, bad pixels), a batch at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stem/load.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+struct ProductRequest {
+  LoadRequest load;                            // region, bins, masking, threads, memory budget
+  std::vector<std::vector<uint32_t>> detectors;  // pixel lists (sorted) of the output frame, one image each
+  std::vector<uint32_t> com_pixels;            // centre of mass over these pixels; empty: every pixel
+  bool frame_sums = true;                      // totals, CoM and detector images
+  bool pattern = false;                        // mean and max diffraction patterns
+  uint64_t batch_bytes = uint64_t{64} << 20;   // frames decoded per kernel call (bounded memory)
+};
+
+struct ProductResult {
+  std::array<uint64_t, 2> scan_shape{};   // output scan rows, cols
+  std::array<uint64_t, 2> frame_shape{};  // output detector rows, cols
+  // Per scan position (row-major), when frame_sums:
+  std::vector<uint64_t> totals, com_weight, com_row, com_col;
+  std::vector<std::vector<uint64_t>> images;   // one per detector
+  std::vector<std::string> evaluated_as;       // per detector: "direct" or "total - complement"
+  // Per detector pixel, when pattern:
+  std::vector<uint64_t> pattern_sum;
+  std::vector<uint32_t> pattern_max;
+  uint64_t positions = 0;
+  std::vector<Placement> placements;
+  nlohmann::json load_provenance;
+  double seconds = 0;
+  uint64_t decoded_bytes = 0;
+};
+
+// Runs the request. Dense detectors (more than half the frame) are summed as total − complement, so a
+// big annulus costs like a small one. Throws InvalidArgument when the sums could overflow uint64 or the
+// binned frames would need uint64 pixels; planner errors (e.g. --backend that cannot serve) propagate.
+ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner);
+
+// The mean pattern (sum / positions) as float64.
+std::vector<double> mean_pattern(const ProductResult& r);
+
+}  // namespace tmorph
