@@ -25,7 +25,7 @@ namespace {
 struct ProductArgs {
   LoadArgs load;
   std::string product, center, mask, of = "mean-dp";
-  double radius = 0, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
+  double radius = NAN, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
   bool transpose = false, max = false;
 };
 
@@ -55,6 +55,8 @@ BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const
                              nlohmann::json* report) {
   BrightFieldDisk disk;
   const auto center = parse_pair(a.center, "--center");
+  if (!std::isnan(a.radius) && !(a.radius > 0))
+    throw Error(ErrorKind::InvalidArgument, "--radius " + std::to_string(a.radius) + ": the bright-field radius must be > 0 pixels");
   if (center && a.radius > 0) {
     disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]), disk.radius = a.radius;
     (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
@@ -66,9 +68,10 @@ BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const
   const ProductResult r = compute_products(acq, pattern, planner);
   disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
   if (center) disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]);
-  if (a.radius > 0) disk.radius = a.radius;
+  const bool radius_given = !std::isnan(a.radius);
+  if (radius_given) disk.radius = a.radius;
   (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"area", disk.area},
-                       {"threshold", disk.threshold}, {"source", center || a.radius > 0 ? "detected, partly given" : "detected"}};
+                       {"threshold", disk.threshold}, {"source", center || radius_given ? "detected, partly given" : "detected"}};
   return disk;
 }
 
