@@ -1,6 +1,8 @@
 #include "stem_kernels.h"
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "core/thread_pool.h"
 
@@ -8,51 +10,99 @@ namespace tmorph::cpu {
 
 namespace {
 
-// The sums of one frame (contract: TM_OP_STEM_FRAME_SUMS). Rows are walked once for the total and the
-// whole-frame centre of mass; pixel lists are gathered.
+// Accumulators wide enough for one row or one column of a frame: uint32 for 8- and 16-bit pixels (a
+// row or column of at most 65,536 pixels of at most 65,535 sums below 2^32), uint64 for 32-bit pixels.
 template <class T>
-void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, uint64_t* out) {
+using LineSum = std::conditional_t<sizeof(T) <= 2, uint32_t, uint64_t>;
+
+// The sums of one frame (contract: TM_OP_STEM_FRAME_SUMS). One sweep over the rows accumulates each row's
+// total and the column totals (both vectorise as widening adds); Σ row·I and Σ col·I then come from those
+// rows × cols totals, exactly. Pixel lists are gathered.
+// A pixel list as runs of consecutive pixels (first pixel, count): an annulus is a few runs per row, and
+// summing runs vectorises where gathering pixel by pixel does not.
+struct Run {
+  uint32_t first, count;
+};
+struct RunLists {
+  std::vector<Run> runs;
+  std::vector<uint64_t> offsets{0};  // list j's runs: runs[offsets[j] .. offsets[j + 1])
+};
+
+RunLists to_runs(const tm_stem_frame_sums_params_v1& p) {
+  RunLists out;
+  for (uint32_t j = 0; j < p.list_count; ++j) {
+    for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) {
+      const uint32_t k = p.list_pixels[i];
+      const bool extends = i > p.list_offsets[j] && out.runs.back().first + out.runs.back().count == k && k % p.cols != 0;
+      if (extends) ++out.runs.back().count;
+      else out.runs.push_back({k, 1});
+    }
+    out.offsets.push_back(out.runs.size());
+  }
+  return out;
+}
+
+template <class T>
+void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLists& lists, uint64_t* out,
+                std::vector<LineSum<T>>& col_total) {
   const uint64_t cols = p.cols, rows = p.pixels_per_frame / cols;
+  std::fill(col_total.begin(), col_total.end(), LineSum<T>{0});
+  LineSum<T>* ct = col_total.data();
   uint64_t total = 0, sum_row = 0, sum_col = 0;
   for (uint64_t r = 0; r < rows; ++r) {
     const T* row = px + r * cols;
-    uint64_t row_total = 0, row_col = 0;
+    LineSum<T> row_total = 0;
     for (uint64_t c = 0; c < cols; ++c) {
       row_total += row[c];
-      row_col += c * row[c];
+      ct[c] += row[c];
     }
     total += row_total;
     sum_row += r * row_total;
-    sum_col += row_col;
   }
+  for (uint64_t c = 0; c < cols; ++c) sum_col += c * ct[c];
   out[0] = total;
   if (p.com_list == TM_STEM_ALL_PIXELS) {
     out[1] = total, out[2] = sum_row, out[3] = sum_col;
-  } else {
+  } else {  // runs never cross a row, so each run's row is that of its first pixel
     uint64_t w = 0, sr = 0, sc = 0;
-    for (uint64_t i = p.list_offsets[p.com_list]; i < p.list_offsets[p.com_list + 1]; ++i) {
-      const uint32_t k = p.list_pixels[i];
-      const uint64_t v = px[k];
-      w += v, sr += (k / cols) * v, sc += (k % cols) * v;
+    for (uint64_t i = lists.offsets[p.com_list]; i < lists.offsets[p.com_list + 1]; ++i) {
+      const Run run = lists.runs[i];
+      const uint64_t r = run.first / cols, c0 = run.first % cols;
+      uint64_t rs = 0, cs = 0;
+      for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k], cs += (c0 + k) * px[run.first + k];
+      w += rs, sr += r * rs, sc += cs;
     }
     out[1] = w, out[2] = sr, out[3] = sc;
   }
   for (uint32_t j = 0; j < p.list_count; ++j) {
     uint64_t s = 0;
-    for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) s += px[p.list_pixels[i]];
+    for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
+      const Run run = lists.runs[i];
+      LineSum<T> rs = 0;  // a run lies inside one row
+      for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k];
+      s += rs;
+    }
     out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
   }
 }
 
+// Sums over frames accumulate in LineSum<T> partials for at most 65,536 frames at a time (exact: 65,536
+// 16-bit values stay below 2^32), then move into the uint64 sums.
 template <class T>
 void pattern_reduce(const T* px, uint64_t frames, uint64_t pixels, uint64_t begin, uint64_t end, uint64_t* sums,
                     uint32_t* maxima) {
-  for (uint64_t f = 0; f < frames; ++f) {
-    const T* frame = px + f * pixels;
-    for (uint64_t i = begin; i < end; ++i) {
-      sums[i] += frame[i];
-      maxima[i] = std::max<uint32_t>(maxima[i], frame[i]);
+  std::vector<LineSum<T>> partial(end - begin);
+  for (uint64_t f0 = 0; f0 < frames; f0 += 65536) {
+    std::fill(partial.begin(), partial.end(), LineSum<T>{0});
+    for (uint64_t f = f0; f < std::min(frames, f0 + 65536); ++f) {
+      const T* frame = px + f * pixels + begin;
+      uint32_t* m = maxima + begin;
+      for (uint64_t i = 0; i < end - begin; ++i) {
+        partial[i] += frame[i];
+        m[i] = std::max<uint32_t>(m[i], frame[i]);
+      }
     }
+    for (uint64_t i = 0; i < end - begin; ++i) sums[begin + i] += partial[i];
   }
 }
 
@@ -67,6 +117,8 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
   if (!frame_dtype(c.dtype)) return *error = "stem.frame_sums: frames must be u8, u16 or u32", TM_ERR_UNSUPPORTED;
   if (p.pixels_per_frame == 0 || p.cols == 0 || p.pixels_per_frame % p.cols != 0 || c.element_count % p.pixels_per_frame != 0)
     return *error = "stem.frame_sums: element_count must be whole frames of whole rows", TM_ERR_INVALID_ARGUMENT;
+  if (p.cols > 65536 || p.pixels_per_frame / p.cols > 65536)
+    return *error = "stem.frame_sums: frames of more than 65,536 rows or columns", TM_ERR_INVALID_ARGUMENT;
   if (p.list_count && (!p.list_offsets || !p.list_pixels || p.list_offsets[0] != 0))
     return *error = "stem.frame_sums: pixel lists missing", TM_ERR_INVALID_ARGUMENT;
   if (p.com_list != TM_STEM_ALL_PIXELS && p.com_list >= p.list_count)
@@ -80,13 +132,16 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + p.list_count;
   if (c.output_size < frames * row_values * sizeof(uint64_t)) return *error = "stem.frame_sums: output too small", TM_ERR_INVALID_ARGUMENT;
   auto* out = static_cast<uint64_t*>(c.output);
+  const RunLists lists = to_runs(p);
   ThreadPool::shared(std::max(1u, c.threads)).parallel_for(frames, [&](uint64_t begin, uint64_t end, unsigned) {
+    std::vector<uint32_t> narrow(p.cols);
+    std::vector<uint64_t> wide(c.dtype == TM_DTYPE_U32 ? p.cols : 0);
     for (uint64_t f = begin; f < end; ++f) {
       uint64_t* o = out + f * row_values;
       switch (c.dtype) {
-        case TM_DTYPE_U8: frame_sums(static_cast<const uint8_t*>(c.input) + f * p.pixels_per_frame, p, o); break;
-        case TM_DTYPE_U16: frame_sums(static_cast<const uint16_t*>(c.input) + f * p.pixels_per_frame, p, o); break;
-        default: frame_sums(static_cast<const uint32_t*>(c.input) + f * p.pixels_per_frame, p, o); break;
+        case TM_DTYPE_U8: frame_sums(static_cast<const uint8_t*>(c.input) + f * p.pixels_per_frame, p, lists, o, narrow); break;
+        case TM_DTYPE_U16: frame_sums(static_cast<const uint16_t*>(c.input) + f * p.pixels_per_frame, p, lists, o, narrow); break;
+        default: frame_sums(static_cast<const uint32_t*>(c.input) + f * p.pixels_per_frame, p, lists, o, wide); break;
       }
     }
   });

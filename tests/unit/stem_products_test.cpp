@@ -45,7 +45,7 @@ void run_cpu(tm_op op, DType dtype, const void* in, uint64_t n, const void* para
 
 TEST(StemOps, FrameSumsEqualBruteForceForEveryDtypeAndThreadCount) {
   const uint64_t rows = 7, cols = 9, pixels = rows * cols, frames = 11;
-  const std::vector<uint32_t> a = {0, 5, 17, 62}, b = {3, 4, 10, 11, 12, 40};
+  const std::vector<uint32_t> a = {0, 5, 17, 62}, b = {3, 4, 8, 9, 10, 11, 12, 40};  // 8, 9: a run across a row end
   const std::vector<uint64_t> offsets = {0, a.size(), a.size() + b.size()};
   std::vector<uint32_t> lists(a);
   lists.insert(lists.end(), b.begin(), b.end());
@@ -64,7 +64,7 @@ TEST(StemOps, FrameSumsEqualBruteForceForEveryDtypeAndThreadCount) {
           return v;
         };
         const tm_stem_frame_sums_params_v1 params{pixels, static_cast<uint32_t>(cols), 2, offsets.data(), lists.data(), com_list, 0};
-        std::vector<uint64_t> out(frames * 6, 0xDEAD);
+        std::vector<uint64_t> out(frames * 6, 0xDEAD);  // 4 fixed values + 2 lists per frame
         run_cpu(TM_OP_STEM_FRAME_SUMS, dt, raw.data(), frames * pixels, &params, sizeof params, out.data(), out.size() * 8, threads);
         for (uint64_t f = 0; f < frames; ++f) {
           uint64_t total = 0, w = 0, sr = 0, sc = 0, sa = 0, sb = 0;
