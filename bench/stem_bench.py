@@ -14,8 +14,15 @@ Measured, best of N runs each (the machine is shared and noisy; best-of is the l
       streamed products consume frames), i.e. the decoder without the cost of first touching 1.2 GB of fresh
       output memory, which on this VM's kernel alone runs at a few GB/s;
   (5) memcpy bandwidth from bench/stats_bench at 1 and 2 threads.
-GB/s = 1e9 bytes of decoded output per second. Writes bench/last-run-stem.md.
+GB/s = 1e9 bytes of decoded output per second.
+Products, on the same acquisition held in memory (1.21 GB of uint16): bench/stem_products_bench loads it
+once, then times each product's planner-placed kernel (BF, ADF, DF as total − complement, CoM, all four in one
+pass, mean+max pattern, CoM → DPC rotation → iDPC) at 1 and 2 threads; numpy does the same on the array h5py
+read (`data[:, :, mask].sum(-1)`, weighted sums for the CoM, `sum`/`max` over the scan axes, the iDPC formula
+with numpy.fft); the floor is the resident bytes ÷ memcpy bandwidth at the same thread count.
+Writes bench/last-run-stem.md.
 """
+import numpy as np
 import argparse
 import datetime
 import json
@@ -119,6 +126,43 @@ def main():
         t = int(b["name"].split("threads:")[1].split("/")[0])
         copy[t] = max(copy.get(t, 0), b["bytes_per_second"] / 1e9)
 
+    # (6) products on the resident acquisition.
+    prod = {}
+    for t in (1, 2):
+        out = subprocess.run([os.path.join(args.build, "bench", "stem_products_bench"), master, str(t), str(args.runs)],
+                             capture_output=True, text=True, check=True, env=env).stdout
+        prod[t] = json.loads(out)
+    with h5py.File(master, "r") as f:
+        data = np.concatenate([f["entry/data"][k][()] for k in names]).reshape(shape)
+    K = shape[2]
+    kk, ll = np.meshgrid(np.arange(K, dtype=np.float32), np.arange(shape[3], dtype=np.float32), indexing="ij")
+    d = np.sqrt((kk - np.float32(K / 2)) ** 2 + (ll - np.float32(shape[3] / 2)) ** 2)
+    r = K / 8
+    masks = {"bf": d <= r, "adf": (d >= r) & (d <= 2 * r), "df": d >= r}
+    k_r = np.arange(K, dtype=np.float64)
+
+    def np_com():
+        s_ = data.sum(axis=(2, 3), dtype=np.uint64).astype(np.float64)
+        mu_r = (data.sum(axis=3, dtype=np.uint64) * k_r).sum(axis=2) / s_
+        mu_c = (data.sum(axis=2, dtype=np.uint64) * k_r).sum(axis=2) / s_
+        return mu_r - mu_r.mean(), mu_c - mu_c.mean()
+
+    def np_idpc():
+        u, v = np_com()
+        nr, nc = np.fft.fftfreq(u.shape[0])[:, None], np.fft.fftfreq(u.shape[1])[None, :]
+        n2 = nr ** 2 + nc ** 2
+        n2[0, 0] = 1
+        ph = -0.25j * (nr * np.fft.fft2(u) + nc * np.fft.fft2(v)) / n2
+        ph[0, 0] = 0
+        return np.real(np.fft.ifft2(ph))
+
+    numpy_t = {name: best_of(2, lambda m=m: data[:, :, m].sum(axis=-1, dtype=np.uint64))[0] for name, m in masks.items()}
+    numpy_t["com"] = best_of(2, np_com)[0]
+    numpy_t["mean_max_pattern"] = best_of(2, lambda: (data.sum(axis=(0, 1), dtype=np.uint64), data.max(axis=(0, 1))))[0]
+    numpy_t["com_dpc_idpc"] = best_of(2, np_idpc)[0]
+    del data
+    resident = prod[1]["resident_bytes"]
+
     gb = lambda j: j["decoded_bytes"] / j["seconds"] / 1e9  # noqa: E731
     h5_gbps = decoded / t_h5 / 1e9
     lines = ["# 4D-STEM load (`/usr/bin/python3 bench/stem_bench.py --build %s`)\n\n" % args.build,
@@ -149,6 +193,24 @@ def main():
     lines.append("| h5py + hdf5plugin, same frames | 1 | %.3f | %.2f | 1.0× | — | — |\n" % (t_h5_reg, reg["decoded_bytes"] / t_h5_reg / 1e9))
     for t in sorted(copy):
         lines.append("| memcpy (stats_bench) | %d | — | %.2f | — | 100%% | — |\n" % (t, copy[t]))
+    lines.append("\n## Products on the resident acquisition (%.2f GB of uint16 in memory)\n\n" % (resident / 1e9))
+    lines.append("| product | tm 1 thread s | tm 2 threads s | numpy s | vs numpy (1 thread) | floor 1 / 2 threads s | vs floor (1 / 2 threads) | targets: ≥ 10× numpy; masked sums ≤ 1.5× floor |\n")
+    lines.append("|---|---|---|---|---|---|---|---|\n")
+    floor = {t: resident / (copy[t] * 1e9) for t in (1, 2)}
+    for key, label, masked in (("bf", "BF (%d px)" % prod[1]["bf_pixels"], True), ("adf", "ADF (%d px)" % prod[1]["adf_pixels"], True),
+                               ("df", "DF (dense, total − %d px)" % prod[1]["df_complement_pixels"], True),
+                               ("com", "CoM (S, Σk_r·I, Σk_c·I)", True), ("bf_adf_df_com_one_pass", "BF+ADF+DF+CoM, one pass", True),
+                               ("mean_max_pattern", "mean + max pattern", False), ("com_dpc_idpc", "CoM → DPC → iDPC", False)):
+        t1, t2 = prod[1][key], prod[2][key]
+        np_t = numpy_t.get(key)
+        if key == "bf_adf_df_com_one_pass":
+            np_t = sum(numpy_t[k] for k in ("bf", "adf", "df", "com"))
+        ratio = np_t / t1 if np_t else float("nan")
+        vf1, vf2 = t1 / floor[1], t2 / floor[2]
+        verdict = "%s; %s" % ("≥ 10×: met" if ratio >= 10 else "≥ 10×: NOT met",
+                              ("≤ 1.5× floor: " + ("met" if min(vf1, vf2) <= 1.5 else "NOT met")) if masked and key != "bf_adf_df_com_one_pass" else "—")
+        lines.append("| %s | %.3f | %.3f | %.3f | %.1f× | %.3f / %.3f | %.2f× / %.2f× | %s |\n" %
+                     (label, t1, t2, np_t, ratio, floor[1], floor[2], vf1, vf2, verdict))
     text = "".join(lines)
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "last-run-stem.md"), "w") as f:

@@ -46,6 +46,20 @@ template <class T>
 void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLists& lists, uint64_t* out,
                 std::vector<LineSum<T>>& col_total) {
   const uint64_t cols = p.cols, rows = p.pixels_per_frame / cols;
+  for (uint32_t j = 0; j < p.list_count; ++j) {
+    uint64_t s = 0;
+    for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
+      const Run run = lists.runs[i];
+      LineSum<T> rs = 0;  // a run lies inside one row
+      for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k];
+      s += rs;
+    }
+    out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
+  }
+  if (p.flags & TM_STEM_LISTS_ONLY) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    return;
+  }
   std::fill(col_total.begin(), col_total.end(), LineSum<T>{0});
   LineSum<T>* ct = col_total.data();
   uint64_t total = 0, sum_row = 0, sum_col = 0;
@@ -73,16 +87,6 @@ void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLis
       w += rs, sr += r * rs, sc += cs;
     }
     out[1] = w, out[2] = sr, out[3] = sc;
-  }
-  for (uint32_t j = 0; j < p.list_count; ++j) {
-    uint64_t s = 0;
-    for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
-      const Run run = lists.runs[i];
-      LineSum<T> rs = 0;  // a run lies inside one row
-      for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k];
-      s += rs;
-    }
-    out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
   }
 }
 
@@ -121,6 +125,7 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
     return *error = "stem.frame_sums: frames of more than 65,536 rows or columns", TM_ERR_INVALID_ARGUMENT;
   if (p.list_count && (!p.list_offsets || !p.list_pixels || p.list_offsets[0] != 0))
     return *error = "stem.frame_sums: pixel lists missing", TM_ERR_INVALID_ARGUMENT;
+  if (p.flags & ~TM_STEM_LISTS_ONLY) return *error = "stem.frame_sums: unknown flags", TM_ERR_INVALID_ARGUMENT;
   if (p.com_list != TM_STEM_ALL_PIXELS && p.com_list >= p.list_count)
     return *error = "stem.frame_sums: com_list names no list", TM_ERR_INVALID_ARGUMENT;
   for (uint32_t j = 0; j < p.list_count; ++j)

@@ -239,9 +239,12 @@ typedef struct tm_dequantize_packed_params_v1 {
  *   [2] Σ row · I over the same pixels
  *   [3] Σ col · I over the same pixels
  *   [4 + j] Σ I over list j
+ * With flags & TM_STEM_LISTS_ONLY, [0..3] are not computed (written as 0) and only the lists are summed, so a
+ * small detector reads only the rows it covers.
  * All sums are exact in uint64: the caller guarantees pixels_per_frame × max(rows, cols) × max value < 2^64.
  * Every backend returns the same integers.
  */
+#define TM_STEM_LISTS_ONLY 1u
 #define TM_STEM_FRAME_SUMS_FIXED 4u
 #define TM_STEM_ALL_PIXELS 0xFFFFFFFFu
 typedef struct tm_stem_frame_sums_params_v1 {
@@ -251,7 +254,7 @@ typedef struct tm_stem_frame_sums_params_v1 {
   const uint64_t* list_offsets;  /* list_count + 1 entries, list_offsets[0] = 0                  */
   const uint32_t* list_pixels;
   uint32_t com_list;             /* a list index, or TM_STEM_ALL_PIXELS                          */
-  uint32_t reserved;             /* 0                                                            */
+  uint32_t flags;                /* 0 or TM_STEM_LISTS_ONLY                                      */
 } tm_stem_frame_sums_params_v1;
 
 /* ---- TM_OP_STEM_PATTERN_REDUCE -----------------------------------------------------------------------

@@ -151,6 +151,7 @@ void run_product(const ProductArgs& a) {
     const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report);
     const std::array<uint64_t, 2> frame = {plan_load(acq, req.load).output_shape[2], plan_load(acq, req.load).output_shape[3]};
     req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
+    req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
     const ProductResult r = compute_products(acq, req, planner);
     done(r);
     report["detector"]["evaluated_as"] = r.evaluated_as[0];

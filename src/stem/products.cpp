@@ -48,8 +48,9 @@ ProductResult compute_products(const Acquisition& acq, const ProductRequest& req
     offsets.push_back(list_pixels.size());
   }
   const uint32_t list_count = static_cast<uint32_t>(offsets.size() - 1);
+  const bool need_totals = req.com || std::find(r.evaluated_as.begin(), r.evaluated_as.end(), "total - complement") != r.evaluated_as.end();
   const tm_stem_frame_sums_params_v1 sums_params{pixels, static_cast<uint32_t>(r.frame_shape[1]), list_count, offsets.data(),
-                                                 list_pixels.data(), com_list, 0};
+                                                 list_pixels.data(), com_list, need_totals ? 0u : TM_STEM_LISTS_ONLY};
   const tm_stem_pattern_params_v1 pattern_params{pixels};
 
   // One placement per op for the whole stream.

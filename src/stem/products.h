@@ -21,7 +21,9 @@ struct ProductRequest {
   LoadRequest load;                            // region, bins, masking, threads, memory budget
   std::vector<std::vector<uint32_t>> detectors;  // pixel lists (sorted) of the output frame, one image each
   std::vector<uint32_t> com_pixels;            // centre of mass over these pixels; empty: every pixel
-  bool frame_sums = true;                      // totals, CoM and detector images
+  bool frame_sums = true;                      // detector images (and totals and CoM when `com`)
+  bool com = true;                             // totals and centre-of-mass sums too (else only detector sums
+                                               // are read, unless a dense detector needs the total)
   bool pattern = false;                        // mean and max diffraction patterns
   uint64_t batch_bytes = uint64_t{64} << 20;   // frames decoded per kernel call (bounded memory)
 };

@@ -66,6 +66,16 @@ TEST(StemOps, FrameSumsEqualBruteForceForEveryDtypeAndThreadCount) {
         const tm_stem_frame_sums_params_v1 params{pixels, static_cast<uint32_t>(cols), 2, offsets.data(), lists.data(), com_list, 0};
         std::vector<uint64_t> out(frames * 6, 0xDEAD);  // 4 fixed values + 2 lists per frame
         run_cpu(TM_OP_STEM_FRAME_SUMS, dt, raw.data(), frames * pixels, &params, sizeof params, out.data(), out.size() * 8, threads);
+        std::vector<uint64_t> lists_only(frames * 6, 0xDEAD);
+        tm_stem_frame_sums_params_v1 only = params;
+        only.flags = TM_STEM_LISTS_ONLY;
+        run_cpu(TM_OP_STEM_FRAME_SUMS, dt, raw.data(), frames * pixels, &only, sizeof only, lists_only.data(), lists_only.size() * 8, threads);
+        for (uint64_t f = 0; f < frames; ++f) {
+          const uint64_t* lo = lists_only.data() + f * 6;
+          ASSERT_EQ(lo[0] + lo[1] + lo[2] + lo[3], 0u);
+          ASSERT_EQ(lo[4], out[f * 6 + 4]);
+          ASSERT_EQ(lo[5], out[f * 6 + 5]);
+        }
         for (uint64_t f = 0; f < frames; ++f) {
           uint64_t total = 0, w = 0, sr = 0, sc = 0, sa = 0, sb = 0;
           for (uint64_t i = 0; i < pixels; ++i) total += value(f, i);
