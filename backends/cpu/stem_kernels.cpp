@@ -46,18 +46,21 @@ template <class T>
 void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLists& lists, uint64_t* out,
                 std::vector<LineSum<T>>& col_total) {
   const uint64_t cols = p.cols, rows = p.pixels_per_frame / cols;
-  for (uint32_t j = 0; j < p.list_count; ++j) {
-    uint64_t s = 0;
-    for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
-      const Run run = lists.runs[i];
-      LineSum<T> rs = 0;  // a run lies inside one row
-      for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k];
-      s += rs;
+  const auto list_sums = [&] {
+    for (uint32_t j = 0; j < p.list_count; ++j) {
+      uint64_t s = 0;
+      for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
+        const Run run = lists.runs[i];
+        LineSum<T> rs = 0;  // a run lies inside one row
+        for (uint32_t k = 0; k < run.count; ++k) rs += px[run.first + k];
+        s += rs;
+      }
+      out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
     }
-    out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
-  }
+  };
   if (p.flags & TM_STEM_LISTS_ONLY) {
     out[0] = out[1] = out[2] = out[3] = 0;
+    list_sums();
     return;
   }
   std::fill(col_total.begin(), col_total.end(), LineSum<T>{0});
@@ -88,6 +91,7 @@ void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLis
     }
     out[1] = w, out[2] = sr, out[3] = sc;
   }
+  list_sums();  // after the sweep: the frame is in cache
 }
 
 // Sums over frames accumulate in LineSum<T> partials for at most 65,536 frames at a time (exact: 65,536
