@@ -194,7 +194,7 @@ def main():
     for t in sorted(copy):
         lines.append("| memcpy (stats_bench) | %d | — | %.2f | — | 100%% | — |\n" % (t, copy[t]))
     lines.append("\n## Products on the resident acquisition (%.2f GB of uint16 in memory)\n\n" % (resident / 1e9))
-    lines.append("| product | tm 1 thread s | tm 2 threads s | numpy s | vs numpy (1 thread) | floor 1 / 2 threads s | vs floor (1 / 2 threads) | targets: ≥ 10× numpy; masked sums ≤ 1.5× floor |\n")
+    lines.append("| product | tm 1 thread s | tm 2 threads s | numpy s (1 thread) | vs numpy (1 / 2 threads) | floor 1 / 2 threads s | vs floor (1 / 2 threads) | targets: ≥ 10× numpy; masked sums ≤ 1.5× floor |\n")
     lines.append("|---|---|---|---|---|---|---|---|\n")
     floor = {t: resident / (copy[t] * 1e9) for t in (1, 2)}
     for key, label, masked in (("bf", "BF (%d px)" % prod[1]["bf_pixels"], True), ("adf", "ADF (%d px)" % prod[1]["adf_pixels"], True),
@@ -205,12 +205,13 @@ def main():
         np_t = numpy_t.get(key)
         if key == "bf_adf_df_com_one_pass":
             np_t = sum(numpy_t[k] for k in ("bf", "adf", "df", "com"))
-        ratio = np_t / t1 if np_t else float("nan")
+        ratio, ratio2 = np_t / t1, np_t / t2
         vf1, vf2 = t1 / floor[1], t2 / floor[2]
-        verdict = "%s; %s" % ("≥ 10×: met" if ratio >= 10 else "≥ 10×: NOT met",
-                              ("≤ 1.5× floor: " + ("met" if min(vf1, vf2) <= 1.5 else "NOT met")) if masked and key != "bf_adf_df_com_one_pass" else "—")
-        lines.append("| %s | %.3f | %.3f | %.3f | %.1f× | %.3f / %.3f | %.2f× / %.2f× | %s |\n" %
-                     (label, t1, t2, np_t, ratio, floor[1], floor[2], vf1, vf2, verdict))
+        in_target = key in ("bf", "adf", "df", "com", "com_dpc_idpc")  # the products the targets name
+        ten = ("≥ 10×: %s at 1 thread, %s at 2" % ("met" if ratio >= 10 else "NOT met", "met" if ratio2 >= 10 else "NOT met")) if in_target else "—"
+        bw = ("≤ 1.5× floor: " + ("met" if max(vf1, vf2) <= 1.5 else "NOT met")) if masked and key in ("bf", "adf", "df", "com") else "—"
+        lines.append("| %s | %.3f | %.3f | %.3f | %.1f× / %.1f× | %.3f / %.3f | %.2f× / %.2f× | %s; %s |\n" %
+                     (label, t1, t2, np_t, ratio, ratio2, floor[1], floor[2], vf1, vf2, ten, bw))
     text = "".join(lines)
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "last-run-stem.md"), "w") as f:
