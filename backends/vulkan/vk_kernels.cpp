@@ -365,3 +365,66 @@ void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Re
 }
 
 }  // namespace tmorph::vk
+
+namespace tmorph::vk {
+
+void run_stem_frame_sums(Device& device, const tm_kernel_call_v1& call, const Resident*) {
+  require(call.params && call.params_size >= sizeof(tm_stem_frame_sums_params_v1), "stem.frame_sums: missing params");
+  const auto& p = *static_cast<const tm_stem_frame_sums_params_v1*>(call.params);
+  const uint32_t width = dtype_width(call.dtype);
+  require(p.pixels_per_frame > 0 && p.cols > 0 && p.pixels_per_frame % p.cols == 0 && call.element_count % p.pixels_per_frame == 0,
+          "stem.frame_sums: element_count must be whole frames of whole rows");
+  require(p.list_count == 0 || (p.list_offsets && p.list_pixels && p.list_offsets[0] == 0), "stem.frame_sums: pixel lists missing");
+  require(p.com_list == TM_STEM_ALL_PIXELS || p.com_list < p.list_count, "stem.frame_sums: com_list names no list");
+  require((p.flags & ~TM_STEM_LISTS_ONLY) == 0, "stem.frame_sums: unknown flags");
+  const uint64_t frames = call.element_count / p.pixels_per_frame;
+  const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + p.list_count;
+  require(call.output_size >= frames * row_values * sizeof(uint64_t), "stem.frame_sums: output too small");
+  // Pixel lists as runs of consecutive pixels inside a row (validated: increasing, inside the frame).
+  std::vector<uint32_t> runs(p.list_count + 1, 0), pairs;
+  for (uint32_t j = 0; j < p.list_count; ++j) {
+    for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) {
+      const uint32_t k = p.list_pixels[i];
+      require(k < p.pixels_per_frame && (i == p.list_offsets[j] || k > p.list_pixels[i - 1]),
+              "stem.frame_sums: a list is not strictly increasing inside the frame");
+      if (i > p.list_offsets[j] && k == p.list_pixels[i - 1] + 1 && k % p.cols != 0) ++pairs.back();
+      else pairs.push_back(k), pairs.push_back(1);
+    }
+    runs[j + 1] = static_cast<uint32_t>(pairs.size() / 2);
+  }
+  runs.insert(runs.end(), pairs.begin(), pairs.end());
+  Buffer& aux = device.buffer(Slot::Aux, runs.size() * 4);
+  std::memcpy(aux.mapped, runs.data(), runs.size() * 4);
+
+  const uint64_t frame_bytes = p.pixels_per_frame * width;
+  const uint64_t limit = chunk_bytes(device.physical());
+  require(frame_bytes <= limit && p.pixels_per_frame < (uint64_t{1} << 31), "stem.frame_sums: a frame exceeds one storage binding");
+  // Frames per launch: the input chunk and its sums both fit a binding, and element indices fit 32 bits.
+  const uint64_t per_chunk = std::max<uint64_t>(1, std::min({limit / frame_bytes, limit / (row_values * 8), (uint64_t{1} << 31) / p.pixels_per_frame}));
+  const Pipeline& pipeline = device.pipeline("stem_frame_sums", {static_cast<uint32_t>(call.dtype), width}, 3, 24);
+  const auto* in = static_cast<const uint8_t*>(call.input);
+  auto* out = static_cast<uint64_t*>(call.output);
+  const uint64_t max_groups = device.physical().max_workgroup_count_x;
+  for (uint64_t first = 0; first < frames; first += per_chunk) {
+    const uint64_t m = std::min(per_chunk, frames - first);
+    uint64_t upload = device.write_input(in + first * frame_bytes, m * frame_bytes);
+    const Buffer& input = device.buffer(Slot::Input, 0);
+    const Buffer& sums = device.buffer(Slot::Output, m * row_values * 8);
+    for (uint64_t g = 0; g < m; g += max_groups) {
+      const uint32_t push[6] = {static_cast<uint32_t>(p.pixels_per_frame), p.cols, p.list_count, p.com_list,
+                                (p.flags & TM_STEM_LISTS_ONLY) ? 1u : 0u, static_cast<uint32_t>(g)};
+      Dispatch d;
+      d.pipeline = &pipeline;
+      d.bindings = {{&input, 0}, {&sums, 0}, {&aux, 0}};
+      d.push = push;
+      d.groups = static_cast<uint32_t>(std::min(max_groups, m - g));
+      d.upload_bytes = upload;
+      d.result_bytes = m * row_values * 8;
+      device.run(d);
+      upload = 0;
+    }
+    std::memcpy(out + first * row_values, device.results(), m * row_values * 8);
+  }
+}
+
+}  // namespace tmorph::vk

@@ -41,5 +41,7 @@ void run_bitpattern_histogram(Device& device, const tm_kernel_call_v1& call, con
 void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 // dequantize.ggml for Q4_0 and Q8_0 (host input only; `resident` is ignored).
 void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+// TM_OP_STEM_FRAME_SUMS: one workgroup per frame, frames uploaded a chunk at a time.
+void run_stem_frame_sums(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 
 }  // namespace tmorph::vk

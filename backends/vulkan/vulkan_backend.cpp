@@ -70,6 +70,7 @@ const KernelEntry kKernels[] = {
     // A format op: the mask holds ggml type ids (Q4_0 = 2, Q8_0 = 8); the call's dtype is F32. The
     // other block formats have no Vulkan kernel yet and fall back to the CPU op by op.
     {TM_OP_DEQUANTIZE_GGML, (uint64_t{1} << 2) | (uint64_t{1} << 8), 0, 0, run_dequantize_ggml},
+    {TM_OP_STEM_FRAME_SUMS, bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32), kStatsFeatures, 0, run_stem_frame_sums},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 

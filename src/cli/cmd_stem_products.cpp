@@ -52,7 +52,7 @@ nlohmann::json summary(const std::vector<T>& v) {
 
 // The bright-field disk: given (--center and --radius) or detected from the mean pattern (one extra pass).
 BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const ProductRequest& base, const Planner& planner,
-                             nlohmann::json* report) {
+                             nlohmann::json* report, std::vector<Placement>* placements) {
   BrightFieldDisk disk;
   const auto center = parse_pair(a.center, "--center");
   if (!std::isnan(a.radius) && !(a.radius > 0))
@@ -66,6 +66,7 @@ BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const
   pattern.frame_sums = false, pattern.pattern = true;
   pattern.detectors.clear();
   const ProductResult r = compute_products(acq, pattern, planner);
+  placements->insert(placements->end(), r.placements.begin(), r.placements.end());
   disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
   if (center) disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]);
   const bool radius_given = !std::isnan(a.radius);
@@ -148,7 +149,7 @@ void run_product(const ProductArgs& a) {
     if (p == "fft") preset.product = a.of;
     if (!preset_radii(preset.product, 1) && preset.product != "mask")
       throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf or df");
-    const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report);
+    const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report, &placements);
     const std::array<uint64_t, 2> frame = {plan_load(acq, req.load).output_shape[2], plan_load(acq, req.load).output_shape[3]};
     req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
     req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)

@@ -86,7 +86,7 @@ class StemProducts(unittest.TestCase):
                 self.assertAlmostEqual(rep["disk"]["row"], self.centre[0], places=9)
                 m = annulus((K, K), self.centre, inner, outer)
                 np.testing.assert_array_equal(img, self.data[:, :, m].sum(axis=2))
-                self.assertEqual(rep["placement"][0]["op"], "stem.frame_sums")
+                self.assertEqual([p["op"] for p in rep["placement"]], ["stem.pattern_reduce", "stem.frame_sums"])  # disk pass, then sums
                 self.assertEqual(rep["detector"]["evaluated_as"], "total - complement" if m.sum() > K * K / 2 else "direct")
 
     def test_mask_in_pixels_mrad_and_from_files(self):
@@ -165,6 +165,24 @@ class StemProducts(unittest.TestCase):
         img, _ = self.product("bf", "--scan-region", "2,10,1,12", "--detector-bin", "2", "--center", "8,8", "--radius", "3")
         binned = self.data[2:10, 1:12].reshape(8, 11, K // 2, 2, K // 2, 2).sum(axis=(3, 5))
         np.testing.assert_array_equal(img, binned[:, :, annulus((K // 2, K // 2), (8, 8), 0, 3)].sum(axis=2))
+
+    def test_vulkan_gives_the_same_products(self):
+        backends = json.loads(run(["backends", "--json"]).out)["backends"]
+        vk = next((b for b in backends if b["name"] == "vulkan"), None)
+        if not vk or not vk["available"]:
+            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
+                self.fail("TM_REQUIRE_VULKAN=1 but Vulkan is unavailable")
+            self.skipTest("Vulkan unavailable here")
+        for name in ("bf", "df", "com"):
+            with self.subTest(name=name):
+                cpu, _ = self.product(name, "--center", "16,15", "--radius", "4")
+                vk_out, rep = self.product(name, "--center", "16,15", "--radius", "4", "--backend", "vulkan")
+                self.assertEqual(rep["placement"][0]["backend"], "vulkan")
+                np.testing.assert_array_equal(vk_out, cpu)
+        # --prefer: frame sums run on Vulkan, the pattern (no Vulkan kernel) falls back to the CPU, reported.
+        _, rep = self.product("bf", "--prefer", "vulkan")
+        placed = {p["op"]: p["backend"] for p in rep["placement"]}
+        self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan"})
 
     def test_bad_inputs_are_clear_errors(self):
         cases = [

@@ -183,4 +183,30 @@ TEST_F(VulkanParity, DequantizeQ4_0AndQ8_0BitIdentical) {
 }
 
 }  // namespace
+// stem.frame_sums: the same uint64 integers as the CPU for every frame dtype, pixel lists with runs that end
+// at row ends, a CoM list, lists-only calls, and frames spread over several launches.
+TEST_F(VulkanParity, StemFrameSumsEqualTheCpu) {
+  ScopedEnv env("TENSORMORPH_VULKAN_CHUNK_BYTES", "65536");  // a few frames per launch
+  const uint64_t rows = 40, cols = 33, pixels = rows * cols, frames = 37;
+  std::vector<uint32_t> a, b;
+  for (uint32_t i = 0; i < pixels; ++i) {
+    if ((i / cols) % 3 == 0 && i % cols > 20) a.push_back(i);     // runs to the row end
+    if (i % 7 == 0 || (i > 600 && i < 700)) b.push_back(i);       // singles and a run across rows
+  }
+  std::vector<uint64_t> offsets = {0, a.size(), a.size() + b.size()};
+  std::vector<uint32_t> lists(a);
+  lists.insert(lists.end(), b.begin(), b.end());
+  ASSERT_EQ(dtypes_of(TM_OP_STEM_FRAME_SUMS).size(), 3u);  // u8, u16, u32
+  for (DType dt : dtypes_of(TM_OP_STEM_FRAME_SUMS))
+    for (const uint32_t com_list : {TM_STEM_ALL_PIXELS, 1u})
+      for (const uint32_t flags : {0u, TM_STEM_LISTS_ONLY}) {
+        std::vector<uint8_t> data = test::salted_data(dt, frames * pixels, 11 + flags + com_list % 7);
+        const tm_stem_frame_sums_params_v1 params{pixels, static_cast<uint32_t>(cols), 2, offsets.data(), lists.data(), com_list, flags};
+        std::vector<uint64_t> v(frames * 6, 1), c(frames * 6, 2);
+        run("vulkan", TM_OP_STEM_FRAME_SUMS, dt, data, &params, sizeof params, &v);
+        run("cpu", TM_OP_STEM_FRAME_SUMS, dt, data, &params, sizeof params, &c);
+        ASSERT_EQ(v, c) << dtype_name(dt) << " com_list " << com_list << " flags " << flags;
+      }
+}
+
 }  // namespace tmorph::vulkan_test
