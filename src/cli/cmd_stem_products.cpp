@@ -150,7 +150,8 @@ void run_product(const ProductArgs& a) {
     if (!preset_radii(preset.product, 1) && preset.product != "mask")
       throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf or df");
     const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report, &placements);
-    const std::array<uint64_t, 2> frame = {plan_load(acq, req.load).output_shape[2], plan_load(acq, req.load).output_shape[3]};
+    const LoadPlan plan = plan_load(acq, req.load);
+    const std::array<uint64_t, 2> frame = {plan.output_shape[2], plan.output_shape[3]};
     req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
     req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
     const ProductResult r = compute_products(acq, req, planner);

@@ -149,8 +149,8 @@ std::string ladder_message(const Acquisition& acq, const LoadRequest& req, const
       }
     }
   }
-  msg << "\n  product-first: virtual detector images and centre of mass computed while streaming, without holding the "
-         "4-D array: not implemented yet in this version";
+  msg << "\n  product-first: `tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|mean-dp` compute virtual images, "
+         "centre of mass and patterns while streaming, without holding the 4-D array";
   return msg.str();
 }
 
