@@ -103,6 +103,13 @@ void FrameReader::read(uint64_t frame, Stored& stored) const {
   if (H5Dget_chunk_storage_size(part.dataset.get(), coord, &size) < 0 || size == 0)
     throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + " (local " + std::to_string(local) +
                                          ") has no stored chunk: not written yet, or the file is incomplete");
+  // A frame's chunk is at most its LZ4 bound plus headers (2x the frame is generous); a chunk index that
+  // claims more is damaged, and its size is never allocated.
+  const uint64_t plausible = 2 * frame_bytes_ + 65536;
+  if (size > plausible)
+    throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + ": the chunk index says " + std::to_string(size) +
+                                         " stored bytes for a " + std::to_string(frame_bytes_) + "-byte frame (at most " +
+                                         std::to_string(plausible) + " expected): damaged data file");
   stored.bytes.resize(size);
   uint32_t filter_mask = 0;
   if (H5Dread_chunk(part.dataset.get(), H5P_DEFAULT, coord, &filter_mask, stored.bytes.data()) < 0)

@@ -347,6 +347,29 @@ TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
   }
 }
 
+TEST_F(StemLoad, AChunkLargerThanAnyEncodingOfItsFrameIsRefusedBeforeAllocating) {
+  const std::string f = dir.file("demo_data_000002.h5");
+  {
+    auto guard = h5::lock();
+    h5::Handle file(H5Fopen(f.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle ds(H5Dopen2(file.get(), "entry/data/data", H5P_DEFAULT), H5Dclose);
+    const std::vector<uint8_t> huge(200000, 0x11);  // a 20 x 20 uint16 frame is 800 bytes
+    const hsize_t coord[3] = {2, 0, 0};
+    ASSERT_GE(H5Dwrite_chunk(ds.get(), H5P_DEFAULT, 0, coord, huge.size(), huge.data()), 0);
+  }
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.scan_region = Box{2, 3, 0, 9};  // frames 18..26: frame 22 is local frame 2 of data file 2
+  try {
+    load_stem(acq, r);
+    FAIL() << "the oversized chunk was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find(f + ": frame 22: the chunk index says 200000 stored bytes for a 800-byte frame"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(StemReadiness, AnAcquisitionStillBeingWrittenIsReportedAndUnwrittenFramesFail) {
   TempFolder dir("writing");
   DectrisWriterOptions o;
