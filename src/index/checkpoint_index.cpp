@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "3";
+constexpr const char* kSchemaVersion = "4";
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,6 +43,14 @@ CREATE TABLE IF NOT EXISTS stats(
 CREATE TABLE IF NOT EXISTS histograms(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
   edges BLOB NOT NULL, counts BLOB NOT NULL, below INTEGER NOT NULL, above INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pyramids(
+  tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
+  view TEXT NOT NULL, slices INTEGER NOT NULL, rows INTEGER NOT NULL, cols INTEGER NOT NULL,
+  tile_rows INTEGER NOT NULL, tile_cols INTEGER NOT NULL, levels INTEGER NOT NULL, edges BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS pyramid_tiles(
+  tensor_id INTEGER NOT NULL REFERENCES tensors(id) ON DELETE CASCADE,
+  level INTEGER NOT NULL, slice INTEGER NOT NULL, ty INTEGER NOT NULL, tx INTEGER NOT NULL, record BLOB NOT NULL,
+  PRIMARY KEY(tensor_id, level, slice, ty, tx)) WITHOUT ROWID;
 )sql";
 
 std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
@@ -122,7 +130,7 @@ CheckpointIndex::CheckpointIndex(const std::string& checkpoint_path, const std::
       throw Error(ErrorKind::InvalidArgument, index_path + ": this index belongs to checkpoint " + owner + ", not " + checkpoint_key_);
     db_->exec("DELETE FROM files; DELETE FROM metadata; DELETE FROM meta;");
   }
-  if (meta_value(*db_, "stats_contract") != stats_contract()) db_->exec("DELETE FROM stats; DELETE FROM histograms;");
+  if (meta_value(*db_, "stats_contract") != stats_contract()) db_->exec("DELETE FROM stats; DELETE FROM histograms; DELETE FROM pyramids; DELETE FROM pyramid_tiles;");
   const std::string layout = checkpoint_layout(checkpoint_path);
   report_.reused = load_if_unchanged(layout);
   if (!report_.reused) reconcile(checkpoint_key_, layout);
@@ -139,7 +147,7 @@ void CheckpointIndex::open_database(const std::string& path, bool explicit_path)
     db.exec(kSchema);
     const std::string version = meta_value(db, "schema_version");
     if (!version.empty() && version != kSchemaVersion) {
-      db.exec("DROP TABLE histograms; DROP TABLE stats; DROP TABLE tensors; DROP TABLE metadata; DROP TABLE files; "
+      db.exec("DROP TABLE IF EXISTS pyramid_tiles; DROP TABLE IF EXISTS pyramids; DROP TABLE histograms; DROP TABLE stats; DROP TABLE tensors; DROP TABLE metadata; DROP TABLE files; "
               "DROP TABLE meta;");
       db.exec(kSchema);
     }
@@ -411,7 +419,7 @@ std::optional<StatsResult> CheckpointIndex::load_stats(size_t i) const {
   return r;
 }
 
-void CheckpointIndex::store_stats(size_t i, const StatsResult& r, double seconds) {
+void CheckpointIndex::store_stats(size_t i, const StatsResult& r, double seconds, const Pyramid* pyramid) {
   SqliteTransaction tx(*db_);
   const MomentsSummary& m = r.moments;
   nlohmann::json qs = nlohmann::json::array();
@@ -441,6 +449,7 @@ void CheckpointIndex::store_stats(size_t i, const StatsResult& r, double seconds
     ins.bind_blob(3, r.histogram->counts.data(), r.histogram->counts.size() * sizeof(uint64_t));
     ins.bind(4, static_cast<int64_t>(r.histogram->below)).bind(5, static_cast<int64_t>(r.histogram->above)).run();
   }
+  if (pyramid) store_pyramid(i, *pyramid);
   tx.commit();
   has_stats_[i] = true;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "lod/pyramid.h"
 #include "tensormorph/stats.h"
 
 namespace tmorph {
@@ -49,8 +50,20 @@ class CheckpointIndex {
   bool has_stats(size_t i) const { return has_stats_[i]; }
   size_t stats_count() const;
   std::optional<StatsResult> load_stats(size_t i) const;
-  // Stores tensor i's statistics in their own transaction (durable once this returns).
-  void store_stats(size_t i, const StatsResult& r, double seconds);
+  // Stores tensor i's statistics, and its pyramid when given, in one transaction (durable once this
+  // returns): a tensor with statistics has the pyramid indexing built with them.
+  void store_stats(size_t i, const StatsResult& r, double seconds, const Pyramid* pyramid = nullptr);
+
+  // Tensor i's stored pyramid without its tiles (layout and histogram edges), or nullopt.
+  struct PyramidInfo {
+    PyramidLayout layout;
+    std::vector<double> edges;
+  };
+  std::optional<PyramidInfo> load_pyramid_info(size_t i) const;
+  // One stored tile; nullopt when the tensor has no pyramid or no such tile. Throws BadInput for a
+  // damaged record.
+  std::optional<TileStats> load_tile(size_t i, const PyramidInfo& info, unsigned level, uint64_t slice, uint64_t ty,
+                                     uint64_t tx) const;
 
   // The options every indexed statistic is computed with (histogram of 256 bins over the finite
   // min..max; quantiles 0.001, 0.01, 0.5, 0.99, 0.999), threads and memory budget aside.
@@ -61,6 +74,7 @@ class CheckpointIndex {
   bool load_if_unchanged(const std::string& layout);
   void reconcile(const std::string& checkpoint_path, const std::string& layout);
   void load_stats_presence();
+  void store_pyramid(size_t i, const Pyramid& p);  // inside store_stats' transaction
 
   std::unique_ptr<SqliteDb> db_;
   std::string checkpoint_key_;  // absolute path of the checkpoint

@@ -39,6 +39,7 @@ void release(const uint8_t* p, uint64_t n) {
 struct Done {
   size_t tensor;
   StatsResult result;
+  std::optional<Pyramid> pyramid;
   double seconds;
 };
 
@@ -104,10 +105,11 @@ class Run {
 };
 
 // Streams one tensor through `buffer` in reads of buffer.size() bytes, asking the kernel to read
-// `ahead` bytes further on while the current piece is being computed, and returns its statistics.
+// `ahead` bytes further on while the current piece is being computed, and returns its statistics. A
+// dense tensor's pyramid (lod/pyramid.h) is built from the same pieces, so the data is read once.
 StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                          const StatsOptions& options, std::vector<uint8_t>& buffer, uint64_t ahead,
-                         std::atomic<uint64_t>& bytes_done) {
+                         std::atomic<uint64_t>& bytes_done, std::optional<Pyramid>& pyramid) {
   const MappedFile& file = *c.files[t.file_index];
   if (!t.dtype) {
     // A quantized tensor (a GGUF block format, or a packed scheme's parts): read through the mapping,
@@ -125,6 +127,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   const DType dtype = *t.dtype;
   const size_t width = dtype_size(dtype);
   StatsStream stream(planner, dtype, t.elements, options);
+  PyramidBuilder lod(dtype, default_view(t.shape));
   const uint64_t bytes = t.elements * width;
   const uint64_t piece = buffer.size() / width * width;
   file.read_ahead(t.file_offset, std::min(bytes, ahead));
@@ -133,9 +136,11 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     if (off + ahead < bytes) file.read_ahead(t.file_offset + off + ahead, std::min(n, bytes - off - ahead));
     file.read_at(t.file_offset + off, buffer.data(), n);
     stream.feed(buffer.data(), n / width);
+    lod.feed(buffer.data(), n / width);
     bytes_done += n;
     off += n;
   }
+  pyramid = lod.finish();
   if (!stream.needs_second_pass()) return stream.finish(nullptr);
   // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages
   // are released afterwards.
@@ -190,8 +195,10 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
           std::vector<uint8_t> buffer(report.window_bytes);
           while (auto i = run.next(w)) {
             const auto t0 = Clock::now();
-            StatsResult r = index_tensor(c, c.tensors[*i], planner, stats, buffer, report.readahead_bytes, run.bytes_done);
-            run.finish({*i, std::move(r), std::chrono::duration<double>(Clock::now() - t0).count()});
+            std::optional<Pyramid> pyramid;
+            StatsResult r =
+                index_tensor(c, c.tensors[*i], planner, stats, buffer, report.readahead_bytes, run.bytes_done, pyramid);
+            run.finish({*i, std::move(r), std::move(pyramid), std::chrono::duration<double>(Clock::now() - t0).count()});
           }
         } catch (...) {
           run.fail(std::current_exception());
@@ -211,7 +218,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   for (bool all_exited = workers.empty(); !all_exited || failed;) {
     auto done = run.take(std::chrono::milliseconds(100), report.workers, all_exited, failed);
     for (auto& d : done) {
-      index.store_stats(d.tensor, d.result, d.seconds);
+      index.store_stats(d.tensor, d.result, d.seconds, d.pyramid ? &*d.pyramid : nullptr);
       ++report.computed;
       ++progress.tensors_done;
     }

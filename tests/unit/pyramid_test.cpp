@@ -1,0 +1,222 @@
+// Statistics pyramids: layouts, every tile at every level against a direct computation over its
+// elements, the top against the tensor's global statistics, independence from how data is fed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lod/pyramid.h"
+#include "test_support.h"
+#include "tensormorph/error.h"
+#include "tensormorph/stats.h"
+
+namespace tmorph {
+namespace {
+
+uint64_t bits_of(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, 8);
+  return b;
+}
+
+// Direct statistics over the rectangle, histogram by comparing values with the edges (-0 sorts just
+// below +0, as its order key does).
+TileStats direct(const std::vector<double>& v, const View2D& view, uint64_t slice, const TileRange& r,
+                 const std::vector<double>& edges) {
+  std::vector<double> xs;
+  for (uint64_t row = r.row_begin; row < r.row_end; ++row)
+    for (uint64_t col = r.col_begin; col < r.col_end; ++col) xs.push_back(v[(slice * view.rows + row) * view.cols + col]);
+  TileStats t;
+  t.count = xs.size();
+  double sum = 0;
+  for (double x : xs) {
+    if (std::isnan(x)) ++t.nan;
+    else if (std::isinf(x)) ++t.inf;
+    else {
+      t.zero += x == 0;
+      t.min = std::min(t.min, x), t.max = std::max(t.max, x), t.abs_max = std::max(t.abs_max, std::fabs(x));
+      sum += x;
+    }
+  }
+  t.sum = sum;
+  const double mean = t.finite() ? sum / static_cast<double>(t.finite()) : 0;
+  for (double x : xs)
+    if (std::isfinite(x)) t.m2 += (x - mean) * (x - mean);
+  t.hist.assign(edges.empty() ? 0 : edges.size() - 1, 0);
+  for (double x : xs) {
+    if (!std::isfinite(x) || edges.empty()) continue;
+    const double key = (x == 0 && std::signbit(x)) ? -std::numeric_limits<double>::denorm_min() : x;
+    const size_t bin = std::upper_bound(edges.begin() + 1, edges.end() - 1, key) - (edges.begin() + 1);
+    ++t.hist[bin];
+  }
+  return t;
+}
+
+void expect_tile(const TileStats& want, const TileStats& got, const std::string& where) {
+  EXPECT_EQ(want.count, got.count) << where;
+  EXPECT_EQ(want.nan, got.nan) << where;
+  EXPECT_EQ(want.inf, got.inf) << where;
+  EXPECT_EQ(want.zero, got.zero) << where;
+  EXPECT_EQ(bits_of(want.min), bits_of(got.min)) << where;
+  EXPECT_EQ(bits_of(want.max), bits_of(got.max)) << where;
+  EXPECT_EQ(bits_of(want.abs_max), bits_of(got.abs_max)) << where;
+  const double scale = std::max(1.0, std::fabs(want.sum));
+  EXPECT_NEAR(want.sum, got.sum, 1e-9 * scale * std::max<double>(1, std::sqrt(double(want.count)))) << where;
+  EXPECT_NEAR(want.m2, got.m2, 1e-9 * std::max(1.0, want.m2)) << where;
+  EXPECT_EQ(want.hist, got.hist) << where;
+}
+
+TEST(PyramidLayout, TilesStayAt65536ElementsWhateverTheShape) {
+  const auto vec = make_pyramid_layout(default_view({100000}));
+  EXPECT_EQ(vec.view.rows, 1u);
+  EXPECT_EQ(vec.tile_rows, 1u);
+  EXPECT_EQ(vec.tile_cols, 65536u);
+  ASSERT_EQ(vec.levels.size(), 2u);  // 1 x 2 tiles, then 1 x 1
+  const auto m = make_pyramid_layout(default_view({600, 1000}));
+  EXPECT_EQ(m.tile_rows, 256u);
+  EXPECT_EQ(m.tile_cols, 256u);
+  ASSERT_EQ(m.levels.size(), 3u);  // 3 x 4, 2 x 2, 1 x 1
+  EXPECT_EQ(m.levels[0].rows, 3u);
+  EXPECT_EQ(m.levels[0].cols, 4u);
+  const TileRange r = m.range(1, 1, 1);
+  EXPECT_EQ(r.row_begin, 512u);
+  EXPECT_EQ(r.row_end, 600u);
+  EXPECT_EQ(r.col_begin, 512u);
+  EXPECT_EQ(r.col_end, 1000u);
+  const auto few = make_pyramid_layout(default_view({5, 100000}));
+  EXPECT_EQ(few.tile_rows, 8u);
+  EXPECT_EQ(few.tile_cols, 8192u);
+}
+
+TEST(PyramidView, DefaultRuleAndOverride) {
+  const View2D experts = default_view({8, 64, 32});
+  EXPECT_EQ(experts.slices, 8u);
+  EXPECT_EQ(experts.rows, 64u);
+  EXPECT_EQ(experts.cols, 32u);
+  const View2D conv = parse_view("0,1", {16, 8, 3, 3});
+  EXPECT_EQ(conv.slices, 1u);
+  EXPECT_EQ(conv.rows, 16u);
+  EXPECT_EQ(conv.cols, 72u);
+  EXPECT_EQ(view_spec(conv), "0,1");
+  EXPECT_THROW(parse_view("2,3", {16, 8, 3, 3}), Error);
+  EXPECT_THROW(parse_view("x", {16, 8}), Error);
+  const View2D scalar = default_view({});
+  EXPECT_EQ(scalar.slices * scalar.rows * scalar.cols, 1u);
+}
+
+class PyramidOverTensor : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PyramidOverTensor, EveryTileEqualsItsElementsAndTheTopEqualsTheGlobalStatistics) {
+  const DType dtype = GetParam();
+  const std::vector<uint64_t> shape = {3, 300, 700};  // partial edge tiles in both directions
+  const uint64_t n = 3 * 300 * 700;
+  const std::vector<uint8_t> raw = test::salted_data(dtype, n, 42);
+  std::vector<double> values(n);
+  decode_to_double(dtype, raw.data(), n, values.data());
+  const View2D view = default_view(shape);
+  const Pyramid p = build_pyramid(dtype, view, raw.data());
+
+  // Fed in odd pieces: bit-identical tiles.
+  PyramidBuilder pieces(dtype, view);
+  const size_t w = dtype_size(dtype);
+  for (uint64_t off = 0, k = 1; off < n; ++k) {
+    const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 5000 + 1);
+    pieces.feed(raw.data() + off * w, take);
+    off += take;
+  }
+  const Pyramid q = pieces.finish();
+  ASSERT_EQ(p.tiles.size(), q.tiles.size());
+  for (size_t i = 0; i < p.tiles.size(); ++i) ASSERT_EQ(encode_tile(p.tiles[i]), encode_tile(q.tiles[i])) << "tile " << i;
+
+  ASSERT_FALSE(p.edges.empty());
+  for (unsigned level = 0; level < p.layout.levels.size(); ++level)
+    for (uint64_t s = 0; s < view.slices; ++s)
+      for (uint64_t ty = 0; ty < p.layout.levels[level].rows; ++ty)
+        for (uint64_t tx = 0; tx < p.layout.levels[level].cols; ++tx)
+          expect_tile(direct(values, view, s, p.layout.range(level, ty, tx), p.edges), p.tile(level, s, ty, tx),
+                      "level " + std::to_string(level) + " slice " + std::to_string(s) + " tile " + std::to_string(ty) +
+                          "," + std::to_string(tx));
+
+  // The top of the pyramid (all slices) against the engine's global statistics.
+  auto registry = test::make_registry(false);
+  CostModel costs;
+  Planner planner{*registry, costs, {}};
+  StatsOptions o;
+  o.histogram = false;
+  o.quantiles = false;
+  const StatsResult global = compute_stats(raw.data(), dtype, n, planner, o);
+  const TileStats top = p.summary();
+  EXPECT_EQ(top.count, global.moments.count);
+  EXPECT_EQ(top.nan, global.moments.nan_count);
+  EXPECT_EQ(top.inf, global.moments.inf_count);
+  EXPECT_EQ(top.zero, global.moments.zero_count);
+  EXPECT_EQ(top.finite(), global.moments.finite_count);
+  EXPECT_EQ(bits_of(top.min), bits_of(global.moments.min));
+  EXPECT_EQ(bits_of(top.max), bits_of(global.moments.max));
+  EXPECT_EQ(bits_of(top.abs_max), bits_of(global.moments.abs_max));
+  EXPECT_NEAR(top.mean(), global.moments.mean, 1e-9 * std::max(1.0, std::fabs(global.moments.mean)));
+  EXPECT_NEAR(top.std_dev(), global.moments.std, 1e-9 * std::max(1.0, global.moments.std));
+  uint64_t hist_total = 0;
+  for (uint64_t c : top.hist) hist_total += c;
+  EXPECT_EQ(hist_total, top.finite());
+  EXPECT_EQ(p.edges.front(), top.min);
+  EXPECT_EQ(p.edges.back(), top.max);
+  EXPECT_LE(p.edges.size(), 33u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, PyramidOverTensor,
+                         ::testing::Values(DType::BF16, DType::F16, DType::F32, DType::F64, DType::F8_E4M3FN, DType::I8,
+                                           DType::I32, DType::U16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(Pyramid, AllNanTensorHasNoBinsAndEmptyRanges) {
+  std::vector<float> v(1000, std::nanf(""));
+  const Pyramid p = build_pyramid(DType::F32, default_view({1000}), v.data());
+  EXPECT_TRUE(p.edges.empty());
+  const TileStats top = p.summary();
+  EXPECT_EQ(top.nan, 1000u);
+  EXPECT_EQ(top.finite(), 0u);
+  EXPECT_TRUE(std::isinf(top.min));
+}
+
+TEST(Pyramid, OneOutlierReachesTheTop) {
+  std::vector<float> v(1024 * 1024, 0.5f);
+  v[777 * 1024 + 333] = 1e6f;
+  const Pyramid p = build_pyramid(DType::F32, default_view({1024, 1024}), v.data());
+  const unsigned top = static_cast<unsigned>(p.layout.levels.size() - 1);
+  EXPECT_EQ(p.tile(top, 0, 0, 0).max, 1e6);
+  EXPECT_EQ(p.tile(0, 0, 3, 1).max, 1e6);  // row 777 / 256 = 3, col 333 / 256 = 1
+  EXPECT_EQ(p.tile(0, 0, 3, 2).max, 0.5);
+}
+
+TEST(Pyramid, FeedingTooMuchOrTooLittleIsRefused) {
+  std::vector<float> v(10, 1.0f);
+  PyramidBuilder b(DType::F32, default_view({8}));
+  EXPECT_THROW(b.feed(v.data(), 10), Error);
+  b.feed(v.data(), 7);
+  EXPECT_THROW(b.finish(), Error);
+}
+
+TEST(Pyramid, DamagedTileRecordIsBadInput) {
+  TileStats t;
+  t.count = 4;
+  t.hist = {1, 2, 1};
+  auto rec = encode_tile(t);
+  EXPECT_NO_THROW(decode_tile(rec.data(), rec.size(), 3, "x"));
+  try {
+    decode_tile(rec.data(), rec.size() - 1, 3, "db: tile 0/0/0/0 of w");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("tile 0/0/0/0 of w"), std::string::npos) << e.what();
+  }
+  t.nan = 5;  // more NaNs than elements
+  rec = encode_tile(t);
+  EXPECT_THROW(decode_tile(rec.data(), rec.size(), 3, "x"), Error);
+}
+
+}  // namespace
+}  // namespace tmorph
