@@ -24,6 +24,7 @@ int run_app(int argc, char** argv) {
   add_index_command(app);
   add_compare_command(app);
   add_stem_command(app);
+  add_render_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

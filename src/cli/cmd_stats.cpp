@@ -199,11 +199,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
   else direct = open_checkpoint(a.path);
   const Checkpoint& c = from_index ? index->checkpoint() : *direct;
   std::vector<size_t> selected;
-  for (const auto& name : a.tensors) {
-    auto it = std::find_if(c.tensors.begin(), c.tensors.end(), [&](const auto& t) { return t.name == name; });
-    if (it == c.tensors.end()) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + name + "'");
-    selected.push_back(static_cast<size_t>(it - c.tensors.begin()));
-  }
+  for (const auto& name : a.tensors) selected.push_back(tensor_index(c, a.path, name));
   if (a.tensors.empty())
     for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
   if (from_index) fill_index(*index, rt, selected, a.json);

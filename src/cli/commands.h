@@ -14,7 +14,8 @@ void add_inventory_commands(CLI::App& app);  // info, ls
 void add_export_command(CLI::App& app);
 void add_index_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
-void add_stem_command(CLI::App& app);  // stem demo, discover, inspect, load, export
+void add_stem_command(CLI::App& app);
+void add_render_commands(CLI::App& app);  // render, tile  // stem demo, discover, inspect, load, export
 
 // Runs the CLI; returns the process exit code. Errors are printed on stderr.
 int run_app(int argc, char** argv);

@@ -6,6 +6,7 @@
 
 #include "cli/runtime.h"
 #include "core/format.h"
+#include "tensormorph/error.h"
 
 namespace tmorph::cli {
 
@@ -59,6 +60,12 @@ IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::
     };
   }
   return index_checkpoint(index, rt.planner(), opt);
+}
+
+size_t tensor_index(const Checkpoint& c, const std::string& path, const std::string& name) {
+  for (size_t i = 0; i < c.tensors.size(); ++i)
+    if (c.tensors[i].name == name) return i;
+  throw Error(ErrorKind::InvalidArgument, path + ": no tensor named '" + name + "'");
 }
 
 }  // namespace tmorph::cli

@@ -18,6 +18,9 @@ struct Runtime;
 // Opens PATH's index (at index_path, or the cache location when empty). Warnings go to stderr.
 std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path);
 
+// The position of the tensor called `name` in c.tensors; throws InvalidArgument naming path and name.
+size_t tensor_index(const Checkpoint& c, const std::string& path, const std::string& name);
+
 // Adds --index PATH to a subcommand.
 void add_index_option(CLI::App* cmd, std::string& index_path);
 

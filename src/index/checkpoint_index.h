@@ -64,6 +64,10 @@ class CheckpointIndex {
   // damaged record.
   std::optional<TileStats> load_tile(size_t i, const PyramidInfo& info, unsigned level, uint64_t slice, uint64_t ty,
                                      uint64_t tx) const;
+  // The tiles [ty0, ty1) x [tx0, tx1) of one level and slice, row-major, in one query. Throws BadInput
+  // when any is missing or damaged.
+  std::vector<TileStats> load_tiles(size_t i, const PyramidInfo& info, unsigned level, uint64_t slice, uint64_t ty0,
+                                    uint64_t ty1, uint64_t tx0, uint64_t tx1) const;
 
   // The options every indexed statistic is computed with (histogram of 256 bins over the finite
   // min..max; quantiles 0.001, 0.01, 0.5, 0.99, 0.999), threads and memory budget aside.

@@ -65,4 +65,30 @@ std::optional<TileStats> CheckpointIndex::load_tile(size_t i, const PyramidInfo&
   return decode_tile(record.data(), record.size(), bins, where.c_str());
 }
 
+std::vector<TileStats> CheckpointIndex::load_tiles(size_t i, const PyramidInfo& info, unsigned level, uint64_t slice,
+                                                   uint64_t ty0, uint64_t ty1, uint64_t tx0, uint64_t tx1) const {
+  SqliteStmt q(*db_,
+               "SELECT ty, tx, record FROM pyramid_tiles WHERE tensor_id = ? AND level = ? AND slice = ? AND ty >= ? AND "
+               "ty < ? AND tx >= ? AND tx < ? ORDER BY ty, tx");
+  q.bind(1, tensor_ids_[i]).bind(2, int64_t{level}).bind(3, static_cast<int64_t>(slice));
+  q.bind(4, static_cast<int64_t>(ty0)).bind(5, static_cast<int64_t>(ty1));
+  q.bind(6, static_cast<int64_t>(tx0)).bind(7, static_cast<int64_t>(tx1));
+  const size_t bins = info.edges.empty() ? 0 : info.edges.size() - 1;
+  const std::string where = report_.database + ": level " + std::to_string(level) + " of the pyramid of " +
+                            checkpoint_.tensors[i].name;
+  std::vector<TileStats> out;
+  out.reserve((ty1 - ty0) * (tx1 - tx0));
+  while (q.step()) {
+    const uint64_t expect = out.size();
+    if (static_cast<uint64_t>(q.int64(0)) != ty0 + expect / (tx1 - tx0) ||
+        static_cast<uint64_t>(q.int64(1)) != tx0 + expect % (tx1 - tx0))
+      break;
+    const auto record = q.blob(2);
+    out.push_back(decode_tile(record.data(), record.size(), bins, where.c_str()));
+  }
+  if (out.size() != (ty1 - ty0) * (tx1 - tx0))
+    throw Error(ErrorKind::BadInput, where + ": tiles are missing (delete the index file to rebuild it)");
+  return out;
+}
+
 }  // namespace tmorph

@@ -1,0 +1,184 @@
+// tensormorph render / tile: images and tile statistics from a tensor's statistics pyramid, read from
+// the index (indexed on demand) or, below the pyramid's finest level, from the values themselves.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/index_access.h"
+#include "cli/output.h"
+#include "render/cell_source.h"
+#include "cli/runtime.h"
+#include "render/cell_image.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct RenderArgs {
+  std::string path, tensor, out, index_path, view, tile, limits, stat = "mean", transform = "linear", colormap;
+  int level = -1;
+  uint64_t slice = 0;
+  double log_floor = kDefaultLogFloor;
+  bool json = false;
+  ComputeFlags compute;
+};
+
+// "A,B" -> two numbers; `what` names the flag in errors.
+template <typename T>
+std::pair<T, T> parse_two(const std::string& text, const char* what) {
+  const size_t comma = text.find(',');
+  try {
+    size_t used = 0;
+    if (comma == std::string::npos) throw std::invalid_argument("");
+    const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
+    T x, y;
+    if constexpr (std::is_same_v<T, double>) {
+      x = std::stod(a, &used);
+      if (used != a.size()) throw std::invalid_argument("");
+      y = std::stod(b, &used);
+      if (used != b.size()) throw std::invalid_argument("");
+    } else {
+      if (a.empty() || b.empty() || a[0] == '-' || b[0] == '-') throw std::invalid_argument("");
+      x = std::stoull(a, &used);
+      if (used != a.size()) throw std::invalid_argument("");
+      y = std::stoull(b, &used);
+      if (used != b.size()) throw std::invalid_argument("");
+    }
+    return {x, y};
+  } catch (const std::logic_error&) {
+    throw Error(ErrorKind::InvalidArgument, std::string(what) + " " + text + ": expected two numbers A,B");
+  }
+}
+
+void run_render(const RenderArgs& a) {
+  const auto rt = make_runtime(&a.compute);
+  auto index = open_index(a.path, a.index_path);
+  const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
+  fill_index(*index, *rt, {i}, a.json);
+  SourceRequest req;
+  req.level = a.level;
+  req.slice = a.slice;
+  if (!a.tile.empty()) req.tile = parse_two<uint64_t>(a.tile, "--tile");
+  req.view = a.view;
+  const CellStat stat = parse_cell_stat(a.stat);
+  const Planner planner = rt->planner();
+  const CellSource src = cells_for(*index, i, planner, req);
+
+  DisplayRequest display;
+  display.transform = parse_transform(a.transform);
+  display.log_floor = a.log_floor;
+  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_two<double>(a.limits, "--limits");
+  const std::vector<double> drawn = cell_values(src.grid, stat);
+  display.colormap = a.colormap.empty() ? default_colormap(drawn, stat) : std::string_view(a.colormap);
+  const CellImage img = render_cells(src.grid, stat, display);
+  const CheckpointTensor& t = index->checkpoint().tensors[i];
+  write_png(a.out, img.image,
+            cell_image_text(img, stat,
+                            {{"tensormorph:tensor", t.name},
+                             {"tensormorph:source", src.source},
+                             {"tensormorph:rows", std::to_string(src.region.row_begin) + "," + std::to_string(src.region.row_end)},
+                             {"tensormorph:cols", std::to_string(src.region.col_begin) + "," + std::to_string(src.region.col_end)},
+                             {"tensormorph:slice", std::to_string(a.slice)},
+                             {"tensormorph:cell", std::to_string(src.grid.cell_rows) + "x" + std::to_string(src.grid.cell_cols)}}));
+  nlohmann::json j = source_json(src, t);
+  j["out"] = a.out;
+  j["stat"] = cell_stat_name(stat);
+  j["transform"] = transform_name(img.params.transform);
+  j["colormap"] = img.params.colormap->name;
+  j["limits"] = {img.params.limits.lo, img.params.limits.hi};
+  j["image"] = {{"width", img.image.width}, {"height", img.image.height}, {"scale", {img.scale_x, img.scale_y}}};
+  j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
+                    {"neg_inf", img.histogram.neg_inf}};
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s: %s of %s, %s, %llu x %llu cells of %llu x %llu elements (%s), limits [%s, %s]\n", a.out.c_str(),
+              a.stat.c_str(), t.name.c_str(), std::string(img.params.colormap->name).c_str(),
+              static_cast<unsigned long long>(src.grid.rows), static_cast<unsigned long long>(src.grid.cols),
+              static_cast<unsigned long long>(src.grid.cell_rows), static_cast<unsigned long long>(src.grid.cell_cols),
+              src.source.c_str(), fmt(img.params.limits.lo).c_str(), fmt(img.params.limits.hi).c_str());
+}
+
+struct TileArgs {
+  std::string path, tensor, index_path, tile;
+  unsigned level = 0;
+  uint64_t slice = 0;
+  bool json = false;
+  ComputeFlags compute;
+};
+
+void run_tile(const TileArgs& a) {
+  const auto rt = make_runtime(&a.compute);
+  auto index = open_index(a.path, a.index_path);
+  const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
+  fill_index(*index, *rt, {i}, a.json);
+  const auto [tx, ty] = parse_two<uint64_t>(a.tile, "--tile");
+  const CheckpointTensor& t = index->checkpoint().tensors[i];
+  const auto info = stored_pyramid(*index, i);
+  check_tile(info.layout, a.level, a.slice, tx, ty);
+  const auto tile = index->load_tile(i, info, a.level, a.slice, ty, tx);
+  if (!tile) throw Error(ErrorKind::BadInput, index->report().database + ": tile missing from the pyramid of " + t.name);
+  const nlohmann::json j = tile_json(info, t, a.level, a.slice, tx, ty, *tile);
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  const TileRange r = info.layout.range(a.level, ty, tx);
+  std::printf("%s  level %u  tile %llu,%llu  slice %llu  rows [%llu, %llu)  cols [%llu, %llu)\n", t.name.c_str(), a.level,
+              static_cast<unsigned long long>(tx), static_cast<unsigned long long>(ty),
+              static_cast<unsigned long long>(a.slice), static_cast<unsigned long long>(r.row_begin),
+              static_cast<unsigned long long>(r.row_end), static_cast<unsigned long long>(r.col_begin),
+              static_cast<unsigned long long>(r.col_end));
+  print_rows(std::vector<std::pair<std::string, std::string>>{{"count", std::to_string(tile->count)},
+              {"nan / inf / zero", std::to_string(tile->nan) + " / " + std::to_string(tile->inf) + " / " + std::to_string(tile->zero)},
+              {"min", fmt(tile->min)},
+              {"max", fmt(tile->max)},
+              {"abs_max", fmt(tile->abs_max)},
+              {"mean", fmt(tile->mean())},
+              {"std", fmt(tile->std_dev())}});
+}
+
+}  // namespace
+
+void add_render_commands(CLI::App& app) {
+  auto r = std::make_shared<RenderArgs>();
+  CLI::App* cmd = app.add_subcommand("render", "draw a tensor (overview, one pyramid level, or one tile) as a PNG with a "
+                                               "colour bar; exact cell statistics from its pyramid or its values");
+  cmd->add_option("path", r->path, "checkpoint")->required();
+  cmd->add_option("tensor", r->tensor, "tensor name")->required();
+  cmd->add_option("-o,--out", r->out, "output PNG")->required();
+  cmd->add_option("--level", r->level, "pyramid level (0: 256 x 256-element tiles; each level halves the grid)");
+  cmd->add_option("--tile", r->tile, "X,Y: draw only this tile of --level (column, row), one cell per 1/256 of it");
+  cmd->add_option("--slice", r->slice, "slice of a tensor of rank >= 3 (default 0)");
+  cmd->add_option("--stat", r->stat, "statistic per cell: mean, min, max, abs_max, std, envelope (min|max per cell)");
+  cmd->add_option("--transform", r->transform, "linear, log (log10 |x|), signed-log (sign(x) log1p |x|)");
+  cmd->add_option("--log-floor", r->log_floor, "smallest |x| under --transform log (default 1e-12)");
+  cmd->add_option("--colormap", r->colormap, "gray, viridis, plasma, inferno, magma, cividis, turbo, RdBu_r, seismic, "
+                                             "coolwarm, twilight (default: RdBu_r for signed values, else viridis)");
+  cmd->add_option("--limits", r->limits, "LO,HI in data units (default: the drawn values' finite range)");
+  cmd->add_option("--view", r->view, "S,R: the first S axes index slices, the next R make rows (default: leading axes "
+                                     "are slices, then rows x columns)");
+  cmd->add_flag("--json", r->json, "print what was drawn as JSON");
+  add_index_option(cmd, r->index_path);
+  r->compute.add_to(cmd);
+  cmd->callback([r] { run_render(*r); });
+
+  auto t = std::make_shared<TileArgs>();
+  CLI::App* tile = app.add_subcommand("tile", "exact statistics of one tile of a tensor's pyramid, with the elements it covers");
+  tile->add_option("path", t->path, "checkpoint")->required();
+  tile->add_option("tensor", t->tensor, "tensor name")->required();
+  tile->add_option("--level", t->level, "pyramid level")->required();
+  tile->add_option("--tile", t->tile, "X,Y (column, row) at that level")->required();
+  tile->add_option("--slice", t->slice, "slice of a tensor of rank >= 3 (default 0)");
+  tile->add_flag("--json", t->json, "print JSON");
+  add_index_option(tile, t->index_path);
+  t->compute.add_to(tile);
+  tile->callback([t] { run_tile(*t); });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,28 @@
+// Writing RGBA8 images as PNG (Debian's libpng), with text metadata (tEXt chunks) so that what an
+// image shows (tensor, statistic, limits, colour map) travels with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tmorph {
+
+struct RgbaImage {
+  uint32_t width = 0, height = 0;
+  std::vector<uint8_t> pixels;  // height rows of width x RGBA8, top row first
+  RgbaImage() = default;
+  RgbaImage(uint32_t w, uint32_t h) : width(w), height(h), pixels(size_t{w} * h * 4, 0) {}
+  uint8_t* at(uint32_t x, uint32_t y) { return pixels.data() + (size_t{y} * width + x) * 4; }
+};
+
+using PngText = std::vector<std::pair<std::string, std::string>>;
+
+// Throws Error(Io) naming the path when the file cannot be written, InvalidArgument for an empty image.
+void write_png(const std::string& path, const RgbaImage& image, const PngText& text);
+
+// Reads a PNG back as RGBA8 with its text chunks (tests and tools). Throws BadInput naming the path.
+RgbaImage read_png_rgba(const std::string& path, PngText* text = nullptr);
+
+}  // namespace tmorph

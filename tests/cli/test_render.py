@@ -1,0 +1,199 @@
+"""Level of detail through the CLI: `tile` statistics against numpy over the elements each tile covers,
+the top of the pyramid against the tensor's global statistics, `render` images (an injected outlier
+visible at the coarsest level with the envelope and max statistics, limits in the PNG metadata), and
+clear errors for requests outside the pyramid."""
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from cli_harness import run  # noqa: E402
+from safetensors_write import write_safetensors  # noqa: E402
+
+ARG = 2
+
+
+def bf16_bits(a):
+    """Round-to-nearest-even float32 -> bf16 bit patterns (numpy has no bf16)."""
+    u = a.astype(np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+class RenderTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-render-")
+        cls.cache = tempfile.mkdtemp(prefix="tm-render-cache-")
+        rng = np.random.default_rng(7)
+        m = (rng.standard_normal((600, 1000)) * 0.02).astype(np.float32)
+        m[10, 20] = np.nan
+        m[599, 999] = np.inf
+        m[300, 700] = 0.0
+        cls.outlier = (513, 3)  # row, col: level-0 tile (2, 0)
+        m[cls.outlier] = 50.0
+        experts = rng.standard_normal((3, 300, 700))
+        cls.expert_bits = bf16_bits(experts)
+        cls.matrix = m.astype(np.float64)
+        cls.experts = bf16_values(cls.expert_bits)
+        cls.ckpt = os.path.join(cls.tmp, "model.safetensors")
+        write_safetensors(cls.ckpt, [("w", m), ("experts", ("BF16", cls.expert_bits)), ("v", np.arange(100000, dtype=np.float32))])
+
+    def tm(self, *args):
+        return run(list(args), cache_home=self.cache)
+
+    def tile(self, tensor, level, x, y, slice_=0):
+        r = self.tm("tile", self.ckpt, tensor, "--level", str(level), "--tile", f"{x},{y}", "--slice", str(slice_), "--json")
+        self.assertEqual(r.code, 0, r.err)
+        return r.json()
+
+    def check_against(self, j, values):
+        r0, r1 = j["rows"]
+        c0, c1 = j["cols"]
+        region = values[r0:r1, c0:c1].ravel()
+        finite = region[np.isfinite(region)]
+        s = j["stats"]
+        self.assertEqual(s["count"], region.size)
+        self.assertEqual(s["nan_count"], int(np.isnan(region).sum()))
+        self.assertEqual(s["inf_count"], int(np.isinf(region).sum()))
+        self.assertEqual(s["zero_count"], int((region == 0).sum()))
+        self.assertEqual(s["min"], finite.min())
+        self.assertEqual(s["max"], finite.max())
+        self.assertEqual(s["abs_max"], np.abs(finite).max())
+        self.assertAlmostEqual(s["mean"], finite.mean(), delta=1e-12 + 1e-9 * abs(finite.mean()))
+        self.assertAlmostEqual(s["std"], finite.std(), delta=1e-12 + 1e-9 * finite.std())
+        self.assertEqual(sum(j["histogram"]["counts"]), finite.size)
+
+    def test_every_tile_of_every_level_matches_numpy(self):
+        first = self.tile("w", 0, 0, 0)
+        self.assertEqual(first["tile_size"], [256, 256])
+        self.assertEqual(first["levels"], 3)
+        for level in range(first["levels"]):
+            cols, rows = self.tile("w", level, 0, 0)["grid"]
+            for y in range(rows):
+                for x in range(cols):
+                    with self.subTest(level=level, x=x, y=y):
+                        self.check_against(self.tile("w", level, x, y), self.matrix)
+
+    def test_slices_of_a_3d_tensor(self):
+        for s in range(3):
+            j = self.tile("experts", 0, 2, 1, s)
+            self.assertEqual(j["slice"], s)
+            self.assertEqual(j["view"]["slices"], 3)
+            self.assertEqual(j["cols"], [512, 700])
+            self.check_against(j, self.experts[s])
+
+    def test_top_equals_global_statistics(self):
+        stats = self.tm("stats", self.ckpt, "w", "--json")
+        self.assertEqual(stats.code, 0, stats.err)
+        g = stats.json()["tensors"][0]["stats"] if "tensors" in stats.json() else stats.json()[0]["stats"]
+        top = self.tile("w", 2, 0, 0)["stats"]
+        for k in ("count", "finite_count", "nan_count", "inf_count", "zero_count", "min", "max", "abs_max"):
+            self.assertEqual(top[k], g[k], k)
+        self.assertAlmostEqual(top["mean"], g["mean"], delta=1e-9 * abs(g["mean"]) + 1e-15)
+        self.assertAlmostEqual(top["std"], g["std"], delta=1e-9 * g["std"])
+
+    def test_vector_is_one_row_of_wide_tiles(self):
+        j = self.tile("v", 0, 1, 0)
+        self.assertEqual(j["tile_size"], [1, 65536])
+        self.assertEqual(j["cols"], [65536, 100000])
+        self.assertEqual(j["stats"]["min"], 65536.0)
+
+    def render(self, *args):
+        out = os.path.join(self.tmp, f"img{len(os.listdir(self.tmp))}.png")
+        r = self.tm("render", self.ckpt, "w", "-o", out, "--json", *args)
+        self.assertEqual(r.code, 0, r.err)
+        with Image.open(out) as img:
+            img.load()
+            return r.json(), img
+
+    def cell_pixels(self, j, img):
+        """The cells' colours (one per cell; envelope: min and max side by side) as an array."""
+        a = np.asarray(img.convert("RGBA"))
+        sx, sy = j["image"]["scale"]
+        rows, cols = j["cells"]
+        per = 2 if j["stat"] == "envelope" else 1
+        return a[: rows * sy : sy, : cols * per * sx : sx]
+
+    def test_outlier_visible_at_the_coarsest_level_with_envelope_and_max(self):
+        # The coarsest level is one cell: its envelope spans min..max, so the max half is the top colour.
+        j, img = self.render("--level", "2", "--stat", "envelope", "--colormap", "viridis")
+        self.assertEqual(j["cells"], [1, 1])
+        self.assertEqual(j["limits"][1], 50.0)
+        px = self.cell_pixels(j, img)
+        self.assertEqual(px[0, 1].tolist(), [253, 231, 37, 255])  # viridis' last entry: the maximum
+        self.assertEqual(px[0, 0].tolist(), [68, 1, 84, 255])  # its first: the minimum
+        # max at the coarsest level with the weights' usual range as limits: saturated at the top.
+        j, img = self.render("--level", "2", "--stat", "max", "--colormap", "viridis", "--limits", "-0.1,0.1")
+        self.assertEqual(self.cell_pixels(j, img)[0, 0].tolist(), [253, 231, 37, 255])
+        # One level finer (2 x 2 cells): only the quadrant holding the outlier is hot.
+        j, img = self.render("--level", "1", "--stat", "max", "--colormap", "viridis")
+        hot = np.argwhere((self.cell_pixels(j, img) == [253, 231, 37, 255]).all(axis=2))
+        self.assertEqual(hot.tolist(), [[1, 0]])
+        # Level 0: only the tile holding the outlier reaches the top colour.
+        j, img = self.render("--level", "0", "--stat", "max", "--colormap", "viridis")
+        px = self.cell_pixels(j, img)
+        hot = np.argwhere((px == [253, 231, 37, 255]).all(axis=2))
+        self.assertEqual(hot.tolist(), [[2, 0]])
+
+    def test_mean_hides_the_outlier_that_max_shows(self):
+        j, _ = self.render("--level", "2", "--stat", "mean")
+        self.assertLess(j["limits"][1], 1.0)
+
+    def test_png_metadata_and_colour_bar(self):
+        j, img = self.render("--limits", "-0.05,0.05", "--colormap", "gray")
+        self.assertEqual(img.text["tensormorph:limits"], "-0.050000000000000003,0.050000000000000003")
+        self.assertEqual(img.text["tensormorph:colormap"], "gray")
+        self.assertEqual(img.text["tensormorph:tensor"], "w")
+        a = np.asarray(img.convert("RGBA"))
+        self.assertEqual(a[0, -1].tolist(), [255, 255, 255, 255])  # bar: top = last entry
+        self.assertEqual(a[-1, -1].tolist(), [0, 0, 0, 255])
+        # overview of a small tensor comes from the values: 600 x 1000 in cells of 1 element
+        self.assertEqual(j["source"], "values")
+        self.assertEqual(j["cell_size"], [1, 1])
+        self.assertEqual(sum(j["histogram"]["counts"]) + j["histogram"]["nan"] + j["histogram"]["pos_inf"], 600 * 1000)
+
+    def test_single_tile_render_is_element_resolution_at_level_0(self):
+        j, img = self.render("--level", "0", "--tile", "0,2", "--stat", "max", "--colormap", "viridis")
+        self.assertEqual(j["rows"], [512, 600])
+        self.assertEqual(j["cols"], [0, 256])
+        self.assertEqual(j["cell_size"], [1, 1])
+        px = self.cell_pixels(j, img)
+        hot = np.argwhere((px == [253, 231, 37, 255]).all(axis=2))
+        self.assertEqual(hot.tolist(), [[513 - 512, 3]])
+
+    def test_errors_name_the_problem(self):
+        for args, needle in [
+            (["tile", self.ckpt, "w", "--level", "0", "--tile", "4,0"], "level 0 has 4 x 3 tiles"),
+            (["tile", self.ckpt, "w", "--level", "9", "--tile", "0,0"], "levels 0..2"),
+            (["tile", self.ckpt, "experts", "--level", "0", "--tile", "0,0", "--slice", "3"], "3 slice(s)"),
+            (["tile", self.ckpt, "w", "--level", "0", "--tile", "0"], "expected two numbers"),
+            (["tile", self.ckpt, "nope", "--level", "0", "--tile", "0,0"], "no tensor named 'nope'"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--stat", "median"], "--stat median"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--colormap", "jet"], "jet"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--view", "3,0"], "--view 3,0"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--tile", "0,0"], "--tile needs --level"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--limits", "1"], "--limits 1"),
+        ]:
+            with self.subTest(args=args):
+                r = self.tm(*args)
+                self.assertEqual(r.code, ARG, r.err)
+                self.assertIn(needle, r.err)
+
+    def test_unwritable_output_is_an_io_error(self):
+        r = self.tm("render", self.ckpt, "w", "-o", "/nonexistent-dir/x.png")
+        self.assertEqual(r.code, 6, r.err)
+        self.assertIn("/nonexistent-dir/x.png", r.err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
