@@ -18,13 +18,14 @@ struct IndexArgs {
   std::string path;
   std::string index_path;
   bool json = false;
+  bool no_pyramid = false;
   ComputeFlags compute;
 };
 
 void run_index(const IndexArgs& a) {
   auto rt = make_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
-  const IndexingReport r = fill_index(*index, *rt, {}, a.json);
+  const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid);
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
   if (a.json) {
@@ -67,6 +68,7 @@ void add_index_command(CLI::App& app) {
   cmd->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
   add_index_option(cmd, args->index_path);
   cmd->add_flag("--json", args->json, "print one JSON document (no progress bar)");
+  cmd->add_flag("--no-pyramid", args->no_pyramid, "skip the statistics pyramids (render then reads the values)");
   args->compute.add_to(cmd);
   cmd->callback([args] { run_index(*args); });
 }

@@ -27,6 +27,8 @@ void add_index_option(CLI::App* cmd, std::string& index_path);
 // Computes and commits the statistics the index lacks (of `only`, or of every tensor). The progress
 // bar shows on stderr when it is a terminal and `quiet` is false. Indexing's memory budget is 1 GiB
 // unless --memory-budget or compute.memory_budget says otherwise.
-IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet);
+// `pyramids`: build statistics pyramids with the statistics (index --no-pyramid turns them off).
+IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet,
+                          bool pyramids = true);
 
 }  // namespace tmorph::cli

@@ -14,6 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "ops/tensor_stats.h"
+#include "ops/value_reader.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -106,10 +107,11 @@ class Run {
 
 // Streams one tensor through `buffer` in reads of buffer.size() bytes, asking the kernel to read
 // `ahead` bytes further on while the current piece is being computed, and returns its statistics. A
-// dense tensor's pyramid (lod/pyramid.h) is built from the same pieces, so the data is read once.
+// dense tensor's pyramid (lod/pyramid.h) is built from the same pieces, so the data is read once; a
+// quantized or packed tensor's from its decoded values, after its statistics.
 StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                          const StatsOptions& options, std::vector<uint8_t>& buffer, uint64_t ahead,
-                         std::atomic<uint64_t>& bytes_done, std::optional<Pyramid>& pyramid) {
+                         std::atomic<uint64_t>& bytes_done, std::optional<Pyramid>* pyramid) {
   const MappedFile& file = *c.files[t.file_index];
   if (!t.dtype) {
     // A quantized tensor (a GGUF block format, or a packed scheme's parts): read through the mapping,
@@ -120,6 +122,19 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     else ranges.emplace_back(&file, PackedPart{"", t.name, DType::U8, {}, t.file_index, t.file_offset, t.bytes});
     for (const auto& [f, r] : ranges) f->read_ahead(r.file_offset, r.bytes);
     StatsResult r = compute_tensor_stats(c, t, planner, options);
+    if (pyramid) {
+      // The pyramid of the decoded values, a view row at a time (one more decode of the pages just read).
+      const View2D view = default_view(t.shape);
+      ValueReader reader(c, t, planner, view);
+      PyramidBuilder lod(DType::F64, view);
+      std::vector<double> row(view.cols);
+      for (uint64_t s = 0; s < view.slices; ++s)
+        for (uint64_t y = 0; y < view.rows; ++y) {
+          reader.read(s, y, 0, view.cols, row.data());
+          lod.feed(row.data(), view.cols);
+        }
+      *pyramid = lod.finish();
+    }
     for (const auto& [f, part] : ranges) release(f->data() + part.file_offset, part.bytes);
     bytes_done += t.bytes;
     return r;
@@ -127,7 +142,8 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   const DType dtype = *t.dtype;
   const size_t width = dtype_size(dtype);
   StatsStream stream(planner, dtype, t.elements, options);
-  PyramidBuilder lod(dtype, default_view(t.shape));
+  std::optional<PyramidBuilder> lod;
+  if (pyramid) lod.emplace(dtype, default_view(t.shape));
   const uint64_t bytes = t.elements * width;
   const uint64_t piece = buffer.size() / width * width;
   file.read_ahead(t.file_offset, std::min(bytes, ahead));
@@ -136,11 +152,11 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     if (off + ahead < bytes) file.read_ahead(t.file_offset + off + ahead, std::min(n, bytes - off - ahead));
     file.read_at(t.file_offset + off, buffer.data(), n);
     stream.feed(buffer.data(), n / width);
-    lod.feed(buffer.data(), n / width);
+    if (lod) lod->feed(buffer.data(), n / width);
     bytes_done += n;
     off += n;
   }
-  pyramid = lod.finish();
+  if (lod) *pyramid = lod->finish();
   if (!stream.needs_second_pass()) return stream.finish(nullptr);
   // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages
   // are released afterwards.
@@ -197,7 +213,8 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
             const auto t0 = Clock::now();
             std::optional<Pyramid> pyramid;
             StatsResult r =
-                index_tensor(c, c.tensors[*i], planner, stats, buffer, report.readahead_bytes, run.bytes_done, pyramid);
+                index_tensor(c, c.tensors[*i], planner, stats, buffer, report.readahead_bytes, run.bytes_done,
+                             options.pyramids ? &pyramid : nullptr);
             run.finish({*i, std::move(r), std::move(pyramid), std::chrono::duration<double>(Clock::now() - t0).count()});
           }
         } catch (...) {

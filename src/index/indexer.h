@@ -29,6 +29,7 @@ struct IndexingOptions {
   unsigned threads = 0;                     // workers; 0: every core
   uint64_t memory_budget = uint64_t{1} << 30;  // bytes mapped at once over all workers; 0: the default
   std::vector<size_t> only;                 // tensors to index (indexes into checkpoint().tensors); empty: all
+  bool pyramids = true;                     // build each dense tensor's statistics pyramid in the same pass
   // Called on the calling thread, about ten times a second and once at the end.
   std::function<void(const IndexingProgress&)> progress;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace tmorph {
 
@@ -16,6 +17,17 @@ CellGrid cells_from_values(const RowSegmentReader& read, const TileRange& r, uin
   for (uint64_t y = 0; y < height; ++y) {
     read(r.row_begin + y, r.col_begin, r.col_end, row.data());
     TileStats* line = g.cells.data() + (y / cell_rows) * g.cols;
+    if (cell_rows == 1 && cell_cols == 1) {  // one element per cell: its statistics directly
+      for (uint64_t cx = 0; cx < g.cols; ++cx) {
+        const double x = row[cx];
+        TileStats& t = line[cx];
+        t.count = 1;
+        if (std::isnan(x)) t.nan = 1;
+        else if (std::isinf(x)) t.inf = 1;
+        else t.zero = x == 0, t.min = t.max = t.sum = x, t.abs_max = std::fabs(x);
+      }
+      continue;
+    }
     for (uint64_t cx = 0; cx < g.cols; ++cx) {
       const uint64_t c0 = cx * cell_cols, n = std::min(width, c0 + cell_cols) - c0;
       merge_into(line[cx], stats_of(row.data() + c0, n));

@@ -189,6 +189,24 @@ class RenderTest(unittest.TestCase):
                 self.assertEqual(r.code, ARG, r.err)
                 self.assertIn(needle, r.err)
 
+    def test_quantized_tensor_pyramid_matches_llama_cpp_reference_values(self):
+        fixtures = os.environ.get("TM_FIXTURES", os.path.join(HERE, "..", "..", "..", "shared", "fixtures"))
+        gguf = os.path.join(fixtures, "gguf", "tiny-mixed.gguf")
+        if not os.path.exists(gguf):
+            self.skipTest(f"reference fixtures not found at {fixtures} (see tests/README)")
+        import json
+        with open(os.path.join(fixtures, "gguf", "tiny-mixed.ref.json")) as f:
+            refs = json.load(f)
+        ref_data = np.fromfile(os.path.join(fixtures, "gguf", "tiny-mixed.ref.f32"), dtype="<f4")
+        for name in ("token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight"):
+            with self.subTest(tensor=name):
+                ref = refs[name]
+                values = ref_data[ref["offset"] // 4 : ref["offset"] // 4 + ref["count"]].astype(np.float64)
+                values = values.reshape(ref["shape"])
+                r = run(["tile", gguf, name, "--level", "0", "--tile", "0,0", "--json"], cache_home=self.cache)
+                self.assertEqual(r.code, 0, r.err)
+                self.check_against(r.json(), values)
+
     def test_unwritable_output_is_an_io_error(self):
         r = self.tm("render", self.ckpt, "w", "-o", "/nonexistent-dir/x.png")
         self.assertEqual(r.code, 6, r.err)
