@@ -199,10 +199,18 @@ struct PyramidBuilder::State {
 
   void add_segment(const uint8_t* data, uint64_t n, size_t tile) {
     decode_to_double(dtype, data, n, values.data());
-    order_buckets(dtype, data, n, buckets.data());
     merge_into(level0[tile], stats_of(values.data(), n));
     uint32_t* counts = bucket_counts.data() + tile * kBuckets;
-    for (uint64_t i = 0; i < n; ++i) counts[buckets[i]] += std::isfinite(values[i]) ? 1 : 0;
+    if (width == 2 && dtype_is_float(dtype)) {  // bf16 / f16: the bucket straight from the bits
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint16_t b = load<uint16_t>(data + 2 * i);
+        const uint16_t key = (b & 0x8000) ? uint16_t(~b) : uint16_t(b | 0x8000);
+        counts[key >> 8] += (values[i] - values[i]) == 0.0;
+      }
+      return;
+    }
+    order_buckets(dtype, data, n, buckets.data());
+    for (uint64_t i = 0; i < n; ++i) counts[buckets[i]] += (values[i] - values[i]) == 0.0;
   }
 };
 

@@ -29,31 +29,52 @@ void merge_into(TileStats& a, const TileStats& b) {
   for (size_t i = 0; i < b.hist.size(); ++i) a.hist[i] += b.hist[i];
 }
 
+// One pass in kLanes independent lanes (the compiler vectorises them; no reassociation is needed), the
+// lanes combined in a fixed order, so the result depends only on the values. m2 is accumulated about
+// a shift c (the first value when finite, else 0): m2 = sum (x - c)^2 - (sum (x - c))^2 / finite,
+// accurate to float64 rounding relative to sum (x - c)^2.
 TileStats stats_of(const double* values, uint64_t n) {
+  constexpr int kLanes = 8;
+  constexpr double inf = std::numeric_limits<double>::infinity();
   TileStats t;
   t.count = n;
-  double sum = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const double x = values[i];
-    if (std::isnan(x)) {
-      ++t.nan;
-    } else if (std::isinf(x)) {
-      ++t.inf;
-    } else {
-      t.zero += x == 0;
-      t.min = std::min(t.min, x);
-      t.max = std::max(t.max, x);
-      t.abs_max = std::max(t.abs_max, std::fabs(x));
-      sum += x;
-    }
+  if (n == 0) return t;
+  const double c = std::isfinite(values[0]) ? values[0] : 0.0;
+  // Counts are kept as float64 lanes (exact below 2^53) so that every lane operation is a select on
+  // float64 that the compiler turns into vector code.
+  double sum[kLanes] = {}, sq[kLanes] = {}, mn[kLanes], mx[kLanes], am[kLanes] = {};
+  double fin[kLanes] = {}, nan[kLanes] = {}, zero[kLanes] = {};
+  for (int l = 0; l < kLanes; ++l) mn[l] = inf, mx[l] = -inf;
+  const auto step = [&](int l, double x) {
+    const bool f = (x - x) == 0.0;  // false for NaN and +-Inf
+    const double d = f ? x - c : 0.0;
+    const double lo = f ? x : inf, hi = f ? x : -inf, a = f ? std::fabs(x) : 0.0;
+    sum[l] += d;
+    sq[l] += d * d;
+    mn[l] = lo < mn[l] ? lo : mn[l];
+    mx[l] = hi > mx[l] ? hi : mx[l];
+    am[l] = a > am[l] ? a : am[l];
+    fin[l] += f ? 1.0 : 0.0;
+    nan[l] += x != x ? 1.0 : 0.0;
+    zero[l] += x == 0.0 ? 1.0 : 0.0;
+  };
+  uint64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) step(l, values[i + l]);
+  for (int l = 0; i < n; ++i, ++l) step(l, values[i]);
+  double s = 0, q = 0, finite_lanes = 0, nan_lanes = 0, zero_lanes = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    s += sum[l], q += sq[l];
+    t.min = std::min(t.min, mn[l]), t.max = std::max(t.max, mx[l]), t.abs_max = std::max(t.abs_max, am[l]);
+    finite_lanes += fin[l], nan_lanes += nan[l], zero_lanes += zero[l];
   }
-  t.sum = sum;
-  if (const uint64_t f = t.finite()) {
-    const double mean = sum / static_cast<double>(f);
-    double m2 = 0;
-    for (uint64_t i = 0; i < n; ++i)
-      if (std::isfinite(values[i])) m2 += (values[i] - mean) * (values[i] - mean);
-    t.m2 = m2;
+  const uint64_t finite = static_cast<uint64_t>(finite_lanes);
+  t.nan = static_cast<uint64_t>(nan_lanes);
+  t.zero = static_cast<uint64_t>(zero_lanes);
+  t.inf = n - finite - t.nan;
+  if (finite) {
+    t.sum = s + c * static_cast<double>(finite);
+    t.m2 = std::max(0.0, q - s * s / static_cast<double>(finite));
   }
   return t;
 }
