@@ -10,6 +10,7 @@
 #include "cli/index_access.h"
 #include "cli/output.h"
 #include "render/cell_source.h"
+#include "render/overview.h"
 #include "cli/runtime.h"
 #include "render/cell_image.h"
 #include "tensormorph/error.h"
@@ -19,7 +20,9 @@ namespace tmorph::cli {
 namespace {
 
 struct RenderArgs {
-  std::string path, tensor, out, index_path, view, tile, limits, stat = "mean", transform = "linear", colormap;
+  std::string path, tensor, out, index_path, view, tile, limits, stat = "mean", transform = "linear", colormap, strips;
+  bool overview = false;
+  uint64_t thumb_cells = 128;
   int level = -1;
   uint64_t slice = 0;
   double log_floor = kDefaultLogFloor;
@@ -54,9 +57,52 @@ std::pair<T, T> parse_two(const std::string& text, const char* what) {
   }
 }
 
+DisplayRequest display_request(const RenderArgs& a) {
+  DisplayRequest display;
+  display.transform = parse_transform(a.transform);
+  display.log_floor = a.log_floor;
+  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_two<double>(a.limits, "--limits");
+  display.colormap = a.colormap;  // empty: chosen from the values drawn
+  return display;
+}
+
+// render PATH --overview -o DIR: every tensor; render PATH --strips PATTERN -o OUT.png: one family.
+void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointIndex& index) {
+  fill_index(index, rt, {}, a.json);
+  const CellStat stat = parse_cell_stat(a.stat);
+  nlohmann::json j;
+  if (a.overview) {
+    j = write_contact_sheet(index, rt.planner(), a.out, stat, display_request(a), a.thumb_cells);
+    if (!a.json)
+      std::printf("%s/overview.png: %zu tensors (%zu skipped), one PNG each and index.html in %s\n", a.out.c_str(),
+                  j["tensors"].size(), j["skipped"].size(), a.out.c_str());
+  } else {
+    const StripsImage s = render_strips(index, a.strips, stat, display_request(a));
+    write_png(a.out, s.image.image,
+              cell_image_text(s.image, stat, {{"tensormorph:strips", a.strips}, {"tensormorph:bands", std::to_string(s.bands)}}));
+    nlohmann::json cols = nlohmann::json::array();
+    for (const auto& [layer, name] : s.columns) cols.push_back({{"layer", layer}, {"tensor", name}});
+    j = {{"out", a.out}, {"pattern", a.strips}, {"stat", cell_stat_name(stat)}, {"columns", cols}, {"bands", s.bands},
+         {"colormap", s.image.params.colormap->name}, {"limits", {s.image.params.limits.lo, s.image.params.limits.hi}}};
+    if (!a.json)
+      std::printf("%s: %s of %zu tensors side by side (%llu bands of 256 rows), limits [%s, %s]\n", a.out.c_str(),
+                  a.stat.c_str(), s.columns.size(), static_cast<unsigned long long>(s.bands),
+                  fmt(s.image.params.limits.lo).c_str(), fmt(s.image.params.limits.hi).c_str());
+  }
+  if (a.json) std::cout << j.dump(2) << "\n";
+}
+
 void run_render(const RenderArgs& a) {
   const auto rt = make_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
+  if (a.overview || !a.strips.empty()) {
+    if (!a.tensor.empty() || a.level >= 0 || !a.tile.empty())
+      throw Error(ErrorKind::InvalidArgument, "--overview and --strips draw many tensors: give no tensor, --level or --tile");
+    if (a.overview && !a.strips.empty()) throw Error(ErrorKind::InvalidArgument, "give --overview or --strips, not both");
+    run_checkpoint_render(a, *rt, *index);
+    return;
+  }
+  if (a.tensor.empty()) throw Error(ErrorKind::InvalidArgument, "render: name a tensor (or use --overview / --strips)");
   const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
   fill_index(*index, *rt, {i}, a.json);
   SourceRequest req;
@@ -68,10 +114,7 @@ void run_render(const RenderArgs& a) {
   const Planner planner = rt->planner();
   const CellSource src = cells_for(*index, i, planner, req);
 
-  DisplayRequest display;
-  display.transform = parse_transform(a.transform);
-  display.log_floor = a.log_floor;
-  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_two<double>(a.limits, "--limits");
+  DisplayRequest display = display_request(a);
   const std::vector<double> drawn = cell_values(src.grid, stat);
   display.colormap = a.colormap.empty() ? default_colormap(drawn, stat) : std::string_view(a.colormap);
   const CellImage img = render_cells(src.grid, stat, display);
@@ -150,8 +193,12 @@ void add_render_commands(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("render", "draw a tensor (overview, one pyramid level, or one tile) as a PNG with a "
                                                "colour bar; exact cell statistics from its pyramid or its values");
   cmd->add_option("path", r->path, "checkpoint")->required();
-  cmd->add_option("tensor", r->tensor, "tensor name")->required();
-  cmd->add_option("-o,--out", r->out, "output PNG")->required();
+  cmd->add_option("tensor", r->tensor, "tensor name (none with --overview or --strips)");
+  cmd->add_option("-o,--out", r->out, "output PNG (a directory with --overview)")->required();
+  cmd->add_flag("--overview", r->overview, "every tensor: DIR/overview.png (contact sheet), one PNG each, index.html");
+  cmd->add_option("--thumb-cells", r->thumb_cells, "--overview: at most this many cells per side (default 128)");
+  cmd->add_option("--strips", r->strips, "PATTERN with one '*' for the layer number (e.g. 'blk.*.attn_q.weight'): one "
+                                         "column per layer, one cell per 256 rows, shared limits");
   cmd->add_option("--level", r->level, "pyramid level (0: 256 x 256-element tiles; each level halves the grid)");
   cmd->add_option("--tile", r->tile, "X,Y: draw only this tile of --level (column, row), one cell per 1/256 of it");
   cmd->add_option("--slice", r->slice, "slice of a tensor of rank >= 3 (default 0)");

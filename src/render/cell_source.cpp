@@ -10,7 +10,7 @@ namespace tmorph {
 
 namespace {
 
-constexpr uint64_t kOverviewCells = 1024, kStoredOverviewMin = 256, kTileCells = 256;
+constexpr uint64_t kTileCells = 256;
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v)); }
 
@@ -75,13 +75,14 @@ CellSource cells_for(const CheckpointIndex& index, size_t i, const Planner& plan
   if (req.level < 0) {
     s.region = {0, view.rows, 0, view.cols};
     const auto& g0 = l.levels[0];
-    if (info && std::max(g0.rows, g0.cols) >= kStoredOverviewMin) {
+    const uint64_t most = std::max<uint64_t>(1, req.overview_cells);
+    if (info && std::max(g0.rows, g0.cols) >= most / 2) {
       unsigned level = 0;
-      while (std::max(l.levels[level].rows, l.levels[level].cols) > kOverviewCells) ++level;
+      while (std::max(l.levels[level].rows, l.levels[level].cols) > most) ++level;
       s.level = static_cast<int>(level);
       stored_level(level, 0, l.levels[level].rows, 0, l.levels[level].cols);
     } else {
-      const uint64_t c = cell_size_for(view.rows, view.cols, kOverviewCells);
+      const uint64_t c = cell_size_for(view.rows, view.cols, most);
       values(view.rows == 1 ? 1 : c, c);
     }
     return s;

@@ -2,9 +2,9 @@
 // when it holds the requested resolution, else the tensor's values (read once, any cell size).
 //
 // Requests, in the stored layout (lod/pyramid.h):
-// - overview (no level, no tile): the finest stored level that fits in 1024 cells along the longer side
-//   when level 0 gives at least 256 there; otherwise cells from the values, of the power-of-two size that
-//   fits the slice in 1024 cells.
+// - overview (no level, no tile): the finest stored level that fits in N cells along the longer side
+//   (N = overview_cells, 1024 by default) when level 0 gives at least N / 2 there; otherwise cells from
+//   the values, of the power-of-two size that fits the slice in N cells.
 // - level L: every level-L tile of the slice is a cell.
 // - level L and tile (X, Y): the elements of that tile, cut into 256 cells per side (fewer when the
 //   tile is narrower): cells are level L-8 tiles when L >= 8, else computed from the values.
@@ -32,6 +32,7 @@ struct SourceRequest {
   uint64_t slice = 0;
   std::optional<std::pair<uint64_t, uint64_t>> tile;  // (X = column, Y = row) at `level`
   std::string view;                                   // "S,R" or empty for the stored view
+  uint64_t overview_cells = 1024;                     // overview: at most this many cells per side
 };
 
 struct CellSource {

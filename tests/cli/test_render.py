@@ -46,7 +46,10 @@ class RenderTest(unittest.TestCase):
         cls.matrix = m.astype(np.float64)
         cls.experts = bf16_values(cls.expert_bits)
         cls.ckpt = os.path.join(cls.tmp, "model.safetensors")
-        write_safetensors(cls.ckpt, [("w", m), ("experts", ("BF16", cls.expert_bits)), ("v", np.arange(100000, dtype=np.float32))])
+        layers = [(f"blk.{k}.attn_q.weight", (rng.standard_normal((512, 256)) * (k + 1)).astype(np.float32)) for k in (10, 2, 1)]
+        write_safetensors(cls.ckpt, [("w", m), ("experts", ("BF16", cls.expert_bits)),
+                                     ("v", np.arange(100000, dtype=np.float32))] + layers)
+        cls.layers = dict(layers)
 
     def tm(self, *args):
         return run(list(args), cache_home=self.cache)
@@ -206,6 +209,42 @@ class RenderTest(unittest.TestCase):
                 r = run(["tile", gguf, name, "--level", "0", "--tile", "0,0", "--json"], cache_home=self.cache)
                 self.assertEqual(r.code, 0, r.err)
                 self.check_against(r.json(), values)
+
+    def test_overview_contact_sheet(self):
+        out = os.path.join(self.tmp, "sheet")
+        r = self.tm("render", self.ckpt, "--overview", "-o", out, "--json")
+        self.assertEqual(r.code, 0, r.err)
+        j = r.json()
+        names = [t["tensor"] for t in j["tensors"]]
+        self.assertEqual(names, ["w", "experts", "v", "blk.10.attn_q.weight", "blk.2.attn_q.weight", "blk.1.attn_q.weight"])
+        for t in j["tensors"]:
+            with Image.open(os.path.join(out, t["file"])) as img:
+                self.assertEqual(img.text["tensormorph:tensor"], t["tensor"])
+        with Image.open(os.path.join(out, "overview.png")) as sheet:
+            a = np.asarray(sheet.convert("RGBA"))
+            for t in j["tensors"]:  # each thumbnail sits where the JSON says
+                with Image.open(os.path.join(out, t["file"])) as img:
+                    b = np.asarray(img.convert("RGBA"))
+                    x, y = t["sheet"]["x"], t["sheet"]["y"]
+                    self.assertTrue((a[y:y + b.shape[0], x:x + b.shape[1]] == b).all(), t["tensor"])
+        with open(os.path.join(out, "index.html")) as f:
+            html = f.read()
+        self.assertIn("blk.10.attn_q.weight", html)
+
+    def test_strips_order_layers_and_share_limits(self):
+        out = os.path.join(self.tmp, "strips.png")
+        r = self.tm("render", self.ckpt, "--strips", "blk.*.attn_q.weight", "--stat", "abs_max", "-o", out, "--json")
+        self.assertEqual(r.code, 0, r.err)
+        j = r.json()
+        self.assertEqual([c["layer"] for c in j["columns"]], [1, 2, 10])
+        self.assertEqual(j["bands"], 2)  # 512 rows in bands of 256
+        top = max(np.abs(v).max() for v in self.layers.values())
+        self.assertEqual(j["limits"][1], float(top))
+        for args, needle in [(["--strips", "blk.attn_q.weight"], "one '*'"), (["--strips", "nope.*.x"], "no tensor name matches"),
+                             (["--strips", "blk.*.attn_q.weight", "w"], "give no tensor")]:
+            r = self.tm("render", self.ckpt, *args, "-o", out)
+            self.assertEqual(r.code, ARG, r.err)
+            self.assertIn(needle, r.err)
 
     def test_unwritable_output_is_an_io_error(self):
         r = self.tm("render", self.ckpt, "w", "-o", "/nonexistent-dir/x.png")
