@@ -1,7 +1,10 @@
 // tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp PATH -o OUT.npy: 4D-STEM products,
-// computed while streaming the acquisition (src/stem/products.h), written as .npy with a JSON report
-// (the numbers, the disk and detector used, the rotation found, provenance and placement).
+// computed while streaming the acquisition (src/stem/products.h), written as .npy (the numbers) or .png
+// (through the display kernels: transform, limits, colour map, colour bar) with a JSON report (the
+// numbers' summary, the disk and detector used, the rotation found, display limits, provenance, placement).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -10,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
+#include "lod/cells.h"
+#include "render/cell_image.h"
 #include "cli/stem_args.h"
 #include "core/npy.h"
 #include "ops/placement_json.h"
@@ -27,13 +32,46 @@ struct ProductArgs {
   std::string product, center, mask, of = "mean-dp";
   double radius = NAN, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
   bool transpose = false, max = false;
+  std::string colormap, transform = "linear", limits;  // PNG output
 };
 
+bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
+
+// An image of a product: one cell per value (a {2, R, C} field drawn as its two components one above
+// the other, sharing limits), gray for images and RdBu_r for signed fields unless --colormap says.
+void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape, const std::vector<double>& v,
+                       nlohmann::json& report) {
+  const uint64_t cols = shape.back(), rows = v.size() / cols;
+  CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
+  }, TileRange{0, rows, 0, cols}, 1, 1);
+  DisplayRequest d;
+  d.transform = parse_transform(a.transform);
+  if (!a.limits.empty()) {
+    const size_t comma = a.limits.find(',');
+    char* end = nullptr;
+    const std::string lo = a.limits.substr(0, comma), hi = comma == std::string::npos ? "" : a.limits.substr(comma + 1);
+    d.lo = std::strtod(lo.c_str(), &end);
+    const bool lo_ok = !lo.empty() && *end == 0;
+    d.hi = std::strtod(hi.c_str(), &end);
+    if (!lo_ok || hi.empty() || *end != 0)
+      throw Error(ErrorKind::InvalidArgument, "--limits " + a.limits + ": expected two numbers LO,HI");
+  }
+  const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
+  d.colormap = !a.colormap.empty() ? std::string_view(a.colormap) : signed_values ? "RdBu_r" : "gray";
+  const CellImage img = render_cells(g, CellStat::Mean, d);
+  write_png(a.load.out, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", a.product},
+                                                                          {"tensormorph:shape", nlohmann::json(shape).dump()}}));
+  report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
+                       {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}};
+}
+
+// OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
 template <class T>
-void write_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape, const std::vector<T>& values) {
-  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0)
-    throw Error(ErrorKind::Unavailable, path + ": PNG output needs the display kernels (colour maps, transforms), which are not "
-                                               "implemented yet; write .npy");
+void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
+                   const std::vector<T>& values, nlohmann::json& report) {
+  const std::string& path = a.load.out;
+  if (is_png(path)) return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report);
   const std::string preamble = npy_preamble(descr, shape);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
@@ -135,12 +173,12 @@ void run_product(const ProductArgs& a) {
     const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
     if (p == "fft") {
       const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
-      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
     } else if (a.max) {
-      write_npy(a.load.out, "<u4", shape, r.pattern_max), report["summary"] = summary(r.pattern_max);
+      write_product(a, "<u4", shape, r.pattern_max, report), report["summary"] = summary(r.pattern_max);
     } else {
       const auto v = mean_pattern(r);
-      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
       report["frames"] = r.positions;
     }
     report["shape"] = shape;
@@ -161,9 +199,9 @@ void run_product(const ProductArgs& a) {
     report["shape"] = shape;
     if (p == "fft") {
       const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
-      write_npy(a.load.out, "<f8", shape, v), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
     } else {
-      write_npy(a.load.out, "<u8", shape, r.images[0]), report["summary"] = summary(r.images[0]);
+      write_product(a, "<u8", shape, r.images[0], report), report["summary"] = summary(r.images[0]);
     }
   } else if (p == "com" || p == "dpc" || p == "idpc") {
     const ProductResult r = compute_products(acq, req, planner);
@@ -189,12 +227,12 @@ void run_product(const ProductArgs& a) {
     }
     if (p == "idpc") {
       const auto phase = integrate_dpc(field);
-      write_npy(a.load.out, "<f8", {field.rows, field.cols}, phase), report["summary"] = summary(phase);
+      write_product(a, "<f8", {field.rows, field.cols}, phase, report), report["summary"] = summary(phase);
       report["shape"] = {field.rows, field.cols};
     } else {
       std::vector<double> both(field.u);
       both.insert(both.end(), field.v.begin(), field.v.end());
-      write_npy(a.load.out, "<f8", {2, field.rows, field.cols}, both);
+      write_product(a, "<f8", {2, field.rows, field.cols}, both, report);
       report["shape"] = {2, field.rows, field.cols};
       report["summary"] = {{"u", summary(field.u)}, {"v", summary(field.v)}};
     }
@@ -247,7 +285,11 @@ void add_stem_product_commands(CLI::App* stem) {
     a->product = spec.name;
     CLI::App* cmd = stem->add_subcommand(spec.name, spec.help);
     add_load_flags(cmd, a->load, true);
-    cmd->add_option("-o,--out", a->load.out, "output .npy (a JSON report is written beside it as OUT.json)")->required();
+    cmd->add_option("-o,--out", a->load.out, "output .npy (exact numbers) or .png (an image); a JSON report is written "
+                                             "beside it as OUT.json")->required();
+    cmd->add_option("--colormap", a->colormap, "PNG: colour map (default gray, or RdBu_r for signed values)");
+    cmd->add_option("--transform", a->transform, "PNG: linear, log or signed-log");
+    cmd->add_option("--limits", a->limits, "PNG: LO,HI in product units (default: the values' finite range)");
     cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels (default: detected)");
     cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
     cmd->add_option("--inner", a->inner, "inner radius in pixels (inclusive)");

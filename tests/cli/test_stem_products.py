@@ -184,6 +184,32 @@ class StemProducts(unittest.TestCase):
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
         self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan"})
 
+    def test_png_output_is_the_colour_mapped_product(self):
+        from PIL import Image
+        import matplotlib
+        for name, cmap in (("bf", "gray"), ("idpc", "viridis")):
+            with self.subTest(name=name):
+                values, _ = self.product(name)
+                out = os.path.join(self.dir, name + ".png")
+                r = run(["stem", name, self.master, "-o", out, "--json", "--colormap", cmap])
+                self.assertEqual(r.code, 0, r.err)
+                rep = r.json()
+                lo, hi = rep["display"]["limits"]
+                self.assertEqual((lo, hi), (values.min(), values.max()))
+                with Image.open(out) as img:
+                    self.assertEqual(img.text["tensormorph:product"], name)
+                    self.assertEqual(img.text["tensormorph:colormap"], cmap)
+                    px = np.asarray(img.convert("RGBA"))
+                sx, sy = (px.shape[1] - 24) // values.shape[1], max(1, px.shape[0] // values.shape[0])
+                sy = sx if sx * values.shape[0] <= px.shape[0] else sy
+                cells = px[: values.shape[0] * sy : sy, : values.shape[1] * sx : sx]
+                # matplotlib's colour map of the normalised values, channels rounded: the expected image
+                n = (values.astype(np.float64) - lo) / (hi - lo)
+                k = np.minimum(np.floor(n * 256), 255).astype(int)
+                lut = matplotlib.colormaps[cmap].resampled(256)(np.arange(256))
+                want = np.floor(lut[k] * 255 + 0.5).astype(np.uint8)
+                self.assertTrue((cells == want).all())
+
     def test_bad_inputs_are_clear_errors(self):
         cases = [
             (["mask", "--center", "500,500", "--outer", "3"], 2, "outside the detector"),
@@ -203,9 +229,12 @@ class StemProducts(unittest.TestCase):
         r = run(["stem", "mask", self.master, "-o", os.path.join(self.dir, "x.npy"), "--mask", wrong])
         self.assertEqual(r.code, 2)
         self.assertIn("the mask is 32x33", r.err)
-        r = run(["stem", "bf", self.master, "-o", os.path.join(self.dir, "x.png")])
-        self.assertEqual(r.code, 4)
-        self.assertIn("display kernels", r.err)
+        r = run(["stem", "bf", self.master, "-o", os.path.join(self.dir, "x.png"), "--limits", "1"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("--limits 1", r.err)
+        r = run(["stem", "bf", self.master, "-o", os.path.join(self.dir, "x.png"), "--colormap", "jet"])
+        self.assertEqual(r.code, 2)
+        self.assertIn("jet", r.err)
 
 
 if __name__ == "__main__":
