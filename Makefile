@@ -1,5 +1,6 @@
 # Tensormorph: every target does its own set-up on a fresh Debian 12 machine.
-#   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics;
+#   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics,
+#               draw one tensor as PNG and print one pyramid tile;
 #               then write the simulated 4D-STEM demo acquisition (if absent), inspect it and load it binned
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
@@ -22,6 +23,8 @@ run: build
 	@build/tensormorph ls build/demo
 	@build/tensormorph stats build/demo
 	@build/tensormorph stats build/demo model.layers.0.mlp.down_proj.weight
+	@build/tensormorph render build/demo model.layers.0.mlp.down_proj.weight --stat abs_max --transform log -o build/demo-down-proj.png
+	@build/tensormorph tile build/demo model.layers.0.mlp.down_proj.weight --level 0 --tile 1,0
 	@test -f build/stem-demo/demo_master.h5 || build/tensormorph stem demo --out build/stem-demo
 	@build/tensormorph stem inspect build/stem-demo
 	@build/tensormorph stem load build/stem-demo --scan-bin 2 --detector-bin 4
@@ -40,6 +43,7 @@ bench: build
 	@/usr/bin/python3 bench/run_dequant_bench.py --build build
 	@/usr/bin/python3 bench/vulkan_bench.py --build build
 	@/usr/bin/python3 bench/stem_bench.py --build build
+	@/usr/bin/python3 bench/lod_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py

@@ -5,11 +5,13 @@
 
 1. Indexes the bench checkpoint (the one bench/index_bench.py generates in <build>/bench-data; made here
    when absent) into fresh databases, warm (page cache), 1 and 2 threads, with and without pyramids
-   (`index --no-pyramid`), best of 3: the pyramid's share of indexing time.
+   (`index --no-pyramid`), best of 3: the pyramid's share of indexing time; and cold (files evicted from
+   the page cache first, best of 2), where reads run at storage speed.
 2. The pyramid's size: its tile records and the database growth, against the tensor bytes.
 3. bench/lod_tile_bench on the largest tensor: fetching one stored tile, drawing one 256 x 256 level-0
    tile from the values, drawing a whole stored level, encoding a tile PNG (p50 / p99).
-4. numpy computing the same tile's statistics (min, max, mean, std of a 256 x 256 block read from a
+4. bench/lod_build_bench: the pyramid's compute beside the indexing statistics' on resident bf16.
+5. numpy computing the same tile's statistics (min, max, mean, std of a 256 x 256 block read from a
    np.memmap of the safetensors file) — what a user would script instead.
 Writes bench/last-run-lod.md. Ratios are within this one run; absolute times are context only.
 """
@@ -27,7 +29,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from index_bench import SIZES  # noqa: E402
+from index_bench import SIZES, evict  # noqa: E402
 
 
 def log(msg):
@@ -115,6 +117,15 @@ def main():
         rows.append((threads, t[False], t[True]))
         log(f"{threads} thread(s): index {t[False]:.2f} s without pyramids, {t[True]:.2f} s with")
 
+    cold = {}
+    for pyramids in (False, True):  # cold: the files evicted from the page cache first (read at storage speed)
+        times = []
+        for _ in range(2):
+            evict(files)
+            times.append(index_seconds(tm, ckpt, db + ("" if pyramids else ".flat"), 2, pyramids))
+        cold[pyramids] = min(times)
+    log(f"cold, 2 threads: index {cold[False]:.2f} s without pyramids, {cold[True]:.2f} s with")
+
     con = sqlite3.connect(db)
     records = con.execute("SELECT count(*), sum(length(record)) FROM pyramid_tiles").fetchone()
     con.close()
@@ -122,6 +133,7 @@ def main():
     db_without = os.path.getsize(db + ".flat")
 
     tiles = json.loads(run([os.path.join(a.build, "bench", "lod_tile_bench"), ckpt, db, "1000"]))
+    build = json.loads(run([os.path.join(a.build, "bench", "lod_build_bench")]))
     peer = numpy_tile_ms(ckpt)
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -132,7 +144,11 @@ def main():
            "| threads | index without pyramids (s) | with pyramids (s) | pyramid overhead |", "|---|---|---|---|"]
     for threads, flat, lod in rows:
         out.append(f"| {threads} | {flat:.2f} | {lod:.2f} | {100 * (lod / flat - 1):+.1f}% |")
-    out += ["", f"Pyramid size: {records[0]} tiles, {records[1] / 2**20:.2f} MiB of tile records = "
+    out.append(f"| 2, cold (evicted) | {cold[False]:.2f} | {cold[True]:.2f} | {100 * (cold[True] / cold[False] - 1):+.1f}% |")
+    out += ["", f"Compute alone on resident data (bench/lod_build_bench: 4096 x 8192 bf16, 4 MiB pieces, one thread, "
+                f"best of 5): indexing statistics {build['stats_gb_per_s']:.2f} GB/s, pyramid {build['pyramid_gb_per_s']:.2f} "
+                f"GB/s ({build['pyramid_over_stats']:.1f}x the statistics' time).", ""]
+    out += [f"Pyramid size: {records[0]} tiles, {records[1] / 2**20:.2f} MiB of tile records = "
                 f"{100 * records[1] / tensor_bytes:.2f}% of the tensor bytes; the database grows by "
                 f"{(db_with - db_without) / 2**20:.2f} MiB ({100 * (db_with - db_without) / tensor_bytes:.2f}%).", "",
             f"Tiles of `{tiles['tensor']}` ({tiles['elements']} elements, {tiles['level0_tiles']} level-0 tiles):", "",
