@@ -4,15 +4,25 @@
 
 namespace tmorph::h5 {
 
-std::unique_lock<std::recursive_mutex> lock() {
+namespace {
+std::recursive_mutex& hdf5_mutex() {
   static std::recursive_mutex mutex;
+  return mutex;
+}
+}  // namespace
+
+Lock::Lock() : lock_(hdf5_mutex()) {
+  std::fegetenv(&env_);
   static const bool quiet = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
   (void)quiet;
-  return std::unique_lock<std::recursive_mutex>(mutex);
 }
+
+Lock::~Lock() { std::fesetenv(&env_); }
+
+Lock lock() { return Lock(); }
 
 void Handle::reset() {
   if (id_ >= 0 && close_) close_(id_);

@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <cfenv>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,8 +15,23 @@
 
 namespace tmorph::h5 {
 
-// The process-wide HDF5 lock. Also turns HDF5's automatic error printing off on first use.
-std::unique_lock<std::recursive_mutex> lock();
+// The process-wide HDF5 lock, which also guards the floating-point environment: HDF5 loads filter
+// plugins (dlopen) inside its calls, and a plugin built with -ffast-math switches on flush-to-zero and
+// denormals-are-zero for the whole process when it loads, which would silently change every later
+// statistic of subnormal values. The environment seen when the lock is taken is restored when it is
+// released. Also turns HDF5's automatic error printing off on first use.
+class Lock {
+ public:
+  Lock();
+  ~Lock();
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  std::unique_lock<std::recursive_mutex> lock_;
+  fenv_t env_;
+};
+Lock lock();
 
 // Owns one hid_t and closes it with the matching H5?close.
 class Handle {
