@@ -14,6 +14,7 @@
 #include "packed_kernel.h"
 #include "quant_moments_kernel.h"
 #include "diff_kernel.h"
+#include "display_kernels.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
@@ -41,7 +42,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -74,6 +75,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
      nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_STEM_PATTERN_REDUCE, bits({DType::U8, DType::U16, DType::U32}), 0, 0, TM_PRECISION_EXACT, 0, 0,
      0, nullptr, nullptr},
+    // display.colorize: f64 values; per-piece counts (259 x 8 bytes per 65,536 values) are its workspace.
+    {sizeof(tm_kernel_cap_v1), TM_OP_DISPLAY_COLORIZE, bits({DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0.04, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -243,9 +246,11 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_DEQUANTIZE_PACKED:
       case TM_OP_QUANT_MOMENTS:
       case TM_OP_STEM_FRAME_SUMS:
-      case TM_OP_STEM_PATTERN_REDUCE: {
+      case TM_OP_STEM_PATTERN_REDUCE:
+      case TM_OP_DISPLAY_COLORIZE: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
+                             : k.op == TM_OP_DISPLAY_COLORIZE  ? run_display_colorize(*call, &error)
                              : k.op == TM_OP_STEM_FRAME_SUMS   ? run_stem_frame_sums(*call, &error)
                              : k.op == TM_OP_STEM_PATTERN_REDUCE ? run_stem_pattern_reduce(*call, &error)
                              : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)

@@ -428,3 +428,54 @@ void run_stem_frame_sums(Device& device, const tm_kernel_call_v1& call, const Re
 }
 
 }  // namespace tmorph::vk
+
+namespace tmorph::vk {
+
+void run_display_colorize(Device& device, const tm_kernel_call_v1& call, const Resident* resident) {
+  require(call.dtype == TM_DTYPE_F64, "display.colorize: values must be f64");
+  require(call.params && call.params_size >= sizeof(tm_display_colorize_params_v1), "display.colorize: missing params");
+  const auto& p = *static_cast<const tm_display_colorize_params_v1*>(call.params);
+  require(p.key_mode == TM_DISPLAY_KEY_VALUE || p.key_mode == TM_DISPLAY_KEY_MAGNITUDE, "display.colorize: unknown key mode");
+  for (uint32_t i = 0; i < TM_DISPLAY_THRESHOLDS; ++i)
+    require(!std::isnan(p.thresholds[i]) && (i == 0 || p.thresholds[i] >= p.thresholds[i - 1]),
+            "display.colorize: thresholds must be non-decreasing and not NaN");
+  const uint64_t n = call.element_count;
+  require(call.output_size >= TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t) + n * 4, "display.colorize: output too small");
+  // Aux: the thresholds as float64 ordinals (display_colorize.comp; entry 255 unused), then the 256 table
+  // words. ord(x) = the bit pattern's magnitude, negated for a negative sign: monotone, -0 and +0 both 0.
+  Buffer& aux = device.buffer(Slot::Aux, 256 * 8 + 256 * 4);
+  std::vector<int64_t> th(256, 0);
+  for (uint32_t i = 0; i < TM_DISPLAY_THRESHOLDS; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, &p.thresholds[i], 8);
+    const int64_t mag = static_cast<int64_t>(bits & 0x7FFFFFFFFFFFFFFFull);
+    th[i] = (bits >> 63) ? -mag : mag;
+  }
+  std::memcpy(aux.mapped, th.data(), 256 * 8);
+  std::memcpy(static_cast<uint8_t*>(aux.mapped) + 256 * 8, p.table, 256 * 4);
+
+  constexpr uint64_t kCountWords = 260;  // 259 counters and one word of padding before the colours
+  const Pipeline& pipeline = device.pipeline("display_colorize", {}, 3, 8);
+  auto* counts = static_cast<uint64_t*>(call.output);
+  auto* rgba = static_cast<uint8_t*>(call.output) + TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t);
+  InputPieces pieces(device, call, 8, 1, resident);
+  InputPieces::Piece piece;
+  while (pieces.next(&piece)) {
+    const uint64_t out_bytes = (kCountWords + piece.count) * 4;
+    const Buffer& out = device.buffer(Slot::Output, out_bytes);
+    const uint32_t push[2] = {static_cast<uint32_t>(piece.count), p.key_mode};
+    Dispatch d;
+    d.pipeline = &pipeline;
+    d.bindings = {piece.binding, {&out, 0}, {&aux, 0}};
+    d.push = push;
+    d.groups = stream_groups(device, piece.count);
+    d.upload_bytes = piece.upload_bytes;
+    d.zero_first = {{&out, kCountWords * 4}};
+    d.result_bytes = out_bytes;
+    device.run(d);
+    add_counts(device, counts, TM_DISPLAY_COLORIZE_COUNTS);
+    std::memcpy(rgba + 4 * piece.first, static_cast<const uint8_t*>(device.results()) + kCountWords * 4, piece.count * 4);
+  }
+}
+
+}  // namespace tmorph::vk

@@ -71,6 +71,8 @@ const KernelEntry kKernels[] = {
     // other block formats have no Vulkan kernel yet and fall back to the CPU op by op.
     {TM_OP_DEQUANTIZE_GGML, (uint64_t{1} << 2) | (uint64_t{1} << 8), 0, 0, run_dequantize_ggml},
     {TM_OP_STEM_FRAME_SUMS, bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32), kStatsFeatures, 0, run_stem_frame_sums},
+    // Float64 values, float64 comparisons against host-built thresholds (op_contracts.h).
+    {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), kStatsFeatures, 0, run_display_colorize},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -183,7 +185,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
         throw VkError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +
                                                    " is not a resident copy on device " + std::to_string(call->device_index));
       const Resident& r = it->second;
-      const uint64_t bytes = call->element_count * dtype_width(call->dtype);
+      const uint64_t bytes = call->element_count * (call->dtype == TM_DTYPE_F64 ? 8 : dtype_width(call->dtype));
       if (call->input_offset % 65536 || call->input_offset > r.bytes || bytes > r.bytes - call->input_offset)
         throw VkError(TM_ERR_INVALID_ARGUMENT, "the call reads outside its resident copy (offset " +
                                                    std::to_string(call->input_offset) + ", " + std::to_string(bytes) +

@@ -266,6 +266,36 @@ typedef struct tm_stem_pattern_params_v1 {
   uint64_t pixels_per_frame;
 } tm_stem_pattern_params_v1;
 
+/* ---- TM_OP_DISPLAY_COLORIZE --------------------------------------------------------------------------
+ * Display colours and the display histogram in one pass (the contract of src/display/display_kernels.h,
+ * made exact for every backend). Input: element_count values of dtype F64. Params:
+ * tm_display_colorize_params_v1. The host turns (transform, limits, log floor) into 255 thresholds in
+ * DATA space (src/display/thresholds.h): thresholds[k - 1] is the smallest float64 key whose CPU
+ * reference colour index is >= k, -Inf when every finite key's is, +Inf when none is; they are
+ * non-decreasing. The key of x is x (TM_DISPLAY_KEY_VALUE: linear, signed-log) or |x|
+ * (TM_DISPLAY_KEY_MAGNITUDE: log). A kernel then needs float64 comparisons only, which every backend
+ * does exactly:
+ *   NaN x:         colour (0, 0, 0, 0), counted in nan, not binned;
+ *   key == +Inf:   k = 255;  key == -Inf: k = 0 (under the magnitude key both infinities give 255);
+ *   finite key:    k = the number of thresholds <= key (0 .. 255);
+ *   RGBA of x = table[k]; finite x adds 1 to bins[k]; +Inf and -Inf add 1 to pos_inf / neg_inf.
+ * Output (output_size >= TM_DISPLAY_COLORIZE_COUNTS * 8 + element_count * 4):
+ *   uint64_t counts[TM_DISPLAY_COLORIZE_COUNTS]: bins[0..255], then nan, pos_inf, neg_inf. ADDED to
+ *     the output (the caller zeroes them once), so a tile can be coloured in pieces;
+ *   then element_count * 4 bytes: R, G, B, A of each value in order (WRITTEN).
+ * Exact on every backend (the same bytes and counts).
+ */
+#define TM_DISPLAY_THRESHOLDS 255u
+#define TM_DISPLAY_COLORIZE_COUNTS 259u
+#define TM_DISPLAY_KEY_VALUE 0u
+#define TM_DISPLAY_KEY_MAGNITUDE 1u
+typedef struct tm_display_colorize_params_v1 {
+  uint32_t key_mode;                          /* TM_DISPLAY_KEY_VALUE or TM_DISPLAY_KEY_MAGNITUDE         */
+  uint32_t reserved;                          /* 0                                                        */
+  double thresholds[TM_DISPLAY_THRESHOLDS];   /* non-decreasing; may hold -Inf and +Inf, never NaN        */
+  uint8_t table[256][4];                      /* RGBA of each colour index                                */
+} tm_display_colorize_params_v1;
+
 /* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {

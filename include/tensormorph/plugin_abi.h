@@ -79,7 +79,8 @@ typedef enum tm_op {
   TM_OP_QUANT_MOMENTS = 9,             /* moments of a ggml block format from its codes and scales   */
   TM_OP_STEM_FRAME_SUMS = 10,          /* per-frame totals, centre-of-mass and masked sums (4D-STEM) */
   TM_OP_STEM_PATTERN_REDUCE = 11,      /* per-pixel sum and maximum over frames (4D-STEM)            */
-  TM_OP_COUNT_ = 12
+  TM_OP_DISPLAY_COLORIZE = 12,         /* RGBA colours and a 256-bin histogram of float64 values (display) */
+  TM_OP_COUNT_ = 13
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

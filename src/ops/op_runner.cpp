@@ -26,6 +26,14 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
   // 4D-STEM ops read the data as 64 x 64 frames (any whole number of them) with no pixel lists.
   const tm_stem_frame_sums_params_v1 stem_sums{4096, 64, 0, nullptr, nullptr, TM_STEM_ALL_PIXELS, 0};
   const tm_stem_pattern_params_v1 stem_pattern{4096};
+  // display.colorize: linear thresholds over [-4, 4] (the histogram's range) and a grey table.
+  tm_display_colorize_params_v1 colorize{};
+  if (op == TM_OP_DISPLAY_COLORIZE) {
+    colorize.key_mode = TM_DISPLAY_KEY_VALUE;
+    for (uint32_t k = 1; k <= TM_DISPLAY_THRESHOLDS; ++k) colorize.thresholds[k - 1] = -4.0 + 8.0 * k / 256.0;
+    for (uint32_t k = 0; k < 256; ++k)
+      colorize.table[k][0] = colorize.table[k][1] = colorize.table[k][2] = static_cast<uint8_t>(k), colorize.table[k][3] = 255;
+  }
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -82,6 +90,10 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.params = &stem_pattern, args.params_size = sizeof stem_pattern;
       args.elements = elements / 4096 * 4096;
       output.resize(4096 * (sizeof(uint64_t) + sizeof(uint32_t)));
+      break;
+    case TM_OP_DISPLAY_COLORIZE:
+      args.params = &colorize, args.params_size = sizeof colorize;
+      output.resize(TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t) + elements * 4);
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");

@@ -80,7 +80,7 @@ class VulkanCli(unittest.TestCase):
             self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
         ops = {k["op"] for k in VULKAN["kernels"]}
         self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles",
-                               "dequantize.ggml", "stem.frame_sums"})
+                               "dequantize.ggml", "stem.frame_sums", "display.colorize"})
         dequant = next(k for k in VULKAN["kernels"] if k["op"] == "dequantize.ggml")
         self.assertEqual(sorted(dequant["dtypes"]), ["Q4_0", "Q8_0"])
         self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"]))

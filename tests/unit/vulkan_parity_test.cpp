@@ -5,6 +5,16 @@
 // blocks through TENSORMORPH_VULKAN_CHUNK_BYTES).
 #include "vulkan_fixture.h"
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "display/colormap.h"
+#include "display/display_kernels.h"
+#include "display/placed_colorize.h"
+
 namespace tmorph::vulkan_test {
 namespace {
 
@@ -207,6 +217,94 @@ TEST_F(VulkanParity, StemFrameSumsEqualTheCpu) {
         run("cpu", TM_OP_STEM_FRAME_SUMS, dt, data, &params, sizeof params, &c);
         ASSERT_EQ(v, c) << dtype_name(dt) << " com_list " << com_list << " flags " << flags;
       }
+}
+
+namespace {
+
+nlohmann::json load_display_json(const std::string& name) {
+  std::ifstream f(std::string(TM_GOLDENS_DIR) + "/display/" + name + ".json");
+  std::stringstream s;
+  s << f.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
+double display_value(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  return s == "nan" ? NAN : s == "inf" ? INFINITY : -INFINITY;
+}
+
+std::vector<uint8_t> f64_bytes(const std::vector<double>& v) {
+  std::vector<uint8_t> b(v.size() * 8);
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+// display.colorize: for every golden case and colour map, the Vulkan op's RGBA bytes and histogram are the
+// goldens (numpy + matplotlib); then large mixed tiles spread over several launches equal the CPU op.
+TEST_F(VulkanParity, DisplayColorizeEqualsTheCpuGoldens) {
+  ASSERT_EQ(dtypes_of(TM_OP_DISPLAY_COLORIZE), std::vector<DType>{DType::F64});
+  const nlohmann::json cases = load_display_json("cases")["cases"];
+  ASSERT_GE(cases.size(), 10u);
+  for (std::string_view map : colormap_names()) {
+    const nlohmann::json golden = load_display_json(std::string(map));
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const nlohmann::json& c = cases[ci];
+      const nlohmann::json& g = golden["cases"][ci];
+      const std::string where = std::string(map) + " / " + c["name"].get<std::string>();
+      std::vector<double> v;
+      for (const auto& x : c["values"]) v.push_back(display_value(x));
+      if (v.empty()) continue;  // a call with no elements runs nothing
+      DisplayRequest req;
+      req.transform = parse_transform(c["transform"].get<std::string>());
+      req.log_floor = c["log_floor"].get<double>();
+      if (!c["lo"].is_null()) req.lo = c["lo"].get<double>();
+      if (!c["hi"].is_null()) req.hi = c["hi"].get<double>();
+      req.colormap = map;
+      const DisplayParams p = resolve_params(v.data(), v.size(), req);
+      const tm_display_colorize_params_v1 params = colorize_params(p);
+      std::vector<uint8_t> out(TM_DISPLAY_COLORIZE_COUNTS * 8 + 4 * v.size(), 0);
+      run("vulkan", TM_OP_DISPLAY_COLORIZE, DType::F64, f64_bytes(v), &params, sizeof params, &out);
+      std::string got;
+      char buf[3];
+      for (size_t i = TM_DISPLAY_COLORIZE_COUNTS * 8; i < out.size(); ++i) std::snprintf(buf, sizeof buf, "%02x", out[i]), got += buf;
+      EXPECT_EQ(got, g["rgba"].get<std::string>()) << where;
+      std::vector<uint64_t> counts(TM_DISPLAY_COLORIZE_COUNTS), want(TM_DISPLAY_COLORIZE_COUNTS, 0);
+      std::memcpy(counts.data(), out.data(), TM_DISPLAY_COLORIZE_COUNTS * 8);
+      for (const auto& bc : g["histogram"]["bins"]) want.at(bc[0].get<size_t>()) = bc[1].get<uint64_t>();
+      want[256] = g["histogram"]["nan"].get<uint64_t>();
+      want[257] = g["histogram"]["pos_inf"].get<uint64_t>();
+      want[258] = g["histogram"]["neg_inf"].get<uint64_t>();
+      EXPECT_EQ(counts, want) << where;
+      if (HasFailure()) return;
+    }
+  }
+
+  ScopedEnv env("TENSORMORPH_VULKAN_CHUNK_BYTES", "65536");  // 8,192 values per launch
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0.0, 3.0);
+  std::vector<double> v(5 * 8192 + 333);
+  for (double& x : v) {
+    const uint64_t r = rng() % 500;
+    x = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r == 3 ? -0.0 : r < 8 ? std::ldexp(normal(rng), -1070) : normal(rng);
+  }
+  const std::vector<uint8_t> data = f64_bytes(v);
+  struct Case { Transform t; double lo, hi; };
+  for (const Case& c : {Case{Transform::Linear, -2.0, 5.0}, Case{Transform::Linear, 1.0, 1.0}, Case{Transform::Log, 1e-3, 7.0},
+                        Case{Transform::Log, 0.0, 0.0}, Case{Transform::SignedLog, -4.0, 4.0},
+                        Case{Transform::Linear, -1.7e308, 1.7e308},
+                        Case{Transform::Linear, -1e-321, 1e-321},  // subnormal limits and thresholds (no flushing)
+                        Case{Transform::SignedLog, -2e-322, 3e-322}}) {
+    DisplayParams p;
+    p.transform = c.t, p.limits = Limits{c.lo, c.hi}, p.colormap = &colormap("turbo");
+    const tm_display_colorize_params_v1 params = colorize_params(p);
+    std::vector<uint8_t> vk(TM_DISPLAY_COLORIZE_COUNTS * 8 + 4 * v.size(), 0), cpu(vk.size(), 0);
+    run("vulkan", TM_OP_DISPLAY_COLORIZE, DType::F64, data, &params, sizeof params, &vk);
+    run("cpu", TM_OP_DISPLAY_COLORIZE, DType::F64, data, &params, sizeof params, &cpu);
+    EXPECT_EQ(vk, cpu) << transform_name(c.t) << " [" << c.lo << ", " << c.hi << "]";
+  }
 }
 
 }  // namespace tmorph::vulkan_test
