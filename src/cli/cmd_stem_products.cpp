@@ -3,7 +3,9 @@
 // (through the display kernels: transform, limits, colour map, colour bar) with a JSON report (the
 // numbers' summary, the disk and detector used, the rotation found, display limits, provenance, placement).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "core/npy.h"
 #include "ops/placement_json.h"
 #include "stem/dpc.h"
+#include "stem/product_cache.h"
 #include "stem/products.h"
 #include "stem/virtual_detector.h"
 #include "tensormorph/error.h"
@@ -33,7 +36,42 @@ struct ProductArgs {
   double radius = NAN, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
   bool transpose = false, max = false;
   std::string colormap, transform = "linear", limits;  // PNG output
+  std::string cache_path;                              // prepared products (stem prepare)
+  bool no_cache = false;
 };
+
+// Products the prepared cache answers: presets around the detected disk, the centre of mass and what
+// follows from it, the patterns; anything with a given disk or a custom detector is computed.
+bool served_by_cache(const ProductArgs& a) {
+  if (a.no_cache || !a.center.empty() || !std::isnan(a.radius) || a.inner >= 0 || a.outer >= 0 || a.inner_mrad >= 0 ||
+      a.outer_mrad >= 0 || !a.mask.empty())
+    return false;
+  const std::string p = a.product == "fft" ? a.of : a.product;
+  return p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "com" || p == "dpc" || p == "idpc" ||
+         p == "mean-dp";
+}
+
+// The prepared products of this acquisition and request, when the cache holds them. A cache that cannot
+// be opened is reported and ignored (the product is computed).
+std::optional<PreparedProducts> cached_products(const ProductArgs& a, const Acquisition& acq, const LoadRequest& load,
+                                                nlohmann::json& report) {
+  const std::string path = a.cache_path.empty() ? default_product_cache_path() : a.cache_path;
+  try {
+    if (a.cache_path.empty() && !std::filesystem::exists(path)) {
+      report["cache"] = {{"hit", false}, {"database", path}};
+      return std::nullopt;
+    }
+    ProductCache cache(path);
+    auto p = cache.load(product_cache_key(acq, load));
+    report["cache"] = {{"hit", p.has_value()}, {"database", path}};
+    if (p) report["cache"]["prepare_seconds"] = p->prepare_seconds;
+    return p;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::BadInput) throw;
+    report["cache"] = {{"hit", false}, {"database", path}, {"warning", e.what()}};
+    return std::nullopt;
+  }
+}
 
 bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
 
@@ -149,6 +187,37 @@ std::vector<uint32_t> resolve_detector(const ProductArgs& a, const Acquisition& 
   return pixels;
 }
 
+// stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
+void run_prepare(const ProductArgs& a) {
+  const auto rt = make_runtime(&a.load.compute);
+  const Acquisition acq = open_acquisition(a.load.path);
+  const Planner planner = rt->planner();
+  const LoadRequest load = make_request(a.load, *rt);
+  const PreparedProducts p = prepare_products(acq, load, planner);
+  ProductCache cache(a.cache_path.empty() ? default_product_cache_path() : a.cache_path);
+  cache.store(product_cache_key(acq, load), p);
+  nlohmann::json report = {{"database", cache.path()},
+                           {"key", nlohmann::json::parse(product_cache_key(acq, load))},
+                           {"scan_shape", p.sums.scan_shape},
+                           {"frame_shape", p.sums.frame_shape},
+                           {"disk", {{"row", p.disk.row}, {"col", p.disk.col}, {"radius", p.disk.radius}}},
+                           {"detectors", p.detectors},
+                           {"seconds", p.prepare_seconds},
+                           {"placement", placements_json(p.sums.placements)}};
+  if (a.load.json) {
+    std::cout << report.dump(2) << "\n";
+    return;
+  }
+  print_rows({{"prepared", a.load.path},
+              {"cache", cache.path()},
+              {"scan x detector", nlohmann::json(p.sums.scan_shape).dump() + " x " + nlohmann::json(p.sums.frame_shape).dump()},
+              {"bright-field disk", "centre (" + fmt(p.disk.row) + ", " + fmt(p.disk.col) + "), radius " + fmt(p.disk.radius) + " px"},
+              {"products", "totals, bf, abf, adf, haadf, df, com (dpc, idpc), mean and max patterns"},
+              {"time", fmt(p.prepare_seconds) + " s"}},
+             0);
+  print_placements(p.sums.placements);
+}
+
 void run_product(const ProductArgs& a) {
   const auto rt = make_runtime(&a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
@@ -158,6 +227,17 @@ void run_product(const ProductArgs& a) {
   nlohmann::json report = {{"product", a.product}, {"file", a.load.out}};
   const std::string p = a.product;
   const bool image = p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "mask";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::optional<PreparedProducts> cached =
+      served_by_cache(a) ? cached_products(a, acq, req.load, report) : std::nullopt;
+  // A cache hit stands in for the pass: its arrays, its provenance, no placement (nothing ran now).
+  const auto from_cache = [&]() {
+    ProductResult r = cached->sums;
+    r.placements.clear();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.decoded_bytes = 0;
+    return r;
+  };
   std::vector<Placement> placements;
   const auto done = [&](const ProductResult& r) {
     placements.insert(placements.end(), r.placements.begin(), r.placements.end());
@@ -168,7 +248,7 @@ void run_product(const ProductArgs& a) {
 
   if (p == "mean-dp" || (p == "fft" && a.of == "mean-dp")) {
     req.frame_sums = false, req.pattern = true;
-    const ProductResult r = compute_products(acq, req, planner);
+    const ProductResult r = cached ? from_cache() : compute_products(acq, req, planner);
     done(r);
     const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
     if (p == "fft") {
@@ -187,12 +267,27 @@ void run_product(const ProductArgs& a) {
     if (p == "fft") preset.product = a.of;
     if (!preset_radii(preset.product, 1) && preset.product != "mask")
       throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf or df");
-    const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report, &placements);
-    const LoadPlan plan = plan_load(acq, req.load);
-    const std::array<uint64_t, 2> frame = {plan.output_shape[2], plan.output_shape[3]};
-    req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
-    req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
-    const ProductResult r = compute_products(acq, req, planner);
+    ProductResult r;
+    if (cached) {
+      const size_t k = static_cast<size_t>(std::find(std::begin(kPreparedPresets), std::end(kPreparedPresets), preset.product) -
+                                           std::begin(kPreparedPresets));
+      const BrightFieldDisk& d = cached->disk;
+      report["disk"] = {{"row", d.row}, {"col", d.col}, {"radius", d.radius}, {"area", d.area}, {"threshold", d.threshold},
+                        {"source", "detected (prepared)"}};
+      report["detector"] = cached->detectors.at(k);
+      report["detector"]["kind"] = "annulus";
+      report["detector"]["given_in"] = "pixels";
+      r = from_cache();
+      r.images = {cached->sums.images.at(k)};
+      r.evaluated_as = {cached->sums.evaluated_as.at(k)};
+    } else {
+      const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report, &placements);
+      const LoadPlan plan = plan_load(acq, req.load);
+      const std::array<uint64_t, 2> frame = {plan.output_shape[2], plan.output_shape[3]};
+      req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
+      req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
+      r = compute_products(acq, req, planner);
+    }
     done(r);
     report["detector"]["evaluated_as"] = r.evaluated_as[0];
     const std::vector<uint64_t> shape = {r.scan_shape[0], r.scan_shape[1]};
@@ -204,7 +299,7 @@ void run_product(const ProductArgs& a) {
       write_product(a, "<u8", shape, r.images[0], report), report["summary"] = summary(r.images[0]);
     }
   } else if (p == "com" || p == "dpc" || p == "idpc") {
-    const ProductResult r = compute_products(acq, req, planner);
+    const ProductResult r = cached ? from_cache() : compute_products(acq, req, planner);
     done(r);
     const ScanField com = center_of_mass(r);
     ScanField field = com;
@@ -302,8 +397,17 @@ void add_stem_product_commands(CLI::App* stem) {
     cmd->add_flag("--transpose", a->transpose, "dpc/idpc with --rotation-deg: swap the components before rotating");
     cmd->add_option("--of", a->of, "fft: mean-dp (default), bf, abf, adf, haadf or df");
     cmd->add_flag("--max", a->max, "mean-dp: write the max pattern instead of the mean");
+    cmd->add_option("--cache", a->cache_path, "prepared-products cache (default: the user cache; see stem prepare)");
+    cmd->add_flag("--no-cache", a->no_cache, "compute even when the acquisition is prepared");
     cmd->callback([a] { run_product(*a); });
   }
+
+  auto prep = std::make_shared<ProductArgs>();
+  CLI::App* cmd = stem->add_subcommand("prepare", "compute the totals, BF/ABF/ADF/HAADF/DF images, centre of mass and "
+                                                  "patterns once and keep them, so that those products answer in ms");
+  add_load_flags(cmd, prep->load, true);
+  cmd->add_option("--cache", prep->cache_path, "cache database (default: $XDG_CACHE_HOME/tensormorph/stem/products.sqlite)");
+  cmd->callback([prep] { run_prepare(*prep); });
 }
 
 }  // namespace tmorph::cli

@@ -210,6 +210,52 @@ class StemProducts(unittest.TestCase):
                 want = np.floor(lut[k] * 255 + 0.5).astype(np.uint8)
                 self.assertTrue((cells == want).all())
 
+    def test_prepared_products_equal_computed_ones_and_follow_the_source(self):
+        cache = os.path.join(self.dir, "cache.sqlite")
+        r = run(["stem", "prepare", self.master, "--cache", cache, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual([d["name"] for d in r.json()["detectors"]], ["bf", "abf", "adf", "haadf", "df"])
+        for args in (["bf"], ["abf"], ["adf"], ["haadf"], ["df"], ["com"], ["dpc"], ["idpc"], ["mean-dp"],
+                     ["mean-dp", "--max"], ["fft"], ["fft", "--of", "adf"]):
+            with self.subTest(args=args):
+                cached, rep = self.product(*args, "--cache", cache)
+                self.assertTrue(rep["cache"]["hit"], rep.get("cache"))
+                self.assertEqual(rep["placement"], [])  # nothing ran
+                computed, rep2 = self.product(*args, "--cache", cache, "--no-cache")
+                self.assertNotIn("cache", rep2)
+                self.assertEqual(cached.dtype, computed.dtype)
+                self.assertTrue(np.array_equal(cached, computed))
+                if "disk" in rep2:
+                    self.assertEqual([rep["disk"][k] for k in ("row", "col", "radius")],
+                                     [rep2["disk"][k] for k in ("row", "col", "radius")])
+                    self.assertEqual(rep["detector"]["pixels"], rep2["detector"]["pixels"])
+                if "rotation" in rep2:
+                    self.assertEqual(rep["rotation"]["angle_rad"], rep2["rotation"]["angle_rad"])
+        # Another request shape, a given disk, or a custom detector are computed, not served.
+        _, rep = self.product("bf", "--cache", cache, "--scan-bin", "2")
+        self.assertFalse(rep["cache"]["hit"])
+        _, rep = self.product("bf", "--cache", cache, "--radius", "5", "--center", "16,16")
+        self.assertNotIn("cache", rep)
+        # A changed acquisition (a data file rewritten) has another source signature: a miss.
+        data_file = sorted(f for f in os.listdir(self.dir) if f.endswith(".h5") and "master" not in f)[0]
+        path = os.path.join(self.dir, data_file)
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        try:
+            _, rep = self.product("bf", "--cache", cache)
+            self.assertFalse(rep["cache"]["hit"])
+        finally:
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        # A damaged entry is a clear error naming the database.
+        import sqlite3
+        con = sqlite3.connect(cache)
+        con.execute("UPDATE arrays SET data = x'00' WHERE name = 'adf'")
+        con.commit()
+        con.close()
+        r = self.product("adf", "--cache", cache, expect=3)
+        self.assertIn(cache, r.err)
+        self.assertIn("adf", r.err)
+
     def test_bad_inputs_are_clear_errors(self):
         cases = [
             (["mask", "--center", "500,500", "--outer", "3"], 2, "outside the detector"),
