@@ -91,13 +91,13 @@ int main(int argc, char** argv) {
     req.level = 0;
     req.tile = random_tile();
     const CellSource s = cells_for(index, best, planner, req);
-    last = render_cells(s.grid, CellStat::Mean, display);
+    last = render_cells(s.grid, CellStat::Mean, display, planner);
   });
   const Percentiles level = time_it(std::max(5, repeats / 20), [&](int) {
     SourceRequest req;
     req.level = 0;
     const CellSource s = cells_for(index, best, planner, req);
-    render_cells(s.grid, CellStat::Envelope, display);
+    render_cells(s.grid, CellStat::Envelope, display, planner);
   });
   const std::string png = "/tmp/lod_tile_bench.png";
   const Percentiles encode = time_it(std::max(5, repeats / 5), [&](int) { write_png(png, last.image, {}); });

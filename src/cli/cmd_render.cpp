@@ -77,7 +77,8 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
       std::printf("%s/overview.png: %zu tensors (%zu skipped), one PNG each and index.html in %s\n", a.out.c_str(),
                   j["tensors"].size(), j["skipped"].size(), a.out.c_str());
   } else {
-    const StripsImage s = render_strips(index, a.strips, stat, display_request(a));
+    const Planner planner = rt.planner();
+    const StripsImage s = render_strips(index, planner, a.strips, stat, display_request(a));
     write_png(a.out, s.image.image,
               cell_image_text(s.image, stat, {{"tensormorph:strips", a.strips}, {"tensormorph:bands", std::to_string(s.bands)}}));
     nlohmann::json cols = nlohmann::json::array();
@@ -117,7 +118,7 @@ void run_render(const RenderArgs& a) {
   DisplayRequest display = display_request(a);
   const std::vector<double> drawn = cell_values(src.grid, stat);
   display.colormap = a.colormap.empty() ? default_colormap(drawn, stat) : std::string_view(a.colormap);
-  const CellImage img = render_cells(src.grid, stat, display);
+  const CellImage img = render_cells(src.grid, stat, display, planner);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
   write_png(a.out, img.image,
             cell_image_text(img, stat,
@@ -133,6 +134,7 @@ void run_render(const RenderArgs& a) {
   j["transform"] = transform_name(img.params.transform);
   j["colormap"] = img.params.colormap->name;
   j["limits"] = {img.params.limits.lo, img.params.limits.hi};
+  j["placement"] = placements_json({img.placement});
   j["image"] = {{"width", img.image.width}, {"height", img.image.height}, {"scale", {img.scale_x, img.scale_y}}};
   j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
                     {"neg_inf", img.histogram.neg_inf}};

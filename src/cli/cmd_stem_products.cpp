@@ -78,7 +78,7 @@ bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(p
 // An image of a product: one cell per value (a {2, R, C} field drawn as its two components one above
 // the other, sharing limits), gray for images and RdBu_r for signed fields unless --colormap says.
 void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape, const std::vector<double>& v,
-                       nlohmann::json& report) {
+                       nlohmann::json& report, const Planner& planner, std::vector<Placement>& placements) {
   const uint64_t cols = shape.back(), rows = v.size() / cols;
   CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
     std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
@@ -97,7 +97,8 @@ void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape,
   }
   const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
   d.colormap = !a.colormap.empty() ? std::string_view(a.colormap) : signed_values ? "RdBu_r" : "gray";
-  const CellImage img = render_cells(g, CellStat::Mean, d);
+  const CellImage img = render_cells(g, CellStat::Mean, d, planner);
+  placements.push_back(img.placement);
   write_png(a.load.out, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", a.product},
                                                                           {"tensormorph:shape", nlohmann::json(shape).dump()}}));
   report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
@@ -107,9 +108,11 @@ void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape,
 // OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
 template <class T>
 void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
-                   const std::vector<T>& values, nlohmann::json& report) {
+                   const std::vector<T>& values, nlohmann::json& report, const Planner& planner,
+                   std::vector<Placement>& placements) {
   const std::string& path = a.load.out;
-  if (is_png(path)) return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report);
+  if (is_png(path))
+    return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report, planner, placements);
   const std::string preamble = npy_preamble(descr, shape);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
@@ -253,12 +256,12 @@ void run_product(const ProductArgs& a) {
     const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
     if (p == "fft") {
       const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
     } else if (a.max) {
-      write_product(a, "<u4", shape, r.pattern_max, report), report["summary"] = summary(r.pattern_max);
+      write_product(a, "<u4", shape, r.pattern_max, report, planner, placements), report["summary"] = summary(r.pattern_max);
     } else {
       const auto v = mean_pattern(r);
-      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
       report["frames"] = r.positions;
     }
     report["shape"] = shape;
@@ -294,9 +297,9 @@ void run_product(const ProductArgs& a) {
     report["shape"] = shape;
     if (p == "fft") {
       const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
     } else {
-      write_product(a, "<u8", shape, r.images[0], report), report["summary"] = summary(r.images[0]);
+      write_product(a, "<u8", shape, r.images[0], report, planner, placements), report["summary"] = summary(r.images[0]);
     }
   } else if (p == "com" || p == "dpc" || p == "idpc") {
     const ProductResult r = cached ? from_cache() : compute_products(acq, req, planner);
@@ -322,12 +325,12 @@ void run_product(const ProductArgs& a) {
     }
     if (p == "idpc") {
       const auto phase = integrate_dpc(field);
-      write_product(a, "<f8", {field.rows, field.cols}, phase, report), report["summary"] = summary(phase);
+      write_product(a, "<f8", {field.rows, field.cols}, phase, report, planner, placements), report["summary"] = summary(phase);
       report["shape"] = {field.rows, field.cols};
     } else {
       std::vector<double> both(field.u);
       both.insert(both.end(), field.v.begin(), field.v.end());
-      write_product(a, "<f8", {2, field.rows, field.cols}, both, report);
+      write_product(a, "<f8", {2, field.rows, field.cols}, both, report, planner, placements);
       report["shape"] = {2, field.rows, field.cols};
       report["summary"] = {{"u", summary(field.u)}, {"v", summary(field.v)}};
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "display/placed_colorize.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -67,14 +68,15 @@ std::vector<double> cell_values(const CellGrid& g, CellStat stat) {
   return v;
 }
 
-CellImage render_cells(const CellGrid& g, CellStat stat, const DisplayRequest& request) {
+CellImage render_cells(const CellGrid& g, CellStat stat, const DisplayRequest& request, const Planner& planner) {
   if (g.rows == 0 || g.cols == 0) throw Error(ErrorKind::InvalidArgument, "render: no cells to draw");
   const std::vector<double> values = cell_values(g, stat);
   CellImage out;
   out.params = resolve_params(values.data(), values.size(), request);
-  out.histogram = histogram256(values.data(), values.size(), out.params);
-  std::vector<uint8_t> rgba(values.size() * 4);
-  colorize(values.data(), values.size(), out.params, rgba.data());
+  ColorizeResult colours = colorize_placed(planner, values.data(), values.size(), out.params);
+  out.histogram = colours.histogram;
+  out.placement = std::move(colours.placement);
+  const std::vector<uint8_t>& rgba = colours.rgba;
 
   const uint64_t per_cell = stat == CellStat::Envelope ? 2 : 1;
   const uint64_t blocks_x = g.cols * per_cell, longer = std::max(blocks_x, g.rows);

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "display/display_kernels.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
 #include "lod/cells.h"
 #include "render/png_write.h"
 
@@ -35,10 +37,12 @@ struct CellImage {
   DisplayParams params;         // the limits actually used
   DisplayHistogram histogram;   // of the values drawn (both ends of the envelope)
   uint32_t scale_x = 1, scale_y = 1;
+  Placement placement;          // where display.colorize ran
 };
 
-// Automatic limits (none given in `request`) come from the drawn values.
-CellImage render_cells(const CellGrid& g, CellStat stat, const DisplayRequest& request);
+// Automatic limits (none given in `request`) come from the drawn values. The colours and histogram come
+// from the display.colorize op placed by `planner` (byte-identical on every backend).
+CellImage render_cells(const CellGrid& g, CellStat stat, const DisplayRequest& request, const Planner& planner);
 
 // Text metadata for the PNG: what was drawn and the limits (exact, %.17g).
 PngText cell_image_text(const CellImage& img, CellStat stat, const std::vector<std::pair<std::string, std::string>>& more);

@@ -63,7 +63,7 @@ nlohmann::json write_contact_sheet(const CheckpointIndex& index, const Planner& 
     const std::vector<double> drawn = cell_values(src.grid, stat);
     const std::string map(display.colormap.empty() ? default_colormap(drawn, stat) : display.colormap);
     d.colormap = map;
-    CellImage img = render_cells(src.grid, stat, d);
+    CellImage img = render_cells(src.grid, stat, d, planner);
     const std::string file = file_name_for(t.name);
     write_png(dir + "/" + file, img.image,
               cell_image_text(img, stat, {{"tensormorph:tensor", t.name}, {"tensormorph:source", src.source}}));
@@ -132,7 +132,7 @@ std::vector<std::pair<uint64_t, size_t>> tensors_by_layer(const Checkpoint& c, c
   return out;
 }
 
-StripsImage render_strips(const CheckpointIndex& index, const std::string& pattern, CellStat stat,
+StripsImage render_strips(const CheckpointIndex& index, const Planner& planner, const std::string& pattern, CellStat stat,
                           const DisplayRequest& display) {
   StripsImage out;
   const auto layers = tensors_by_layer(index.checkpoint(), pattern);
@@ -164,7 +164,7 @@ StripsImage render_strips(const CheckpointIndex& index, const std::string& patte
   const std::vector<double> drawn = cell_values(grid, stat);
   const std::string map(display.colormap.empty() ? default_colormap(drawn, stat) : display.colormap);
   d.colormap = map;
-  out.image = render_cells(grid, stat, d);
+  out.image = render_cells(grid, stat, d, planner);
   return out;
 }
 

@@ -35,7 +35,7 @@ struct StripsImage {
   std::vector<std::pair<uint64_t, std::string>> columns;  // layer number, tensor name
   uint64_t bands = 0;
 };
-StripsImage render_strips(const CheckpointIndex& index, const std::string& pattern, CellStat stat,
+StripsImage render_strips(const CheckpointIndex& index, const Planner& planner, const std::string& pattern, CellStat stat,
                           const DisplayRequest& display);
 
 }  // namespace tmorph

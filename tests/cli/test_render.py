@@ -246,6 +246,24 @@ class RenderTest(unittest.TestCase):
             self.assertEqual(r.code, ARG, r.err)
             self.assertIn(needle, r.err)
 
+    def test_vulkan_draws_the_same_bytes(self):
+        vk = [b for b in run(["backends", "--json"]).json()["backends"] if b["name"] == "vulkan"]
+        if not vk or not vk[0]["available"]:
+            why = "not built" if not vk else vk[0]["reason"]
+            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
+                self.fail("TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable: " + why)
+            self.skipTest("Vulkan backend unavailable (" + why + ")")
+        images = {}
+        for backend in ("cpu", "vulkan"):
+            out = os.path.join(self.tmp, f"vk-{backend}.png")
+            r = run(["render", self.ckpt, "w", "-o", out, "--stat", "envelope", "--transform", "signed-log", "--json",
+                     "--backend", backend], cache_home=self.cache, plugins=False)
+            self.assertEqual(r.code, 0, r.err)
+            self.assertEqual(r.json()["placement"][0]["backend"], backend)
+            with Image.open(out) as img:
+                images[backend] = np.asarray(img.convert("RGBA"))
+        self.assertTrue((images["cpu"] == images["vulkan"]).all())
+
     def test_unwritable_output_is_an_io_error(self):
         r = self.tm("render", self.ckpt, "w", "-o", "/nonexistent-dir/x.png")
         self.assertEqual(r.code, 6, r.err)
