@@ -40,6 +40,26 @@ struct ProductArgs {
   bool no_cache = false;
 };
 
+// The runtime (settings, plugins, cost model) made on first use: loading the backend plugins (a Vulkan
+// driver) costs more than answering from the prepared-products cache, which needs none of it.
+class LazyRuntime {
+ public:
+  explicit LazyRuntime(const ComputeFlags& flags) : flags_(flags) {}
+  const Runtime& runtime() {
+    if (!rt_) rt_ = make_runtime(&flags_);
+    return *rt_;
+  }
+  const Planner& planner() {
+    if (!planner_) planner_.emplace(runtime().planner());
+    return *planner_;
+  }
+
+ private:
+  const ComputeFlags& flags_;
+  std::unique_ptr<Runtime> rt_;
+  std::optional<Planner> planner_;
+};
+
 // Products the prepared cache answers: presets around the detected disk, the centre of mass and what
 // follows from it, the patterns; anything with a given disk or a custom detector is computed.
 bool served_by_cache(const ProductArgs& a) {
@@ -78,7 +98,7 @@ bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(p
 // An image of a product: one cell per value (a {2, R, C} field drawn as its two components one above
 // the other, sharing limits), gray for images and RdBu_r for signed fields unless --colormap says.
 void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape, const std::vector<double>& v,
-                       nlohmann::json& report, const Planner& planner, std::vector<Placement>& placements) {
+                       nlohmann::json& report, LazyRuntime& lazy, std::vector<Placement>& placements) {
   const uint64_t cols = shape.back(), rows = v.size() / cols;
   CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
     std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
@@ -97,7 +117,7 @@ void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape,
   }
   const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
   d.colormap = !a.colormap.empty() ? std::string_view(a.colormap) : signed_values ? "RdBu_r" : "gray";
-  const CellImage img = render_cells(g, CellStat::Mean, d, planner);
+  const CellImage img = render_cells(g, CellStat::Mean, d, lazy.planner());
   placements.push_back(img.placement);
   write_png(a.load.out, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", a.product},
                                                                           {"tensormorph:shape", nlohmann::json(shape).dump()}}));
@@ -108,11 +128,11 @@ void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape,
 // OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
 template <class T>
 void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
-                   const std::vector<T>& values, nlohmann::json& report, const Planner& planner,
+                   const std::vector<T>& values, nlohmann::json& report, LazyRuntime& lazy,
                    std::vector<Placement>& placements) {
   const std::string& path = a.load.out;
   if (is_png(path))
-    return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report, planner, placements);
+    return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report, lazy, placements);
   const std::string preamble = npy_preamble(descr, shape);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
@@ -222,17 +242,20 @@ void run_prepare(const ProductArgs& a) {
 }
 
 void run_product(const ProductArgs& a) {
-  const auto rt = make_runtime(&a.load.compute);
+  LazyRuntime lazy(a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
-  const Planner planner = rt->planner();
   ProductRequest req;
-  req.load = make_request(a.load, *rt);
+  req.load = make_request(a.load);  // the frames' shape: enough for the cache key
   nlohmann::json report = {{"product", a.product}, {"file", a.load.out}};
   const std::string p = a.product;
   const bool image = p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "mask";
   const auto t0 = std::chrono::steady_clock::now();
   const std::optional<PreparedProducts> cached =
       served_by_cache(a) ? cached_products(a, acq, req.load, report) : std::nullopt;
+  if (!cached) {  // computing: threads, memory budget and the planner come from the runtime
+    req.load.threads = lazy.runtime().threads;
+    req.load.memory_budget = lazy.runtime().memory_budget;
+  }
   // A cache hit stands in for the pass: its arrays, its provenance, no placement (nothing ran now).
   const auto from_cache = [&]() {
     ProductResult r = cached->sums;
@@ -251,17 +274,17 @@ void run_product(const ProductArgs& a) {
 
   if (p == "mean-dp" || (p == "fft" && a.of == "mean-dp")) {
     req.frame_sums = false, req.pattern = true;
-    const ProductResult r = cached ? from_cache() : compute_products(acq, req, planner);
+    const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
     done(r);
     const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
     if (p == "fft") {
       const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
     } else if (a.max) {
-      write_product(a, "<u4", shape, r.pattern_max, report, planner, placements), report["summary"] = summary(r.pattern_max);
+      write_product(a, "<u4", shape, r.pattern_max, report, lazy, placements), report["summary"] = summary(r.pattern_max);
     } else {
       const auto v = mean_pattern(r);
-      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
       report["frames"] = r.positions;
     }
     report["shape"] = shape;
@@ -284,12 +307,12 @@ void run_product(const ProductArgs& a) {
       r.images = {cached->sums.images.at(k)};
       r.evaluated_as = {cached->sums.evaluated_as.at(k)};
     } else {
-      const BrightFieldDisk disk = resolve_disk(a, acq, req, planner, &report, &placements);
+      const BrightFieldDisk disk = resolve_disk(a, acq, req, lazy.planner(), &report, &placements);
       const LoadPlan plan = plan_load(acq, req.load);
       const std::array<uint64_t, 2> frame = {plan.output_shape[2], plan.output_shape[3]};
       req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
       req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
-      r = compute_products(acq, req, planner);
+      r = compute_products(acq, req, lazy.planner());
     }
     done(r);
     report["detector"]["evaluated_as"] = r.evaluated_as[0];
@@ -297,12 +320,12 @@ void run_product(const ProductArgs& a) {
     report["shape"] = shape;
     if (p == "fft") {
       const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report, planner, placements), report["summary"] = summary(v);
+      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
     } else {
-      write_product(a, "<u8", shape, r.images[0], report, planner, placements), report["summary"] = summary(r.images[0]);
+      write_product(a, "<u8", shape, r.images[0], report, lazy, placements), report["summary"] = summary(r.images[0]);
     }
   } else if (p == "com" || p == "dpc" || p == "idpc") {
-    const ProductResult r = cached ? from_cache() : compute_products(acq, req, planner);
+    const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
     done(r);
     const ScanField com = center_of_mass(r);
     ScanField field = com;
@@ -325,12 +348,12 @@ void run_product(const ProductArgs& a) {
     }
     if (p == "idpc") {
       const auto phase = integrate_dpc(field);
-      write_product(a, "<f8", {field.rows, field.cols}, phase, report, planner, placements), report["summary"] = summary(phase);
+      write_product(a, "<f8", {field.rows, field.cols}, phase, report, lazy, placements), report["summary"] = summary(phase);
       report["shape"] = {field.rows, field.cols};
     } else {
       std::vector<double> both(field.u);
       both.insert(both.end(), field.v.begin(), field.v.end());
-      write_product(a, "<f8", {2, field.rows, field.cols}, both, report, planner, placements);
+      write_product(a, "<f8", {2, field.rows, field.cols}, both, report, lazy, placements);
       report["shape"] = {2, field.rows, field.cols};
       report["summary"] = {{"u", summary(field.u)}, {"v", summary(field.v)}};
     }

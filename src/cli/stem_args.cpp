@@ -68,6 +68,13 @@ void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products) {
 }
 
 LoadRequest make_request(const LoadArgs& a, const Runtime& rt) {
+  LoadRequest req = make_request(a);
+  req.threads = rt.threads;
+  req.memory_budget = rt.memory_budget;
+  return req;
+}
+
+LoadRequest make_request(const LoadArgs& a) {
   LoadRequest req;
   req.scan_shape = parse_pair(a.scan_shape, "--scan-shape");
   req.scan_region = parse_box(a.scan_region, "--scan-region");
@@ -82,8 +89,6 @@ LoadRequest make_request(const LoadArgs& a, const Runtime& rt) {
   }
   req.dtype = a.dtype;
   req.mask_bad_pixels = !a.no_mask;
-  req.threads = rt.threads;
-  req.memory_budget = rt.memory_budget;
   return req;
 }
 

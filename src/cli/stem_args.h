@@ -33,7 +33,10 @@ struct LoadArgs {
 // compute flags (--backend, --prefer, --never, --threads, --memory-budget) in full.
 void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products);
 
+// The request the flags describe; threads and memory budget from the runtime (the overload without one
+// leaves them at their defaults: what a cache key needs, before any plugin is loaded).
 LoadRequest make_request(const LoadArgs& a, const Runtime& rt);
+LoadRequest make_request(const LoadArgs& a);
 
 // Registers bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft and mean-dp under `stem`.
 void add_stem_product_commands(CLI::App* stem);
