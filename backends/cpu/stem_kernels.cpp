@@ -26,7 +26,17 @@ struct Run {
 struct RunLists {
   std::vector<Run> runs;
   std::vector<uint64_t> offsets{0};  // list j's runs: runs[offsets[j] .. offsets[j + 1])
+  // A list of many short runs (an annulus: two runs of a few pixels per row) is summed instead as one
+  // sweep over the span each row's pixels lie in, with a 0 / all-ones mask, which vectorises fully:
+  // masks[j] is empty for lists summed by runs, else one mask per pixel of rows [mask_rows[j].first,
+  // mask_rows[j].second), and spans[j][row - first] the columns [begin, end) swept in that row.
+  std::vector<std::vector<uint32_t>> masks;
+  std::vector<std::pair<uint64_t, uint64_t>> mask_rows;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> spans;
 };
+
+// Runs shorter than this on average make the masked sweep the cheaper way (measured on annuli).
+constexpr uint64_t kMaskedSweepMaxRunLength = 32;
 
 RunLists to_runs(const tm_stem_frame_sums_params_v1& p) {
   RunLists out;
@@ -38,6 +48,26 @@ RunLists to_runs(const tm_stem_frame_sums_params_v1& p) {
       else out.runs.push_back({k, 1});
     }
     out.offsets.push_back(out.runs.size());
+    const uint64_t runs = out.offsets[j + 1] - out.offsets[j], pixels = p.list_offsets[j + 1] - p.list_offsets[j];
+    out.masks.emplace_back();
+    out.mask_rows.emplace_back(0, 0);
+    out.spans.emplace_back();
+    if (runs >= 8 && pixels < kMaskedSweepMaxRunLength * runs) {
+      const uint64_t r0 = p.list_pixels[p.list_offsets[j]] / p.cols, r1 = p.list_pixels[p.list_offsets[j + 1] - 1] / p.cols + 1;
+      auto& mask = out.masks.back();
+      mask.assign((r1 - r0) * p.cols, 0);
+      auto& spans = out.spans.back();
+      spans.assign(r1 - r0, {UINT32_MAX, 0});
+      for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) {
+        const uint64_t k = p.list_pixels[i], r = k / p.cols - r0;
+        const uint32_t c = static_cast<uint32_t>(k % p.cols);
+        mask[k - r0 * p.cols] = ~uint32_t{0};
+        spans[r] = {std::min(spans[r].first, c), std::max(spans[r].second, c + 1)};
+      }
+      for (auto& s : spans)
+        if (s.first > s.second) s = {0, 0};  // a row without pixels of the list
+      out.mask_rows.back() = {r0, r1};
+    }
   }
   return out;
 }
@@ -49,6 +79,19 @@ void frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, const RunLis
   const auto list_sums = [&] {
     for (uint32_t j = 0; j < p.list_count; ++j) {
       uint64_t s = 0;
+      if (!lists.masks[j].empty()) {
+        const auto [r0, r1] = lists.mask_rows[j];
+        const uint32_t* m = lists.masks[j].data();
+        const auto* span = lists.spans[j].data();
+        for (uint64_t r = r0; r < r1; ++r, m += cols, ++span) {
+          const T* row = px + r * cols;
+          LineSum<T> rs = 0;
+          for (uint64_t c = span->first; c < span->second; ++c) rs += row[c] & static_cast<T>(m[c]);
+          s += rs;
+        }
+        out[TM_STEM_FRAME_SUMS_FIXED + j] = s;
+        continue;
+      }
       for (uint64_t i = lists.offsets[j]; i < lists.offsets[j + 1]; ++i) {
         const Run run = lists.runs[i];
         LineSum<T> rs = 0;  // a run lies inside one row
