@@ -173,12 +173,13 @@ class StemProducts(unittest.TestCase):
             if os.environ.get("TM_REQUIRE_VULKAN") == "1":
                 self.fail("TM_REQUIRE_VULKAN=1 but Vulkan is unavailable")
             self.skipTest("Vulkan unavailable here")
-        for name in ("bf", "df", "com"):
-            with self.subTest(name=name):
-                cpu, _ = self.product(name, "--center", "16,15", "--radius", "4")
-                vk_out, rep = self.product(name, "--center", "16,15", "--radius", "4", "--backend", "vulkan")
+        for args in (["bf"], ["abf"], ["adf"], ["haadf"], ["df"], ["mask", "--inner", "3", "--outer", "9"], ["com"], ["dpc"],
+                     ["idpc"], ["fft", "--of", "adf"]):
+            with self.subTest(args=args):
+                cpu, _ = self.product(*args, "--center", "16,15", "--radius", "4")
+                vk_out, rep = self.product(*args, "--center", "16,15", "--radius", "4", "--backend", "vulkan")
                 self.assertEqual(rep["placement"][0]["backend"], "vulkan")
-                np.testing.assert_array_equal(vk_out, cpu)
+                np.testing.assert_array_equal(vk_out, cpu)  # exact integer sums: the same floats after them
         # --prefer: frame sums run on Vulkan, the pattern (no Vulkan kernel) falls back to the CPU, reported.
         _, rep = self.product("bf", "--prefer", "vulkan")
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
