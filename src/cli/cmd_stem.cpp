@@ -159,7 +159,7 @@ void add_stem_command(CLI::App& app) {
     std::string out = "build/stem-demo", prefix = "demo", size = "small", scan, dtype = "uint16", layout = "external",
                 encoder = "tensormorph";
     uint64_t detector = 0, files = 4, seed = 1, threads = 0;
-    double dose = 20000, defocus_nm = 5, semiangle_mrad = 20, energy_kev = 300;
+    double dose = 20000, defocus_nm = 5, semiangle_mrad = 20, energy_kev = 300, scan_rotation_deg = 0;
     bool json = false;
   };
   auto demo = std::make_shared<DemoArgs>();
@@ -178,6 +178,8 @@ void add_stem_command(CLI::App& app) {
   d->add_option("--semiangle-mrad", demo->semiangle_mrad, "probe convergence semi-angle (default 20)");
   d->add_option("--energy-kev", demo->energy_kev, "beam energy (default 300)");
   d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
+  d->add_option("--scan-rotation-deg", demo->scan_rotation_deg,
+                "turn the scan's axes by this angle against the detector's (DPC then finds -angle mod 180)");
   d->add_option("--threads", demo->threads, "threads (default: all cores)");
   d->add_flag("--json", demo->json, "machine-readable output");
   d->callback([demo] {
@@ -198,6 +200,7 @@ void add_stem_command(CLI::App& app) {
     if (demo->encoder != "tensormorph" && demo->encoder != "hdf5-filter" && demo->encoder != "none")
       throw Error(ErrorKind::InvalidArgument, "--encoder " + demo->encoder + ": expected tensormorph, hdf5-filter or none");
     p.dose = demo->dose;
+    p.scan_rotation_deg = demo->scan_rotation_deg;
     p.defocus_nm = demo->defocus_nm;
     p.semiangle_mrad = demo->semiangle_mrad;
     p.energy_ev = demo->energy_kev * 1e3;

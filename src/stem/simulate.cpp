@@ -51,9 +51,32 @@ StemSimulator::StemSimulator(const StemSimulationParams& params) : p_(params), f
   const double dk = alpha / (lambda_A_ * bf_radius_);  // 1/Å per detector pixel
   dx_A_ = 1.0 / (static_cast<double>(K) * dk);
 
+  // Scan positions: the raster, or the raster turned by scan_rotation_deg about its centre inside an
+  // object large enough to hold it.
+  const double theta = p_.scan_rotation_deg * M_PI / 180;
+  const double step = static_cast<double>(p_.scan_step_px);
+  const double half_r = static_cast<double>(p_.scan_rows - 1) / 2, half_c = static_cast<double>(p_.scan_cols - 1) / 2;
+  if (p_.scan_rotation_deg == 0) {
+    object_rows_ = (p_.scan_rows - 1) * p_.scan_step_px + K;
+    object_cols_ = (p_.scan_cols - 1) * p_.scan_step_px + K;
+  } else {
+    const double reach = std::hypot(half_r, half_c) * step;
+    object_rows_ = object_cols_ = static_cast<uint64_t>(std::ceil(2 * reach)) + K + 2;
+  }
+  origins_.reserve(p_.scan_rows * p_.scan_cols);
+  for (uint64_t r = 0; r < p_.scan_rows; ++r)
+    for (uint64_t c = 0; c < p_.scan_cols; ++c) {
+      if (p_.scan_rotation_deg == 0) {
+        origins_.emplace_back(r * p_.scan_step_px, c * p_.scan_step_px);
+        continue;
+      }
+      const double y = (static_cast<double>(r) - half_r) * step, x = (static_cast<double>(c) - half_c) * step;
+      const double mid = static_cast<double>(object_rows_ - K) / 2;
+      origins_.emplace_back(static_cast<uint64_t>(std::llround(mid + y * std::cos(theta) - x * std::sin(theta))),
+                            static_cast<uint64_t>(std::llround(mid + y * std::sin(theta) + x * std::cos(theta))));
+    }
+
   // Object phase: a square lattice of Gaussian atoms.
-  object_rows_ = (p_.scan_rows - 1) * p_.scan_step_px + K;
-  object_cols_ = (p_.scan_cols - 1) * p_.scan_step_px + K;
   phase_.assign(object_rows_ * object_cols_, 0.0f);
   const double sigma_px = p_.atom_sigma_A / dx_A_, a_px = p_.lattice_A / dx_A_;
   const auto reach = static_cast<int64_t>(std::ceil(4 * sigma_px));
@@ -125,7 +148,7 @@ std::vector<uint32_t> StemSimulator::pixel_mask() const {
 
 void StemSimulator::frame(uint64_t index, uint8_t* out) const {
   const uint64_t K = p_.detector;
-  const uint64_t oy = (index / p_.scan_cols) * p_.scan_step_px, ox = (index % p_.scan_cols) * p_.scan_step_px;
+  const auto [oy, ox] = origins_.at(index);
   fftwf_complex* in = fftwf_alloc_complex(K * K);
   fftwf_complex* spectrum = fftwf_alloc_complex(K * K);
   for (uint64_t y = 0; y < K; ++y)
@@ -189,6 +212,7 @@ DectrisMetadata StemSimulator::metadata() const {
   put(sim + "scan_rows", p_.scan_rows);
   put(sim + "scan_cols", p_.scan_cols);
   put(sim + "scan_step", static_cast<double>(p_.scan_step_px) * dx_A_, "angstrom");
+  put(sim + "scan_rotation", p_.scan_rotation_deg, "degree");
   put(sim + "real_space_pixel", dx_A_, "angstrom");
   put(sim + "detector_angle_per_pixel", detector_mrad_per_px(), "mrad");
   put(sim + "bf_disk_radius", bf_radius_, "pixel");

@@ -31,6 +31,11 @@ struct StemSimulationParams {
   double defocus_nm = 5;           // C10
   double bf_radius_px = 0;         // 0: K / 8
   uint64_t scan_step_px = 2;       // real-space pixels per scan step
+  // The scan's axes turned by this angle against the detector's (and the object's): scan position
+  // (r, c) sits at R(θ)·(r, c)·step about the object's centre, rounded to the nearest pixel. A DPC
+  // field in scan coordinates is then the detector-frame field turned by −θ, so the DPC rotation that
+  // makes it curl-free is −θ (mod π). 0 keeps the unrotated raster exactly.
+  double scan_rotation_deg = 0;
   double lattice_A = 2.5;          // atom spacing
   double atom_sigma_A = 0.35;      // Gaussian atom width
   double peak_phase = 0.3;         // radians at an atom centre
@@ -68,6 +73,7 @@ class StemSimulator {
   std::vector<float> probe_re_, probe_im_;  // real-space probe, K × K
   std::vector<uint32_t> dead_;         // dead pixel indices
   std::unique_ptr<Fft> fft_;
+  std::vector<std::pair<uint64_t, uint64_t>> origins_;  // per scan position: the K × K window's corner
 };
 
 // Relativistic electron wavelength in ångström for an energy in eV.

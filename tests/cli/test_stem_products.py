@@ -185,6 +185,26 @@ class StemProducts(unittest.TestCase):
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
         self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan"})
 
+    def test_a_turned_scan_gives_the_known_dpc_angle(self):
+        """Simulated with the scan's axes turned by theta against the detector's: the DPC rotation that
+        makes the measured field curl-free is -theta (mod 180 degrees)."""
+        for theta in (30.0, -65.0):
+            with self.subTest(theta=theta):
+                d = tempfile.mkdtemp(prefix="tm-stem-rot-")
+                try:
+                    r = run(["stem", "demo", "--out", d, "--scan", "48,48", "--detector", "64", "--scan-rotation-deg", str(theta),
+                             "--json"])
+                    self.assertEqual(r.code, 0, r.err)
+                    r = run(["stem", "dpc", r.json()["master"], "-o", os.path.join(d, "dpc.npy"), "--json"])
+                    self.assertEqual(r.code, 0, r.err)
+                    rot = r.json()["rotation"]
+                    want = (-theta) % 180.0
+                    diff = abs((rot["angle_deg"] - want + 90.0) % 180.0 - 90.0)
+                    self.assertLess(diff, 2.0, rot)
+                    self.assertFalse(rot["transpose"])
+                finally:
+                    shutil.rmtree(d, ignore_errors=True)
+
     def test_png_output_is_the_colour_mapped_product(self):
         from PIL import Image
         import matplotlib
