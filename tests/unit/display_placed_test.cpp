@@ -22,6 +22,7 @@
 #include "display/placed_colorize.h"
 #include "display/thresholds.h"
 #include "display/transform.h"
+#include "display_goldens.h"
 #include "ops/kernel_call.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
@@ -34,47 +35,6 @@ namespace {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMax = std::numeric_limits<double>::max();
-const std::string kGoldens = std::string(TM_GOLDENS_DIR) + "/display";
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
-
-double value_of(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  const std::string s = j.get<std::string>();
-  if (s == "nan") return kNan;
-  if (s == "inf") return kInf;
-  if (s == "-inf") return -kInf;
-  throw std::runtime_error("bad golden value " + s);
-}
-
-std::vector<double> values_of(const nlohmann::json& c) {
-  std::vector<double> v;
-  for (const auto& x : c["values"]) v.push_back(value_of(x));
-  return v;
-}
-
-DisplayRequest request_of(const nlohmann::json& c, std::string_view map) {
-  DisplayRequest req;
-  req.transform = parse_transform(c["transform"].get<std::string>());
-  req.log_floor = c["log_floor"].get<double>();
-  if (!c["lo"].is_null()) req.lo = c["lo"].get<double>();
-  if (!c["hi"].is_null()) req.hi = c["hi"].get<double>();
-  req.colormap = map;
-  return req;
-}
-
-std::string hex(const uint8_t* b, size_t n) {
-  std::string out;
-  char buf[3];
-  for (size_t i = 0; i < n; ++i) std::snprintf(buf, sizeof buf, "%02x", b[i]), out += buf;
-  return out;
-}
 
 // Every input the thresholds must classify like the reference: the given values, specials, each finite
 // threshold and its neighbours (and their negatives: under |x| they share the key), random values.
@@ -128,15 +88,15 @@ void expect_thresholds_match(const DisplayParams& p, const std::vector<double>& 
 // ---- thresholds -------------------------------------------------------------------------------------
 
 TEST(DisplayThresholds, IndexByThresholdsEqualsTheReferenceForEveryGoldenCaseAndTransform) {
-  const nlohmann::json cases = load_json(kGoldens + "/cases.json")["cases"];
+  const nlohmann::json cases = test::load_display_golden("cases")["cases"];
   ASSERT_GE(cases.size(), 10u);
   size_t checked = 0;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const nlohmann::json& c = cases[ci];
-    const std::vector<double> v = values_of(c);
+    const std::vector<double> v = test::golden_values(c);
     for (const Transform t : {Transform::Linear, Transform::Log, Transform::SignedLog})
       for (const std::string_view map : {"gray", "RdBu_r"}) {  // plain and centred automatic limits
-        DisplayRequest req = request_of(c, map);
+        DisplayRequest req = test::golden_request(c, map);
         req.transform = t;
         DisplayParams p;
         try {
@@ -212,22 +172,22 @@ class DisplayPlaced : public ::testing::Test {
 };
 
 TEST_F(DisplayPlaced, CpuOpEqualsTheGoldensAndTheReference) {
-  const nlohmann::json cases = load_json(kGoldens + "/cases.json")["cases"];
+  const nlohmann::json cases = test::load_display_golden("cases")["cases"];
   const Planner pl = planner();
   size_t checked = 0;
   for (std::string_view name : colormap_names()) {
-    const nlohmann::json golden = load_json(kGoldens + "/" + std::string(name) + ".json");
+    const nlohmann::json golden = test::load_display_golden(std::string(name));
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const nlohmann::json& c = cases[ci];
       const nlohmann::json& g = golden["cases"][ci];
       const std::string where = std::string(name) + " / " + c["name"].get<std::string>();
-      const std::vector<double> v = values_of(c);
-      const DisplayParams p = resolve_params(v.data(), v.size(), request_of(c, name));
+      const std::vector<double> v = test::golden_values(c);
+      const DisplayParams p = resolve_params(v.data(), v.size(), test::golden_request(c, name));
       const ColorizeResult r = colorize_placed(pl, v.data(), v.size(), p, 2);
       EXPECT_EQ(r.placement.op, "display.colorize") << where;
       EXPECT_EQ(r.placement.backend, "cpu") << where;
       ASSERT_EQ(r.rgba.size(), 4 * v.size()) << where;
-      EXPECT_EQ(hex(r.rgba.data(), r.rgba.size()), g["rgba"].get<std::string>()) << where;
+      EXPECT_EQ(test::hex_bytes(r.rgba.data(), r.rgba.size()), g["rgba"].get<std::string>()) << where;
       std::array<uint64_t, 256> counts{};
       for (const auto& bc : g["histogram"]["bins"]) counts.at(bc[0].get<size_t>()) = bc[1].get<uint64_t>();
       EXPECT_EQ(r.histogram.counts, counts) << where;

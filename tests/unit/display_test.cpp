@@ -17,6 +17,7 @@
 #include "display/colormap.h"
 #include "display/display_kernels.h"
 #include "display/transform.h"
+#include "display_goldens.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -24,31 +25,6 @@ namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::string kGoldens = std::string(TM_GOLDENS_DIR) + "/display";
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
-
-double value_of(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  const std::string s = j.get<std::string>();
-  if (s == "nan") return kNan;
-  if (s == "inf") return kInf;
-  if (s == "-inf") return -kInf;
-  throw std::runtime_error("bad golden value " + s);
-}
-
-std::string hex_rgba(const std::vector<uint8_t>& rgba) {
-  std::string out;
-  char buf[3];
-  for (uint8_t b : rgba) std::snprintf(buf, sizeof buf, "%02x", b), out += buf;
-  return out;
-}
 
 std::vector<uint8_t> entry(const Colormap& c, size_t k) { return {c.rgba[k][0], c.rgba[k][1], c.rgba[k][2], c.rgba[k][3]}; }
 
@@ -71,7 +47,7 @@ DisplayParams params(Transform t, double lo, double hi, std::string_view map = "
 
 TEST(DisplayGoldens, EveryColormapHasAGoldenAndNoGoldenIsUnknown) {
   std::set<std::string> files, names;
-  for (const auto& e : std::filesystem::directory_iterator(kGoldens))
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TM_GOLDENS_DIR) + "/display"))
     if (e.path().extension() == ".json" && e.path().stem() != "cases") files.insert(e.path().stem().string());
   for (std::string_view n : colormap_names()) names.insert(std::string(n));
   EXPECT_EQ(files, names);
@@ -79,11 +55,11 @@ TEST(DisplayGoldens, EveryColormapHasAGoldenAndNoGoldenIsUnknown) {
 }
 
 TEST(DisplayGoldens, KernelsMatchMatplotlibByteForByte) {
-  const nlohmann::json cases = load_json(kGoldens + "/cases.json")["cases"];
+  const nlohmann::json cases = test::load_display_golden("cases")["cases"];
   ASSERT_GE(cases.size(), 10u);
   size_t checked = 0;
   for (std::string_view name : colormap_names()) {
-    const nlohmann::json golden = load_json(kGoldens + "/" + std::string(name) + ".json");
+    const nlohmann::json golden = test::load_display_golden(std::string(name));
     const Colormap& cmap = colormap(name);
     EXPECT_EQ(golden["diverging"].get<bool>(), cmap.diverging) << name;
     ASSERT_EQ(golden["cases"].size(), cases.size()) << name;
@@ -93,7 +69,7 @@ TEST(DisplayGoldens, KernelsMatchMatplotlibByteForByte) {
       const std::string where = std::string(name) + " / " + c["name"].get<std::string>();
       ASSERT_EQ(g["name"], c["name"]) << where;
       std::vector<double> v;
-      for (const auto& x : c["values"]) v.push_back(value_of(x));
+      for (double x : test::golden_values(c)) v.push_back(x);
 
       DisplayRequest req;
       req.transform = parse_transform(c["transform"].get<std::string>());
@@ -107,7 +83,7 @@ TEST(DisplayGoldens, KernelsMatchMatplotlibByteForByte) {
       EXPECT_EQ(p.limits.hi, g["hi"].get<double>()) << where;
 
       const std::vector<uint8_t> rgba = colors(v, p);
-      const std::string got = hex_rgba(rgba), want = g["rgba"].get<std::string>();
+      const std::string got = test::hex_bytes(rgba.data(), rgba.size()), want = g["rgba"].get<std::string>();
       ASSERT_EQ(want.size(), 8 * v.size()) << where;
       for (size_t i = 0; i < v.size(); ++i) {
         EXPECT_EQ(got.substr(8 * i, 8), want.substr(8 * i, 8)) << where << ", input " << i << " = " << v[i];
@@ -115,7 +91,7 @@ TEST(DisplayGoldens, KernelsMatchMatplotlibByteForByte) {
         const double n = normalize(v[i], p.limits, p.transform, p.log_floor);
         const std::vector<uint8_t> via_n =
             std::isnan(n) ? std::vector<uint8_t>{0, 0, 0, 0} : entry(cmap, std::min<size_t>(size_t(n * 256.0), 255));
-        EXPECT_EQ(hex_rgba(via_n), want.substr(8 * i, 8)) << where << ", normalize() of input " << i;
+        EXPECT_EQ(test::hex_bytes(via_n.data(), via_n.size()), want.substr(8 * i, 8)) << where << ", normalize() of input " << i;
       }
 
       const DisplayHistogram h = histogram256(v.data(), v.size(), p);

@@ -3,6 +3,7 @@
 // dwarfs their spread (the two-pass m2), integers spanning their whole range, and sizes that are not
 // multiples of the workgroup, the 65,536-element block or the chunk (chunks are shrunk to a few
 // blocks through TENSORMORPH_VULKAN_CHUNK_BYTES).
+#include "display_goldens.h"
 #include "vulkan_fixture.h"
 
 #include <cstdio>
@@ -221,19 +222,6 @@ TEST_F(VulkanParity, StemFrameSumsEqualTheCpu) {
 
 namespace {
 
-nlohmann::json load_display_json(const std::string& name) {
-  std::ifstream f(std::string(TM_GOLDENS_DIR) + "/display/" + name + ".json");
-  std::stringstream s;
-  s << f.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
-
-double display_value(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  const std::string s = j.get<std::string>();
-  return s == "nan" ? NAN : s == "inf" ? INFINITY : -INFINITY;
-}
-
 std::vector<uint8_t> f64_bytes(const std::vector<double>& v) {
   std::vector<uint8_t> b(v.size() * 8);
   if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
@@ -246,30 +234,21 @@ std::vector<uint8_t> f64_bytes(const std::vector<double>& v) {
 // goldens (numpy + matplotlib); then large mixed tiles spread over several launches equal the CPU op.
 TEST_F(VulkanParity, DisplayColorizeEqualsTheCpuGoldens) {
   ASSERT_EQ(dtypes_of(TM_OP_DISPLAY_COLORIZE), std::vector<DType>{DType::F64});
-  const nlohmann::json cases = load_display_json("cases")["cases"];
+  const nlohmann::json cases = test::load_display_golden("cases")["cases"];
   ASSERT_GE(cases.size(), 10u);
   for (std::string_view map : colormap_names()) {
-    const nlohmann::json golden = load_display_json(std::string(map));
+    const nlohmann::json golden = test::load_display_golden(std::string(map));
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const nlohmann::json& c = cases[ci];
       const nlohmann::json& g = golden["cases"][ci];
       const std::string where = std::string(map) + " / " + c["name"].get<std::string>();
-      std::vector<double> v;
-      for (const auto& x : c["values"]) v.push_back(display_value(x));
+      const std::vector<double> v = test::golden_values(c);
       if (v.empty()) continue;  // a call with no elements runs nothing
-      DisplayRequest req;
-      req.transform = parse_transform(c["transform"].get<std::string>());
-      req.log_floor = c["log_floor"].get<double>();
-      if (!c["lo"].is_null()) req.lo = c["lo"].get<double>();
-      if (!c["hi"].is_null()) req.hi = c["hi"].get<double>();
-      req.colormap = map;
-      const DisplayParams p = resolve_params(v.data(), v.size(), req);
+      const DisplayParams p = resolve_params(v.data(), v.size(), test::golden_request(c, map));
       const tm_display_colorize_params_v1 params = colorize_params(p);
       std::vector<uint8_t> out(TM_DISPLAY_COLORIZE_COUNTS * 8 + 4 * v.size(), 0);
       run("vulkan", TM_OP_DISPLAY_COLORIZE, DType::F64, f64_bytes(v), &params, sizeof params, &out);
-      std::string got;
-      char buf[3];
-      for (size_t i = TM_DISPLAY_COLORIZE_COUNTS * 8; i < out.size(); ++i) std::snprintf(buf, sizeof buf, "%02x", out[i]), got += buf;
+      const std::string got = test::hex_bytes(out.data() + TM_DISPLAY_COLORIZE_COUNTS * 8, 4 * v.size());
       EXPECT_EQ(got, g["rgba"].get<std::string>()) << where;
       std::vector<uint64_t> counts(TM_DISPLAY_COLORIZE_COUNTS), want(TM_DISPLAY_COLORIZE_COUNTS, 0);
       std::memcpy(counts.data(), out.data(), TM_DISPLAY_COLORIZE_COUNTS * 8);
