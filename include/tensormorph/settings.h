@@ -20,6 +20,10 @@ const std::vector<SettingKey>& known_settings();
 // Directory of settings and calibration files (created on save, not on read).
 std::string config_dir();
 
+// Where Tensormorph keeps what it can rebuild (indexes, prepared products): $XDG_CACHE_HOME/tensormorph,
+// else ~/.cache/tensormorph, else /tmp/tensormorph.
+std::string cache_dir();
+
 class Settings {
  public:
   // Reads path (default: config_dir()/settings.json). A missing file is an empty settings set;

@@ -31,6 +31,12 @@ std::string config_dir() {
   return ".tensormorph";
 }
 
+std::string cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/tensormorph";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/tensormorph";
+  return "/tmp/tensormorph";
+}
+
 Settings Settings::load(const std::string& path) {
   Settings s;
   s.path_ = path.empty() ? config_dir() + "/settings.json" : path;

@@ -12,6 +12,7 @@
 #include "index/sqlite_db.h"
 #include "ops/placement_json.h"
 #include "tensormorph/error.h"
+#include "tensormorph/settings.h"
 
 namespace tmorph {
 
@@ -106,17 +107,13 @@ std::string utc_now() {
 
 std::string default_index_path(const std::string& checkpoint_path) {
   const std::string abs = absolute_path(checkpoint_path);
-  std::string base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
-  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
-  else base = "/tmp";
   std::string stem = fs::path(abs).filename().string();
   if (stem.empty()) stem = "checkpoint";
   for (char& ch : stem)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(XXH3_64bits(abs.data(), abs.size())));
-  return base + "/tensormorph/index/" + stem.substr(0, 64) + "-" + hash + ".sqlite";
+  return cache_dir() + "/index/" + stem.substr(0, 64) + "-" + hash + ".sqlite";
 }
 
 StatsOptions CheckpointIndex::index_options() { return StatsOptions{}; }

@@ -6,16 +6,12 @@
 #include <complex>
 #include <mutex>
 
+#include "stem/fftw_lock.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
 namespace {
-
-std::mutex& fftw_plan_mutex() {  // FFTW's planner is not thread-safe
-  static std::mutex m;
-  return m;
-}
 
 // numpy.fft.fftfreq(n)[i]: cycles per sample.
 double fftfreq(uint64_t i, uint64_t n) {
@@ -28,14 +24,14 @@ void dft2(std::vector<std::complex<double>>& data, uint64_t rows, uint64_t cols,
   fftw_complex* buf = fftw_alloc_complex(rows * cols);
   fftw_plan plan;
   {
-    std::lock_guard<std::mutex> g(fftw_plan_mutex());
+    std::lock_guard<std::mutex> g(fftw_planner_mutex());
     plan = fftw_plan_dft_2d(static_cast<int>(rows), static_cast<int>(cols), buf, buf, sign, FFTW_ESTIMATE);
   }
   for (uint64_t i = 0; i < rows * cols; ++i) buf[i][0] = data[i].real(), buf[i][1] = data[i].imag();
   fftw_execute(plan);
   for (uint64_t i = 0; i < rows * cols; ++i) data[i] = {buf[i][0], buf[i][1]};
   {
-    std::lock_guard<std::mutex> g(fftw_plan_mutex());
+    std::lock_guard<std::mutex> g(fftw_planner_mutex());
     fftw_destroy_plan(plan);
   }
   fftw_free(buf);

@@ -24,14 +24,6 @@ namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
-uint64_t dtype_max(DType t) {
-  switch (t) {
-    case DType::U8: return 0xFF;
-    case DType::U16: return 0xFFFF;
-    case DType::U32: return 0xFFFFFFFFull;
-    default: return std::numeric_limits<uint64_t>::max();
-  }
-}
 
 DType parse_output_dtype(const std::string& s) {
   if (s == "uint8") return DType::U8;
@@ -156,6 +148,15 @@ std::string ladder_message(const Acquisition& acq, const LoadRequest& req, const
 
 }  // namespace
 
+uint64_t unsigned_max(DType t) {
+  switch (t) {
+    case DType::U8: return 0xFF;
+    case DType::U16: return 0xFFFF;
+    case DType::U32: return 0xFFFFFFFFull;
+    default: return std::numeric_limits<uint64_t>::max();
+  }
+}
+
 LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req) {
   if (acq.frames_present == 0) throw Error(ErrorKind::BadInput, acq.master + ": no readable frames");
   LoadPlan p;
@@ -171,11 +172,11 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req) {
   const unsigned __int128 members = static_cast<unsigned __int128>(std::min(req.scan_bin[0], s.r1 - s.r0)) *
                                     std::min(req.scan_bin[1], s.c1 - s.c0) * std::min(req.detector_bin[0], d.r1 - d.r0) *
                                     std::min(req.detector_bin[1], d.c1 - d.c0);
-  const uint64_t source_max = dtype_max(acq.dtype) - (req.mask_bad_pixels ? 1 : 0);
+  const uint64_t source_max = unsigned_max(acq.dtype) - (req.mask_bad_pixels ? 1 : 0);
   const unsigned __int128 bound = members * source_max;
   p.safe_dtype = DType::U64;
   for (DType t : {DType::U8, DType::U16, DType::U32})
-    if (dtype_size(t) >= acq.element_size && bound <= dtype_max(t)) {
+    if (dtype_size(t) >= acq.element_size && bound <= unsigned_max(t)) {
       p.safe_dtype = t;
       break;
     }
@@ -334,7 +335,7 @@ nlohmann::json StemLoader::provenance() const {
            {{"zeroed", st.req.mask_bad_pixels},
             {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
             {"pixel_mask_pixels", st.bad.size()},
-            {"sentinel", dtype_max(acq.dtype)},
+            {"sentinel", unsigned_max(acq.dtype)},
             {"sentinel_values_zeroed", st.zeroed}}},
           {"backend", "cpu"},
           {"device", "host CPU, " + std::to_string(ThreadPool::shared(std::max(1u, st.req.threads)).size()) + " threads"},

@@ -28,6 +28,10 @@
 
 namespace tmorph {
 
+// The largest value of an unsigned integer dtype (U8, U16, U32, U64), e.g. the Dectris sentinel of masked
+// pixels; UINT64_MAX for any other dtype.
+uint64_t unsigned_max(DType t);
+
 struct Box {  // half-open [r0, r1) × [c0, c1)
   uint64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
 };

@@ -10,6 +10,7 @@
 
 #include "index/sqlite_db.h"
 #include "tensormorph/error.h"
+#include "tensormorph/settings.h"
 
 namespace tmorph {
 
@@ -50,13 +51,7 @@ std::string product_cache_key(const Acquisition& acq, const LoadRequest& r) {
   return k.dump();
 }
 
-std::string default_product_cache_path() {
-  std::string base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
-  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
-  else base = "/tmp";
-  return base + "/tensormorph/stem/products.sqlite";
-}
+std::string default_product_cache_path() { return cache_dir() + "/stem/products.sqlite"; }
 
 PreparedProducts prepare_products(const Acquisition& acq, const LoadRequest& load, const Planner& planner) {
   const auto t0 = std::chrono::steady_clock::now();

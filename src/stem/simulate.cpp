@@ -10,18 +10,14 @@
 #include <random>
 
 #include "core/thread_pool.h"
+#include "stem/fftw_lock.h"
+#include "stem/load.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
 namespace {
 
-std::mutex& fftw_planner_mutex() {  // FFTW's planner is not thread-safe; execution is
-  static std::mutex m;
-  return m;
-}
-
-uint64_t dtype_max_value(DType t) { return t == DType::U8 ? 0xFF : t == DType::U16 ? 0xFFFF : 0xFFFFFFFFull; }
 
 }  // namespace
 
@@ -161,7 +157,7 @@ void StemSimulator::frame(uint64_t index, uint8_t* out) const {
     }
   fftwf_execute_dft(fft_->forward, in, spectrum);
   std::mt19937_64 rng(p_.seed * 0x9E3779B97F4A7C15ull ^ (index + 1) * 0xD1B54A32D192ED03ull);
-  const uint64_t top = dtype_max_value(p_.dtype) - 1;  // real counts never reach the sentinel
+  const uint64_t top = unsigned_max(p_.dtype) - 1;  // real counts never reach the sentinel
   const double to_counts = p_.dose / static_cast<double>(K * K);
   for (uint64_t u = 0; u < K; ++u)
     for (uint64_t v = 0; v < K; ++v) {
@@ -175,7 +171,7 @@ void StemSimulator::frame(uint64_t index, uint8_t* out) const {
       else if (p_.dtype == DType::U16) reinterpret_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(count);
       else reinterpret_cast<uint32_t*>(out)[i] = static_cast<uint32_t>(count);
     }
-  const uint64_t sentinel = dtype_max_value(p_.dtype);
+  const uint64_t sentinel = unsigned_max(p_.dtype);
   for (uint32_t i : dead_) {
     if (p_.dtype == DType::U8) out[i] = static_cast<uint8_t>(sentinel);
     else if (p_.dtype == DType::U16) reinterpret_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(sentinel);
@@ -198,7 +194,7 @@ DectrisMetadata StemSimulator::metadata() const {
   put(det + "count_time", 1e-4, "s");
   put(det + "frame_time", 1e-4, "s");
   put(det + "bit_depth_image", static_cast<uint64_t>(8 * dtype_size(p_.dtype)));
-  put(det + "saturation_value", dtype_max_value(p_.dtype) - 1);
+  put(det + "saturation_value", unsigned_max(p_.dtype) - 1);
   put(det + "x_pixel_size", 100e-6, "m");
   put(det + "y_pixel_size", 100e-6, "m");
   put(det + "detectorSpecific/nimages", uint64_t{1});
