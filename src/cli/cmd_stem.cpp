@@ -326,6 +326,7 @@ void add_stem_command(CLI::App& app) {
   });
 
   add_stem_product_commands(stem);
+  add_stem_ssb_command(stem);
 }
 
 }  // namespace tmorph::cli

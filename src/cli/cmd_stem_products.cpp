@@ -15,10 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
-#include "lod/cells.h"
-#include "render/cell_image.h"
+#include "cli/product_output.h"
 #include "cli/stem_args.h"
-#include "core/npy.h"
 #include "ops/placement_json.h"
 #include "stem/dpc.h"
 #include "stem/product_cache.h"
@@ -35,7 +33,7 @@ struct ProductArgs {
   std::string product, center, mask, of = "mean-dp";
   double radius = NAN, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
   bool transpose = false, max = false;
-  std::string colormap, transform = "linear", limits;  // PNG output
+  ProductDisplayFlags display;                         // PNG output
   std::string cache_path;                              // prepared products (stem prepare)
   bool no_cache = false;
 };
@@ -93,52 +91,15 @@ std::optional<PreparedProducts> cached_products(const ProductArgs& a, const Acqu
   }
 }
 
-bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
-
-// An image of a product: one cell per value (a {2, R, C} field drawn as its two components one above
-// the other, sharing limits), gray for images and RdBu_r for signed fields unless --colormap says.
-void write_png_product(const ProductArgs& a, const std::vector<uint64_t>& shape, const std::vector<double>& v,
-                       nlohmann::json& report, LazyRuntime& lazy, std::vector<Placement>& placements) {
-  const uint64_t cols = shape.back(), rows = v.size() / cols;
-  CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
-    std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
-  }, TileRange{0, rows, 0, cols}, 1, 1);
-  DisplayRequest d;
-  d.transform = parse_transform(a.transform);
-  if (!a.limits.empty()) {
-    const size_t comma = a.limits.find(',');
-    char* end = nullptr;
-    const std::string lo = a.limits.substr(0, comma), hi = comma == std::string::npos ? "" : a.limits.substr(comma + 1);
-    d.lo = std::strtod(lo.c_str(), &end);
-    const bool lo_ok = !lo.empty() && *end == 0;
-    d.hi = std::strtod(hi.c_str(), &end);
-    if (!lo_ok || hi.empty() || *end != 0)
-      throw Error(ErrorKind::InvalidArgument, "--limits " + a.limits + ": expected two numbers LO,HI");
-  }
-  const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
-  d.colormap = !a.colormap.empty() ? std::string_view(a.colormap) : signed_values ? "RdBu_r" : "gray";
-  const CellImage img = render_cells(g, CellStat::Mean, d, lazy.planner());
-  placements.push_back(img.placement);
-  write_png(a.load.out, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", a.product},
-                                                                          {"tensormorph:shape", nlohmann::json(shape).dump()}}));
-  report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
-                       {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}};
-}
-
 // OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
 template <class T>
 void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
                    const std::vector<T>& values, nlohmann::json& report, LazyRuntime& lazy,
                    std::vector<Placement>& placements) {
-  const std::string& path = a.load.out;
-  if (is_png(path))
-    return write_png_product(a, shape, std::vector<double>(values.begin(), values.end()), report, lazy, placements);
-  const std::string preamble = npy_preamble(descr, shape);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
-  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
-  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T)));
-  if (!out) throw Error(ErrorKind::Io, path + ": write failed");
+  if (is_png(a.load.out))
+    return write_product_png(a.load.out, a.product, shape, std::vector<double>(values.begin(), values.end()), a.display,
+                             lazy.planner(), report, placements);
+  write_product_npy(a.load.out, descr, shape, values.data(), values.size() * sizeof(T));
 }
 
 template <class T>
@@ -408,9 +369,7 @@ void add_stem_product_commands(CLI::App* stem) {
     add_load_flags(cmd, a->load, true);
     cmd->add_option("-o,--out", a->load.out, "output .npy (exact numbers) or .png (an image); a JSON report is written "
                                              "beside it as OUT.json")->required();
-    cmd->add_option("--colormap", a->colormap, "PNG: colour map (default gray, or RdBu_r for signed values)");
-    cmd->add_option("--transform", a->transform, "PNG: linear, log or signed-log");
-    cmd->add_option("--limits", a->limits, "PNG: LO,HI in product units (default: the values' finite range)");
+    a->display.add_to(cmd);
     cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels (default: detected)");
     cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
     cmd->add_option("--inner", a->inner, "inner radius in pixels (inclusive)");

@@ -38,6 +38,9 @@ void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products);
 LoadRequest make_request(const LoadArgs& a, const Runtime& rt);
 LoadRequest make_request(const LoadArgs& a);
 
+// Registers `stem ssb` (single-sideband ptychography).
+void add_stem_ssb_command(CLI::App* stem);
+
 // Registers bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft and mean-dp under `stem`.
 void add_stem_product_commands(CLI::App* stem);
 

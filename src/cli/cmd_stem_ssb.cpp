@@ -1,0 +1,221 @@
+// tensormorph stem ssb PATH -o phase.npy|phase.png: single-sideband ptychography preview with given
+// aberrations (src/stem/ssb.h), the calibration read from the file or given, each value's source reported.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "cli/product_output.h"
+#include "cli/runtime.h"
+#include "cli/stem_args.h"
+#include "ops/placement_json.h"
+#include "stem/dpc.h"
+#include "stem/products.h"
+#include "stem/simulate.h"
+#include "stem/ssb.h"
+#include "stem/virtual_detector.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+namespace {
+
+struct SsbArgs {
+  LoadArgs load;
+  ProductDisplayFlags display;
+  std::string center;
+  double radius = NAN, kv = NAN, semiangle_mrad = NAN, scan_step_A = NAN, mrad_per_px = NAN, rotation_deg = NAN;
+  double C10 = 0, C12 = 0, phi12 = 0;
+  bool fit = false;
+};
+
+// A calibration value with where it came from.
+struct Sourced {
+  double value = NAN;
+  std::string source;
+};
+
+// The first scalar of the file's metadata whose HDF5 path ends with `suffix`, converted to `unit`
+// (angstrom or mrad) when its units say how.
+std::optional<Sourced> from_file(const Acquisition& acq, const std::string& suffix, const std::string& unit) {
+  for (const auto& [path, entry] : acq.metadata.items()) {
+    if (path.size() < suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (!entry.is_object() || !entry.contains("value") || !entry["value"].is_number()) continue;
+    const double v = entry["value"].get<double>();
+    const std::string units = entry.value("units", "");
+    double scale = 0;
+    if (unit == "angstrom") scale = units == "angstrom" || units == "A" ? 1 : units == "nm" ? 10 : units == "m" ? 1e10 : 0;
+    if (unit == "mrad") scale = units == "mrad" ? 1 : units == "rad" ? 1e3 : 0;
+    if (scale == 0) continue;
+    return Sourced{v * scale, "file: " + path};
+  }
+  return std::nullopt;
+}
+
+Sourced require(const std::optional<Sourced>& s, const std::string& what, const std::string& flag) {
+  if (!s) throw Error(ErrorKind::InvalidArgument, "stem ssb: the file does not record the " + what + "; give " + flag);
+  if (!(s->value > 0) || !std::isfinite(s->value))
+    throw Error(ErrorKind::InvalidArgument, "stem ssb: the " + what + " (" + s->source + ") must be a positive number");
+  return *s;
+}
+
+nlohmann::json sourced_json(const Sourced& s, const char* unit) { return {{"value", s.value}, {"unit", unit}, {"source", s.source}}; }
+
+void run_ssb(const SsbArgs& a) {
+  if (a.fit)
+    throw Error(ErrorKind::Unavailable, "stem ssb --fit: fitting the aberrations (TPE search + Nelder-Mead) is not "
+                                        "implemented yet; give --C10/--C12/--phi12 for a preview");
+  const auto rt = make_runtime(&a.load.compute);
+  const Planner planner = rt->planner();
+  const Acquisition acq = open_acquisition(a.load.path);
+  const LoadRequest load = make_request(a.load, *rt);
+  const LoadPlan plan = plan_load(acq, load);
+  const uint64_t scan_rows = plan.output_shape[0], scan_cols = plan.output_shape[1];
+  const uint64_t det_rows = plan.output_shape[2], det_cols = plan.output_shape[3];
+  nlohmann::json report = {{"product", "ssb"}, {"file", a.load.out}};
+  std::vector<Placement> placements;
+
+  // Calibration of the raw acquisition (file or flags), then scaled by the bins of this request.
+  const Sourced energy = std::isnan(a.kv) ? require(acq.beam_energy_ev ? std::optional<Sourced>(Sourced{*acq.beam_energy_ev, "file: beam energy"})
+                                                                         : std::nullopt, "beam energy", "--kv")
+                                          : require(Sourced{a.kv * 1e3, "--kv"}, "beam energy", "--kv");
+  const Sourced semi = std::isnan(a.semiangle_mrad)
+                           ? require(acq.convergence_semi_angle_mrad
+                                         ? std::optional<Sourced>(Sourced{*acq.convergence_semi_angle_mrad, "file: convergence_semi_angle"})
+                                         : std::nullopt,
+                                     "convergence semi-angle", "--semiangle-mrad")
+                           : require(Sourced{a.semiangle_mrad, "--semiangle-mrad"}, "convergence semi-angle", "--semiangle-mrad");
+  Sourced step = std::isnan(a.scan_step_A) ? require(from_file(acq, "/scan_step", "angstrom"), "scan step", "--scan-step-A")
+                                           : require(Sourced{a.scan_step_A, "--scan-step-A"}, "scan step", "--scan-step-A");
+  if (load.scan_bin[0] != load.scan_bin[1])
+    throw Error(ErrorKind::InvalidArgument, "stem ssb: the scan must be binned equally on both axes (one scan step)");
+  step.value *= static_cast<double>(load.scan_bin[0]);
+
+  // The bright-field disk of the frames as loaded: given, or detected from the mean pattern.
+  BrightFieldDisk disk;
+  const auto center = parse_pair(a.center, "--center");
+  if (center && a.radius > 0) {
+    disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]), disk.radius = a.radius;
+    report["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
+  } else {
+    ProductRequest pattern;
+    pattern.load = load;
+    pattern.frame_sums = false, pattern.pattern = true;
+    const ProductResult r = compute_products(acq, pattern, planner);
+    placements.insert(placements.end(), r.placements.begin(), r.placements.end());
+    disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
+    report["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "detected"}};
+  }
+  Sourced mrad_px;
+  if (!std::isnan(a.mrad_per_px)) {
+    mrad_px = require(Sourced{a.mrad_per_px, "--detector-mrad-per-px"}, "detector angle per pixel", "--detector-mrad-per-px");
+    mrad_px.value *= static_cast<double>(load.detector_bin[0]);
+  } else if (auto f = from_file(acq, "/detector_angle_per_pixel", "mrad")) {
+    mrad_px = require(f, "detector angle per pixel", "--detector-mrad-per-px");
+    mrad_px.value *= static_cast<double>(load.detector_bin[0]);
+  } else {
+    mrad_px = {semi.value / disk.radius, "convergence semi-angle / bright-field disk radius"};
+  }
+  if (load.detector_bin[0] != load.detector_bin[1])
+    throw Error(ErrorKind::InvalidArgument, "stem ssb: the detector must be binned equally on both axes");
+
+  SsbCalibration cal;
+  cal.energy_ev = energy.value, cal.semiangle_mrad = semi.value, cal.scan_step_A = step.value;
+  cal.detector_mrad_per_px = mrad_px.value;
+  cal.disk_row = disk.row, cal.disk_col = disk.col, cal.disk_radius_px = disk.radius;
+  const Aberrations ab{a.C10, a.C12, a.phi12};
+  StemLoader loader(acq, load);
+  SsbFrames frames = ssb_frames_from_loader(loader);
+  for (uint64_t i = 0; i < acq.pixel_mask.size() && load.mask_bad_pixels && load.detector_bin[0] == 1 &&
+                       !load.detector_region; ++i)
+    if (acq.pixel_mask[i]) frames.excluded_pixels.push_back(static_cast<uint32_t>(i));
+  const auto reconstruct = [&](double rotation) {
+    cal.scan_rotation_deg = rotation;
+    return ssb_reconstruct(frames, scan_rows, scan_cols, det_rows, det_cols, cal, ab, rt->threads, rt->memory_budget);
+  };
+
+  // Scan rotation: given; or from the DPC rotation (the angle that makes the CoM field curl-free is
+  // -rotation mod 180), its 180-degree ambiguity settled by the lower SSB loss.
+  SsbResult result;
+  Sourced rotation;
+  if (!std::isnan(a.rotation_deg)) {
+    rotation = {a.rotation_deg, "--scan-rotation-deg"};
+    result = reconstruct(rotation.value);
+  } else {
+    ProductRequest sums;
+    sums.load = load;
+    const ProductResult r = compute_products(acq, sums, planner);
+    placements.insert(placements.end(), r.placements.begin(), r.placements.end());
+    const DpcRotation dpc = find_dpc_rotation(center_of_mass(r));
+    const double base = std::fmod(360.0 - dpc.angle * 180 / M_PI, 180.0);
+    SsbResult first = reconstruct(base), second = reconstruct(base + 180);
+    report["rotation_search"] = {{"dpc_angle_deg", dpc.angle * 180 / M_PI}, {"dpc_transpose", dpc.transpose},
+                                 {"candidates_deg", {base, base + 180}}, {"losses", {first.loss, second.loss}}};
+    const bool take_second = second.loss < first.loss;
+    rotation = {take_second ? base + 180 : base, "DPC rotation, 180-degree flip by the lower SSB loss"};
+    result = take_second ? std::move(second) : std::move(first);
+  }
+
+  const std::vector<uint64_t> shape = {result.rows, result.cols};
+  if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);
+  else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
+  report["shape"] = shape;
+  report["aberrations"] = {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}};
+  report["aberrations_source"] = "given (preview; no fit)";
+  report["calibration"] = {{"energy", sourced_json(energy, "eV")},
+                           {"semiangle", sourced_json(semi, "mrad")},
+                           {"scan_step", sourced_json(step, "angstrom")},
+                           {"detector_angle_per_pixel", sourced_json(mrad_px, "mrad")},
+                           {"scan_rotation", sourced_json(rotation, "degree")},
+                           {"wavelength_A", electron_wavelength_A(energy.value)}};
+  report["loss"] = result.loss;
+  report["bright_field_pixels"] = result.bf_pixels;
+  report["memory_bytes"] = result.memory_bytes;
+  report["seconds"] = result.seconds;
+  report["provenance"] = loader.provenance();
+  report["placement"] = placements_json(placements);
+  std::ofstream(a.load.out + ".json", std::ios::trunc) << report.dump(2) << "\n";
+  if (a.load.json) {
+    std::cout << report.dump(2) << "\n";
+    return;
+  }
+  print_rows({{"product", "ssb phase"},
+              {"wrote", a.load.out + " " + nlohmann::json(shape).dump() + " and " + a.load.out + ".json"},
+              {"aberrations", "C10 " + fmt(ab.C10_A) + " A, C12 " + fmt(ab.C12_A) + " A, phi12 " + fmt(ab.phi12_deg) + " deg (given)"},
+              {"scan rotation", fmt(rotation.value) + " deg (" + rotation.source + ")"},
+              {"bright field", std::to_string(result.bf_pixels) + " pixels, disk radius " + fmt(disk.radius) + " px"},
+              {"loss", fmt(result.loss)},
+              {"time", fmt(result.seconds) + " s (reconstruction)"}},
+             0);
+  print_placements(placements);
+}
+
+}  // namespace
+
+void add_stem_ssb_command(CLI::App* stem) {
+  auto a = std::make_shared<SsbArgs>();
+  CLI::App* cmd = stem->add_subcommand("ssb", "single-sideband ptychography: the specimen's phase from the bright-field "
+                                              "disk, with given aberrations (preview)");
+  add_load_flags(cmd, a->load, true);
+  cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians) or .png; OUT.json beside it")->required();
+  a->display.add_to(cmd);
+  cmd->add_option("--C10", a->C10, "defocus C10 in angstrom (positive: as the simulator's defocus)");
+  cmd->add_option("--C12", a->C12, "two-fold astigmatism C12 in angstrom");
+  cmd->add_option("--phi12", a->phi12, "astigmatism azimuth in degrees, from +column towards +row");
+  cmd->add_flag("--fit", a->fit, "fit C10, C12, phi12 (not implemented yet: exit 4)");
+  cmd->add_option("--kv", a->kv, "accelerating voltage in kV (default: the file's beam energy)");
+  cmd->add_option("--semiangle-mrad", a->semiangle_mrad, "probe convergence semi-angle (default: the file's)");
+  cmd->add_option("--scan-step-A", a->scan_step_A, "scan step in angstrom (default: the file's */scan_step)");
+  cmd->add_option("--detector-mrad-per-px", a->mrad_per_px,
+                  "detector angle per pixel (default: the file's, else semi-angle / disk radius)");
+  cmd->add_option("--scan-rotation-deg", a->rotation_deg, "scan rotation (default: from the DPC rotation and the SSB loss)");
+  cmd->add_option("--center", a->center, "R,C: the bright-field disk centre (with --radius; default: detected)");
+  cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels");
+  cmd->callback([a] { run_ssb(*a); });
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,60 @@
+#include "cli/product_output.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include "lod/cells.h"
+#include "render/cell_image.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::cli {
+
+void ProductDisplayFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--colormap", colormap, "PNG: colour map (default gray, or RdBu_r for signed values)");
+  cmd->add_option("--transform", transform, "PNG: linear, log or signed-log");
+  cmd->add_option("--limits", limits, "PNG: LO,HI in product units (default: the values' finite range)");
+}
+
+bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
+
+void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
+                       const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
+                       nlohmann::json& report, std::vector<Placement>& placements) {
+  const uint64_t cols = shape.back(), rows = v.size() / cols;
+  CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
+  }, TileRange{0, rows, 0, cols}, 1, 1);
+  DisplayRequest d;
+  d.transform = parse_transform(flags.transform);
+  if (!flags.limits.empty()) {
+    const size_t comma = flags.limits.find(',');
+    char* end = nullptr;
+    const std::string lo = flags.limits.substr(0, comma), hi = comma == std::string::npos ? "" : flags.limits.substr(comma + 1);
+    d.lo = std::strtod(lo.c_str(), &end);
+    const bool lo_ok = !lo.empty() && *end == 0;
+    d.hi = std::strtod(hi.c_str(), &end);
+    if (!lo_ok || hi.empty() || *end != 0)
+      throw Error(ErrorKind::InvalidArgument, "--limits " + flags.limits + ": expected two numbers LO,HI");
+  }
+  const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
+  d.colormap = !flags.colormap.empty() ? std::string_view(flags.colormap) : signed_values ? "RdBu_r" : "gray";
+  const CellImage img = render_cells(g, CellStat::Mean, d, planner);
+  placements.push_back(img.placement);
+  write_png(path, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product},
+                                                                    {"tensormorph:shape", nlohmann::json(shape).dump()}}));
+  report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
+                       {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}};
+}
+
+void write_product_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape,
+                       const void* data, uint64_t bytes) {
+  const std::string preamble = npy_preamble(descr, shape);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
+  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) throw Error(ErrorKind::Io, path + ": write failed");
+}
+
+}  // namespace tmorph::cli

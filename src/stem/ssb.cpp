@@ -1,0 +1,335 @@
+// Single-sideband ptychography preview. Conventions and the derivation they follow from: ssb.h.
+#include "stem/ssb.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "core/large_buffer.h"
+#include "core/thread_pool.h"
+#include "stem/fftw_lock.h"
+#include "stem/simulate.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace {
+
+// numpy.fft.fftfreq(n)[i]: cycles per sample.
+double fftfreq(uint64_t i, uint64_t n) {
+  const int64_t k = i < (n + 1) / 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i) - static_cast<int64_t>(n);
+  return static_cast<double>(k) / static_cast<double>(n);
+}
+
+std::string mib(uint64_t bytes) {
+  std::ostringstream s;
+  s.precision(1);
+  s << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+bool positive(double x) { return std::isfinite(x) && x > 0; }
+
+// Complex64 elements per bright-field pixel in G: the half plane Rr × (Rc/2 + 1), rounded up to a multiple of
+// 8 (64 bytes) so that every pixel's slice has the alignment of the first (one FFTW plan serves all).
+uint64_t g_stride(uint64_t rows, uint64_t cols) { return (rows * (cols / 2 + 1) + 7) / 8 * 8; }
+
+// What the admission counts (ssb.h): G, one batch of frames, per thread a complex64 plane and float64
+// accumulators, the shared ν tables, per-pixel means and the outputs.
+uint64_t needed_bytes(uint64_t B, uint64_t rows, uint64_t cols, uint64_t batch_bytes, unsigned threads) {
+  const uint64_t N = rows * cols;
+  return B * g_stride(rows, cols) * 8 + batch_bytes + uint64_t{threads} * N * (8 + 32) + N * 16 + B * 8 + N * 16;
+}
+
+template <class T>
+void gather(const uint8_t* frames, uint64_t count, uint64_t frame_pixels, uint64_t first, uint64_t cols,
+            const std::vector<uint32_t>& pixels, float* g, uint64_t stride, uint64_t padded_cols, ThreadPool& pool) {
+  const auto* f = reinterpret_cast<const T*>(frames);
+  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned) {
+    for (uint64_t p = begin; p < end; ++p) {
+      const uint64_t pos = first + p, r = pos / cols, c = pos % cols;
+      const T* frame = f + p * frame_pixels;
+      float* dst = g + r * padded_cols + c;
+      for (size_t b = 0; b < pixels.size(); ++b) dst[b * stride * 2] = static_cast<float>(frame[pixels[b]]);
+    }
+  });
+}
+
+}  // namespace
+
+SsbFrames ssb_frames_from_loader(StemLoader& loader) {
+  SsbFrames f;
+  f.dtype = loader.plan().output_dtype;
+  f.fill = [&loader](uint64_t first, uint64_t count, uint8_t* out) { loader.fill(first, count, out); };
+  return f;
+}
+
+SsbFrames ssb_frames_from_array(const StemArray& array) {
+  SsbFrames f;
+  f.dtype = array.dtype;
+  const uint64_t frame_bytes = array.shape[2] * array.shape[3] * dtype_size(array.dtype);
+  const uint8_t* data = array.data.get();
+  f.fill = [data, frame_bytes](uint64_t first, uint64_t count, uint8_t* out) {
+    std::memcpy(out, data + first * frame_bytes, count * frame_bytes);
+  };
+  f.batch_bytes = uint64_t{16} << 20;  // a copy of resident frames: keep it small
+  return f;
+}
+
+double ssb_chi(double k_row, double k_col, double wavelength_A, const Aberrations& ab) {
+  const double a2 = wavelength_A * wavelength_A * (k_row * k_row + k_col * k_col);  // α²
+  double c = ab.C10_A;
+  if (ab.C12_A != 0 && a2 > 0) {
+    const double phi = std::atan2(k_row, k_col);  // from +column towards +row
+    c += ab.C12_A * std::cos(2 * (phi - ab.phi12_deg * M_PI / 180));
+  }
+  return M_PI / wavelength_A * a2 * c;
+}
+
+std::vector<uint32_t> ssb_bright_field_pixels(uint64_t det_rows, uint64_t det_cols, const SsbCalibration& cal,
+                                              const std::vector<uint32_t>& excluded) {
+  std::vector<uint32_t> sorted_excluded = excluded;
+  std::sort(sorted_excluded.begin(), sorted_excluded.end());
+  std::vector<uint32_t> out;
+  const auto cr = static_cast<float>(cal.disk_row), cc = static_cast<float>(cal.disk_col);
+  const auto radius = static_cast<float>(cal.disk_radius_px);
+  for (uint64_t k = 0; k < det_rows; ++k)
+    for (uint64_t l = 0; l < det_cols; ++l) {
+      const float dr = static_cast<float>(k) - cr, dc = static_cast<float>(l) - cc;  // as annulus_pixels
+      const auto i = static_cast<uint32_t>(k * det_cols + l);
+      if (sqrtf(dr * dr + dc * dc) <= radius && !std::binary_search(sorted_excluded.begin(), sorted_excluded.end(), i))
+        out.push_back(i);
+    }
+  return out;
+}
+
+SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
+                          uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
+                          uint64_t memory_budget_bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto invalid = [](const std::string& m) { throw Error(ErrorKind::InvalidArgument, "SSB: " + m); };
+  if (scan_rows < 2 || scan_cols < 2)
+    invalid("the scan must be at least 2 x 2 positions, have " + std::to_string(scan_rows) + " x " + std::to_string(scan_cols));
+  if (det_rows == 0 || det_cols == 0 || det_rows * det_cols > (uint64_t{1} << 32)) invalid("bad detector shape");
+  if (!positive(cal.energy_ev)) invalid("the energy must be positive (eV), have " + std::to_string(cal.energy_ev));
+  if (!positive(cal.semiangle_mrad))
+    invalid("the convergence semi-angle must be positive (mrad), have " + std::to_string(cal.semiangle_mrad));
+  if (!positive(cal.scan_step_A)) invalid("the scan step must be positive (angstrom), have " + std::to_string(cal.scan_step_A));
+  if (!positive(cal.detector_mrad_per_px))
+    invalid("the detector pixel size must be positive (mrad per pixel), have " + std::to_string(cal.detector_mrad_per_px));
+  if (!std::isfinite(cal.scan_rotation_deg)) invalid("the scan rotation must be finite");
+  if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg)) invalid("aberrations must be finite");
+  if (!std::isfinite(cal.disk_row) || !std::isfinite(cal.disk_col) || cal.disk_row < 0 || cal.disk_col < 0 ||
+      cal.disk_row > static_cast<double>(det_rows - 1) || cal.disk_col > static_cast<double>(det_cols - 1))
+    invalid("the bright-field disk centre (" + std::to_string(cal.disk_row) + ", " + std::to_string(cal.disk_col) +
+            ") is outside the " + std::to_string(det_rows) + " x " + std::to_string(det_cols) + " detector");
+  if (!positive(cal.disk_radius_px)) invalid("the bright-field disk radius must be positive, have " + std::to_string(cal.disk_radius_px));
+  const DType dt = frames.dtype;
+  if (dt != DType::U8 && dt != DType::U16 && dt != DType::U32 && dt != DType::U64 && dt != DType::F32 && dt != DType::F64)
+    invalid("frames must be uint8, uint16, uint32, uint64, float32 or float64");
+  if (!frames.fill) invalid("no frame source");
+  threads = std::max(1u, threads);
+
+  const std::vector<uint32_t> pixels = ssb_bright_field_pixels(det_rows, det_cols, cal, frames.excluded_pixels);
+  if (pixels.empty())
+    invalid("no bright-field pixel inside radius " + std::to_string(cal.disk_radius_px) + " of (" + std::to_string(cal.disk_row) +
+            ", " + std::to_string(cal.disk_col) + ")");
+  const uint64_t B = pixels.size(), R = scan_rows, C = scan_cols, N = R * C;
+  const uint64_t frame_bytes = det_rows * det_cols * dtype_size(dt);
+  const uint64_t batch = std::min(N, std::max<uint64_t>(1, frames.batch_bytes / frame_bytes));
+
+  // Memory admission, before anything is allocated.
+  const uint64_t need = needed_bytes(B, R, C, batch * frame_bytes, threads);
+  if (memory_budget_bytes && need > memory_budget_bytes) {
+    std::ostringstream m;
+    m << "SSB: needs " << mib(need) << " (G: " << B << " bright-field pixels x " << R << " x " << (C / 2 + 1)
+      << " complex64 = " << mib(B * g_stride(R, C) * 8) << ") but the memory budget is " << mib(memory_budget_bytes)
+      << ". Fallbacks:";
+    uint64_t rows_fit = 0;
+    for (uint64_t r = R; r >= 2; --r)
+      if (needed_bytes(B, r, C, std::min(r * C, batch) * frame_bytes, threads) <= memory_budget_bytes) {
+        rows_fit = r;
+        break;
+      }
+    if (rows_fit) m << " crop the scan to " << rows_fit << " of " << R << " rows (--scan-region);";
+    for (uint64_t bin = 2; bin <= 64; bin *= 2) {
+      const uint64_t Bb = (B + bin * bin - 1) / (bin * bin);
+      const uint64_t nb = needed_bytes(Bb, R, C, std::min(N, batch * bin * bin) * frame_bytes / (bin * bin), threads);
+      if (nb <= memory_budget_bytes) {
+        m << " bin the detector by " << bin << " (about " << Bb << " bright-field pixels, " << mib(nb) << ");";
+        break;
+      }
+    }
+    const uint64_t fixed = needed_bytes(0, R, C, batch * frame_bytes, threads);
+    if (fixed < memory_budget_bytes && (memory_budget_bytes - fixed) / (g_stride(R, C) * 8) >= 1)
+      m << " use at most " << (memory_budget_bytes - fixed) / (g_stride(R, C) * 8) << " bright-field pixels (a smaller disk radius);";
+    m << " or raise the budget.";
+    throw Error(ErrorKind::PrecisionRefused, m.str());
+  }
+
+  const double lambda = electron_wavelength_A(cal.energy_ev);
+  const double dk = cal.detector_mrad_per_px * 1e-3 / lambda;  // 1/Å per detector pixel
+  const double kmax2 = std::pow(cal.semiangle_mrad * 1e-3 / lambda, 2);
+  const uint64_t stride = g_stride(R, C), half_cols = C / 2 + 1, padded_cols = 2 * half_cols;
+  ThreadPool& pool = ThreadPool::shared(threads);
+
+  // G's storage: per BF pixel first the real intensities, rows padded to 2·(Rc/2 + 1) floats, then in place
+  // the half-plane spectrum.
+  LargeBuffer g_buf(B * stride * sizeof(fftwf_complex));
+  auto* g = reinterpret_cast<fftwf_complex*>(g_buf.get());
+  const auto slice = [&](uint64_t b) { return g + b * stride; };
+
+  fftwf_plan r2c, c2c;
+  fftwf_complex* plan_plane = fftwf_alloc_complex(N);
+  {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    // FFTW_ESTIMATE does not touch the arrays while planning.
+    r2c = fftwf_plan_dft_r2c_2d(static_cast<int>(R), static_cast<int>(C), reinterpret_cast<float*>(slice(0)), slice(0), FFTW_ESTIMATE);
+    c2c = fftwf_plan_dft_2d(static_cast<int>(R), static_cast<int>(C), plan_plane, plan_plane, FFTW_BACKWARD, FFTW_ESTIMATE);
+  }
+  struct Cleanup {
+    fftwf_plan a, b;
+    fftwf_complex* p;
+    ~Cleanup() {
+      std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+      fftwf_destroy_plan(a);
+      fftwf_destroy_plan(b);
+      fftwf_free(p);
+    }
+  } cleanup{r2c, c2c, plan_plane};
+
+  // Pass 1: stream the frames, keeping the BF pixels' intensities (float32).
+  {
+    LargeBuffer batch_buf(batch * frame_bytes);
+    for (uint64_t first = 0; first < N; first += batch) {
+      const uint64_t n = std::min(batch, N - first);
+      frames.fill(first, n, batch_buf.get());
+      auto* gr = reinterpret_cast<float*>(g);
+      const uint64_t fp = det_rows * det_cols;
+      switch (dt) {
+        case DType::U8: gather<uint8_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        case DType::U16: gather<uint16_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        case DType::U32: gather<uint32_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        case DType::U64: gather<uint64_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        case DType::F32: gather<float>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        default: gather<double>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+      }
+    }
+  }
+
+  // Detector-frame ν per scan DFT bin: ν = R(θ)·ν_s (ssb.h).
+  std::vector<double> nu_r(N), nu_c(N);
+  {
+    const double th = cal.scan_rotation_deg * M_PI / 180, ct = std::cos(th), st = std::sin(th);
+    for (uint64_t i = 0; i < R; ++i)
+      for (uint64_t j = 0; j < C; ++j) {
+        const double sr = fftfreq(i, R) / cal.scan_step_A, sc = fftfreq(j, C) / cal.scan_step_A;
+        nu_r[i * C + j] = ct * sr - st * sc;
+        nu_c[i * C + j] = st * sr + ct * sc;
+      }
+  }
+  const auto probe = [&](double kr, double kc) -> std::complex<double> {
+    if (kr * kr + kc * kc > kmax2) return {0, 0};
+    const double chi = ssb_chi(kr, kc, lambda, ab);
+    return {std::cos(chi), -std::sin(chi)};
+  };
+
+  // Pass 2, per BF pixel: mean, r2c, full plane, correction, DC, inverse FFT, accumulate O_b and arg O_b.
+  std::vector<double> mean(B);
+  struct Acc {
+    std::vector<std::complex<double>> o;
+    std::vector<double> a, a2;
+    fftwf_complex* plane = nullptr;
+  };
+  const unsigned parts = static_cast<unsigned>(std::min<uint64_t>(pool.size(), B));
+  std::vector<Acc> acc(parts);
+  struct PlaneFree {
+    std::vector<Acc>* acc;
+    ~PlaneFree() {
+      for (auto& a : *acc) fftwf_free(a.plane);
+    }
+  } plane_free{&acc};
+  for (auto& a : acc) {
+    a.o.assign(N, {0, 0});
+    a.a.assign(N, 0);
+    a.a2.assign(N, 0);
+    a.plane = fftwf_alloc_complex(N);
+  }
+  pool.parallel_for(B, [&](uint64_t begin, uint64_t end, unsigned part) {
+    Acc& A = acc.at(part);
+    for (uint64_t b = begin; b < end; ++b) {
+      auto* real = reinterpret_cast<float*>(slice(b));
+      double s = 0;
+      for (uint64_t r = 0; r < R; ++r)
+        for (uint64_t c = 0; c < C; ++c) s += real[r * padded_cols + c];
+      mean[b] = s / static_cast<double>(N);
+      for (uint64_t r = 0; r < R; ++r)
+        for (uint64_t c = 0; c < C; ++c) real[r * padded_cols + c] = static_cast<float>(real[r * padded_cols + c] - mean[b]);
+      fftwf_execute_dft_r2c(r2c, real, slice(b));
+      const fftwf_complex* gh = slice(b);
+
+      const uint32_t pix = pixels[b];
+      const double kr = (static_cast<double>(pix / det_cols) - cal.disk_row) * dk;
+      const double kc = (static_cast<double>(pix % det_cols) - cal.disk_col) * dk;
+      const std::complex<double> p0 = probe(kr, kc);
+      for (uint64_t i = 0; i < R; ++i)
+        for (uint64_t j = 0; j < C; ++j) {
+          std::complex<double> gv;
+          if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
+          else {  // G(−ν) = conj G(ν)
+            const uint64_t ii = (R - i) % R, jj = C - j;
+            gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
+          }
+          const uint64_t q = i * C + j;
+          const std::complex<double> pm = probe(kr - nu_r[q], kc - nu_c[q]), pp = probe(kr + nu_r[q], kc + nu_c[q]);
+          const std::complex<double> gamma = pm * std::conj(p0) - std::conj(pp) * p0;
+          const std::complex<double> cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
+          A.plane[q][0] = static_cast<float>(cv.real());
+          A.plane[q][1] = static_cast<float>(cv.imag());
+        }
+      A.plane[0][0] = static_cast<float>(static_cast<double>(N) * mean[b]);  // the DC term: N·Ī_b (Γ := 1)
+      A.plane[0][1] = 0;
+      fftwf_execute_dft(c2c, A.plane, A.plane);
+      const double inv_n = 1.0 / static_cast<double>(N);
+      for (uint64_t q = 0; q < N; ++q) {
+        const std::complex<double> o(A.plane[q][0] * inv_n, A.plane[q][1] * inv_n);
+        const double a = std::arg(o);
+        A.o[q] += o;
+        A.a[q] += a;
+        A.a2[q] += a * a;
+      }
+    }
+  });
+
+  SsbResult out;
+  out.rows = R, out.cols = C, out.bf_pixels = B, out.memory_bytes = need;
+  out.phase.resize(N);
+  out.amplitude.resize(N);
+  double mean_intensity = 0;
+  for (double m : mean) mean_intensity += m;
+  mean_intensity /= static_cast<double>(B);
+  double loss = 0;
+  const double inv_b = 1.0 / static_cast<double>(B);
+  for (uint64_t q = 0; q < N; ++q) {
+    std::complex<double> o(0, 0);
+    double a = 0, a2 = 0;
+    for (const Acc& A : acc) o += A.o[q], a += A.a[q], a2 += A.a2[q];
+    o *= inv_b;
+    out.phase[q] = std::arg(o);
+    out.amplitude[q] = mean_intensity > 0 ? std::abs(o) / mean_intensity : 0.0;
+    const double m = a * inv_b;
+    loss += std::max(0.0, a2 * inv_b - m * m);
+  }
+  out.loss = loss / static_cast<double>(N);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,106 @@
+"""stem ssb (single-sideband ptychography preview) through the CLI on simulated acquisitions whose phase
+is known: the reconstruction correlates with the true phase, the scan rotation is found, wrong
+conventions (the sign of the defocus) lose the correlation, calibration sources are reported, and bad
+requests are clear errors."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cli_harness import run  # noqa: E402
+
+SCAN, K, STEP = 48, 64, 2  # the simulator's scan step is 2 real-space pixels
+
+
+def pearson(a, b):
+    a, b = a.ravel() - a.mean(), b.ravel() - b.mean()
+    return float((a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()))
+
+
+class StemSsb(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tm-stem-ssb-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def demo(self, name, *args):
+        out = os.path.join(self.dir, name)
+        r = run(["stem", "demo", "--out", out, "--scan", f"{SCAN},{SCAN}", "--detector", str(K), "--json", *args])
+        self.assertEqual(r.code, 0, r.err)
+        return r.json()["master"]
+
+    def ssb(self, master, *args, expect=0):
+        out = os.path.join(self.dir, "phase.npy")
+        r = run(["stem", "ssb", master, "-o", out, "--json", *args])
+        self.assertEqual(r.code, expect, r.err)
+        return (np.load(out), r.json()) if expect == 0 else r
+
+    def truth(self, master):
+        """The true phase at each scan position: the object under the probe centre (window origin + K/2)."""
+        with h5py.File(master, "r") as f:
+            phase = f["entry/sample/simulation/object_phase"][()]
+        idx = np.arange(SCAN) * STEP + K // 2
+        return phase[np.ix_(idx, idx)]
+
+    def test_phase_correlates_with_the_truth_and_the_defocus_sign_matters(self):
+        master = self.demo("plain")  # defocus 5 nm = C10 50 A
+        truth = self.truth(master)
+        phase, rep = self.ssb(master, "--C10", "50")
+        self.assertEqual(phase.shape, (SCAN, SCAN))
+        self.assertGreaterEqual(pearson(phase, truth), 0.95)
+        self.assertEqual(rep["aberrations"], {"C10": 50.0, "C12": 0.0, "phi12": 0.0})
+        cal = rep["calibration"]
+        self.assertEqual(cal["energy"]["value"], 300e3)
+        self.assertTrue(cal["energy"]["source"].startswith("file"))
+        self.assertTrue(cal["scan_step"]["source"].startswith("file: entry/sample/simulation/scan_step"))
+        self.assertLess(abs(cal["scan_rotation"]["value"] % 180.0), 2.0)
+        flipped, _ = self.ssb(master, "--C10", "-50", "--scan-rotation-deg", "0")
+        self.assertLess(pearson(flipped, truth), 0.0)
+        # Overrides are reported as such.
+        _, rep = self.ssb(master, "--C10", "50", "--kv", "300", "--scan-step-A", str(cal["scan_step"]["value"]),
+                          "--scan-rotation-deg", "0")
+        self.assertEqual(rep["calibration"]["energy"]["source"], "--kv")
+        self.assertEqual(rep["calibration"]["scan_rotation"]["source"], "--scan-rotation-deg")
+
+    def test_scan_rotation_is_found(self):
+        master = self.demo("turned", "--scan-rotation-deg", "30")
+        _, rep = self.ssb(master, "--C10", "50")
+        found = rep["calibration"]["scan_rotation"]["value"]
+        self.assertLess(abs((found - 30.0 + 90.0) % 180.0 - 90.0), 2.0, rep["rotation_search"])
+        self.assertLess(abs((found - 30.0 + 180.0) % 360.0 - 180.0), 2.0, rep["rotation_search"])  # the flip too
+        _, wrong = self.ssb(master, "--C10", "50", "--scan-rotation-deg", str(found + 180))
+        self.assertLess(rep["loss"], wrong["loss"])
+
+    def test_png_output(self):
+        master = self.demo("png")
+        out = os.path.join(self.dir, "phase.png")
+        r = run(["stem", "ssb", master, "--C10", "50", "-o", out, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIn("display", r.json())
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_bad_requests(self):
+        master = self.demo("bad")
+        r = self.ssb(master, "--fit", expect=4)
+        self.assertIn("not implemented yet", r.err)
+        r = self.ssb(master, "--scan-step-A", "-1", expect=2)
+        self.assertIn("scan step", r.err)
+        r = self.ssb(master, "--center", "500,500", "--radius", "8", expect=2)
+        self.assertIn("disk", r.err)
+        r = self.ssb(master, "--memory-budget", "1M", expect=5)
+        self.assertIn("bin the detector", r.err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
