@@ -264,6 +264,31 @@ class RenderTest(unittest.TestCase):
                 images[backend] = np.asarray(img.convert("RGBA"))
         self.assertTrue((images["cpu"] == images["vulkan"]).all())
 
+    def test_damaged_pyramid_in_the_index_is_bad_input(self):
+        import sqlite3
+        db = os.path.join(self.tmp, "damaged.sqlite")
+        r = run(["index", self.ckpt, "--index", db])
+        self.assertEqual(r.code, 0, r.err)
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM pyramid_tiles WHERE level = 0 AND ty = 1 AND tx = 2 AND tensor_id = "
+                    "(SELECT id FROM tensors WHERE name = 'w')")
+        con.commit()
+        con.close()
+        r = run(["render", self.ckpt, "w", "--index", db, "--level", "0", "-o", os.path.join(self.tmp, "d.png")])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("tiles are missing", r.err)
+        self.assertIn(db, r.err)
+        r = run(["tile", self.ckpt, "w", "--index", db, "--level", "0", "--tile", "2,1"])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("tile missing", r.err)
+        con = sqlite3.connect(db)
+        con.execute("UPDATE pyramid_tiles SET record = x'0102' WHERE level = 1 AND ty = 0 AND tx = 0")
+        con.commit()
+        con.close()
+        r = run(["tile", self.ckpt, "w", "--index", db, "--level", "1", "--tile", "0,0"])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("pyramid tile record of 2 bytes", r.err)
+
     def test_unwritable_output_is_an_io_error(self):
         r = self.tm("render", self.ckpt, "w", "-o", "/nonexistent-dir/x.png")
         self.assertEqual(r.code, 6, r.err)
