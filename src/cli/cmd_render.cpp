@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/index_access.h"
 #include "cli/output.h"
+#include "cli/product_output.h"
 #include "render/cell_source.h"
 #include "render/overview.h"
 #include "cli/runtime.h"
@@ -30,27 +31,18 @@ struct RenderArgs {
   ComputeFlags compute;
 };
 
-// "A,B" -> two numbers; `what` names the flag in errors.
-template <typename T>
-std::pair<T, T> parse_two(const std::string& text, const char* what) {
+// "X,Y" -> two non-negative integers; `what` names the flag in errors.
+std::pair<uint64_t, uint64_t> parse_two(const std::string& text, const char* what) {
   const size_t comma = text.find(',');
   try {
     size_t used = 0;
     if (comma == std::string::npos) throw std::invalid_argument("");
     const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
-    T x, y;
-    if constexpr (std::is_same_v<T, double>) {
-      x = std::stod(a, &used);
-      if (used != a.size()) throw std::invalid_argument("");
-      y = std::stod(b, &used);
-      if (used != b.size()) throw std::invalid_argument("");
-    } else {
-      if (a.empty() || b.empty() || a[0] == '-' || b[0] == '-') throw std::invalid_argument("");
-      x = std::stoull(a, &used);
-      if (used != a.size()) throw std::invalid_argument("");
-      y = std::stoull(b, &used);
-      if (used != b.size()) throw std::invalid_argument("");
-    }
+    if (a.empty() || b.empty() || a[0] == '-' || b[0] == '-') throw std::invalid_argument("");
+    const uint64_t x = std::stoull(a, &used);
+    if (used != a.size()) throw std::invalid_argument("");
+    const uint64_t y = std::stoull(b, &used);
+    if (used != b.size()) throw std::invalid_argument("");
     return {x, y};
   } catch (const std::logic_error&) {
     throw Error(ErrorKind::InvalidArgument, std::string(what) + " " + text + ": expected two numbers A,B");
@@ -61,7 +53,7 @@ DisplayRequest display_request(const RenderArgs& a) {
   DisplayRequest display;
   display.transform = parse_transform(a.transform);
   display.log_floor = a.log_floor;
-  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_two<double>(a.limits, "--limits");
+  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_limits(a.limits);
   display.colormap = a.colormap;  // empty: chosen from the values drawn
   return display;
 }
@@ -109,7 +101,7 @@ void run_render(const RenderArgs& a) {
   SourceRequest req;
   req.level = a.level;
   req.slice = a.slice;
-  if (!a.tile.empty()) req.tile = parse_two<uint64_t>(a.tile, "--tile");
+  if (!a.tile.empty()) req.tile = parse_two(a.tile, "--tile");
   req.view = a.view;
   const CellStat stat = parse_cell_stat(a.stat);
   const Planner planner = rt->planner();
@@ -162,7 +154,7 @@ void run_tile(const TileArgs& a) {
   auto index = open_index(a.path, a.index_path);
   const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
   fill_index(*index, *rt, {i}, a.json);
-  const auto [tx, ty] = parse_two<uint64_t>(a.tile, "--tile");
+  const auto [tx, ty] = parse_two(a.tile, "--tile");
   const CheckpointTensor& t = index->checkpoint().tensors[i];
   const auto info = stored_pyramid(*index, i);
   check_tile(info.layout, a.level, a.slice, tx, ty);

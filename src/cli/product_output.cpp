@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
 
 #include "lod/cells.h"
 #include "render/cell_image.h"
@@ -18,6 +19,18 @@ void ProductDisplayFlags::add_to(CLI::App* cmd) {
 
 bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
 
+std::pair<double, double> parse_limits(const std::string& text) {
+  const size_t comma = text.find(',');
+  char* end = nullptr;
+  const std::string lo = text.substr(0, comma), hi = comma == std::string::npos ? "" : text.substr(comma + 1);
+  const double a = std::strtod(lo.c_str(), &end);
+  const bool lo_ok = !lo.empty() && *end == 0;
+  const double b = std::strtod(hi.c_str(), &end);
+  if (!lo_ok || hi.empty() || *end != 0)
+    throw Error(ErrorKind::InvalidArgument, "--limits " + text + ": expected two numbers LO,HI");
+  return {a, b};
+}
+
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements) {
@@ -27,16 +40,7 @@ void write_product_png(const std::string& path, const std::string& product, cons
   }, TileRange{0, rows, 0, cols}, 1, 1);
   DisplayRequest d;
   d.transform = parse_transform(flags.transform);
-  if (!flags.limits.empty()) {
-    const size_t comma = flags.limits.find(',');
-    char* end = nullptr;
-    const std::string lo = flags.limits.substr(0, comma), hi = comma == std::string::npos ? "" : flags.limits.substr(comma + 1);
-    d.lo = std::strtod(lo.c_str(), &end);
-    const bool lo_ok = !lo.empty() && *end == 0;
-    d.hi = std::strtod(hi.c_str(), &end);
-    if (!lo_ok || hi.empty() || *end != 0)
-      throw Error(ErrorKind::InvalidArgument, "--limits " + flags.limits + ": expected two numbers LO,HI");
-  }
+  if (!flags.limits.empty()) std::tie(d.lo, d.hi) = parse_limits(flags.limits);
   const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
   d.colormap = !flags.colormap.empty() ? std::string_view(flags.colormap) : signed_values ? "RdBu_r" : "gray";
   const CellImage img = render_cells(g, CellStat::Mean, d, planner);
