@@ -159,7 +159,8 @@ void add_stem_command(CLI::App& app) {
     std::string out = "build/stem-demo", prefix = "demo", size = "small", scan, dtype = "uint16", layout = "external",
                 encoder = "tensormorph";
     uint64_t detector = 0, files = 4, seed = 1, threads = 0;
-    double dose = 20000, defocus_nm = 5, semiangle_mrad = 20, energy_kev = 300, scan_rotation_deg = 0;
+    double dose = 20000, defocus_nm = 5, astigmatism_nm = 0, astigmatism_deg = 0, semiangle_mrad = 20, energy_kev = 300,
+           scan_rotation_deg = 0;
     bool json = false;
   };
   auto demo = std::make_shared<DemoArgs>();
@@ -175,6 +176,8 @@ void add_stem_command(CLI::App& app) {
   d->add_option("--encoder", demo->encoder, "tensormorph (default), hdf5-filter (the installed bitshuffle plugin) or none");
   d->add_option("--dose", demo->dose, "electrons per frame (default 20000)");
   d->add_option("--defocus-nm", demo->defocus_nm, "probe defocus C10 in nm (default 5)");
+  d->add_option("--C12-nm", demo->astigmatism_nm, "probe two-fold astigmatism C12 in nm (default 0)");
+  d->add_option("--phi12-deg", demo->astigmatism_deg, "its azimuth in degrees, from +column towards +row (default 0)");
   d->add_option("--semiangle-mrad", demo->semiangle_mrad, "probe convergence semi-angle (default 20)");
   d->add_option("--energy-kev", demo->energy_kev, "beam energy (default 300)");
   d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
@@ -202,6 +205,8 @@ void add_stem_command(CLI::App& app) {
     p.dose = demo->dose;
     p.scan_rotation_deg = demo->scan_rotation_deg;
     p.defocus_nm = demo->defocus_nm;
+    p.astigmatism_nm = demo->astigmatism_nm;
+    p.astigmatism_deg = demo->astigmatism_deg;
     p.semiangle_mrad = demo->semiangle_mrad;
     p.energy_ev = demo->energy_kev * 1e3;
     p.seed = demo->seed;

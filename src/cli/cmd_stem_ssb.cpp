@@ -1,5 +1,7 @@
-// tensormorph stem ssb PATH -o phase.npy|phase.png: single-sideband ptychography preview with given
-// aberrations (src/stem/ssb.h), the calibration read from the file or given, each value's source reported.
+// tensormorph stem ssb PATH -o phase.npy|phase.png: single-sideband ptychography (src/stem/ssb.h) with given
+// aberrations (preview) or fitted ones (--fit: src/stem/ssb_fit.h), the calibration read from the file or
+// given, each value's source reported.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "stem/products.h"
 #include "stem/simulate.h"
 #include "stem/ssb.h"
+#include "stem/ssb_fit.h"
 #include "stem/virtual_detector.h"
 #include "tensormorph/error.h"
 
@@ -31,7 +34,26 @@ struct SsbArgs {
   double radius = NAN, kv = NAN, semiangle_mrad = NAN, scan_step_A = NAN, mrad_per_px = NAN, rotation_deg = NAN;
   double C10 = 0, C12 = 0, phi12 = 0;
   bool fit = false;
+  unsigned trials = 200;
+  uint64_t seed = 0;
+  std::string c10_range, c12_range, phi12_range;
 };
+
+// The fit's search box and budget from the flags (ssb_fit.h's defaults where not given).
+SsbFitOptions fit_options(const SsbArgs& a) {
+  SsbFitOptions o;
+  if (!a.c10_range.empty()) std::tie(o.c10_low_nm, o.c10_high_nm) = parse_limits(a.c10_range, "--c10-range-nm");
+  if (!a.c12_range.empty()) std::tie(o.c12_low_nm, o.c12_high_nm) = parse_limits(a.c12_range, "--c12-range-nm");
+  if (!a.phi12_range.empty()) std::tie(o.phi12_low_deg, o.phi12_high_deg) = parse_limits(a.phi12_range, "--phi12-range-deg");
+  if (!(o.c10_low_nm < o.c10_high_nm) || !(o.c12_low_nm < o.c12_high_nm) || o.c12_low_nm < 0 || !(o.phi12_low_deg < o.phi12_high_deg))
+    throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: each search range needs LO < HI (and C12 >= 0)");
+  if (a.trials == 0) throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: --trials must be at least 1");
+  o.tpe.trials = a.trials;
+  o.tpe.seed = a.seed;
+  return o;
+}
+
+nlohmann::json aberrations_json(const Aberrations& ab) { return {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}}; }
 
 // A calibration value with where it came from.
 struct Sourced {
@@ -66,9 +88,8 @@ Sourced require(const std::optional<Sourced>& s, const std::string& what, const 
 nlohmann::json sourced_json(const Sourced& s, const char* unit) { return {{"value", s.value}, {"unit", unit}, {"source", s.source}}; }
 
 void run_ssb(const SsbArgs& a) {
-  if (a.fit)
-    throw Error(ErrorKind::Unavailable, "stem ssb --fit: fitting the aberrations (TPE search + Nelder-Mead) is not "
-                                        "implemented yet; give --C10/--C12/--phi12 for a preview");
+  const auto t_start = std::chrono::steady_clock::now();
+  const std::optional<SsbFitOptions> fit_opts = a.fit ? std::optional<SsbFitOptions>(fit_options(a)) : std::nullopt;
   const auto rt = make_runtime(&a.load.compute);
   const Planner planner = rt->planner();
   const Acquisition acq = open_acquisition(a.load.path);
@@ -127,24 +148,42 @@ void run_ssb(const SsbArgs& a) {
   cal.energy_ev = energy.value, cal.semiangle_mrad = semi.value, cal.scan_step_A = step.value;
   cal.detector_mrad_per_px = mrad_px.value;
   cal.disk_row = disk.row, cal.disk_col = disk.col, cal.disk_radius_px = disk.radius;
-  const Aberrations ab{a.C10, a.C12, a.phi12};
+  const Aberrations given{a.C10, a.C12, a.phi12};
   StemLoader loader(acq, load);
   SsbFrames frames = ssb_frames_from_loader(loader);
   for (uint64_t i = 0; i < acq.pixel_mask.size() && load.mask_bad_pixels && load.detector_bin[0] == 1 &&
                        !load.detector_region; ++i)
     if (acq.pixel_mask[i]) frames.excluded_pixels.push_back(static_cast<uint32_t>(i));
-  const auto reconstruct = [&](double rotation) {
-    cal.scan_rotation_deg = rotation;
-    return ssb_reconstruct(frames, scan_rows, scan_cols, det_rows, det_cols, cal, ab, rt->threads, rt->memory_budget);
+  // G once (the frames are read a single time); every rotation candidate and fit trial reuses it.
+  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, rt->threads, rt->memory_budget);
+  double fit_seconds = 0, reconstruct_seconds = 0;
+  struct Solution {
+    Aberrations ab;
+    std::optional<SsbFit> fit;
+    double loss = 0;
+  };
+  // For one scan rotation: the given aberrations, or the fit's.
+  const auto solve = [&](double rotation) {
+    Solution s{given, std::nullopt, 0};
+    if (fit_opts) {
+      s.fit = ssb_fit_aberrations(problem, rotation, *fit_opts);
+      fit_seconds += s.fit->seconds;
+      s.ab = s.fit->fitted, s.loss = s.fit->loss;
+    } else {
+      const SsbResult r = problem.evaluate(given, rotation, false);
+      reconstruct_seconds += r.seconds;
+      s.loss = r.loss;
+    }
+    return s;
   };
 
   // Scan rotation: given; or from the DPC rotation (the angle that makes the CoM field curl-free is
-  // -rotation mod 180), its 180-degree ambiguity settled by the lower SSB loss.
-  SsbResult result;
+  // -rotation mod 180), its 180-degree ambiguity settled by the lower SSB loss (after fitting each, with --fit).
+  Solution chosen;
   Sourced rotation;
   if (!std::isnan(a.rotation_deg)) {
     rotation = {a.rotation_deg, "--scan-rotation-deg"};
-    result = reconstruct(rotation.value);
+    chosen = solve(rotation.value);
   } else {
     ProductRequest sums;
     sums.load = load;
@@ -152,20 +191,38 @@ void run_ssb(const SsbArgs& a) {
     placements.insert(placements.end(), r.placements.begin(), r.placements.end());
     const DpcRotation dpc = find_dpc_rotation(center_of_mass(r));
     const double base = std::fmod(360.0 - dpc.angle * 180 / M_PI, 180.0);
-    SsbResult first = reconstruct(base), second = reconstruct(base + 180);
+    Solution first = solve(base), second = solve(base + 180);
     report["rotation_search"] = {{"dpc_angle_deg", dpc.angle * 180 / M_PI}, {"dpc_transpose", dpc.transpose},
                                  {"candidates_deg", {base, base + 180}}, {"losses", {first.loss, second.loss}}};
     const bool take_second = second.loss < first.loss;
     rotation = {take_second ? base + 180 : base, "DPC rotation, 180-degree flip by the lower SSB loss"};
-    result = take_second ? std::move(second) : std::move(first);
+    chosen = take_second ? std::move(second) : std::move(first);
   }
+  const SsbResult result = problem.evaluate(chosen.ab, rotation.value);
+  reconstruct_seconds += result.seconds;
+  const Aberrations& ab = chosen.ab;
 
   const std::vector<uint64_t> shape = {result.rows, result.cols};
   if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);
   else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
   report["shape"] = shape;
-  report["aberrations"] = {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}};
-  report["aberrations_source"] = "given (preview; no fit)";
+  report["aberrations"] = aberrations_json(ab);
+  report["aberrations_unit"] = {{"C10", "angstrom"}, {"C12", "angstrom"}, {"phi12", "degree"}};
+  report["aberrations_source"] = chosen.fit ? "fitted (TPE search, then Nelder-Mead)" : "given (preview; no fit)";
+  if (chosen.fit) {
+    const SsbFit& f = *chosen.fit;
+    report["fit"] = {{"trials", f.trials},
+                     {"seed", fit_opts->tpe.seed},
+                     {"search_space", {{"C10_nm", {fit_opts->c10_low_nm, fit_opts->c10_high_nm}},
+                                       {"C12_nm", {fit_opts->c12_low_nm, fit_opts->c12_high_nm}},
+                                       {"phi12_deg", {fit_opts->phi12_low_deg, fit_opts->phi12_high_deg}}}},
+                     {"tpe_best", aberrations_json(f.tpe_best)},
+                     {"tpe_best_loss", f.tpe_best_loss},
+                     {"nelder_mead", {{"iterations", f.simplex_iterations}, {"evaluations", f.simplex_evaluations},
+                                      {"converged", f.simplex_converged}}},
+                     {"evaluations", f.evaluations},
+                     {"seconds", f.seconds}};
+  }
   report["calibration"] = {{"energy", sourced_json(energy, "eV")},
                            {"semiangle", sourced_json(semi, "mrad")},
                            {"scan_step", sourced_json(step, "angstrom")},
@@ -176,6 +233,10 @@ void run_ssb(const SsbArgs& a) {
   report["bright_field_pixels"] = result.bf_pixels;
   report["memory_bytes"] = result.memory_bytes;
   report["seconds"] = result.seconds;
+  report["timings"] = {{"prepare_s", problem.prepare_seconds()},
+                       {"fit_s", fit_seconds},
+                       {"reconstruct_s", reconstruct_seconds},
+                       {"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
   report["provenance"] = loader.provenance();
   report["placement"] = placements_json(placements);
   std::ofstream(a.load.out + ".json", std::ios::trunc) << report.dump(2) << "\n";
@@ -185,11 +246,14 @@ void run_ssb(const SsbArgs& a) {
   }
   print_rows({{"product", "ssb phase"},
               {"wrote", a.load.out + " " + nlohmann::json(shape).dump() + " and " + a.load.out + ".json"},
-              {"aberrations", "C10 " + fmt(ab.C10_A) + " A, C12 " + fmt(ab.C12_A) + " A, phi12 " + fmt(ab.phi12_deg) + " deg (given)"},
+              {"aberrations", "C10 " + fmt(ab.C10_A) + " A, C12 " + fmt(ab.C12_A) + " A, phi12 " + fmt(ab.phi12_deg) + " deg (" +
+                                  (chosen.fit ? "fitted: " + std::to_string(chosen.fit->evaluations) + " evaluations in " +
+                                                    fmt(fit_seconds) + " s" : std::string("given")) + ")"},
               {"scan rotation", fmt(rotation.value) + " deg (" + rotation.source + ")"},
               {"bright field", std::to_string(result.bf_pixels) + " pixels, disk radius " + fmt(disk.radius) + " px"},
               {"loss", fmt(result.loss)},
-              {"time", fmt(result.seconds) + " s (reconstruction)"}},
+              {"time", fmt(problem.prepare_seconds()) + " s reading G, " + fmt(fit_seconds) + " s fitting, " +
+                           fmt(reconstruct_seconds) + " s reconstructing"}},
              0);
   print_placements(placements);
 }
@@ -199,14 +263,19 @@ void run_ssb(const SsbArgs& a) {
 void add_stem_ssb_command(CLI::App* stem) {
   auto a = std::make_shared<SsbArgs>();
   CLI::App* cmd = stem->add_subcommand("ssb", "single-sideband ptychography: the specimen's phase from the bright-field "
-                                              "disk, with given aberrations (preview)");
+                                              "disk, with given aberrations (preview) or fitted ones (--fit)");
   add_load_flags(cmd, a->load, true);
   cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians) or .png; OUT.json beside it")->required();
   a->display.add_to(cmd);
   cmd->add_option("--C10", a->C10, "defocus C10 in angstrom (positive: as the simulator's defocus)");
   cmd->add_option("--C12", a->C12, "two-fold astigmatism C12 in angstrom");
   cmd->add_option("--phi12", a->phi12, "astigmatism azimuth in degrees, from +column towards +row");
-  cmd->add_flag("--fit", a->fit, "fit C10, C12, phi12 (not implemented yet: exit 4)");
+  cmd->add_flag("--fit", a->fit, "fit C10, C12, phi12: a seeded TPE search, then Nelder-Mead (ignores --C10/--C12/--phi12)");
+  cmd->add_option("--trials", a->trials, "TPE trials (default 200)");
+  cmd->add_option("--seed", a->seed, "TPE seed (default 0): the same seed gives byte-identical fitted values");
+  cmd->add_option("--c10-range-nm", a->c10_range, "LO,HI: the C10 search range in nm (default -400,400)");
+  cmd->add_option("--c12-range-nm", a->c12_range, "LO,HI: the C12 search range in nm (default 0,100)");
+  cmd->add_option("--phi12-range-deg", a->phi12_range, "LO,HI: the phi12 search range in degrees (default -90,90)");
   cmd->add_option("--kv", a->kv, "accelerating voltage in kV (default: the file's beam energy)");
   cmd->add_option("--semiangle-mrad", a->semiangle_mrad, "probe convergence semi-angle (default: the file's)");
   cmd->add_option("--scan-step-A", a->scan_step_A, "scan step in angstrom (default: the file's */scan_step)");

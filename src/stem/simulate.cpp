@@ -95,12 +95,14 @@ StemSimulator::StemSimulator(const StemSimulationParams& params) : p_(params), f
     backward = fftwf_plan_dft_2d(static_cast<int>(K), static_cast<int>(K), buf, tmp, FFTW_BACKWARD, FFTW_ESTIMATE);
     fft_->forward = fftwf_plan_dft_2d(static_cast<int>(K), static_cast<int>(K), buf, tmp, FFTW_FORWARD, FFTW_ESTIMATE);
   }
-  const double kmax = alpha / lambda_A_, c10_A = p_.defocus_nm * 10;
+  const double kmax = alpha / lambda_A_, c10_A = p_.defocus_nm * 10, c12_A = p_.astigmatism_nm * 10;
   const auto freq = [&](uint64_t i) { return (i < K / 2 ? static_cast<double>(i) : static_cast<double>(i) - static_cast<double>(K)) * dk; };
   for (uint64_t i = 0; i < K; ++i)
     for (uint64_t j = 0; j < K; ++j) {
       const double k = std::hypot(freq(i), freq(j));
-      const double chi = M_PI / lambda_A_ * (lambda_A_ * k) * (lambda_A_ * k) * c10_A;
+      const double phi = std::atan2(freq(i), freq(j));  // from +column towards +row
+      const double c = c10_A + c12_A * std::cos(2 * (phi - p_.astigmatism_deg * M_PI / 180));
+      const double chi = M_PI / lambda_A_ * (lambda_A_ * k) * (lambda_A_ * k) * c;
       const bool inside = k <= kmax;
       buf[i * K + j][0] = inside ? static_cast<float>(std::cos(-chi)) : 0.0f;
       buf[i * K + j][1] = inside ? static_cast<float>(std::sin(-chi)) : 0.0f;
@@ -213,6 +215,8 @@ DectrisMetadata StemSimulator::metadata() const {
   put(sim + "detector_angle_per_pixel", detector_mrad_per_px(), "mrad");
   put(sim + "bf_disk_radius", bf_radius_, "pixel");
   put(sim + "defocus", p_.defocus_nm, "nm");
+  put(sim + "astigmatism", p_.astigmatism_nm, "nm");
+  put(sim + "astigmatism_angle", p_.astigmatism_deg, "degree");
   put(sim + "lattice_constant", p_.lattice_A, "angstrom");
   put(sim + "peak_phase", p_.peak_phase, "rad");
   put(sim + "dose_per_frame", p_.dose, "electrons");

@@ -2,7 +2,8 @@
 //
 // Model (projection approximation, one slice): a weak phase object t(x) = exp(i·φ(x)), φ a square
 // lattice of Gaussian atoms scaled to a peak phase; a probe formed by a circular aperture of
-// semi-angle α with defocus C10, P(k) = A(k)·exp(−iχ(k)), χ(k) = (π/λ)·(λ|k|)²·C10, normalised to one
+// semi-angle α with defocus C10 and two-fold astigmatism C12 at azimuth φ12, P(k) = A(k)·exp(−iχ(k)),
+// χ(k) = (π/λ)·(λ|k|)²·[C10 + C12·cos 2(φ − φ12)], φ = atan2(k_row, k_col) (src/stem/ssb.h), normalised to one
 // electron; at each scan position the exit wave ψ(x − R)·t(x) is Fourier transformed and the
 // diffraction intensity |Ψ(k)|² (zero frequency at the frame centre, unit total) times the dose
 // is sampled with Poisson noise. A few dead pixels are flagged in the pixel mask (value 2) and hold the
@@ -29,6 +30,8 @@ struct StemSimulationParams {
   double energy_ev = 300e3;        // accelerating voltage × e
   double semiangle_mrad = 20;      // probe convergence semi-angle α
   double defocus_nm = 5;           // C10
+  double astigmatism_nm = 0;       // C12 (two-fold astigmatism magnitude)
+  double astigmatism_deg = 0;      // φ12, from +column towards +row
   double bf_radius_px = 0;         // 0: K / 8
   uint64_t scan_step_px = 2;       // real-space pixels per scan step
   // The scan's axes turned by this angle against the detector's (and the object's): scan position

@@ -41,11 +41,14 @@ bool positive(double x) { return std::isfinite(x) && x > 0; }
 // 8 (64 bytes) so that every pixel's slice has the alignment of the first (one FFTW plan serves all).
 uint64_t g_stride(uint64_t rows, uint64_t cols) { return (rows * (cols / 2 + 1) + 7) / 8 * 8; }
 
-// What the admission counts (ssb.h): G, one batch of frames, per thread a complex64 plane and float64
-// accumulators, the shared ν tables, per-pixel means and the outputs.
-uint64_t needed_bytes(uint64_t B, uint64_t rows, uint64_t cols, uint64_t batch_bytes, unsigned threads) {
+// The fixed number of reduction groups of the bright-field pixels (ssb.h: independent of the threads).
+uint64_t reduction_groups(uint64_t B) { return std::min<uint64_t>(B, 16); }
+
+// What the admission counts (ssb.h): G, one batch of frames, per reduction group a complex64 plane and
+// float64 accumulators, the ν and e^{iχ(ν)} tables, per-pixel means and the outputs.
+uint64_t needed_bytes(uint64_t B, uint64_t rows, uint64_t cols, uint64_t batch_bytes) {
   const uint64_t N = rows * cols;
-  return B * g_stride(rows, cols) * 8 + batch_bytes + uint64_t{threads} * N * (8 + 32) + N * 16 + B * 8 + N * 16;
+  return B * g_stride(rows, cols) * 8 + batch_bytes + reduction_groups(B) * N * (8 + 32) + N * 32 + B * 8 + N * 16;
 }
 
 template <class T>
@@ -110,9 +113,37 @@ std::vector<uint32_t> ssb_bright_field_pixels(uint64_t det_rows, uint64_t det_co
   return out;
 }
 
-SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
-                          uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
-                          uint64_t memory_budget_bytes) {
+struct SsbProblem::State {
+  uint64_t R = 0, C = 0, N = 0, B = 0, det_cols = 0;
+  SsbCalibration cal;
+  unsigned threads = 1;
+  double lambda = 0, dk = 0, kmax2 = 0;
+  std::vector<uint32_t> pixels;
+  std::vector<double> mean;  // Ī_b
+  LargeBuffer g;             // B slices of g_stride complex64: the half-plane spectra G_b
+  uint64_t stride = 0, half_cols = 0;
+  fftwf_plan c2c = nullptr;
+  struct Group {
+    std::vector<std::complex<double>> o;
+    std::vector<double> a, a2;
+    fftwf_complex* plane = nullptr;
+  };
+  mutable std::vector<Group> groups;
+  mutable std::mutex mutex;  // one evaluate() at a time (the groups' buffers are shared)
+  uint64_t memory = 0;
+  double prepare_seconds = 0;
+
+  const fftwf_complex* slice(uint64_t b) const { return reinterpret_cast<const fftwf_complex*>(g.get()) + b * stride; }
+  ~State() {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    if (c2c) fftwf_destroy_plan(c2c);
+    for (auto& gr : groups) fftwf_free(gr.plane);
+  }
+};
+
+SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
+                       uint64_t det_cols, const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes)
+    : s_(std::make_unique<State>()) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto invalid = [](const std::string& m) { throw Error(ErrorKind::InvalidArgument, "SSB: " + m); };
   if (scan_rows < 2 || scan_cols < 2)
@@ -124,8 +155,6 @@ SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t 
   if (!positive(cal.scan_step_A)) invalid("the scan step must be positive (angstrom), have " + std::to_string(cal.scan_step_A));
   if (!positive(cal.detector_mrad_per_px))
     invalid("the detector pixel size must be positive (mrad per pixel), have " + std::to_string(cal.detector_mrad_per_px));
-  if (!std::isfinite(cal.scan_rotation_deg)) invalid("the scan rotation must be finite");
-  if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg)) invalid("aberrations must be finite");
   if (!std::isfinite(cal.disk_row) || !std::isfinite(cal.disk_col) || cal.disk_row < 0 || cal.disk_col < 0 ||
       cal.disk_row > static_cast<double>(det_rows - 1) || cal.disk_col > static_cast<double>(det_cols - 1))
     invalid("the bright-field disk centre (" + std::to_string(cal.disk_row) + ", " + std::to_string(cal.disk_col) +
@@ -137,16 +166,17 @@ SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t 
   if (!frames.fill) invalid("no frame source");
   threads = std::max(1u, threads);
 
-  const std::vector<uint32_t> pixels = ssb_bright_field_pixels(det_rows, det_cols, cal, frames.excluded_pixels);
-  if (pixels.empty())
+  State& S = *s_;
+  S.pixels = ssb_bright_field_pixels(det_rows, det_cols, cal, frames.excluded_pixels);
+  if (S.pixels.empty())
     invalid("no bright-field pixel inside radius " + std::to_string(cal.disk_radius_px) + " of (" + std::to_string(cal.disk_row) +
             ", " + std::to_string(cal.disk_col) + ")");
-  const uint64_t B = pixels.size(), R = scan_rows, C = scan_cols, N = R * C;
+  const uint64_t B = S.pixels.size(), R = scan_rows, C = scan_cols, N = R * C;
   const uint64_t frame_bytes = det_rows * det_cols * dtype_size(dt);
   const uint64_t batch = std::min(N, std::max<uint64_t>(1, frames.batch_bytes / frame_bytes));
 
   // Memory admission, before anything is allocated.
-  const uint64_t need = needed_bytes(B, R, C, batch * frame_bytes, threads);
+  const uint64_t need = needed_bytes(B, R, C, batch * frame_bytes);
   if (memory_budget_bytes && need > memory_budget_bytes) {
     std::ostringstream m;
     m << "SSB: needs " << mib(need) << " (G: " << B << " bright-field pixels x " << R << " x " << (C / 2 + 1)
@@ -154,58 +184,64 @@ SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t 
       << ". Fallbacks:";
     uint64_t rows_fit = 0;
     for (uint64_t r = R; r >= 2; --r)
-      if (needed_bytes(B, r, C, std::min(r * C, batch) * frame_bytes, threads) <= memory_budget_bytes) {
+      if (needed_bytes(B, r, C, std::min(r * C, batch) * frame_bytes) <= memory_budget_bytes) {
         rows_fit = r;
         break;
       }
     if (rows_fit) m << " crop the scan to " << rows_fit << " of " << R << " rows (--scan-region);";
     for (uint64_t bin = 2; bin <= 64; bin *= 2) {
       const uint64_t Bb = (B + bin * bin - 1) / (bin * bin);
-      const uint64_t nb = needed_bytes(Bb, R, C, std::min(N, batch * bin * bin) * frame_bytes / (bin * bin), threads);
+      const uint64_t nb = needed_bytes(Bb, R, C, std::min(N, batch * bin * bin) * frame_bytes / (bin * bin));
       if (nb <= memory_budget_bytes) {
         m << " bin the detector by " << bin << " (about " << Bb << " bright-field pixels, " << mib(nb) << ");";
         break;
       }
     }
-    const uint64_t fixed = needed_bytes(0, R, C, batch * frame_bytes, threads);
-    if (fixed < memory_budget_bytes && (memory_budget_bytes - fixed) / (g_stride(R, C) * 8) >= 1)
-      m << " use at most " << (memory_budget_bytes - fixed) / (g_stride(R, C) * 8) << " bright-field pixels (a smaller disk radius);";
+    for (uint64_t b = B; b >= 1; --b)
+      if (needed_bytes(b, R, C, batch * frame_bytes) <= memory_budget_bytes) {
+        m << " use at most " << b << " bright-field pixels (a smaller disk radius);";
+        break;
+      }
     m << " or raise the budget.";
     throw Error(ErrorKind::PrecisionRefused, m.str());
   }
 
-  const double lambda = electron_wavelength_A(cal.energy_ev);
-  const double dk = cal.detector_mrad_per_px * 1e-3 / lambda;  // 1/Å per detector pixel
-  const double kmax2 = std::pow(cal.semiangle_mrad * 1e-3 / lambda, 2);
-  const uint64_t stride = g_stride(R, C), half_cols = C / 2 + 1, padded_cols = 2 * half_cols;
+  S.R = R, S.C = C, S.N = N, S.B = B, S.det_cols = det_cols, S.cal = cal, S.threads = threads, S.memory = need;
+  S.lambda = electron_wavelength_A(cal.energy_ev);
+  S.dk = cal.detector_mrad_per_px * 1e-3 / S.lambda;  // 1/Å per detector pixel
+  S.kmax2 = std::pow(cal.semiangle_mrad * 1e-3 / S.lambda, 2);
+  S.stride = g_stride(R, C), S.half_cols = C / 2 + 1;
+  const uint64_t stride = S.stride, padded_cols = 2 * S.half_cols;
   ThreadPool& pool = ThreadPool::shared(threads);
 
   // G's storage: per BF pixel first the real intensities, rows padded to 2·(Rc/2 + 1) floats, then in place
   // the half-plane spectrum.
-  LargeBuffer g_buf(B * stride * sizeof(fftwf_complex));
-  auto* g = reinterpret_cast<fftwf_complex*>(g_buf.get());
+  S.g = LargeBuffer(B * stride * sizeof(fftwf_complex));
+  auto* g = reinterpret_cast<fftwf_complex*>(S.g.get());
   const auto slice = [&](uint64_t b) { return g + b * stride; };
-
-  fftwf_plan r2c, c2c;
-  fftwf_complex* plan_plane = fftwf_alloc_complex(N);
+  S.groups.resize(reduction_groups(B));
+  fftwf_plan r2c;
   {
     std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    for (auto& gr : S.groups) gr.plane = fftwf_alloc_complex(N);
     // FFTW_ESTIMATE does not touch the arrays while planning.
     r2c = fftwf_plan_dft_r2c_2d(static_cast<int>(R), static_cast<int>(C), reinterpret_cast<float*>(slice(0)), slice(0), FFTW_ESTIMATE);
-    c2c = fftwf_plan_dft_2d(static_cast<int>(R), static_cast<int>(C), plan_plane, plan_plane, FFTW_BACKWARD, FFTW_ESTIMATE);
+    S.c2c = fftwf_plan_dft_2d(static_cast<int>(R), static_cast<int>(C), S.groups[0].plane, S.groups[0].plane, FFTW_BACKWARD, FFTW_ESTIMATE);
   }
-  struct Cleanup {
-    fftwf_plan a, b;
-    fftwf_complex* p;
-    ~Cleanup() {
+  struct PlanFree {
+    fftwf_plan p;
+    ~PlanFree() {
       std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-      fftwf_destroy_plan(a);
-      fftwf_destroy_plan(b);
-      fftwf_free(p);
+      fftwf_destroy_plan(p);
     }
-  } cleanup{r2c, c2c, plan_plane};
+  } r2c_free{r2c};
+  for (auto& gr : S.groups) {
+    gr.o.assign(N, {0, 0});
+    gr.a.assign(N, 0);
+    gr.a2.assign(N, 0);
+  }
 
-  // Pass 1: stream the frames, keeping the BF pixels' intensities (float32).
+  // Stream the frames once, keeping the BF pixels' intensities (float32).
   {
     LargeBuffer batch_buf(batch * frame_bytes);
     for (uint64_t first = 0; first < N; first += batch) {
@@ -213,123 +249,169 @@ SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t 
       frames.fill(first, n, batch_buf.get());
       auto* gr = reinterpret_cast<float*>(g);
       const uint64_t fp = det_rows * det_cols;
+      const auto& px = S.pixels;
       switch (dt) {
-        case DType::U8: gather<uint8_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
-        case DType::U16: gather<uint16_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
-        case DType::U32: gather<uint32_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
-        case DType::U64: gather<uint64_t>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
-        case DType::F32: gather<float>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
-        default: gather<double>(batch_buf.get(), n, fp, first, C, pixels, gr, stride, padded_cols, pool); break;
+        case DType::U8: gather<uint8_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+        case DType::U16: gather<uint16_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+        case DType::U32: gather<uint32_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+        case DType::U64: gather<uint64_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+        case DType::F32: gather<float>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+        default: gather<double>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
       }
     }
   }
-
-  // Detector-frame ν per scan DFT bin: ν = R(θ)·ν_s (ssb.h).
-  std::vector<double> nu_r(N), nu_c(N);
-  {
-    const double th = cal.scan_rotation_deg * M_PI / 180, ct = std::cos(th), st = std::sin(th);
-    for (uint64_t i = 0; i < R; ++i)
-      for (uint64_t j = 0; j < C; ++j) {
-        const double sr = fftfreq(i, R) / cal.scan_step_A, sc = fftfreq(j, C) / cal.scan_step_A;
-        nu_r[i * C + j] = ct * sr - st * sc;
-        nu_c[i * C + j] = st * sr + ct * sc;
-      }
-  }
-  const auto probe = [&](double kr, double kc) -> std::complex<double> {
-    if (kr * kr + kc * kc > kmax2) return {0, 0};
-    const double chi = ssb_chi(kr, kc, lambda, ab);
-    return {std::cos(chi), -std::sin(chi)};
-  };
-
-  // Pass 2, per BF pixel: mean, r2c, full plane, correction, DC, inverse FFT, accumulate O_b and arg O_b.
-  std::vector<double> mean(B);
-  struct Acc {
-    std::vector<std::complex<double>> o;
-    std::vector<double> a, a2;
-    fftwf_complex* plane = nullptr;
-  };
-  const unsigned parts = static_cast<unsigned>(std::min<uint64_t>(pool.size(), B));
-  std::vector<Acc> acc(parts);
-  struct PlaneFree {
-    std::vector<Acc>* acc;
-    ~PlaneFree() {
-      for (auto& a : *acc) fftwf_free(a.plane);
-    }
-  } plane_free{&acc};
-  for (auto& a : acc) {
-    a.o.assign(N, {0, 0});
-    a.a.assign(N, 0);
-    a.a2.assign(N, 0);
-    a.plane = fftwf_alloc_complex(N);
-  }
-  pool.parallel_for(B, [&](uint64_t begin, uint64_t end, unsigned part) {
-    Acc& A = acc.at(part);
+  // Per BF pixel: the mean over the scan, subtracted, then the in-place real-to-complex FFT.
+  S.mean.assign(B, 0);
+  pool.parallel_for(B, [&](uint64_t begin, uint64_t end, unsigned) {
     for (uint64_t b = begin; b < end; ++b) {
       auto* real = reinterpret_cast<float*>(slice(b));
-      double s = 0;
+      double sum = 0;
       for (uint64_t r = 0; r < R; ++r)
-        for (uint64_t c = 0; c < C; ++c) s += real[r * padded_cols + c];
-      mean[b] = s / static_cast<double>(N);
+        for (uint64_t c = 0; c < C; ++c) sum += real[r * padded_cols + c];
+      S.mean[b] = sum / static_cast<double>(N);
       for (uint64_t r = 0; r < R; ++r)
-        for (uint64_t c = 0; c < C; ++c) real[r * padded_cols + c] = static_cast<float>(real[r * padded_cols + c] - mean[b]);
+        for (uint64_t c = 0; c < C; ++c) real[r * padded_cols + c] = static_cast<float>(real[r * padded_cols + c] - S.mean[b]);
       fftwf_execute_dft_r2c(r2c, real, slice(b));
-      const fftwf_complex* gh = slice(b);
+    }
+  });
+  S.prepare_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
-      const uint32_t pix = pixels[b];
-      const double kr = (static_cast<double>(pix / det_cols) - cal.disk_row) * dk;
-      const double kc = (static_cast<double>(pix % det_cols) - cal.disk_col) * dk;
-      const std::complex<double> p0 = probe(kr, kc);
-      for (uint64_t i = 0; i < R; ++i)
-        for (uint64_t j = 0; j < C; ++j) {
-          std::complex<double> gv;
-          if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
-          else {  // G(−ν) = conj G(ν)
-            const uint64_t ii = (R - i) % R, jj = C - j;
-            gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
+SsbProblem::~SsbProblem() = default;
+uint64_t SsbProblem::bf_pixels() const { return s_->B; }
+uint64_t SsbProblem::memory_bytes() const { return s_->memory; }
+double SsbProblem::prepare_seconds() const { return s_->prepare_seconds; }
+
+SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, bool with_images) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!std::isfinite(scan_rotation_deg)) throw Error(ErrorKind::InvalidArgument, "SSB: the scan rotation must be finite");
+  if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg))
+    throw Error(ErrorKind::InvalidArgument, "SSB: aberrations must be finite");
+  const State& S = *s_;
+  std::lock_guard<std::mutex> serial(S.mutex);
+  const uint64_t R = S.R, C = S.C, N = S.N, B = S.B, half_cols = S.half_cols;
+  const double lambda = S.lambda, kmax2 = S.kmax2, step = S.cal.scan_step_A;
+
+  // χ's quadratic form in (row, col): χ(k) = kᵀMk, M = πλ·[[C10 − C12·cos 2φ12, C12·sin 2φ12],
+  // [C12·sin 2φ12, C10 + C12·cos 2φ12]] (ssb.h: cos 2(φ − φ12)·|k|² = cos 2φ12·(kc² − kr²) + sin 2φ12·2·kr·kc).
+  const double p12 = ab.phi12_deg * M_PI / 180;
+  const double m_rr = M_PI * lambda * (ab.C10_A - ab.C12_A * std::cos(2 * p12));
+  const double m_cc = M_PI * lambda * (ab.C10_A + ab.C12_A * std::cos(2 * p12));
+  const double m_rc = M_PI * lambda * ab.C12_A * std::sin(2 * p12);
+
+  // Detector-frame ν per scan DFT bin, ν = R(θ)·ν_s (ssb.h), and e^{iχ(ν)}.
+  const double th = scan_rotation_deg * M_PI / 180, ct = std::cos(th), st = std::sin(th);
+  std::vector<double> fr(R), fc(C);
+  for (uint64_t i = 0; i < R; ++i) fr[i] = fftfreq(i, R) / step;
+  for (uint64_t j = 0; j < C; ++j) fc[j] = fftfreq(j, C) / step;
+  std::vector<double> nu_r(N), nu_c(N);
+  std::vector<std::complex<double>> e_chi(N);
+  for (uint64_t i = 0; i < R; ++i)
+    for (uint64_t j = 0; j < C; ++j) {
+      const uint64_t q = i * C + j;
+      const double vr = ct * fr[i] - st * fc[j], vc = st * fr[i] + ct * fc[j];
+      nu_r[q] = vr, nu_c[q] = vc;
+      const double chi = m_rr * vr * vr + 2 * m_rc * vr * vc + m_cc * vc * vc;
+      e_chi[q] = {std::cos(chi), std::sin(chi)};
+    }
+
+  const uint64_t groups = S.groups.size();
+  ThreadPool& pool = ThreadPool::shared(S.threads);
+  pool.parallel_for(groups, [&](uint64_t gbegin, uint64_t gend, unsigned) {
+    std::vector<std::complex<double>> row_f(R), col_f(C);
+    for (uint64_t gi = gbegin; gi < gend; ++gi) {
+      State::Group& G = S.groups[gi];
+      std::fill(G.o.begin(), G.o.end(), std::complex<double>(0, 0));
+      std::fill(G.a.begin(), G.a.end(), 0.0);
+      std::fill(G.a2.begin(), G.a2.end(), 0.0);
+      for (uint64_t b = gi * B / groups; b < (gi + 1) * B / groups; ++b) {
+        const fftwf_complex* gh = S.slice(b);
+        const uint32_t pix = S.pixels[b];
+        const double kr = (static_cast<double>(pix / S.det_cols) - S.cal.disk_row) * S.dk;
+        const double kc = (static_cast<double>(pix % S.det_cols) - S.cal.disk_col) * S.dk;
+        const bool inside = kr * kr + kc * kc <= kmax2;  // A(k_b)
+        // e^{i·2Bχ(k_b, ν)} = row factor(i) · column factor(j).
+        const double gr = 2 * (m_rr * kr + m_rc * kc), gc = 2 * (m_rc * kr + m_cc * kc);
+        const double wr = gr * ct + gc * st, wc = -gr * st + gc * ct;
+        for (uint64_t i = 0; i < R; ++i) row_f[i] = {std::cos(wr * fr[i]), std::sin(wr * fr[i])};
+        for (uint64_t j = 0; j < C; ++j) col_f[j] = {std::cos(wc * fc[j]), std::sin(wc * fc[j])};
+        for (uint64_t i = 0; i < R; ++i)
+          for (uint64_t j = 0; j < C; ++j) {
+            const uint64_t q = i * C + j;
+            std::complex<double> cv(0, 0);
+            if (inside) {
+              const double mr = kr - nu_r[q], mc = kc - nu_c[q], pr = kr + nu_r[q], pc = kc + nu_c[q];
+              const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
+              if (minus || plus) {
+                // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}]
+                const std::complex<double> e = e_chi[q];
+                const std::complex<double> bracket = (minus ? std::conj(e) : 0.0) - (plus ? e : 0.0);
+                const std::complex<double> gamma = row_f[i] * col_f[j] * bracket;
+                std::complex<double> gv;
+                if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
+                else {  // G(−ν) = conj G(ν)
+                  const uint64_t ii = (R - i) % R, jj = C - j;
+                  gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
+                }
+                cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
+              }
+            }
+            G.plane[q][0] = static_cast<float>(cv.real());
+            G.plane[q][1] = static_cast<float>(cv.imag());
           }
-          const uint64_t q = i * C + j;
-          const std::complex<double> pm = probe(kr - nu_r[q], kc - nu_c[q]), pp = probe(kr + nu_r[q], kc + nu_c[q]);
-          const std::complex<double> gamma = pm * std::conj(p0) - std::conj(pp) * p0;
-          const std::complex<double> cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
-          A.plane[q][0] = static_cast<float>(cv.real());
-          A.plane[q][1] = static_cast<float>(cv.imag());
+        G.plane[0][0] = static_cast<float>(static_cast<double>(N) * S.mean[b]);  // the DC term: N·Ī_b (Γ := 1)
+        G.plane[0][1] = 0;
+        fftwf_execute_dft(S.c2c, G.plane, G.plane);
+        const double inv_n = 1.0 / static_cast<double>(N);
+        for (uint64_t q = 0; q < N; ++q) {
+          const std::complex<double> o(G.plane[q][0] * inv_n, G.plane[q][1] * inv_n);
+          const double a = std::arg(o);
+          G.o[q] += o;
+          G.a[q] += a;
+          G.a2[q] += a * a;
         }
-      A.plane[0][0] = static_cast<float>(static_cast<double>(N) * mean[b]);  // the DC term: N·Ī_b (Γ := 1)
-      A.plane[0][1] = 0;
-      fftwf_execute_dft(c2c, A.plane, A.plane);
-      const double inv_n = 1.0 / static_cast<double>(N);
-      for (uint64_t q = 0; q < N; ++q) {
-        const std::complex<double> o(A.plane[q][0] * inv_n, A.plane[q][1] * inv_n);
-        const double a = std::arg(o);
-        A.o[q] += o;
-        A.a[q] += a;
-        A.a2[q] += a * a;
       }
     }
   });
 
   SsbResult out;
-  out.rows = R, out.cols = C, out.bf_pixels = B, out.memory_bytes = need;
-  out.phase.resize(N);
-  out.amplitude.resize(N);
+  out.rows = R, out.cols = C, out.bf_pixels = B, out.memory_bytes = S.memory;
   double mean_intensity = 0;
-  for (double m : mean) mean_intensity += m;
+  for (double m : S.mean) mean_intensity += m;
   mean_intensity /= static_cast<double>(B);
+  if (with_images) {
+    out.phase.resize(N);
+    out.amplitude.resize(N);
+  }
   double loss = 0;
   const double inv_b = 1.0 / static_cast<double>(B);
   for (uint64_t q = 0; q < N; ++q) {
     std::complex<double> o(0, 0);
     double a = 0, a2 = 0;
-    for (const Acc& A : acc) o += A.o[q], a += A.a[q], a2 += A.a2[q];
-    o *= inv_b;
-    out.phase[q] = std::arg(o);
-    out.amplitude[q] = mean_intensity > 0 ? std::abs(o) / mean_intensity : 0.0;
+    for (const State::Group& G : S.groups) o += G.o[q], a += G.a[q], a2 += G.a2[q];
+    if (with_images) {
+      o *= inv_b;
+      out.phase[q] = std::arg(o);
+      out.amplitude[q] = mean_intensity > 0 ? std::abs(o) / mean_intensity : 0.0;
+    }
     const double m = a * inv_b;
     loss += std::max(0.0, a2 * inv_b - m * m);
   }
   out.loss = loss / static_cast<double>(N);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
+                          uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
+                          uint64_t memory_budget_bytes) {
+  if (!std::isfinite(cal.scan_rotation_deg)) throw Error(ErrorKind::InvalidArgument, "SSB: the scan rotation must be finite");
+  if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg))
+    throw Error(ErrorKind::InvalidArgument, "SSB: aberrations must be finite");
+  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, threads, memory_budget_bytes);
+  SsbResult r = problem.evaluate(ab, cal.scan_rotation_deg);
+  r.seconds += problem.prepare_seconds();
+  return r;
 }
 
 }  // namespace tmorph

@@ -38,13 +38,20 @@
 // - loss = mean over R of the population variance across b of arg O_b (plain, not circular, variance;
 //   float64 sums of arg and arg² per position) — small when the aberrations are right.
 // - Memory admission before anything is allocated: G (B × Rr × (Rc/2 + 1) × 8 bytes) + one batch of frames +
-//   per thread a full complex64 plane and float64 accumulators (Rr × Rc × 32 bytes) + the float64 outputs.
+//   per reduction group (min(B, 16)) a full complex64 plane and float64 accumulators (Rr × Rc × 40 bytes) +
+//   the ν and e^{iχ(ν)} tables + the float64 outputs.
 //   Over budget: Error(PrecisionRefused) with the ladder (crop the scan, bin the detector, fewer BF pixels).
-// - Results depend on the thread count only at float64 rounding (per-thread partial sums, reduced in order).
+// - Evaluation: with χ quadratic (C10, C12) the phase difference across the overlap splits exactly:
+//   χ(k ∓ ν) − χ(k) = χ(ν) ∓ 2·Bχ(k, ν), Bχ the symmetric bilinear form of χ, so
+//   Γ_b(ν) = A(k_b)·e^{i·2Bχ(k_b, ν)}·[A(k_b − ν)·e^{−iχ(ν)} − A(k_b + ν)·e^{+iχ(ν)}], and 2Bχ(k_b, ν) is linear
+//   in the scan frequency indices (i, j), so e^{i·2Bχ} is a row factor times a column factor: per BF pixel
+//   Rr + Rc sincos and per ν one sincos per evaluation instead of two per (b, ν). Same Γ to float64 rounding.
+// - Results do not depend on the thread count at all (fixed reduction groups; SsbProblem).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "stem/load.h"
@@ -69,7 +76,7 @@ struct Aberrations {
 
 struct SsbResult {
   uint64_t rows = 0, cols = 0;    // the scan
-  std::vector<double> phase;      // arg O, rows × cols, radians
+  std::vector<double> phase;      // arg O, rows × cols, radians (empty when not asked for)
   std::vector<double> amplitude;  // |O| / mean Ī_b
   double loss = 0;                // mean over R of var_b arg O_b
   uint64_t bf_pixels = 0;         // B
@@ -99,9 +106,41 @@ double ssb_chi(double k_row, double k_col, double wavelength_A, const Aberration
 std::vector<uint32_t> ssb_bright_field_pixels(uint64_t det_rows, uint64_t det_cols, const SsbCalibration& cal,
                                               const std::vector<uint32_t>& excluded);
 
-// Reconstructs. threads >= 1; memory_budget_bytes 0 = no limit. Throws Error(InvalidArgument) for a bad
-// calibration or shape (non-positive energy, semi-angle, step or pixel size; a disk not inside the
-// detector; no bright-field pixel; a scan smaller than 2 × 2) and Error(PrecisionRefused) over budget.
+// The part of SSB that does not depend on the aberrations or the scan rotation, built once: the frames are
+// streamed a single time into G (B × Rr × (Rc/2 + 1) complex64) and the per-pixel means. evaluate() then
+// corrects and reduces for any aberrations and rotation (what a fit calls hundreds of times).
+//
+// Determinism: the bright-field pixels are reduced in a fixed number of groups (min(B, 16), contiguous in
+// pixel order, each summed in pixel order) that does not depend on the thread count, and the groups are
+// added in group order, so evaluate() returns bit-identical phase and loss for any `threads`.
+//
+// Throws as ssb_reconstruct (calibration, shape, PrecisionRefused over budget). cal.scan_rotation_deg is
+// not used here: evaluate() takes the rotation. The problem keeps `threads` for evaluate().
+class SsbProblem {
+ public:
+  SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows, uint64_t det_cols,
+             const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes);
+  ~SsbProblem();
+  SsbProblem(const SsbProblem&) = delete;
+  SsbProblem& operator=(const SsbProblem&) = delete;
+
+  // The reconstruction for these aberrations and scan rotation (degrees). with_images = false skips the
+  // phase and amplitude (the loss alone, as a fit needs). Thread-safe for concurrent callers (serialised).
+  SsbResult evaluate(const Aberrations& ab, double scan_rotation_deg, bool with_images = true) const;
+
+  uint64_t bf_pixels() const;
+  uint64_t memory_bytes() const;
+  double prepare_seconds() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Reconstructs (SsbProblem(...).evaluate(ab, cal.scan_rotation_deg)). threads >= 1; memory_budget_bytes
+// 0 = no limit. Throws Error(InvalidArgument) for a bad calibration or shape (non-positive energy,
+// semi-angle, step or pixel size; a disk not inside the detector; no bright-field pixel; a scan smaller
+// than 2 × 2) and Error(PrecisionRefused) over budget.
 SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
                           uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
                           uint64_t memory_budget_bytes);

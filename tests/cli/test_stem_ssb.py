@@ -1,7 +1,8 @@
-"""stem ssb (single-sideband ptychography preview) through the CLI on simulated acquisitions whose phase
-is known: the reconstruction correlates with the true phase, the scan rotation is found, wrong
-conventions (the sign of the defocus) lose the correlation, calibration sources are reported, and bad
-requests are clear errors."""
+"""stem ssb (single-sideband ptychography) through the CLI on simulated acquisitions whose phase and
+aberrations are known: the reconstruction correlates with the true phase, the scan rotation is found, wrong
+conventions (the sign of the defocus) lose the correlation, calibration sources are reported, --fit
+recovers C10, C12 and phi12 with byte-identical values across thread counts, and bad requests are clear
+errors."""
 import json
 import os
 import shutil
@@ -90,10 +91,36 @@ class StemSsb(unittest.TestCase):
         with open(out, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_fit_recovers_the_aberrations_deterministically(self):
+        master = self.demo("astigmatic", "--defocus-nm", "10", "--C12-nm", "3", "--phi12-deg", "30")
+        args = ["--fit", "--c10-range-nm", "-50,50", "--c12-range-nm", "0,10", "--scan-rotation-deg", "0"]
+        phase, rep = self.ssb(master, *args, "--threads", "2")
+        ab = rep["aberrations"]
+        self.assertLess(abs(ab["C10"] - 100) / 100, 0.10, rep["fit"])
+        self.assertLess(abs(ab["C12"] - 30) / 30, 0.10, rep["fit"])
+        self.assertLess(abs(ab["phi12"] - 30), 5, rep["fit"])
+        self.assertEqual(rep["aberrations_source"], "fitted (TPE search, then Nelder-Mead)")
+        fit = rep["fit"]
+        self.assertEqual(fit["trials"], 200)
+        self.assertEqual(fit["seed"], 0)
+        self.assertEqual(fit["evaluations"], 200 + fit["nelder_mead"]["evaluations"])
+        self.assertLessEqual(rep["loss"], fit["tpe_best_loss"])
+        for key in ("prepare_s", "fit_s", "reconstruct_s", "total_s"):
+            self.assertGreaterEqual(rep["timings"][key], 0)
+        # Byte-identical on another thread count (JSON numbers print with 17 significant digits).
+        _, one = self.ssb(master, *args, "--threads", "1")
+        self.assertEqual(one["aberrations"], ab)
+        self.assertEqual(one["loss"], rep["loss"])
+        self.assertGreaterEqual(pearson(phase, self.truth(master)), 0.93)
+
     def test_bad_requests(self):
         master = self.demo("bad")
-        r = self.ssb(master, "--fit", expect=4)
-        self.assertIn("not implemented yet", r.err)
+        r = self.ssb(master, "--fit", "--c10-range-nm", "5,-5", expect=2)
+        self.assertIn("LO < HI", r.err)
+        r = self.ssb(master, "--fit", "--c12-range-nm", "x", expect=2)
+        self.assertIn("--c12-range-nm", r.err)
+        r = self.ssb(master, "--fit", "--trials", "0", expect=2)
+        self.assertIn("--trials", r.err)
         r = self.ssb(master, "--scan-step-A", "-1", expect=2)
         self.assertIn("scan step", r.err)
         r = self.ssb(master, "--center", "500,500", "--radius", "8", expect=2)
