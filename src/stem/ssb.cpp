@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/fast_atan2.h"
 #include "core/large_buffer.h"
 #include "core/thread_pool.h"
 #include "stem/fftw_lock.h"
@@ -330,11 +331,11 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
         const double kr = (static_cast<double>(pix / S.det_cols) - S.cal.disk_row) * S.dk;
         const double kc = (static_cast<double>(pix % S.det_cols) - S.cal.disk_col) * S.dk;
         const bool inside = kr * kr + kc * kc <= kmax2;  // A(k_b)
-        // e^{i·2Bχ(k_b, ν)} = row factor(i) · column factor(j).
         const double gr = 2 * (m_rr * kr + m_rc * kc), gc = 2 * (m_rc * kr + m_cc * kc);
         const double wr = gr * ct + gc * st, wc = -gr * st + gc * ct;
-        for (uint64_t i = 0; i < R; ++i) row_f[i] = {std::cos(wr * fr[i]), std::sin(wr * fr[i])};
-        for (uint64_t j = 0; j < C; ++j) col_f[j] = {std::cos(wc * fc[j]), std::sin(wc * fc[j])};
+        // conj(e^{i·2Bχ(k_b, ν)}) = conj(row factor(i)) · conj(column factor(j)).
+        for (uint64_t i = 0; i < R; ++i) row_f[i] = {std::cos(wr * fr[i]), -std::sin(wr * fr[i])};
+        for (uint64_t j = 0; j < C; ++j) col_f[j] = {std::cos(wc * fc[j]), -std::sin(wc * fc[j])};
         for (uint64_t i = 0; i < R; ++i)
           for (uint64_t j = 0; j < C; ++j) {
             const uint64_t q = i * C + j;
@@ -343,17 +344,23 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
               const double mr = kr - nu_r[q], mc = kc - nu_c[q], pr = kr + nu_r[q], pc = kc + nu_c[q];
               const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
               if (minus || plus) {
-                // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}]
+                // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}], so G·Γ*/max(|Γ|, 1e-8) = G·S*·w with
+                // w = e (k − ν only; |Γ| = 1), −e* (k + ν only), or 2i·sin χ / max(2|sin χ|, 1e-8) (both).
                 const std::complex<double> e = e_chi[q];
-                const std::complex<double> bracket = (minus ? std::conj(e) : 0.0) - (plus ? e : 0.0);
-                const std::complex<double> gamma = row_f[i] * col_f[j] * bracket;
+                std::complex<double> w;
+                if (minus && plus) {
+                  const double two_sin = 2 * e.imag();
+                  w = {0.0, two_sin / std::max(std::fabs(two_sin), 1e-8)};
+                } else {
+                  w = minus ? e : -std::conj(e);
+                }
                 std::complex<double> gv;
                 if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
                 else {  // G(−ν) = conj G(ν)
                   const uint64_t ii = (R - i) % R, jj = C - j;
                   gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
                 }
-                cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
+                cv = gv * (row_f[i] * col_f[j]) * w;
               }
             }
             G.plane[q][0] = static_cast<float>(cv.real());
@@ -365,7 +372,7 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
         const double inv_n = 1.0 / static_cast<double>(N);
         for (uint64_t q = 0; q < N; ++q) {
           const std::complex<double> o(G.plane[q][0] * inv_n, G.plane[q][1] * inv_n);
-          const double a = std::arg(o);
+          const double a = fast_atan2(o.imag(), o.real());  // arg O_b (within 1e-10 rad of std::arg)
           G.o[q] += o;
           G.a[q] += a;
           G.a2[q] += a * a;

@@ -82,3 +82,28 @@ TEST(Tpe, RefusesBadBoxesAndRanksNanLast) {
 
 }  // namespace
 }  // namespace tmorph
+
+#include "core/fast_atan2.h"
+
+namespace tmorph {
+namespace {
+
+TEST(FastAtan2, WithinTenPicoRadiansOfStdAtan2) {
+  SeededRandom rng(3);
+  double worst = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    const double scale = std::ldexp(1.0, static_cast<int>(rng.next() % 80) - 40);
+    const double y = (rng.uniform() * 2 - 1) * scale, x = (rng.uniform() * 2 - 1) * scale;
+    worst = std::max(worst, std::abs(fast_atan2(y, x) - std::atan2(y, x)));
+  }
+  EXPECT_LT(worst, 1e-10);
+  // Axes, diagonals, signed zeros and the branch cut as std::atan2.
+  for (double y : {0.0, -0.0, 1.0, -1.0, 1e-300, 3.0})
+    for (double x : {0.0, -0.0, 1.0, -1.0, 1e-300, -2.0})
+      EXPECT_NEAR(fast_atan2(y, x), std::atan2(y, x), 1e-10) << y << ", " << x;
+  EXPECT_TRUE(std::signbit(fast_atan2(-0.0, 1.0)));
+  EXPECT_DOUBLE_EQ(fast_atan2(-0.0, -1.0), -M_PI);
+}
+
+}  // namespace
+}  // namespace tmorph
