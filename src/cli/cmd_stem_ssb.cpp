@@ -118,9 +118,11 @@ void run_ssb(const SsbArgs& a) {
 
   // The bright-field disk of the frames as loaded: given, or detected from the mean pattern.
   BrightFieldDisk disk;
-  const auto center = parse_pair(a.center, "--center");
+  // --center takes fractional pixels (a detected centre passes back exactly); SSB checks it lies on the detector.
+  const std::optional<std::pair<double, double>> center =
+      a.center.empty() ? std::nullopt : std::optional<std::pair<double, double>>(parse_limits(a.center, "--center"));
   if (center && a.radius > 0) {
-    disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]), disk.radius = a.radius;
+    disk.row = center->first, disk.col = center->second, disk.radius = a.radius;
     report["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
   } else {
     ProductRequest pattern;
@@ -286,7 +288,7 @@ void add_stem_ssb_command(CLI::App* stem) {
   cmd->add_option("--detector-mrad-per-px", a->mrad_per_px,
                   "detector angle per pixel (default: the file's, else semi-angle / disk radius)");
   cmd->add_option("--scan-rotation-deg", a->rotation_deg, "scan rotation (default: from the DPC rotation and the SSB loss)");
-  cmd->add_option("--center", a->center, "R,C: the bright-field disk centre (with --radius; default: detected)");
+  cmd->add_option("--center", a->center, "R,C: the bright-field disk centre in pixels, fractional allowed (with --radius; default: detected)");
   cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels");
   cmd->callback([a] { run_ssb(*a); });
 }

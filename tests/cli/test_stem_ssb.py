@@ -82,6 +82,16 @@ class StemSsb(unittest.TestCase):
         _, wrong = self.ssb(master, "--C10", "50", "--scan-rotation-deg", str(found + 180))
         self.assertLess(rep["loss"], wrong["loss"])
 
+    def test_fractional_disk_centre(self):
+        master = self.demo("centre")
+        _, detected = self.ssb(master, "--C10", "50", "--scan-rotation-deg", "0")
+        d = detected["disk"]
+        _, given = self.ssb(master, "--C10", "50", "--scan-rotation-deg", "0", "--center", "%r,%r" % (d["row"], d["col"]),
+                            "--radius", repr(d["radius"]))
+        self.assertEqual(given["disk"]["source"], "given")
+        self.assertEqual((given["disk"]["row"], given["disk"]["col"]), (d["row"], d["col"]))
+        self.assertEqual(given["loss"], detected["loss"])
+
     def test_png_output(self):
         master = self.demo("png")
         out = os.path.join(self.dir, "phase.png")
@@ -125,6 +135,8 @@ class StemSsb(unittest.TestCase):
         self.assertIn("scan step", r.err)
         r = self.ssb(master, "--center", "500,500", "--radius", "8", expect=2)
         self.assertIn("disk", r.err)
+        r = self.ssb(master, "--center", "31.5", "--radius", "8", expect=2)
+        self.assertIn("--center", r.err)
         r = self.ssb(master, "--memory-budget", "1M", expect=5)
         self.assertIn("bin the detector", r.err)
 
