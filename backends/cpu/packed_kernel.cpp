@@ -16,6 +16,7 @@
 //          output row each word is spread over its lanes, the codes shifted and masked out, the zero
 //          subtracted (a broadcast when a vector's columns share one group, else a gather from the row's
 //          unpacked zeros and scales: act-order g_idx) and the scale applied.
+//   GPTQ 3-bit  (codes crossing words) scalar only, code by code with tm_gptq_field.
 //   AWQ    transposes blocks of 32 word columns x 128 inputs so that each output row reads its words
 //          contiguously, then per output row and group shifts one nibble out of every word.
 #undef HWY_TARGET_INCLUDE
@@ -510,6 +511,25 @@ void bnb4_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, 
 void gptq_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(GptqRows)(p, codes, r0, r1, out);
 }
+// GPTQ 3-bit: codes cross word boundaries (op_contracts.h); scalar, a word row of the stream at a time for a
+// tile of outputs as gptq_rows_scalar.
+void gptq3_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
+  const auto* qweight = reinterpret_cast<const int32_t*>(codes);
+  const uint64_t zero_words = p.rows * 3 / 32;
+  for (uint64_t t0 = r0; t0 < r1; t0 += kGptqTile) {
+    const uint64_t t1 = std::min(r1, t0 + kGptqTile);
+    for (uint64_t i0 = 0; i0 < p.cols; i0 += 32)
+      for (uint64_t o = t0; o < t1; ++o) {
+        float* row = out + (o - r0) * p.cols;
+        for (uint64_t i = i0; i < i0 + 32; ++i) {
+          const auto g = static_cast<uint64_t>(p.group_index[i]);
+          const auto z = static_cast<int32_t>(tm_gptq_field(p.zeros + g * zero_words, 1, o, 3)) + p.zero_offset;
+          const auto q = static_cast<int32_t>(tm_gptq_field(qweight + o, p.rows, i, 3));
+          row[i] = p.scales[g * p.rows + o] * static_cast<float>(q - z);
+        }
+      }
+  }
+}
 void awq_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(AwqRows)(p, codes, r0, r1, out);
 }
@@ -534,7 +554,12 @@ RowDecoder decoder_for(const Params& p, std::string* error) {
       if (!p.scales || !p.code_values || !p.block_cols) return fail("bitsandbytes 4-bit needs absmax, quant_map and a block size");
       return bnb4_rows;
     case TM_PACKED_GPTQ:
-      if (p.bits != 2 && p.bits != 4 && p.bits != 8) return fail("GPTQ decodes 2-, 4- and 8-bit codes, not " + std::to_string(p.bits));
+      if (p.bits == 3) {
+        if (!p.scales || !p.zeros || !p.group_index || p.cols % 32 || p.rows % 32)
+          return fail("GPTQ 3-bit needs scales, zeros, g_idx and whole 3-word groups of 32 codes");
+        return gptq3_rows;
+      }
+      if (p.bits != 2 && p.bits != 4 && p.bits != 8) return fail("GPTQ decodes 2-, 3-, 4- and 8-bit codes, not " + std::to_string(p.bits));
       if (!p.scales || !p.zeros || !p.group_index || p.cols % (32 / p.bits) || p.rows % (32 / p.bits))
         return fail("GPTQ needs scales, zeros, g_idx and whole words of codes");
       return gptq_rows;

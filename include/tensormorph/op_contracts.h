@@ -177,10 +177,14 @@ typedef struct tm_ggml_block_stats_v1 {
  *          cols/32 E8M0 bytes; v = E2M1(code) * 2^(e - 127) (e = 255: NaN). cols % 32 == 0.
  *   BNB4:  input: ceil(rows*cols / 2) bytes over the row-major flattening, element 2j in the HIGH
  *          nibble of byte j; v = code_values[code] * scales[(r*cols + c) / block_cols].
- *   GPTQ:  logical [out = rows, in = cols]; input: int32 qweight [cols*bits/32, rows], word (k, o)
- *          holds inputs k*(32/bits) + j at bits j*bits; zeros: int32 [groups, rows*bits/32], word (g, w)
- *          holds outputs w*(32/bits) + j at bits j*bits; scales: [groups, rows]; group_index[c] < groups.
- *          v = scales[g, r] * f32(q - (z + zero_offset)), g = group_index[c].
+ *   GPTQ:  logical [out = rows, in = cols]; input: int32 qweight [cols*bits/32, rows]: column o of
+ *          qweight is output o's bit stream, input i at stream bits i*bits .. i*bits + bits - 1 (lowest
+ *          first; word k of the stream is word (k, o)); for 2, 4, 8 bits word (k, o) holds inputs
+ *          k*(32/bits) + j at bits j*bits; 3-bit codes cross word boundaries (32 inputs per 3 words, as
+ *          AutoGPTQ packs them). zeros: int32 [groups, rows*bits/32], row g the bit stream of outputs.
+ *          tm_gptq_field reads either. scales: [groups, rows]; group_index[c] < groups.
+ *          v = scales[g, r] * f32(q - (z + zero_offset)), g = group_index[c]. cols and rows % 32 == 0
+ *          for 3 bits, % (32/bits) otherwise.
  *   AWQ:   logical [out = rows, in = cols]; input: int32 qweight [cols, rows/8]: nibble j of word (i, w)
  *          holds output w*8 + {0,2,4,6,1,3,5,7}[j]; zeros: int32 [groups, rows/8], same packing;
  *          scales: [groups, rows]; v = scales[c / block_cols, r] * f32(q - z). bits = 4.
@@ -194,9 +198,19 @@ typedef enum tm_packed_scheme {
   TM_PACKED_COUNT_ = 5
 } tm_packed_scheme;
 
+/* GPTQ code `index` of a bit stream of 32-bit words lying `stride` words apart (qweight column o: words + o,
+ * stride rows; qzeros row g: words + g*rows*bits/32, stride 1): stream bits index*bits .. + bits - 1. */
+static inline uint32_t tm_gptq_field(const int32_t* words, uint64_t stride, uint64_t index, uint32_t bits) {
+  const uint64_t bit = index * bits, w = bit / 32;
+  const uint32_t shift = (uint32_t)(bit % 32);
+  uint64_t v = (uint32_t)words[w * stride];
+  if (shift + bits > 32) v |= (uint64_t)(uint32_t)words[(w + 1) * stride] << 32;
+  return (uint32_t)(v >> shift) & ((1u << bits) - 1u);
+}
+
 typedef struct tm_dequantize_packed_params_v1 {
   uint32_t scheme;            /* tm_packed_scheme                                                     */
-  uint32_t bits;              /* GPTQ: 2, 4 or 8; AWQ: 4; others 0                                   */
+  uint32_t bits;              /* GPTQ: 2, 3, 4 or 8; AWQ: 4; others 0                                */
   uint32_t code_dtype;        /* FP8: TM_DTYPE_F8_E4M3FN or TM_DTYPE_F8_E5M2; others 0                */
   int32_t zero_offset;        /* GPTQ: added to every stored zero (v1 checkpoints: 1; v2: 0)         */
   uint64_t rows, cols;        /* the logical matrix                                                  */

@@ -175,7 +175,8 @@ class Recogniser {
     p.variant = v2 ? "gptq-v2" : "gptq";
     p.zero_offset = v2 ? 0 : 1;
     if (bits != 2 && bits != 3 && bits != 4 && bits != 8) bad(qweight, "GPTQ bits must be 2, 3, 4 or 8 (quantization_config.bits), found " + std::to_string(bits));
-    if (bits == 3) unavailable = "GPTQ 3-bit codes cross 32-bit word boundaries; no kernel decodes them yet";
+    if (bits == 3 && (qweight.shape[0] % 3 || qweight.shape[1] % 32))
+      bad(qweight, "GPTQ 3-bit packs 32 inputs in 3 words of whole 32-output groups; expected [3k, 32m], found " + dims(qweight.shape));
     if (qweight.shape[0] * 32 % bits) bad(qweight, "GPTQ: " + std::to_string(qweight.shape[0]) + " rows of words do not hold whole " + std::to_string(bits) + "-bit codes");
     const uint64_t in = qweight.shape[0] * 32 / static_cast<uint64_t>(bits), out = qweight.shape[1];
     p.rows = out, p.cols = in;

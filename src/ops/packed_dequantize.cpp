@@ -186,6 +186,13 @@ void count_codes(const PackedDecoder& d, const std::vector<bool>& saturating, st
       if (n % 2) ++counts[p.scheme == TM_PACKED_BNB4 ? codes[n / 2] >> 4 : codes[n / 2] & 0x0f];
       break;
     case TM_PACKED_GPTQ:
+      if (p.bits == 3) {  // bit streams crossing words (op_contracts.h): count code by code
+        const auto* words = reinterpret_cast<const int32_t*>(codes);
+        for (uint64_t o = 0; o < p.rows; ++o)
+          for (uint64_t i = 0; i < p.cols; ++i) ++counts[tm_gptq_field(words + o, p.rows, i, 3)];
+        break;
+      }
+      [[fallthrough]];
     case TM_PACKED_AWQ: {  // every word holds 32 / bits codes, whatever order they are in
       const uint32_t mask = (1u << p.bits) - 1;
       for (uint64_t w = 0; w < n * p.bits / 32; ++w) {
@@ -231,9 +238,13 @@ QuantizationStats compute_packed_quantization_stats(const Checkpoint& c, const C
     std::vector<float> mins(kp.groups * kp.rows);
     for (uint64_t g = 0; g < kp.groups; ++g)
       for (uint64_t o = 0; o < kp.rows; ++o) {
-        const auto word = static_cast<uint32_t>(kp.zeros[g * (kp.rows / per_word) + o / per_word]);
-        const uint32_t slot = p.scheme == TM_PACKED_AWQ ? kAwqNibbleOf[o % 8] : static_cast<uint32_t>(o % per_word);
-        const int32_t zero = static_cast<int32_t>((word >> (slot * kp.bits)) & mask) + kp.zero_offset;
+        int32_t zero;
+        if (p.scheme == TM_PACKED_AWQ) {
+          const auto word = static_cast<uint32_t>(kp.zeros[g * (kp.rows / per_word) + o / per_word]);
+          zero = static_cast<int32_t>((word >> (kAwqNibbleOf[o % 8] * kp.bits)) & mask);
+        } else {  // GPTQ: row g of qzeros is the outputs' bit stream
+          zero = static_cast<int32_t>(tm_gptq_field(kp.zeros + g * (kp.rows * kp.bits / 32), 1, o, kp.bits)) + kp.zero_offset;
+        }
         mins[g * kp.rows + o] = kp.scales[g * kp.rows + o] * static_cast<float>(-zero);
       }
     q.mins = compute_stats(mins.data(), DType::F32, mins.size(), planner, options);

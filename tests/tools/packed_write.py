@@ -1,6 +1,6 @@
 """Writes safetensors checkpoints in the real-world *packed* quantisation layouts, where several stored tensors
 are one logical float tensor: FP8 weights with scale tensors (compressed-tensors, DeepSeek-V3 blocks), gpt-oss
-MXFP4 experts, bitsandbytes 4-bit (NF4/FP4, with and without double quantisation), GPTQ (v1/v2, 2/4/8 bits,
+MXFP4 experts, bitsandbytes 4-bit (NF4/FP4, with and without double quantisation), GPTQ (v1/v2, 2/3/4/8 bits,
 act-order) and AutoAWQ GEMM.
 
 Each scheme's checkpoint is built by QUANTISING known float32 weights (seeded numpy RNG), plus one hand-made
@@ -137,6 +137,35 @@ def _unpack_fields(words, bits, order=None):
     for k in range(pack):
         out[..., order[k]] = (u >> np.uint32(k * bits)) & np.uint32((1 << bits) - 1)
     return out.reshape(*u.shape[:-1], u.shape[-1] * pack)
+
+
+def _pack_stream(values, bits):
+    """Packs `bits`-wide codes along the last axis as one little-endian bit stream of uint32 words (code k at
+    stream bits k*bits .. k*bits + bits - 1, crossing into the next word when it must: AutoGPTQ's 3-bit layout,
+    32 codes in 3 words), viewed as int32. Independent of the kernel: a big integer per row."""
+    v = values.astype(np.uint64)
+    assert v.shape[-1] * bits % 32 == 0 and np.all(v < (1 << bits))
+    flat = v.reshape(-1, v.shape[-1])
+    n_words = v.shape[-1] * bits // 32
+    out = np.zeros((flat.shape[0], n_words), np.uint32)
+    for r, row in enumerate(flat):
+        acc = 0
+        for k, code in enumerate(row.tolist()):
+            acc |= int(code) << (k * bits)
+        out[r] = [(acc >> (32 * w)) & 0xFFFFFFFF for w in range(n_words)]
+    return out.reshape(*v.shape[:-1], n_words).view(np.int32)
+
+
+def _unpack_stream(words, bits):
+    """Inverse of _pack_stream: int32 words [..., W] -> int64 codes [..., W * 32 / bits]."""
+    u = np.ascontiguousarray(words).view(np.uint32)
+    flat = u.reshape(-1, u.shape[-1])
+    n = u.shape[-1] * 32 // bits
+    out = np.zeros((flat.shape[0], n), np.int64)
+    for r, row in enumerate(flat):
+        acc = sum(int(w) << (32 * i) for i, w in enumerate(row.tolist()))
+        out[r] = [(acc >> (k * bits)) & ((1 << bits) - 1) for k in range(n)]
+    return out.reshape(*u.shape[:-1], n)
 
 
 # ------------------------------------------------------------------------------------------------ FP8
@@ -526,8 +555,9 @@ def gptq_decode(qweight, qzeros, scales, g_idx, bits, v1):
     """W[o, i] = float32(scales[g, o]) * float32(q[i, o] - zero[g, o]), g = g_idx[i]; q packed along the input
     (qweight [I / pack, O]), zeros along the output (qzeros [G, O / pack]); zero = stored + 1 in v1 (AutoGPTQ
     stores zero - 1), stored in v2. Integer subtraction, float32 multiply."""
-    q = _unpack_fields(qweight.T, bits).T          # [I, O]
-    zeros = _unpack_fields(qzeros, bits) + (1 if v1 else 0)  # [G, O]
+    unpack = _unpack_stream if bits == 3 else _unpack_fields
+    q = unpack(qweight.T, bits).T          # [I, O]
+    zeros = unpack(qzeros, bits) + (1 if v1 else 0)  # [G, O]
     diff = (q - zeros[g_idx]).astype(F32)
     return np.ascontiguousarray((scales.astype(F32)[g_idx] * diff).T)
 
@@ -551,8 +581,8 @@ def _gptq_linear(ck, rng, prefix, out_features, in_features, bits, v1, act_order
     q, scales, zeros = _quantise_groups(w, bits, g_idx, groups, zero_at_least_1=v1)
     stored_zeros = zeros - 1 if v1 else zeros
     assert np.all(stored_zeros >= 0)
-    ref = _gptq_parts(ck, prefix, bits, v1, _pack_fields(q, bits).T, _pack_fields(stored_zeros, bits),
-                      scales, g_idx)
+    pack = _pack_stream if bits == 3 else _pack_fields
+    ref = _gptq_parts(ck, prefix, bits, v1, pack(q, bits).T, pack(stored_zeros, bits), scales, g_idx)
     ck.add_quantised(prefix + ".weight", ref, w, _group_bound(w, scales, g_idx, bits))
 
 
@@ -637,16 +667,18 @@ def build_gptq_2bit():
     return ck
 
 
-def gptq_3bit():
-    """A GPTQ 3-bit layer (32 inputs in 3 words, fields crossing word boundaries), which the tool does not
-    decode: random words, no expected values. L = model.layers.0.self_attn.q_proj, [O, I] = [64, 128]."""
+def build_gptq_3bit():
+    """3 bits: 32 inputs in 3 words, codes crossing word boundaries (AutoGPTQ's pack); 256 inputs, 96 outputs."""
     ck, rng = Checkpoint("llama", _gptq_config(3)), _rng("gptq_3bit")
-    prefix = "model.layers.0.self_attn.q_proj"
-    ck.add(prefix + ".qweight", rng.integers(0, 2**32, (128 // 32 * 3, 64), dtype=np.uint32).view(np.int32))
-    ck.add(prefix + ".qzeros", rng.integers(0, 2**32, (1, 64 // 32 * 3), dtype=np.uint32).view(np.int32))
-    ck.add(prefix + ".scales", np.full((1, 64), 0.01, np.float16))
-    ck.add(prefix + ".g_idx", np.zeros(128, np.int32))
-    _add_norm_and_bias(ck, rng, prefix, 64, 128, np.float16)
+    _gptq_linear(ck, rng, "model.layers.0.self_attn.q_proj", 96, 256, 3, v1=True)
+    # q = i % 8 down every column: the 24-bit run 0..7 = 0xFAC688 four times in 96 bits gives the words
+    # 0x88FAC688, 0xC688FAC6, 0xFAC688FA; stored zeros 3 (zero 4): 0b011 x 32 = 0xDB6DB6DB, 0xB6DB6DB6,
+    # 0x6DB6DB6D; scale 1, output 31: 0.5. So W[o, i] = scale[o] * (i % 8 - 4).
+    scales = np.array([[1.0] * 31 + [0.5]], np.float16)
+    qweight = _words([[0x88FAC688] * 32, [0xC688FAC6] * 32, [0xFAC688FA] * 32])
+    ck.add_hand_made(HAND + ".weight", _gptq_parts(ck, HAND, 3, True, qweight, _words([[0xDB6DB6DB, 0xB6DB6DB6, 0x6DB6DB6D]]),
+                                                   scales, np.zeros(32, np.int32)))
+    _add_norm_and_bias(ck, rng, "model.layers.0.self_attn.q_proj", 96, 256, np.float16)
     return ck
 
 
@@ -694,7 +726,7 @@ def build_awq():
 SCHEMES = {"fp8_tensor": build_fp8_tensor, "fp8_channel": build_fp8_channel, "fp8_block": build_fp8_block,
            "fp8_e5m2": build_fp8_e5m2, "mxfp4": build_mxfp4, "nf4": build_nf4, "nf4_nested": build_nf4_nested,
            "fp4": build_fp4, "gptq": build_gptq, "gptq_actorder": build_gptq_actorder, "gptq_v2": build_gptq_v2,
-           "gptq_8bit": build_gptq_8bit, "gptq_2bit": build_gptq_2bit, "awq": build_awq}
+           "gptq_8bit": build_gptq_8bit, "gptq_2bit": build_gptq_2bit, "gptq_3bit": build_gptq_3bit, "awq": build_awq}
 
 
 def read_header(path):
