@@ -159,7 +159,7 @@ void add_stem_command(CLI::App& app) {
     std::string out = "build/stem-demo", prefix = "demo", size = "small", scan, dtype = "uint16", layout = "external",
                 encoder = "tensormorph";
     uint64_t detector = 0, files = 4, seed = 1, threads = 0;
-    double dose = 20000, defocus_nm = 5, astigmatism_nm = 0, astigmatism_deg = 0, semiangle_mrad = 20, energy_kev = 300,
+    double dose = 20000, defocus_nm = 5, astigmatism_nm = 0, astigmatism_deg = 0, cs_um = 0, semiangle_mrad = 20, energy_kev = 300,
            scan_rotation_deg = 0;
     bool json = false;
   };
@@ -178,6 +178,7 @@ void add_stem_command(CLI::App& app) {
   d->add_option("--defocus-nm", demo->defocus_nm, "probe defocus C10 in nm (default 5)");
   d->add_option("--C12-nm", demo->astigmatism_nm, "probe two-fold astigmatism C12 in nm (default 0)");
   d->add_option("--phi12-deg", demo->astigmatism_deg, "its azimuth in degrees, from +column towards +row (default 0)");
+  d->add_option("--C30-um", demo->cs_um, "spherical aberration C30 in micrometres (default 0)");
   d->add_option("--semiangle-mrad", demo->semiangle_mrad, "probe convergence semi-angle (default 20)");
   d->add_option("--energy-kev", demo->energy_kev, "beam energy (default 300)");
   d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
@@ -207,6 +208,7 @@ void add_stem_command(CLI::App& app) {
     p.defocus_nm = demo->defocus_nm;
     p.astigmatism_nm = demo->astigmatism_nm;
     p.astigmatism_deg = demo->astigmatism_deg;
+    p.cs_um = demo->cs_um;
     p.semiangle_mrad = demo->semiangle_mrad;
     p.energy_ev = demo->energy_kev * 1e3;
     p.seed = demo->seed;

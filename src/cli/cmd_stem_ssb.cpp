@@ -7,6 +7,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +40,36 @@ struct SsbArgs {
   unsigned trials = 200;
   uint64_t seed = 0;
   std::string c10_range, c12_range, phi12_range;
+  std::vector<std::string> higher;  // --aberration NAME=VALUE[,ANGLE]
 };
+
+// --aberration C30=2e5 or C23=100,30: a higher-order coefficient in Å (Krivanek notation) and its azimuth in
+// degrees (m > 0 only).
+Aberrations with_higher_orders(Aberrations ab, const std::vector<std::string>& specs) {
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    const std::string name = spec.substr(0, eq);
+    int index = -1;
+    for (int i = 0; i < kHigherOrders; ++i)
+      if (name == kHigherOrderNames[i]) index = i;
+    const auto bad = [&](const std::string& why) {
+      throw Error(ErrorKind::InvalidArgument, "--aberration " + spec + ": " + why);
+    };
+    if (eq == std::string::npos || index < 0) {
+      std::string names;
+      for (const char* n : kHigherOrderNames) names += std::string(names.empty() ? "" : ", ") + n;
+      bad("expected NAME=VALUE[,ANGLE] with NAME one of " + names + " (C10, C12: --C10, --C12)");
+    }
+    const std::string rest = spec.substr(eq + 1);
+    double value = 0, angle = 0;
+    if (rest.find(',') != std::string::npos) std::tie(value, angle) = parse_limits(rest, "--aberration " + name);
+    else std::tie(value, angle) = parse_limits(rest + ",0", "--aberration " + name);
+    if (!std::isfinite(value) || !std::isfinite(angle)) bad("values must be finite");
+    if (kHigherOrderNames[index][2] == '0' && angle != 0) bad(name + " is round (m = 0): it has no azimuth");
+    ab.higher_A[index] = value, ab.higher_deg[index] = angle;
+  }
+  return ab;
+}
 
 // The fit's search box and budget from the flags (ssb_fit.h's defaults where not given).
 SsbFitOptions fit_options(const SsbArgs& a) {
@@ -48,12 +80,23 @@ SsbFitOptions fit_options(const SsbArgs& a) {
   if (!(o.c10_low_nm < o.c10_high_nm) || !(o.c12_low_nm < o.c12_high_nm) || o.c12_low_nm < 0 || !(o.phi12_low_deg < o.phi12_high_deg))
     throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: each search range needs LO < HI (and C12 >= 0)");
   if (a.trials == 0) throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: --trials must be at least 1");
+  o.fixed = with_higher_orders({}, a.higher);
   o.tpe.trials = a.trials;
   o.tpe.seed = a.seed;
   return o;
 }
 
-nlohmann::json aberrations_json(const Aberrations& ab) { return {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}}; }
+// C10, C12, phi12 always; the higher orders that are not zero as "C30": Å and "phi23": degrees.
+nlohmann::json aberrations_json(const Aberrations& ab) {
+  nlohmann::json j = {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}};
+  for (int i = 0; i < kHigherOrders; ++i) {
+    if (ab.higher_A[i] == 0) continue;
+    const std::string name = kHigherOrderNames[i];
+    j[name] = ab.higher_A[i];
+    if (name[2] != '0') j["phi" + name.substr(1)] = ab.higher_deg[i];
+  }
+  return j;
+}
 
 // A calibration value with where it came from.
 struct Sourced {
@@ -150,7 +193,7 @@ void run_ssb(const SsbArgs& a) {
   cal.energy_ev = energy.value, cal.semiangle_mrad = semi.value, cal.scan_step_A = step.value;
   cal.detector_mrad_per_px = mrad_px.value;
   cal.disk_row = disk.row, cal.disk_col = disk.col, cal.disk_radius_px = disk.radius;
-  const Aberrations given{a.C10, a.C12, a.phi12};
+  const Aberrations given = with_higher_orders({a.C10, a.C12, a.phi12}, a.higher);
   StemLoader loader(acq, load);
   SsbFrames frames = ssb_frames_from_loader(loader);
   for (uint64_t i = 0; i < acq.pixel_mask.size() && load.mask_bad_pixels && load.detector_bin[0] == 1 &&
@@ -276,6 +319,9 @@ void add_stem_ssb_command(CLI::App* stem) {
   cmd->add_option("--C10", a->C10, "defocus C10 in angstrom (positive: as the simulator's defocus)");
   cmd->add_option("--C12", a->C12, "two-fold astigmatism C12 in angstrom");
   cmd->add_option("--phi12", a->phi12, "astigmatism azimuth in degrees, from +column towards +row");
+  cmd->add_option("--aberration", a->higher,
+                  "NAME=VALUE[,ANGLE]: a higher-order aberration in angstrom (Krivanek: C21 C23 C30 C32 C34 C41 C43 C45 C50 "
+                  "C52 C54 C56) and its azimuth in degrees; repeatable; held fixed by --fit");
   cmd->add_flag("--fit", a->fit, "fit C10, C12, phi12: a seeded TPE search, then Nelder-Mead (ignores --C10/--C12/--phi12)");
   cmd->add_option("--trials", a->trials, "TPE trials (default 200)");
   cmd->add_option("--seed", a->seed, "TPE seed (default 0): the same seed gives byte-identical fitted values");

@@ -102,7 +102,8 @@ StemSimulator::StemSimulator(const StemSimulationParams& params) : p_(params), f
       const double k = std::hypot(freq(i), freq(j));
       const double phi = std::atan2(freq(i), freq(j));  // from +column towards +row
       const double c = c10_A + c12_A * std::cos(2 * (phi - p_.astigmatism_deg * M_PI / 180));
-      const double chi = M_PI / lambda_A_ * (lambda_A_ * k) * (lambda_A_ * k) * c;
+      const double a2 = (lambda_A_ * k) * (lambda_A_ * k);
+      const double chi = M_PI / lambda_A_ * a2 * c + M_PI / (2 * lambda_A_) * p_.cs_um * 1e4 * a2 * a2;
       const bool inside = k <= kmax;
       buf[i * K + j][0] = inside ? static_cast<float>(std::cos(-chi)) : 0.0f;
       buf[i * K + j][1] = inside ? static_cast<float>(std::sin(-chi)) : 0.0f;
@@ -217,6 +218,7 @@ DectrisMetadata StemSimulator::metadata() const {
   put(sim + "defocus", p_.defocus_nm, "nm");
   put(sim + "astigmatism", p_.astigmatism_nm, "nm");
   put(sim + "astigmatism_angle", p_.astigmatism_deg, "degree");
+  put(sim + "spherical_aberration", p_.cs_um, "um");
   put(sim + "lattice_constant", p_.lattice_A, "angstrom");
   put(sim + "peak_phase", p_.peak_phase, "rad");
   put(sim + "dose_per_frame", p_.dose, "electrons");

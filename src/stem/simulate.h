@@ -3,7 +3,8 @@
 // Model (projection approximation, one slice): a weak phase object t(x) = exp(i·φ(x)), φ a square
 // lattice of Gaussian atoms scaled to a peak phase; a probe formed by a circular aperture of
 // semi-angle α with defocus C10 and two-fold astigmatism C12 at azimuth φ12, P(k) = A(k)·exp(−iχ(k)),
-// χ(k) = (π/λ)·(λ|k|)²·[C10 + C12·cos 2(φ − φ12)], φ = atan2(k_row, k_col) (src/stem/ssb.h), normalised to one
+// χ(k) = (π/λ)·(λ|k|)²·[C10 + C12·cos 2(φ − φ12)] + (π/(2λ))·C30·(λ|k|)⁴, φ = atan2(k_row, k_col)
+// (src/stem/ssb.h), normalised to one
 // electron; at each scan position the exit wave ψ(x − R)·t(x) is Fourier transformed and the
 // diffraction intensity |Ψ(k)|² (zero frequency at the frame centre, unit total) times the dose
 // is sampled with Poisson noise. A few dead pixels are flagged in the pixel mask (value 2) and hold the
@@ -32,6 +33,7 @@ struct StemSimulationParams {
   double defocus_nm = 5;           // C10
   double astigmatism_nm = 0;       // C12 (two-fold astigmatism magnitude)
   double astigmatism_deg = 0;      // φ12, from +column towards +row
+  double cs_um = 0;                // C30 (spherical aberration), µm: χ += (π/(2λ))·C30·α⁴
   double bf_radius_px = 0;         // 0: K / 8
   uint64_t scan_step_px = 2;       // real-space pixels per scan step
   // The scan's axes turned by this angle against the detector's (and the object's): scan position

@@ -87,14 +87,28 @@ SsbFrames ssb_frames_from_array(const StemArray& array) {
   return f;
 }
 
+bool ssb_quadratic(const Aberrations& ab) {
+  for (double c : ab.higher_A)
+    if (c != 0) return false;
+  return true;
+}
+
 double ssb_chi(double k_row, double k_col, double wavelength_A, const Aberrations& ab) {
   const double a2 = wavelength_A * wavelength_A * (k_row * k_row + k_col * k_col);  // α²
   double c = ab.C10_A;
-  if (ab.C12_A != 0 && a2 > 0) {
-    const double phi = std::atan2(k_row, k_col);  // from +column towards +row
-    c += ab.C12_A * std::cos(2 * (phi - ab.phi12_deg * M_PI / 180));
+  const double phi = a2 > 0 ? std::atan2(k_row, k_col) : 0.0;  // from +column towards +row
+  if (ab.C12_A != 0 && a2 > 0) c += ab.C12_A * std::cos(2 * (phi - ab.phi12_deg * M_PI / 180));
+  double chi = M_PI / wavelength_A * a2 * c;
+  if (a2 > 0 && !ssb_quadratic(ab)) {
+    const double alpha = std::sqrt(a2);
+    for (int i = 0; i < kHigherOrders; ++i) {
+      if (ab.higher_A[i] == 0) continue;
+      const int n = kHigherOrderNames[i][1] - '0', m = kHigherOrderNames[i][2] - '0';
+      chi += 2 * M_PI / wavelength_A * ab.higher_A[i] * std::pow(alpha, n + 1) / (n + 1) *
+             std::cos(m * (phi - ab.higher_deg[i] * M_PI / 180));
+    }
   }
-  return M_PI / wavelength_A * a2 * c;
+  return chi;
 }
 
 std::vector<uint32_t> ssb_bright_field_pixels(uint64_t det_rows, uint64_t det_cols, const SsbCalibration& cal,
@@ -288,6 +302,10 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
   if (!std::isfinite(scan_rotation_deg)) throw Error(ErrorKind::InvalidArgument, "SSB: the scan rotation must be finite");
   if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg))
     throw Error(ErrorKind::InvalidArgument, "SSB: aberrations must be finite");
+  for (int i = 0; i < kHigherOrders; ++i)
+    if (!std::isfinite(ab.higher_A[i]) || !std::isfinite(ab.higher_deg[i]))
+      throw Error(ErrorKind::InvalidArgument, std::string("SSB: aberration ") + kHigherOrderNames[i] + " must be finite");
+  const bool quadratic = ssb_quadratic(ab);
   const State& S = *s_;
   std::lock_guard<std::mutex> serial(S.mutex);
   const uint64_t R = S.R, C = S.C, N = S.N, B = S.B, half_cols = S.half_cols;
@@ -344,23 +362,32 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
               const double mr = kr - nu_r[q], mc = kc - nu_c[q], pr = kr + nu_r[q], pc = kc + nu_c[q];
               const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
               if (minus || plus) {
-                // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}], so G·Γ*/max(|Γ|, 1e-8) = G·S*·w with
-                // w = e (k − ν only; |Γ| = 1), −e* (k + ν only), or 2i·sin χ / max(2|sin χ|, 1e-8) (both).
-                const std::complex<double> e = e_chi[q];
-                std::complex<double> w;
-                if (minus && plus) {
-                  const double two_sin = 2 * e.imag();
-                  w = {0.0, two_sin / std::max(std::fabs(two_sin), 1e-8)};
-                } else {
-                  w = minus ? e : -std::conj(e);
-                }
                 std::complex<double> gv;
                 if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
                 else {  // G(−ν) = conj G(ν)
                   const uint64_t ii = (R - i) % R, jj = C - j;
                   gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
                 }
-                cv = gv * (row_f[i] * col_f[j]) * w;
+                if (quadratic) {
+                  // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}], so G·Γ*/max(|Γ|, 1e-8) = G·S*·w with
+                  // w = e (k − ν only; |Γ| = 1), −e* (k + ν only), or 2i·sin χ / max(2|sin χ|, 1e-8) (both).
+                  const std::complex<double> e = e_chi[q];
+                  std::complex<double> w;
+                  if (minus && plus) {
+                    const double two_sin = 2 * e.imag();
+                    w = {0.0, two_sin / std::max(std::fabs(two_sin), 1e-8)};
+                  } else {
+                    w = minus ? e : -std::conj(e);
+                  }
+                  cv = gv * (row_f[i] * col_f[j]) * w;
+                } else {  // Γ = P(k − ν)·P*(k) − P*(k + ν)·P(k), P = A·e^{−iχ}, directly
+                  const auto probe = [&](bool in, double r, double c) {
+                    return in ? std::polar(1.0, -ssb_chi(r, c, lambda, ab)) : std::complex<double>(0, 0);
+                  };
+                  const std::complex<double> p0 = probe(true, kr, kc);
+                  const std::complex<double> gamma = probe(minus, mr, mc) * std::conj(p0) - std::conj(probe(plus, pr, pc)) * p0;
+                  cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
+                }
               }
             }
             G.plane[q][0] = static_cast<float>(cv.real());

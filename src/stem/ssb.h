@@ -16,7 +16,8 @@
 //   convention. An object Fourier component e^{2πi q·X} is then e^{2πi (R(θ)ᵀq)·(r, c)·step} over the scan,
 //   so the scan frequency ν_s belongs to the detector-frame frequency ν = R(θ)·ν_s:
 //   ν_row = cos θ·ν_s,row − sin θ·ν_s,col, ν_col = sin θ·ν_s,row + cos θ·ν_s,col.
-// - Aberration function: χ(k) = (π/λ)·α²·[C10 + C12·cos 2(φ − φ12)], α = λ|k|, φ = atan2(k_row, k_col)
+// - Aberration function: χ(k) = (π/λ)·α²·[C10 + C12·cos 2(φ − φ12)] (+ the higher orders of Aberrations, Krivanek
+//   notation: (2π/λ)·C_nm·α^(n+1)/(n+1)·cos(m(φ − φ_nm))), α = λ|k|, φ = atan2(k_row, k_col)
 //   (the azimuth of k measured from the +column axis towards the +row axis), lengths in Å, φ12 in degrees.
 //   Probe P(k) = A(k)·exp(−iχ(k)), A = 1 for |k| ≤ α/λ (inclusive), else 0. (StemSimulator: C10 = defocus_nm·10
 //   with this same sign, and no C12.)
@@ -46,6 +47,7 @@
 //   Γ_b(ν) = A(k_b)·e^{i·2Bχ(k_b, ν)}·[A(k_b − ν)·e^{−iχ(ν)} − A(k_b + ν)·e^{+iχ(ν)}], and 2Bχ(k_b, ν) is linear
 //   in the scan frequency indices (i, j), so e^{i·2Bχ} is a row factor times a column factor: per BF pixel
 //   Rr + Rc sincos and per ν one sincos per evaluation instead of two per (b, ν). Same Γ to float64 rounding.
+//   With higher orders, Γ is computed directly from P(k_b ∓ ν) at every (b, ν) (slower, same contract).
 // - Results do not depend on the thread count at all (fixed reduction groups; SsbProblem).
 #pragma once
 
@@ -68,11 +70,22 @@ struct SsbCalibration {
   double disk_row = 0, disk_col = 0, disk_radius_px = 0;  // bright-field disk, detector pixels
 };
 
+// Higher orders in Krivanek notation: χ gains (2π/λ)·C_nm·α^(n+1)/(n+1)·cos(m(φ − φ_nm)) per term (C10 and C12
+// above are the n = 1 terms of the same sum). Index i of `higher` is kHigherOrderNames[i].
+inline constexpr int kHigherOrders = 12;
+inline constexpr const char* kHigherOrderNames[kHigherOrders] = {"C21", "C23", "C30", "C32", "C34", "C41",
+                                                                 "C43", "C45", "C50", "C52", "C54", "C56"};
+
 struct Aberrations {
   double C10_A = 0;      // defocus (χ = (π/λ)·α²·C10; positive as StemSimulator's defocus_nm·10)
   double C12_A = 0;      // two-fold astigmatism magnitude
   double phi12_deg = 0;  // its azimuth, from +column towards +row
+  double higher_A[kHigherOrders] = {};    // C21 … C56 in Å (C30 = Cs); all zero: χ is quadratic
+  double higher_deg[kHigherOrders] = {};  // their azimuths φ_nm (ignored for m = 0)
 };
+
+// True when every higher-order coefficient is zero (the fast separable evaluation applies).
+bool ssb_quadratic(const Aberrations& ab);
 
 struct SsbResult {
   uint64_t rows = 0, cols = 0;    // the scan

@@ -16,7 +16,9 @@ Aberrations ssb_canonical_aberrations(const Point& x, const SsbFitOptions& o) {
   phi = std::fmod(phi, 180.0);  // (−180, 180)
   if (phi <= -90) phi += 180;
   if (phi > 90) phi -= 180;
-  return {c10 * 10, c12 * 10, phi};
+  Aberrations ab = o.fixed;
+  ab.C10_A = c10 * 10, ab.C12_A = c12 * 10, ab.phi12_deg = phi;
+  return ab;
 }
 
 SsbFit ssb_fit_aberrations(const SsbProblem& problem, double scan_rotation_deg, const SsbFitOptions& o) {

@@ -26,6 +26,7 @@ struct SsbFitOptions {
   double c10_low_nm = -400, c10_high_nm = 400;
   double c12_low_nm = 0, c12_high_nm = 100;
   double phi12_low_deg = -90, phi12_high_deg = 90;
+  Aberrations fixed;            // its higher orders (C21 … C56) are held fixed during the fit; C10/C12/φ12 unused
   TpeOptions tpe;               // trials 200, seed 0 by default
   NelderMeadOptions simplex;    // α 1, γ 2, ρ 0.5, σ 0.5, xatol 0.1, fatol 1e-8, ≤ 300 iterations
 };
@@ -42,7 +43,8 @@ struct SsbFit {
   double seconds = 0;
 };
 
-// The canonical aberrations of a search point (C10 nm, C12 nm, φ12 deg), in Å and degrees.
+// The canonical aberrations of a search point (C10 nm, C12 nm, φ12 deg), in Å and degrees, with the fixed
+// higher orders of options.fixed.
 Aberrations ssb_canonical_aberrations(const Point& x, const SsbFitOptions& options);
 
 // Throws InvalidArgument for an empty or inverted box (low >= high, C12 bounds outside [0, ∞)).

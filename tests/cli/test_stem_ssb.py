@@ -92,6 +92,21 @@ class StemSsb(unittest.TestCase):
         self.assertEqual((given["disk"]["row"], given["disk"]["col"]), (d["row"], d["col"]))
         self.assertEqual(given["loss"], detected["loss"])
 
+    def test_higher_order_aberrations(self):
+        master = self.demo("cs", "--C30-um", "60")
+        truth = self.truth(master)
+        phase, rep = self.ssb(master, "--C10", "50", "--aberration", "C30=6e5", "--scan-rotation-deg", "0")
+        self.assertEqual(rep["aberrations"]["C30"], 6e5)
+        plain, plain_rep = self.ssb(master, "--C10", "50", "--scan-rotation-deg", "0")
+        self.assertGreater(pearson(phase, truth), pearson(plain, truth) + 0.05)
+        self.assertLess(rep["loss"], plain_rep["loss"])
+        _, rep = self.ssb(master, "--C10", "50", "--aberration", "C23=100,30", "--scan-rotation-deg", "0")
+        self.assertEqual((rep["aberrations"]["C23"], rep["aberrations"]["phi23"]), (100.0, 30.0))
+        r = self.ssb(master, "--aberration", "C30=1,5", expect=2)
+        self.assertIn("no azimuth", r.err)
+        r = self.ssb(master, "--aberration", "C77=1", expect=2)
+        self.assertIn("C21, C23", r.err)
+
     def test_png_output(self):
         master = self.demo("png")
         out = os.path.join(self.dir, "phase.png")

@@ -208,6 +208,63 @@ TEST(Ssb, ChiConventions) {
   EXPECT_NEAR(ssb_chi(0.3, 0.4, lambda, df), M_PI / lambda * (lambda * 0.5) * (lambda * 0.5) * 50, 1e-12);
 }
 
+TEST(Ssb, HigherOrderChiInKrivanekNotation) {
+  const double lambda = electron_wavelength_A(300e3), k = 0.8, alpha = lambda * k;
+  const auto with = [](const char* name, double value, double angle = 0) {
+    Aberrations ab;
+    for (int i = 0; i < kHigherOrders; ++i)
+      if (std::string(kHigherOrderNames[i]) == name) ab.higher_A[i] = value, ab.higher_deg[i] = angle;
+    return ab;
+  };
+  // C30 (Cs): (2π/λ)·C30·α⁴/4, round.
+  EXPECT_NEAR(ssb_chi(0, k, lambda, with("C30", 1e5)), 2 * M_PI / lambda * 1e5 * std::pow(alpha, 4) / 4, 1e-9);
+  EXPECT_NEAR(ssb_chi(k, 0, lambda, with("C30", 1e5)), ssb_chi(0, -k, lambda, with("C30", 1e5)), 1e-9);
+  // C23 (three-fold, n = 2, m = 3) at φ23 = 90°: largest along +row (φ = 90°), and cos 3(φ − 90°) = −1 along +column.
+  const double c23 = 2 * M_PI / lambda * 1e3 * std::pow(alpha, 3) / 3;
+  EXPECT_NEAR(ssb_chi(k, 0, lambda, with("C23", 1e3, 90)), c23, 1e-9);
+  EXPECT_NEAR(ssb_chi(0, k, lambda, with("C23", 1e3, 90)), 0.0, 1e-9);  // cos(−270°) = 0
+  EXPECT_NEAR(ssb_chi(-k, 0, lambda, with("C23", 1e3, 90)), -c23, 1e-9);
+  // C21 (coma, n = 2, m = 1) at φ21 = 0: odd in k.
+  EXPECT_NEAR(ssb_chi(0, k, lambda, with("C21", 500)), -ssb_chi(0, -k, lambda, with("C21", 500)), 1e-9);
+  EXPECT_TRUE(ssb_quadratic(Aberrations{100, 20, 5}));
+  EXPECT_FALSE(ssb_quadratic(with("C56", 1)));
+}
+
+TEST(Ssb, TheDirectOverlapAgreesWithTheSeparableOne) {
+  // A negligible C56 sends evaluate() down the direct Γ path; it must give what the separable path gives.
+  const SimData& d = unrotated();
+  const SsbProblem problem(d.source(), d.p.scan_rows, d.p.scan_cols, d.p.detector, d.p.detector, d.calibration(), 2, 0);
+  Aberrations quadratic{50, 20, 30};
+  Aberrations direct = quadratic;
+  direct.higher_A[kHigherOrders - 1] = 1e-30;
+  const SsbResult a = problem.evaluate(quadratic, 10), b = problem.evaluate(direct, 10);
+  double worst = 0;
+  for (size_t i = 0; i < a.phase.size(); ++i) worst = std::max(worst, std::abs(a.phase[i] - b.phase[i]));
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_NEAR(a.loss, b.loss, 1e-7 * a.loss);
+}
+
+TEST(Ssb, SphericalAberrationIsCorrectedWhenGiven) {
+  StemSimulationParams p = standard();
+  p.cs_um = 60;  // χ_C30 = (π/2λ)·C30·α⁴ ≈ 7.7 rad at the aperture edge
+  const SimData d(p);
+  const SsbProblem problem(d.source(), p.scan_rows, p.scan_cols, p.detector, p.detector, d.calibration(), 2, 0);
+  Aberrations with_cs{50, 0, 0};
+  with_cs.higher_A[2] = 60e4;  // C30 in Å
+  ASSERT_STREQ(kHigherOrderNames[2], "C30");
+  const SsbResult right = problem.evaluate(with_cs, 0), none = problem.evaluate({50, 0, 0}, 0);
+  Aberrations flipped = with_cs;
+  flipped.higher_A[2] = -60e4;
+  const SsbResult wrong = problem.evaluate(flipped, 0);
+  const double r_right = pearson(right.phase, d.truth), r_none = pearson(none.phase, d.truth), r_wrong = pearson(wrong.phase, d.truth);
+  std::printf("[ssb] C30 = 60 um, C10 = 50 A: Pearson with C30 %.4f (loss %.5f), without %.4f (%.5f), C30 sign flipped %.4f (%.5f)\n",
+              r_right, right.loss, r_none, none.loss, r_wrong, wrong.loss);
+  EXPECT_GE(r_right, 0.90);  // 0.927: a large Cs leaves the probe's tails in the border positions
+  EXPECT_LT(r_none, r_right - 0.05);
+  EXPECT_LT(r_wrong, r_right - 0.05);
+  EXPECT_LT(right.loss, none.loss);
+}
+
 TEST(Ssb, BadInputsAreRefused) {
   StemSimulationParams p = standard();
   p.scan_rows = p.scan_cols = 8;
@@ -329,7 +386,7 @@ TEST(SsbFit, ByteIdenticalOnEveryRunAndThreadCount) {
   const SsbProblem one = a.problem(1), three = a.problem(3);
   const SsbFit f1 = ssb_fit_aberrations(one, 0, o), f3 = ssb_fit_aberrations(three, 0, o), again = ssb_fit_aberrations(three, 0, o);
   for (const SsbFit* f : {&f3, &again}) {
-    EXPECT_EQ(std::memcmp(&f1.fitted, &f->fitted, sizeof(Aberrations)), 0);
+    EXPECT_EQ(std::memcmp(&f1.fitted, &f->fitted, sizeof(Aberrations)), 0);  // a plain struct of doubles
     EXPECT_EQ(std::memcmp(&f1.loss, &f->loss, sizeof(double)), 0);
     EXPECT_EQ(f1.evaluations, f->evaluations);
   }
