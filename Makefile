@@ -1,13 +1,17 @@
 # Tensormorph: every target does its own set-up on a fresh Debian 12 machine.
 #   make run    build, write the demo checkpoint (if absent), index it, print inventory and statistics,
 #               draw one tensor as PNG and print one pyramid tile;
-#               then write the simulated 4D-STEM demo acquisition (if absent), inspect it and load it binned
+#               then write the simulated 4D-STEM demo acquisition (if absent), inspect it and load it binned;
+#               then serve the viewer on the demo checkpoint (http://127.0.0.1:$(PORT)/, Ctrl-C stops it;
+#               make run SERVE=0 ends without serving)
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
 .PHONY: deps build run test test-asan bench docs clean
 
 JOBS ?= $(shell nproc)
+PORT ?= 8765
+SERVE ?= 1
 
 deps:
 	@scripts/install-deps
@@ -28,6 +32,8 @@ run: build
 	@test -f build/stem-demo/demo_master.h5 || build/tensormorph stem demo --out build/stem-demo
 	@build/tensormorph stem inspect build/stem-demo
 	@build/tensormorph stem load build/stem-demo --scan-bin 2 --detector-bin 4
+	@if [ "$(SERVE)" != "0" ]; then echo; echo "Viewer: open the URL below (Ctrl-C stops the server)"; \
+	  exec build/tensormorph serve build/demo --port $(PORT); fi
 
 test: build
 	@ctest --preset release -j $(JOBS)

@@ -25,6 +25,7 @@ int run_app(int argc, char** argv) {
   add_compare_command(app);
   add_stem_command(app);
   add_render_commands(app);
+  add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

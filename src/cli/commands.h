@@ -16,6 +16,7 @@ void add_index_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_stem_command(CLI::App& app);
 void add_render_commands(CLI::App& app);  // render, tile  // stem demo, discover, inspect, load, export
+void add_serve_command(CLI::App& app);   // serve: the viewer and its JSON API
 
 // Runs the CLI; returns the process exit code. Errors are printed on stderr.
 int run_app(int argc, char** argv);

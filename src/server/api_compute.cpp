@@ -1,0 +1,139 @@
+// The Compute panel's endpoints: every backend and device (unavailable ones with the reason), and the
+// user's prefer / never constraints, saved in the same settings file as `tensormorph config`
+// (compute.prefer, compute.never) and applied by rebuilding the runtime, as a new CLI run would.
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "server/http_util.h"
+#include "server/routes.h"
+#include "tensormorph/error.h"
+#include "tensormorph/settings.h"
+
+namespace tmorph::server {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
+nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_backends) {
+  nlohmann::json backends = nlohmann::json::array();
+  for (const auto& b : rt.registry.backends()) {
+    nlohmann::json devices = nlohmann::json::array(), ops = nlohmann::json::array();
+    for (const auto& d : b.devices)
+      devices.push_back({{"index", d.index},
+                         {"name", d.name},
+                         {"id", d.id},
+                         {"kind", device_kind_name(d.kind)},
+                         {"software_adapter", d.kind == TM_DEVICE_SOFTWARE_ADAPTER},
+                         {"memory_bytes", d.memory_bytes}});
+    std::set<std::string> seen;
+    for (const auto& k : b.kernels)
+      if (seen.insert(op_name(k.op)).second)
+        ops.push_back({{"op", op_name(k.op)}, {"precision", precision_name(k.precision, k.tolerance)}});
+    backends.push_back({{"name", b.name},
+                        {"description", b.description},
+                        {"available", b.available},
+                        {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
+                        {"detail", b.unavailable_detail},
+                        {"devices", devices},
+                        {"ops", ops}});
+  }
+  nlohmann::json not_installed = nlohmann::json::array();
+  for (const auto& [name, info] : known_backends.items())
+    if (!rt.registry.find(name))
+      not_installed.push_back({{"name", name}, {"kind", info.value("kind", "")}, {"description", info.value("description", "")}});
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : rt.registry.load_failures())
+    failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});
+  // The saved constraints are read from the file, so what the response shows is what was persisted.
+  const Settings s = Settings::load();
+  const auto saved = [&](const char* key) {
+    const auto v = s.get(key);
+    return v ? split_list(*v) : std::vector<std::string>{};
+  };
+  const std::vector<std::string> never(rt.constraints.never.begin(), rt.constraints.never.end());
+  return {{"mode", rt.constraints.prefer.empty() && rt.constraints.never.empty() ? "auto" : "constrained"},
+          {"backends", backends},
+          {"not_installed", not_installed},
+          {"plugin_load_failures", failures},
+          {"constraints", {{"prefer", saved("compute.prefer")}, {"never", saved("compute.never")}}},
+          {"effective", {{"prefer", rt.constraints.prefer}, {"never", never}}},
+          {"settings_file", s.path()}};
+}
+
+// A body list of backend names: an array of known names, each once. Throws 400 naming the field.
+std::vector<std::string> name_list(const nlohmann::json& body, const char* field, const cli::Runtime& rt) {
+  if (!body.contains(field)) return {};
+  const nlohmann::json& v = body.at(field);
+  if (!v.is_array()) throw HttpError(400, std::string("field '") + field + "': expected an array of backend names");
+  if (v.size() > 64) throw HttpError(400, std::string("field '") + field + "': at most 64 names");
+  std::vector<std::string> out;
+  std::string known;
+  for (const auto& b : rt.registry.backends()) known += (known.empty() ? "" : ", ") + b.name;
+  static const std::regex name_re("[A-Za-z0-9_.-]{1,64}");
+  for (const auto& e : v) {
+    if (!e.is_string() || !std::regex_match(e.get<std::string>(), name_re))
+      throw HttpError(400, std::string("field '") + field + "': expected backend names (letters, digits, _ . -)");
+    const std::string name = e.get<std::string>();
+    if (!rt.registry.find(name))
+      throw HttpError(400, std::string("field '") + field + "': unknown backend '" + name + "' (known: " + known + ")");
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      throw HttpError(400, std::string("field '") + field + "': '" + name + "' is listed twice");
+    out.push_back(name);
+  }
+  return out;
+}
+
+// PUT /api/compute {"prefer": [...], "never": [...]}: a field that is absent keeps its saved value; an
+// empty list removes the setting (Auto).
+void put_compute(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const std::string type = req.get_header_value("Content-Type");
+  if (type.rfind("application/json", 0) != 0) throw HttpError(400, "the body must be JSON (Content-Type: application/json)");
+  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) throw HttpError(400, "the body must be a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "prefer" && key != "never") throw HttpError(400, "field '" + key + "': unknown (expected prefer, never)");
+  const auto rt = state.compute.current();
+  const auto prefer = name_list(body, "prefer", *rt), never = name_list(body, "never", *rt);
+  {
+    std::lock_guard<std::mutex> lock(state.compute.settings_mutex());
+    Settings s = Settings::load();
+    const auto store = [&](const char* field, const char* key, const std::vector<std::string>& names) {
+      if (!body.contains(field)) return;
+      if (names.empty()) s.unset(key);
+      else s.set(key, join(names));
+    };
+    store("prefer", "compute.prefer", prefer);
+    store("never", "compute.never", never);
+    // The lists that will be saved must not overlap, whichever of them this request changed.
+    const auto final_list = [&](const char* key) {
+      const auto v = s.get(key);
+      return v ? split_list(*v) : std::vector<std::string>{};
+    };
+    const auto final_never = final_list("compute.never");
+    for (const auto& n : final_list("compute.prefer"))
+      if (std::find(final_never.begin(), final_never.end(), n) != final_never.end())
+        throw HttpError(400, std::string("field '") + (body.contains("prefer") ? "prefer" : "never") + "': '" + n +
+                                 "' would be both preferred and never used");
+    s.save();
+    state.compute.reload();
+  }
+  send_json(res, compute_json(*state.compute.current(), state.known_backends));
+}
+
+}  // namespace
+
+void add_compute_routes(httplib::Server& svr, ServerState& state) {
+  svr.Get("/api/compute", guarded([&state](const httplib::Request&, httplib::Response& res) {
+            send_json(res, compute_json(*state.compute.current(), state.known_backends));
+          }));
+  svr.Put("/api/compute",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { put_compute(state, req, res); }));
+}
+
+}  // namespace tmorph::server

@@ -1,0 +1,185 @@
+// Pyramid tiles (raw statistics, binary or JSON) and rendered PNGs of a tensor. Tiles come from the
+// index; images through the same code as `tensormorph render` (cells_for + render_cells), so sizes are
+// bounded by the pyramid's levels and the renderer's own pixel limit.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "display/colormap.h"
+#include "ops/placement_json.h"
+#include "render/cell_image.h"
+#include "render/cell_source.h"
+#include "server/http_util.h"
+#include "server/routes.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::server {
+
+namespace {
+
+// Checks (level, slice, x, y) against a layout, naming the query parameter that is out of range.
+void check_position(const PyramidLayout& l, uint64_t level, uint64_t slice, std::optional<uint64_t> x,
+                    std::optional<uint64_t> y) {
+  if (level >= l.levels.size())
+    throw HttpError(400, "parameter 'level': " + std::to_string(level) + " is outside the pyramid's levels 0.." +
+                             std::to_string(l.levels.size() - 1));
+  if (slice >= l.view.slices)
+    throw HttpError(400, "parameter 'slice': " + std::to_string(slice) + " is outside the view's " +
+                             std::to_string(l.view.slices) + " slice(s)");
+  const auto& g = l.levels[level];
+  if (x && *x >= g.cols)
+    throw HttpError(400, "parameter 'x': level " + std::to_string(level) + " has " + std::to_string(g.cols) + " tile column(s)");
+  if (y && *y >= g.rows)
+    throw HttpError(400, "parameter 'y': level " + std::to_string(level) + " has " + std::to_string(g.rows) + " tile row(s)");
+}
+
+uint64_t required(const httplib::Request& req, const char* name) {
+  const auto v = uint_param(req, name);
+  if (!v) throw HttpError(400, std::string("parameter '") + name + "' is required");
+  return *v;
+}
+
+std::string format_param(const httplib::Request& req, const char* fallback) {
+  const std::string f = text_param(req, "format").value_or(fallback);
+  if (f != "binary" && f != "json" && f != "png")
+    throw HttpError(400, "parameter 'format': expected " + std::string(fallback) + " or json, got '" + f + "'");
+  return f;
+}
+
+// Runs a parser of the display code, renaming its error after the query parameter.
+template <class F>
+auto with_param(const char* name, F&& parse) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    throw HttpError(400, std::string("parameter '") + name + "': " + e.what());
+  }
+}
+
+// GET /api/tiles/{ckpt}/{name}?level=&x=&y=[&slice=][&format=binary|json]
+void get_tile(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const uint64_t level = required(req, "level"), x = required(req, "x"), y = required(req, "y");
+  const uint64_t slice = uint_param(req, "slice").value_or(0);
+  const std::string format = format_param(req, "binary");
+  if (format == "png") throw HttpError(400, "parameter 'format': expected binary or json, got 'png'");
+  std::unique_lock<std::mutex> lock(ref.checkpoint.mutex);
+  const CheckpointIndex& index = *ref.checkpoint.index;
+  const auto info = stored_pyramid(index, ref.tensor);
+  check_position(info.layout, level, slice, x, y);
+  const auto tile = index.load_tile(ref.tensor, info, static_cast<unsigned>(level), slice, y, x);
+  lock.unlock();
+  if (!tile) throw Error(ErrorKind::BadInput, "tile missing from the pyramid of " + ref.info().name);
+  const TileRange r = info.layout.range(static_cast<unsigned>(level), y, x);
+  if (format == "json") {
+    nlohmann::json j = tile_json(info, ref.info(), static_cast<unsigned>(level), slice, x, y, *tile);
+    j["checkpoint"] = ref.checkpoint.id;
+    j["placement"] = nlohmann::json::array();  // read from the index: no op ran
+    send_json(res, j);
+    return;
+  }
+  const std::vector<uint8_t> record = encode_tile(*tile);
+  res.set_content(std::string(record.begin(), record.end()), "application/octet-stream");
+  res.set_header("X-Tensormorph-Tile-Bins", std::to_string(tile->hist.size()));
+  res.set_header("X-Tensormorph-Tile-Rows", std::to_string(r.row_begin) + "," + std::to_string(r.row_end));
+  res.set_header("X-Tensormorph-Tile-Cols", std::to_string(r.col_begin) + "," + std::to_string(r.col_end));
+  res.set_header("Cache-Control", "no-store");
+}
+
+// Encodes through render/png_write (which writes files) in the server's private scratch directory.
+std::string png_bytes(const std::string& scratch_dir, const RgbaImage& image, const PngText& text) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string path = scratch_dir + "/" + std::to_string(counter.fetch_add(1)) + ".png";
+  struct Remove {
+    const std::string& p;
+    ~Remove() { ::unlink(p.c_str()); }
+  } remove{path};
+  write_png(path, image, text);
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// GET /api/render/{ckpt}/{name}.png?level=&x=&y=&slice=&stat=&transform=&colormap=&limits=&log_floor=&format=png|json
+void get_render(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const CheckpointTensor& t = ref.info();
+  const auto level = uint_param(req, "level"), x = uint_param(req, "x"), y = uint_param(req, "y");
+  const uint64_t slice = uint_param(req, "slice").value_or(0);
+  if (x.has_value() != y.has_value()) throw HttpError(400, std::string("parameter '") + (x ? "y" : "x") + "' is required with the other");
+  if (x && !level) throw HttpError(400, "parameter 'level' is required with x and y");
+  const std::string format = format_param(req, "png");
+  if (format == "binary") throw HttpError(400, "parameter 'format': expected png or json, got 'binary'");
+  const std::string stat_name = text_param(req, "stat").value_or("mean");
+  const CellStat stat = with_param("stat", [&] { return parse_cell_stat(stat_name); });
+  const std::string colormap = text_param(req, "colormap").value_or("");
+  if (!colormap.empty()) with_param("colormap", [&] { return &tmorph::colormap(colormap); });
+  DisplayRequest display;
+  display.transform = with_param("transform", [&] { return parse_transform(text_param(req, "transform").value_or("linear")); });
+  if (const auto f = text_param(req, "log_floor")) {
+    display.log_floor = parse_double(*f, "log_floor");
+    if (!(display.log_floor > 0)) throw HttpError(400, "parameter 'log_floor': must be > 0");
+  }
+  if (const auto limits = text_param(req, "limits")) {
+    const size_t comma = limits->find(',');
+    if (comma == std::string::npos) throw HttpError(400, "parameter 'limits': expected LO,HI, got '" + *limits + "'");
+    display.lo = parse_double(limits->substr(0, comma), "limits");
+    display.hi = parse_double(limits->substr(comma + 1), "limits");
+    if (*display.lo > *display.hi) throw HttpError(400, "parameter 'limits': LO is above HI");
+  }
+
+  const auto rt = state.compute.current();
+  const Planner planner = rt->planner();
+  SourceRequest sreq;
+  sreq.slice = slice;
+  if (level) sreq.level = static_cast<int>(*level);
+  if (x) sreq.tile = std::make_pair(*x, *y);
+  // Cells from values (below the stored levels) and the colours both run placed ops: one render at a
+  // time (lock order: render_mutex, then the checkpoint's mutex).
+  std::lock_guard<std::mutex> compute_lock(state.render_mutex);
+  CellSource src;
+  {
+    std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+    const CheckpointIndex& index = *ref.checkpoint.index;
+    const auto info = index.load_pyramid_info(ref.tensor);
+    const PyramidLayout layout = info ? info->layout : make_pyramid_layout(default_view(t.shape));
+    check_position(layout, level.value_or(0), slice, x, y);
+    src = cells_for(index, ref.tensor, planner, sreq);
+  }
+  const std::vector<double> drawn = cell_values(src.grid, stat);
+  display.colormap = colormap.empty() ? default_colormap(drawn, stat) : std::string_view(colormap);
+  const CellImage img = render_cells(src.grid, stat, display, planner);
+  nlohmann::json j = source_json(src, t);
+  j["checkpoint"] = ref.checkpoint.id;
+  j["stat"] = cell_stat_name(stat);
+  j["transform"] = transform_name(img.params.transform);
+  j["colormap"] = img.params.colormap->name;
+  j["limits"] = {json_number(img.params.limits.lo), json_number(img.params.limits.hi)};
+  j["placement"] = placements_json({img.placement});
+  j["image"] = {{"width", img.image.width}, {"height", img.image.height}, {"scale", {img.scale_x, img.scale_y}}};
+  if (format == "json") {
+    j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
+                      {"neg_inf", img.histogram.neg_inf}};
+    send_json(res, j);
+    return;
+  }
+  const PngText text = cell_image_text(img, stat, {{"tensormorph:tensor", t.name}, {"tensormorph:source", src.source}});
+  res.set_content(png_bytes(state.scratch_dir, img.image, text), "image/png");
+  res.set_header("X-Tensormorph-Placement",
+                 placements_json({img.placement}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  res.set_header("X-Tensormorph-Limits", j["limits"].dump());
+  res.set_header("Cache-Control", "no-store");
+}
+
+}  // namespace
+
+void add_tile_routes(httplib::Server& svr, ServerState& state) {
+  svr.Get(R"(/api/tiles/([^/]+)/(.+))",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_tile(state, req, res); }));
+  svr.Get(R"(/api/render/([^/]+)/(.+)\.png)",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_render(state, req, res); }));
+}
+
+}  // namespace tmorph::server

@@ -1,0 +1,21 @@
+// The routes of `tensormorph serve`, registered on one httplib::Server. Each add_* function registers
+// one group; all of them take the shared state, which must outlive the server.
+#pragma once
+
+#include <httplib.h>
+
+#include "server/server_state.h"
+
+namespace tmorph::server {
+
+// GET /api/health, /api/checkpoints, /api/tensors, /api/tensors/{ckpt}/{name}.
+void add_catalog_routes(httplib::Server& svr, ServerState& state);
+// GET /api/tiles/{ckpt}/{name}, /api/render/{ckpt}/{name}.png.
+void add_tile_routes(httplib::Server& svr, ServerState& state);
+// GET and PUT /api/compute.
+void add_compute_routes(httplib::Server& svr, ServerState& state);
+// Every other GET: /api/... is 404 JSON; the rest are static files under state.web_root, or the
+// built-in page at / when there is no web root.
+void add_static_routes(httplib::Server& svr, ServerState& state);
+
+}  // namespace tmorph::server

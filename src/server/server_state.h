@@ -1,0 +1,90 @@
+// What every request handler of `tensormorph serve` shares: the checkpoints opened at start (fixed for
+// the server's life, each with its complete index) and the compute runtime (replaced whole when
+// PUT /api/compute changes the saved constraints).
+//
+// Threading: handlers run on the HTTP server's fixed pool. A checkpoint's index (one SQLite
+// connection) is used under that checkpoint's mutex; placed display ops run one at a time under
+// render_mutex (a backend promises nothing about concurrent calls). Everything else is read-only
+// after start. Lock order: render_mutex before a checkpoint's mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/runtime.h"
+#include "index/checkpoint_index.h"
+
+namespace tmorph::server {
+
+// One checkpoint named on the command line. Requests reach it only through its id; no request ever
+// names a file.
+struct ServedCheckpoint {
+  std::string id;                          // "0", "1", ... in command-line order
+  std::string path;                        // as given on the command line
+  std::unique_ptr<CheckpointIndex> index;  // every tensor indexed before serving starts
+  std::unordered_map<std::string, size_t> by_name;  // tensor name -> index into checkpoint().tensors
+  mutable std::mutex mutex;                // guards index (its SQLite connection)
+};
+
+// One row of GET /api/tensors, built once at start from the index.
+struct TensorRow {
+  size_t checkpoint = 0, tensor = 0;
+  std::string name, dtype;
+  uint64_t bytes = 0;
+  nlohmann::json summary;  // checkpoint, name, dtype, shape, parameters, bytes, stats (moments) or null
+};
+
+// Builds a runtime from the settings file and the environment, as every CLI command does.
+using RuntimeFactory = std::function<std::unique_ptr<cli::Runtime>()>;
+
+// The current runtime, swapped whole: a request keeps the snapshot it started with alive.
+class ComputeHolder {
+ public:
+  explicit ComputeHolder(RuntimeFactory factory);
+  std::shared_ptr<const cli::Runtime> current() const;
+  // Rebuilds from the settings; on an exception the old runtime stays current.
+  void reload();
+  // Serialises read-modify-write of the settings file.
+  std::mutex& settings_mutex() { return settings_mutex_; }
+
+ private:
+  RuntimeFactory factory_;
+  mutable std::mutex mutex_;
+  std::mutex settings_mutex_;
+  std::shared_ptr<const cli::Runtime> runtime_;
+};
+
+struct ServerState {
+  explicit ServerState(RuntimeFactory factory) : compute(std::move(factory)) {}
+  std::vector<std::unique_ptr<ServedCheckpoint>> checkpoints;
+  std::vector<TensorRow> rows;  // every tensor of every checkpoint, in checkpoint then file order
+  ComputeHolder compute;
+  std::mutex render_mutex;  // held for a whole render (cells and colours)
+  std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
+  std::string web_root;     // canonical static-file root, or empty for the built-in page
+  std::string version;
+  // The backends the project's parity matrix knows ({name: {kind, description, …}}), so the Compute
+  // panel can list those this build or machine lacks.
+  nlohmann::json known_backends = nlohmann::json::object();
+};
+
+// The tensor `name` of the checkpoint with id `ckpt`; throws HttpError 404 naming what is unknown.
+struct TensorRef {
+  ServedCheckpoint& checkpoint;
+  size_t tensor;
+  const CheckpointTensor& info() const { return checkpoint.index->checkpoint().tensors[tensor]; }
+};
+TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::string& name);
+
+// Adds checkpoints[i]'s tensors to state.rows (statistics from its index; unreadable tensors get
+// "stats": null and "unavailable"). Called once per checkpoint at start.
+void add_rows(ServerState& state, size_t checkpoint);
+
+}  // namespace tmorph::server

@@ -1,0 +1,98 @@
+#include "server/stats_json.h"
+
+#include <filesystem>
+
+#include "checkpoint/packed_tensor.h"
+#include "lod/tile_stats.h"
+#include "server/http_util.h"
+
+namespace tmorph::server {
+
+std::string tensor_dtype(const CheckpointTensor& t) {
+  if (t.dtype) return std::string(dtype_name(*t.dtype));
+  if (t.ggml_type || t.packed) return "f32";
+  return t.stored_type;
+}
+
+nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTensor& t) {
+  nlohmann::json j = {{"checkpoint", sc.id},       {"name", t.name},         {"stored_type", t.stored_type},
+                      {"dtype", tensor_dtype(t)},  {"shape", t.shape},       {"parameters", t.elements},
+                      {"bytes", t.bytes}};
+  if (t.ggml_type || t.packed) j["dequantized_from"] = t.stored_type;
+  return j;
+}
+
+nlohmann::json moments_json(const MomentsSummary& m) {
+  nlohmann::json j = {{"count", m.count},
+                      {"finite_count", m.finite_count},
+                      {"nan_count", m.nan_count},
+                      {"inf_count", m.inf_count},
+                      {"zero_count", m.zero_count},
+                      {"min", json_number(m.min)},
+                      {"max", json_number(m.max)},
+                      {"abs_max", json_number(m.abs_max)},
+                      {"sum", json_number(m.sum)},
+                      {"mean", json_number(m.mean)},
+                      {"std", json_number(m.std)}};
+  if (m.is_integer) j["exact"] = {{"min", m.int_min}, {"max", m.int_max}, {"sum", m.int_sum}};
+  return j;
+}
+
+nlohmann::json stats_json(const StatsResult& r) {
+  nlohmann::json j = moments_json(r.moments);
+  if (r.histogram) {
+    nlohmann::json edges = nlohmann::json::array();
+    for (double e : r.histogram->edges) edges.push_back(json_number(e));
+    j["histogram"] = {{"edges", edges}, {"counts", r.histogram->counts}, {"below", r.histogram->below},
+                      {"above", r.histogram->above}};
+  }
+  if (!r.quantiles.empty()) {
+    nlohmann::json qs = nlohmann::json::array();
+    for (const auto& q : r.quantiles) {
+      nlohmann::json e = {{"p", q.p}, {"value", json_number(q.value)}, {"sample_size", q.sample_size}};
+      if (!r.quantiles_exact) e["lo"] = json_number(q.lo), e["hi"] = json_number(q.hi);
+      qs.push_back(e);
+    }
+    j["quantiles"] = {{"method", r.quantile_method}, {"exact", r.quantiles_exact}, {"values", qs}};
+  }
+  return j;
+}
+
+nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t) {
+  if (!t.ggml_type && !t.packed) return nullptr;
+  nlohmann::json j = {{"stored_type", t.stored_type},
+                      {"bits_per_weight", t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0.0}};
+  if (t.ggml_type) j["ggml_type"] = *t.ggml_type;
+  if (t.packed) {
+    nlohmann::json p = packed_to_json(*t.packed);
+    // Parts name their file by position; the server reports the file name only, never a path.
+    for (auto& part : p["parts"]) {
+      const size_t f = part["file"].get<size_t>();
+      part["file"] = f < c.files.size() ? std::filesystem::path(c.files[f]->path()).filename().string() : std::string();
+    }
+    j["packed"] = p;
+  }
+  return j;
+}
+
+nlohmann::json pyramid_json(const CheckpointIndex::PyramidInfo& info) {
+  const PyramidLayout& l = info.layout;
+  nlohmann::json levels = nlohmann::json::array();
+  for (size_t k = 0; k < l.levels.size(); ++k)
+    levels.push_back({{"level", k},
+                      {"grid", {l.levels[k].cols, l.levels[k].rows}},
+                      {"tile_elements", {uint64_t{l.tile_rows} << k, uint64_t{l.tile_cols} << k}}});
+  nlohmann::json edges = nlohmann::json::array();
+  for (double e : info.edges) edges.push_back(json_number(e));
+  const size_t bins = info.edges.empty() ? 0 : info.edges.size() - 1;
+  TileStats empty;
+  empty.hist.resize(bins);
+  return {{"view", {{"spec", view_spec(l.view)}, {"slices", l.view.slices}, {"rows", l.view.rows}, {"cols", l.view.cols}}},
+          {"tile_size", {l.tile_rows, l.tile_cols}},
+          {"levels", levels},
+          {"histogram_edges", edges},
+          {"histogram_bins", bins},
+          {"tile_record_bytes", encode_tile(empty).size()}};
+}
+
+}  // namespace tmorph::server

@@ -1,0 +1,36 @@
+// JSON shapes shared by the catalog endpoints: a tensor's identity, its moments, its full statistics
+// (the same keys as `tensormorph stats --json`), quantization facts and pyramid description.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "index/checkpoint_index.h"
+#include "server/server_state.h"
+#include "tensormorph/stats.h"
+
+namespace tmorph::server {
+
+// The dtype its values are summarised in: the dense dtype, "f32" for a dequantized (GGUF block or
+// packed) tensor, else the stored type.
+std::string tensor_dtype(const CheckpointTensor& t);
+
+// checkpoint, name, stored_type, dtype, shape (row-major), parameters, bytes (and dequantized_from).
+nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTensor& t);
+
+// count, finite/nan/inf/zero counts, min, max, abs_max, sum, mean, std (and exact integer ones).
+nlohmann::json moments_json(const MomentsSummary& m);
+// moments_json plus histogram {edges, counts, below, above} and quantiles {method, exact, values}.
+nlohmann::json stats_json(const StatsResult& r);
+
+// What the checkpoint says about how t is quantized, or null for a dense tensor: stored type,
+// bits per weight (stored bits over parameters, scales included), the packed scheme and its parts.
+nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t);
+
+// levels (each with its tile grid and the elements one tile covers), tile size, view, histogram
+// edges of the tile records, and the byte size of one tile record.
+nlohmann::json pyramid_json(const CheckpointIndex::PyramidInfo& info);
+
+}  // namespace tmorph::server

@@ -1,0 +1,518 @@
+"""`tensormorph serve` end to end (Debian's python3, standard library only): every endpoint of the JSON API
+against the CLI's own answers (tile bytes decoded and compared with `tile --json`, statistics with
+`stats --json`, compute constraints read back through `config get`), bad requests (400 naming the
+parameter, 404 for unknown checkpoints and tensors), traversal attempts that must never return a file's
+bytes, the token (refused at start without one on a non-loopback host; 401 without, 200 with), a client
+that connects and sends nothing while others are served, and a clean stop on SIGTERM."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cli_harness import TM_BIN  # noqa: E402
+
+DAMAGED = "model.layers.0.mlp.down_proj.weight"
+EMBED = "model.embed_tokens.weight"   # [8000, 512] bf16: 32 x 2 level-0 tiles, several levels
+SLASHED = "odd/name.with/slash"       # a tensor name with slashes and dots
+SECRET = b"TOPSECRET-4f1c"            # beside the web root: no request may return it
+TILE_FIXED = struct.Struct("<4Q5d")   # count, nan, inf, zero, min, max, abs_max, sum, m2
+
+
+def write_small_safetensors(path):
+    """Two float32 tensors written by hand (no numpy): SLASHED [3, 5] = 0..14 and 'plain' [4] = -1.5."""
+    tensors = [(SLASHED, [3, 5], struct.pack("<15f", *range(15))), ("plain", [4], struct.pack("<4f", *[-1.5] * 4))]
+    header, offset = {}, 0
+    for name, shape, data in tensors:
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(d for _, _, d in tensors))
+
+
+class Server:
+    """A `tensormorph serve` process on a free port; url is what it printed."""
+
+    def __init__(self, args, env):
+        self.proc = subprocess.Popen([TM_BIN, "serve", "--port", "0"] + args, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError("serve exited early: " + self.proc.stderr.read())
+            self.lines.append(line)
+            m = re.search(r"serving \d+ checkpoint\(s\) on (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                parsed = urllib.parse.urlsplit(self.url)
+                self.host, self.port = parsed.hostname, parsed.port
+                return
+        raise AssertionError("serve printed no URL")
+
+    def stop(self):
+        """SIGTERM; returns (exit code, remaining stdout)."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        return self.proc.returncode, out
+
+
+class ServeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-serve-")
+        cls.env = dict(os.environ)
+        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
+        for var, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
+            cls.env[var] = os.path.join(cls.tmp, sub)
+            os.makedirs(cls.env[var])
+        cls.demo = os.path.join(cls.tmp, "demo")
+        r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--json")
+        assert r.returncode == 0, r.stderr
+        cls.small = os.path.join(cls.tmp, "small.safetensors")
+        write_small_safetensors(cls.small)
+        # A web root with two files; a secret beside it and a symlink inside pointing at the secret.
+        cls.web = os.path.join(cls.tmp, "web")
+        os.makedirs(os.path.join(cls.web, "assets"))
+        with open(os.path.join(cls.web, "index.html"), "w") as f:
+            f.write("<!doctype html><title>viewer</title>")
+        with open(os.path.join(cls.web, "assets", "app.js"), "w") as f:
+            f.write("console.log('viewer');")
+        with open(os.path.join(cls.tmp, "secret.txt"), "wb") as f:
+            f.write(SECRET)
+        os.symlink(os.path.join(cls.tmp, "secret.txt"), os.path.join(cls.web, "link.txt"))
+        cls.server = Server([cls.demo, cls.small, "--web-root", cls.web], cls.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.proc.poll() is None:
+            cls.server.proc.kill()
+            cls.server.proc.wait()
+
+    @classmethod
+    def tm_run(cls, *args):
+        return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
+
+    # ---- HTTP helpers ----------------------------------------------------------------------------
+
+    def request(self, path, method="GET", body=None, headers=None, server=None):
+        """(status, headers, body bytes) for a path sent verbatim (no client-side normalisation)."""
+        s = server or self.server
+        conn = http.client.HTTPConnection(s.host, s.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def get_json(self, path, status=200):
+        code, headers, body = self.request(path)
+        self.assertEqual(code, status, body[:500])
+        self.assertTrue(headers["content-type"].startswith("application/json"), headers)
+        return json.loads(body)
+
+    def error(self, path, status, mentions=None, method="GET", body=None, headers=None):
+        code, _, data = self.request(path, method, body, headers)
+        self.assertEqual(code, status, (path, data[:300]))
+        doc = json.loads(data)
+        self.assertIn("error", doc)
+        if mentions:
+            self.assertIn(mentions, doc["error"], path)
+        return doc
+
+    @staticmethod
+    def q(name):
+        return urllib.parse.quote(name, safe="")
+
+    # ---- catalog ---------------------------------------------------------------------------------
+
+    def test_health(self):
+        doc = self.get_json("/api/health")
+        version = self.tm_run("--version").stdout.strip()
+        self.assertEqual((doc["name"], doc["status"]), ("tensormorph", "ok"))
+        self.assertIn(doc["version"], version)
+
+    def test_checkpoints(self):
+        doc = self.get_json("/api/checkpoints")["checkpoints"]
+        self.assertEqual([c["id"] for c in doc], ["0", "1"])
+        ls = json.loads(self.tm_run("ls", self.demo, "--json").stdout)["tensors"]
+        self.assertEqual(doc[0]["tensor_count"], len(ls))
+        self.assertEqual(doc[0]["parameters"], sum(t["elements"] for t in ls))
+        self.assertEqual(doc[0]["format"], "safetensors")
+        self.assertEqual(doc[1]["tensor_count"], 2)
+
+    def test_tensor_list_filter_sort_page(self):
+        doc = self.get_json("/api/tensors")
+        ls = json.loads(self.tm_run("ls", self.demo, "--json").stdout)["tensors"]
+        self.assertEqual(doc["total"], len(ls) + 2)
+        by_name = {(t["checkpoint"], t["name"]): t for t in doc["tensors"]}
+        for t in ls:
+            row = by_name[("0", t["name"])]
+            self.assertEqual((row["dtype"], row["shape"], row["parameters"], row["bytes"]),
+                             ("bf16", t["shape"], t["elements"], t["bytes"]))
+        self.assertEqual(by_name[("0", DAMAGED)]["stats"]["nan_count"], 1)
+        self.assertEqual(by_name[("1", SLASHED)]["stats"]["max"], 14.0)
+        names = [t["name"] for t in doc["tensors"]]
+        self.assertEqual(names, sorted(names))
+
+        doc = self.get_json("/api/tensors?q=mlp.down&sort=size&order=desc")
+        self.assertEqual([t["name"] for t in doc["tensors"]], [DAMAGED])
+        doc = self.get_json("/api/tensors?sort=size&order=desc")
+        sizes = [t["bytes"] for t in doc["tensors"]]
+        self.assertEqual(sizes, sorted(sizes, reverse=True))
+        doc = self.get_json("/api/tensors?sort=dtype")
+        self.assertEqual([t["dtype"] for t in doc["tensors"]], sorted(t["dtype"] for t in doc["tensors"]))
+        first = self.get_json("/api/tensors?limit=3")["tensors"]
+        second = self.get_json("/api/tensors?limit=3&offset=3")["tensors"]
+        self.assertEqual(len(first), 3)
+        self.assertEqual([t["name"] for t in first + second], names[:6])
+        self.assertEqual(self.get_json("/api/tensors?q=" + self.q("/name.with/"))["total"], 1)
+        self.assertEqual(self.get_json("/api/tensors?q=nothing-like-this")["tensors"], [])
+
+    def test_tensor_list_bad_parameters(self):
+        self.error("/api/tensors?sort=colour", 400, "'sort'")
+        self.error("/api/tensors?order=up", 400, "'order'")
+        self.error("/api/tensors?limit=abc", 400, "'limit'")
+        self.error("/api/tensors?limit=-1", 400, "'limit'")
+        self.error("/api/tensors?limit=100000000", 400, "'limit'")
+        self.error("/api/tensors?offset=1e3", 400, "'offset'")
+        self.error("/api/tensors?sort=name&sort=size", 400, "'sort'")
+
+    def test_tensor_detail(self):
+        doc = self.get_json("/api/tensors/0/" + self.q(DAMAGED))
+        cli = json.loads(self.tm_run("stats", self.demo, DAMAGED, "--json").stdout)["tensors"][0]
+        self.assertEqual((doc["name"], doc["checkpoint"], doc["shape"], doc["stored_type"]),
+                         (DAMAGED, "0", cli["shape"], "BF16"))
+        for key in ("count", "nan_count", "inf_count", "zero_count", "min", "max", "abs_max", "sum", "mean", "std"):
+            self.assertEqual(doc["stats"][key], cli["stats"][key], key)
+        self.assertEqual(doc["stats"]["histogram"]["counts"], cli["stats"]["histogram"]["counts"])
+        self.assertEqual(doc["stats"]["quantiles"], cli["stats"]["quantiles"])
+        self.assertEqual(doc["placement"], cli["placement"])
+        self.assertIsNone(doc["quantization"])
+        p = doc["pyramid"]
+        self.assertEqual(p["tile_size"], [256, 256])
+        self.assertEqual(p["levels"][0]["grid"], [6, 2])  # [512, 1376] in 256 x 256 tiles: 6 columns, 2 rows
+        self.assertEqual(p["levels"][-1]["grid"], [1, 1])
+        self.assertEqual(p["tile_record_bytes"], 72 + 8 * p["histogram_bins"])
+
+    def test_tensor_names_with_slashes_and_dots(self):
+        for path in ("/api/tensors/1/" + self.q(SLASHED), "/api/tensors/1/" + SLASHED):
+            doc = self.get_json(path)
+            self.assertEqual(doc["name"], SLASHED)
+            self.assertEqual((doc["stats"]["min"], doc["stats"]["max"], doc["stats"]["count"]), (0.0, 14.0, 15))
+
+    def test_unknown_checkpoint_or_tensor_is_404(self):
+        self.error("/api/tensors/7/" + self.q(DAMAGED), 404, "checkpoint")
+        self.error("/api/tensors/0/no.such.tensor", 404, "no.such.tensor")
+        self.error("/api/tensors/1/" + self.q(DAMAGED), 404)
+        self.error("/api/tiles/0/no.such?level=0&x=0&y=0", 404)
+        self.error("/api/render/9/plain.png", 404)
+        self.error("/api/nothing", 404)
+        self.error("/api/compute", 404, method="DELETE")
+
+    # ---- tiles and images ------------------------------------------------------------------------
+
+    def cli_tile(self, name, level, x, y):
+        r = self.tm_run("tile", self.demo, name, "--level", str(level), "--tile", f"{x},{y}", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_binary_tiles_match_the_cli(self):
+        detail = self.get_json("/api/tensors/0/" + self.q(EMBED))
+        levels = detail["pyramid"]["levels"]
+        self.assertGreater(len(levels), 3)
+        bins = detail["pyramid"]["histogram_bins"]
+        cases = [(0, 0, 0), (0, 1, 31), (1, 0, 7), (len(levels) - 1, 0, 0)]
+        for level, x, y in cases:
+            with self.subTest(level=level, x=x, y=y):
+                code, headers, body = self.request(f"/api/tiles/0/{self.q(EMBED)}?level={level}&x={x}&y={y}")
+                self.assertEqual(code, 200, body[:300])
+                self.assertEqual(headers["content-type"], "application/octet-stream")
+                self.assertEqual(len(body), TILE_FIXED.size + 8 * bins)
+                self.assertEqual(int(headers["x-tensormorph-tile-bins"]), bins)
+                count, nan, inf, zero, mn, mx, amax, total, m2 = TILE_FIXED.unpack_from(body)
+                hist = list(struct.unpack_from(f"<{bins}Q", body, TILE_FIXED.size))
+                cli = self.cli_tile(EMBED, level, x, y)
+                s = cli["stats"]
+                self.assertEqual((count, nan, inf, zero), (s["count"], s["nan_count"], s["inf_count"], s["zero_count"]))
+                self.assertEqual((mn, mx, amax, total), (s["min"], s["max"], s["abs_max"], s["sum"]))
+                finite = count - nan - inf
+                self.assertAlmostEqual((m2 / finite) ** 0.5, s["std"], delta=1e-12 + 1e-12 * s["std"])
+                self.assertEqual(hist, cli["histogram"]["counts"])
+                self.assertEqual(headers["x-tensormorph-tile-rows"], "%d,%d" % tuple(cli["rows"]))
+                doc = self.get_json(f"/api/tiles/0/{self.q(EMBED)}?level={level}&x={x}&y={y}&format=json")
+                self.assertEqual(doc["placement"], [])
+                self.assertEqual(doc["checkpoint"], "0")
+                del doc["placement"], doc["checkpoint"]
+                self.assertEqual(doc, cli)
+
+    def test_damaged_tile_counts(self):
+        top = len(self.get_json("/api/tensors/0/" + self.q(DAMAGED))["pyramid"]["levels"]) - 1
+        code, _, body = self.request(f"/api/tiles/0/{self.q(DAMAGED)}?level={top}&x=0&y=0")
+        self.assertEqual(code, 200)
+        count, nan, inf, _, _, mx, _, _, _ = TILE_FIXED.unpack_from(body)
+        self.assertEqual((nan, inf, mx), (1, 1, 41.5))
+
+    def test_tile_bad_parameters(self):
+        base = f"/api/tiles/0/{self.q(EMBED)}"
+        levels = len(self.get_json("/api/tensors/0/" + self.q(EMBED))["pyramid"]["levels"])
+        self.error(base + "?x=0&y=0", 400, "'level'")
+        self.error(base + "?level=0&y=0", 400, "'x'")
+        self.error(base + "?level=0&x=0", 400, "'y'")
+        self.error(base + f"?level={levels}&x=0&y=0", 400, "'level'")
+        self.error(base + "?level=0&x=2&y=0", 400, "'x'")
+        self.error(base + "?level=0&x=0&y=32", 400, "'y'")
+        self.error(base + "?level=0&x=0&y=0&slice=1", 400, "'slice'")
+        self.error(base + "?level=-1&x=0&y=0", 400, "'level'")
+        self.error(base + "?level=zero&x=0&y=0", 400, "'level'")
+        self.error(base + "?level=0&x=0&y=0&format=xml", 400, "'format'")
+        self.error(base + "?level=99999999999999999999&x=0&y=0", 400, "'level'")
+
+    def test_render_png(self):
+        for query in ("", "?level=0", "?level=0&x=1&y=3&stat=envelope", "?stat=abs_max&transform=log&colormap=magma",
+                      "?level=1&limits=-0.5,0.5&colormap=RdBu_r&transform=signed-log"):
+            with self.subTest(query=query):
+                code, headers, body = self.request(f"/api/render/0/{self.q(EMBED)}.png{query}")
+                self.assertEqual(code, 200, body[:300])
+                self.assertEqual(headers["content-type"], "image/png")
+                self.assertEqual(body[:8], b"\x89PNG\r\n\x1a\n")
+                placement = json.loads(headers["x-tensormorph-placement"])
+                self.assertEqual(placement[0]["op"], "display.colorize")
+                self.assertTrue(placement[0]["backend"])
+        code, _, body = self.request("/api/render/1/" + self.q(SLASHED) + ".png")
+        self.assertEqual((code, body[:4]), (200, b"\x89PNG"))
+
+    def test_render_json_reports_placement(self):
+        doc = self.get_json(f"/api/render/0/{self.q(EMBED)}.png?level=1&stat=max&format=json")
+        self.assertEqual((doc["stat"], doc["level"], doc["source"], doc["checkpoint"]), ("max", 1, "pyramid level 1", "0"))
+        self.assertEqual(doc["placement"][0]["op"], "display.colorize")
+        self.assertIn("reason", doc["placement"][0])
+        self.assertEqual(len(doc["histogram"]["counts"]), 256)
+
+    def test_render_bad_parameters(self):
+        base = f"/api/render/0/{self.q(EMBED)}.png"
+        self.error(base + "?stat=median", 400, "'stat'")
+        self.error(base + "?transform=sqrt", 400, "'transform'")
+        self.error(base + "?colormap=rainbow", 400, "'colormap'")
+        self.error(base + "?limits=1", 400, "'limits'")
+        self.error(base + "?limits=a,b", 400, "'limits'")
+        self.error(base + "?limits=2,1", 400, "'limits'")
+        self.error(base + "?limits=nan,1", 400, "'limits'")
+        self.error(base + "?level=0&x=0", 400, "'y'")
+        self.error(base + "?x=0&y=0", 400, "'level'")
+        self.error(base + "?level=40", 400, "'level'")
+        self.error(base + "?slice=3", 400, "'slice'")
+        self.error(base + "?log_floor=0&transform=log", 400, "'log_floor'")
+        self.error(base + "?format=binary", 400, "'format'")
+
+    # ---- compute -----------------------------------------------------------------------------------
+
+    def put_compute(self, body, content_type="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return self.request("/api/compute", "PUT", data, {"Content-Type": content_type})
+
+    def test_compute_get_and_put_persist(self):
+        doc = self.get_json("/api/compute")
+        cpu = [b for b in doc["backends"] if b["name"] == "cpu"]
+        self.assertEqual(len(cpu), 1)
+        self.assertTrue(cpu[0]["available"])
+        self.assertTrue(cpu[0]["devices"])
+        self.assertIn("display.colorize", [o["op"] for o in cpu[0]["ops"]])
+        for b in doc["backends"]:
+            if not b["available"]:
+                self.assertTrue(b["reason"], b)
+        listed = {b["name"] for b in doc["backends"]}
+        missing = {b["name"] for b in doc["not_installed"]}
+        self.assertIn("cuda", missing | listed)  # from the parity matrix when this build has no CUDA plugin
+        self.assertFalse(listed & missing)
+        settings = os.path.join(self.env["XDG_CONFIG_HOME"], "tensormorph", "settings.json")
+        self.assertEqual(doc["settings_file"], settings)
+
+        code, _, body = self.put_compute({"prefer": ["cpu"]})
+        self.assertEqual(code, 200, body)
+        doc = json.loads(body)
+        self.assertEqual(doc["constraints"]["prefer"], ["cpu"])
+        self.assertEqual(doc["effective"]["prefer"], ["cpu"])
+        r = self.tm_run("config", "get", "compute.prefer")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "cpu"))
+        with open(settings) as f:
+            self.assertEqual(json.load(f)["compute.prefer"], "cpu")
+        self.assertEqual(self.get_json("/api/compute")["constraints"]["prefer"], ["cpu"])
+        # The new constraint reaches the placement of the next render.
+        doc = self.get_json(f"/api/render/0/{self.q(EMBED)}.png?format=json")
+        self.assertEqual(doc["placement"][0]["backend"], "cpu")
+
+        self.assertEqual(self.put_compute({"never": ["cpu"]})[0], 400)  # would be both preferred and never used
+        code, _, body = self.put_compute({"prefer": []})
+        self.assertEqual(code, 200, body)
+        self.assertEqual(json.loads(body)["constraints"]["prefer"], [])
+        self.assertEqual(self.tm_run("config", "get", "compute.prefer").returncode, 2)
+
+    def test_compute_put_validation(self):
+        def bad(body, mentions, **kw):
+            code, _, data = self.put_compute(body, **kw)
+            self.assertEqual(code, 400, data)
+            self.assertIn(mentions, json.loads(data)["error"])
+        bad({"prefer": ["warp-drive"]}, "'prefer'")
+        bad({"never": "cpu"}, "'never'")
+        bad({"prefer": [3]}, "'prefer'")
+        bad({"prefer": ["cpu", "cpu"]}, "'prefer'")
+        bad({"colour": ["cpu"]}, "'colour'")
+        bad(b"{not json", "JSON")
+        bad(b"[]", "JSON object")
+        bad({"prefer": ["cpu"]}, "Content-Type", content_type="text/plain")
+        code, _, data = self.put_compute(b"[" + b" " * (2 << 20) + b"]")
+        self.assertEqual(code, 413, data[:200])
+        self.assertEqual(self.tm_run("config", "get", "compute.prefer").returncode, 2)
+
+    # ---- files -------------------------------------------------------------------------------------
+
+    def test_static_files(self):
+        code, headers, body = self.request("/")
+        self.assertEqual((code, body), (200, b"<!doctype html><title>viewer</title>"))
+        self.assertTrue(headers["content-type"].startswith("text/html"))
+        code, headers, body = self.request("/assets/app.js")
+        self.assertEqual(code, 200)
+        self.assertTrue(headers["content-type"].startswith("text/javascript"))
+        self.assertEqual(self.request("/assets/missing.js")[0], 404)
+
+    def test_traversal_never_returns_files(self):
+        attempts = ["/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/%2e%2e%2fsecret.txt",
+                    "/assets/../../secret.txt", "/assets/%2e%2e/%2e%2e/secret.txt", "//etc/passwd", "/etc/passwd",
+                    "/%2Fetc%2Fpasswd", "/link.txt", "/.%2e/secret.txt", "/index.html%00.js", "/%00", "/assets%5c..%5csecret.txt",
+                    "/api/tensors/0/..%2f..%2fsecret.txt", "/api/tensors/0/%2Fetc%2Fpasswd", "/api/tensors/../../etc/passwd",
+                    "/api/tensors/%2e%2e/secret.txt", "/api/tiles/..%2f..%2fetc/passwd?level=0&x=0&y=0",
+                    "/api/tiles/0/%00?level=0&x=0&y=0", "/api/render/0/%2e%2e%2fsecret.txt.png",
+                    "/api/render/0/" + self.q(self.tmp + "/secret.txt") + ".png", "/api/tensors/0/" + self.q(self.small),
+                    "http://127.0.0.1/../secret.txt", "/api/../secret.txt"]
+        for path in attempts:
+            with self.subTest(path=path):
+                code, _, body = self.request(path)
+                self.assertIn(code, (400, 404), body[:200])
+                self.assertNotIn(SECRET, body)
+                self.assertNotIn(b"root:x:0", body)
+
+    def test_host_header_must_be_loopback_without_token(self):
+        code, _, body = self.request("/api/health", headers={"Host": "evil.example:80"})
+        self.assertEqual(code, 403, body)
+        self.assertEqual(self.request("/api/health", headers={"Host": "localhost"})[0], 200)
+
+    # ---- robustness --------------------------------------------------------------------------------
+
+    def test_silent_client_does_not_block_others(self):
+        silent = socket.create_connection((self.server.host, self.server.port))
+        partial = socket.create_connection((self.server.host, self.server.port))
+        partial.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finishes its headers
+        try:
+            start = time.time()
+            results = []
+
+            def fetch():
+                results.append(self.request("/api/tensors?limit=5")[0])
+            threads = [threading.Thread(target=fetch) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(20)
+            self.assertEqual(results, [200] * 6)
+            self.assertLess(time.time() - start, 5)
+        finally:
+            silent.close()
+            partial.close()
+
+    def test_port_in_use_is_refused(self):
+        r = subprocess.run([TM_BIN, "serve", self.small, "--port", str(self.server.port)], capture_output=True, text=True,
+                           env=self.env, timeout=120)
+        self.assertEqual(r.returncode, 6, r.stdout + r.stderr)
+        self.assertIn("cannot listen", r.stderr)
+
+    def test_zz_sigterm_stops_cleanly(self):
+        # Its own server, so the shared one stays up for the other tests.
+        s = Server([self.small], self.env)
+        self.assertEqual(self.request("/api/health", server=s)[0], 200)
+        code, out = s.stop()
+        self.assertEqual(code, 0)
+        self.assertIn("server stopped", out)
+
+
+class TokenTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-serve-token-")
+        cls.env = dict(os.environ)
+        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.small = os.path.join(cls.tmp, "small.safetensors")
+        write_small_safetensors(cls.small)
+
+    def get(self, server, path, headers=None):
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+        try:
+            conn.request("GET", path, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def test_non_loopback_host_needs_a_token(self):
+        for host in ("0.0.0.0", "::", "192.0.2.1"):
+            r = subprocess.run([TM_BIN, "serve", self.small, "--host", host, "--port", "0"], capture_output=True, text=True,
+                               env=self.env, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--token", r.stderr)
+        r = subprocess.run([TM_BIN, "serve", self.small, "--token", "short"], capture_output=True, text=True, env=self.env,
+                           timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+    def test_token_required_on_every_request(self):
+        token = "s3cret-token-123"
+        s = Server([self.small, "--token", token], self.env)
+        try:
+            self.assertTrue(s.url.endswith("?token=" + token), s.url)
+            for path in ("/api/health", "/api/tensors", "/", "/api/tiles/0/plain?level=0&x=0&y=0", "/nothing"):
+                code, headers, body = self.get(s, path)
+                self.assertEqual(code, 401, (path, body))
+                self.assertIn("error", json.loads(body))
+                self.assertEqual(self.get(s, path, {"Authorization": "Bearer wrong-token-0000"})[0], 401)
+            code, _, body = self.get(s, "/api/health", {"Authorization": "Bearer " + token})
+            self.assertEqual(code, 200, body)
+            code, headers, _ = self.get(s, "/api/tensors?token=" + token)
+            self.assertEqual(code, 200)
+            self.assertIn("tm_token=" + token, headers["set-cookie"])
+            self.assertEqual(self.get(s, "/api/health", {"Cookie": "tm_token=" + token})[0], 200)
+            self.assertEqual(self.get(s, "/?token=" + token)[0], 200)
+            self.assertEqual(self.get(s, "/api/health?token=" + token + "x")[0], 401)
+        finally:
+            code, _ = s.stop()
+            self.assertEqual(code, 0)
+
+    def test_generated_token(self):
+        s = Server([self.small, "--generate-token"], self.env)
+        try:
+            token = urllib.parse.parse_qs(urllib.parse.urlsplit(s.url).query)["token"][0]
+            self.assertRegex(token, "^[0-9a-f]{32}$")
+            self.assertEqual(self.get(s, "/api/health")[0], 401)
+            self.assertEqual(self.get(s, "/api/health", {"Authorization": "Bearer " + token})[0], 200)
+        finally:
+            s.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,520 @@
+// A zoomable, pannable heatmap of one tensor on a <canvas>, streamed as PNG tiles of its statistics
+// pyramid (GET /api/render/{ckpt}/{name}.png?level=L&x=X&y=Y): a level-L tile covers tile_size · 2^L
+// elements per side, drawn as up to 256 cells per side, so the level is chosen from the zoom such that a
+// cell is about one screen pixel. Wheel zooms about the cursor, drag pans, hovering shows the exact
+// statistics of the level-L tile under the cursor (GET /api/tiles/…&format=json).
+import { getBlob, tensorPath, type Pyramid } from "./api";
+import { el, describeError } from "./dom";
+import { fmt } from "./format";
+import { resolveScale, type Resolved, type Style } from "./limits";
+import { TileReadout } from "./readout";
+
+const STATS = ["mean", "min", "max", "abs_max", "std", "envelope"];
+const TRANSFORMS = ["linear", "log", "signed-log"];
+const LIMITS = ["robust", "full"];
+const COLORMAPS = ["auto", "viridis", "RdBu_r", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "seismic", "coolwarm", "twilight"];
+const BAR_WIDTH = 24; // right of the cells: an 8-pixel gap and a 16-pixel colour bar (src/render/cell_image.h)
+const CELLS_PER_TILE = 256;
+const MAX_TILES = 30; // visible tiles per view; coarser levels are used beyond this
+const CONCURRENCY = 3;
+const CACHE_LIMIT = 400;
+const OVERVIEW = -1; // the level of the overview image (the whole slice, at most 1024 cells per side)
+
+export interface HeatmapOptions {
+  ckpt: string;
+  name: string;
+  pyramid: Pyramid;
+  onError: (e: unknown, context: string) => void;
+}
+
+interface TileImage {
+  bitmap: ImageBitmap;
+  level: number;
+  cellArea: number; // elements per cell: coarse images are drawn first, finer ones over them
+  r0: number;
+  c0: number;
+  rowsCovered: number; // elements the cell area spans (the last cell may run past the edge)
+  colsCovered: number;
+  srcW: number;
+  srcH: number;
+}
+
+export class Heatmap {
+  readonly element: HTMLElement;
+  readonly canvas: HTMLCanvasElement;
+  private readonly legend: HTMLCanvasElement;
+  private readonly legendLo: HTMLElement;
+  private readonly legendHi: HTMLElement;
+  private readonly readout: TileReadout;
+  private readonly status: HTMLElement;
+  private readonly opts: HeatmapOptions;
+  private readonly rows: number;
+  private readonly cols: number;
+  private readonly tileRows: number;
+  private readonly tileCols: number;
+  private readonly nLevels: number;
+
+  private style: Style = { stat: "mean", transform: "linear", colormap: "auto", limits: "robust", slice: 0 };
+  private resolved: Resolved | null = null;
+  private resolving = 0;
+  private resolvingStyle: Style | null = null;
+  private reportedKey = "";
+  private sx = 1; // CSS pixels per element, along columns and rows
+  private sy = 1;
+  private ox = 0; // the element coordinate (column, row) at the canvas' top-left corner
+  private oy = 0;
+  private level = 0;
+  private fitted = false;
+  private cache = new Map<string, TileImage>();
+  private failed = new Set<string>();
+  private wanted = new Set<string>();
+  private queue: string[] = [];
+  private inflight = 0;
+  private drawScheduled = false;
+  private drag: { x: number; y: number; ox: number; oy: number; moved: boolean } | null = null;
+  private legendKey = "";
+
+  constructor(opts: HeatmapOptions) {
+    this.opts = opts;
+    const p = opts.pyramid;
+    this.rows = p.view.rows;
+    this.cols = p.view.cols;
+    [this.tileRows, this.tileCols] = p.tile_size;
+    this.nLevels = p.levels.length;
+
+    this.canvas = el("canvas", { class: "heatmap", id: "heatmap", tabindex: "0", "data-state": "loading" });
+    this.legend = el("canvas", { class: "legend", width: "16", height: "256" });
+    this.legendHi = el("div", { class: "legend-label" });
+    this.legendLo = el("div", { class: "legend-label" });
+    this.readout = new TileReadout(opts.ckpt, opts.name, p.view.slices);
+    this.status = el("div", { class: "heatmap-status", id: "heatmap-status" });
+    const legendBox = el("div", { class: "legend-box" }, this.legendHi, this.legend, this.legendLo);
+    this.element = el(
+      "div",
+      { class: "heatmap-panel" },
+      this.controls(),
+      el("div", { class: "heatmap-row" }, el("div", { class: "heatmap-frame" }, this.canvas), legendBox),
+      this.status,
+      this.readout.element,
+    );
+    this.bindPointer();
+    new ResizeObserver(() => this.resize()).observe(this.canvas);
+  }
+
+  // ---- controls
+
+  private controls(): HTMLElement {
+    const select = (id: string, label: string, values: string[], value: string, on: (v: string) => void): HTMLElement => {
+      const s = el("select", { id });
+      for (const v of values) s.append(el("option", { value: v }, v));
+      s.value = value;
+      s.addEventListener("change", () => on(s.value));
+      return el("label", {}, label + " ", s);
+    };
+    const items: HTMLElement[] = [
+      select("stat", "statistic", STATS, this.style.stat, (v) => this.setStyle({ stat: v })),
+      select("transform", "transform", TRANSFORMS, this.style.transform, (v) => this.setStyle({ transform: v })),
+      select("colormap", "colour map", COLORMAPS, this.style.colormap, (v) => this.setStyle({ colormap: v })),
+      select("limits", "limits", LIMITS, this.style.limits, (v) => this.setStyle({ limits: v })),
+    ];
+    const slices = this.opts.pyramid.view.slices;
+    if (slices > 1) {
+      const input = el("input", { type: "number", id: "slice", min: "0", max: String(slices - 1), value: "0", step: "1" });
+      input.addEventListener("change", () => {
+        const s = Math.max(0, Math.min(slices - 1, Math.round(Number(input.value) || 0)));
+        input.value = String(s);
+        this.setStyle({ slice: s });
+      });
+      items.push(el("label", {}, `slice (of ${slices}) `, input));
+    }
+    const button = (label: string, title: string, on: () => void): HTMLButtonElement => {
+      const b = el("button", { type: "button", title }, label);
+      b.addEventListener("click", on);
+      return b;
+    };
+    items.push(
+      button("−", "zoom out", () => this.zoomAt(this.canvas.clientWidth / 2, this.canvas.clientHeight / 2, 0.5)),
+      button("+", "zoom in", () => this.zoomAt(this.canvas.clientWidth / 2, this.canvas.clientHeight / 2, 2)),
+      button("fit", "fit the tensor to the view", () => this.fit()),
+    );
+    return el("div", { class: "heatmap-controls" }, ...items);
+  }
+
+  private setStyle(change: Partial<Style>): void {
+    this.style = { ...this.style, ...change };
+    this.resolved = null;
+    this.queue = [];
+    if (change.slice !== undefined) this.readout.reset(); // tile statistics depend on the slice only
+    this.scheduleDraw();
+  }
+
+  // ---- colour scale: one for every tile of a style (limits.ts)
+
+  private async resolve(): Promise<void> {
+    const seq = ++this.resolving;
+    try {
+      const resolved = await resolveScale(this.opts.ckpt, this.opts.name, this.style);
+      if (seq !== this.resolving) return;
+      this.resolved = resolved;
+      this.legendLo.textContent = resolved.limits ? fmt(resolved.limits[0]) : "";
+      this.legendHi.textContent = resolved.limits ? fmt(resolved.limits[1]) : "";
+      this.scheduleDraw();
+    } catch (e) {
+      if (seq !== this.resolving) return;
+      this.canvas.dataset.state = "error";
+      this.status.textContent = "Cannot draw: " + describeError(e);
+      this.opts.onError(e, "heatmap");
+    }
+  }
+
+  // ---- geometry
+
+  private cellSize(level: number): [number, number] {
+    return [
+      Math.max(1, Math.floor((this.tileRows * 2 ** level) / CELLS_PER_TILE)),
+      Math.max(1, Math.floor((this.tileCols * 2 ** level) / CELLS_PER_TILE)),
+    ];
+  }
+
+  private span(level: number): [number, number] {
+    return [this.tileRows * 2 ** level, this.tileCols * 2 ** level];
+  }
+
+  private visibleTiles(level: number): { x0: number; x1: number; y0: number; y1: number } {
+    const [gc, gr] = this.opts.pyramid.levels[level].grid;
+    const [spanR, spanC] = this.span(level);
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    const c0 = Math.max(0, this.ox);
+    const c1 = Math.min(this.cols, this.ox + w / this.sx);
+    const r0 = Math.max(0, this.oy);
+    const r1 = Math.min(this.rows, this.oy + h / this.sy);
+    if (c1 <= c0 || r1 <= r0) return { x0: 0, x1: -1, y0: 0, y1: -1 };
+    return {
+      x0: Math.min(gc - 1, Math.floor(c0 / spanC)),
+      x1: Math.min(gc - 1, Math.floor((c1 - 1e-9) / spanC)),
+      y0: Math.min(gr - 1, Math.floor(r0 / spanR)),
+      y1: Math.min(gr - 1, Math.floor((r1 - 1e-9) / spanR)),
+    };
+  }
+
+  /** The finest level whose cells are at most a pixel, made coarser while too many tiles are visible. */
+  private chooseLevel(): number {
+    let level = 0;
+    for (let l = 1; l < this.nLevels; l++) {
+      const [cr, cc] = this.cellSize(l);
+      if ((cr === 1 || cr * this.sy <= 1) && (cc === 1 || cc * this.sx <= 1)) level = l;
+      else break;
+    }
+    while (level < this.nLevels - 1) {
+      const v = this.visibleTiles(level);
+      if ((v.x1 - v.x0 + 1) * (v.y1 - v.y0 + 1) <= MAX_TILES) break;
+      level++;
+    }
+    return level;
+  }
+
+  fit(): void {
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    if (!w || !h) return;
+    let sx = (w * 0.96) / this.cols;
+    let sy = (h * 0.96) / this.rows;
+    // Keep square elements unless that would leave the tensor a thin line (a 1-row view, an embedding).
+    const s = Math.min(sx, sy);
+    if (Math.max(sx, sy) / s <= 4) sx = sy = s;
+    else if (sx > sy) sx = Math.min(sx, sy * 64);
+    else sy = Math.min(sy, sx * 64);
+    this.sx = sx;
+    this.sy = sy;
+    this.ox = -(w / sx - this.cols) / 2;
+    this.oy = -(h / sy - this.rows) / 2;
+    this.fitted = true;
+    this.scheduleDraw();
+  }
+
+  private zoomAt(px: number, py: number, factor: number): void {
+    const minScale = Math.min(this.canvas.clientWidth / this.cols, this.canvas.clientHeight / this.rows) / 8;
+    const f = Math.max(minScale / Math.min(this.sx, this.sy), Math.min(factor, 256 / Math.max(this.sx, this.sy)));
+    const ex = this.ox + px / this.sx;
+    const ey = this.oy + py / this.sy;
+    this.sx *= f;
+    this.sy *= f;
+    this.ox = ex - px / this.sx;
+    this.oy = ey - py / this.sy;
+    this.scheduleDraw();
+  }
+
+  private resize(): void {
+    const dpr = window.devicePixelRatio || 1;
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    if (!w || !h) return;
+    this.canvas.width = Math.round(w * dpr);
+    this.canvas.height = Math.round(h * dpr);
+    if (!this.fitted) this.fit();
+    else this.scheduleDraw();
+  }
+
+  // ---- pointer
+
+  private bindPointer(): void {
+    const c = this.canvas;
+    c.addEventListener(
+      "wheel",
+      (ev) => {
+        ev.preventDefault();
+        const r = c.getBoundingClientRect();
+        const dy = ev.deltaMode === 1 ? ev.deltaY * 16 : ev.deltaMode === 2 ? ev.deltaY * 400 : ev.deltaY;
+        this.zoomAt(ev.clientX - r.left, ev.clientY - r.top, Math.exp(-dy * 0.0015));
+      },
+      { passive: false },
+    );
+    c.addEventListener("pointerdown", (ev) => {
+      if (ev.button !== 0) return;
+      c.setPointerCapture(ev.pointerId);
+      this.drag = { x: ev.clientX, y: ev.clientY, ox: this.ox, oy: this.oy, moved: false };
+      c.classList.add("dragging");
+    });
+    c.addEventListener("pointermove", (ev) => {
+      const r = c.getBoundingClientRect();
+      if (this.drag) {
+        const dx = ev.clientX - this.drag.x;
+        const dy = ev.clientY - this.drag.y;
+        if (Math.abs(dx) + Math.abs(dy) > 2) this.drag.moved = true;
+        this.ox = this.drag.ox - dx / this.sx;
+        this.oy = this.drag.oy - dy / this.sy;
+        this.scheduleDraw();
+      }
+      this.hover(ev.clientX - r.left, ev.clientY - r.top);
+    });
+    const end = (ev: PointerEvent): void => {
+      if (this.drag && c.hasPointerCapture(ev.pointerId)) c.releasePointerCapture(ev.pointerId);
+      this.drag = null;
+      c.classList.remove("dragging");
+    };
+    c.addEventListener("pointerup", end);
+    c.addEventListener("pointercancel", end);
+    c.addEventListener("dblclick", (ev) => {
+      const r = c.getBoundingClientRect();
+      this.zoomAt(ev.clientX - r.left, ev.clientY - r.top, ev.shiftKey ? 0.5 : 2);
+    });
+    c.addEventListener("keydown", (ev) => {
+      const w = c.clientWidth;
+      const h = c.clientHeight;
+      const step = 0.1;
+      if (ev.key === "+" || ev.key === "=") this.zoomAt(w / 2, h / 2, 1.25);
+      else if (ev.key === "-") this.zoomAt(w / 2, h / 2, 0.8);
+      else if (ev.key === "ArrowLeft") this.ox -= (w * step) / this.sx;
+      else if (ev.key === "ArrowRight") this.ox += (w * step) / this.sx;
+      else if (ev.key === "ArrowUp") this.oy -= (h * step) / this.sy;
+      else if (ev.key === "ArrowDown") this.oy += (h * step) / this.sy;
+      else if (ev.key === "0") this.fit();
+      else return;
+      ev.preventDefault();
+      this.scheduleDraw();
+    });
+  }
+
+  // ---- hover read-out: the exact statistics of the level-L tile under the cursor (readout.ts)
+
+  private hover(px: number, py: number): void {
+    const col = Math.floor(this.ox + px / this.sx);
+    const row = Math.floor(this.oy + py / this.sy);
+    if (col < 0 || row < 0 || col >= this.cols || row >= this.rows) return;
+    const [spanR, spanC] = this.span(this.level);
+    this.readout.show(this.level, Math.floor(col / spanC), Math.floor(row / spanR), this.style.slice, row, col);
+  }
+
+  // ---- tiles
+
+  private tileKey(styleKey: string, level: number, x: number, y: number): string {
+    return `${styleKey}#${level}/${x}/${y}`;
+  }
+
+  private scheduleDraw(): void {
+    if (this.canvas.dataset.state !== "error") this.canvas.dataset.state = "loading"; // until drawn
+    if (this.drawScheduled) return;
+    this.drawScheduled = true;
+    requestAnimationFrame(() => {
+      this.drawScheduled = false;
+      this.draw();
+    });
+  }
+
+  private draw(): void {
+    const ctx = this.canvas.getContext("2d");
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    if (!ctx || !w || !h) return;
+    if (!this.fitted) this.fit();
+    const dpr = this.canvas.width / w;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    ctx.clearRect(0, 0, w, h);
+    const tx = (c: number): number => (c - this.ox) * this.sx;
+    const ty = (r: number): number => (r - this.oy) * this.sy;
+    // The tensor's extent.
+    ctx.fillStyle = "#d8d8d8";
+    ctx.fillRect(tx(0), ty(0), this.cols * this.sx, this.rows * this.sy);
+
+    this.level = this.chooseLevel();
+    const d = this.canvas.dataset;
+    Object.assign(d, {
+      level: String(this.level),
+      ox: String(this.ox),
+      oy: String(this.oy),
+      sx: String(this.sx),
+      sy: String(this.sy),
+    });
+    if (!this.resolved) {
+      d.state = "loading";
+      this.status.textContent = "Loading colour limits…";
+      if (this.resolvingStyle !== this.style) {
+        this.resolvingStyle = this.style;
+        void this.resolve();
+      }
+      return;
+    }
+    const key = this.resolved.key;
+
+    // Wanted: the overview (an immediate backdrop; enough alone when its cells are as fine as this
+    // level's, e.g. a small or 1-D tensor), then this level's visible tiles, centre first.
+    const wanted: [number, number, number][] = [[OVERVIEW, 0, 0]];
+    const add = (level: number): void => {
+      const v = this.visibleTiles(level);
+      const cx = (v.x0 + v.x1) / 2;
+      const cy = (v.y0 + v.y1) / 2;
+      const list: [number, number, number][] = [];
+      for (let y = v.y0; y <= v.y1; y++) for (let x = v.x0; x <= v.x1; x++) list.push([level, x, y]);
+      list.sort((a, b) => Math.hypot(a[1] - cx, a[2] - cy) - Math.hypot(b[1] - cx, b[2] - cy));
+      wanted.push(...list);
+    };
+    const top = this.nLevels - 1;
+    const [ovR, ovC] = this.resolved.overview.cellSize;
+    const [lvR, lvC] = this.cellSize(this.level);
+    const overviewOnly = ovR <= lvR && ovC <= lvC;
+    if (!overviewOnly) add(this.level);
+    this.wanted = new Set(wanted.map(([l, x, y]) => this.tileKey(key, l, x, y)));
+
+    const any = [...this.cache.entries()].find(([k]) => k.startsWith(key + "#"));
+    if (any) this.updateLegend(key, any[1].bitmap);
+
+    // Draw what is cached, coarse levels first so finer tiles cover them.
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(tx(0), ty(0), this.cols * this.sx, this.rows * this.sy);
+    ctx.clip();
+    const prefix = key + "#";
+    const cached = [...this.cache.entries()].filter(([k]) => k.startsWith(prefix));
+    cached.sort((a, b) => b[1].cellArea - a[1].cellArea);
+    for (const [, t] of cached) {
+      const x = tx(t.c0);
+      const y = ty(t.r0);
+      const tw = t.colsCovered * this.sx;
+      const th = t.rowsCovered * this.sy;
+      if (x > w || y > h || x + tw < 0 || y + th < 0) continue;
+      ctx.drawImage(t.bitmap, 0, 0, t.srcW, t.srcH, x, y, tw, th);
+    }
+    ctx.restore();
+
+    let missing = 0;
+    let failed = 0;
+    let current = 0;
+    for (const [l, x, y] of wanted) {
+      const k = this.tileKey(key, l, x, y);
+      const counted = l === this.level || (overviewOnly && l === OVERVIEW);
+      if (counted) current++;
+      if (this.cache.has(k)) continue;
+      if (this.failed.has(k)) {
+        failed++;
+        continue;
+      }
+      if (counted) missing++;
+      if (!this.queue.includes(k)) this.queue.push(k);
+    }
+    this.queue = this.queue.filter((k) => this.wanted.has(k));
+    this.pump();
+    const [cr, cc] = overviewOnly ? [ovR, ovC] : [lvR, lvC];
+    const lim = this.resolved.limits;
+    this.status.textContent =
+      `level ${this.level} of ${top} · a cell is ${cr} × ${cc} element${cr * cc > 1 ? "s" : ""} · ` +
+      (overviewOnly ? `overview image${current - missing - failed ? "" : " loading"}` : `${current - missing - failed}/${current} tiles`) +
+      (failed ? ` (${failed} failed)` : "") +
+      ` · ${this.resolved.colormap}` +
+      (lim ? ` [${fmt(lim[0])}, ${fmt(lim[1])}]` : "") +
+      ` · ${fmt(this.sx)} px per element`;
+    d.source = overviewOnly ? "overview" : "tiles";
+    d.loaded = String(current - missing - failed);
+    d.tiles = String(current);
+    d.state = failed ? "error" : missing ? "loading" : "ready";
+  }
+
+  private pump(): void {
+    while (this.inflight < CONCURRENCY && this.queue.length) {
+      const k = this.queue.shift()!;
+      if (!this.wanted.has(k) || this.cache.has(k)) continue;
+      this.inflight++;
+      void this.load(k).finally(() => {
+        this.inflight--;
+        this.pump();
+        this.scheduleDraw();
+      });
+    }
+  }
+
+  private async load(k: string): Promise<void> {
+    const resolved = this.resolved;
+    if (!resolved) return;
+    const [, where] = k.split("#");
+    const [level, x, y] = where.split("/").map(Number);
+    const overview = level === OVERVIEW;
+    try {
+      const blob = await getBlob(
+        tensorPath("render", this.opts.ckpt, this.opts.name, ".png"),
+        overview ? resolved.params : { ...resolved.params, level, x, y },
+      );
+      const bitmap = await createImageBitmap(blob);
+      const [spanR, spanC] = overview ? [this.rows, this.cols] : this.span(level);
+      const [cr, cc] = overview ? resolved.overview.cellSize : this.cellSize(level);
+      const r0 = overview ? 0 : y * spanR;
+      const c0 = overview ? 0 : x * spanC;
+      const cellRows = Math.ceil((Math.min(this.rows, r0 + spanR) - r0) / cr);
+      const cellCols = Math.ceil((Math.min(this.cols, c0 + spanC) - c0) / cc);
+      const blocks = cellCols * (resolved.params.stat === "envelope" ? 2 : 1);
+      const srcW = bitmap.width - BAR_WIDTH;
+      const scaleX = srcW / blocks;
+      const scaleY = Math.max(scaleX, Math.ceil(32 / cellRows));
+      const srcH = Math.min(bitmap.height, cellRows * scaleY);
+      if (!Number.isInteger(scaleX)) console.warn(`tile ${k}: ${bitmap.width} px wide for ${blocks} cell blocks`);
+      this.cache.set(k, { bitmap, level, cellArea: cr * cc, r0, c0, rowsCovered: cellRows * cr, colsCovered: cellCols * cc, srcW, srcH });
+      this.updateLegend(resolved.key, bitmap);
+      this.evict();
+    } catch (e) {
+      this.failed.add(k);
+      if (this.reportedKey !== resolved.key) {
+        this.reportedKey = resolved.key; // one message per colour scale, not one per tile
+        this.opts.onError(e, overview ? "heatmap overview" : `heatmap tile ${where} (level/x/y)`);
+      }
+    }
+  }
+
+  private updateLegend(key: string, bitmap: ImageBitmap): void {
+    if (this.legendKey === key) return;
+    this.legendKey = key;
+    const ctx = this.legend.getContext("2d");
+    if (!ctx) return;
+    ctx.clearRect(0, 0, this.legend.width, this.legend.height);
+    ctx.drawImage(bitmap, bitmap.width - 16, 0, 16, bitmap.height, 0, 0, this.legend.width, this.legend.height);
+  }
+
+  private evict(): void {
+    if (this.cache.size <= CACHE_LIMIT) return;
+    for (const [k, t] of this.cache) {
+      if (this.cache.size <= CACHE_LIMIT * 0.8) break;
+      if (this.wanted.has(k)) continue;
+      t.bitmap.close();
+      this.cache.delete(k);
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// The colour scale of a heatmap style: every tile of one style is drawn with the same limits and colour
+// map, taken from the overview render's JSON (GET /api/render/…png?format=json): its drawn range, or with
+// "robust" limits (linear transform) its 0.5-99.5 % range so that a few outliers do not wash the map out;
+// symmetric about 0 for a diverging map. "auto" is RdBu_r for a signed range, else viridis.
+import { getJson, num, tensorPath, type RenderJson } from "./api";
+
+export interface Style {
+  stat: string;
+  transform: string;
+  colormap: string; // as selected ("auto" resolved per limits)
+  limits: string; // "robust": the 0.5-99.5 % range of the overview's values (linear only); "full": their range
+  slice: number;
+}
+
+export interface Resolved {
+  key: string; // style + limits: tiles of one key share one colour scale
+  params: Record<string, string | number>; // the render parameters of every tile
+  limits: [number, number] | null;
+  colormap: string;
+  overview: { cells: [number, number]; cellSize: [number, number] }; // the render without a level
+}
+
+const DIVERGING = new Set(["RdBu_r", "seismic", "coolwarm"]);
+
+/** The values at fractions a and b of a 256-bin histogram over [lo, hi] (linear bins). */
+function histogramRange(counts: number[], lo: number, hi: number, a: number, b: number): [number, number] {
+  const total = counts.reduce((x, y) => x + y, 0);
+  const at = (f: number): number => {
+    let seen = 0;
+    for (let i = 0; i < counts.length; i++) {
+      if (seen + counts[i] >= f * total) {
+        const within = counts[i] ? (f * total - seen) / counts[i] : 0;
+        return lo + ((hi - lo) * (i + within)) / counts.length;
+      }
+      seen += counts[i];
+    }
+    return hi;
+  };
+  return total ? [at(a), at(b)] : [lo, hi];
+}
+
+export async function resolveScale(ckpt: string, name: string, s: Style): Promise<Resolved> {
+  const path = tensorPath("render", ckpt, name, ".png");
+  const query = { format: "json", stat: s.stat, transform: s.transform, slice: s.slice };
+  const info = await getJson<RenderJson>(path, query);
+  let lo = num(info.limits[0]);
+  let hi = num(info.limits[1]);
+  if (s.limits === "robust" && s.transform === "linear" && lo < hi) {
+    // Outliers would wash the map out: take the 0.5-99.5 % range of the overview's values, refined once
+    // through a second histogram over the first estimate.
+    let [a, b] = histogramRange(info.histogram.counts, lo, hi, 0.005, 0.995);
+    if (a < b) {
+      const fine = await getJson<RenderJson>(path, { ...query, limits: `${a},${b}` });
+      [a, b] = histogramRange(fine.histogram.counts, a, b, 0.005, 0.995);
+    }
+    if (a < b) [lo, hi] = [a, b];
+  }
+  const signed = s.stat !== "abs_max" && s.stat !== "std" && s.transform !== "log";
+  const colormap = s.colormap !== "auto" ? s.colormap : signed && lo < 0 && hi > 0 ? "RdBu_r" : "viridis";
+  if (DIVERGING.has(colormap) && lo < 0 && hi > 0 && s.transform !== "log") {
+    const m = Math.max(-lo, hi);
+    lo = -m;
+    hi = m;
+  }
+  const limits: [number, number] | null = Number.isFinite(lo) && Number.isFinite(hi) && lo < hi ? [lo, hi] : null;
+  const params: Record<string, string | number> = { stat: s.stat, transform: s.transform, colormap, slice: s.slice };
+  if (limits) params.limits = `${limits[0]},${limits[1]}`;
+  const key = [s.stat, s.transform, colormap, s.slice, params.limits ?? "auto"].join("|");
+  const overview = { cells: info.cells, cellSize: info.cell_size };
+  return { key, params, limits, colormap, overview };
+}

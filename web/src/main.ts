@@ -1,0 +1,50 @@
+// The viewer's entry: a hash router between the inventory (#/) and a tensor page
+// (#/tensor/{checkpoint}/{name}), with every error shown in the banner.
+import { api } from "./api";
+import { clearErrors, showError } from "./dom";
+import { renderInventory } from "./inventory";
+import { renderTensorPage } from "./tensor_page";
+
+const root = document.getElementById("app") as HTMLElement;
+let route = 0;
+
+async function navigate(): Promise<void> {
+  const seq = ++route;
+  clearErrors();
+  const hash = window.location.hash.replace(/^#\/?/, "");
+  const m = /^tensor\/([^/]+)\/(.+)$/.exec(hash);
+  try {
+    if (m) {
+      const ckpt = decodeURIComponent(m[1]);
+      const name = decodeURIComponent(m[2]);
+      document.title = `${name} · Tensormorph`;
+      await renderTensorPage(root, ckpt, name);
+    } else {
+      document.title = "Tensormorph";
+      await renderInventory(root);
+    }
+  } catch (e) {
+    if (seq !== route) return;
+    showError(e, m ? "cannot open the tensor" : "cannot list the tensors");
+    if (!root.textContent?.trim() || root.querySelector(".status")) {
+      root.replaceChildren();
+      const p = document.createElement("p");
+      p.className = "notice";
+      p.innerHTML = 'Nothing to show. <a href="#/">Back to the tensor list</a>.';
+      root.append(p);
+    }
+  }
+}
+
+window.addEventListener("error", (ev) => showError(ev.error ?? ev.message, "unexpected error"));
+window.addEventListener("unhandledrejection", (ev) => showError(ev.reason, "unexpected error"));
+window.addEventListener("hashchange", () => void navigate());
+
+api.health().then(
+  (h) => {
+    const v = document.getElementById("version");
+    if (v) v.textContent = `${h.name} ${h.version}`;
+  },
+  (e) => showError(e, "server health"),
+);
+void navigate();
