@@ -39,19 +39,11 @@ import h5py  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_numpy_ssb as peer  # noqa: E402
+from run_bench import cpu_model  # noqa: E402
 
 TARGET = 10.0  # the target: >= 10x numpy
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def tm_ssb(tm, env, master, args, threads, out, timeout=1800, retries=2):

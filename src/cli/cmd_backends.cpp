@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "formats/gguf.h"
 #include "cli/output.h"
+#include "compute/device_json.h"
 #include "cli/parity_matrix.h"
 #include "cli/runtime.h"
 #include "core/format.h"
@@ -63,17 +64,7 @@ nlohmann::json backends_json(const Runtime& rt) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
     nlohmann::json devices = nlohmann::json::array(), kernels = nlohmann::json::array();
-    for (const auto& d : b.devices)
-      devices.push_back({{"index", d.index},
-                         {"name", d.name},
-                         {"id", d.id},
-                         {"kind", device_kind_name(d.kind)},
-                         {"software_adapter", d.kind == TM_DEVICE_SOFTWARE_ADAPTER},
-                         {"memory_bytes", d.memory_bytes},
-                         {"max_allocation_bytes", d.max_allocation_bytes},
-                         {"max_buffer_binding_bytes", d.max_buffer_binding_bytes},
-                         {"features", split_list(feature_names(d.features))},
-                         {"host_link_bytes_per_s", d.host_link_bytes_per_s}});
+    for (const auto& d : b.devices) devices.push_back(device_json(d));
     for (const auto& k : b.kernels)
       kernels.push_back({{"op", op_name(k.op)},
                          {"dtypes", kernel_inputs(k)},

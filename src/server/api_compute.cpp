@@ -5,6 +5,7 @@
 #include <regex>
 #include <set>
 
+#include "compute/device_json.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"
@@ -24,13 +25,7 @@ nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_
   nlohmann::json backends = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
     nlohmann::json devices = nlohmann::json::array(), ops = nlohmann::json::array();
-    for (const auto& d : b.devices)
-      devices.push_back({{"index", d.index},
-                         {"name", d.name},
-                         {"id", d.id},
-                         {"kind", device_kind_name(d.kind)},
-                         {"software_adapter", d.kind == TM_DEVICE_SOFTWARE_ADAPTER},
-                         {"memory_bytes", d.memory_bytes}});
+    for (const auto& d : b.devices) devices.push_back(device_json(d));
     std::set<std::string> seen;
     for (const auto& k : b.kernels)
       if (seen.insert(op_name(k.op)).second)
