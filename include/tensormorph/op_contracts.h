@@ -9,6 +9,7 @@
 #define TENSORMORPH_OP_CONTRACTS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "tensormorph/plugin_abi.h"
 
@@ -201,11 +202,14 @@ typedef enum tm_packed_scheme {
 /* GPTQ code `index` of a bit stream of 32-bit words lying `stride` words apart (qweight column o: words + o,
  * stride rows; qzeros row g: words + g*rows*bits/32, stride 1): stream bits index*bits .. + bits - 1. */
 static inline uint32_t tm_gptq_field(const int32_t* words, uint64_t stride, uint64_t index, uint32_t bits) {
+  /* Parts may lie at any byte offset in the file: words are read with memcpy, never dereferenced. */
   const uint64_t bit = index * bits, w = bit / 32;
   const uint32_t shift = (uint32_t)(bit % 32);
-  uint64_t v = (uint32_t)words[w * stride];
-  if (shift + bits > 32) v |= (uint64_t)(uint32_t)words[(w + 1) * stride] << 32;
-  return (uint32_t)(v >> shift) & ((1u << bits) - 1u);
+  uint32_t lo = 0, hi = 0;
+  const unsigned char* base = (const unsigned char*)words;
+  memcpy(&lo, base + 4 * (w * stride), 4);
+  if (shift + bits > 32) memcpy(&hi, base + 4 * ((w + 1) * stride), 4);
+  return (uint32_t)((((uint64_t)hi << 32) | lo) >> shift) & ((1u << bits) - 1u);
 }
 
 typedef struct tm_dequantize_packed_params_v1 {
