@@ -19,6 +19,7 @@
 #include "moments_kernel.h"
 #include "quantile_kernels.h"
 #include "radix_select.h"
+#include "ssb_overlap_kernel.h"
 #include "stem_kernels.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
@@ -42,7 +43,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kDisplayColorize, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -77,6 +78,9 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
      0, nullptr, nullptr},
     // display.colorize: f64 values; per-piece counts (259 x 8 bytes per 65,536 values) are its workspace.
     {sizeof(tm_kernel_cap_v1), TM_OP_DISPLAY_COLORIZE, bits({DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0.04, nullptr, nullptr},
+    // stem.ssb_overlap, both variants (format bits TM_SSB_QUADRATIC, TM_SSB_DIRECT): the reference.
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_SSB_OVERLAP, (1ull << TM_SSB_QUADRATIC) | (1ull << TM_SSB_DIRECT), 0, 0,
+     TM_PRECISION_DETERMINISTIC, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -247,7 +251,8 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_QUANT_MOMENTS:
       case TM_OP_STEM_FRAME_SUMS:
       case TM_OP_STEM_PATTERN_REDUCE:
-      case TM_OP_DISPLAY_COLORIZE: {
+      case TM_OP_DISPLAY_COLORIZE:
+      case TM_OP_STEM_SSB_OVERLAP: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
                              : k.op == TM_OP_DISPLAY_COLORIZE  ? run_display_colorize(*call, &error)
@@ -256,6 +261,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                              : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)
                              : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
                              : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)
+                             : k.op == TM_OP_STEM_SSB_OVERLAP  ? run_stem_ssb_overlap(*call, &error)
                                                                : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;

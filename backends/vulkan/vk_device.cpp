@@ -127,6 +127,8 @@ Buffer& Device::buffer(Slot slot, uint64_t bytes) {
     case Slot::Staging:
     case Slot::Readback:
     case Slot::Aux: b = create_buffer(bytes, false, true); break;
+    case Slot::Scratch0:
+    case Slot::Scratch1: b = create_buffer(bytes, true, false); break;
   }
   return b;
 }
@@ -293,10 +295,11 @@ void Device::run(const Dispatch& d) {
   for (const auto& [buf, bytes] : d.zero_first) a.vkCmdFillBuffer(cb, buf->buffer, 0, bytes, 0);
   VkMemoryBarrier barrier{};
   barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  // Host writes (mapped input, edges) and transfers become visible to the shader.
-  barrier.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | (transfers ? VK_ACCESS_TRANSFER_WRITE_BIT : 0);
+  // Host writes (mapped input, edges), transfers and earlier launches' shader writes (a multi-pass op
+  // reading what its previous launch wrote) become visible to the shader.
+  barrier.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | (transfers ? VK_ACCESS_TRANSFER_WRITE_BIT : 0);
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  a.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+  a.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
   a.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   a.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &p.set, 0, nullptr);

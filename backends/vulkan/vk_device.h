@@ -31,8 +31,9 @@ struct Pipeline {
 // Where a buffer lives and who reads it. Input holds a chunk of the tensor in device memory; Staging
 // carries it there when that memory is not host-visible. Output holds a launch's results in device
 // memory; Readback carries them to the host when that memory is not host-visible. Aux is host-visible
-// (edges, targets: small, read once by the shader).
-enum class Slot { Input, Staging, Output, Readback, Aux };
+// (edges, targets: small, read once by the shader). Scratch0 and Scratch1 are device memory that only
+// shaders touch (intermediate planes between launches).
+enum class Slot { Input, Staging, Output, Readback, Aux, Scratch0, Scratch1 };
 
 // A buffer bound from a byte offset (a multiple of 65,536 or 0, so every device's alignment holds).
 struct Binding {

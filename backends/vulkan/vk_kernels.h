@@ -46,5 +46,8 @@ void run_stem_frame_sums(Device& device, const tm_kernel_call_v1& call, const Re
 // TM_OP_DISPLAY_COLORIZE: f64 values a chunk at a time (host or resident); thresholds and the colour
 // table in Aux; per-launch 32-bit counts added into the call's 64-bit counts.
 void run_display_colorize(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+// TM_OP_STEM_SSB_OVERLAP, quadratic variant (vk_ssb_kernel.cpp): host spectra uploaded a batch of pixels
+// at a time; TM_ERR_UNSUPPORTED for the direct variant.
+void run_stem_ssb_overlap(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 
 }  // namespace tmorph::vk

@@ -57,8 +57,10 @@ struct KernelEntry {
   uint64_t features;  // TM_FEATURE_* the shader needs
   uint64_t extra_workspace;
   void (*run)(Device&, const tm_kernel_call_v1&, const Resident*);
+  tm_precision_class precision = TM_PRECISION_EXACT;
+  double tolerance = 0;
 };
-// Every kernel is exact (bit-identical to the CPU reference; see docs/backends.md). The statistics need
+// Every kernel but stem.ssb_overlap is exact (bit-identical to the CPU reference; see docs/backends.md). The statistics need
 // f64 and int64 arithmetic in shaders. f64, i64 and u64 inputs are not taken: those ops run on the CPU.
 constexpr uint64_t kStatsFeatures = TM_FEATURE_F64 | TM_FEATURE_INT64;
 const KernelEntry kKernels[] = {
@@ -73,6 +75,11 @@ const KernelEntry kKernels[] = {
     {TM_OP_STEM_FRAME_SUMS, bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32), kStatsFeatures, 0, run_stem_frame_sums},
     // Float64 values, float64 comparisons against host-built thresholds (op_contracts.h).
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), kStatsFeatures, 0, run_display_colorize},
+    // SSB's per-pixel correction, transforms and reduction: a format op whose mask holds the variants it
+    // computes (the quadratic one; higher orders fall back to the CPU). Complex64 transforms summed in
+    // another order than FFTW's: within 2e-4 rad of the CPU's phase (deterministic, not bit-identical).
+    {TM_OP_STEM_SSB_OVERLAP, uint64_t{1} << TM_SSB_QUADRATIC, kStatsFeatures, 2 * kDefaultChunkBytes, run_stem_ssb_overlap,
+     TM_PRECISION_BOUNDED, 2e-4},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -140,7 +147,8 @@ tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
   out->op = kKernels[index].op;
   out->dtype_mask = kKernels[index].dtypes;
   out->required_features = kKernels[index].features;
-  out->precision = TM_PRECISION_EXACT;
+  out->precision = kKernels[index].precision;
+  out->tolerance = kKernels[index].tolerance;
   out->workspace_fixed_bytes = kWorkspace + kKernels[index].extra_workspace;
   return TM_OK;
 }

@@ -314,11 +314,69 @@ typedef struct tm_display_colorize_params_v1 {
   uint8_t table[256][4];                      /* RGBA of each colour index                                */
 } tm_display_colorize_params_v1;
 
-/* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes) rather than
+/* ---- TM_OP_STEM_SSB_OVERLAP --------------------------------------------------------------------------
+ * Single-sideband ptychography's per-bright-field-pixel work (the physics and every convention:
+ * src/stem/ssb.h): each pixel's scan spectrum G_b is corrected by the probe overlap, inverse transformed,
+ * and the pixels are reduced. A format op: the call's format is the TM_SSB_* variant (quadratic χ, or the
+ * direct overlap with higher orders), its dtype TM_DTYPE_F32.
+ * Input: element_count = 2 * pixels * slice_stride float32: per pixel b, the Hermitian half plane
+ *   G_b(i, j), i < rows, j <= cols / 2, as (re, im) pairs in row-major order, then padding up to
+ *   slice_stride complex values.
+ * Params: tm_stem_ssb_params_v1. Scan frequency q = i * cols + j; ν = nu[q] (detector frame, 1/Å);
+ *   k = pixel_k[b]; in = |x|² <= kmax2 (float64). G = G_b(i, j) for j <= cols / 2, else
+ *   conj G_b((rows - i) % rows, cols - j). For q != 0, with inside = in(k), minus = in(k - ν), plus = in(k + ν):
+ *   TM_SSB_QUADRATIC: C_b(q) = G * row_factor[b][i] * col_factor[b][j] * w, with e = e_chi[q] and
+ *     w = e (minus only), -conj(e) (plus only), i * 2 Im e / max(|2 Im e|, 1e-8) (both); C_b(q) = 0 when
+ *     !inside or neither.
+ *   TM_SSB_DIRECT: P(x) = in(x) * exp(-i χ(x)) with χ from chi_terms (χ(x) = Σ_t coefficient_t * |x|^power_t *
+ *     cos(fold_t * (atan2(x_row, x_col) - angle_t))); Γ = P(k - ν) conj P(k) - conj P(k + ν) P(k);
+ *     C_b(q) = G * conj Γ / max(|Γ|, 1e-8) (0 when !inside).
+ *   C_b(0) = dc[b] (real). O_b = IFFT2(C_b) / (rows * cols) (numpy's ifft2).
+ * Output (output_size >= rows * cols * 4 * 8): per scan position q, float64 Σ_b Re O_b, Σ_b Im O_b,
+ *   Σ_b arg O_b, Σ_b (arg O_b)², WRITTEN.
+ * Precision: G, C_b and the transforms in complex64, masks and sums in float64. Each backend is
+ * deterministic (its result does not depend on threads or timing: the CPU sums min(pixels, 16) fixed
+ * groups of consecutive pixels, each in pixel order, then the groups in order; Vulkan sums the pixels in
+ * order); backends agree within the bound the parity tests state (phase 2e-4 rad, loss 1e-5 relative).
+ */
+#define TM_SSB_QUADRATIC 0u
+#define TM_SSB_DIRECT 1u
+typedef struct tm_ssb_chi_term_v1 {
+  double coefficient;  /* radians per 1/Å^power */
+  double power;        /* of |x| */
+  double fold;         /* m */
+  double angle;        /* radians */
+} tm_ssb_chi_term_v1;
+typedef struct tm_stem_ssb_params_v1 {
+  uint32_t variant;                 /* TM_SSB_QUADRATIC or TM_SSB_DIRECT (= the call's format)          */
+  uint32_t chi_term_count;          /* TM_SSB_DIRECT                                                     */
+  uint64_t rows, cols;              /* the scan (each >= 2)                                              */
+  uint64_t pixels;                  /* bright-field pixels b of this call                                */
+  uint64_t slice_stride;            /* complex values from one pixel's G_b to the next (>= rows * (cols / 2 + 1)) */
+  double kmax2;                     /* (α / λ)², 1/Å²                                                    */
+  const double* pixel_k;            /* pixels x 2: k_b (row, col), 1/Å                                   */
+  const double* dc;                 /* pixels: C_b(0)                                                    */
+  const double* nu;                 /* rows * cols x 2: ν per scan frequency (row, col), 1/Å             */
+  const double* e_chi;              /* TM_SSB_QUADRATIC: rows * cols x 2, e^{iχ(ν)}                      */
+  const double* row_factor;         /* TM_SSB_QUADRATIC: pixels x rows x 2                               */
+  const double* col_factor;         /* TM_SSB_QUADRATIC: pixels x cols x 2                               */
+  const tm_ssb_chi_term_v1* chi_terms; /* TM_SSB_DIRECT                                                  */
+  /* Optional host scratch a host kernel may use instead of allocating (>= tm_ssb_cpu_workspace_bytes;
+   * 64-byte aligned), so repeated calls (a fit) do not pay for fresh pages; NULL: allocate. */
+  void* workspace;
+  uint64_t workspace_bytes;
+} tm_stem_ssb_params_v1;
+/* The CPU kernel's scratch: per reduction group a complex64 plane and four float64 sums per position. */
+static inline uint64_t tm_ssb_cpu_workspace_bytes(uint64_t pixels, uint64_t rows, uint64_t cols) {
+  const uint64_t groups = pixels < 16 ? pixels : 16;
+  return groups * ((rows * cols * 8 + 63) / 64 * 64 + (rows * cols * 32 + 63) / 64 * 64);
+}
+
+/* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes, TM_SSB_* variants) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {
   return op == TM_OP_DEQUANTIZE_GGML || op == TM_OP_GGML_BLOCK_STATS || op == TM_OP_DEQUANTIZE_PACKED ||
-         op == TM_OP_QUANT_MOMENTS;
+         op == TM_OP_QUANT_MOMENTS || op == TM_OP_STEM_SSB_OVERLAP;
 }
 
 #ifdef __cplusplus

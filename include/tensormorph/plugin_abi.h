@@ -80,7 +80,8 @@ typedef enum tm_op {
   TM_OP_STEM_FRAME_SUMS = 10,          /* per-frame totals, centre-of-mass and masked sums (4D-STEM) */
   TM_OP_STEM_PATTERN_REDUCE = 11,      /* per-pixel sum and maximum over frames (4D-STEM)            */
   TM_OP_DISPLAY_COLORIZE = 12,         /* RGBA colours and a 256-bin histogram of float64 values (display) */
-  TM_OP_COUNT_ = 13
+  TM_OP_STEM_SSB_OVERLAP = 13,         /* SSB ptychography: per bright-field pixel correction, inverse FFT, reduction */
+  TM_OP_COUNT_ = 14
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

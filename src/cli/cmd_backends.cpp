@@ -23,13 +23,19 @@ std::vector<std::string> dtype_list(uint64_t mask) {
   return out;
 }
 
-// What a kernel takes: dtypes, or for dequantization the ggml block formats (op_contracts.h).
+// What a kernel takes: dtypes, or for format ops the ggml block formats, packed schemes or SSB variants
+// (op_contracts.h).
 std::vector<std::string> kernel_inputs(const KernelInfo& k) {
   if (!tm_op_takes_format(k.op)) return dtype_list(k.dtype_mask);
   std::vector<std::string> out;
   if (k.op == TM_OP_DEQUANTIZE_PACKED) {
     for (uint32_t s = 0; s < TM_PACKED_COUNT_; ++s)
       if (k.dtype_mask & (uint64_t{1} << s)) out.emplace_back(packed_scheme_name(static_cast<tm_packed_scheme>(s)));
+    return out;
+  }
+  if (k.op == TM_OP_STEM_SSB_OVERLAP) {  // the aberration-function variants
+    if (k.dtype_mask & (uint64_t{1} << TM_SSB_QUADRATIC)) out.emplace_back("quadratic");
+    if (k.dtype_mask & (uint64_t{1} << TM_SSB_DIRECT)) out.emplace_back("direct");
     return out;
   }
   for (uint32_t id = 0; id < 64; ++id)

@@ -51,8 +51,9 @@ void run_calibrate(const CalibrateArgs& a) {
         if (!k.approx_step.empty()) continue;
         const bool dequant = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS || k.op == TM_OP_QUANT_MOMENTS;  // on Q8_0
         const bool packed = k.op == TM_OP_DEQUANTIZE_PACKED;                                   // timed on FP8 codes
-        const DType dt = dequant || packed ? DType::F32 : calibration_dtype(k.dtype_mask);
-        const uint64_t elements = dequant ? bytes / 34 * 32 : packed ? bytes : bytes / dtype_size(dt);
+        const bool ssb = k.op == TM_OP_STEM_SSB_OVERLAP;  // 64 pixels' spectra over a 16 x 16 scan (op_runner.cpp)
+        const DType dt = dequant || packed || ssb ? DType::F32 : calibration_dtype(k.dtype_mask);
+        const uint64_t elements = dequant ? bytes / 34 * 32 : packed ? bytes : ssb ? 2 * 64 * 144 : bytes / dtype_size(dt);
         Placement pl;
         pl.backend = b.name, pl.backend_ref = &b, pl.device_index = d.index, pl.kernel_index = k.index;
         double best = INFINITY;
@@ -62,7 +63,7 @@ void run_calibrate(const CalibrateArgs& a) {
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           if (r > 0) best = std::min(best, s);
         }
-        const double bps = static_cast<double>(dequant ? elements / 32 * 34 : bytes) / best;  // input bytes per second
+        const double bps = static_cast<double>(dequant ? elements / 32 * 34 : ssb ? elements * 4 : bytes) / best;  // input bytes per second
         // Several kernels may serve one op (e.g. by dtype width): keep the slowest as the op's figure.
         bool had = false;
         const double old = measured.throughput(b.name, d.id, k.op, &had);

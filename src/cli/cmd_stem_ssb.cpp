@@ -200,7 +200,7 @@ void run_ssb(const SsbArgs& a) {
                        !load.detector_region; ++i)
     if (acq.pixel_mask[i]) frames.excluded_pixels.push_back(static_cast<uint32_t>(i));
   // G once (the frames are read a single time); every rotation candidate and fit trial reuses it.
-  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, rt->threads, rt->memory_budget);
+  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, rt->threads, rt->memory_budget, planner);
   double fit_seconds = 0, reconstruct_seconds = 0;
   struct Solution {
     Aberrations ab;
@@ -250,6 +250,7 @@ void run_ssb(const SsbArgs& a) {
   }
   const SsbResult& result = *chosen.images;
   const Aberrations& ab = chosen.ab;
+  placements.push_back(result.placement);  // the per-pixel work (every evaluation ran where this one did)
 
   const std::vector<uint64_t> shape = {result.rows, result.cols};
   if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);

@@ -1,5 +1,8 @@
 #include "ops/op_runner.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/kernel_call.h"
@@ -33,6 +36,26 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
     for (uint32_t k = 1; k <= TM_DISPLAY_THRESHOLDS; ++k) colorize.thresholds[k - 1] = -4.0 + 8.0 * k / 256.0;
     for (uint32_t k = 0; k < 256; ++k)
       colorize.table[k][0] = colorize.table[k][1] = colorize.table[k][2] = static_cast<uint8_t>(k), colorize.table[k][3] = 255;
+  }
+  // stem.ssb_overlap: the data's first floats as G of up to 64 bright-field pixels over a 16 x 16 scan
+  // (quadratic variant, zero aberrations, pixels spread over a disk of radius 1).
+  constexpr uint64_t kSsbScan = 16, kSsbStride = kSsbScan * (kSsbScan / 2 + 1);
+  std::vector<double> ssb_k, ssb_dc, ssb_nu, ssb_e, ssb_row, ssb_col;
+  std::vector<float> ssb_g;
+  tm_stem_ssb_params_v1 ssb{};
+  if (op == TM_OP_STEM_SSB_OVERLAP) {
+    const uint64_t pixels = std::clamp<uint64_t>(elements / (2 * kSsbStride), 1, 64), n = kSsbScan * kSsbScan;
+    ssb_g.assign(2 * pixels * kSsbStride, 0.0f);
+    if (dtype == DType::F32) std::memcpy(ssb_g.data(), data, std::min<uint64_t>(elements, ssb_g.size()) * 4);
+    ssb_k.resize(2 * pixels), ssb_dc.assign(pixels, 1.0), ssb_nu.resize(2 * n), ssb_e.resize(2 * n);
+    for (uint64_t b = 0; b < pixels; ++b) ssb_k[2 * b] = std::cos(b * 0.1) * 0.5, ssb_k[2 * b + 1] = std::sin(b * 0.1) * 0.5;
+    for (uint64_t q = 0; q < n; ++q)
+      ssb_nu[2 * q] = ((q / kSsbScan) % 8) * 0.1, ssb_nu[2 * q + 1] = ((q % kSsbScan) % 8) * 0.1, ssb_e[2 * q] = 1;
+    ssb_row.assign(2 * pixels * kSsbScan, 0.0), ssb_col = ssb_row;
+    for (uint64_t i = 0; i < pixels * kSsbScan; ++i) ssb_row[2 * i] = ssb_col[2 * i] = 1;
+    ssb.variant = TM_SSB_QUADRATIC, ssb.rows = ssb.cols = kSsbScan, ssb.pixels = pixels, ssb.slice_stride = kSsbStride;
+    ssb.kmax2 = 1, ssb.pixel_k = ssb_k.data(), ssb.dc = ssb_dc.data(), ssb.nu = ssb_nu.data(), ssb.e_chi = ssb_e.data();
+    ssb.row_factor = ssb_row.data(), ssb.col_factor = ssb_col.data();
   }
   switch (op) {
     case TM_OP_STATS_MOMENTS:
@@ -94,6 +117,11 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
     case TM_OP_DISPLAY_COLORIZE:
       args.params = &colorize, args.params_size = sizeof colorize;
       output.resize(TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t) + elements * 4);
+      break;
+    case TM_OP_STEM_SSB_OVERLAP:
+      args.input = ssb_g.data(), args.elements = ssb_g.size(), args.dtype = DType::F32;
+      args.params = &ssb, args.params_size = sizeof ssb;
+      output.resize(kSsbScan * kSsbScan * 32);
       break;
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");

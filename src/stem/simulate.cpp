@@ -10,7 +10,7 @@
 #include <random>
 
 #include "core/thread_pool.h"
-#include "stem/fftw_lock.h"
+#include "core/fftw_lock.h"
 #include "stem/load.h"
 #include "tensormorph/error.h"
 

@@ -15,7 +15,9 @@
 #include "core/fast_atan2.h"
 #include "core/large_buffer.h"
 #include "core/thread_pool.h"
-#include "stem/fftw_lock.h"
+#include "ops/kernel_call.h"
+#include "tensormorph/op_contracts.h"
+#include "core/fftw_lock.h"
 #include "stem/simulate.h"
 #include "tensormorph/error.h"
 
@@ -42,14 +44,12 @@ bool positive(double x) { return std::isfinite(x) && x > 0; }
 // 8 (64 bytes) so that every pixel's slice has the alignment of the first (one FFTW plan serves all).
 uint64_t g_stride(uint64_t rows, uint64_t cols) { return (rows * (cols / 2 + 1) + 7) / 8 * 8; }
 
-// The fixed number of reduction groups of the bright-field pixels (ssb.h: independent of the threads).
-uint64_t reduction_groups(uint64_t B) { return std::min<uint64_t>(B, 16); }
-
 // What the admission counts (ssb.h): G, one batch of frames, per reduction group a complex64 plane and
 // float64 accumulators, the ν and e^{iχ(ν)} tables, per-pixel means and the outputs.
 uint64_t needed_bytes(uint64_t B, uint64_t rows, uint64_t cols, uint64_t batch_bytes) {
   const uint64_t N = rows * cols;
-  return B * g_stride(rows, cols) * 8 + batch_bytes + reduction_groups(B) * N * (8 + 32) + N * 32 + B * 8 + N * 16;
+  return B * g_stride(rows, cols) * 8 + batch_bytes + tm_ssb_cpu_workspace_bytes(B, rows, cols) + N * 32 + B * 8 + N * 16 +
+         B * (rows + cols) * 16 + N * 32;
 }
 
 template <class T>
@@ -137,27 +137,16 @@ struct SsbProblem::State {
   std::vector<double> mean;  // Ī_b
   LargeBuffer g;             // B slices of g_stride complex64: the half-plane spectra G_b
   uint64_t stride = 0, half_cols = 0;
-  fftwf_plan c2c = nullptr;
-  struct Group {
-    std::vector<std::complex<double>> o;
-    std::vector<double> a, a2;
-    fftwf_complex* plane = nullptr;
-  };
-  mutable std::vector<Group> groups;
-  mutable std::mutex mutex;  // one evaluate() at a time (the groups' buffers are shared)
+  Placement quadratic_at, direct_at;  // where stem.ssb_overlap runs for each variant
+  mutable LargeBuffer workspace;      // the CPU kernel's scratch, reused by every evaluation
+  mutable std::mutex mutex;           // one evaluate() at a time (the scratch is shared)
   uint64_t memory = 0;
   double prepare_seconds = 0;
-
-  const fftwf_complex* slice(uint64_t b) const { return reinterpret_cast<const fftwf_complex*>(g.get()) + b * stride; }
-  ~State() {
-    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-    if (c2c) fftwf_destroy_plan(c2c);
-    for (auto& gr : groups) fftwf_free(gr.plane);
-  }
 };
 
 SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
-                       uint64_t det_cols, const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes)
+                       uint64_t det_cols, const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes,
+                       const Planner& planner)
     : s_(std::make_unique<State>()) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto invalid = [](const std::string& m) { throw Error(ErrorKind::InvalidArgument, "SSB: " + m); };
@@ -234,14 +223,11 @@ SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t sca
   S.g = LargeBuffer(B * stride * sizeof(fftwf_complex));
   auto* g = reinterpret_cast<fftwf_complex*>(S.g.get());
   const auto slice = [&](uint64_t b) { return g + b * stride; };
-  S.groups.resize(reduction_groups(B));
   fftwf_plan r2c;
   {
     std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-    for (auto& gr : S.groups) gr.plane = fftwf_alloc_complex(N);
     // FFTW_ESTIMATE does not touch the arrays while planning.
     r2c = fftwf_plan_dft_r2c_2d(static_cast<int>(R), static_cast<int>(C), reinterpret_cast<float*>(slice(0)), slice(0), FFTW_ESTIMATE);
-    S.c2c = fftwf_plan_dft_2d(static_cast<int>(R), static_cast<int>(C), S.groups[0].plane, S.groups[0].plane, FFTW_BACKWARD, FFTW_ESTIMATE);
   }
   struct PlanFree {
     fftwf_plan p;
@@ -250,11 +236,19 @@ SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t sca
       fftwf_destroy_plan(p);
     }
   } r2c_free{r2c};
-  for (auto& gr : S.groups) {
-    gr.o.assign(N, {0, 0});
-    gr.a.assign(N, 0);
-    gr.a2.assign(N, 0);
-  }
+  S.workspace = LargeBuffer(tm_ssb_cpu_workspace_bytes(B, R, C));
+
+  // Where the per-pixel work runs (planner.h), for each variant of the aberration function.
+  OpRequest op;
+  op.op = TM_OP_STEM_SSB_OVERLAP;
+  op.dtype = DType::F32;
+  op.elements = 2 * B * stride;
+  op.bytes = B * stride * 8;
+  op.memory_budget_bytes = memory_budget_bytes;
+  op.format_id = TM_SSB_QUADRATIC, op.format_name = "quadratic aberrations (C10, C12)";
+  S.quadratic_at = planner.place(op);
+  op.format_id = TM_SSB_DIRECT, op.format_name = "higher-order aberrations (direct overlap)";
+  S.direct_at = planner.place(op);
 
   // Stream the frames once, keeping the BF pixels' intensities (float32).
   {
@@ -308,7 +302,7 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
   const bool quadratic = ssb_quadratic(ab);
   const State& S = *s_;
   std::lock_guard<std::mutex> serial(S.mutex);
-  const uint64_t R = S.R, C = S.C, N = S.N, B = S.B, half_cols = S.half_cols;
+  const uint64_t R = S.R, C = S.C, N = S.N, B = S.B;
   const double lambda = S.lambda, kmax2 = S.kmax2, step = S.cal.scan_step_A;
 
   // χ's quadratic form in (row, col): χ(k) = kᵀMk, M = πλ·[[C10 − C12·cos 2φ12, C12·sin 2φ12],
@@ -323,93 +317,66 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
   std::vector<double> fr(R), fc(C);
   for (uint64_t i = 0; i < R; ++i) fr[i] = fftfreq(i, R) / step;
   for (uint64_t j = 0; j < C; ++j) fc[j] = fftfreq(j, C) / step;
-  std::vector<double> nu_r(N), nu_c(N);
+  std::vector<double> nu(2 * N);  // (row, col) per bin
   std::vector<std::complex<double>> e_chi(N);
   for (uint64_t i = 0; i < R; ++i)
     for (uint64_t j = 0; j < C; ++j) {
       const uint64_t q = i * C + j;
       const double vr = ct * fr[i] - st * fc[j], vc = st * fr[i] + ct * fc[j];
-      nu_r[q] = vr, nu_c[q] = vc;
+      nu[2 * q] = vr, nu[2 * q + 1] = vc;
       const double chi = m_rr * vr * vr + 2 * m_rc * vr * vc + m_cc * vc * vc;
       e_chi[q] = {std::cos(chi), std::sin(chi)};
     }
 
-  const uint64_t groups = S.groups.size();
-  ThreadPool& pool = ThreadPool::shared(S.threads);
-  pool.parallel_for(groups, [&](uint64_t gbegin, uint64_t gend, unsigned) {
-    std::vector<std::complex<double>> row_f(R), col_f(C);
-    for (uint64_t gi = gbegin; gi < gend; ++gi) {
-      State::Group& G = S.groups[gi];
-      std::fill(G.o.begin(), G.o.end(), std::complex<double>(0, 0));
-      std::fill(G.a.begin(), G.a.end(), 0.0);
-      std::fill(G.a2.begin(), G.a2.end(), 0.0);
-      for (uint64_t b = gi * B / groups; b < (gi + 1) * B / groups; ++b) {
-        const fftwf_complex* gh = S.slice(b);
-        const uint32_t pix = S.pixels[b];
-        const double kr = (static_cast<double>(pix / S.det_cols) - S.cal.disk_row) * S.dk;
-        const double kc = (static_cast<double>(pix % S.det_cols) - S.cal.disk_col) * S.dk;
-        const bool inside = kr * kr + kc * kc <= kmax2;  // A(k_b)
+  // The per-pixel factors of the separable overlap: conj(e^{i·2Bχ(k_b, ν)}) = row factor(i) · column factor(j).
+  std::vector<double> pixel_k(2 * B), dc(B), row_f, col_f;
+  for (uint64_t b = 0; b < B; ++b) {
+    const uint32_t pix = S.pixels[b];
+    pixel_k[2 * b] = (static_cast<double>(pix / S.det_cols) - S.cal.disk_row) * S.dk;
+    pixel_k[2 * b + 1] = (static_cast<double>(pix % S.det_cols) - S.cal.disk_col) * S.dk;
+    dc[b] = static_cast<double>(N) * S.mean[b];  // the DC term: N·Ī_b (Γ := 1)
+  }
+  if (quadratic) {
+    row_f.resize(2 * B * R), col_f.resize(2 * B * C);
+    ThreadPool::shared(S.threads).parallel_for(B, [&](uint64_t begin, uint64_t end, unsigned) {
+      for (uint64_t b = begin; b < end; ++b) {
+        const double kr = pixel_k[2 * b], kc = pixel_k[2 * b + 1];
         const double gr = 2 * (m_rr * kr + m_rc * kc), gc = 2 * (m_rc * kr + m_cc * kc);
         const double wr = gr * ct + gc * st, wc = -gr * st + gc * ct;
-        // conj(e^{i·2Bχ(k_b, ν)}) = conj(row factor(i)) · conj(column factor(j)).
-        for (uint64_t i = 0; i < R; ++i) row_f[i] = {std::cos(wr * fr[i]), -std::sin(wr * fr[i])};
-        for (uint64_t j = 0; j < C; ++j) col_f[j] = {std::cos(wc * fc[j]), -std::sin(wc * fc[j])};
-        for (uint64_t i = 0; i < R; ++i)
-          for (uint64_t j = 0; j < C; ++j) {
-            const uint64_t q = i * C + j;
-            std::complex<double> cv(0, 0);
-            if (inside) {
-              const double mr = kr - nu_r[q], mc = kc - nu_c[q], pr = kr + nu_r[q], pc = kc + nu_c[q];
-              const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
-              if (minus || plus) {
-                std::complex<double> gv;
-                if (j < half_cols) gv = {gh[i * half_cols + j][0], gh[i * half_cols + j][1]};
-                else {  // G(−ν) = conj G(ν)
-                  const uint64_t ii = (R - i) % R, jj = C - j;
-                  gv = {gh[ii * half_cols + jj][0], -gh[ii * half_cols + jj][1]};
-                }
-                if (quadratic) {
-                  // Γ = S·[A(k − ν)·e^{−iχ(ν)} − A(k + ν)·e^{iχ(ν)}], so G·Γ*/max(|Γ|, 1e-8) = G·S*·w with
-                  // w = e (k − ν only; |Γ| = 1), −e* (k + ν only), or 2i·sin χ / max(2|sin χ|, 1e-8) (both).
-                  const std::complex<double> e = e_chi[q];
-                  std::complex<double> w;
-                  if (minus && plus) {
-                    const double two_sin = 2 * e.imag();
-                    w = {0.0, two_sin / std::max(std::fabs(two_sin), 1e-8)};
-                  } else {
-                    w = minus ? e : -std::conj(e);
-                  }
-                  cv = gv * (row_f[i] * col_f[j]) * w;
-                } else {  // Γ = P(k − ν)·P*(k) − P*(k + ν)·P(k), P = A·e^{−iχ}, directly
-                  const auto probe = [&](bool in, double r, double c) {
-                    return in ? std::polar(1.0, -ssb_chi(r, c, lambda, ab)) : std::complex<double>(0, 0);
-                  };
-                  const std::complex<double> p0 = probe(true, kr, kc);
-                  const std::complex<double> gamma = probe(minus, mr, mc) * std::conj(p0) - std::conj(probe(plus, pr, pc)) * p0;
-                  cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
-                }
-              }
-            }
-            G.plane[q][0] = static_cast<float>(cv.real());
-            G.plane[q][1] = static_cast<float>(cv.imag());
-          }
-        G.plane[0][0] = static_cast<float>(static_cast<double>(N) * S.mean[b]);  // the DC term: N·Ī_b (Γ := 1)
-        G.plane[0][1] = 0;
-        fftwf_execute_dft(S.c2c, G.plane, G.plane);
-        const double inv_n = 1.0 / static_cast<double>(N);
-        for (uint64_t q = 0; q < N; ++q) {
-          const std::complex<double> o(G.plane[q][0] * inv_n, G.plane[q][1] * inv_n);
-          const double a = fast_atan2(o.imag(), o.real());  // arg O_b (within 1e-10 rad of std::arg)
-          G.o[q] += o;
-          G.a[q] += a;
-          G.a2[q] += a * a;
-        }
+        for (uint64_t i = 0; i < R; ++i) row_f[2 * (b * R + i)] = std::cos(wr * fr[i]), row_f[2 * (b * R + i) + 1] = -std::sin(wr * fr[i]);
+        for (uint64_t j = 0; j < C; ++j) col_f[2 * (b * C + j)] = std::cos(wc * fc[j]), col_f[2 * (b * C + j) + 1] = -std::sin(wc * fc[j]);
       }
+    });
+  }
+  // χ as the direct variant's terms (ssb.h): (π/λ)·α²·C10 = πλ·C10·|k|², the same for C12 with
+  // cos 2(φ − φ12), and (2π/λ)·C_nm·α^(n+1)/(n+1) = 2π·C_nm·λ^n/(n+1)·|k|^(n+1).
+  std::vector<tm_ssb_chi_term_v1> terms;
+  if (!quadratic) {
+    terms.push_back({M_PI * lambda * ab.C10_A, 2, 0, 0});
+    terms.push_back({M_PI * lambda * ab.C12_A, 2, 2, ab.phi12_deg * M_PI / 180});
+    for (int t = 0; t < kHigherOrders; ++t) {
+      if (ab.higher_A[t] == 0) continue;
+      const int n = kHigherOrderNames[t][1] - '0', m = kHigherOrderNames[t][2] - '0';
+      terms.push_back({2 * M_PI * ab.higher_A[t] * std::pow(lambda, n) / (n + 1), static_cast<double>(n + 1),
+                       static_cast<double>(m), ab.higher_deg[t] * M_PI / 180});
     }
-  });
+  }
+  tm_stem_ssb_params_v1 params{};
+  params.variant = quadratic ? TM_SSB_QUADRATIC : TM_SSB_DIRECT;
+  params.chi_term_count = static_cast<uint32_t>(terms.size());
+  params.rows = R, params.cols = C, params.pixels = B, params.slice_stride = S.stride, params.kmax2 = kmax2;
+  params.pixel_k = pixel_k.data(), params.dc = dc.data(), params.nu = nu.data();
+  params.e_chi = quadratic ? reinterpret_cast<const double*>(e_chi.data()) : nullptr;
+  params.row_factor = quadratic ? row_f.data() : nullptr, params.col_factor = quadratic ? col_f.data() : nullptr;
+  params.chi_terms = terms.empty() ? nullptr : terms.data();
+  params.workspace = S.workspace.get(), params.workspace_bytes = S.workspace.size();
+  std::vector<double> sums(4 * N);  // per position: Σ Re O_b, Σ Im O_b, Σ arg O_b, Σ (arg O_b)²
+  const Placement& at = quadratic ? S.quadratic_at : S.direct_at;
+  run_placed_kernel(at, TM_OP_STEM_SSB_OVERLAP,
+                    {DType::F32, S.g.get(), 2 * B * S.stride, &params, sizeof params, sums.data(), sums.size() * 8, S.threads});
 
   SsbResult out;
-  out.rows = R, out.cols = C, out.bf_pixels = B, out.memory_bytes = S.memory;
+  out.rows = R, out.cols = C, out.bf_pixels = B, out.memory_bytes = S.memory, out.placement = at;
   double mean_intensity = 0;
   for (double m : S.mean) mean_intensity += m;
   mean_intensity /= static_cast<double>(B);
@@ -420,9 +387,8 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
   double loss = 0;
   const double inv_b = 1.0 / static_cast<double>(B);
   for (uint64_t q = 0; q < N; ++q) {
-    std::complex<double> o(0, 0);
-    double a = 0, a2 = 0;
-    for (const State::Group& G : S.groups) o += G.o[q], a += G.a[q], a2 += G.a2[q];
+    std::complex<double> o(sums[4 * q], sums[4 * q + 1]);
+    const double a = sums[4 * q + 2], a2 = sums[4 * q + 3];
     if (with_images) {
       o *= inv_b;
       out.phase[q] = std::arg(o);
@@ -438,11 +404,11 @@ SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, 
 
 SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
                           uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
-                          uint64_t memory_budget_bytes) {
+                          uint64_t memory_budget_bytes, const Planner& planner) {
   if (!std::isfinite(cal.scan_rotation_deg)) throw Error(ErrorKind::InvalidArgument, "SSB: the scan rotation must be finite");
   if (!std::isfinite(ab.C10_A) || !std::isfinite(ab.C12_A) || !std::isfinite(ab.phi12_deg))
     throw Error(ErrorKind::InvalidArgument, "SSB: aberrations must be finite");
-  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, threads, memory_budget_bytes);
+  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, threads, memory_budget_bytes, planner);
   SsbResult r = problem.evaluate(ab, cal.scan_rotation_deg);
   r.seconds += problem.prepare_seconds();
   return r;

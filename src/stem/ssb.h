@@ -40,7 +40,7 @@
 //   float64 sums of arg and arg² per position) — small when the aberrations are right.
 // - Memory admission before anything is allocated: G (B × Rr × (Rc/2 + 1) × 8 bytes) + one batch of frames +
 //   per reduction group (min(B, 16)) a full complex64 plane and float64 accumulators (Rr × Rc × 40 bytes) +
-//   the ν and e^{iχ(ν)} tables + the float64 outputs.
+//   the ν and e^{iχ(ν)} tables, the per-pixel row and column factors + the float64 outputs.
 //   Over budget: Error(PrecisionRefused) with the ladder (crop the scan, bin the detector, fewer BF pixels).
 // - Evaluation: with χ quadratic (C10, C12) the phase difference across the overlap splits exactly:
 //   χ(k ∓ ν) − χ(k) = χ(ν) ∓ 2·Bχ(k, ν), Bχ the symmetric bilinear form of χ, so
@@ -49,6 +49,10 @@
 //   Rr + Rc sincos and per ν one sincos per evaluation instead of two per (b, ν). Same Γ to float64 rounding.
 //   With higher orders, Γ is computed directly from P(k_b ∓ ν) at every (b, ν) (slower, same contract).
 // - Results do not depend on the thread count at all (fixed reduction groups; SsbProblem).
+// - Backends: the correction, inverse FFT and reduction over b is the op stem.ssb_overlap
+//   (op_contracts.h), placed by the planner: the CPU kernel (FFTW) is the reference; a Vulkan kernel runs
+//   the quadratic variant (the higher orders fall back to the CPU, reported in the placement). Each
+//   backend is deterministic; they agree within phase 2e-4 rad and loss 1e-5 relative (parity tests).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +61,8 @@
 #include <vector>
 
 #include "stem/load.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -95,6 +101,7 @@ struct SsbResult {
   uint64_t bf_pixels = 0;         // B
   uint64_t memory_bytes = 0;      // what the admission counted
   double seconds = 0;
+  Placement placement;            // where stem.ssb_overlap ran (the per-pixel work), and why
 };
 
 // Frames as products.cpp streams them: fill(first, count, out) writes scan positions [first, first + count)
@@ -123,16 +130,19 @@ std::vector<uint32_t> ssb_bright_field_pixels(uint64_t det_rows, uint64_t det_co
 // streamed a single time into G (B × Rr × (Rc/2 + 1) complex64) and the per-pixel means. evaluate() then
 // corrects and reduces for any aberrations and rotation (what a fit calls hundreds of times).
 //
-// Determinism: the bright-field pixels are reduced in a fixed number of groups (min(B, 16), contiguous in
-// pixel order, each summed in pixel order) that does not depend on the thread count, and the groups are
-// added in group order, so evaluate() returns bit-identical phase and loss for any `threads`.
+// Determinism: on the CPU the bright-field pixels are reduced in a fixed number of groups (min(B, 16),
+// contiguous in pixel order, each summed in pixel order) that does not depend on the thread count, and the
+// groups are added in group order, so evaluate() returns bit-identical phase and loss for any `threads`
+// (Vulkan sums the pixels in order: deterministic too, within the parity bound of the CPU).
 //
 // Throws as ssb_reconstruct (calibration, shape, PrecisionRefused over budget). cal.scan_rotation_deg is
 // not used here: evaluate() takes the rotation. The problem keeps `threads` for evaluate().
 class SsbProblem {
  public:
+  // `planner` places stem.ssb_overlap (op_contracts.h) once per variant; the backends it places on must
+  // outlive the problem (the planner itself need not).
   SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows, uint64_t det_cols,
-             const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes);
+             const SsbCalibration& cal, unsigned threads, uint64_t memory_budget_bytes, const Planner& planner);
   ~SsbProblem();
   SsbProblem(const SsbProblem&) = delete;
   SsbProblem& operator=(const SsbProblem&) = delete;
@@ -156,6 +166,6 @@ class SsbProblem {
 // than 2 × 2) and Error(PrecisionRefused) over budget.
 SsbResult ssb_reconstruct(const SsbFrames& frames, uint64_t scan_rows, uint64_t scan_cols, uint64_t det_rows,
                           uint64_t det_cols, const SsbCalibration& cal, const Aberrations& ab, unsigned threads,
-                          uint64_t memory_budget_bytes);
+                          uint64_t memory_budget_bytes, const Planner& planner);
 
 }  // namespace tmorph

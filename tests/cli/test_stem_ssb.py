@@ -73,6 +73,30 @@ class StemSsb(unittest.TestCase):
         self.assertEqual(rep["calibration"]["energy"]["source"], "--kv")
         self.assertEqual(rep["calibration"]["scan_rotation"]["source"], "--scan-rotation-deg")
 
+    def test_vulkan_reconstructs_within_the_stated_bound(self):
+        """--prefer vulkan: stem.ssb_overlap runs on Vulkan (placement reported, bounded precision) and the
+        phase is the CPU's within 2e-4 rad; higher orders fall back to the CPU with the reason."""
+        backends = json.loads(run(["backends", "--json"]).out)["backends"]
+        vk = next((b for b in backends if b["name"] == "vulkan"), None)
+        if not vk or not vk["available"]:
+            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
+                self.fail("TM_REQUIRE_VULKAN=1 but Vulkan is unavailable")
+            self.skipTest("Vulkan unavailable here")
+        master = self.demo("vk", "--C12-nm", "3", "--phi12-deg", "20")
+        common = ["--C10", "50", "--C12", "30", "--phi12", "20", "--scan-rotation-deg", "0", "--center", "32,32", "--radius", "8"]
+        cpu, rep_cpu = self.ssb(master, *common)
+        gpu, rep_gpu = self.ssb(master, *common, "--prefer", "vulkan")
+        placed = {p["op"]: p for p in rep_gpu["placement"]}
+        self.assertEqual(placed["stem.ssb_overlap"]["backend"], "vulkan")
+        self.assertEqual(placed["stem.ssb_overlap"]["precision"], "bounded(0.0002)")
+        self.assertEqual({p["op"]: p["backend"] for p in rep_cpu["placement"]}["stem.ssb_overlap"], "cpu")
+        self.assertLessEqual(float(np.abs(gpu - cpu).max()), 2e-4)
+        self.assertLessEqual(abs(rep_gpu["loss"] - rep_cpu["loss"]), 1e-5 * rep_cpu["loss"])
+        _, rep = self.ssb(master, *common, "--prefer", "vulkan", "--aberration", "C30=1e5")
+        at = {p["op"]: p for p in rep["placement"]}["stem.ssb_overlap"]
+        self.assertEqual(at["backend"], "cpu")
+        self.assertIn("vulkan", [r["backend"] for r in at["rejected"]])
+
     def test_scan_rotation_is_found(self):
         master = self.demo("turned", "--scan-rotation-deg", "30")
         _, rep = self.ssb(master, "--C10", "50")

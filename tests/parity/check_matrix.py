@@ -16,8 +16,8 @@ import os
 import subprocess
 import sys
 
-# Ops whose kernels take stored formats (ggml types, packed schemes) rather than dtypes.
-FORMAT_OPS = ("dequantize.ggml", "dequantize.packed", "quant.moments", "quant.block_stats")
+# Ops whose kernels take stored formats (ggml types, packed schemes, SSB variants) rather than dtypes.
+FORMAT_OPS = ("dequantize.ggml", "dequantize.packed", "quant.moments", "quant.block_stats", "stem.ssb_overlap")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
