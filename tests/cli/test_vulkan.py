@@ -80,10 +80,13 @@ class VulkanCli(unittest.TestCase):
             self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
         ops = {k["op"] for k in VULKAN["kernels"]}
         self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles",
-                               "dequantize.ggml", "stem.frame_sums", "display.colorize"})
+                               "dequantize.ggml", "stem.frame_sums", "display.colorize", "stem.ssb_overlap"})
         dequant = next(k for k in VULKAN["kernels"] if k["op"] == "dequantize.ggml")
         self.assertEqual(sorted(dequant["dtypes"]), ["Q4_0", "Q8_0"])
-        self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"]))
+        # Every kernel is exact but SSB's, whose complex64 transforms are bounded against the CPU's.
+        ssb = next(k for k in VULKAN["kernels"] if k["op"] == "stem.ssb_overlap")
+        self.assertEqual((ssb["dtypes"], ssb["precision"]), (["quadratic"], "bounded(0.0002)"))
+        self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"] if k["op"] != "stem.ssb_overlap"))
 
     def test_strict_vulkan_equals_the_cpu_and_names_the_device(self):
         names = ("a.f32", "b.bf16", "c.i32", "d.u8")
