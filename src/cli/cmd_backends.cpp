@@ -3,9 +3,7 @@
 #include <iostream>
 #include <memory>
 
-#include "checkpoint/packed_tensor.h"
 #include "cli/commands.h"
-#include "formats/gguf.h"
 #include "cli/output.h"
 #include "compute/device_json.h"
 #include "cli/parity_matrix.h"
@@ -15,36 +13,6 @@
 namespace tmorph::cli {
 
 namespace {
-
-std::vector<std::string> dtype_list(uint64_t mask) {
-  std::vector<std::string> out;
-  for (DType t : kAllDTypes)
-    if (mask & dtype_bit(t)) out.emplace_back(dtype_name(t));
-  return out;
-}
-
-// What a kernel takes: dtypes, or for format ops the ggml block formats, packed schemes or SSB variants
-// (op_contracts.h).
-std::vector<std::string> kernel_inputs(const KernelInfo& k) {
-  if (!tm_op_takes_format(k.op)) return dtype_list(k.dtype_mask);
-  std::vector<std::string> out;
-  if (k.op == TM_OP_DEQUANTIZE_PACKED) {
-    for (uint32_t s = 0; s < TM_PACKED_COUNT_; ++s)
-      if (k.dtype_mask & (uint64_t{1} << s)) out.emplace_back(packed_scheme_name(static_cast<tm_packed_scheme>(s)));
-    return out;
-  }
-  if (k.op == TM_OP_STEM_SSB_OVERLAP) {  // the aberration-function variants
-    if (k.dtype_mask & (uint64_t{1} << TM_SSB_QUADRATIC)) out.emplace_back("quadratic");
-    if (k.dtype_mask & (uint64_t{1} << TM_SSB_DIRECT)) out.emplace_back("direct");
-    return out;
-  }
-  for (uint32_t id = 0; id < 64; ++id)
-    if (k.dtype_mask & (uint64_t{1} << id)) {
-      const GgmlType* g = ggml_type(id);
-      out.emplace_back(g ? g->name : "ggml:" + std::to_string(id));
-    }
-  return out;
-}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -68,28 +36,7 @@ nlohmann::json not_installed(const Runtime& rt) {
 
 nlohmann::json backends_json(const Runtime& rt) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& b : rt.registry.backends()) {
-    nlohmann::json devices = nlohmann::json::array(), kernels = nlohmann::json::array();
-    for (const auto& d : b.devices) devices.push_back(device_json(d));
-    for (const auto& k : b.kernels)
-      kernels.push_back({{"op", op_name(k.op)},
-                         {"dtypes", kernel_inputs(k)},
-                         {"precision", precision_name(k.precision, k.tolerance)},
-                         {"max_elements", k.max_elements},
-                         {"required_features", split_list(feature_names(k.required_features))},
-                         {"workspace_fixed_bytes", k.workspace_fixed_bytes},
-                         {"workspace_bytes_per_element", k.workspace_bytes_per_element},
-                         {"approx_step", k.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.approx_step)},
-                         {"approx_description", k.approx_description}});
-    list.push_back({{"name", b.name},
-                    {"description", b.description},
-                    {"origin", b.origin},
-                    {"available", b.available},
-                    {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
-                    {"detail", b.unavailable_detail},
-                    {"devices", devices},
-                    {"kernels", kernels}});
-  }
+  for (const auto& b : rt.registry.backends()) list.push_back(backend_json(b));
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : rt.registry.load_failures())
     failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});

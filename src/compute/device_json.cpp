@@ -1,5 +1,8 @@
 #include "compute/device_json.h"
 
+#include "checkpoint/packed_tensor.h"
+#include "formats/gguf.h"
+#include "tensormorph/op_contracts.h"
 #include "tensormorph/settings.h"
 
 namespace tmorph {
@@ -15,6 +18,57 @@ nlohmann::json device_json(const DeviceInfo& d) {
           {"max_buffer_binding_bytes", d.max_buffer_binding_bytes},
           {"features", split_list(feature_names(d.features))},
           {"host_link_bytes_per_s", d.host_link_bytes_per_s}};
+}
+
+std::vector<std::string> kernel_inputs(const KernelInfo& k) {
+  std::vector<std::string> out;
+  if (!tm_op_takes_format(k.op)) {
+    for (DType t : kAllDTypes)
+      if (k.dtype_mask & dtype_bit(t)) out.emplace_back(dtype_name(t));
+    return out;
+  }
+  if (k.op == TM_OP_DEQUANTIZE_PACKED) {
+    for (uint32_t s = 0; s < TM_PACKED_COUNT_; ++s)
+      if (k.dtype_mask & (uint64_t{1} << s)) out.emplace_back(packed_scheme_name(static_cast<tm_packed_scheme>(s)));
+    return out;
+  }
+  if (k.op == TM_OP_STEM_SSB_OVERLAP) {  // the aberration-function variants
+    if (k.dtype_mask & (uint64_t{1} << TM_SSB_QUADRATIC)) out.emplace_back("quadratic");
+    if (k.dtype_mask & (uint64_t{1} << TM_SSB_DIRECT)) out.emplace_back("direct");
+    return out;
+  }
+  for (uint32_t id = 0; id < 64; ++id)
+    if (k.dtype_mask & (uint64_t{1} << id)) {
+      const GgmlType* g = ggml_type(id);
+      out.emplace_back(g ? g->name : "ggml:" + std::to_string(id));
+    }
+  return out;
+}
+
+nlohmann::json kernel_json(const KernelInfo& k) {
+  return {{"op", op_name(k.op)},
+          {"dtypes", kernel_inputs(k)},
+          {"precision", precision_name(k.precision, k.tolerance)},
+          {"max_elements", k.max_elements},
+          {"required_features", split_list(feature_names(k.required_features))},
+          {"workspace_fixed_bytes", k.workspace_fixed_bytes},
+          {"workspace_bytes_per_element", k.workspace_bytes_per_element},
+          {"approx_step", k.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.approx_step)},
+          {"approx_description", k.approx_description}};
+}
+
+nlohmann::json backend_json(const Backend& b) {
+  nlohmann::json devices = nlohmann::json::array(), kernels = nlohmann::json::array();
+  for (const auto& d : b.devices) devices.push_back(device_json(d));
+  for (const auto& k : b.kernels) kernels.push_back(kernel_json(k));
+  return {{"name", b.name},
+          {"description", b.description},
+          {"origin", b.origin},
+          {"available", b.available},
+          {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
+          {"detail", b.unavailable_detail},
+          {"devices", devices},
+          {"kernels", kernels}};
 }
 
 }  // namespace tmorph

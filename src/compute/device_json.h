@@ -1,7 +1,15 @@
-// One JSON shape for a device of a registered backend, shared by `tensormorph backends --json` and the
-// viewer's GET /api/compute: index, name, id, kind, software_adapter, memory_bytes, max_allocation_bytes,
-// max_buffer_binding_bytes, features (a list of names) and host_link_bytes_per_s.
+// One JSON shape for the backends of the registry, shared by `tensormorph backends --json` and the viewer's
+// GET /api/compute.
+// - device_json: index, name, id, kind, software_adapter, memory_bytes, max_allocation_bytes,
+//   max_buffer_binding_bytes, features (a list of names) and host_link_bytes_per_s.
+// - kernel_json: op, dtypes (what kernel_inputs names), precision, max_elements, required_features,
+//   workspace_fixed_bytes, workspace_bytes_per_element, approx_step (null when exact), approx_description.
+// - backend_json: name, description, origin, available, reason (null when available), detail, devices,
+//   kernels.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,5 +18,11 @@
 namespace tmorph {
 
 nlohmann::json device_json(const DeviceInfo& d);
+
+// What a kernel takes: dtype names, or for format ops (op_contracts.h) the ggml block formats, packed
+// schemes or SSB variants its mask holds.
+std::vector<std::string> kernel_inputs(const KernelInfo& k);
+nlohmann::json kernel_json(const KernelInfo& k);
+nlohmann::json backend_json(const Backend& b);
 
 }  // namespace tmorph

@@ -2,10 +2,13 @@
 // user's prefer / never constraints, saved in the same settings file as `tensormorph config`
 // (compute.prefer, compute.never) and applied by rebuilding the runtime, as a new CLI run would.
 #include <algorithm>
+#include <bit>
 #include <regex>
 #include <set>
 
 #include "compute/device_json.h"
+#include "ops/placement_json.h"
+#include "tensormorph/op_contracts.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"
@@ -21,22 +24,56 @@ std::string join(const std::vector<std::string>& names) {
   return s;
 }
 
+// Where each op would run under the current constraints, as the planner decides it for a representative
+// request: 64 MiB of input on the host, float32 (else the first dtype, or stored format, some backend's
+// kernel takes). A request no backend can serve carries the planner's message instead of a placement.
+nlohmann::json placement_preview(const cli::Runtime& rt) {
+  const Planner planner = rt.planner();
+  nlohmann::json out = nlohmann::json::array();
+  for (int i = 1; i < TM_OP_COUNT_; ++i) {
+    const auto op = static_cast<tm_op>(i);
+    uint64_t mask = 0;
+    for (const auto& b : rt.registry.backends())
+      for (const auto& k : b.kernels)
+        if (k.op == op && k.approx_step.empty()) mask |= k.dtype_mask;
+    if (!mask) continue;  // no backend here has this op at all
+    OpRequest r;
+    r.op = op;
+    r.bytes = uint64_t{64} << 20;
+    nlohmann::json request = {{"bytes", r.bytes}, {"on_host", true}};
+    if (tm_op_takes_format(op)) {
+      KernelInfo one;
+      one.op = op, one.dtype_mask = uint64_t{1} << std::countr_zero(mask);
+      r.dtype = DType::F32, r.format_id = static_cast<uint32_t>(std::countr_zero(mask)), r.format_name = kernel_inputs(one).at(0);
+      r.elements = r.bytes / 4;
+      request["format"] = r.format_name;
+    } else {
+      r.dtype = mask & dtype_bit(DType::F32) ? DType::F32 : static_cast<DType>(std::countr_zero(mask));
+      r.elements = r.bytes / dtype_size(r.dtype);
+      request["dtype"] = dtype_name(r.dtype);
+    }
+    nlohmann::json entry = {{"op", op_name(op)}, {"request", request}};
+    try {
+      entry["placement"] = placement_json(planner.place(r));
+    } catch (const Error& e) {
+      entry["placement"] = nullptr;
+      entry["error"] = e.what();
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
 nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_backends) {
   nlohmann::json backends = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
-    nlohmann::json devices = nlohmann::json::array(), ops = nlohmann::json::array();
-    for (const auto& d : b.devices) devices.push_back(device_json(d));
-    std::set<std::string> seen;
+    nlohmann::json entry = backend_json(b), ops = nlohmann::json::array();
+    std::set<std::string> seen;  // one line per op (an op may have several kernels)
     for (const auto& k : b.kernels)
       if (seen.insert(op_name(k.op)).second)
         ops.push_back({{"op", op_name(k.op)}, {"precision", precision_name(k.precision, k.tolerance)}});
-    backends.push_back({{"name", b.name},
-                        {"description", b.description},
-                        {"available", b.available},
-                        {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
-                        {"detail", b.unavailable_detail},
-                        {"devices", devices},
-                        {"ops", ops}});
+    entry["ops"] = ops;
+    backends.push_back(entry);
   }
   nlohmann::json not_installed = nlohmann::json::array();
   for (const auto& [name, info] : known_backends.items())
@@ -58,6 +95,7 @@ nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_
           {"plugin_load_failures", failures},
           {"constraints", {{"prefer", saved("compute.prefer")}, {"never", saved("compute.never")}}},
           {"effective", {{"prefer", rt.constraints.prefer}, {"never", never}}},
+          {"placement_preview", placement_preview(rt)},
           {"settings_file", s.path()}};
 }
 

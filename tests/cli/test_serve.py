@@ -344,6 +344,19 @@ class ServeTest(unittest.TestCase):
         self.assertFalse(listed & missing)
         settings = os.path.join(self.env["XDG_CONFIG_HOME"], "tensormorph", "settings.json")
         self.assertEqual(doc["settings_file"], settings)
+        # Each backend entry is `backends --json`'s (kernels with their inputs), and every op some backend
+        # has gets the planner's placement for a representative request.
+        cli = {b["name"]: b for b in json.loads(self.tm_run("backends", "--json").stdout)["backends"]}
+        for b in doc["backends"]:
+            self.assertEqual({k: v for k, v in b.items() if k != "ops"}, cli[b["name"]], b["name"])
+        preview = {p["op"]: p for p in doc["placement_preview"]}
+        ops = {k["op"] for b in doc["backends"] for k in b["kernels"] if not k["approx_step"]}
+        self.assertEqual(set(preview), ops)
+        self.assertEqual(preview["stats.moments"]["request"], {"bytes": 64 << 20, "on_host": True, "dtype": "f32"})
+        self.assertEqual(preview["stats.moments"]["placement"]["backend"], "cpu")
+        self.assertEqual(preview["stem.frame_sums"]["request"]["dtype"], "u8")  # no f32 kernel: the first dtype
+        self.assertEqual(preview["dequantize.ggml"]["request"]["format"], "Q4_0")  # format ops: the first format
+        self.assertEqual(preview["stem.ssb_overlap"]["request"]["format"], "quadratic")
 
         code, _, body = self.put_compute({"prefer": ["cpu"]})
         self.assertEqual(code, 200, body)
@@ -355,9 +368,11 @@ class ServeTest(unittest.TestCase):
         with open(settings) as f:
             self.assertEqual(json.load(f)["compute.prefer"], "cpu")
         self.assertEqual(self.get_json("/api/compute")["constraints"]["prefer"], ["cpu"])
-        # The new constraint reaches the placement of the next render.
+        # The new constraint reaches the placement of the next render, and the preview says why.
         doc = self.get_json(f"/api/render/0/{self.q(EMBED)}.png?format=json")
         self.assertEqual(doc["placement"][0]["backend"], "cpu")
+        moments = {p["op"]: p for p in self.get_json("/api/compute")["placement_preview"]}["stats.moments"]["placement"]
+        self.assertEqual((moments["backend"], moments["reason"]), ("cpu", "user_preferred"))
 
         self.assertEqual(self.put_compute({"never": ["cpu"]})[0], 400)  # would be both preferred and never used
         code, _, body = self.put_compute({"prefer": []})
