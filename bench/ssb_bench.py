@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--evals", type=int, default=3, help="numpy evaluate runs (median), at least 3")
     ap.add_argument("--fit-threads", default="1,2", help="thread counts for the tensormorph fit ('' skips it)")
     ap.add_argument("--data", help="acquisition folder (default BUILD/bench-data/stem-medium)")
+    ap.add_argument("--large", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the preview on `stem demo --size large` (1.2 GB, written once)")
     args = ap.parse_args()
     args.evals = max(3, args.evals)
     tm = os.path.join(args.build, "tensormorph")
@@ -174,6 +176,32 @@ def main():
             n_evals, evals_source = int(f0["evaluations"]), "tensormorph's fit.evaluations"
     est_fit = t_prep + n_evals * t_eval
 
+    # (e) The same preview with stem.ssb_overlap on Vulkan (context only: lavapipe runs on these CPUs).
+    vulkan = None
+    listing = subprocess.run([tm, "backends", "--json"], capture_output=True, text=True, env=env)
+    vk = next((b for b in json.loads(listing.stdout)["backends"] if b["name"] == "vulkan"), None) if listing.returncode == 0 else None
+    if vk and vk["available"]:
+        wall, r, err = tm_ssb(tm, env, master, preview + ["--prefer", "vulkan"], 2, out)
+        if r is not None:
+            at = {p["op"]: p for p in r["placement"]}.get("stem.ssb_overlap", {})
+            vulkan = (wall, r, at.get("backend"), vk["devices"][0]["name"] if vk["devices"] else "?",
+                      float(np.abs(np.load(out) - tm_phase).max()))
+
+    # (f) Interactive preview on the large simulated set (`stem demo --size large`): the frames are read once
+    # (prepare), then each new aberration set costs one evaluation (reconstruct).
+    large = None
+    if args.large:
+        ldata = os.path.join(args.build, "bench-data", "stem-large")
+        lmaster = os.path.join(ldata, "demo_master.h5")
+        if not os.path.exists(lmaster):
+            print("writing the large acquisition (once) to", ldata, flush=True)
+            subprocess.run([tm, "stem", "demo", "--size", "large", "--out", ldata], check=True, env=env)
+        with h5py.File(lmaster, "r") as f:
+            lc10 = float(f["entry/sample/simulation/defocus"][()]) * 10.0
+        wall, r, err = tm_ssb(tm, env, lmaster, ["--C10", repr(lc10), "--scan-rotation-deg", "0"], 2, out)
+        if r is not None:
+            large = (wall, r)
+
     # (d) memcpy.
     copy = {}
     sb = os.path.join(args.build, "bench", "stats_bench")
@@ -214,6 +242,11 @@ def main():
             row("tensormorph preview, own timer (`seconds`: read + decode + G + evaluate)", t, r["seconds"],
                 np_preview_total / r["seconds"])
         row("tensormorph preview, process wall (start to exit)", t, wall, np_preview_total / wall)
+    if vulkan:
+        wall, r, backend, device, vdiff = vulkan
+        tim = r.get("timings", {})
+        row("tensormorph preview, stem.ssb_overlap on %s (%s): `reconstruct_s` vs numpy evaluate; phase max |Δ| vs the CPU %.1e rad"
+            % (backend, device, vdiff), 2, tim.get("reconstruct_s"), t_eval / tim["reconstruct_s"] if tim.get("reconstruct_s") else None)
     row("numpy fit ESTIMATE = prepare + %d × median evaluate (not run)" % n_evals, 1, est_fit, 1.0)
     row("numpy fit ESTIMATE + load", 1, est_fit + t_load, None)
     if fit:
@@ -269,6 +302,15 @@ def main():
         lines.append("\nmemcpy (stats_bench): %s GB/s. Floor of one evaluation = reading G once (%.1f MB of complex64 half "
                      "planes): %s.\n" % (", ".join("%.1f at %d thread%s" % (copy[t], t, "s" if t > 1 else "") for t in sorted(copy)),
                                         g_half / 1e6, ", ".join("%.4f s at %d" % (g_half / (copy[t] * 1e9), t) for t in sorted(copy))))
+    if large:
+        wall, r = large
+        tim = r["timings"]
+        lshape = r["provenance"]["source"]["shape"]
+        lines.append("\nLarge set (`stem demo --size large`: %s scan × %s frames, B = %d, disk detected, scan rotation 0, 2 threads): "
+                     "preview prepare (read + decode + G) %.2f s once, then %.2f s per aberration set (`reconstruct_s`: one "
+                     "evaluation, what an interactive slider costs); process wall %.2f s (disk detection included).\n"
+                     % ("×".join(map(str, lshape[:2])), "×".join(map(str, lshape[2:])), r["bright_field_pixels"],
+                        tim["prepare_s"], tim["reconstruct_s"], wall))
     text = "".join(lines)
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "last-run-ssb.md"), "w") as f:

@@ -1,6 +1,7 @@
 // tensormorph stem ssb PATH -o phase.npy|phase.png: single-sideband ptychography (src/stem/ssb.h) with given
 // aberrations (preview) or fitted ones (--fit: src/stem/ssb_fit.h), the calibration read from the file or
 // given, each value's source reported.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -130,7 +131,11 @@ Sourced require(const std::optional<Sourced>& s, const std::string& what, const 
 
 nlohmann::json sourced_json(const Sourced& s, const char* unit) { return {{"value", s.value}, {"unit", unit}, {"source", s.source}}; }
 
-void run_ssb(const SsbArgs& a) {
+// The approximation SSB may take with the caller's consent when G does not fit the memory budget.
+constexpr const char* kBinStep = "ssb.bin_detector";
+
+// One reconstruction with these flags; `approximation` (null, or what was consented to) goes into the report.
+void run_ssb_once(const SsbArgs& a, const nlohmann::json& approximation) {
   const auto t_start = std::chrono::steady_clock::now();
   const std::optional<SsbFitOptions> fit_opts = a.fit ? std::optional<SsbFitOptions>(fit_options(a)) : std::nullopt;
   const auto rt = make_runtime(&a.load.compute);
@@ -289,6 +294,7 @@ void run_ssb(const SsbArgs& a) {
                        {"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()}};
   report["provenance"] = loader.provenance();
   report["placement"] = placements_json(placements);
+  report["approximation"] = approximation;
   std::ofstream(a.load.out + ".json", std::ios::trunc) << report.dump(2) << "\n";
   if (a.load.json) {
     std::cout << report.dump(2) << "\n";
@@ -302,10 +308,54 @@ void run_ssb(const SsbArgs& a) {
               {"scan rotation", fmt(rotation.value) + " deg (" + rotation.source + ")"},
               {"bright field", std::to_string(result.bf_pixels) + " pixels, disk radius " + fmt(disk.radius) + " px"},
               {"loss", fmt(result.loss)},
+              {"approximation", approximation.is_null() ? std::string("none")
+                                                        : "detector binned by " + approximation["detector_bin"].dump() +
+                                                              " (consented: --allow-approx " + kBinStep + ")"},
               {"time", fmt(problem.prepare_seconds()) + " s reading G, " + fmt(fit_seconds) + " s fitting, " +
                            fmt(reconstruct_seconds) + " s reconstructing"}},
              0);
   print_placements(placements);
+}
+
+// Runs SSB; when G does not fit the memory budget the refusal names the ladder, and with
+// --allow-approx ssb.bin_detector the detector is binned by the smallest power of two (times any bin asked
+// for) that fits, reported under "approximation".
+void run_ssb(const SsbArgs& a) {
+  const auto& consents = a.load.compute.allow_approx;
+  const bool may_bin = std::find(consents.begin(), consents.end(), kBinStep) != consents.end();
+  try {
+    run_ssb_once(a, nullptr);
+    return;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::PrecisionRefused) throw;
+    if (!may_bin)
+      throw Error(ErrorKind::PrecisionRefused, std::string(e.what()) + " Or consent to binning the detector by the smallest factor "
+                                               "that fits: --allow-approx " + kBinStep + ".");
+    const std::array<uint64_t, 2> asked = parse_bin(a.load.detector_bin, "--detector-bin");
+    for (uint64_t factor = 2; factor <= 64; factor *= 2) {
+      SsbArgs binned = a;
+      binned.load.detector_bin = std::to_string(asked[0] * factor) + "," + std::to_string(asked[1] * factor);
+      if (!a.center.empty() || !std::isnan(a.radius)) {  // given in unbinned pixels: scale them
+        if (!a.center.empty()) {
+          const auto [r, c] = parse_limits(a.center, "--center");
+          binned.center = std::to_string((r + 0.5) / static_cast<double>(factor) - 0.5) + "," +
+                          std::to_string((c + 0.5) / static_cast<double>(factor) - 0.5);
+        }
+        if (!std::isnan(a.radius)) binned.radius = a.radius / static_cast<double>(factor);
+      }
+      const nlohmann::json approximation = {{"step", kBinStep},
+                                            {"detector_bin", {asked[0] * factor, asked[1] * factor}},
+                                            {"refused_without", e.what()}};
+      try {
+        run_ssb_once(binned, approximation);
+        return;
+      } catch (const Error& again) {
+        if (again.kind() != ErrorKind::PrecisionRefused) throw;
+      }
+    }
+    throw Error(ErrorKind::PrecisionRefused, std::string(e.what()) + " (--allow-approx " + kBinStep +
+                                             ": no detector bin up to 64 fits either)");
+  }
 }
 
 }  // namespace

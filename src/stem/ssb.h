@@ -110,7 +110,9 @@ struct SsbFrames {
   DType dtype = DType::U16;
   std::function<void(uint64_t first, uint64_t count, uint8_t* out)> fill;
   std::vector<uint32_t> excluded_pixels;       // e.g. dead pixels: never used as bright-field pixels
-  uint64_t batch_bytes = uint64_t{64} << 20;   // frames per fill call (counted by the memory admission)
+  // Frames per fill call (counted by the memory admission). Small enough that the one batch buffer, reused
+  // for every call, stays cheap to fault in (fresh pages are zeroed by the kernel at first touch).
+  uint64_t batch_bytes = uint64_t{8} << 20;
 };
 
 // The loader's frames (bad pixels already zeroed by the load contract; pass their indices in

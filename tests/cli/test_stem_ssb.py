@@ -178,6 +178,24 @@ class StemSsb(unittest.TestCase):
         self.assertIn("--center", r.err)
         r = self.ssb(master, "--memory-budget", "1M", expect=5)
         self.assertIn("bin the detector", r.err)
+        self.assertIn("--allow-approx ssb.bin_detector", r.err)
+
+    def test_over_budget_with_consent_bins_the_detector_and_says_so(self):
+        master = self.demo("budget")
+        phase, rep = self.ssb(master, "--C10", "50", "--scan-rotation-deg", "0", "--memory-budget", "3M",
+                              "--allow-approx", "ssb.bin_detector")
+        approx = rep["approximation"]
+        self.assertEqual(approx["step"], "ssb.bin_detector")
+        factor = approx["detector_bin"][0]
+        self.assertEqual(approx["detector_bin"], [factor, factor])
+        self.assertIn(factor, (2, 4, 8, 16, 32, 64))
+        self.assertIn("memory budget", approx["refused_without"])
+        self.assertEqual(rep["provenance"]["detector_bin"], [factor, factor])
+        self.assertEqual(phase.shape, (SCAN, SCAN))
+        self.assertLessEqual(rep["memory_bytes"], 3 << 20)
+        # Without the budget problem nothing is approximated.
+        _, rep = self.ssb(master, "--C10", "50", "--scan-rotation-deg", "0", "--allow-approx", "ssb.bin_detector")
+        self.assertIsNone(rep["approximation"])
 
 
 if __name__ == "__main__":
