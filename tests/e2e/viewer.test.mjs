@@ -2,12 +2,18 @@
 // node_modules): writes the demo checkpoint, starts `tensormorph serve` on it, opens the page, searches a
 // tensor, opens it, waits for the heatmap, checks the canvas is not blank, zooms and pans, hovers and
 // checks the read-out against the API's tile JSON, switches the colour map, and saves a screenshot to
-// build/e2e/ that must not be a single colour.
+// build/e2e/ that must not be a single colour. Then the placement of the last render on the tensor page
+// (equal to the API's report), and the Compute panel on a second server with the test plugins and its own
+// settings directory: the backends listed equal GET /api/compute's (with their kernels' inputs), an
+// unavailable one shows its reason, the per-op planner column equals the API's placement_preview (under
+// auto and after each save), prefer / never are changed through the UI and saved (GET /api/compute
+// returns them; a 400 is shown), a fallback is shown on the tensor page, then restored;
+// compute-panel.png is saved beside viewer.png.
 //
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -269,6 +275,20 @@ async function main() {
     await page.mouse.move(box.x + px + 1, box.y + py + 1);
     await page.waitForFunction(() => document.querySelector("#readout").dataset.state === "ready", null, { timeout: 30_000 });
 
+    step = "render placement";
+    // The tensor page shows the placement report of the last render; on this server (no constraints) the
+    // backend of display.colorize must be the one the API reports for the same tensor.
+    await page.waitForFunction(() => Number(document.querySelector("#render-placement")?.dataset.renders) > 0, null, { timeout: 30_000 });
+    const apiRender = await getJson(base, `/api/render/0/${encodeURIComponent(TENSOR)}.png?format=json`);
+    const apiColorize = apiRender.placement.find((p) => p.op === "display.colorize");
+    check(apiColorize && apiColorize.backend, `the API reports where display.colorize ran (${apiColorize?.backend}, ${apiColorize?.reason})`);
+    const shownColorize = await page.evaluate(() => {
+      const r = document.querySelector('#render-placement-table tr[data-op="display.colorize"]');
+      return r ? { ...r.dataset, text: r.textContent } : null;
+    });
+    check(shownColorize && shownColorize.backend === apiColorize.backend, `the tensor page shows display.colorize ran on ${shownColorize?.backend} (API: ${apiColorize.backend})`);
+    check(shownColorize.fallback === "false", "no fallback is shown without constraints");
+
     step = "screenshot";
     const shotPath = join(OUT_DIR, "viewer.png");
     const shot = await page.screenshot({ path: shotPath, fullPage: true });
@@ -312,6 +332,8 @@ async function main() {
       tokenServer.proc.kill("SIGTERM");
     }
 
+    await computePanelChecks(context, demo, tmp, env);
+
     writeFileSync(join(OUT_DIR, "viewer-result.json"), JSON.stringify({ ok: true, tensor: TENSOR, tile: { level, x: tx, y: ty }, stats: tile.stats }, null, 2));
     console.log("PASS: viewer e2e");
   } finally {
@@ -330,6 +352,266 @@ async function main() {
       });
     }
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** The backend names, in order, of the elements matching `selector` (their data-backend). */
+async function names(page, selector) {
+  return page.$$eval(selector, (els) => els.map((e) => e.dataset.backend));
+}
+
+/** Clicks the panel's Save and waits for the panel to be redrawn with the server's answer, or for the error. */
+async function saveConstraints(page) {
+  // The panel is redrawn after a save: a message element without the mark is the new one.
+  await page.evaluate(() => document.querySelector("#compute-saved-message")?.setAttribute("data-stale", ""));
+  await page.click("#compute-save");
+  await page.waitForFunction(
+    () => {
+      const ok = document.querySelector("#compute-saved-message:not([data-stale])");
+      const err = document.querySelector("#compute-save-error");
+      return (ok && !ok.hidden && ok.textContent) || (err && !err.hidden) ? true : null;
+    },
+    null,
+    { timeout: 30_000 },
+  );
+  return page.evaluate(() => {
+    const err = document.querySelector("#compute-save-error");
+    return err && !err.hidden ? { error: err.textContent } : { message: document.querySelector("#compute-saved-message").textContent };
+  });
+}
+
+/** The panel's planner column equals the API's placement_preview for every op (backend, reason, or the error). */
+async function checkPreview(page, doc, when) {
+  const cells = await page.$$eval("#op-matrix tbody tr", (rows) =>
+    rows.map((r) => {
+      const c = r.querySelector("td.preview");
+      const rejected = [...(c?.querySelectorAll("details.preview-rejected li") ?? [])].map((li) => li.dataset.backend);
+      return { op: r.dataset.op, backend: c?.dataset.backend, reason: c?.dataset.reason, text: c?.textContent ?? "", rejected };
+    }),
+  );
+  const byOp = new Map(doc.placement_preview.map((pv) => [pv.op, pv]));
+  const missingRows = doc.placement_preview.filter((pv) => !cells.some((c) => c.op === pv.op)).map((pv) => pv.op);
+  check(missingRows.length === 0, `${when}: every op of placement_preview has a row${missingRows.length ? "; not: " + missingRows.join(", ") : ""}`);
+  const noPreview = cells.filter((c) => !byOp.has(c.op)).map((c) => c.op);
+  if (noPreview.length) log(`${when}: no preview from the server for ${noPreview.join(", ")}`);
+  const wrong = [];
+  for (const c of cells) {
+    const pv = byOp.get(c.op);
+    if (!pv) continue;
+    const p = pv.placement;
+    const ok = p
+      ? c.backend === p.backend && c.reason === p.reason && JSON.stringify(c.rejected) === JSON.stringify(p.rejected.map((r) => r.backend))
+      : c.backend === "" && c.text.includes(pv.error ?? "");
+    if (!ok) wrong.push(`${c.op}: shown ${c.backend}/${c.reason}, API ${p ? p.backend + "/" + p.reason : "null: " + pv.error}`);
+  }
+  const summary = [...new Set(doc.placement_preview.map((pv) => pv.placement?.backend ?? "none"))].join(", ");
+  check(wrong.length === 0, `${when}: the panel's per-op backend, reason and rejected candidates equal placement_preview for ${byOp.size} op(s) (${summary})${wrong.length ? "; wrong: " + wrong.join(" | ") : ""}`);
+}
+
+async function computePanelChecks(context, demo, tmp, baseEnv) {
+  step = "compute server";
+  // Its own settings directory (PUT writes $XDG_CONFIG_HOME/tensormorph/settings.json), and a plugin
+  // directory holding the binary's plugins plus the test plugins (an unavailable backend, a plugin that
+  // fails to load, a simulated accelerator) when this build has them.
+  const pluginDir = join(tmp, "plugins");
+  mkdirSync(pluginDir);
+  const binDir = dirname(resolve(TM_BIN));
+  for (const d of [join(binDir, "plugins"), join(binDir, "tests", "plugins")])
+    if (existsSync(d)) for (const f of readdirSync(d)) if (f.endsWith(".so")) symlinkSync(join(d, f), join(pluginDir, f));
+  const env = { ...baseEnv, TENSORMORPH_PLUGIN_DIR: pluginDir, XDG_CONFIG_HOME: join(tmp, "config-compute"), HOME: join(tmp, "home-compute") };
+  mkdirSync(env.XDG_CONFIG_HOME);
+  mkdirSync(env.HOME);
+  const hasTestPlugins = existsSync(join(pluginDir, "libtensormorph-backend-testabsent.so"));
+  const srv = await startServer([demo, "--web-root", WEB_DIST], env);
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400) errors.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
+  });
+  try {
+    const base = srv.url;
+    const doc0 = await getJson(base, "/api/compute");
+    check(doc0.settings_file.startsWith(env.XDG_CONFIG_HOME), `the server's settings file is in the test's directory (${doc0.settings_file})`);
+    check(doc0.constraints.prefer.length === 0 && doc0.constraints.never.length === 0, "no constraint is saved at start");
+
+    step = "compute panel";
+    await page.goto(base, { waitUntil: "domcontentloaded" });
+    await page.click("#nav-compute");
+    await page.waitForSelector("#backends section.backend", { timeout: 30_000 });
+    const shown = await names(page, "#backends section.backend");
+    const listed = doc0.backends.map((b) => b.name);
+    check(JSON.stringify(shown) === JSON.stringify(listed), `the panel lists exactly the API's backends: ${shown.join(", ")}`);
+    for (const b of doc0.backends) {
+      const card = `#backends section.backend[data-backend="${b.name}"]`;
+      check((await page.getAttribute(card, "data-available")) === String(b.available), `${b.name} is shown ${b.available ? "available" : "unavailable"}`);
+      const devices = await page.$$eval(`${card} table.devices tr[data-device]`, (rows) => rows.map((r) => r.textContent));
+      check(devices.length === b.devices.length && b.devices.every((d, i) => devices[i].includes(d.name)), `${b.name}: its ${b.devices.length} device(s) are listed by name`);
+      const kernels = await page.$$eval(`${card} ul.kernels li[data-op]`, (rows) => rows.map((r) => ({ op: r.dataset.op, inputs: r.dataset.inputs, text: r.textContent })));
+      check(
+        kernels.length === b.kernels.length &&
+          b.kernels.every((k, i) => kernels[i].op === k.op && kernels[i].inputs === k.dtypes.join(" ") && kernels[i].text.includes(k.precision) && k.required_features.every((f) => kernels[i].text.includes(f))),
+        `${b.name}: its ${b.kernels.length} kernel(s) are listed with what they take, their precision and required features`,
+      );
+    }
+    const accel = doc0.backends.find((b) => b.name === "testaccel");
+    const ggml = accel?.kernels.find((k) => k.op === "dequantize.ggml");
+    if (ggml) {
+      const shownInputs = await page.textContent('#backends section.backend[data-backend="testaccel"] ul.kernels li[data-op="dequantize.ggml"] .inputs span');
+      check(shownInputs === ggml.dtypes.join(" "), `testaccel's dequantize.ggml takes "${shownInputs}", as the API says`);
+    } else if (hasTestPlugins) {
+      check(false, "testaccel lists a dequantize.ggml kernel");
+    }
+    const unavailable = doc0.backends.filter((b) => !b.available);
+    if (hasTestPlugins) check(unavailable.length > 0, `with the test plugins some backend is unavailable (${unavailable.map((b) => b.name).join(", ")})`);
+    for (const b of unavailable) {
+      const text = await page.textContent(`#backends section.backend[data-backend="${b.name}"] .backend-reason`);
+      check(text.includes(b.reason) && text.includes(b.detail), `unavailable ${b.name} shows its reason: ${text.trim()}`);
+    }
+    const matrixOps = await page.$$eval("#op-matrix tbody tr", (rows) => rows.map((r) => r.dataset.op));
+    const allOps = [...new Set(doc0.backends.flatMap((b) => b.ops.map((o) => o.op)))];
+    check(JSON.stringify(matrixOps) === JSON.stringify(allOps), `the placement table has one row per op (${allOps.length})`);
+    await checkPreview(page, doc0, "under auto");
+    check((await page.locator("#not-installed li").count()) === doc0.not_installed.length, `the ${doc0.not_installed.length} backends this build lacks are listed`);
+    check((await page.locator("#plugin-failures li").count()) === doc0.plugin_load_failures.length, `the ${doc0.plugin_load_failures.length} plugin load failure(s) are listed`);
+
+    step = "compute constraints";
+    // never: [vulkan] (or another backend this server knows), chosen and saved through the UI.
+    const target = listed.includes("vulkan") ? "vulkan" : listed.find((n) => n !== "cpu") ?? listed[0];
+    check((await page.isDisabled("#compute-save")) === true, "Save is disabled while nothing changed");
+    await page.selectOption("#never-add", target);
+    check(JSON.stringify(await names(page, "#never-list li[data-backend]")) === JSON.stringify([target]), `${target} is in the never list (unsaved)`);
+    let saved = await saveConstraints(page);
+    check(!saved.error, `saving never: [${target}] succeeds: ${saved.message ?? saved.error}`);
+    let doc = await getJson(base, "/api/compute");
+    check(JSON.stringify(doc.constraints.never) === JSON.stringify([target]) && doc.effective.never.includes(target), `GET /api/compute now returns never: [${target}] (saved and effective)`);
+    check(readFileSync(doc.settings_file, "utf8").includes(target), "the settings file holds it");
+    check((await page.textContent("#saved-never")) === target && (await page.locator(`section.backend[data-backend="${target}"] .badge.never`).count()) === 1, "the panel shows the saved constraint");
+    await checkPreview(page, doc, `with never: [${target}]`);
+
+    // A backend both preferred and never used: the server refuses it (400) and the panel shows its message.
+    await page.selectOption("#prefer-add", target);
+    check(await page.isVisible("#compute-overlap"), "the panel warns that the lists overlap");
+    saved = await saveConstraints(page);
+    check(saved.error && /400/.test(saved.error) && /both preferred and never used/.test(saved.error), `the server's 400 is shown: ${saved.error}`);
+    doc = await getJson(base, "/api/compute");
+    check(doc.constraints.prefer.length === 0 && JSON.stringify(doc.constraints.never) === JSON.stringify([target]), "the refused change was not saved");
+    await page.click("#compute-revert");
+
+    // An ordered prefer list: add two backends, move the second first, save.
+    const available = doc0.backends.filter((b) => b.available && b.name !== target).map((b) => b.name);
+    if (available.length >= 2) {
+      const [a, b] = available;
+      await page.selectOption("#prefer-add", a);
+      await page.selectOption("#prefer-add", b);
+      await page.click(`#prefer-list li[data-backend="${b}"] button.up`);
+      check(JSON.stringify(await names(page, "#prefer-list li[data-backend]")) === JSON.stringify([b, a]), `the prefer order is ${b}, ${a}`);
+      saved = await saveConstraints(page);
+      check(!saved.error, `saving prefer: [${b}, ${a}] succeeds`);
+      doc = await getJson(base, "/api/compute");
+      check(JSON.stringify(doc.constraints.prefer) === JSON.stringify([b, a]) && JSON.stringify(doc.constraints.never) === JSON.stringify([target]), `GET /api/compute returns prefer: [${b}, ${a}] and still never: [${target}]`);
+    } else log(`only ${available.length} other available backend(s): the prefer order is not exercised`);
+
+    step = "compute preview";
+    // prefer [testaccel, cpu]: the panel shows the server's preview for every op. stats.moments is placed
+    // on a preferred backend (user_preferred): testaccel when its kernel takes the preview's request, else
+    // cpu with testaccel among the rejected, its reason shown as the API gives it. An op testaccel lacks
+    // goes to cpu, preferred second (user_preferred; fallback_missing_kernel, when no preferred backend has
+    // the op, is checked in "compute fallback").
+    if (accel?.available && listed.includes("cpu")) {
+      await page.click("#compute-auto");
+      await page.selectOption("#prefer-add", "testaccel");
+      await page.selectOption("#prefer-add", "cpu");
+      saved = await saveConstraints(page);
+      check(!saved.error, "saving prefer: [testaccel, cpu] succeeds");
+      doc = await getJson(base, "/api/compute");
+      check(JSON.stringify(doc.effective.prefer) === JSON.stringify(["testaccel", "cpu"]) && doc.effective.never.length === 0, "GET /api/compute applies prefer: [testaccel, cpu]");
+      await checkPreview(page, doc, "with prefer: [testaccel, cpu]");
+      const preview = (op) => doc.placement_preview.find((pv) => pv.op === op);
+      const cellOf = (op) =>
+        page.evaluate((o) => {
+          const c = document.querySelector(`#op-matrix tr[data-op="${o}"] td.preview`);
+          return { ...c?.dataset, rejected: [...(c?.querySelectorAll("details.preview-rejected li") ?? [])].map((li) => li.textContent) };
+        }, op);
+      const mv = preview("stats.moments");
+      const moments = mv?.placement;
+      check(moments && ["testaccel", "cpu"].includes(moments.backend) && moments.reason === "user_preferred", `the API previews stats.moments (${mv?.request.dtype}) on ${moments?.backend} (${moments?.reason})`);
+      let cell = await cellOf("stats.moments");
+      check(cell.backend === moments.backend && cell.reason === moments.reason, `the panel shows stats.moments on ${cell.backend} (${cell.reason})`);
+      if (moments.backend !== "testaccel") {
+        const r = moments.rejected.find((x) => x.backend === "testaccel");
+        check(r, `the API says why testaccel was not used: ${r?.reason} (${r?.detail})`);
+        check(cell.rejected.some((t) => t.startsWith("testaccel") && t.includes(r.reason)), `the panel lists testaccel as rejected: ${cell.rejected.find((t) => t.startsWith("testaccel"))}`);
+      }
+      const lacking = doc.placement_preview.find((pv) => !accel.kernels.some((k) => k.op === pv.op) && doc.backends.find((b) => b.name === "cpu").kernels.some((k) => k.op === pv.op));
+      check(lacking, `an op testaccel lacks and cpu has is previewed (${lacking?.op})`);
+      check(lacking.placement?.backend === "cpu" && lacking.placement.reason === "user_preferred", `the API previews ${lacking.op} on cpu, preferred second: ${lacking.placement?.backend}, ${lacking.placement?.reason}`);
+      cell = await cellOf(lacking.op);
+      check(cell.backend === "cpu" && cell.reason === lacking.placement.reason && cell.rejected.some((t) => t.startsWith("testaccel") && t.includes("missing_kernel")), `the panel shows ${lacking.op} on cpu (${cell.reason}), testaccel rejected for missing_kernel`);
+    } else log("testaccel is not available here: the preview under prefer [testaccel, cpu] is not exercised");
+
+    // never: [cpu]: an op only cpu has cannot be placed; the panel shows the planner's message instead.
+    const cpuOnly = doc0.placement_preview.find((pv) => doc0.backends.every((b) => b.name === "cpu" || !b.kernels.some((k) => k.op === pv.op)));
+    if (cpuOnly) {
+      await page.click("#compute-auto");
+      await page.selectOption("#never-add", "cpu");
+      saved = await saveConstraints(page);
+      check(!saved.error, "saving never: [cpu] succeeds");
+      doc = await getJson(base, "/api/compute");
+      const pv = doc.placement_preview.find((x) => x.op === cpuOnly.op);
+      check(pv.placement === null && pv.error, `the API cannot place ${cpuOnly.op} without cpu: ${pv.error?.split("\n")[0]}`);
+      await checkPreview(page, doc, "with never: [cpu]");
+      check(await page.isVisible(`#op-matrix tr[data-op="${cpuOnly.op}"] td.preview.error .preview-error`), `the panel shows the planner's message for ${cpuOnly.op}`);
+    }
+
+    step = "compute screenshot";
+    const shotPath = join(OUT_DIR, "compute-panel.png");
+    await page.screenshot({ path: shotPath, fullPage: true });
+    check(existsSync(shotPath), `saved ${shotPath}`);
+
+    step = "compute fallback";
+    // prefer a backend without a display.colorize kernel: the render falls back, and the tensor page says so.
+    const noColorize = doc0.backends.find((b) => b.available && !b.ops.some((o) => o.op === "display.colorize"));
+    if (noColorize) {
+      await page.click("#compute-auto");
+      await page.selectOption("#prefer-add", noColorize.name);
+      saved = await saveConstraints(page);
+      check(!saved.error, `saving prefer: [${noColorize.name}] succeeds`);
+      doc = await getJson(base, "/api/compute");
+      await checkPreview(page, doc, `with prefer: [${noColorize.name}]`);
+      const pvColorize = doc.placement_preview.find((pv) => pv.op === "display.colorize")?.placement;
+      check(pvColorize?.reason === "fallback_missing_kernel", `the API previews display.colorize as a fallback (${pvColorize?.backend}, ${pvColorize?.reason})`);
+      check((await page.getAttribute('#op-matrix tr[data-op="display.colorize"] td.preview', "class")).includes("fallback"), "the panel marks that preview as a fallback");
+      await page.goto(`${base}#/tensor/0/${encodeURIComponent(TENSOR)}`);
+      await page.waitForFunction(() => Number(document.querySelector("#render-placement")?.dataset.renders) > 0, null, { timeout: 60_000 });
+      const row = await page.evaluate(() => ({ ...document.querySelector('#render-placement-table tr[data-op="display.colorize"]')?.dataset }));
+      const api = (await getJson(base, `/api/render/0/${encodeURIComponent(TENSOR)}.png?format=json`)).placement.find((p) => p.op === "display.colorize");
+      check(api.reason === "fallback_missing_kernel", `the API reports the fallback (${api.backend}, ${api.reason})`);
+      check(row.backend === api.backend && row.reason === api.reason && row.fallback === "true", `the tensor page shows the fallback: ${row.backend}, ${row.reason}`);
+      check(await page.isVisible(".fallback-note"), "and says it fell back");
+      await page.click("#nav-compute");
+      await page.waitForSelector("#backends section.backend", { timeout: 30_000 });
+      const last = await page.getAttribute('#op-matrix tr[data-op="display.colorize"] td.last', "data-backend");
+      check(last === api.backend, `the panel's "last run" column shows display.colorize on ${last}`);
+    } else log("no available backend lacks display.colorize: the fallback is not exercised");
+
+    step = "compute restore";
+    await page.click("#compute-auto");
+    saved = await saveConstraints(page);
+    check(!saved.error, "clearing every constraint succeeds");
+    doc = await getJson(base, "/api/compute");
+    check(doc.constraints.prefer.length === 0 && doc.constraints.never.length === 0 && doc.mode === "auto", "GET /api/compute is back to auto with no constraint");
+    const banner = await page.evaluate(() => (document.querySelector("#error").hidden ? "" : document.querySelector("#error").textContent));
+    check(banner === "", `no error banner on the compute panel${banner ? ": " + banner : ""}`);
+    // The only errors allowed are the deliberately refused PUT (and the browser's console line for it).
+    const unexpected = errors.filter((e) => !/^400 PUT \/api\/compute$/.test(e) && !/status of 400/.test(e));
+    check(unexpected.length === 0, `no unexpected page errors${unexpected.length ? ": " + unexpected.join(" | ") : ""}`);
+  } finally {
+    await page.close().catch(() => {});
+    srv.proc.kill("SIGTERM");
   }
 }
 

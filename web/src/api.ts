@@ -64,6 +64,8 @@ export interface DetailStats extends Stats {
 
 export interface TensorDetail extends TensorRow {
   file?: string;
+  /** Where each statistic was computed when the index was built. */
+  placement?: Placement[];
   offset?: number;
   stats: DetailStats | null;
   quantization: Record<string, unknown> | null;
@@ -87,6 +89,92 @@ export interface RenderJson {
   cell_size: [number, number]; // elements per cell (rows, columns); edge cells may hold fewer
   /** 256 bins of the drawn values over the limits (linear: equal widths; out-of-range values in the end bins). */
   histogram: { counts: number[]; nan: number; pos_inf: number; neg_inf: number };
+}
+
+/** One rejected candidate of a placement: a backend (and device) the planner did not use, and why. */
+export interface RejectedCandidate {
+  backend: string;
+  device: string;
+  reason: string; // e.g. "costlier", "not_preferred", "missing_kernel", "unavailable:no_driver", "never"
+  detail: string;
+}
+
+/** Where one op ran (docs/backends.md "placement report"): one entry per op of a request. */
+export interface Placement {
+  op: string;
+  backend: string;
+  device: string;
+  device_kind: string;
+  software_adapter: boolean;
+  /** resident_data, cheapest, sole_supporter, user_pinned, user_preferred, fallback_missing_kernel, … */
+  reason: string;
+  precision: string;
+  approx_step: string | null;
+  consent: string | null;
+  estimated_seconds: number;
+  bytes_transferred: number;
+  throughput_calibrated: boolean;
+  rejected: RejectedCandidate[];
+}
+
+/** A device of a backend, as GET /api/compute lists it (extra fields are ignored here). */
+export interface ComputeDevice {
+  index: number;
+  name: string;
+  id: string;
+  kind: string; // cpu, gpu, integrated_gpu, software_adapter
+  software_adapter: boolean;
+  memory_bytes: number;
+}
+
+/** A kernel of a backend, as `tensormorph backends --json` lists it (extra fields are ignored here). */
+export interface ComputeKernel {
+  op: string;
+  /** What it takes: input dtypes, or for format ops the stored formats / variants (e.g. Q4_0, quadratic). */
+  dtypes: string[];
+  precision: string;
+  max_elements: number; // 0: no limit
+  required_features: string[];
+  approx_step: string | null;
+  approx_description?: string;
+}
+
+export interface ComputeBackend {
+  name: string;
+  description: string;
+  available: boolean;
+  reason: string | null; // why it is unavailable (null when available)
+  detail: string;
+  devices: ComputeDevice[];
+  kernels: ComputeKernel[];
+  /** One line per op (the precision of its first kernel). */
+  ops: { op: string; precision: string }[];
+}
+
+/** The planner's decision for one op under the effective constraints, for a representative request. */
+export interface PlacementPreview {
+  op: string;
+  request: { bytes: number; on_host: boolean; dtype?: string; format?: string };
+  /** null when no backend may serve it; `error` then holds the planner's message. */
+  placement: Placement | null;
+  error?: string;
+}
+
+export interface ComputeConstraints {
+  prefer: string[];
+  never: string[];
+}
+
+/** GET /api/compute, also the answer of PUT /api/compute. */
+export interface ComputeDoc {
+  mode: string; // "auto" (no constraint applied) or "constrained"
+  backends: ComputeBackend[];
+  not_installed: { name: string; kind: string; description: string }[];
+  plugin_load_failures: { path: string; reason: string; detail: string }[];
+  constraints: ComputeConstraints; // what the settings file holds
+  effective: ComputeConstraints; // what the planner applies now
+  placement_preview: PlacementPreview[];
+  settings_file: string;
 }
 
 export class ApiError extends Error {
@@ -117,10 +205,33 @@ export function tensorPath(kind: "tensors" | "tiles" | "render", ckpt: string, n
   return `/api/${kind}/${encodeURIComponent(ckpt)}/${encodeURIComponent(name)}${suffix}`;
 }
 
-async function request(url: string, signal?: AbortSignal): Promise<Response> {
+/** A placement report seen on a response: the API path it came from and its per-op entries. */
+export interface PlacementEvent {
+  path: string;
+  placement: Placement[];
+}
+
+const placementListeners = new Set<(ev: PlacementEvent) => void>();
+
+/**
+ * Calls `listener` with every placement report the app receives from now on: the X-Tensormorph-Placement
+ * header of a render PNG, or the `placement` field of a render's JSON. Returns the unsubscribe function.
+ */
+export function onPlacement(listener: (ev: PlacementEvent) => void): () => void {
+  placementListeners.add(listener);
+  return () => placementListeners.delete(listener);
+}
+
+function publishPlacement(url: string, placement: unknown): void {
+  if (!Array.isArray(placement) || !placement.length) return;
+  const ev: PlacementEvent = { path: url.split("?")[0], placement: placement as Placement[] };
+  for (const l of [...placementListeners]) l(ev);
+}
+
+async function request(url: string, signal?: AbortSignal, init: RequestInit = {}): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(url, { cache: "no-store", signal });
+    res = await fetch(url, { cache: "no-store", signal, ...init });
   } catch (e) {
     if (e instanceof DOMException && e.name === "AbortError") throw e;
     throw new ApiError(0, `cannot reach the server (${(e as Error).message})`, url);
@@ -135,12 +246,39 @@ async function request(url: string, signal?: AbortSignal): Promise<Response> {
     }
     throw new ApiError(res.status, message, url);
   }
+  const header = res.headers.get("X-Tensormorph-Placement");
+  if (header) {
+    try {
+      publishPlacement(url, JSON.parse(header));
+    } catch {
+      console.warn(`unreadable X-Tensormorph-Placement header from ${url}`);
+    }
+  }
   return res;
 }
 
 export async function getJson<T>(path: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
   const url = apiUrl(path, params);
   const res = await request(url, signal);
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch (e) {
+    throw new ApiError(res.status, `bad JSON from ${path}: ${(e as Error).message}`, url);
+  }
+  if (path.startsWith("/api/render/") && body && typeof body === "object")
+    publishPlacement(url, (body as { placement?: unknown }).placement);
+  return body as T;
+}
+
+/** PUT a JSON body; the answer is JSON. A 4xx/5xx throws an ApiError carrying the server's message. */
+export async function putJson<T>(path: string, body: unknown): Promise<T> {
+  const url = apiUrl(path);
+  const res = await request(url, undefined, {
+    method: "PUT",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
   try {
     return (await res.json()) as T;
   } catch (e) {
@@ -158,4 +296,7 @@ export const api = {
   tensor: (ckpt: string, name: string) => getJson<TensorDetail>(tensorPath("tensors", ckpt, name)),
   tile: (ckpt: string, name: string, level: number, x: number, y: number, slice: number) =>
     getJson<TileJson>(tensorPath("tiles", ckpt, name), { level, x, y, slice, format: "json" }),
+  compute: () => getJson<ComputeDoc>("/api/compute"),
+  /** Saves constraints: a field left out keeps its saved value, an empty list removes that setting. */
+  putCompute: (body: Partial<ComputeConstraints>) => putJson<ComputeDoc>("/api/compute", body),
 };

@@ -1,6 +1,7 @@
-// The viewer's entry: a hash router between the inventory (#/) and a tensor page
-// (#/tensor/{checkpoint}/{name}), with every error shown in the banner.
+// The viewer's entry: a hash router between the inventory (#/), a tensor page
+// (#/tensor/{checkpoint}/{name}) and the Compute panel (#/compute), with every error shown in the banner.
 import { api } from "./api";
+import { renderComputePanel } from "./compute_panel";
 import { clearErrors, showError } from "./dom";
 import { renderInventory } from "./inventory";
 import { renderTensorPage } from "./tensor_page";
@@ -13,8 +14,14 @@ async function navigate(): Promise<void> {
   clearErrors();
   const hash = window.location.hash.replace(/^#\/?/, "");
   const m = /^tensor\/([^/]+)\/(.+)$/.exec(hash);
+  const compute = hash === "compute";
+  document.getElementById("nav-compute")?.classList.toggle("active", compute);
+  document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m);
   try {
-    if (m) {
+    if (compute) {
+      document.title = "Compute · Tensormorph";
+      await renderComputePanel(root);
+    } else if (m) {
       const ckpt = decodeURIComponent(m[1]);
       const name = decodeURIComponent(m[2]);
       document.title = `${name} · Tensormorph`;
@@ -25,7 +32,7 @@ async function navigate(): Promise<void> {
     }
   } catch (e) {
     if (seq !== route) return;
-    showError(e, m ? "cannot open the tensor" : "cannot list the tensors");
+    showError(e, compute ? "cannot list the compute backends" : m ? "cannot open the tensor" : "cannot list the tensors");
     if (!root.textContent?.trim() || root.querySelector(".status")) {
       root.replaceChildren();
       const p = document.createElement("p");

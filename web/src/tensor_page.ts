@@ -1,10 +1,56 @@
-// The tensor page: facts, exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name})
-// and the heatmap of its statistics pyramid.
-import { api, num, type DetailStats, type TensorDetail } from "./api";
+// The tensor page: facts, exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name}),
+// the heatmap of its statistics pyramid, and the placement reports: where the last render's ops ran (the
+// server's X-Tensormorph-Placement header / render JSON `placement`) and where the index computed the
+// statistics (the detail's `placement`).
+import { api, num, onPlacement, tensorPath, type DetailStats, type Placement, type TensorDetail } from "./api";
 import { el, showError } from "./dom";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
 import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
+import { isFallback, placementTable, reasonText } from "./placement";
+
+/**
+ * The placement of the latest render of this tensor, updated as renders arrive (#render-placement; its
+ * data-renders counts the reports seen, data-backends lists the backends that ran them). Shows only what
+ * the server reported; until a render reports, it says so.
+ */
+function renderPlacementView(ckpt: string, name: string): HTMLElement {
+  const box = el("div", { class: "render-placement", id: "render-placement", "data-renders": "0" });
+  box.append(el("p", { class: "hint" }, "No render has reported its placement yet."));
+  const path = tensorPath("render", ckpt, name, ".png");
+  const tally = new Map<string, number>();
+  let renders = 0;
+  const unsubscribe = onPlacement((ev) => {
+    if (!box.isConnected) return unsubscribe(); // the page was left (renders answer after it is drawn)
+    if (ev.path !== path) return;
+    renders++;
+    for (const p of ev.placement) tally.set(p.backend, (tally.get(p.backend) ?? 0) + 1);
+    const fallbacks = ev.placement.filter(isFallback);
+    const summary = el(
+      "p",
+      { class: "placement-summary" },
+      `${renders} render${renders > 1 ? "s" : ""} reported so far; ops ran on ` +
+        [...tally].map(([b, n]) => `${b} (${n})`).join(", ") +
+        ". The last one:",
+    );
+    box.replaceChildren(summary, placementTable(ev.placement, "render-placement-table"));
+    if (fallbacks.length)
+      box.append(
+        el("p", { class: "notice fallback-note" }, "Fell back: " + fallbacks.map((p) => `${p.op} ran on ${p.backend} (${reasonText(p.reason)})`).join("; ")),
+      );
+    box.dataset.renders = String(renders);
+    box.dataset.backends = [...tally.keys()].join(",");
+    box.dataset.fallback = String(fallbacks.length > 0);
+  });
+  return box;
+}
+
+function indexPlacementView(placement: Placement[] | undefined): HTMLElement[] {
+  if (!placement?.length) return [];
+  const d = el("details", { class: "index-placement" }, el("summary", {}, "Where the index computed these statistics"));
+  d.append(placementTable(placement, "index-placement-table"));
+  return [d];
+}
 
 function table(rows: [string, string | Node][], id: string): HTMLTableElement {
   const t = el("table", { class: "facts", id });
@@ -60,7 +106,7 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   const back = el("a", { href: "#/", class: "back" }, "← all tensors");
   const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Tensor"), table(factsRows(t), "facts"));
   if (t.stats) {
-    left.append(el("h3", {}, "Statistics"), table(statsRows(t.stats), "stats"));
+    left.append(el("h3", {}, "Statistics"), table(statsRows(t.stats), "stats"), ...indexPlacementView(t.placement));
   } else {
     left.append(el("p", { class: "notice" }, "No statistics: " + (t.unavailable ?? "this tensor cannot be read here.")));
   }
@@ -70,7 +116,11 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   root.replaceChildren(back, title, el("div", { class: "tensor-layout" }, left, right));
   if (t.pyramid) {
     const heatmap = new Heatmap({ ckpt, name: t.name, pyramid: t.pyramid, onError: (e, c) => showError(e, c) });
-    right.append(heatmap.element);
+    right.append(
+      heatmap.element,
+      el("h3", {}, "Placement of the last render ", el("a", { href: "#/compute", class: "small" }, "(compute panel)")),
+      renderPlacementView(ckpt, t.name),
+    );
   } else {
     right.append(
       el("p", { class: "notice", id: "no-pyramid" }, "No statistics pyramid is stored for this tensor (quantized tensors, or an index built with --no-pyramid): the heatmap is unavailable."),
