@@ -29,3 +29,15 @@ def run(args, config_home=None, plugins=False, env_extra=None, timeout=120, cach
     env.update(env_extra or {})
     proc = subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=env, timeout=timeout)
     return Run(proc)
+
+
+def require_vulkan(test):
+    """Skips `test` (a unittest.TestCase) when the Vulkan backend is unavailable here, naming why; fails
+    instead under TM_REQUIRE_VULKAN=1 (.ci/run, where lavapipe must be present)."""
+    vk = [b for b in run(["backends", "--json"]).json()["backends"] if b["name"] == "vulkan"]
+    if vk and vk[0]["available"]:
+        return
+    why = "not built" if not vk else vk[0]["reason"]
+    if os.environ.get("TM_REQUIRE_VULKAN") == "1":
+        test.fail("TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable: " + why)
+    test.skipTest("Vulkan backend unavailable (" + why + ")")

@@ -13,7 +13,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
-from cli_harness import run  # noqa: E402
+from cli_harness import run, require_vulkan  # noqa: E402
 from safetensors_write import write_safetensors  # noqa: E402
 
 ARG = 2
@@ -247,12 +247,7 @@ class RenderTest(unittest.TestCase):
             self.assertIn(needle, r.err)
 
     def test_vulkan_draws_the_same_bytes(self):
-        vk = [b for b in run(["backends", "--json"]).json()["backends"] if b["name"] == "vulkan"]
-        if not vk or not vk[0]["available"]:
-            why = "not built" if not vk else vk[0]["reason"]
-            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
-                self.fail("TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable: " + why)
-            self.skipTest("Vulkan backend unavailable (" + why + ")")
+        require_vulkan(self)
         images = {}
         for backend in ("cpu", "vulkan"):
             out = os.path.join(self.tmp, f"vk-{backend}.png")

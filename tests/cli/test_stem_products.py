@@ -13,7 +13,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run  # noqa: E402
+from cli_harness import run, require_vulkan  # noqa: E402
 
 try:
     import h5py
@@ -167,12 +167,7 @@ class StemProducts(unittest.TestCase):
         np.testing.assert_array_equal(img, binned[:, :, annulus((K // 2, K // 2), (8, 8), 0, 3)].sum(axis=2))
 
     def test_vulkan_gives_the_same_products(self):
-        backends = json.loads(run(["backends", "--json"]).out)["backends"]
-        vk = next((b for b in backends if b["name"] == "vulkan"), None)
-        if not vk or not vk["available"]:
-            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
-                self.fail("TM_REQUIRE_VULKAN=1 but Vulkan is unavailable")
-            self.skipTest("Vulkan unavailable here")
+        require_vulkan(self)
         for args in (["bf"], ["abf"], ["adf"], ["haadf"], ["df"], ["mask", "--inner", "3", "--outer", "9"], ["com"], ["dpc"],
                      ["idpc"], ["fft", "--of", "adf"]):
             with self.subTest(args=args):

@@ -15,7 +15,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run  # noqa: E402
+from cli_harness import run, require_vulkan  # noqa: E402
 
 SCAN, K, STEP = 48, 64, 2  # the simulator's scan step is 2 real-space pixels
 
@@ -76,12 +76,7 @@ class StemSsb(unittest.TestCase):
     def test_vulkan_reconstructs_within_the_stated_bound(self):
         """--prefer vulkan: stem.ssb_overlap runs on Vulkan (placement reported, bounded precision) and the
         phase is the CPU's within 2e-4 rad; higher orders fall back to the CPU with the reason."""
-        backends = json.loads(run(["backends", "--json"]).out)["backends"]
-        vk = next((b for b in backends if b["name"] == "vulkan"), None)
-        if not vk or not vk["available"]:
-            if os.environ.get("TM_REQUIRE_VULKAN") == "1":
-                self.fail("TM_REQUIRE_VULKAN=1 but Vulkan is unavailable")
-            self.skipTest("Vulkan unavailable here")
+        require_vulkan(self)
         master = self.demo("vk", "--C12-nm", "3", "--phi12-deg", "20")
         common = ["--C10", "50", "--C12", "30", "--phi12", "20", "--scan-rotation-deg", "0", "--center", "32,32", "--radius", "8"]
         cpu, rep_cpu = self.ssb(master, *common)
