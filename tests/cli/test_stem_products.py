@@ -1,7 +1,6 @@
 """4D-STEM products (`tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp`) against an independent
 numpy implementation of each definition in docs/stem.md, on a simulated acquisition read by h5py + hdf5plugin;
 the DPC rotation against a brute-force angle search; iDPC against the simulation's ground-truth phase; bad input."""
-import json
 import math
 import os
 import shutil

@@ -3,7 +3,6 @@ aberrations are known: the reconstruction correlates with the true phase, the sc
 conventions (the sign of the defocus) lose the correlation, calibration sources are reported, --fit
 recovers C10, C12 and phi12 with byte-identical values across thread counts, and bad requests are clear
 errors."""
-import json
 import os
 import shutil
 import sys

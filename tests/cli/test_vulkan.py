@@ -4,7 +4,6 @@ data, results equal to the CPU's, and the reasons given when the loader or the d
 
 When the backend is unavailable the tests skip with the reason, unless TM_REQUIRE_VULKAN=1 (.ci/run),
 which makes them fail instead."""
-import json
 import os
 import random
 import struct
