@@ -336,6 +336,61 @@ TEST(SsbVulkan, MatchesTheCpuWithinTheStatedBoundAndFallsBackForHigherOrders) {
   EXPECT_EQ(std::memcmp(&direct_cpu.loss, &fallback.loss, sizeof(double)), 0);
 }
 
+// The op's contract is checked before anything runs: each malformed call is refused with a message naming
+// what is wrong, never a crash or a silently wrong sum.
+TEST(SsbOverlapOp, MalformedCallsAreRefusedWithTheReason) {
+  const tm_backend_v1* cpu = cpu::cpu_backend_table();
+  tm_kernel_cap_v1 cap{};
+  uint32_t index = 0;
+  for (; index < cpu->kernel_count(); ++index) {
+    ASSERT_EQ(cpu->kernel_info(index, &cap), TM_OK);
+    if (cap.op == TM_OP_STEM_SSB_OVERLAP) break;
+  }
+  ASSERT_LT(index, cpu->kernel_count());
+  constexpr uint64_t R = 4, C = 6, N = R * C, stride = R * (C / 2 + 1), B = 2;
+  std::vector<float> g(2 * B * stride, 1.0f);
+  std::vector<double> k = {0.1, 0.0, 0.0, 0.1}, dc = {N * 1.0, N * 1.0}, nu(2 * N, 0.05), e(2 * N, 0.0);
+  std::vector<double> rowf(2 * B * R, 1.0), colf(2 * B * C, 1.0), out(4 * N);
+  for (uint64_t q = 0; q < N; ++q) e[2 * q] = 1;
+  const tm_stem_ssb_params_v1 good{TM_SSB_QUADRATIC, 0, R, C, B, stride, 1.0, k.data(), dc.data(), nu.data(), e.data(),
+                                   rowf.data(), colf.data(), nullptr, nullptr, 0};
+  const auto call = [&](tm_stem_ssb_params_v1 p, uint64_t elements, uint64_t out_bytes, std::string* why) {
+    tm_kernel_call_v1 c{};
+    c.struct_size = sizeof c, c.op = TM_OP_STEM_SSB_OVERLAP, c.kernel_index = index, c.dtype = TM_DTYPE_F32;
+    c.input = g.data(), c.element_count = elements, c.params = &p, c.params_size = sizeof p;
+    c.output = out.data(), c.output_size = out_bytes, c.threads = 2;
+    tm_message m{};
+    const tm_status st = cpu->run(&c, &m);
+    *why = m.text;
+    return st;
+  };
+  std::string why;
+  ASSERT_EQ(call(good, g.size(), out.size() * 8, &why), TM_OK) << why;
+  for (double v : out) EXPECT_TRUE(std::isfinite(v));
+  struct Bad {
+    const char* what;
+    tm_stem_ssb_params_v1 p;
+    uint64_t elements, out_bytes;
+  };
+  std::vector<Bad> bad;
+  auto p = good;
+  p.variant = 7, bad.push_back({"unknown variant", p, g.size(), out.size() * 8});
+  p = good, p.rows = 1, bad.push_back({"scan", p, g.size(), out.size() * 8});
+  p = good, p.slice_stride = stride - 1, bad.push_back({"slice_stride", p, g.size(), out.size() * 8});
+  p = good, p.pixels = 0, bad.push_back({"slice_stride", p, g.size(), out.size() * 8});
+  p = good, p.pixels = uint64_t{1} << 40, bad.push_back({"slice_stride", p, g.size(), out.size() * 8});
+  bad.push_back({"element_count", good, g.size() - 2, out.size() * 8});
+  bad.push_back({"output too small", good, g.size(), out.size() * 8 - 8});
+  p = good, p.nu = nullptr, bad.push_back({"nu are required", p, g.size(), out.size() * 8});
+  p = good, p.row_factor = nullptr, bad.push_back({"row_factor", p, g.size(), out.size() * 8});
+  p = good, p.kmax2 = std::nan(""), bad.push_back({"kmax2", p, g.size(), out.size() * 8});
+  p = good, p.variant = TM_SSB_DIRECT, p.chi_term_count = 2, bad.push_back({"chi_terms", p, g.size(), out.size() * 8});
+  for (const Bad& b : bad) {
+    EXPECT_EQ(call(b.p, b.elements, b.out_bytes, &why), TM_ERR_INVALID_ARGUMENT) << b.what;
+    EXPECT_NE(why.find(b.what), std::string::npos) << why << " lacks " << b.what;
+  }
+}
+
 TEST(Ssb, BadInputsAreRefused) {
   StemSimulationParams p = standard();
   p.scan_rows = p.scan_cols = 8;
