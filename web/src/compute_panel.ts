@@ -13,6 +13,7 @@ import { constraintsEditor } from "./constraints_editor";
 import { el } from "./dom";
 import { fmt, fmtBytes, fmtInt } from "./format";
 import { deviceText, isFallback, lastSeenPlacements, reasonText, rejectedList } from "./placement";
+import { adapterReport, gpuColorizer } from "./webgpu/colorize";
 
 function listText(names: string[], empty: string): string {
   return names.length ? names.join(", ") : empty;
@@ -215,6 +216,15 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
     { class: "status", id: "compute-summary" },
     `${doc.backends.filter((b) => b.available).length} of ${doc.backends.length} backends available · mode ${doc.mode}`,
   );
+  // The browser's own compute: the WebGPU adapter this page colours tile statistics on (webgpu/colorize.ts).
+  const pageGpu = el("p", { class: "status", id: "page-webgpu" }, "This page: asking for a WebGPU adapter…");
+  void gpuColorizer().then(() => {
+    const r = adapterReport();
+    pageGpu.textContent = "This page (display colours and histograms of tile statistics): " + (r?.label ?? "webgpu: unavailable") +
+      (r?.available ? "" : "; the server's path is used");
+    pageGpu.dataset.adapter = r?.label ?? "";
+    pageGpu.dataset.software = String(r?.software ?? false);
+  });
   const saved = el("p", { class: "save-status", id: "compute-saved-message" }, message);
   saved.hidden = !message;
   const backends = el("div", { class: "backends", id: "backends" }, ...doc.backends.map((b) => backendCard(b, doc)));
@@ -222,6 +232,7 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
     el("a", { href: "#/", class: "back" }, "← all tensors"),
     el("h2", {}, "Compute"),
     summary,
+    pageGpu,
     el("h3", {}, "Constraints"),
     constraintsTable(doc),
     constraintsEditor(doc, (next, msg) => draw(root, next, msg)),

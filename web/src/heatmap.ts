@@ -25,6 +25,8 @@ export interface HeatmapOptions {
   name: string;
   pyramid: Pyramid;
   onError: (e: unknown, context: string) => void;
+  /** Called with each style's resolved colour scale (the tile-statistics panel, webgpu/tile_panel.ts). */
+  onScale?: (style: Style, resolved: Resolved) => void;
 }
 
 interface TileImage {
@@ -159,6 +161,7 @@ export class Heatmap {
       this.legendLo.textContent = resolved.limits ? fmt(resolved.limits[0]) : "";
       this.legendHi.textContent = resolved.limits ? fmt(resolved.limits[1]) : "";
       this.scheduleDraw();
+      this.opts.onScale?.(this.style, resolved);
     } catch (e) {
       if (seq !== this.resolving) return;
       this.canvas.dataset.state = "error";

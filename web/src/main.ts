@@ -5,6 +5,8 @@ import { renderComputePanel } from "./compute_panel";
 import { clearErrors, showError } from "./dom";
 import { renderInventory } from "./inventory";
 import { renderTensorPage } from "./tensor_page";
+import { gpuColorizer } from "./webgpu/colorize";
+import { exposeDisplay } from "./webgpu/display";
 
 const root = document.getElementById("app") as HTMLElement;
 let route = 0;
@@ -54,4 +56,7 @@ api.health().then(
   },
   (e) => showError(e, "server health"),
 );
+// WebGPU: ask for the page's adapter once (it logs what it got); window.tmDisplay runs the display kernel.
+exposeDisplay();
+void gpuColorizer();
 void navigate();

@@ -8,6 +8,7 @@ import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
 import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
 import { isFallback, placementTable, reasonText } from "./placement";
+import { TileStatsPanel } from "./webgpu/tile_panel";
 
 /**
  * The placement of the latest render of this tensor, updated as renders arrive (#render-placement; its
@@ -115,11 +116,20 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   right.append(el("h3", {}, "Heatmap"));
   root.replaceChildren(back, title, el("div", { class: "tensor-layout" }, left, right));
   if (t.pyramid) {
-    const heatmap = new Heatmap({ ckpt, name: t.name, pyramid: t.pyramid, onError: (e, c) => showError(e, c) });
+    const tilePanel = new TileStatsPanel(ckpt, t.name, t.pyramid);
+    const heatmap = new Heatmap({
+      ckpt,
+      name: t.name,
+      pyramid: t.pyramid,
+      onError: (e, c) => showError(e, c),
+      onScale: (style, resolved) => void tilePanel.update(style, resolved),
+    });
     right.append(
       heatmap.element,
       el("h3", {}, "Placement of the last render ", el("a", { href: "#/compute", class: "small" }, "(compute panel)")),
       renderPlacementView(ckpt, t.name),
+      el("h3", {}, "Display on this page (WebGPU, else the server)"),
+      tilePanel.element,
     );
   } else {
     right.append(

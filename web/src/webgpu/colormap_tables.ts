@@ -1,0 +1,279 @@
+// The display colour maps as RGBA bytes, entry k at bytes 4k..4k+3 (hex). Copied from
+// src/display/colormap_tables.cpp (generated there by scripts/gen-colormaps.py from matplotlib 3.6.3); do not
+// edit by hand: regenerate from that file if it changes. The e2e test (tests/e2e/webgpu.test.mjs) compares
+// every map against the display goldens through the WebGPU kernel, so a stale table fails there.
+const HEX: Record<string, string> = {
+  gray:
+    "000000ff010101ff020202ff030303ff040404ff050505ff060606ff070707ff080808ff090909ff0a0a0aff0b0b0bff" +
+    "0c0c0cff0d0d0dff0e0e0eff0f0f0fff101010ff111111ff121212ff131313ff141414ff151515ff161616ff171717ff" +
+    "181818ff191919ff1a1a1aff1b1b1bff1c1c1cff1d1d1dff1e1e1eff1f1f1fff202020ff212121ff222222ff232323ff" +
+    "242424ff252525ff262626ff272727ff282828ff292929ff2a2a2aff2b2b2bff2c2c2cff2d2d2dff2e2e2eff2f2f2fff" +
+    "303030ff313131ff323232ff333333ff343434ff353535ff363636ff373737ff383838ff393939ff3a3a3aff3b3b3bff" +
+    "3c3c3cff3d3d3dff3e3e3eff3f3f3fff404040ff414141ff424242ff434343ff444444ff454545ff464646ff474747ff" +
+    "484848ff494949ff4a4a4aff4b4b4bff4c4c4cff4d4d4dff4e4e4eff4f4f4fff505050ff515151ff525252ff535353ff" +
+    "545454ff555555ff565656ff575757ff585858ff595959ff5a5a5aff5b5b5bff5c5c5cff5d5d5dff5e5e5eff5f5f5fff" +
+    "606060ff616161ff626262ff636363ff646464ff656565ff666666ff676767ff686868ff696969ff6a6a6aff6b6b6bff" +
+    "6c6c6cff6d6d6dff6e6e6eff6f6f6fff707070ff717171ff727272ff737373ff747474ff757575ff767676ff777777ff" +
+    "787878ff797979ff7a7a7aff7b7b7bff7c7c7cff7d7d7dff7e7e7eff7f7f7fff808080ff818181ff828282ff838383ff" +
+    "848484ff858585ff868686ff878787ff888888ff898989ff8a8a8aff8b8b8bff8c8c8cff8d8d8dff8e8e8eff8f8f8fff" +
+    "909090ff919191ff929292ff939393ff949494ff959595ff969696ff979797ff989898ff999999ff9a9a9aff9b9b9bff" +
+    "9c9c9cff9d9d9dff9e9e9eff9f9f9fffa0a0a0ffa1a1a1ffa2a2a2ffa3a3a3ffa4a4a4ffa5a5a5ffa6a6a6ffa7a7a7ff" +
+    "a8a8a8ffa9a9a9ffaaaaaaffabababffacacacffadadadffaeaeaeffafafafffb0b0b0ffb1b1b1ffb2b2b2ffb3b3b3ff" +
+    "b4b4b4ffb5b5b5ffb6b6b6ffb7b7b7ffb8b8b8ffb9b9b9ffbababaffbbbbbbffbcbcbcffbdbdbdffbebebeffbfbfbfff" +
+    "c0c0c0ffc1c1c1ffc2c2c2ffc3c3c3ffc4c4c4ffc5c5c5ffc6c6c6ffc7c7c7ffc8c8c8ffc9c9c9ffcacacaffcbcbcbff" +
+    "ccccccffcdcdcdffcececeffcfcfcfffd0d0d0ffd1d1d1ffd2d2d2ffd3d3d3ffd4d4d4ffd5d5d5ffd6d6d6ffd7d7d7ff" +
+    "d8d8d8ffd9d9d9ffdadadaffdbdbdbffdcdcdcffddddddffdededeffdfdfdfffe0e0e0ffe1e1e1ffe2e2e2ffe3e3e3ff" +
+    "e4e4e4ffe5e5e5ffe6e6e6ffe7e7e7ffe8e8e8ffe9e9e9ffeaeaeaffebebebffecececffedededffeeeeeeffefefefff" +
+    "f0f0f0fff1f1f1fff2f2f2fff3f3f3fff4f4f4fff5f5f5fff6f6f6fff7f7f7fff8f8f8fff9f9f9fffafafafffbfbfbff" +
+    "fcfcfcfffdfdfdfffefefeffffffffff",
+  viridis:
+    "440154ff440256ff450457ff450559ff46075aff46085cff460a5dff460b5eff470d60ff470e61ff471063ff471164ff" +
+    "471365ff481467ff481668ff481769ff48186aff481a6cff481b6dff481c6eff481d6fff481f70ff482071ff482173ff" +
+    "482374ff482475ff482576ff482677ff482878ff482979ff472a7aff472c7aff472d7bff472e7cff472f7dff46307eff" +
+    "46327eff46337fff463480ff453581ff453781ff453882ff443983ff443a83ff443b84ff433d84ff433e85ff423f85ff" +
+    "424086ff424186ff414287ff414487ff404588ff404688ff3f4788ff3f4889ff3e4989ff3e4a89ff3e4c8aff3d4d8aff" +
+    "3d4e8aff3c4f8aff3c508bff3b518bff3b528bff3a538bff3a548cff39558cff39568cff38588cff38598cff375a8cff" +
+    "375b8dff365c8dff365d8dff355e8dff355f8dff34608dff34618dff33628dff33638dff32648eff32658eff31668eff" +
+    "31678eff31688eff30698eff306a8eff2f6b8eff2f6c8eff2e6d8eff2e6e8eff2e6f8eff2d708eff2d718eff2c718eff" +
+    "2c728eff2c738eff2b748eff2b758eff2a768eff2a778eff2a788eff29798eff297a8eff297b8eff287c8eff287d8eff" +
+    "277e8eff277f8eff27808eff26818eff26828eff26828eff25838eff25848eff25858eff24868eff24878eff23888eff" +
+    "23898eff238a8dff228b8dff228c8dff228d8dff218e8dff218f8dff21908dff21918cff20928cff20928cff20938cff" +
+    "1f948cff1f958bff1f968bff1f978bff1f988bff1f998aff1f9a8aff1e9b8aff1e9c89ff1e9d89ff1f9e89ff1f9f88ff" +
+    "1fa088ff1fa188ff1fa187ff1fa287ff20a386ff20a486ff21a585ff21a685ff22a785ff22a884ff23a983ff24aa83ff" +
+    "25ab82ff25ac82ff26ad81ff27ad81ff28ae80ff29af7fff2ab07fff2cb17eff2db27dff2eb37cff2fb47cff31b57bff" +
+    "32b67aff34b679ff35b779ff37b878ff38b977ff3aba76ff3bbb75ff3dbc74ff3fbc73ff40bd72ff42be71ff44bf70ff" +
+    "46c06fff48c16eff4ac16dff4cc26cff4ec36bff50c46aff52c569ff54c568ff56c667ff58c765ff5ac864ff5cc863ff" +
+    "5ec962ff60ca60ff63cb5fff65cb5eff67cc5cff69cd5bff6ccd5aff6ece58ff70cf57ff73d056ff75d054ff77d153ff" +
+    "7ad151ff7cd250ff7fd34eff81d34dff84d44bff86d549ff89d548ff8bd646ff8ed645ff90d743ff93d741ff95d840ff" +
+    "98d83eff9bd93cff9dd93bffa0da39ffa2da37ffa5db36ffa8db34ffaadc32ffaddc30ffb0dd2fffb2dd2dffb5de2bff" +
+    "b8de29ffbade28ffbddf26ffc0df25ffc2df23ffc5e021ffc8e020ffcae11fffcde11dffd0e11cffd2e21bffd5e21aff" +
+    "d8e219ffdae319ffdde318ffdfe318ffe2e418ffe5e419ffe7e419ffeae51affece51bffefe51cfff1e51dfff4e61eff" +
+    "f6e620fff8e621fffbe723fffde725ff",
+  plasma:
+    "0d0887ff100788ff130789ff16078aff19068cff1b068dff1d068eff20068fff220690ff240691ff260591ff280592ff" +
+    "2a0593ff2c0594ff2e0595ff2f0596ff310597ff330597ff350498ff370499ff38049aff3a049aff3c049bff3e049cff" +
+    "3f049cff41049dff43039eff44039eff46039fff48039fff4903a0ff4b03a1ff4c02a1ff4e02a2ff5002a2ff5102a3ff" +
+    "5302a3ff5502a4ff5601a4ff5801a4ff5901a5ff5b01a5ff5c01a6ff5e01a6ff6001a6ff6100a7ff6300a7ff6400a7ff" +
+    "6600a7ff6700a8ff6900a8ff6a00a8ff6c00a8ff6e00a8ff6f00a8ff7100a8ff7201a8ff7401a8ff7501a8ff7701a8ff" +
+    "7801a8ff7a02a8ff7b02a8ff7d03a8ff7e03a8ff8004a8ff8104a7ff8305a7ff8405a7ff8606a6ff8707a6ff8808a6ff" +
+    "8a09a5ff8b0aa5ff8d0ba5ff8e0ca4ff8f0da4ff910ea3ff920fa3ff9410a2ff9511a1ff9613a1ff9814a0ff99159fff" +
+    "9a169fff9c179eff9d189dff9e199dffa01a9cffa11b9bffa21d9affa31e9affa51f99ffa62098ffa72197ffa82296ff" +
+    "aa2395ffab2494ffac2694ffad2793ffae2892ffb02991ffb12a90ffb22b8fffb32c8effb42e8dffb52f8cffb6308bff" +
+    "b7318affb83289ffba3388ffbb3488ffbc3587ffbd3786ffbe3885ffbf3984ffc03a83ffc13b82ffc23c81ffc33d80ff" +
+    "c43e7fffc5407effc6417dffc7427cffc8437bffc9447affca457affcb4679ffcc4778ffcc4977ffcd4a76ffce4b75ff" +
+    "cf4c74ffd04d73ffd14e72ffd24f71ffd35171ffd45270ffd5536fffd5546effd6556dffd7566cffd8576bffd9586aff" +
+    "da5a6affda5b69ffdb5c68ffdc5d67ffdd5e66ffde5f65ffde6164ffdf6263ffe06363ffe16462ffe26561ffe26660ff" +
+    "e3685fffe4695effe56a5dffe56b5dffe66c5cffe76e5bffe76f5affe87059ffe97158ffe97257ffea7457ffeb7556ff" +
+    "eb7655ffec7754ffed7953ffed7a52ffee7b51ffef7c51ffef7e50fff07f4ffff0804efff1814dfff1834cfff2844bff" +
+    "f3854bfff3874afff48849fff48948fff58b47fff58c46fff68d45fff68f44fff79044fff79143fff79342fff89441ff" +
+    "f89540fff9973ffff9983efff99a3efffa9b3dfffa9c3cfffa9e3bfffb9f3afffba139fffba238fffca338fffca537ff" +
+    "fca636fffca835fffca934fffdab33fffdac33fffdae32fffdaf31fffdb130fffdb22ffffdb42ffffdb52efffeb72dff" +
+    "feb82cfffeba2cfffebb2bfffebd2afffebe2afffec029fffdc229fffdc328fffdc527fffdc627fffdc827fffdca26ff" +
+    "fdcb26fffccd25fffcce25fffcd025fffcd225fffbd324fffbd524fffbd724fffad824fffada24fff9dc24fff9dd25ff" +
+    "f8df25fff8e125fff7e225fff7e425fff6e626fff6e826fff5e926fff5eb27fff4ed27fff3ee27fff3f027fff2f227ff" +
+    "f1f426fff1f525fff0f724fff0f921ff",
+  inferno:
+    "000004ff010005ff010106ff010108ff02010aff02020cff02020eff030210ff040312ff040314ff050417ff060419ff" +
+    "07051bff08051dff09061fff0a0722ff0b0724ff0c0826ff0d0829ff0e092bff10092dff110a30ff120a32ff140b34ff" +
+    "150b37ff160b39ff180c3cff190c3eff1b0c41ff1c0c43ff1e0c45ff1f0c48ff210c4aff230c4cff240c4fff260c51ff" +
+    "280b53ff290b55ff2b0b57ff2d0b59ff2f0a5bff310a5cff320a5eff340a5fff360961ff380962ff390963ff3b0964ff" +
+    "3d0965ff3e0966ff400a67ff420a68ff440a68ff450a69ff470b6aff490b6aff4a0c6bff4c0c6bff4d0d6cff4f0d6cff" +
+    "510e6cff520e6dff540f6dff550f6dff57106eff59106eff5a116eff5c126eff5d126eff5f136eff61136eff62146eff" +
+    "64156eff65156eff67166eff69166eff6a176eff6c186eff6d186eff6f196eff71196eff721a6eff741a6eff751b6eff" +
+    "771c6dff781c6dff7a1d6dff7c1d6dff7d1e6dff7f1e6cff801f6cff82206cff84206bff85216bff87216bff88226aff" +
+    "8a226aff8c2369ff8d2369ff8f2469ff902568ff922568ff932667ff952667ff972766ff982766ff9a2865ff9b2964ff" +
+    "9d2964ff9f2a63ffa02a63ffa22b62ffa32c61ffa52c60ffa62d60ffa82e5fffa92e5effab2f5effad305dffae305cff" +
+    "b0315bffb1325affb3325affb43359ffb63458ffb73557ffb93556ffba3655ffbc3754ffbd3853ffbf3952ffc03a51ff" +
+    "c13a50ffc33b4fffc43c4effc63d4dffc73e4cffc83f4bffca404affcb4149ffcc4248ffce4347ffcf4446ffd04545ff" +
+    "d24644ffd34743ffd44842ffd54a41ffd74b3fffd84c3effd94d3dffda4e3cffdb503bffdd513affde5238ffdf5337ff" +
+    "e05536ffe15635ffe25734ffe35933ffe45a31ffe55c30ffe65d2fffe75e2effe8602dffe9612bffea632affeb6429ff" +
+    "eb6628ffec6726ffed6925ffee6a24ffef6c23ffef6e21fff06f20fff1711ffff1731dfff2741cfff3761bfff37819ff" +
+    "f47918fff57b17fff57d15fff67e14fff68013fff78212fff78410fff8850ffff8870efff8890cfff98b0bfff98c0aff" +
+    "f98e09fffa9008fffa9207fffa9407fffb9606fffb9706fffb9906fffb9b06fffb9d07fffc9f07fffca108fffca309ff" +
+    "fca50afffca60cfffca80dfffcaa0ffffcac11fffcae12fffcb014fffcb216fffcb418fffbb61afffbb81dfffbba1fff" +
+    "fbbc21fffbbe23fffac026fffac228fffac42afffac62dfff9c72ffff9c932fff9cb35fff8cd37fff8cf3afff7d13dff" +
+    "f7d340fff6d543fff6d746fff5d949fff5db4cfff4dd4ffff4df53fff4e156fff3e35afff3e55dfff2e661fff2e865ff" +
+    "f2ea69fff1ec6dfff1ed71fff1ef75fff1f179fff2f27dfff2f482fff3f586fff3f68afff4f88efff5f992fff6fa96ff" +
+    "f8fb9afff9fc9dfffafda1fffcffa4ff",
+  magma:
+    "000004ff010005ff010106ff010108ff020109ff02020bff02020dff03030fff030312ff040414ff050416ff060518ff" +
+    "06051aff07061cff08071eff090720ff0a0822ff0b0924ff0c0926ff0d0a29ff0e0b2bff100b2dff110c2fff120d31ff" +
+    "130d34ff140e36ff150e38ff160f3bff180f3dff19103fff1a1042ff1c1044ff1d1147ff1e1149ff20114bff21114eff" +
+    "221150ff241253ff251255ff271258ff29115aff2a115cff2c115fff2d1161ff2f1163ff311165ff331067ff341069ff" +
+    "36106bff38106cff390f6eff3b0f70ff3d0f71ff3f0f72ff400f74ff420f75ff440f76ff451077ff471078ff491078ff" +
+    "4a1079ff4c117aff4e117bff4f127bff51127cff52137cff54137dff56147dff57157eff59157eff5a167eff5c167fff" +
+    "5d177fff5f187fff601880ff621980ff641a80ff651a80ff671b80ff681c81ff6a1c81ff6b1d81ff6d1d81ff6e1e81ff" +
+    "701f81ff721f81ff732081ff752181ff762181ff782281ff792282ff7b2382ff7c2382ff7e2482ff802582ff812581ff" +
+    "832681ff842681ff862781ff882781ff892881ff8b2981ff8c2981ff8e2a81ff902a81ff912b81ff932b80ff942c80ff" +
+    "962c80ff982d80ff992d80ff9b2e7fff9c2e7fff9e2f7fffa02f7fffa1307effa3307effa5317effa6317dffa8327dff" +
+    "aa337dffab337cffad347cffae347bffb0357bffb2357bffb3367affb5367affb73779ffb83779ffba3878ffbc3978ff" +
+    "bd3977ffbf3a77ffc03a76ffc23b75ffc43c75ffc53c74ffc73d73ffc83e73ffca3e72ffcc3f71ffcd4071ffcf4070ff" +
+    "d0416fffd2426fffd3436effd5446dffd6456cffd8456cffd9466bffdb476affdc4869ffde4968ffdf4a68ffe04c67ff" +
+    "e24d66ffe34e65ffe44f64ffe55064ffe75263ffe85362ffe95462ffea5661ffeb5760ffec5860ffed5a5fffee5b5eff" +
+    "ef5d5efff05f5efff1605dfff2625dfff2645cfff3655cfff4675cfff4695cfff56b5cfff66c5cfff66e5cfff7705cff" +
+    "f7725cfff8745cfff8765cfff9785dfff9795dfff97b5dfffa7d5efffa7f5efffa815ffffb835ffffb8560fffb8761ff" +
+    "fc8961fffc8a62fffc8c63fffc8e64fffc9065fffd9266fffd9467fffd9668fffd9869fffd9a6afffd9b6bfffe9d6cff" +
+    "fe9f6dfffea16efffea36ffffea571fffea772fffea973fffeaa74fffeac76fffeae77fffeb078fffeb27afffeb47bff" +
+    "feb67cfffeb77efffeb97ffffebb81fffebd82fffebf84fffec185fffec287fffec488fffec68afffec88cfffeca8dff" +
+    "fecc8ffffecd90fffecf92fffed194fffed395fffed597fffed799fffed89afffdda9cfffddc9efffddea0fffde0a1ff" +
+    "fde2a3fffde3a5fffde5a7fffde7a9fffde9aafffdebacfffcecaefffceeb0fffcf0b2fffcf2b4fffcf4b6fffcf6b8ff" +
+    "fcf7b9fffcf9bbfffcfbbdfffcfdbfff",
+  cividis:
+    "00224eff00234fff002451ff002553ff002554ff002656ff002758ff002859ff00285bff00295dff002a5fff002a61ff" +
+    "002b62ff002c64ff002c66ff002d68ff002e6aff002e6cff002f6dff00306fff003070ff003170ff003171ff013271ff" +
+    "053371ff083370ff0c3470ff0f3570ff123570ff143670ff163770ff18376fff1a386fff1c396fff1e3a6fff203a6fff" +
+    "213b6eff233c6eff243c6eff263d6eff273e6eff293f6eff2a3f6dff2b406dff2d416dff2e416dff2f426dff31436dff" +
+    "32436dff33446dff34456cff35456cff36466cff38476cff39486cff3a486cff3b496cff3c4a6cff3d4a6cff3e4b6cff" +
+    "3f4c6cff404c6cff414d6cff424e6cff434e6cff444f6cff45506cff46516cff47516cff48526cff49536cff4a536cff" +
+    "4b546cff4c556cff4d556cff4e566cff4f576cff50576cff51586dff52596dff535a6dff545a6dff555b6dff555c6dff" +
+    "565c6dff575d6dff585e6dff595e6eff5a5f6eff5b606eff5c616eff5d616eff5e626eff5e636fff5f636fff60646fff" +
+    "61656fff62656fff636670ff646770ff656870ff656870ff666970ff676a71ff686a71ff696b71ff6a6c71ff6b6d72ff" +
+    "6c6d72ff6c6e72ff6d6f72ff6e6f73ff6f7073ff707173ff717274ff727274ff727374ff737475ff747475ff757575ff" +
+    "767676ff777776ff777777ff787877ff797977ff7a7a78ff7b7a78ff7c7b78ff7d7c78ff7e7c78ff7e7d78ff7f7e78ff" +
+    "807f78ff817f78ff828079ff838179ff848279ff858279ff868379ff878478ff888578ff898578ff8a8678ff8b8778ff" +
+    "8c8878ff8d8878ff8e8978ff8f8a78ff908b78ff918b78ff928c78ff928d78ff938e78ff948e77ff958f77ff969077ff" +
+    "979177ff989277ff999277ff9a9376ff9b9476ff9c9576ff9d9576ff9e9676ff9f9775ffa09875ffa19975ffa29975ff" +
+    "a39a74ffa49b74ffa59c74ffa69c74ffa79d73ffa89e73ffa99f73ffaaa073ffaba072ffaca172ffada272ffaea371ff" +
+    "afa471ffb0a571ffb1a570ffb3a670ffb4a76fffb5a86fffb6a96fffb7a96effb8aa6effb9ab6dffbaac6dffbbad6dff" +
+    "bcae6cffbdae6cffbeaf6bffbfb06bffc0b16affc1b26affc2b369ffc3b369ffc4b468ffc5b568ffc6b667ffc7b767ff" +
+    "c8b866ffc9b965ffcbb965ffccba64ffcdbb63ffcebc63ffcfbd62ffd0be62ffd1bf61ffd2c060ffd3c05fffd4c15fff" +
+    "d5c25effd6c35dffd7c45cffd9c55cffdac65bffdbc75affdcc859ffddc858ffdec958ffdfca57ffe0cb56ffe1cc55ff" +
+    "e2cd54ffe4ce53ffe5cf52ffe6d051ffe7d150ffe8d24fffe9d34effead34cffebd44bffedd54affeed649ffefd748ff" +
+    "f0d846fff1d945fff2da44fff3db42fff5dc41fff6dd3ffff7de3efff8df3cfff9e03afffbe138fffce236fffde334ff" +
+    "fee434fffee535fffee636fffee838ff",
+  turbo:
+    "30123bff321543ff33184aff341b51ff351e58ff36215fff372466ff38276dff392a73ff3a2d79ff3b2f80ff3c3286ff" +
+    "3d358bff3e3891ff3f3b97ff3f3e9cff4040a2ff4143a7ff4146acff4249b1ff424bb5ff434ebaff4451bfff4454c3ff" +
+    "4456c7ff4559cbff455ccfff455ed3ff4661d6ff4664daff4666ddff4669e0ff466be3ff476ee6ff4771e9ff4773ebff" +
+    "4776eeff4778f0ff477bf2ff467df4ff4680f6ff4682f8ff4685faff4687fbff458afcff458cfdff448ffeff4391feff" +
+    "4294ffff4196ffff4099ffff3e9bfeff3d9efeff3ba0fdff3aa3fcff38a5fbff37a8faff35abf8ff33adf7ff31aff5ff" +
+    "2fb2f4ff2eb4f2ff2cb7f0ff2ab9eeff28bcebff27bee9ff25c0e7ff23c3e4ff22c5e2ff20c7dfff1fc9ddff1ecbdaff" +
+    "1ccdd8ff1bd0d5ff1ad2d2ff1ad4d0ff19d5cdff18d7caff18d9c8ff18dbc5ff18ddc2ff18dec0ff18e0bdff19e2bbff" +
+    "19e3b9ff1ae4b6ff1ce6b4ff1de7b2ff1fe9afff20eaacff22ebaaff25eca7ff27eea4ff2aefa1ff2cf09eff2ff19bff" +
+    "32f298ff35f394ff38f491ff3cf58eff3ff68aff43f787ff46f884ff4af880ff4ef97dff52fa7aff55fa76ff59fb73ff" +
+    "5dfc6fff61fc6cff65fd69ff69fd66ff6dfe62ff71fe5fff75fe5cff79fe59ff7dff56ff80ff53ff84ff51ff88ff4eff" +
+    "8bff4bff8fff49ff92ff47ff96fe44ff99fe42ff9cfe40ff9ffd3fffa1fd3dffa4fc3cffa7fc3affa9fb39ffacfb38ff" +
+    "affa37ffb1f936ffb4f836ffb7f735ffb9f635ffbcf534ffbef434ffc1f334ffc3f134ffc6f034ffc8ef34ffcbed34ff" +
+    "cdec34ffd0ea34ffd2e935ffd4e735ffd7e535ffd9e436ffdbe236ffdde037ffdfdf37ffe1dd37ffe3db38ffe5d938ff" +
+    "e7d739ffe9d539ffebd339ffecd13affeecf3affefcd3afff1cb3afff2c93afff4c73afff5c53afff6c33afff7c13aff" +
+    "f8be39fff9bc39fffaba39fffbb838fffbb637fffcb336fffcb136fffdae35fffdac34fffea933fffea732fffea431ff" +
+    "fea130fffe9e2ffffe9b2dfffe992cfffe962bfffe932afffe9029fffd8d27fffd8a26fffc8725fffc8423fffb8122ff" +
+    "fb7e21fffa7b1ffff9781efff9751dfff8721cfff76f1afff66c19fff56918fff46617fff36315fff26014fff15d13ff" +
+    "f05b12ffef5811ffed5510ffec530fffeb500effea4e0dffe84b0cffe7490cffe5470bffe4450affe2430affe14109ff" +
+    "df3f08ffdd3d08ffdc3b07ffda3907ffd83706ffd63506ffd43305ffd23105ffd02f05ffce2d04ffcc2b04ffca2a04ff" +
+    "c82803ffc52603ffc32503ffc12302ffbe2102ffbc2002ffb91e02ffb71d02ffb41b01ffb21a01ffaf1801ffac1701ff" +
+    "a91601ffa71401ffa41301ffa11201ff9e1001ff9b0f01ff980e01ff950d01ff920b01ff8e0a01ff8b0902ff880802ff" +
+    "850702ff810602ff7e0502ff7a0403ff",
+  RdBu_r:
+    "053061ff063264ff073467ff08366aff09386dff0a3b70ff0c3d73ff0d3f76ff0e4179ff0f437bff10457eff114781ff" +
+    "124984ff134c87ff144e8aff15508dff175290ff185493ff195696ff1a5899ff1b5a9cff1c5c9fff1d5fa2ff1e61a5ff" +
+    "1f63a8ff2065abff2267acff2369adff246aaeff266cafff276eb0ff2870b1ff2a71b2ff2b73b3ff2c75b4ff2e77b5ff" +
+    "2f79b5ff307ab6ff327cb7ff337eb8ff3480b9ff3681baff3783bbff3885bcff3a87bdff3b88beff3c8abeff3e8cbfff" +
+    "3f8ec0ff408fc1ff4291c2ff4393c3ff4695c4ff4997c5ff4c99c6ff4f9bc7ff529dc8ff569fc9ff59a1caff5ca3cbff" +
+    "5fa5cdff62a7ceff65a9cfff68abd0ff6bacd1ff6eaed2ff71b0d3ff75b2d4ff78b4d5ff7bb6d6ff7eb8d7ff81bad8ff" +
+    "84bcd9ff87bedaff8ac0dbff8dc2dcff90c4ddff93c6deff96c7dfff98c8e0ff9bc9e0ff9dcbe1ffa0cce2ffa2cde3ff" +
+    "a5cee3ffa7d0e4ffa9d1e5ffacd2e5ffaed3e6ffb1d5e7ffb3d6e8ffb6d7e8ffb8d8e9ffbbdaeaffbddbeaffc0dcebff" +
+    "c2ddecffc5dfecffc7e0edffcae1eeffcce2efffcfe4efffd1e5f0ffd2e6f0ffd4e6f1ffd5e7f1ffd7e8f1ffd8e9f1ff" +
+    "dae9f2ffdbeaf2ffddebf2ffdeebf2ffe0ecf3ffe1edf3ffe3edf3ffe4eef4ffe6eff4ffe7f0f4ffe9f0f4ffeaf1f5ff" +
+    "ecf2f5ffedf2f5ffeff3f5fff0f4f6fff2f5f6fff3f5f6fff5f6f7fff6f7f7fff7f6f6fff7f5f4fff8f4f2fff8f3f0ff" +
+    "f8f2effff8f1edfff9f0ebfff9efe9fff9eee7fff9ede5fff9ebe3fffaeae1fffae9dffffae8defffae7dcfffbe6daff" +
+    "fbe5d8fffbe4d6fffbe3d4fffce2d2fffce0d0fffcdfcffffcdecdfffdddcbfffddcc9fffddbc7fffdd9c4fffcd7c2ff" +
+    "fcd5bffffcd3bcfffbd0b9fffbceb7fffbccb4fffacab1fffac8affff9c6acfff9c4a9fff9c2a7fff8bfa4fff8bda1ff" +
+    "f8bb9efff7b99cfff7b799fff7b596fff6b394fff6b191fff6af8efff5ac8bfff5aa89fff5a886fff4a683fff3a481ff" +
+    "f2a17ffff19e7dfff09c7bffef9979ffee9677ffec9374ffeb9172ffea8e70ffe98b6effe8896cffe6866affe58368ff" +
+    "e48066ffe37e64ffe27b62ffe17860ffdf765effde735cffdd7059ffdc6e57ffdb6b55ffda6853ffd86551ffd7634fff" +
+    "d6604dffd55d4cffd35a4affd25849ffd05548ffcf5246ffce4f45ffcc4c44ffcb4942ffc94741ffc84440ffc6413eff" +
+    "c53e3dffc43b3cffc2383affc13639ffbf3338ffbe3036ffbd2d35ffbb2a34ffba2832ffb82531ffb72230ffb61f2eff" +
+    "b41c2dffb3192cffb1182bffae172affab162affa81529ffa51429ffa21328ff9f1228ff9c1127ff991027ff960f27ff" +
+    "930e26ff900d26ff8d0c25ff8a0b25ff870a24ff840924ff810823ff7f0823ff7c0722ff790622ff760521ff730421ff" +
+    "700320ff6d0220ff6a011fff67001fff",
+  seismic:
+    "00004dff00004fff000052ff000055ff000058ff00005aff00005dff000060ff000063ff000066ff000069ff00006bff" +
+    "00006eff000071ff000074ff000077ff000079ff00007cff00007fff000082ff000084ff000087ff00008aff00008dff" +
+    "000090ff000093ff000095ff000098ff00009bff00009eff0000a1ff0000a3ff0000a6ff0000a9ff0000acff0000afff" +
+    "0000b1ff0000b4ff0000b7ff0000baff0000bcff0000bfff0000c2ff0000c5ff0000c8ff0000caff0000cdff0000d0ff" +
+    "0000d3ff0000d6ff0000d8ff0000dbff0000deff0000e1ff0000e4ff0000e6ff0000e9ff0000ecff0000efff0000f2ff" +
+    "0000f4ff0000f7ff0000faff0000fdff0101ffff0505ffff0909ffff0d0dffff1111ffff1515ffff1919ffff1d1dffff" +
+    "2121ffff2525ffff2929ffff2d2dffff3131ffff3535ffff3939ffff3d3dffff4141ffff4545ffff4949ffff4d4dffff" +
+    "5151ffff5555ffff5959ffff5d5dffff6161ffff6565ffff6969ffff6d6dffff7171ffff7575ffff7979ffff7d7dffff" +
+    "8181ffff8585ffff8989ffff8d8dffff9191ffff9595ffff9999ffff9d9dffffa1a1ffffa5a5ffffa9a9ffffadadffff" +
+    "b1b1ffffb5b5ffffb9b9ffffbdbdffffc1c1ffffc5c5ffffc9c9ffffcdcdffffd1d1ffffd5d5ffffd9d9ffffddddffff" +
+    "e1e1ffffe5e5ffffe9e9ffffededfffff1f1fffff5f5fffff9f9fffffdfdfffffffdfdfffff9f9fffff5f5fffff1f1ff" +
+    "ffededffffe9e9ffffe5e5ffffe1e1ffffddddffffd9d9ffffd5d5ffffd1d1ffffcdcdffffc9c9ffffc5c5ffffc1c1ff" +
+    "ffbdbdffffb9b9ffffb5b5ffffb1b1ffffadadffffa9a9ffffa5a5ffffa1a1ffff9d9dffff9999ffff9595ffff9191ff" +
+    "ff8d8dffff8989ffff8585ffff8181ffff7d7dffff7979ffff7575ffff7171ffff6d6dffff6969ffff6565ffff6161ff" +
+    "ff5d5dffff5959ffff5555ffff5151ffff4d4dffff4949ffff4545ffff4141ffff3d3dffff3939ffff3535ffff3131ff" +
+    "ff2d2dffff2929ffff2525ffff2121ffff1d1dffff1919ffff1515ffff1111ffff0d0dffff0909ffff0505ffff0101ff" +
+    "fe0000fffc0000fffa0000fff80000fff60000fff40000fff20000fff00000ffee0000ffec0000ffea0000ffe80000ff" +
+    "e60000ffe30000ffe20000ffe00000ffde0000ffdc0000ffda0000ffd80000ffd60000ffd30000ffd20000ffd00000ff" +
+    "ce0000ffcc0000ffca0000ffc80000ffc60000ffc30000ffc20000ffc00000ffbe0000ffbc0000ffba0000ffb80000ff" +
+    "b60000ffb30000ffb20000ffb00000ffae0000ffac0000ffaa0000ffa80000ffa60000ffa30000ffa20000ffa00000ff" +
+    "9e0000ff9c0000ff9a0000ff980000ff960000ff930000ff920000ff900000ff8e0000ff8c0000ff8a0000ff880000ff" +
+    "860000ff840000ff820000ff800000ff",
+  coolwarm:
+    "3b4cc0ff3c4ec2ff3d50c3ff3e51c5ff3f53c6ff4055c8ff4257c9ff4358cbff445accff455cceff465ecfff485fd1ff" +
+    "4961d2ff4a63d3ff4b64d5ff4c66d6ff4e68d8ff4f69d9ff506bdaff516ddbff536eddff5470deff5572dfff5673e0ff" +
+    "5875e1ff5977e3ff5a78e4ff5b7ae5ff5d7ce6ff5e7de7ff5f7fe8ff6180e9ff6282eaff6384ebff6485ecff6687edff" +
+    "6788eeff688aefff6a8befff6b8df0ff6c8ff1ff6e90f2ff6f92f3ff7093f3ff7295f4ff7396f5ff7597f6ff7699f6ff" +
+    "779af7ff799cf8ff7a9df8ff7b9ff9ff7da0f9ff7ea1faff80a3faff81a4fbff82a6fbff84a7fcff85a8fcff86a9fcff" +
+    "88abfdff89acfdff8badfdff8caffeff8db0feff8fb1feff90b2feff92b4feff93b5feff94b6ffff96b7ffff97b8ffff" +
+    "98b9ffff9abbffff9bbcffff9dbdffff9ebeffff9fbfffffa1c0ffffa2c1ffffa3c2feffa5c3feffa6c4feffa7c5feff" +
+    "a9c6fdffaac7fdffabc8fdffadc9fdffaec9fcffafcafcffb1cbfcffb2ccfbffb3cdfbffb5cdfaffb6cefaffb7cff9ff" +
+    "b9d0f9ffbad0f8ffbbd1f8ffbcd2f7ffbed2f6ffbfd3f6ffc0d4f5ffc1d4f4ffc3d5f4ffc4d5f3ffc5d6f2ffc6d6f1ff" +
+    "c7d7f0ffc9d7f0ffcad8efffcbd8eeffccd9edffcdd9ecffcedaebffcfdaeaffd1dae9ffd2dbe8ffd3dbe7ffd4dbe6ff" +
+    "d5dbe5ffd6dce4ffd7dce3ffd8dce2ffd9dce1ffdadce0ffdbdcdeffdcddddffdddcdcffdedcdbffdfdbd9ffe0dbd8ff" +
+    "e1dad6ffe2dad5ffe3d9d3ffe4d9d2ffe5d8d1ffe6d7cfffe7d7ceffe8d6ccffe9d5cbffead5c9ffead4c8ffebd3c6ff" +
+    "ecd3c5ffedd2c3ffedd1c2ffeed0c0ffefcfbfffefcebdfff0cdbbfff1cdbafff1ccb8fff2cbb7fff2cab5fff2c9b4ff" +
+    "f3c8b2fff3c7b1fff4c6affff4c5adfff5c4acfff5c2aafff5c1a9fff5c0a7fff6bfa6fff6bea4fff6bda2fff7bca1ff" +
+    "f7ba9ffff7b99efff7b89cfff7b79bfff7b599fff7b497fff7b396fff7b194fff7b093fff7af91fff7ad90fff7ac8eff" +
+    "f7aa8cfff7a98bfff7a889fff7a688fff6a586fff6a385fff6a283fff5a081fff59f80fff59d7efff59c7dfff49a7bff" +
+    "f4987afff39778fff39577fff39475fff29274fff29072fff18f71fff18d6ffff08b6efff08a6cffef886bffee8669ff" +
+    "ee8468ffed8366ffec8165ffec7f63ffeb7d62ffea7b60ffe97a5fffe9785dffe8765cffe7745bffe67259ffe57058ff" +
+    "e46e56ffe36c55ffe36b54ffe26952ffe16751ffe0654fffdf634effde614dffdd5f4bffdc5d4affda5a49ffd95847ff" +
+    "d85646ffd75445ffd65244ffd55042ffd44e41ffd24b40ffd1493fffd0473dffcf453cffcd423bffcc403affcb3e38ff" +
+    "ca3b37ffc83836ffc73635ffc53334ffc43032ffc32e31ffc12b30ffc0282fffbe242effbd1f2dffbb1b2cffba162bff" +
+    "b8122affb70d28ffb50927ffb40426ff",
+  twilight:
+    "e2d9e2ffe1d9e2ffe0d9e2ffded9e1ffddd9e0ffdcd9dfffdad8dfffd8d8deffd6d7ddffd4d6dcffd2d5dbffd0d4d9ff" +
+    "cdd3d8ffcbd2d7ffc8d0d6ffc5cfd5ffc2ced4ffbfccd3ffbccbd1ffb9c9d0ffb6c8cfffb3c6ceffb0c5cdffadc3cdff" +
+    "aac2ccffa7c0cbffa4becaffa1bdc9ff9ebbc9ff9cb9c8ff99b8c8ff96b6c7ff93b4c6ff92b3c6ff8eb1c5ff8cafc5ff" +
+    "89adc5ff88acc4ff85a9c4ff82a7c3ff80a5c3ff7fa5c3ff7ca2c2ff7aa0c2ff789ec2ff779dc2ff759ac1ff7398c1ff" +
+    "7196c1ff7195c0ff6e92c0ff6d90c0ff6c8ebfff6b8dbfff698abfff6888beff6786beff6785beff6682bdff657fbdff" +
+    "647dbcff647cbcff6379bbff6277bbff6275baff6172baff6171b9ff606eb8ff606cb8ff6069b7ff6067b6ff5f65b5ff" +
+    "5f62b4ff5f60b4ff5f5fb3ff5f5bb2ff5f59b1ff5f57b0ff5e54aeff5e52adff5e4facff5e4dabff5e4caaff5e48a8ff" +
+    "5e46a6ff5e43a5ff5d41a3ff5d3ea1ff5d3ca0ff5d3a9eff5c389dff5c359aff5b3298ff5b3095ff5a2e93ff5a2b90ff" +
+    "59298eff58278bff58268aff572385ff562182ff551f7fff531e7cff521c79ff511a75ff4f1972ff4f1970ff4c176bff" +
+    "4b1668ff491564ff471461ff46145eff44135aff421257ff411256ff3f1251ff3d114eff3c114bff3a1149ff391146ff" +
+    "371144ff361142ff361141ff34113eff33113cff32123aff311339ff301437ff301437ff311337ff331237ff341238ff" +
+    "341238ff361139ff381139ff3a113aff3b113bff3d113cff3f123dff41123dff43123eff461240ff481341ff4a1342ff" +
+    "4d1443ff4f1444ff521545ff541546ff561546ff591648ff5c1749ff5f174aff61184bff64194bff67194cff691a4dff" +
+    "6c1b4eff6f1c4eff711d4fff741e4fff761f4fff792050ff7b2150ff7e2250ff7f2350ff832550ff852650ff872750ff" +
+    "8a2950ff8c2a50ff8e2c50ff902e50ff922f50ff943150ff963350ff983550ff9a3750ff9c3950ff9e3b50ffa03d50ff" +
+    "a03e50ffa34150ffa54350ffa64550ffa84750ffa94950ffab4b50ffac4d51ffae5051ffaf5251ffb15452ffb25652ff" +
+    "b35953ffb55b53ffb65d54ffb75f55ffb86155ffb96456ffba6657ffbb6958ffbc6b59ffbd6e5affbe705bffbf725dff" +
+    "c0755effc1775fffc27a61ffc27c63ffc37f64ffc48166ffc58468ffc5866affc6876bffc68b6effc78e71ffc89073ff" +
+    "c89275ffc99578ffc9977bffca9a7dffca9c80ffcb9f83ffcca186ffcca389ffcda68cffcda88fffceab92ffcfad96ff" +
+    "cfae97ffd0b29cffd1b4a0ffd1b6a3ffd2b8a7ffd3baaaffd4bdadffd5bfb1ffd6c1b4ffd7c3b8ffd8c5bbffd8c7beff" +
+    "d9c9c2ffdacbc5ffdbccc8ffdccecbffdccfcdffddd1d1ffded3d3ffdfd4d6ffdfd5d8ffe0d6daffe0d7dbffe1d8ddff" +
+    "e1d8dfffe2d9e0ffe2d9e1ffe2d9e2ff",
+};
+
+/** The names of the known colour maps, in the order of src/display/colormap.cpp. */
+export const COLORMAP_NAMES: readonly string[] = Object.keys(HEX);
+
+/** Diverging maps (centred limits when both ends are automatic), as in src/display/colormap.cpp. */
+export const DIVERGING_MAPS: ReadonlySet<string> = new Set(["RdBu_r", "seismic", "coolwarm"]);
+
+const cache = new Map<string, Uint8Array>();
+
+/** The 256 x RGBA table of a colour map (1024 bytes); throws for an unknown name. */
+export function colormapTable(name: string): Uint8Array {
+  let t = cache.get(name);
+  if (t) return t;
+  const hex = HEX[name];
+  if (hex === undefined) throw new Error(`unknown colour map '${name}' (known: ${COLORMAP_NAMES.join(", ")})`);
+  t = new Uint8Array(1024);
+  for (let i = 0; i < 1024; i++) t[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  cache.set(name, t);
+  return t;
+}
