@@ -1,6 +1,10 @@
 // End-to-end test of the viewer in Debian's Chromium (headless, driven by playwright-core from web/'s
-// node_modules): writes the demo checkpoint, starts `tensormorph serve` on it, opens the page, searches a
-// tensor, opens it, waits for the heatmap, checks the canvas is not blank, zooms and pans, hovers and
+// node_modules): writes the demo checkpoint, starts `tensormorph serve` on it (with the GGUF fixture
+// ../shared/fixtures/gguf/tiny-mixed.gguf as a second checkpoint when it exists; otherwise it prints
+// "SKIPPED: quantization facts (no fixtures …)"), checks the inventory tree against GET /api/tensors and
+// /api/checkpoints (root and children sums, a block expanded, search, a leaf opened, file / shard on the
+// tensor page), the quantization table of quantized tensors against the API, then in the list view
+// searches a tensor, opens it, waits for the heatmap, checks the canvas is not blank, zooms and pans, hovers and
 // checks the read-out against the API's tile JSON, switches the colour map, and saves a screenshot to
 // build/e2e/ that must not be a single colour. Then the placement of the last render on the tensor page
 // (equal to the API's report), and the Compute panel on a second server with the test plugins and its own
@@ -10,7 +14,8 @@
 // returns them; a 400 is shown), a fallback is shown on the tensor page, then restored;
 // compute-panel.png is saved beside viewer.png.
 //
-// Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default /usr/lib/chromium/chromium or
+// Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), TM_FIXTURES
+// (default ../shared/fixtures beside the checkout), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -25,6 +30,7 @@ const WEB_DIST = join(ROOT, "web", "dist");
 const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e"); // build/e2e for build/tensormorph
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const SEARCH = "down_proj";
+const GGUF = join(process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures"), "gguf", "tiny-mixed.gguf");
 
 const chromiumPath = [process.env.CHROMIUM, "/usr/lib/chromium/chromium", "/usr/bin/chromium"].find((p) => p && existsSync(p));
 if (!chromiumPath) {
@@ -158,7 +164,9 @@ async function main() {
     log(`wrote and indexed ${demo}`);
 
     step = "serve";
-    server = await startServer([demo, "--web-root", WEB_DIST], env);
+    // The GGUF reference fixture (quantized tensors of many types), as a second checkpoint when it is here.
+    const hasGguf = existsSync(GGUF);
+    server = await startServer([demo, ...(hasGguf ? [GGUF] : []), "--web-root", WEB_DIST], env);
     log(`server at ${server.url}`);
     const base = server.url;
     const list = await getJson(base, "/api/tensors");
@@ -195,9 +203,19 @@ async function main() {
       if (r.status() >= 400) pageErrors.push(`${r.status()} ${r.url()}`);
     });
 
+    await treeChecks(page, base, list, detail);
+    if (hasGguf) await quantizationChecks(page, base, list);
+    else console.log("SKIPPED: quantization facts (no fixtures: ../shared/fixtures/gguf/tiny-mixed.gguf is absent)");
+
     step = "inventory";
     await page.goto(base, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector("#view-list", { timeout: 60_000 });
+    await page.click("#view-list");
     await page.waitForSelector("#inventory tbody tr[data-name]", { timeout: 60_000 });
+    check((await page.getAttribute("#view-list", "aria-pressed")) === "true" && (await page.locator("#inventory-tree").count()) === 0, "the List button switches to the flat list");
+    const deq = await page.$$eval("#inventory tbody tr[data-dequantized-from]", (rows) => rows.map((r) => `${r.dataset.checkpoint}/${r.dataset.name}=${r.dataset.dequantizedFrom}`).sort());
+    const apiDeq = list.tensors.filter((t) => t.dequantized_from).map((t) => `${t.checkpoint}/${t.name}=${t.dequantized_from}`).sort();
+    check(JSON.stringify(deq) === JSON.stringify(apiDeq), `the list marks exactly the API's ${apiDeq.length} dequantized tensors with their stored type`);
     const allRows = await page.locator("#inventory tbody tr[data-name]").count();
     check(allRows === list.tensors.length, `the inventory shows every tensor (${allRows})`);
 
@@ -318,7 +336,7 @@ async function main() {
         if (new URL(r.url()).pathname.startsWith("/api/")) apiRequests.push(r.url());
       });
       tokenPage.on("pageerror", (e) => pageErrors.push(String(e)));
-      await tokenPage.goto(tokenServer.url, { waitUntil: "domcontentloaded" });
+      await tokenPage.goto(tokenServer.url + "#/list", { waitUntil: "domcontentloaded" });
       await tokenPage.waitForSelector("#inventory tbody tr[data-name]", { timeout: 60_000 });
       await tokenPage.click(`#inventory tbody tr[data-name="${TENSOR}"] td:nth-child(2)`);
       await waitReady(tokenPage, "opening with a token");
@@ -352,6 +370,154 @@ async function main() {
       });
     }
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** The tree rows drawn now, in order (their data-* and label). */
+async function treeRows(page) {
+  return page.$$eval("#inventory-tree tbody tr[data-id]", (rows) => rows.map((r) => ({ ...r.dataset, label: r.querySelector(".tree-label, a")?.textContent ?? "" })));
+}
+
+/** The rows drawn directly under the row with data-id `id`. */
+function childrenOf(rows, id) {
+  const i = rows.findIndex((r) => r.id === id);
+  const d = Number(rows[i].depth);
+  const out = [];
+  for (let j = i + 1; j < rows.length && Number(rows[j].depth) > d; j++) if (Number(rows[j].depth) === d + 1) out.push(rows[j]);
+  return out;
+}
+
+/** The API's tensors a tree row covers: a checkpoint's all, a group's or block's names under its prefix, a leaf's own. */
+function covered(list, r) {
+  return list.tensors.filter(
+    (t) => t.checkpoint === r.checkpoint && (r.kind === "checkpoint" || (r.kind === "leaf" ? t.name === r.prefix : t.name.startsWith(r.prefix + "."))),
+  );
+}
+
+/** Whether a tree row's tensors, parameters, bytes and dtypes equal the sums over the API's tensors it covers. */
+function sumsMatch(list, r) {
+  const ts = covered(list, r);
+  const want = new Map();
+  for (const t of ts) want.set(t.dequantized_from ?? t.dtype, (want.get(t.dequantized_from ?? t.dtype) ?? 0) + 1);
+  const shown = new Map(r.dtypes.split(",").filter(Boolean).map((x) => [x.slice(0, x.lastIndexOf(":")), Number(x.slice(x.lastIndexOf(":") + 1))]));
+  return (
+    ts.length > 0 &&
+    ts.length === Number(r.tensors) &&
+    ts.reduce((a, t) => a + t.parameters, 0) === Number(r.parameters) &&
+    ts.reduce((a, t) => a + t.bytes, 0) === Number(r.bytes) &&
+    want.size === shown.size &&
+    [...want].every(([d, n]) => shown.get(d) === n)
+  );
+}
+
+/** Clicks a tree node's row (not its link) and waits for the redraw to show it with data-expanded = `open`. */
+async function toggleNode(page, id, open) {
+  const sel = `#inventory-tree tr[data-id="${id}"]`;
+  await page.click(`${sel} td:nth-child(2)`);
+  await page.waitForSelector(`${sel}[data-expanded="${open}"]`, { timeout: 10_000 });
+}
+
+/**
+ * The inventory's tree (the default view): one root per checkpoint whose counts and sums equal the API's;
+ * a root's children are one per first name segment, with their sums; the checkpoints' files are listed;
+ * expanding a block (and its groups) shows exactly its tensors; a search narrows the tree to the matches;
+ * clicking a leaf opens that tensor, whose page shows the file / shard the API names.
+ */
+async function treeChecks(page, base, list, detail) {
+  step = "tree";
+  const cks = (await getJson(base, "/api/checkpoints")).checkpoints;
+  await page.goto(base, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector("#inventory-tree tbody tr[data-kind=checkpoint]", { timeout: 60_000 });
+  check((await page.getAttribute("#view-tree", "aria-pressed")) === "true" && (await page.locator("#inventory").count()) === 0, "the inventory opens as a tree");
+  let rows = await treeRows(page);
+  const roots = rows.filter((r) => r.kind === "checkpoint");
+  check(JSON.stringify(roots.map((r) => r.checkpoint)) === JSON.stringify(cks.map((c) => c.id)), `one tree root per checkpoint (${roots.map((r) => r.label).join(", ")})`);
+  for (const r of roots) {
+    check(sumsMatch(list, r), `root ${r.label}: ${r.tensors} tensors, ${r.parameters} parameters, ${r.bytes} bytes, dtypes ${r.dtypes}, as GET /api/tensors sums them`);
+    const kids = childrenOf(rows, r.id);
+    const firsts = new Set(covered(list, r).map((t) => t.name.split(".")[0]));
+    check(kids.length === firsts.size && kids.every((k) => sumsMatch(list, k)), `root ${r.label} has one child per first name segment (${kids.map((k) => k.label).join(", ")}), each with the API's sums`);
+    const sum = (f) => kids.reduce((a, k) => a + Number(k[f]), 0);
+    check(sum("tensors") === Number(r.tensors) && sum("parameters") === Number(r.parameters) && sum("bytes") === Number(r.bytes), `root ${r.label}: its children's tensors, parameters and bytes add up to it`);
+  }
+  for (const c of cks) {
+    const files = await page.$$eval(`#checkpoints tr[data-checkpoint="${c.id}"] .file`, (els) => els.map((e) => e.dataset.file));
+    check(JSON.stringify(files) === JSON.stringify(c.files.map((f) => f.name)), `checkpoint ${c.name} lists its ${files.length} file(s): ${files.join(", ")}`);
+  }
+
+  step = "tree block";
+  const model = rows.find((r) => r.checkpoint === "0" && r.prefix === "model");
+  check(model && model.expanded === "false", "the demo's `model` node is shown, collapsed");
+  await toggleNode(page, model.id, true);
+  rows = await treeRows(page);
+  const block = childrenOf(rows, model.id).find((r) => r.kind === "block");
+  check(block && block.prefix === "model.layers.0" && sumsMatch(list, block), `expanding model shows the block ${block?.label} (${block?.tensors} tensors, ${block?.parameters} parameters)`);
+  await toggleNode(page, block.id, true);
+  for (;;) {
+    rows = await treeRows(page);
+    const closed = rows.find((r) => r.prefix.startsWith(block.prefix + ".") && r.expanded === "false");
+    if (!closed) break;
+    await toggleNode(page, closed.id, true);
+  }
+  const leaves = rows.filter((r) => r.kind === "leaf" && r.prefix.startsWith(block.prefix + ".")).map((r) => r.name).sort();
+  const want = covered(list, block).map((t) => t.name).sort();
+  check(JSON.stringify(leaves) === JSON.stringify(want), `expanding ${block.label} shows exactly its ${want.length} tensors`);
+  check(childrenOf(rows, block.id).every((k) => sumsMatch(list, k)), `${block.label}'s children carry the API's sums`);
+  await toggleNode(page, model.id, false);
+  check((await treeRows(page)).every((r) => !r.prefix.startsWith("model.")), "collapsing model hides everything under it");
+
+  step = "tree search";
+  for (const q of ["attn", SEARCH]) {
+    await page.fill("#search", q);
+    const expected = list.tensors.filter((t) => t.name.toLowerCase().includes(q)).map((t) => `${t.checkpoint}/${t.name}`).sort();
+    await page.waitForFunction((n) => document.querySelector("#inventory-status")?.dataset.matches === String(n) && document.querySelectorAll("#inventory-tree tr[data-kind=leaf]").length === n, expected.length, { timeout: 10_000 });
+    rows = await treeRows(page);
+    const shown = rows.filter((r) => r.kind === "leaf").map((r) => `${r.checkpoint}/${r.name}`).sort();
+    check(JSON.stringify(shown) === JSON.stringify(expected), `searching "${q}" narrows the tree to exactly the ${expected.length} matching tensors, their branches expanded`);
+    const wrong = rows.filter((r) => r.kind !== "leaf" && Number(r.matches) !== covered(list, r).filter((t) => t.name.toLowerCase().includes(q)).length);
+    check(wrong.length === 0, `every node shown under "${q}" counts its matches as the API's names do${wrong.length ? "; not: " + wrong.map((r) => r.id).join(", ") : ""}`);
+  }
+
+  step = "tree open";
+  await page.click(`#inventory-tree tr[data-kind=leaf][data-checkpoint="0"][data-name="${TENSOR}"] td:nth-child(3)`);
+  await page.waitForFunction((n) => document.querySelector("#tensor-name")?.textContent === n, TENSOR, { timeout: 30_000 });
+  check(true, `clicking the leaf ${TENSOR} opens its page`);
+  const file = await page.textContent('#facts tr[data-field="file"] td');
+  check(file === detail.file, `the tensor page names the file the API gives: ${file}`);
+  const demo = cks.find((c) => c.id === "0");
+  const i = demo.files.findIndex((f) => f.name === detail.file);
+  const shard = await page.textContent('#facts tr[data-field="shard"] td');
+  check(i >= 0 && shard.startsWith(`shard ${i + 1} of ${demo.files.length}`), `and its shard: ${shard}`);
+  check((await page.textContent('#facts tr[data-field="offset"] td')).startsWith(detail.offset.toLocaleString("en-US")), `and its offset ${detail.offset}`);
+  check((await page.locator("#quantization").count()) === 0, "a dense tensor has no quantization table");
+}
+
+/** The API's quantization fields as the page's #quantization rows carry them (data-field → data-value). */
+function quantFields(q) {
+  const text = (v) => (Array.isArray(v) ? v.map(text).join(",") : v !== null && typeof v === "object" ? JSON.stringify(v) : String(v));
+  const out = {};
+  for (const [k, v] of Object.entries(q)) if (k !== "packed") out[k] = text(v);
+  for (const [k, v] of Object.entries(q.packed ?? {})) if (k !== "parts") out[`packed.${k}`] = text(v);
+  return out;
+}
+
+/** Quantized tensors of the GGUF fixture: the page's quantization table equals the API's fields, its file the API's. */
+async function quantizationChecks(page, base, list) {
+  step = "quantization facts";
+  const quantized = list.tensors.filter((t) => t.checkpoint === "1" && t.dequantized_from);
+  check(quantized.length > 0, `the GGUF fixture has ${quantized.length} quantized tensors`);
+  const picks = [...new Set(quantized.map((t) => t.dequantized_from))].slice(0, 3).map((d) => quantized.find((t) => t.dequantized_from === d));
+  for (const t of picks) {
+    await page.goto(`${base}#/tensor/1/${encodeURIComponent(t.name)}`);
+    await page.waitForFunction((n) => document.querySelector("#tensor-name")?.textContent === n && document.querySelector("#facts"), t.name, { timeout: 30_000 });
+    const d = await getJson(base, `/api/tensors/1/${encodeURIComponent(t.name)}`);
+    check(d.quantization && d.quantization.stored_type === t.dequantized_from, `the API describes ${t.name}'s quantization (${d.quantization?.stored_type})`);
+    const shown = await page.$$eval("#quantization tr[data-field]", (rows) => Object.fromEntries(rows.map((r) => [r.dataset.field, r.dataset.value])));
+    const want = quantFields(d.quantization);
+    check(JSON.stringify(shown, Object.keys(shown).sort()) === JSON.stringify(want, Object.keys(want).sort()), `${t.name}: the quantization table equals the API's ${JSON.stringify(want)}`);
+    const bpw = await page.textContent('#quantization tr[data-field="bits_per_weight"] td');
+    check(Math.abs(Number(bpw) - d.quantization.bits_per_weight) <= 1e-5 * d.quantization.bits_per_weight, `${t.name}: ${bpw} bits per weight shown`);
+    check((await page.textContent('#facts tr[data-field="file"] td')) === d.file, `${t.name}: the file shown is the API's ${d.file}`);
   }
 }
 

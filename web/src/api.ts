@@ -38,6 +38,42 @@ export interface TensorRow {
   unavailable?: string;
 }
 
+/** A checkpoint as GET /api/checkpoints lists it (extra fields are ignored here). */
+export interface CheckpointInfo {
+  id: string;
+  name: string;
+  path: string;
+  format: string;
+  /** Its files, by name only, in shard order. */
+  files: { name: string; size: number }[];
+  tensor_count: number;
+  parameters: number;
+  bytes: number;
+}
+
+/** One part of a packed (safetensors) quantized tensor; `file` is the file's name. */
+export interface PackedPart {
+  role: string;
+  name: string;
+  dtype: string;
+  shape: number[];
+  file: string;
+  offset: number;
+  bytes: number;
+}
+
+/**
+ * The `quantization` of a tensor detail (null when dense): stored_type, bits_per_weight, and ggml_type
+ * (GGUF) or packed {scheme, kernel_scheme, bits, rows, cols, parts, and the scheme's geometry fields}.
+ */
+export interface Quantization {
+  stored_type: string;
+  bits_per_weight: number;
+  ggml_type?: number;
+  packed?: { scheme: string; parts: PackedPart[]; [field: string]: unknown };
+  [field: string]: unknown;
+}
+
 export interface TensorList {
   total: number;
   tensors: TensorRow[];
@@ -68,7 +104,7 @@ export interface TensorDetail extends TensorRow {
   placement?: Placement[];
   offset?: number;
   stats: DetailStats | null;
-  quantization: Record<string, unknown> | null;
+  quantization: Quantization | null;
   pyramid: Pyramid | null;
 }
 
@@ -293,6 +329,7 @@ export async function getBlob(path: string, params: Params = {}, signal?: AbortS
 export const api = {
   health: () => getJson<{ name: string; version: string; status: string }>("/api/health"),
   tensors: () => getJson<TensorList>("/api/tensors", { limit: 100000 }),
+  checkpoints: () => getJson<{ checkpoints: CheckpointInfo[] }>("/api/checkpoints"),
   tensor: (ckpt: string, name: string) => getJson<TensorDetail>(tensorPath("tensors", ckpt, name)),
   tile: (ckpt: string, name: string, level: number, x: number, y: number, slice: number) =>
     getJson<TileJson>(tensorPath("tiles", ckpt, name), { level, x, y, slice, format: "json" }),

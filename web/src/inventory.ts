@@ -1,81 +1,61 @@
-// The inventory: every tensor of the opened checkpoints (GET /api/tensors) as a sortable table with a
-// search box that filters by substring; a click opens the tensor page.
-import { api, num, type TensorRow } from "./api";
+// The inventory page (#/, #/tree, #/list): the opened checkpoints and their files (GET /api/checkpoints,
+// #checkpoints: a sharded checkpoint lists each shard), a search box, and every tensor of GET /api/tensors
+// either as a tree of layers / blocks (inventory_tree.ts, the default) or as a flat sortable list
+// (inventory_list.ts). The buttons #view-tree / #view-list switch (the route says which, so it can be
+// linked). Both responses and the tree are fetched / built once and kept for later visits.
+import { api, type CheckpointInfo, type TensorRow } from "./api";
 import { el } from "./dom";
-import { fmt, fmtInt, fmtShape } from "./format";
+import { fmtBytes, fmtInt } from "./format";
+import { listView, MAX_ROWS } from "./inventory_list";
+import { MAX_LINES, treeView } from "./inventory_tree";
+import { buildTree, type Tree } from "./tree";
 
-const MAX_ROWS = 2000; // rows drawn at once; the count says when more match
-
-type SortKey = "name" | "dtype" | "parameters" | "mean" | "std" | "min" | "max";
+export type InventoryView = "tree" | "list";
 
 interface State {
   rows: TensorRow[] | null;
+  checkpoints: CheckpointInfo[] | null;
+  tree: Tree | null;
   total: number;
   query: string;
-  sort: SortKey;
-  desc: boolean;
+  view: InventoryView;
 }
 
-const state: State = { rows: null, total: 0, query: "", sort: "name", desc: false };
+const state: State = { rows: null, checkpoints: null, tree: null, total: 0, query: "", view: "tree" };
 
-export function tensorHash(row: { checkpoint: string; name: string }): string {
-  return `#/tensor/${encodeURIComponent(row.checkpoint)}/${encodeURIComponent(row.name)}`;
+/** "demo (0)": a checkpoint's name and id. */
+function checkpointLabel(c: CheckpointInfo | undefined, id: string): string {
+  return c ? `${c.name} (${c.id})` : `checkpoint ${id}`;
 }
 
-function sortValue(r: TensorRow, k: SortKey): number | string {
-  switch (k) {
-    case "name":
-      return r.name;
-    case "dtype":
-      return r.dtype;
-    case "parameters":
-      return r.parameters;
-    default: {
-      const v = r.stats ? num(r.stats[k]) : NaN;
-      return Number.isNaN(v) ? -Infinity : v;
-    }
+/** #checkpoints: per checkpoint its format, tensors, parameters, bytes and files (data-file, in shard order). */
+function checkpointsTable(list: CheckpointInfo[]): HTMLTableElement {
+  const t = el("table", { class: "facts checkpoints", id: "checkpoints" });
+  t.append(el("tr", {}, ...["checkpoint", "format", "tensors", "parameters", "bytes", "files"].map((h) => el("th", {}, h))));
+  for (const c of list) {
+    const files = el("td", { class: "files" });
+    c.files.forEach((f, i) => {
+      const shard = c.files.length > 1 ? `shard ${i + 1} of ${c.files.length}: ` : "";
+      files.append(el("div", { class: "file", "data-file": f.name, "data-size": String(f.size) }, `${shard}${f.name} (${fmtBytes(f.size)})`));
+    });
+    t.append(
+      el(
+        "tr",
+        { "data-checkpoint": c.id, "data-files": String(c.files.length) },
+        el("td", { title: c.path }, checkpointLabel(c, c.id)),
+        el("td", {}, c.format),
+        el("td", { class: "num" }, fmtInt(c.tensor_count)),
+        el("td", { class: "num" }, fmtInt(c.parameters)),
+        el("td", { class: "num" }, fmtBytes(c.bytes)),
+        files,
+      ),
+    );
   }
+  return t;
 }
 
-function matches(rows: TensorRow[], query: string): TensorRow[] {
-  const q = query.trim().toLowerCase();
-  const out = q ? rows.filter((r) => r.name.toLowerCase().includes(q)) : rows.slice();
-  const dir = state.desc ? -1 : 1;
-  out.sort((a, b) => {
-    const x = sortValue(a, state.sort);
-    const y = sortValue(b, state.sort);
-    if (x < y) return -dir;
-    if (x > y) return dir;
-    return a.checkpoint < b.checkpoint ? -1 : a.checkpoint > b.checkpoint ? 1 : a.name < b.name ? -1 : 1;
-  });
-  return out;
-}
-
-function rowElement(r: TensorRow, multi: boolean): HTMLTableRowElement {
-  const s = r.stats;
-  const dtype = r.dequantized_from ? `${r.dtype} (${r.dequantized_from})` : r.dtype;
-  const link = el("a", { href: tensorHash(r) }, r.name);
-  const cells: (Node | string)[] = [
-    link,
-    dtype,
-    fmtShape(r.shape),
-    fmtInt(r.parameters),
-    s ? fmt(s.mean) : "",
-    s ? fmt(s.std) : "",
-    s ? fmt(s.min) : "",
-    s ? fmt(s.max) : "",
-  ];
-  if (multi) cells.unshift(r.checkpoint);
-  const tr = el("tr", { "data-name": r.name, "data-checkpoint": r.checkpoint });
-  cells.forEach((c, i) => tr.append(el("td", i >= (multi ? 4 : 3) ? { class: "num" } : {}, c)));
-  if (!s && r.unavailable) tr.title = r.unavailable;
-  tr.addEventListener("click", (ev) => {
-    if ((ev.target as HTMLElement).tagName !== "A") window.location.hash = tensorHash(r);
-  });
-  return tr;
-}
-
-export async function renderInventory(root: HTMLElement): Promise<void> {
+export async function renderInventory(root: HTMLElement, choice?: InventoryView): Promise<void> {
+  if (choice) state.view = choice;
   const status = el("p", { class: "status", id: "inventory-status" }, "Loading tensors…");
   const search = el("input", {
     type: "search",
@@ -85,52 +65,41 @@ export async function renderInventory(root: HTMLElement): Promise<void> {
     spellcheck: "false",
   });
   search.value = state.query;
-  const table = el("table", { class: "inventory", id: "inventory" });
-  root.replaceChildren(el("h2", {}, "Tensors"), el("div", { class: "toolbar" }, search, status), table);
+  const toggle = el("span", { class: "view-toggle", role: "group", "aria-label": "view" });
+  for (const [v, label] of [["tree", "Tree"], ["list", "List"]] as const) {
+    const b = el("button", { type: "button", id: `view-${v}`, "aria-pressed": String(state.view === v) }, label);
+    b.addEventListener("click", () => {
+      window.location.hash = `#/${v}`;
+    });
+    toggle.append(b);
+  }
+  const checkpointsBox = el("div", { class: "checkpoints-box" });
+  const holder = el("div", { class: "inventory-holder" });
+  root.replaceChildren(el("h2", {}, "Tensors"), checkpointsBox, el("div", { class: "toolbar" }, toggle, search, status), holder);
 
-  if (!state.rows) {
-    const list = await api.tensors();
+  if (!state.rows || !state.checkpoints) {
+    const [list, cks] = await Promise.all([api.tensors(), api.checkpoints()]);
     state.rows = list.tensors;
     state.total = list.total;
+    state.checkpoints = cks.checkpoints;
+    const byId = new Map(cks.checkpoints.map((c) => [c.id, c]));
+    state.tree = buildTree(list.tensors, (id) => checkpointLabel(byId.get(id), id));
   }
   const rows = state.rows;
-  const multi = new Set(rows.map((r) => r.checkpoint)).size > 1;
-  const columns: [string, SortKey | null][] = [
-    ["name", "name"],
-    ["dtype", "dtype"],
-    ["shape", null],
-    ["parameters", "parameters"],
-    ["mean", "mean"],
-    ["std", "std"],
-    ["min", "min"],
-    ["max", "max"],
-  ];
-  if (multi) columns.unshift(["checkpoint", null]);
+  const tree = state.tree as Tree;
+  checkpointsBox.append(checkpointsTable(state.checkpoints));
 
+  const view = state.view === "tree" ? treeView(tree) : listView(rows);
+  holder.append(view.element);
   const draw = (): void => {
-    const found = matches(rows, state.query);
-    const head = el("tr");
-    for (const [label, key] of columns) {
-      const th = el("th", key ? { class: "sortable" } : {}, label + (key === state.sort ? (state.desc ? " ▼" : " ▲") : ""));
-      if (key)
-        th.addEventListener("click", () => {
-          state.desc = state.sort === key ? !state.desc : false;
-          state.sort = key;
-          draw();
-        });
-      head.append(th);
-    }
-    const body = el("tbody");
-    for (const r of found.slice(0, MAX_ROWS)) body.append(rowElement(r, multi));
-    if (!found.length)
-      body.append(el("tr", {}, el("td", { colspan: String(columns.length), class: "empty" }, "No tensor matches.")));
-    table.replaceChildren(el("thead", {}, head), body);
-    const params = found.reduce((a, r) => a + r.parameters, 0);
-    let text = `${fmtInt(found.length)} of ${fmtInt(rows.length)} tensors · ${fmtInt(params)} parameters`;
-    if (found.length > MAX_ROWS) text += ` · showing the first ${fmtInt(MAX_ROWS)}`;
+    const r = view.draw(state.query);
+    let text = `${fmtInt(r.matches)} of ${fmtInt(rows.length)} tensors · ${fmtInt(r.parameters)} parameters`;
+    if (r.truncated) text += state.view === "tree" ? ` · showing the first ${fmtInt(MAX_LINES)} lines` : ` · showing the first ${fmtInt(MAX_ROWS)}`;
     if (state.total > rows.length) text += ` · the server lists ${fmtInt(state.total)}; only the first ${fmtInt(rows.length)} were fetched`;
     status.textContent = text;
+    status.dataset.matches = String(r.matches);
   };
+  view.element.addEventListener("tree-toggle", draw);
   search.addEventListener("input", () => {
     state.query = search.value;
     draw();

@@ -1,4 +1,4 @@
-// The viewer's entry: a hash router between the inventory (#/), a tensor page
+// The viewer's entry: a hash router between the inventory (#/; #/tree, #/list choose its view), a tensor page
 // (#/tensor/{checkpoint}/{name}) and the Compute panel (#/compute), with every error shown in the banner.
 import { api } from "./api";
 import { renderComputePanel } from "./compute_panel";
@@ -30,7 +30,7 @@ async function navigate(): Promise<void> {
       await renderTensorPage(root, ckpt, name);
     } else {
       document.title = "Tensormorph";
-      await renderInventory(root);
+      await renderInventory(root, hash === "list" || hash === "tree" ? hash : undefined);
     }
   } catch (e) {
     if (seq !== route) return;

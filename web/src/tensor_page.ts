@@ -1,13 +1,16 @@
-// The tensor page: facts, exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name}),
+// The tensor page: facts (with the file / shard holding the tensor, from the detail's `file` and `offset`
+// and GET /api/checkpoints' `files`; every facts row has data-field), the quantization facts
+// (quant_facts.ts), exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name}),
 // the heatmap of its statistics pyramid, and the placement reports: where the last render's ops ran (the
 // server's X-Tensormorph-Placement header / render JSON `placement`) and where the index computed the
 // statistics (the detail's `placement`).
-import { api, num, onPlacement, tensorPath, type DetailStats, type Placement, type TensorDetail } from "./api";
+import { api, num, onPlacement, tensorPath, type CheckpointInfo, type DetailStats, type Placement, type TensorDetail } from "./api";
 import { el, showError } from "./dom";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
 import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
 import { isFallback, placementTable, reasonText } from "./placement";
+import { quantizationView } from "./quant_facts";
 import { TileStatsPanel } from "./webgpu/tile_panel";
 
 /**
@@ -55,7 +58,7 @@ function indexPlacementView(placement: Placement[] | undefined): HTMLElement[] {
 
 function table(rows: [string, string | Node][], id: string): HTMLTableElement {
   const t = el("table", { class: "facts", id });
-  for (const [k, v] of rows) t.append(el("tr", {}, el("th", {}, k), el("td", {}, v)));
+  for (const [k, v] of rows) t.append(el("tr", { "data-field": k }, el("th", {}, k), el("td", {}, v)));
   return t;
 }
 
@@ -77,18 +80,29 @@ function statsRows(s: DetailStats): [string, string][] {
   return rows;
 }
 
-function factsRows(t: TensorDetail): [string, string][] {
+/** "shard 2 of 2 (10.5 MiB)" when the checkpoint has several files and lists this one. */
+function shardText(file: string, ck: CheckpointInfo | undefined): string {
+  const files = ck?.files ?? [];
+  const i = files.findIndex((f) => f.name === file);
+  if (i < 0) return "";
+  return files.length > 1 ? `shard ${i + 1} of ${files.length} (${fmtBytes(files[i].size)})` : `the checkpoint's only file (${fmtBytes(files[i].size)})`;
+}
+
+function factsRows(t: TensorDetail, ck: CheckpointInfo | undefined): [string, string][] {
   const rows: [string, string][] = [
-    ["checkpoint", t.checkpoint],
+    ["checkpoint", ck ? `${ck.name} (${t.checkpoint})` : t.checkpoint],
     ["dtype", t.dequantized_from ? `${t.dtype} (dequantized from ${t.dequantized_from})` : t.dtype],
     ["stored type", t.stored_type],
     ["shape", fmtShape(t.shape)],
     ["parameters", fmtInt(t.parameters)],
     ["bytes", `${fmtInt(t.bytes)} (${fmtBytes(t.bytes)})`],
   ];
-  if (t.file) rows.push(["file", `${t.file} @ ${fmtInt(t.offset ?? 0)}`]);
-  const q = t.quantization as { bits_per_weight?: number } | null;
-  if (q && typeof q.bits_per_weight === "number") rows.push(["bits per weight", fmt(q.bits_per_weight)]);
+  if (t.file) {
+    rows.push(["file", t.file]);
+    const shard = shardText(t.file, ck);
+    if (shard) rows.push(["shard", shard]);
+    if (t.offset !== undefined) rows.push(["offset", `${fmtInt(t.offset)} bytes into the file`]);
+  }
   const p = t.pyramid;
   if (p)
     rows.push([
@@ -102,10 +116,11 @@ function factsRows(t: TensorDetail): [string, string][] {
 
 export async function renderTensorPage(root: HTMLElement, ckpt: string, name: string): Promise<void> {
   root.replaceChildren(el("p", { class: "status" }, `Loading ${name}…`));
-  const t = await api.tensor(ckpt, name);
+  const [t, cks] = await Promise.all([api.tensor(ckpt, name), api.checkpoints()]);
+  const ck = cks.checkpoints.find((c) => c.id === ckpt);
   const title = el("h2", { id: "tensor-name" }, t.name);
   const back = el("a", { href: "#/", class: "back" }, "← all tensors");
-  const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Tensor"), table(factsRows(t), "facts"));
+  const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Tensor"), table(factsRows(t, ck), "facts"), ...quantizationView(t.quantization));
   if (t.stats) {
     left.append(el("h3", {}, "Statistics"), table(statsRows(t.stats), "stats"), ...indexPlacementView(t.placement));
   } else {
