@@ -75,10 +75,7 @@ void list_tensors(const ServerState& state, const httplib::Request& req, httplib
 void tensor_detail(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
   const CheckpointTensor& t = ref.info();
-  const Checkpoint& c = ref.checkpoint.index->checkpoint();
   nlohmann::json j = tensor_identity(ref.checkpoint, t);
-  j["file"] = std::filesystem::path(c.files[t.file_index]->path()).filename().string();
-  j["offset"] = t.file_offset;
   if (!t.ne.empty()) j["ne"] = t.ne;
   std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
   const CheckpointIndex& index = *ref.checkpoint.index;
@@ -90,7 +87,7 @@ void tensor_detail(ServerState& state, const httplib::Request& req, httplib::Res
       if (&*state.checkpoints[r.checkpoint] == &ref.checkpoint && r.tensor == ref.tensor)
         j["unavailable"] = r.summary.value("unavailable", "");
   }
-  j["quantization"] = quantization_json(c, t);
+  j["quantization"] = quantization_json(ref.checkpoint.index->checkpoint(), t);
   const auto info = index.load_pyramid_info(ref.tensor);
   j["pyramid"] = info ? pyramid_json(*info) : nlohmann::json(nullptr);
   send_json(res, j);

@@ -19,6 +19,9 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
                       {"dtype", tensor_dtype(t)},  {"shape", t.shape},       {"parameters", t.elements},
                       {"bytes", t.bytes}};
   if (t.ggml_type || t.packed) j["dequantized_from"] = t.stored_type;
+  const Checkpoint& c = sc.index->checkpoint();
+  j["file"] = t.file_index < c.files.size() ? std::filesystem::path(c.files[t.file_index]->path()).filename().string() : std::string();
+  j["offset"] = t.file_offset;
   return j;
 }
 

@@ -17,7 +17,8 @@ namespace tmorph::server {
 // packed) tensor, else the stored type.
 std::string tensor_dtype(const CheckpointTensor& t);
 
-// checkpoint, name, stored_type, dtype, shape (row-major), parameters, bytes (and dequantized_from).
+// checkpoint, name, stored_type, dtype, shape (row-major), parameters, bytes, file (its name, no folder),
+// offset (bytes into the file) (and dequantized_from).
 nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTensor& t);
 
 // count, finite/nan/inf/zero counts, min, max, abs_max, sum, mean, std (and exact integer ones).

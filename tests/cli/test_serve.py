@@ -211,6 +211,11 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(p["levels"][0]["grid"], [6, 2])  # [512, 1376] in 256 x 256 tiles: 6 columns, 2 rows
         self.assertEqual(p["levels"][-1]["grid"], [1, 1])
         self.assertEqual(p["tile_record_bytes"], 72 + 8 * p["histogram_bins"])
+        # The list row names the same shard and offset as the detail, and that shard holds the tensor's bytes.
+        row = next(r for r in self.get_json("/api/tensors?q=" + self.q(DAMAGED))["tensors"] if r["name"] == DAMAGED)
+        self.assertEqual((row["file"], row["offset"]), (doc["file"], doc["offset"]))
+        files = {f["name"]: f["size"] for f in self.get_json("/api/checkpoints")["checkpoints"][0]["files"]}
+        self.assertLessEqual(doc["offset"] + doc["bytes"], files[doc["file"]])
 
     def test_tensor_names_with_slashes_and_dots(self):
         for path in ("/api/tensors/1/" + self.q(SLASHED), "/api/tensors/1/" + SLASHED):
