@@ -13,63 +13,21 @@
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium), TM_ALLOW_NO_WEBGPU=1 (accept a Chromium without a WebGPU adapter: only the CPU path is
 // checked then). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { ROOT, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const TM_BIN = process.env.TM_BIN || join(ROOT, "build", "tensormorph");
-const WEB_DIST = join(ROOT, "web", "dist");
 const GOLDENS = join(ROOT, "tests", "goldens", "display");
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
 
-const chromiumPath = [process.env.CHROMIUM, "/usr/lib/chromium/chromium", "/usr/bin/chromium"].find((p) => p && existsSync(p));
-if (!chromiumPath) {
-  console.log("SKIPPED: no chromium (install Debian's `chromium`; scripts/install-deps does)");
-  process.exit(0);
-}
+const chromiumPath = chromiumOrSkip();
 
 let step = "setup";
-const log = (msg) => console.log(`[webgpu] ${msg}`);
-function check(cond, msg) {
-  if (!cond) throw new Error(`check failed (${step}): ${msg}`);
-  log(`ok: ${msg}`);
-}
+const { log, check } = checker("[webgpu]", () => step);
 
-function loadPlaywright() {
-  const require = createRequire(join(ROOT, "web", "package.json"));
-  try {
-    return require("playwright-core");
-  } catch (e) {
-    throw new Error(`playwright-core not found in web/node_modules (run \`npm ci\` in web/): ${e.message}`);
-  }
-}
 
-function startServer(args, env) {
-  return new Promise((resolvePromise, reject) => {
-    const proc = spawn(TM_BIN, ["serve", "--port", "0", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    const timer = setTimeout(() => reject(new Error(`serve printed no URL within 300 s\n${out}\n${err}`)), 300_000);
-    proc.stdout.on("data", (d) => {
-      out += d;
-      const m = /serving \d+ checkpoint\(s\) on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolvePromise({ proc, url: m[1] });
-      }
-    });
-    proc.stderr.on("data", (d) => (err += d));
-    proc.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited early (${code})\n${out}\n${err}`));
-    });
-  });
-}
 
 /** The goldens: cases.json and every <map>.json, as the C++ test reads them (tests/unit/display_test.cpp). */
 function loadGoldens() {
@@ -110,47 +68,23 @@ function compare(results, cases, golden, path) {
 async function main() {
   const t0 = Date.now();
   const { chromium } = loadPlaywright();
-  check(existsSync(TM_BIN), `the binary exists (${TM_BIN})`);
-  check(existsSync(join(WEB_DIST, "index.html")) && existsSync(join(WEB_DIST, "app.js")), `the web app is built (${WEB_DIST})`);
+  checkBuilt(check);
   const { cases, maps, golden } = loadGoldens();
   check(cases.length >= 10 && maps.length === 11, `${cases.length} golden cases and ${maps.length} colour maps read`);
 
   const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-webgpu-"));
-  const env = { ...process.env };
-  delete env.TENSORMORPH_PLUGIN_DIR;
-  for (const [name, sub] of [["HOME", "home"], ["XDG_CONFIG_HOME", "config"], ["XDG_CACHE_HOME", "cache"]]) {
-    env[name] = join(tmp, sub);
-    mkdirSync(env[name]);
-  }
+  const env = privateEnv(tmp);
   let server = null;
   let context = null;
   try {
     step = "demo checkpoint";
-    const demo = join(tmp, "demo");
-    for (const args of [["demo", "--out", demo, "--layers", "1"], ["index", demo]]) {
-      const r = spawnSync(TM_BIN, args, { env, encoding: "utf8", timeout: 300_000 });
-      if (r.status !== 0) throw new Error(`tensormorph ${args.join(" ")}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
-    }
+    const demo = demoCheckpoint(tmp, env);
     step = "serve";
     server = await startServer([demo, "--web-root", WEB_DIST], env);
     log(`server at ${server.url}`);
 
     step = "browser";
-    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      viewport: { width: 1400, height: 1000 },
-      args: [
-        "--no-sandbox",
-        "--disable-gpu-sandbox",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-unsafe-webgpu",
-      ],
-    });
+    context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
     const page = context.pages()[0] ?? (await context.newPage());
     const errors = [];
     const consoleLines = [];
@@ -237,34 +171,9 @@ async function main() {
     console.log(`PASS: webgpu e2e (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   } finally {
     if (context) await context.close().catch(() => {});
-    if (server) {
-      server.proc.kill("SIGTERM");
-      await new Promise((r) => {
-        const t = setTimeout(() => {
-          server.proc.kill("SIGKILL");
-          r();
-        }, 10_000);
-        server.proc.on("exit", () => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
+    if (server) await stopServer(server);
     rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-const guard = setTimeout(() => {
-  console.error(`FAIL: timed out at step "${step}"`);
-  process.exit(1);
-}, 240_000);
-main().then(
-  () => {
-    clearTimeout(guard);
-    process.exit(0);
-  },
-  (e) => {
-    console.error(`FAIL (${step}): ${e.stack || e}`);
-    process.exit(1);
-  },
-);
+runTest(main, () => step, 240000);

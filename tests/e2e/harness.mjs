@@ -1,0 +1,154 @@
+// What the viewer's browser tests (viewer.test.mjs, webgpu.test.mjs) share: where the binary and the built
+// web app are, Debian's Chromium (or a visible SKIPPED exit), step-named checks, playwright-core from web/'s
+// node_modules, a private environment, `tensormorph serve` on a free port and its stopping, the headless
+// browser with the flags /work/shared/PLATFORM.md records, and the run-with-a-deadline wrapper.
+//
+// Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
+// /usr/bin/chromium).
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const TM_BIN = process.env.TM_BIN || join(ROOT, "build", "tensormorph");
+export const WEB_DIST = join(ROOT, "web", "dist");
+
+/** Chromium's path; without one, prints "SKIPPED: no chromium" and exits 0 (the only allowed skip). */
+export function chromiumOrSkip() {
+  const path = [process.env.CHROMIUM, "/usr/lib/chromium/chromium", "/usr/bin/chromium"].find((p) => p && existsSync(p));
+  if (!path) {
+    console.log("SKIPPED: no chromium (install Debian's `chromium`; scripts/install-deps does)");
+    process.exit(0);
+  }
+  return path;
+}
+
+/** log(msg) with the test's prefix, and check(cond, msg), which throws naming currentStep() when cond fails. */
+export function checker(prefix, currentStep) {
+  const log = (msg) => console.log(`${prefix} ${msg}`);
+  const check = (cond, msg) => {
+    if (!cond) throw new Error(`check failed (${currentStep()}): ${msg}`);
+    log(`ok: ${msg}`);
+  };
+  return { log, check };
+}
+
+export function loadPlaywright() {
+  const require = createRequire(join(ROOT, "web", "package.json"));
+  try {
+    return require("playwright-core");
+  } catch (e) {
+    throw new Error(`playwright-core not found in web/node_modules (run \`npm ci\` in web/, or build the \`web\` target): ${e.message}`);
+  }
+}
+
+/** This process's environment with HOME, XDG_CONFIG_HOME and XDG_CACHE_HOME in fresh folders under tmp and no
+ * TENSORMORPH_PLUGIN_DIR: nothing the tests run reads or writes the user's settings or indexes. */
+export function privateEnv(tmp) {
+  const env = { ...process.env };
+  delete env.TENSORMORPH_PLUGIN_DIR;
+  for (const [name, sub] of [["HOME", "home"], ["XDG_CONFIG_HOME", "config"], ["XDG_CACHE_HOME", "cache"]]) {
+    env[name] = join(tmp, sub);
+    mkdirSync(env[name]);
+  }
+  return env;
+}
+
+/** Runs `tensormorph args…` to completion; throws with its output when it fails. */
+export function tm(args, env) {
+  const r = spawnSync(TM_BIN, args, { env, encoding: "utf8", timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`tensormorph ${args.join(" ")}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return r;
+}
+
+/** Starts `tensormorph serve --port 0 args…`; resolves to {proc, url} once it prints its URL. */
+export function startServer(args, env) {
+  return new Promise((resolvePromise, reject) => {
+    const proc = spawn(TM_BIN, ["serve", "--port", "0", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    const timer = setTimeout(() => reject(new Error(`serve printed no URL within 300 s\n${out}\n${err}`)), 300_000);
+    proc.stdout.on("data", (d) => {
+      out += d;
+      const m = /serving \d+ checkpoint\(s\) on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise({ proc, url: m[1] });
+      }
+    });
+    proc.stderr.on("data", (d) => (err += d));
+    proc.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited early (${code})\n${out}\n${err}`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves once the server has exited. */
+export function stopServer(server) {
+  return new Promise((r) => {
+    if (server.proc.exitCode !== null || server.proc.signalCode !== null) return r();
+    const t = setTimeout(() => {
+      server.proc.kill("SIGKILL");
+      r();
+    }, 10_000);
+    server.proc.on("exit", () => {
+      clearTimeout(t);
+      r();
+    });
+    server.proc.kill("SIGTERM");
+  });
+}
+
+/** Headless Chromium with a persistent profile in `profile` (Playwright refuses --user-data-dir in args) and
+ * WebGPU enabled (a SwiftShader adapter without a GPU). */
+export function launchBrowser(chromium, chromiumPath, profile) {
+  return chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: [
+      "--no-sandbox",
+      "--disable-gpu-sandbox",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--enable-unsafe-webgpu",
+    ],
+  });
+}
+
+/** Runs main() and exits 0, or 1 naming currentStep() when it throws or exceeds limitMs. */
+export function runTest(main, currentStep, limitMs) {
+  const guard = setTimeout(() => {
+    console.error(`FAIL: timed out at step "${currentStep()}"`);
+    process.exit(1);
+  }, limitMs);
+  main().then(
+    () => {
+      clearTimeout(guard);
+      process.exit(0);
+    },
+    (e) => {
+      console.error(`FAIL (${currentStep()}): ${e.stack || e}`);
+      process.exit(1);
+    },
+  );
+}
+
+/** Checks (with the test's check) that the binary and the built web app exist. */
+export function checkBuilt(check) {
+  check(existsSync(TM_BIN), `the binary exists (${TM_BIN})`);
+  check(existsSync(join(WEB_DIST, "index.html")) && existsSync(join(WEB_DIST, "app.js")), `the web app is built (${WEB_DIST})`);
+}
+
+/** Writes the one-layer demo checkpoint into tmp/demo and indexes it; returns its folder. */
+export function demoCheckpoint(tmp, env) {
+  const demo = join(tmp, "demo");
+  for (const args of [["demo", "--out", demo, "--layers", "1"], ["index", demo]]) tm(args, env);
+  return demo;
+}
