@@ -12,14 +12,13 @@
 #include <sstream>
 #include <string>
 
-#include "core/fast_atan2.h"
+#include "core/fftw_lock.h"
 #include "core/large_buffer.h"
 #include "core/thread_pool.h"
 #include "ops/kernel_call.h"
-#include "tensormorph/op_contracts.h"
-#include "core/fftw_lock.h"
 #include "stem/simulate.h"
 #include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
 
 namespace tmorph {
 
