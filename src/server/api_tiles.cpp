@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -102,18 +104,72 @@ std::string png_bytes(const std::string& scratch_dir, const RgbaImage& image, co
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Which cells a render or a cells request asks for: the overview, a whole level, or one tile's cells.
+struct CellsQuery {
+  std::optional<uint64_t> level, x, y;
+  uint64_t slice = 0;
+  CellStat stat = CellStat::Mean;
+};
+
+CellsQuery cells_query(const httplib::Request& req) {
+  CellsQuery q;
+  q.level = uint_param(req, "level"), q.x = uint_param(req, "x"), q.y = uint_param(req, "y");
+  q.slice = uint_param(req, "slice").value_or(0);
+  if (q.x.has_value() != q.y.has_value()) throw HttpError(400, std::string("parameter '") + (q.x ? "y" : "x") + "' is required with the other");
+  if (q.x && !q.level) throw HttpError(400, "parameter 'level' is required with x and y");
+  q.stat = with_param("stat", [&] { return parse_cell_stat(text_param(req, "stat").value_or("mean")); });
+  return q;
+}
+
+// The cells of `q` (from the pyramid, or from the values through placed ops). The caller holds
+// state.render_mutex (lock order: render_mutex, then the checkpoint's mutex).
+CellSource compute_cells(const TensorRef& ref, const CellsQuery& q, const Planner& planner) {
+  SourceRequest sreq;
+  sreq.slice = q.slice;
+  if (q.level) sreq.level = static_cast<int>(*q.level);
+  if (q.x) sreq.tile = std::make_pair(*q.x, *q.y);
+  std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+  const CheckpointIndex& index = *ref.checkpoint.index;
+  const auto info = index.load_pyramid_info(ref.tensor);
+  const PyramidLayout layout = info ? info->layout : make_pyramid_layout(default_view(ref.info().shape));
+  check_position(layout, q.level.value_or(0), q.slice, q.x, q.y);
+  return cells_for(index, ref.tensor, planner, sreq);
+}
+
+// GET /api/cells/{ckpt}/{name}?[level=&[x=&y=]][&slice=][&stat=] : the values a render would colour.
+void get_cells(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const CellsQuery q = cells_query(req);
+  const auto rt = state.compute.current();
+  const Planner planner = rt->planner();
+  CellSource src;
+  {
+    std::lock_guard<std::mutex> compute_lock(state.render_mutex);
+    src = compute_cells(ref, q, planner);
+  }
+  const std::vector<double> values = cell_values(src.grid, q.stat);
+  std::string body(values.size() * sizeof(double), '\0');
+  static_assert(std::endian::native == std::endian::little, "the cells body is little-endian float64");
+  if (!values.empty()) std::memcpy(body.data(), values.data(), body.size());
+  res.set_content(std::move(body), "application/octet-stream");
+  const auto pair = [](uint64_t a, uint64_t b) { return std::to_string(a) + "," + std::to_string(b); };
+  res.set_header("X-Tensormorph-Cells", pair(src.grid.rows, src.grid.cols));
+  res.set_header("X-Tensormorph-Cell-Size", pair(src.grid.cell_rows, src.grid.cell_cols));
+  res.set_header("X-Tensormorph-Tile-Rows", pair(src.region.row_begin, src.region.row_end));
+  res.set_header("X-Tensormorph-Tile-Cols", pair(src.region.col_begin, src.region.col_end));
+  res.set_header("X-Tensormorph-Source", src.source);
+  res.set_header("X-Tensormorph-Stat", std::string(cell_stat_name(q.stat)));
+  res.set_header("Cache-Control", "no-store");
+}
+
 // GET /api/render/{ckpt}/{name}.png?level=&x=&y=&slice=&stat=&transform=&colormap=&limits=&log_floor=&format=png|json
 void get_render(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
   const CheckpointTensor& t = ref.info();
-  const auto level = uint_param(req, "level"), x = uint_param(req, "x"), y = uint_param(req, "y");
-  const uint64_t slice = uint_param(req, "slice").value_or(0);
-  if (x.has_value() != y.has_value()) throw HttpError(400, std::string("parameter '") + (x ? "y" : "x") + "' is required with the other");
-  if (x && !level) throw HttpError(400, "parameter 'level' is required with x and y");
+  const CellsQuery q = cells_query(req);
   const std::string format = format_param(req, "png");
   if (format == "binary") throw HttpError(400, "parameter 'format': expected png or json, got 'binary'");
-  const std::string stat_name = text_param(req, "stat").value_or("mean");
-  const CellStat stat = with_param("stat", [&] { return parse_cell_stat(stat_name); });
+  const CellStat stat = q.stat;
   const std::string colormap = text_param(req, "colormap").value_or("");
   if (!colormap.empty()) with_param("colormap", [&] { return &tmorph::colormap(colormap); });
   DisplayRequest display;
@@ -132,22 +188,9 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
 
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
-  SourceRequest sreq;
-  sreq.slice = slice;
-  if (level) sreq.level = static_cast<int>(*level);
-  if (x) sreq.tile = std::make_pair(*x, *y);
-  // Cells from values (below the stored levels) and the colours both run placed ops: one render at a
-  // time (lock order: render_mutex, then the checkpoint's mutex).
+  // Cells from values (below the stored levels) and the colours both run placed ops: one render at a time.
   std::lock_guard<std::mutex> compute_lock(state.render_mutex);
-  CellSource src;
-  {
-    std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
-    const CheckpointIndex& index = *ref.checkpoint.index;
-    const auto info = index.load_pyramid_info(ref.tensor);
-    const PyramidLayout layout = info ? info->layout : make_pyramid_layout(default_view(t.shape));
-    check_position(layout, level.value_or(0), slice, x, y);
-    src = cells_for(index, ref.tensor, planner, sreq);
-  }
+  const CellSource src = compute_cells(ref, q, planner);
   const std::vector<double> drawn = cell_values(src.grid, stat);
   display.colormap = colormap.empty() ? default_colormap(drawn, stat) : std::string_view(colormap);
   const CellImage img = render_cells(src.grid, stat, display, planner);
@@ -178,6 +221,8 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
 void add_tile_routes(httplib::Server& svr, ServerState& state) {
   svr.Get(R"(/api/tiles/([^/]+)/(.+))",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_tile(state, req, res); }));
+  svr.Get(R"(/api/cells/([^/]+)/(.+))",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_cells(state, req, res); }));
   svr.Get(R"(/api/render/([^/]+)/(.+)\.png)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_render(state, req, res); }));
 }

@@ -10,7 +10,7 @@ namespace tmorph::server {
 
 // GET /api/health, /api/checkpoints, /api/tensors, /api/tensors/{ckpt}/{name}.
 void add_catalog_routes(httplib::Server& svr, ServerState& state);
-// GET /api/tiles/{ckpt}/{name}, /api/render/{ckpt}/{name}.png.
+// GET /api/tiles/{ckpt}/{name}, /api/cells/{ckpt}/{name}, /api/render/{ckpt}/{name}.png.
 void add_tile_routes(httplib::Server& svr, ServerState& state);
 // GET and PUT /api/compute.
 void add_compute_routes(httplib::Server& svr, ServerState& state);

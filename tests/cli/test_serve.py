@@ -327,6 +327,60 @@ class ServeTest(unittest.TestCase):
         self.error(base + "?log_floor=0&transform=log", 400, "'log_floor'")
         self.error(base + "?format=binary", 400, "'format'")
 
+    def cells(self, query, name=EMBED):
+        code, headers, body = self.request(f"/api/cells/0/{self.q(name)}{query}")
+        self.assertEqual(code, 200, body[:300])
+        self.assertEqual(headers["content-type"], "application/octet-stream")
+        rows, cols = map(int, headers["x-tensormorph-cells"].split(","))
+        return headers, rows, cols, list(struct.unpack(f"<{len(body) // 8}d", body))
+
+    def test_cells_of_a_tile_are_the_values(self):
+        # Level-0 tile (1, 3) of EMBED holds 256 x 256 elements, one per cell: its cells are the bf16
+        # values themselves, read here from the shard at the offset the API gives.
+        detail = self.get_json("/api/tensors/0/" + self.q(EMBED))
+        headers, rows, cols, values = self.cells("?level=0&x=1&y=3")
+        self.assertEqual((rows, cols, headers["x-tensormorph-cell-size"]), (256, 256, "1,1"))
+        self.assertEqual((headers["x-tensormorph-tile-rows"], headers["x-tensormorph-tile-cols"]), ("768,1024", "256,512"))
+        self.assertEqual((headers["x-tensormorph-source"], headers["x-tensormorph-stat"]), ("values", "mean"))
+        width = detail["shape"][1]
+        with open(os.path.join(self.demo, detail["file"]), "rb") as f:
+            expected = []
+            for r in range(768, 1024):
+                f.seek(detail["offset"] + 2 * (r * width + 256))
+                raw = f.read(2 * 256)
+                expected += [struct.unpack("<f", b"\0\0" + raw[2 * i:2 * i + 2])[0] for i in range(256)]
+        self.assertEqual(values, expected)
+        _, _, _, mins = self.cells("?level=0&x=1&y=3&stat=min")
+        self.assertEqual(mins, expected)
+        _, _, _, stds = self.cells("?level=0&x=1&y=3&stat=std")
+        self.assertEqual(set(stds), {0.0})
+
+    def test_cells_of_a_level_are_its_tiles(self):
+        levels = self.get_json("/api/tensors/0/" + self.q(EMBED))["pyramid"]["levels"]
+        grid_cols, grid_rows = levels[1]["grid"]
+        headers, rows, cols, means = self.cells("?level=1")
+        self.assertEqual((rows, cols, headers["x-tensormorph-source"]), (grid_rows, grid_cols, "pyramid level 1"))
+        _, _, _, env = self.cells("?level=1&stat=envelope")
+        self.assertEqual(len(env), 2 * rows * cols)  # every cell's min, then every cell's max
+        for y in range(rows):
+            for x in range(cols):
+                _, _, body = self.request(f"/api/tiles/0/{self.q(EMBED)}?level=1&x={x}&y={y}")
+                count, nan, inf, _, mn, mx, _, total, _ = TILE_FIXED.unpack_from(body)
+                k = y * cols + x
+                self.assertEqual(means[k], total / (count - nan - inf))
+                self.assertEqual((env[k], env[rows * cols + k]), (mn, mx))
+
+    def test_cells_bad_parameters(self):
+        base = f"/api/cells/0/{self.q(EMBED)}"
+        self.error(base + "?stat=median", 400, "'stat'")
+        self.error(base + "?level=0&x=0", 400, "'y'")
+        self.error(base + "?x=0&y=0", 400, "'level'")
+        self.error(base + "?level=40", 400, "'level'")
+        self.error(base + "?level=0&x=0&y=32", 400, "'y'")
+        self.error(base + "?slice=3", 400, "'slice'")
+        self.error("/api/cells/0/no.such.tensor", 404)
+        self.error("/api/cells/7/" + self.q(EMBED), 404)
+
     # ---- compute -----------------------------------------------------------------------------------
 
     def put_compute(self, body, content_type="application/json"):
