@@ -1,11 +1,13 @@
-// tensormorph serve: opens and indexes the checkpoints named on the command line, then serves the
-// viewer and its JSON API (src/server, docs/api.md) until SIGINT or SIGTERM.
+// tensormorph serve: opens the checkpoints named on the command line, serves the viewer and its JSON API
+// (src/server, docs/api.md) until SIGINT or SIGTERM, and indexes them meanwhile, one job per checkpoint.
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <regex>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/index_access.h"
@@ -89,23 +91,42 @@ void run_serve(const ServeArgs& a) {
   state.version = TM_VERSION;
   state.known_backends = nlohmann::json::parse(kParityMatrixJson).at("backends");
   state.web_root = find_web_root(a.web_root);
-  const auto rt = state.compute.current();
+  // Opening reads every header (a damaged or missing file fails here, before serving); computing the
+  // statistics is a job per checkpoint, run in the background once the server listens.
   for (const auto& path : a.paths) {
     auto sc = std::make_unique<server::ServedCheckpoint>();
     sc->id = std::to_string(state.checkpoints.size());
     sc->path = path;
     sc->index = open_index(path, "");
-    fill_index(*sc->index, *rt, {}, false);
     const Checkpoint& c = sc->index->checkpoint();
     for (size_t i = 0; i < c.tensors.size(); ++i) sc->by_name.emplace(c.tensors[i].name, i);
+    sc->job = state.jobs.create("index", sc->id);
     state.checkpoints.push_back(std::move(sc));
-    server::add_rows(state, state.checkpoints.size() - 1);
-    std::fprintf(stderr, "tensormorph: checkpoint %s: %s (%zu tensors)\n", state.checkpoints.back()->id.c_str(), path.c_str(),
-                 c.tensors.size());
+    server::set_rows(state, state.checkpoints.size() - 1);
+    std::fprintf(stderr, "tensormorph: checkpoint %s: %s (%zu tensors; indexing is job %s)\n", state.checkpoints.back()->id.c_str(),
+                 path.c_str(), c.tensors.size(), state.checkpoints.back()->job.c_str());
   }
   std::fprintf(stderr, "tensormorph: web app: %s\n", state.web_root.empty() ? "not built (built-in page)" : state.web_root.c_str());
   const ScratchDir scratch;
   state.scratch_dir = scratch.path;
+
+  // The indexing thread: checkpoints one after the other (each job uses every core). Stopping the server
+  // cancels it; tensors already committed stay in the index.
+  std::atomic<bool> cancel{false};
+  std::thread indexer;
+  struct StopIndexing {
+    std::atomic<bool>& cancel;
+    std::thread& t;
+    ~StopIndexing() {
+      cancel = true;
+      if (t.joinable()) t.join();
+    }
+  } stop_indexing{cancel, indexer};
+  opt.on_listening = [&] {
+    indexer = std::thread([&] {
+      for (size_t k = 0; k < state.checkpoints.size() && !cancel; ++k) server::run_indexing_job(state, k, cancel);
+    });
+  };
   server::serve(state, opt);
 }
 

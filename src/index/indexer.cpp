@@ -209,7 +209,8 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
       workers.emplace_back([&, w] {
         try {
           std::vector<uint8_t> buffer(report.window_bytes);
-          while (auto i = run.next(w)) {
+          const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+          while (auto i = cancelled() ? std::nullopt : run.next(w)) {
             const auto t0 = Clock::now();
             std::optional<Pyramid> pyramid;
             StatsResult r =
@@ -245,6 +246,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
     if (failed && all_exited) break;
   }
   if (failed) std::rethrow_exception(failed);
+  report.cancelled = report.computed < progress.tensors_total;
   report.bytes = run.bytes_done.load();
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;

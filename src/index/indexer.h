@@ -9,6 +9,7 @@
 // StatsStream), whose pages are released afterwards.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,6 +33,9 @@ struct IndexingOptions {
   bool pyramids = true;                     // build each dense tensor's statistics pyramid in the same pass
   // Called on the calling thread, about ten times a second and once at the end.
   std::function<void(const IndexingProgress&)> progress;
+  // When set and it becomes true, workers take no further tensor; those in progress complete and are
+  // committed, and the run returns with `cancelled` (what was committed stays valid).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct IndexingReport {
@@ -43,6 +47,7 @@ struct IndexingReport {
   unsigned workers = 0;
   uint64_t window_bytes = 0;     // per worker: bytes per read (the buffer the kernels run on)
   uint64_t readahead_bytes = 0;  // per worker: how far ahead of the current read the kernel is asked to read
+  bool cancelled = false;        // options.cancel was set before every tensor was taken
 };
 
 IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options);

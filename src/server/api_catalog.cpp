@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <mutex>
+#include <shared_mutex>
 #include <tuple>
 
 #include "ops/placement_json.h"
@@ -16,6 +18,25 @@ namespace tmorph::server {
 namespace {
 
 constexpr uint64_t kDefaultLimit = 10000, kMaxLimit = 100000;
+
+const char* phase_name(ServedCheckpoint::Phase p) {
+  switch (p) {
+    case ServedCheckpoint::Phase::Indexing: return "indexing";
+    case ServedCheckpoint::Phase::Ready: return "ready";
+    case ServedCheckpoint::Phase::Failed: return "failed";
+  }
+  return "";
+}
+
+nlohmann::json index_state_json(const ServerState& state, const ServedCheckpoint& sc) {
+  const auto phase = sc.phase.load();
+  nlohmann::json j = {{"persisted", sc.index->report().persisted}, {"state", phase_name(phase)}, {"job", sc.job}};
+  if (phase == ServedCheckpoint::Phase::Failed) j["error"] = sc.failure;
+  if (const auto job = state.jobs.find(sc.job); job && phase == ServedCheckpoint::Phase::Indexing)
+    j["progress"] = {{"bytes_done", job->bytes_done}, {"bytes_total", job->bytes_total},
+                     {"tensors_done", job->tensors_done}, {"tensors_total", job->tensors_total}};
+  return j;
+}
 
 nlohmann::json checkpoints_json(const ServerState& state) {
   nlohmann::json list = nlohmann::json::array();
@@ -35,7 +56,7 @@ nlohmann::json checkpoints_json(const ServerState& state) {
                     {"tensor_count", c.tensors.size()},
                     {"parameters", parameters},
                     {"bytes", bytes},
-                    {"index", {{"persisted", sc->index->report().persisted}}}});
+                    {"index", index_state_json(state, *sc)}});
   }
   return {{"checkpoints", list}};
 }
@@ -53,6 +74,7 @@ void list_tensors(const ServerState& state, const httplib::Request& req, httplib
   if (limit > kMaxLimit) throw HttpError(400, "parameter 'limit': at most " + std::to_string(kMaxLimit));
   if (q.size() > 1024) throw HttpError(400, "parameter 'q': longer than 1024 bytes");
 
+  std::shared_lock<std::shared_mutex> rows_lock(state.rows_mutex);
   std::vector<const TensorRow*> rows;
   for (const auto& r : state.rows)
     if (q.empty() || r.name.find(q) != std::string::npos) rows.push_back(&r);
@@ -83,6 +105,7 @@ void tensor_detail(ServerState& state, const httplib::Request& req, httplib::Res
   j["stats"] = stats ? stats_json(*stats) : nlohmann::json(nullptr);
   j["placement"] = stats ? placements_json(stats->placement) : nlohmann::json::array();
   if (!stats) {
+    std::shared_lock<std::shared_mutex> rows_lock(state.rows_mutex);
     for (const auto& r : state.rows)
       if (&*state.checkpoints[r.checkpoint] == &ref.checkpoint && r.tensor == ref.tensor)
         j["unavailable"] = r.summary.value("unavailable", "");

@@ -67,6 +67,7 @@ void configure(httplib::Server& svr, ServerState& state, const ServeOptions& o) 
   add_catalog_routes(svr, state);
   add_tile_routes(svr, state);
   add_compute_routes(svr, state);
+  add_job_routes(svr, state);
   add_static_routes(svr, state);
 }
 
@@ -101,6 +102,7 @@ void serve(ServerState& state, const ServeOptions& o) {
     listener_done = true;
     on_stop_signal(0);  // wakes the loop below when listening ended by itself
   });
+  if (o.on_listening) o.on_listening();
   std::string url = "http://" + url_host(o.host) + ":" + std::to_string(port) + "/";
   if (!o.token.empty()) url += "?token=" + o.token;
   std::printf("tensormorph: serving %zu checkpoint(s) on %s\n", state.checkpoints.size(), url.c_str());
@@ -111,6 +113,7 @@ void serve(ServerState& state, const ServeOptions& o) {
   }
   // stop() is a no-op until the listener has started listening, and may be called only once.
   while (!listener_done && !svr.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  state.jobs.shutdown();  // ends the event streams, which would otherwise hold their workers
   if (!listener_done) svr.stop();
   listener.join();
   sigaction(SIGINT, &old_int, nullptr);

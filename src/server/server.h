@@ -7,6 +7,7 @@
 // pixel limit.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "server/server_state.h"
@@ -18,6 +19,7 @@ struct ServeOptions {
   int port = 8765;        // 0: a free port, printed
   std::string token;      // empty: none (then host must be loopback)
   unsigned threads = 0;   // worker threads; 0: max(8, 2 x cores), at most 64
+  std::function<void()> on_listening;  // called once bound, before the URL is printed (starts the jobs)
 };
 
 // Binds, prints "tensormorph: serving on URL" (the URL carries ?token= when there is one) on stdout,

@@ -1,5 +1,9 @@
 #include "server/server_state.h"
 
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/index_access.h"
 #include "server/http_util.h"
 #include "server/stats_json.h"
 #include "ops/tensor_stats.h"
@@ -24,13 +28,27 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
     if (c->id != ckpt) continue;
     const auto it = c->by_name.find(name);
     if (it == c->by_name.end()) throw HttpError(404, "checkpoint " + ckpt + " has no tensor named '" + name + "'");
-    return {*c, it->second};
+    switch (c->phase.load()) {
+      case ServedCheckpoint::Phase::Ready: return {*c, it->second};
+      case ServedCheckpoint::Phase::Indexing: {
+        const auto job = state.jobs.find(c->job);
+        std::string done;
+        if (job && job->bytes_total)
+          done = ", " + std::to_string(100 * job->bytes_done / job->bytes_total) + "% of " + std::to_string(job->bytes_total) + " bytes";
+        throw HttpError(503, "checkpoint " + ckpt + " is being indexed (job " + c->job + done +
+                                 "; GET /api/jobs/" + c->job + "/events follows it): try again when it is done");
+      }
+      case ServedCheckpoint::Phase::Failed:
+        throw HttpError(500, "checkpoint " + ckpt + " could not be indexed: " + c->failure);
+    }
   }
   throw HttpError(404, "no checkpoint with id '" + ckpt + "' (see /api/checkpoints)");
 }
 
-void add_rows(ServerState& state, size_t checkpoint) {
+void set_rows(ServerState& state, size_t checkpoint) {
   const ServedCheckpoint& sc = *state.checkpoints[checkpoint];
+  const bool indexing = sc.phase.load() == ServedCheckpoint::Phase::Indexing;
+  std::vector<TensorRow> rows;
   const Checkpoint& c = sc.index->checkpoint();
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
@@ -46,9 +64,45 @@ void add_rows(ServerState& state, size_t checkpoint) {
     } else {
       row.summary["stats"] = nullptr;
       const auto why = unreadable_reason(t, planner);
-      row.summary["unavailable"] = why ? *why : std::string("not indexed");
+      row.summary["unavailable"] = why ? *why : std::string(indexing ? "being indexed (job " + sc.job + ")" : "not indexed");
     }
-    state.rows.push_back(std::move(row));
+    rows.push_back(std::move(row));
+  }
+  std::unique_lock<std::shared_mutex> lock(state.rows_mutex);
+  std::erase_if(state.rows, [&](const TensorRow& r) { return r.checkpoint == checkpoint; });
+  // Checkpoint order: before the first row of a later checkpoint.
+  const auto at = std::find_if(state.rows.begin(), state.rows.end(), [&](const TensorRow& r) { return r.checkpoint > checkpoint; });
+  state.rows.insert(at, std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+}
+
+void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<bool>& cancel) {
+  ServedCheckpoint& sc = *state.checkpoints[checkpoint];
+  try {
+    const auto rt = state.compute.current();
+    IndexingOptions opt = cli::indexing_options(*rt, {}, true);
+    opt.cancel = &cancel;
+    opt.progress = [&](const IndexingProgress& p) {
+      state.jobs.progress(sc.job, p.bytes_done, p.bytes_total, p.tensors_done, p.tensors_total, p.seconds);
+    };
+    std::unique_lock<std::mutex> lock(sc.mutex);
+    const IndexingReport r = index_checkpoint(*sc.index, rt->planner(), opt);
+    if (r.cancelled) {
+      state.jobs.finish(sc.job, "cancelled", "", nullptr);
+      return;  // the server is stopping: the checkpoint stays "indexing"
+    }
+    sc.phase = ServedCheckpoint::Phase::Ready;
+    set_rows(state, checkpoint);
+    lock.unlock();
+    state.jobs.finish(sc.job, "done", "",
+                      {{"computed", r.computed}, {"already_indexed", r.already_indexed}, {"unavailable", r.unavailable},
+                       {"bytes", r.bytes}, {"seconds", r.seconds}, {"workers", r.workers}});
+    std::fprintf(stderr, "tensormorph: checkpoint %s indexed: %zu tensor(s) computed, %zu already in the index, %.2f s\n",
+                 sc.id.c_str(), r.computed, r.already_indexed, r.seconds);
+  } catch (const std::exception& e) {
+    sc.failure = e.what();
+    sc.phase = ServedCheckpoint::Phase::Failed;
+    state.jobs.finish(sc.job, "failed", e.what(), nullptr);
+    std::fprintf(stderr, "tensormorph: checkpoint %s could not be indexed: %s\n", sc.id.c_str(), e.what());
   }
 }
 

@@ -1,17 +1,21 @@
 // What every request handler of `tensormorph serve` shares: the checkpoints opened at start (fixed for
-// the server's life, each with its complete index) and the compute runtime (replaced whole when
-// PUT /api/compute changes the saved constraints).
+// the server's life; each indexed by a background job while the server already answers), the jobs,
+// and the compute runtime (replaced whole when PUT /api/compute changes the saved constraints).
 //
 // Threading: handlers run on the HTTP server's fixed pool. A checkpoint's index (one SQLite
-// connection) is used under that checkpoint's mutex; placed display ops run one at a time under
-// render_mutex (a backend promises nothing about concurrent calls). Everything else is read-only
-// after start. Lock order: render_mutex before a checkpoint's mutex.
+// connection) is used under that checkpoint's mutex, which its indexing job holds for the whole job;
+// requests that need the index of a checkpoint still indexing are refused (503) without waiting.
+// Placed display ops run one at a time under render_mutex (a backend promises nothing about concurrent
+// calls). `rows` are read under a shared lock of rows_mutex and replaced per checkpoint when its
+// indexing ends. Lock order: render_mutex, then a checkpoint's mutex, then rows_mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +24,7 @@
 
 #include "cli/runtime.h"
 #include "index/checkpoint_index.h"
+#include "server/jobs.h"
 
 namespace tmorph::server {
 
@@ -28,9 +33,13 @@ namespace tmorph::server {
 struct ServedCheckpoint {
   std::string id;                          // "0", "1", ... in command-line order
   std::string path;                        // as given on the command line
-  std::unique_ptr<CheckpointIndex> index;  // every tensor indexed before serving starts
+  std::unique_ptr<CheckpointIndex> index;  // opened at start; completed by the job `job`
   std::unordered_map<std::string, size_t> by_name;  // tensor name -> index into checkpoint().tensors
   mutable std::mutex mutex;                // guards index (its SQLite connection)
+  enum class Phase { Indexing, Ready, Failed };
+  std::atomic<Phase> phase{Phase::Indexing};
+  std::string job;      // the id of its indexing job
+  std::string failure;  // why indexing failed; written before phase becomes Failed
 };
 
 // One row of GET /api/tensors, built once at start from the index.
@@ -65,6 +74,8 @@ struct ServerState {
   explicit ServerState(RuntimeFactory factory) : compute(std::move(factory)) {}
   std::vector<std::unique_ptr<ServedCheckpoint>> checkpoints;
   std::vector<TensorRow> rows;  // every tensor of every checkpoint, in checkpoint then file order
+  mutable std::shared_mutex rows_mutex;
+  JobRegistry jobs;
   ComputeHolder compute;
   std::mutex render_mutex;  // held for a whole render (cells and colours)
   std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
@@ -75,7 +86,8 @@ struct ServerState {
   nlohmann::json known_backends = nlohmann::json::object();
 };
 
-// The tensor `name` of the checkpoint with id `ckpt`; throws HttpError 404 naming what is unknown.
+// The tensor `name` of the checkpoint with id `ckpt`; throws HttpError 404 naming what is unknown, 503
+// while the checkpoint is being indexed (naming its job), 500 when its indexing failed.
 struct TensorRef {
   ServedCheckpoint& checkpoint;
   size_t tensor;
@@ -83,8 +95,14 @@ struct TensorRef {
 };
 TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::string& name);
 
-// Adds checkpoints[i]'s tensors to state.rows (statistics from its index; unreadable tensors get
-// "stats": null and "unavailable"). Called once per checkpoint at start.
-void add_rows(ServerState& state, size_t checkpoint);
+// Sets checkpoints[i]'s tensors in state.rows (statistics from its index; tensors without get
+// "stats": null and "unavailable": why, or that they are being indexed). The caller holds the
+// checkpoint's mutex, or no job runs on it yet.
+void set_rows(ServerState& state, size_t checkpoint);
+
+// The indexing job of checkpoints[i] (its job id already assigned): computes what the index lacks with
+// progress reported to state.jobs, then sets its rows and phase. Stops early when `cancel` turns true.
+// Never throws: a failure is the job's and the checkpoint's state.
+void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<bool>& cancel);
 
 }  // namespace tmorph::server

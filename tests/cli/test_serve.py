@@ -48,7 +48,7 @@ def write_small_safetensors(path):
 class Server:
     """A `tensormorph serve` process on a free port; url is what it printed."""
 
-    def __init__(self, args, env):
+    def __init__(self, args, env, wait_indexed=True):
         self.proc = subprocess.Popen([TM_BIN, "serve", "--port", "0"] + args, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.lines = []
@@ -63,8 +63,29 @@ class Server:
                 self.url = m.group(1)
                 parsed = urllib.parse.urlsplit(self.url)
                 self.host, self.port = parsed.hostname, parsed.port
+                if wait_indexed:
+                    self.wait_indexed(deadline)
                 return
         raise AssertionError("serve printed no URL")
+
+    def jobs(self):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.request("GET", "/api/jobs", headers=getattr(self, "auth", {}))
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 200, (r.status, body[:300])
+            return json.loads(body)["jobs"]
+        finally:
+            conn.close()
+
+    def wait_indexed(self, deadline):
+        """Until every indexing job has ended (the server answers while it indexes)."""
+        while time.time() < deadline:
+            if all(j["state"] != "running" for j in self.jobs()):
+                return
+            time.sleep(0.05)
+        raise AssertionError("indexing did not finish: " + json.dumps(self.jobs()))
 
     def stop(self):
         """SIGTERM; returns (exit code, remaining stdout)."""
@@ -526,6 +547,121 @@ class ServeTest(unittest.TestCase):
         self.assertIn("server stopped", out)
 
 
+def read_events(conn, path, timeout=300):
+    """The Server-Sent Events of GET path, as (event, data JSON) pairs, until the server ends the stream."""
+    conn.request("GET", path)
+    r = conn.getresponse()
+    assert r.status == 200, (r.status, r.read()[:300])
+    assert r.getheader("Content-Type").startswith("text/event-stream"), r.getheaders()
+    events, name, data = [], None, None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = r.readline()  # chunked transfer decoded by http.client
+        if not line:
+            return events
+        line = line.decode().rstrip("\n")
+        if line.startswith(":"):  # a comment: the stream's heartbeat
+            continue
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+        elif line == "" and name is not None:
+            events.append((name, data))
+            name, data = None, None
+    raise AssertionError("the event stream did not end")
+
+
+class JobsTest(unittest.TestCase):
+    """Indexing runs as a job while the server already answers: its progress as an event stream, the
+    checkpoint refused (503) until it is indexed, a clean stop in the middle, and a restart that keeps
+    what was committed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-serve-jobs-")
+        cls.env = dict(os.environ)
+        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
+        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.demo = os.path.join(cls.tmp, "demo")
+        r = subprocess.run([TM_BIN, "demo", "--out", cls.demo, "--layers", "8", "--hidden", "1024", "--intermediate", "2816",
+                            "--json"], capture_output=True, text=True, env=cls.env, timeout=300)
+        assert r.returncode == 0, r.stderr
+
+    def conn(self, s):
+        return http.client.HTTPConnection(s.host, s.port, timeout=60)
+
+    def get(self, s, path):
+        c = self.conn(s)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def test_a_stop_while_indexing_then_resume(self):
+        s = Server([self.demo], self.env, wait_indexed=False)
+        code, out = s.stop()
+        self.assertEqual(code, 0)
+        self.assertIn("server stopped", out)
+        s = Server([self.demo], self.env, wait_indexed=False)
+        try:
+            c = self.conn(s)
+            events = read_events(c, "/api/jobs/0/events")
+            c.close()
+            self.assertEqual(events[-1][0], "done", events[-1])
+            report = events[-1][1]["report"]
+            self.assertEqual(report["computed"] + report["already_indexed"], 75)
+            print(f"\nresumed: {report['already_indexed']} tensor(s) kept from the stopped run, {report['computed']} computed")
+        finally:
+            s.stop()
+
+    def test_b_progress_stream_and_refusals_while_indexing(self):
+        for var in ("XDG_CACHE_HOME",):  # a fresh index: everything is computed while we watch
+            self.env[var] = tempfile.mkdtemp(prefix="tm-serve-cache-", dir=self.tmp)
+        s = Server([self.demo], self.env, wait_indexed=False)
+        try:
+            code, body = self.get(s, "/api/tensors/0/model.embed_tokens.weight")
+            c = self.conn(s)
+            events = read_events(c, "/api/jobs/0/events")
+            c.close()
+            if code == 503:
+                self.assertIn("being indexed", json.loads(body)["error"])
+            else:
+                self.assertEqual(code, 200, body[:300])  # indexing was already over
+            self.assertGreaterEqual(len(events), 1)
+            names = [e for e, _ in events]
+            self.assertTrue(all(n == "progress" for n in names[:-1]), names)
+            self.assertEqual(names[-1], "done", events[-1])
+            versions = [d["version"] for _, d in events]
+            self.assertEqual(versions, sorted(set(versions)))
+            done_bytes = [d["bytes_done"] for _, d in events]
+            self.assertEqual(done_bytes, sorted(done_bytes))
+            last = events[-1][1]
+            self.assertEqual((last["state"], last["kind"], last["checkpoint"], last["error"]), ("done", "index", "0", None))
+            self.assertEqual(last["tensors_done"], last["tensors_total"])
+            self.assertEqual(last["bytes_done"], last["bytes_total"])
+            self.assertEqual(last["report"]["computed"], last["tensors_total"])
+            print(f"\nindexing stream: {len(events)} event(s), {last['bytes_total']} bytes in {last['seconds']:.2f} s")
+            # Finished: the same stream gives the final event at once and ends; the job and checkpoint say so.
+            c = self.conn(s)
+            again = read_events(c, "/api/jobs/0/events", timeout=30)
+            c.close()
+            self.assertEqual([e for e, _ in again], ["done"])
+            code, body = self.get(s, "/api/jobs/0")
+            self.assertEqual((code, json.loads(body)["state"]), (200, "done"))
+            code, body = self.get(s, "/api/checkpoints")
+            self.assertEqual(json.loads(body)["checkpoints"][0]["index"]["state"], "ready")
+            code, body = self.get(s, "/api/tensors/0/model.embed_tokens.weight")
+            self.assertEqual(code, 200, body[:300])
+            self.assertEqual(self.get(s, "/api/jobs/7")[0], 404)
+            self.assertEqual(self.get(s, "/api/jobs/7/events")[0], 404)
+        finally:
+            s.stop()
+
+
 class TokenTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -557,7 +693,7 @@ class TokenTest(unittest.TestCase):
 
     def test_token_required_on_every_request(self):
         token = "s3cret-token-123"
-        s = Server([self.small, "--token", token], self.env)
+        s = Server([self.small, "--token", token], self.env, wait_indexed=False)
         try:
             self.assertTrue(s.url.endswith("?token=" + token), s.url)
             for path in ("/api/health", "/api/tensors", "/", "/api/tiles/0/plain?level=0&x=0&y=0", "/nothing"):
@@ -578,7 +714,7 @@ class TokenTest(unittest.TestCase):
             self.assertEqual(code, 0)
 
     def test_generated_token(self):
-        s = Server([self.small, "--generate-token"], self.env)
+        s = Server([self.small, "--generate-token"], self.env, wait_indexed=False)
         try:
             token = urllib.parse.parse_qs(urllib.parse.urlsplit(s.url).query)["token"][0]
             self.assertRegex(token, "^[0-9a-f]{32}$")

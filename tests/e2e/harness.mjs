@@ -63,8 +63,31 @@ export function tm(args, env) {
   return r;
 }
 
+/** Resolves once no indexing job of the server at `url` (as printed, ?token= included) is running. */
+export async function waitIndexed(url, limitMs = 300_000) {
+  const jobs = new URL("api/jobs", url);
+  jobs.search = new URL(url).search;
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const r = await fetch(jobs);
+    if (!r.ok) throw new Error(`GET ${jobs.pathname}: ${r.status} ${await r.text()}`);
+    const running = (await r.json()).jobs.filter((j) => j.state === "running");
+    if (!running.length) return;
+    if (Date.now() > deadline) throw new Error(`indexing did not finish: ${JSON.stringify(running)}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+/** Starts `tensormorph serve --port 0 args…`; resolves to {proc, url} once it prints its URL and has indexed
+ * every checkpoint (serve answers while its indexing jobs run; the tests want the indexed state). */
+export async function startServer(args, env) {
+  const server = await startServing(args, env);
+  await waitIndexed(server.url);
+  return server;
+}
+
 /** Starts `tensormorph serve --port 0 args…`; resolves to {proc, url} once it prints its URL. */
-export function startServer(args, env) {
+export function startServing(args, env) {
   return new Promise((resolvePromise, reject) => {
     const proc = spawn(TM_BIN, ["serve", "--port", "0", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
