@@ -49,6 +49,25 @@ export interface CheckpointInfo {
   tensor_count: number;
   parameters: number;
   bytes: number;
+  /** Its index: "indexing" until its job (index.job) is done, then "ready"; "failed" with error. */
+  index?: { persisted: boolean; state?: "indexing" | "ready" | "failed"; job?: string; error?: string };
+}
+
+/** A long-running job of the server (GET /api/jobs; docs/api.md "Jobs"). */
+export interface Job {
+  id: string;
+  kind: string;
+  checkpoint: string;
+  state: "running" | "done" | "failed" | "cancelled";
+  version: number;
+  bytes_done: number;
+  bytes_total: number;
+  tensors_done: number;
+  tensors_total: number;
+  seconds: number;
+  bytes_per_s: number;
+  error: string | null;
+  report: Record<string, number> | null;
 }
 
 /** One part of a packed (safetensors) quantized tensor; `file` is the file's name. */
@@ -334,6 +353,7 @@ export const api = {
   tile: (ckpt: string, name: string, level: number, x: number, y: number, slice: number) =>
     getJson<TileJson>(tensorPath("tiles", ckpt, name), { level, x, y, slice, format: "json" }),
   compute: () => getJson<ComputeDoc>("/api/compute"),
+  jobs: () => getJson<{ jobs: Job[] }>("/api/jobs"),
   /** Saves constraints: a field left out keeps its saved value, an empty list removes that setting. */
   putCompute: (body: Partial<ComputeConstraints>) => putJson<ComputeDoc>("/api/compute", body),
 };

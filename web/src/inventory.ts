@@ -2,10 +2,13 @@
 // #checkpoints: a sharded checkpoint lists each shard), a search box, and every tensor of GET /api/tensors
 // either as a tree of layers / blocks (inventory_tree.ts, the default) or as a flat sortable list
 // (inventory_list.ts). The buttons #view-tree / #view-list switch (the route says which, so it can be
-// linked). Both responses and the tree are fetched / built once and kept for later visits.
+// linked). Both responses and the tree are fetched / built once and kept for later visits, except while a
+// checkpoint is still being indexed: then #indexing (jobs.ts) shows its progress, and when every job has
+// ended the page fetches the rows again (their statistics are there now) and redraws.
 import { api, type CheckpointInfo, type TensorRow } from "./api";
 import { el } from "./dom";
 import { fmtBytes, fmtInt } from "./format";
+import { indexingPanel } from "./jobs";
 import { listView, MAX_ROWS } from "./inventory_list";
 import { MAX_LINES, treeView } from "./inventory_tree";
 import { buildTree, type Tree } from "./tree";
@@ -88,6 +91,11 @@ export async function renderInventory(root: HTMLElement, choice?: InventoryView)
   const rows = state.rows;
   const tree = state.tree as Tree;
   checkpointsBox.append(checkpointsTable(state.checkpoints));
+  const indexing = indexingPanel(state.checkpoints, () => {
+    state.rows = state.checkpoints = state.tree = null;
+    if (root.contains(holder)) void renderInventory(root);
+  });
+  if (indexing) checkpointsBox.append(indexing);
 
   const view = state.view === "tree" ? treeView(tree) : listView(rows);
   holder.append(view.element);

@@ -1,9 +1,10 @@
 // The viewer's entry: a hash router between the inventory (#/; #/tree, #/list choose its view), a tensor page
 // (#/tensor/{checkpoint}/{name}) and the Compute panel (#/compute), with every error shown in the banner.
-import { api } from "./api";
+import { api, ApiError } from "./api";
 import { renderComputePanel } from "./compute_panel";
-import { clearErrors, showError } from "./dom";
+import { clearErrors, el, showError } from "./dom";
 import { renderInventory } from "./inventory";
+import { indexingPanel } from "./jobs";
 import { renderTensorPage } from "./tensor_page";
 import { gpuColorizer } from "./webgpu/colorize";
 import { exposeDisplay } from "./webgpu/display";
@@ -34,6 +35,7 @@ async function navigate(): Promise<void> {
     }
   } catch (e) {
     if (seq !== route) return;
+    if (m && e instanceof ApiError && e.status === 503 && (await showIndexing(decodeURIComponent(m[1]), seq))) return;
     showError(e, compute ? "cannot list the compute backends" : m ? "cannot open the tensor" : "cannot list the tensors");
     if (!root.textContent?.trim() || root.querySelector(".status")) {
       root.replaceChildren();
@@ -43,6 +45,17 @@ async function navigate(): Promise<void> {
       root.append(p);
     }
   }
+}
+
+/** A tensor of a checkpoint still being indexed: its progress, then the page again once indexed. */
+async function showIndexing(ckpt: string, seq: number): Promise<boolean> {
+  const cks = (await api.checkpoints()).checkpoints.filter((c) => c.id === ckpt);
+  const panel = indexingPanel(cks, () => {
+    if (seq === route) void navigate();
+  });
+  if (!panel || seq !== route) return false;
+  root.replaceChildren(el("p", { class: "notice" }, "This checkpoint is still being indexed; the tensor opens when it is done."), panel);
+  return true;
 }
 
 window.addEventListener("error", (ev) => showError(ev.error ?? ev.message, "unexpected error"));

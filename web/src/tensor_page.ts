@@ -3,7 +3,8 @@
 // (quant_facts.ts), exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name}),
 // the heatmap of its statistics pyramid, and the placement reports: where the last render's ops ran (the
 // server's X-Tensormorph-Placement header / render JSON `placement`) and where the index computed the
-// statistics (the detail's `placement`).
+// statistics (the detail's `placement`); below them, when the name has a layer number, the same tensor in
+// every layer (strips.ts).
 import { api, num, onPlacement, tensorPath, type CheckpointInfo, type DetailStats, type Placement, type TensorDetail } from "./api";
 import { el, showError } from "./dom";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
@@ -11,6 +12,7 @@ import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
 import { isFallback, placementTable, reasonText } from "./placement";
 import { quantizationView } from "./quant_facts";
+import { layerStrips } from "./strips";
 import { TileStatsPanel } from "./webgpu/tile_panel";
 
 /**
@@ -130,6 +132,8 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   if (t.stats?.histogram) right.append(el("h3", {}, "Histogram"), histogramView(t.stats.histogram));
   right.append(el("h3", {}, "Heatmap"));
   root.replaceChildren(back, title, el("div", { class: "tensor-layout" }, left, right));
+  const strips = layerStrips(ckpt, t.name); // "Across layers": the same role in every layer (strips.ts)
+  if (strips) root.append(strips);
   if (t.pyramid) {
     const tilePanel = new TileStatsPanel(ckpt, t.name, t.pyramid);
     const heatmap = new Heatmap({
