@@ -127,6 +127,9 @@ async function main() {
     step = "browser";
     const profile = join(tmp, "chromium-profile");
     context = await launchBrowser(chromium, chromiumPath, profile);
+    // This test checks the server's render placements (display.colorize where the constraints put it): the
+    // heatmap's "Colour on" is forced to "server" (the page's WebGPU path is tests/e2e/heatmap.test.mjs').
+    await context.addInitScript(() => localStorage.setItem("tm.heatmap.colourOn", "server"));
     const page = context.pages()[0] ?? (await context.newPage());
     const pageErrors = [];
     page.on("pageerror", (e) => pageErrors.push(String(e)));

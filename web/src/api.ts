@@ -256,7 +256,7 @@ export function apiUrl(path: string, params: Params = {}): string {
 }
 
 /** The API path of a tensor: /api/{kind}/{ckpt}/{name}{suffix}, the name one encoded segment. */
-export function tensorPath(kind: "tensors" | "tiles" | "render", ckpt: string, name: string, suffix = ""): string {
+export function tensorPath(kind: "tensors" | "tiles" | "cells" | "render", ckpt: string, name: string, suffix = ""): string {
   return `/api/${kind}/${encodeURIComponent(ckpt)}/${encodeURIComponent(name)}${suffix}`;
 }
 
@@ -275,6 +275,15 @@ const placementListeners = new Set<(ev: PlacementEvent) => void>();
 export function onPlacement(listener: (ev: PlacementEvent) => void): () => void {
   placementListeners.add(listener);
   return () => placementListeners.delete(listener);
+}
+
+/**
+ * Publishes a placement report of work the page itself did (e.g. the heatmap colouring cells on the page's
+ * WebGPU adapter) as if `path` had reported it, so every listener (the tensor page's "placement of the last
+ * render", the Compute panel's "last run") shows where that work actually ran.
+ */
+export function reportPlacement(path: string, placement: Placement[]): void {
+  publishPlacement(path, placement);
 }
 
 function publishPlacement(url: string, placement: unknown): void {
@@ -343,6 +352,12 @@ export async function putJson<T>(path: string, body: unknown): Promise<T> {
 
 export async function getBlob(path: string, params: Params = {}, signal?: AbortSignal): Promise<Blob> {
   return (await request(apiUrl(path, params), signal)).blob();
+}
+
+/** A binary body and the response's headers (GET /api/cells: float64 values and their geometry). */
+export async function getBinary(path: string, params: Params = {}, signal?: AbortSignal): Promise<{ buffer: ArrayBuffer; headers: Headers }> {
+  const res = await request(apiUrl(path, params), signal);
+  return { buffer: await res.arrayBuffer(), headers: res.headers };
 }
 
 export const api = {

@@ -1,24 +1,32 @@
-// A zoomable, pannable heatmap of one tensor on a <canvas>, streamed as PNG tiles of its statistics
-// pyramid (GET /api/render/{ckpt}/{name}.png?level=L&x=X&y=Y): a level-L tile covers tile_size · 2^L
-// elements per side, drawn as up to 256 cells per side, so the level is chosen from the zoom such that a
-// cell is about one screen pixel. Wheel zooms about the cursor, drag pans, hovering shows the exact
-// statistics of the level-L tile under the cursor (GET /api/tiles/…&format=json).
-import { getBlob, tensorPath, type Pyramid } from "./api";
+// A zoomable, pannable heatmap of one tensor on a <canvas>, streamed as tiles of its statistics pyramid: a
+// level-L tile covers tile_size · 2^L elements per side, drawn as up to 256 cells per side, so the level is
+// chosen from the zoom such that a cell is about one screen pixel. Each tile is coloured on one of two paths
+// (heatmap_tiles.ts): on the page's WebGPU adapter from the raw cell values (GET /api/cells/…) when one
+// exists, else by the server (GET /api/render/….png?level=L&x=X&y=Y); "Colour on: auto | page | server"
+// chooses (remembered in localStorage, ?colour= overrides). The canvas carries data-colour-path ("webgpu" /
+// "server") and data-adapter. Overlays (overlay.ts: tile grid, quantization blocks, file legend) are drawn
+// after the tiles. Wheel zooms about the cursor, drag pans, hovering shows the exact statistics of the
+// level-L tile under the cursor (GET /api/tiles/…&format=json). window.tmHeatmap exposes the drawn tiles'
+// pixels and the draw times for tests (tests/e2e/heatmap.test.mjs).
+import { api, type Pyramid, type Quantization } from "./api";
 import { el, describeError } from "./dom";
 import { fmt } from "./format";
+import { ColourPathControl } from "./colour_path";
+import { bitmapPixels, CellValuesCache, loadPageTile, loadServerTile, OVERVIEW, type TileImage } from "./heatmap_tiles";
 import { resolveScale, type Resolved, type Style } from "./limits";
+import { drawColourBar, drawOverlay, quantBlockCols } from "./overlay";
 import { TileReadout } from "./readout";
+import { colormapTable } from "./webgpu/colormap_tables";
 
 const STATS = ["mean", "min", "max", "abs_max", "std", "envelope"];
 const TRANSFORMS = ["linear", "log", "signed-log"];
 const LIMITS = ["robust", "full"];
 const COLORMAPS = ["auto", "viridis", "RdBu_r", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "seismic", "coolwarm", "twilight"];
-const BAR_WIDTH = 24; // right of the cells: an 8-pixel gap and a 16-pixel colour bar (src/render/cell_image.h)
 const CELLS_PER_TILE = 256;
 const MAX_TILES = 30; // visible tiles per view; coarser levels are used beyond this
 const CONCURRENCY = 3;
 const CACHE_LIMIT = 400;
-const OVERVIEW = -1; // the level of the overview image (the whole slice, at most 1024 cells per side)
+const DRAW_TIMES = 600; // draw durations kept for window.tmHeatmap.drawTimes()
 
 export interface HeatmapOptions {
   ckpt: string;
@@ -27,18 +35,15 @@ export interface HeatmapOptions {
   onError: (e: unknown, context: string) => void;
   /** Called with each style's resolved colour scale (the tile-statistics panel, webgpu/tile_panel.ts). */
   onScale?: (style: Style, resolved: Resolved) => void;
+  /** The tensor's file (shard) and quantization for the overlay; fetched from the detail when absent. */
+  file?: string;
+  quantization?: Quantization | null;
 }
 
-interface TileImage {
-  bitmap: ImageBitmap;
-  level: number;
-  cellArea: number; // elements per cell: coarse images are drawn first, finer ones over them
-  r0: number;
-  c0: number;
-  rowsCovered: number; // elements the cell area spans (the last cell may run past the edge)
-  colsCovered: number;
-  srcW: number;
-  srcH: number;
+declare global {
+  interface Window {
+    tmHeatmap?: unknown;
+  }
 }
 
 export class Heatmap {
@@ -75,6 +80,13 @@ export class Heatmap {
   private drawScheduled = false;
   private drag: { x: number; y: number; ox: number; oy: number; moved: boolean } | null = null;
   private legendKey = "";
+  private readonly colour: ColourPathControl;
+  private readonly cells = new CellValuesCache();
+  private overlayTiles = false;
+  private overlayBlocks = false;
+  private overlayLegend = "";
+  private blockCols = 0;
+  private readonly drawTimes: number[] = [];
 
   constructor(opts: HeatmapOptions) {
     this.opts = opts;
@@ -90,6 +102,10 @@ export class Heatmap {
     this.legendLo = el("div", { class: "legend-label" });
     this.readout = new TileReadout(opts.ckpt, opts.name, p.view.slices);
     this.status = el("div", { class: "heatmap-status", id: "heatmap-status" });
+    this.colour = new ColourPathControl(this.canvas, () => {
+      this.queue = []; // images of the other path are not wanted any more
+      this.scheduleDraw();
+    });
     const legendBox = el("div", { class: "legend-box" }, this.legendHi, this.legend, this.legendLo);
     this.element = el(
       "div",
@@ -101,6 +117,43 @@ export class Heatmap {
     );
     this.bindPointer();
     new ResizeObserver(() => this.resize()).observe(this.canvas);
+    void this.overlayFacts();
+    this.exposeProbe();
+  }
+
+  // ---- overlays (overlay.ts)
+
+  private async overlayFacts(): Promise<void> {
+    let file = this.opts.file;
+    let q = this.opts.quantization;
+    if (file === undefined || q === undefined) {
+      try {
+        const t = await api.tensor(this.opts.ckpt, this.opts.name);
+        file ??= t.file;
+        q ??= t.quantization;
+      } catch {
+        // no legend then
+      }
+    }
+    this.overlayLegend = file ? `file ${file}` : "";
+    this.blockCols = quantBlockCols(q);
+    const box = this.element.querySelector<HTMLInputElement>("#overlay-blocks");
+    if (box) box.disabled = this.blockCols === 0;
+    this.scheduleDraw();
+  }
+
+  /** window.tmHeatmap: the drawn images' pixels and geometry, and recent draw durations (ms). */
+  private exposeProbe(): void {
+    window.tmHeatmap = {
+      tiles: () =>
+        [...this.cache.entries()].map(([k, t]) => ({ key: k, path: t.path, level: t.level, r0: t.r0, c0: t.c0, srcW: t.srcW, srcH: t.srcH })),
+      pixels: (key: string): number[] | null => {
+        const t = this.cache.get(key);
+        return t ? Array.from(bitmapPixels(t.bitmap, t.srcW, t.srcH)) : null;
+      },
+      drawTimes: (): number[] => [...this.drawTimes],
+      valuesCached: (): number => this.cells.size,
+    };
   }
 
   // ---- controls
@@ -138,6 +191,16 @@ export class Heatmap {
       button("−", "zoom out", () => this.zoomAt(this.canvas.clientWidth / 2, this.canvas.clientHeight / 2, 0.5)),
       button("+", "zoom in", () => this.zoomAt(this.canvas.clientWidth / 2, this.canvas.clientHeight / 2, 2)),
       button("fit", "fit the tensor to the view", () => this.fit()),
+    );
+    const check = (id: string, label: string, onChange: (v: boolean) => void): HTMLElement => {
+      const b = el("input", { type: "checkbox", id });
+      b.addEventListener("change", () => onChange(b.checked));
+      return el("label", {}, b, " " + label);
+    };
+    items.push(
+      ...this.colour.elements,
+      check("overlay-tiles", "tile grid", (v) => ((this.overlayTiles = v), this.scheduleDraw())),
+      check("overlay-blocks", "quant blocks", (v) => ((this.overlayBlocks = v), this.scheduleDraw())),
     );
     return el("div", { class: "heatmap-controls" }, ...items);
   }
@@ -275,7 +338,11 @@ export class Heatmap {
     );
     c.addEventListener("pointerdown", (ev) => {
       if (ev.button !== 0) return;
-      c.setPointerCapture(ev.pointerId);
+      try {
+        c.setPointerCapture(ev.pointerId);
+      } catch {
+        // a synthetic pointer (tests) cannot be captured: drag without capture
+      }
       this.drag = { x: ev.clientX, y: ev.clientY, ox: this.ox, oy: this.oy, moved: false };
       c.classList.add("dragging");
     });
@@ -346,6 +413,13 @@ export class Heatmap {
   }
 
   private draw(): void {
+    const t0 = performance.now();
+    this.drawTiles();
+    this.drawTimes.push(performance.now() - t0);
+    if (this.drawTimes.length > DRAW_TIMES) this.drawTimes.splice(0, this.drawTimes.length - DRAW_TIMES);
+  }
+
+  private drawTiles(): void {
     const ctx = this.canvas.getContext("2d");
     const w = this.canvas.clientWidth;
     const h = this.canvas.clientHeight;
@@ -379,7 +453,13 @@ export class Heatmap {
       }
       return;
     }
-    const key = this.resolved.key;
+    const path = this.colour.path;
+    if (!path) {
+      d.state = "loading";
+      this.status.textContent = "Looking for a WebGPU adapter…";
+      return;
+    }
+    const key = `${path}|${this.resolved.key}`;
 
     // Wanted: the overview (an immediate backdrop; enough alone when its cells are as fine as this
     // level's, e.g. a small or 1-D tensor), then this level's visible tiles, centre first.
@@ -400,8 +480,7 @@ export class Heatmap {
     if (!overviewOnly) add(this.level);
     this.wanted = new Set(wanted.map(([l, x, y]) => this.tileKey(key, l, x, y)));
 
-    const any = [...this.cache.entries()].find(([k]) => k.startsWith(key + "#"));
-    if (any) this.updateLegend(key, any[1].bitmap);
+    this.updateLegend(this.resolved.key, this.resolved.colormap);
 
     // Draw what is cached, coarse levels first so finer tiles cover them.
     ctx.save();
@@ -420,6 +499,7 @@ export class Heatmap {
       ctx.drawImage(t.bitmap, 0, 0, t.srcW, t.srcH, x, y, tw, th);
     }
     ctx.restore();
+    this.drawOverlays(ctx, w, h);
 
     let missing = 0;
     let failed = 0;
@@ -446,7 +526,8 @@ export class Heatmap {
       (failed ? ` (${failed} failed)` : "") +
       ` · ${this.resolved.colormap}` +
       (lim ? ` [${fmt(lim[0])}, ${fmt(lim[1])}]` : "") +
-      ` · ${fmt(this.sx)} px per element`;
+      ` · ${fmt(this.sx)} px per element` +
+      ` · ${path === "webgpu" ? "coloured on this page" : "server PNGs"}`;
     d.source = overviewOnly ? "overview" : "tiles";
     d.loaded = String(current - missing - failed);
     d.tiles = String(current);
@@ -468,32 +549,28 @@ export class Heatmap {
 
   private async load(k: string): Promise<void> {
     const resolved = this.resolved;
-    if (!resolved) return;
-    const [, where] = k.split("#");
+    const path = this.colour.path;
+    if (!resolved || !path) return;
+    const where = k.slice(k.indexOf("#") + 1);
     const [level, x, y] = where.split("/").map(Number);
     const overview = level === OVERVIEW;
+    const [spanR, spanC] = overview ? [this.rows, this.cols] : this.span(level);
+    const req = {
+      ckpt: this.opts.ckpt, name: this.opts.name, level, x, y,
+      r0: overview ? 0 : y * spanR, c0: overview ? 0 : x * spanC, spanR, spanC,
+      viewRows: this.rows, viewCols: this.cols,
+      cellSize: overview ? resolved.overview.cellSize : this.cellSize(level),
+    };
     try {
-      const blob = await getBlob(
-        tensorPath("render", this.opts.ckpt, this.opts.name, ".png"),
-        overview ? resolved.params : { ...resolved.params, level, x, y },
-      );
-      const bitmap = await createImageBitmap(blob);
-      const [spanR, spanC] = overview ? [this.rows, this.cols] : this.span(level);
-      const [cr, cc] = overview ? resolved.overview.cellSize : this.cellSize(level);
-      const r0 = overview ? 0 : y * spanR;
-      const c0 = overview ? 0 : x * spanC;
-      const cellRows = Math.ceil((Math.min(this.rows, r0 + spanR) - r0) / cr);
-      const cellCols = Math.ceil((Math.min(this.cols, c0 + spanC) - c0) / cc);
-      const blocks = cellCols * (resolved.params.stat === "envelope" ? 2 : 1);
-      const srcW = bitmap.width - BAR_WIDTH;
-      const scaleX = srcW / blocks;
-      const scaleY = Math.max(scaleX, Math.ceil(32 / cellRows));
-      const srcH = Math.min(bitmap.height, cellRows * scaleY);
-      if (!Number.isInteger(scaleX)) console.warn(`tile ${k}: ${bitmap.width} px wide for ${blocks} cell blocks`);
-      this.cache.set(k, { bitmap, level, cellArea: cr * cc, r0, c0, rowsCovered: cellRows * cr, colsCovered: cellCols * cc, srcW, srcH });
-      this.updateLegend(resolved.key, bitmap);
+      const tile = path === "webgpu" ? await loadPageTile(req, resolved, this.cells) : await loadServerTile(req, resolved);
+      if (this.colour.path !== path) {
+        tile.bitmap.close(); // the path changed meanwhile
+        return;
+      }
+      this.cache.set(k, tile);
       this.evict();
     } catch (e) {
+      if (path === "webgpu" && this.colour.pageFailed(e)) return;
       this.failed.add(k);
       if (this.reportedKey !== resolved.key) {
         this.reportedKey = resolved.key; // one message per colour scale, not one per tile
@@ -502,13 +579,24 @@ export class Heatmap {
     }
   }
 
-  private updateLegend(key: string, bitmap: ImageBitmap): void {
+  /** The colour bar: the map's last entry at the top, its first at the bottom (as the server's bar). */
+  private updateLegend(key: string, colormap: string): void {
     if (this.legendKey === key) return;
     this.legendKey = key;
-    const ctx = this.legend.getContext("2d");
-    if (!ctx) return;
-    ctx.clearRect(0, 0, this.legend.width, this.legend.height);
-    ctx.drawImage(bitmap, bitmap.width - 16, 0, 16, bitmap.height, 0, 0, this.legend.width, this.legend.height);
+    drawColourBar(this.legend, colormapTable(colormap));
+  }
+
+  private drawOverlays(ctx: CanvasRenderingContext2D, w: number, h: number): void {
+    const [spanR, spanC] = this.span(this.level);
+    const n = drawOverlay(
+      ctx,
+      { ox: this.ox, oy: this.oy, sx: this.sx, sy: this.sy, w, h, rows: this.rows, cols: this.cols },
+      { tiles: this.overlayTiles, blocks: this.overlayBlocks, spanR, spanC, level: this.level, blockCols: this.blockCols, legend: this.overlayLegend },
+    );
+    const d = this.canvas.dataset;
+    d.overlayTileLines = String(n.tileLines);
+    d.overlayBlockLines = String(n.blockLines);
+    d.overlayLegend = n.legend;
   }
 
   private evict(): void {

@@ -27,6 +27,8 @@ export function reasonText(reason: string): string {
       return "preferred by the user";
     case "fallback_missing_kernel":
       return "fallback: no preferred backend has a kernel for it";
+    case "page_adapter":
+      return "coloured on this page's WebGPU adapter (heatmap: Colour on auto / page)";
     case "derived_from_bitpattern_histogram":
       return "derived from the bit-pattern counts";
     default:

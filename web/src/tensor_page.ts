@@ -140,6 +140,8 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
       ckpt,
       name: t.name,
       pyramid: t.pyramid,
+      file: t.file,
+      quantization: t.quantization ?? null,
       onError: (e, c) => showError(e, c),
       onScale: (style, resolved) => void tilePanel.update(style, resolved),
     });
