@@ -2,18 +2,17 @@
 // (src/server, docs/api.md) until SIGINT or SIGTERM, and indexes them meanwhile, one job per checkpoint.
 #include <stdlib.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <regex>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/index_access.h"
 #include "cli/parity_matrix.h"
 #include "cli/runtime.h"
 #include "server/auth.h"
+#include "server/indexing_queue.h"
 #include "server/server.h"
 #include "tensormorph/error.h"
 
@@ -100,33 +99,22 @@ void run_serve(const ServeArgs& a) {
     sc->index = open_index(path, "");
     const Checkpoint& c = sc->index->checkpoint();
     for (size_t i = 0; i < c.tensors.size(); ++i) sc->by_name.emplace(c.tensors[i].name, i);
-    sc->job = state.jobs.create("index", sc->id);
     state.checkpoints.push_back(std::move(sc));
-    server::set_rows(state, state.checkpoints.size() - 1);
-    std::fprintf(stderr, "tensormorph: checkpoint %s: %s (%zu tensors; indexing is job %s)\n", state.checkpoints.back()->id.c_str(),
-                 path.c_str(), c.tensors.size(), state.checkpoints.back()->job.c_str());
+  }
+  // Indexing: one job per checkpoint, run in the background once the server listens. Stopping the server
+  // cancels it; tensors already committed stay in the index.
+  server::IndexingQueue indexing(state);
+  state.indexing = &indexing;
+  for (size_t k = 0; k < state.checkpoints.size(); ++k) {
+    const auto job = indexing.enqueue(k);
+    std::fprintf(stderr, "tensormorph: checkpoint %zu: %s (%zu tensors; indexing is job %s)\n", k,
+                 state.checkpoints[k]->path.c_str(), state.checkpoints[k]->index->checkpoint().tensors.size(),
+                 job ? job->c_str() : "?");
   }
   std::fprintf(stderr, "tensormorph: web app: %s\n", state.web_root.empty() ? "not built (built-in page)" : state.web_root.c_str());
   const ScratchDir scratch;
   state.scratch_dir = scratch.path;
-
-  // The indexing thread: checkpoints one after the other (each job uses every core). Stopping the server
-  // cancels it; tensors already committed stay in the index.
-  std::atomic<bool> cancel{false};
-  std::thread indexer;
-  struct StopIndexing {
-    std::atomic<bool>& cancel;
-    std::thread& t;
-    ~StopIndexing() {
-      cancel = true;
-      if (t.joinable()) t.join();
-    }
-  } stop_indexing{cancel, indexer};
-  opt.on_listening = [&] {
-    indexer = std::thread([&] {
-      for (size_t k = 0; k < state.checkpoints.size() && !cancel; ++k) server::run_indexing_job(state, k, cancel);
-    });
-  };
+  opt.on_listening = [&] { indexing.start(); };
   server::serve(state, opt);
 }
 

@@ -227,6 +227,10 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       std::optional<StatsResult> stored;
       if (from_index) stored = index->load_stats(i);
       if (from_index && !stored) throw Error(ErrorKind::Internal, t.name + ": statistics missing from the index after indexing");
+      // Approximate quantiles in the index (computed under the viewer's session consent) are not this
+      // command's: it gave no consent, so they are computed again, exactly or refused with the ladder.
+      if (stored && !stored->quantiles_exact && !stored->quantiles.empty()) stored.reset();
+      const bool served_from_index = stored.has_value();
       const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
       // Quantized tensors are summarised as the float32 values they dequantize to.
       e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
@@ -234,11 +238,11 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       if (t.packed) e["packed"] = packed_report(c, *t.packed);
       e["stats"] = stats_object(r);
       e["placement"] = placements_json(r.placement);
-      e["source"] = from_index ? "index" : "computed";
+      e["source"] = served_from_index ? "index" : "computed";
       const auto& m = r.moments;
       if (!a.json && selected.size() == 1)
         print_stats(t.name + "  " + t.stored_type + " " + fmt_shape(t.shape) + "  " + std::to_string(t.elements) + " elements, " +
-                        format_bytes(static_cast<double>(t.bytes)) + (from_index ? "  (from the index)" : ""),
+                        format_bytes(static_cast<double>(t.bytes)) + (served_from_index ? "  (from the index)" : ""),
                     r);
       else if (!a.json)
         std::printf("%-48s %-8s %-20s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),

@@ -201,6 +201,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   StatsOptions stats = CheckpointIndex::index_options();
   stats.threads = 1;  // parallel across tensors: every worker owns one core
   stats.memory_budget_bytes = share / 2;
+  stats.allowed_approx_steps = options.allowed_approx_steps;
 
   Run run(c, std::move(queues));
   std::vector<std::thread> workers;

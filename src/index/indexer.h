@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "index/checkpoint_index.h"
@@ -36,6 +38,9 @@ struct IndexingOptions {
   // When set and it becomes true, workers take no further tensor; those in progress complete and are
   // committed, and the run returns with `cancelled` (what was committed stays valid).
   const std::atomic<bool>* cancel = nullptr;
+  // Approximation steps consented to (--allow-approx, or the viewer's session consent). Statistics
+  // computed under one are stored with their method and quantiles_exact = false, never as exact.
+  std::set<std::string> allowed_approx_steps;
 };
 
 struct IndexingReport {

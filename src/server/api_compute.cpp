@@ -1,8 +1,10 @@
-// The Compute panel's endpoints: every backend and device (unavailable ones with the reason), and the
+// The Compute panel's endpoints: every backend and device (unavailable ones with the reason), the
 // user's prefer / never constraints, saved in the same settings file as `tensormorph config`
-// (compute.prefer, compute.never) and applied by rebuilding the runtime, as a new CLI run would.
+// (compute.prefer, compute.never) and applied by rebuilding the runtime, as a new CLI run would, and the
+// session's approximation consent (never saved; applied to the indexing jobs and the preview).
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -26,8 +28,10 @@ std::string join(const std::vector<std::string>& names) {
 
 // Where each op would run under the current constraints, as the planner decides it for a representative
 // request: 64 MiB of input on the host, float32 (else the first dtype, or stored format, some backend's
-// kernel takes). A request no backend can serve carries the planner's message instead of a placement.
-nlohmann::json placement_preview(const cli::Runtime& rt) {
+// kernel takes), under the runtime's memory budget and the session's approximation consent. A request
+// no backend can serve carries the planner's message instead of a placement, and, when approximations
+// could serve it, the ladder (what consent would allow).
+nlohmann::json placement_preview(const cli::Runtime& rt, const std::set<std::string>& consent) {
   const Planner planner = rt.planner();
   nlohmann::json out = nlohmann::json::array();
   for (int i = 1; i < TM_OP_COUNT_; ++i) {
@@ -40,6 +44,8 @@ nlohmann::json placement_preview(const cli::Runtime& rt) {
     OpRequest r;
     r.op = op;
     r.bytes = uint64_t{64} << 20;
+    r.memory_budget_bytes = rt.memory_budget;
+    r.allowed_approx_steps = consent;
     nlohmann::json request = {{"bytes", r.bytes}, {"on_host", true}};
     if (tm_op_takes_format(op)) {
       KernelInfo one;
@@ -58,13 +64,29 @@ nlohmann::json placement_preview(const cli::Runtime& rt) {
     } catch (const Error& e) {
       entry["placement"] = nullptr;
       entry["error"] = e.what();
+      if (e.kind() == ErrorKind::PrecisionRefused) {
+        nlohmann::json ladder = nlohmann::json::array();
+        for (const auto& s : planner.ladder(r))
+          ladder.push_back({{"step", s.step}, {"backend", s.backend}, {"precision", s.precision}, {"description", s.description}});
+        entry["needs_consent"] = true;
+        entry["ladder"] = ladder;
+      }
     }
     out.push_back(entry);
   }
   return out;
 }
 
-nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_backends) {
+// Every approximation step some kernel here declares (what consent may name).
+std::set<std::string> known_steps(const cli::Runtime& rt) {
+  std::set<std::string> steps;
+  for (const auto& b : rt.registry.backends())
+    for (const auto& k : b.kernels)
+      if (!k.approx_step.empty()) steps.insert(k.approx_step);
+  return steps;
+}
+
+nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_backends, const std::set<std::string>& consent) {
   nlohmann::json backends = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
     nlohmann::json entry = backend_json(b), ops = nlohmann::json::array();
@@ -95,7 +117,8 @@ nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_
           {"plugin_load_failures", failures},
           {"constraints", {{"prefer", saved("compute.prefer")}, {"never", saved("compute.never")}}},
           {"effective", {{"prefer", rt.constraints.prefer}, {"never", never}}},
-          {"placement_preview", placement_preview(rt)},
+          {"placement_preview", placement_preview(rt, consent)},
+          {"consent", {{"allow_approx", consent}, {"scope", "session"}, {"known_steps", known_steps(rt)}}},
           {"settings_file", s.path()}};
 }
 
@@ -130,9 +153,25 @@ void put_compute(ServerState& state, const httplib::Request& req, httplib::Respo
   const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) throw HttpError(400, "the body must be a JSON object");
   for (const auto& [key, value] : body.items())
-    if (key != "prefer" && key != "never") throw HttpError(400, "field '" + key + "': unknown (expected prefer, never)");
+    if (key != "prefer" && key != "never" && key != "allow_approx")
+      throw HttpError(400, "field '" + key + "': unknown (expected prefer, never, allow_approx)");
   const auto rt = state.compute.current();
   const auto prefer = name_list(body, "prefer", *rt), never = name_list(body, "never", *rt);
+  std::optional<std::set<std::string>> consent;
+  if (body.contains("allow_approx")) {
+    const nlohmann::json& v = body["allow_approx"];
+    const auto steps = known_steps(*rt);
+    std::string known;
+    for (const auto& s : steps) known += (known.empty() ? "" : ", ") + s;
+    if (!v.is_array() || v.size() > 64) throw HttpError(400, "field 'allow_approx': expected an array of approximation steps");
+    consent.emplace();
+    for (const auto& e : v) {
+      if (!e.is_string() || !steps.count(e.get<std::string>()))
+        throw HttpError(400, "field 'allow_approx': " + (e.is_string() ? "unknown step '" + e.get<std::string>() + "'" : std::string("expected strings")) +
+                                 " (known: " + known + ")");
+      consent->insert(e.get<std::string>());
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(state.compute.settings_mutex());
     Settings s = Settings::load();
@@ -153,17 +192,20 @@ void put_compute(ServerState& state, const httplib::Request& req, httplib::Respo
       if (std::find(final_never.begin(), final_never.end(), n) != final_never.end())
         throw HttpError(400, std::string("field '") + (body.contains("prefer") ? "prefer" : "never") + "': '" + n +
                                  "' would be both preferred and never used");
-    s.save();
-    state.compute.reload();
+    if (body.contains("prefer") || body.contains("never")) {
+      s.save();
+      state.compute.reload();
+    }
+    if (consent) state.compute.set_allow_approx(std::move(*consent));
   }
-  send_json(res, compute_json(*state.compute.current(), state.known_backends));
+  send_json(res, compute_json(*state.compute.current(), state.known_backends, state.compute.allow_approx()));
 }
 
 }  // namespace
 
 void add_compute_routes(httplib::Server& svr, ServerState& state) {
   svr.Get("/api/compute", guarded([&state](const httplib::Request&, httplib::Response& res) {
-            send_json(res, compute_json(*state.compute.current(), state.known_backends));
+            send_json(res, compute_json(*state.compute.current(), state.known_backends, state.compute.allow_approx()));
           }));
   svr.Put("/api/compute",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { put_compute(state, req, res); }));

@@ -1,4 +1,4 @@
-// The jobs endpoints: GET /api/jobs, GET /api/jobs/{id}, and GET /api/jobs/{id}/events, a Server-Sent
+// The jobs endpoints: GET and POST /api/jobs, GET /api/jobs/{id}, and GET /api/jobs/{id}/events, a Server-Sent
 // Events stream of the job's state (one `progress` event per change, at most about ten a second as the
 // indexer reports, a comment line every 2 s without change, and a last `done`, `failed` or `cancelled`
 // event, after which the stream ends). At most kMaxStreams streams are open at once (503 beyond), so
@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "server/http_util.h"
+#include "server/indexing_queue.h"
 #include "server/routes.h"
 
 namespace tmorph::server {
@@ -60,6 +61,28 @@ void job_events(ServerState& state, const httplib::Request& req, httplib::Respon
       [&state](bool) { state.jobs.close_stream(); });
 }
 
+// POST /api/jobs {"kind": "index", "checkpoint": ID}: indexes the checkpoint again (after a failure, or
+// to apply approximation consent given since): what its index already holds is kept. 202 with the job.
+void post_job(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0)
+    throw HttpError(400, "the body must be JSON (Content-Type: application/json)");
+  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) throw HttpError(400, "the body must be a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "kind" && key != "checkpoint") throw HttpError(400, "field '" + key + "': unknown (expected kind, checkpoint)");
+  if (!body.contains("kind") || body["kind"] != "index") throw HttpError(400, "field 'kind': expected \"index\"");
+  if (!body.contains("checkpoint") || !body["checkpoint"].is_string()) throw HttpError(400, "field 'checkpoint': expected a checkpoint id");
+  const std::string id = body["checkpoint"];
+  for (size_t k = 0; k < state.checkpoints.size(); ++k) {
+    if (state.checkpoints[k]->id != id) continue;
+    const auto job = state.indexing ? state.indexing->enqueue(k) : std::nullopt;
+    if (!job) throw HttpError(409, "checkpoint " + id + " is already being indexed (job " + state.checkpoints[k]->job() + ")");
+    send_json(res, job_json(*state.jobs.find(*job)), 202);
+    return;
+  }
+  throw HttpError(404, "field 'checkpoint': no checkpoint with id '" + id + "' (see /api/checkpoints)");
+}
+
 }  // namespace
 
 void add_job_routes(httplib::Server& svr, ServerState& state) {
@@ -68,6 +91,8 @@ void add_job_routes(httplib::Server& svr, ServerState& state) {
             for (const Job& j : state.jobs.list()) list.push_back(job_json(j));
             send_json(res, {{"jobs", list}});
           }));
+  svr.Post("/api/jobs",
+           guarded([&state](const httplib::Request& req, httplib::Response& res) { post_job(state, req, res); }));
   svr.Get(R"(/api/jobs/([^/]+))", guarded([&state](const httplib::Request& req, httplib::Response& res) {
             send_json(res, job_json(existing_job(state, req.matches[1])));
           }));

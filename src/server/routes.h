@@ -12,7 +12,7 @@ namespace tmorph::server {
 void add_catalog_routes(httplib::Server& svr, ServerState& state);
 // GET /api/tiles/{ckpt}/{name}, /api/cells/{ckpt}/{name}, /api/render/{ckpt}/{name}.png.
 void add_tile_routes(httplib::Server& svr, ServerState& state);
-// GET /api/jobs, /api/jobs/{id}, /api/jobs/{id}/events (Server-Sent Events).
+// GET and POST /api/jobs, GET /api/jobs/{id}, /api/jobs/{id}/events (Server-Sent Events).
 void add_job_routes(httplib::Server& svr, ServerState& state);
 // GET and PUT /api/compute.
 void add_compute_routes(httplib::Server& svr, ServerState& state);

@@ -7,6 +7,7 @@
 #include "server/http_util.h"
 #include "server/stats_json.h"
 #include "ops/tensor_stats.h"
+#include "tensormorph/error.h"
 
 namespace tmorph::server {
 
@@ -15,6 +16,16 @@ ComputeHolder::ComputeHolder(RuntimeFactory factory) : factory_(std::move(factor
 std::shared_ptr<const cli::Runtime> ComputeHolder::current() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return runtime_;
+}
+
+std::set<std::string> ComputeHolder::allow_approx() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return allow_approx_;
+}
+
+void ComputeHolder::set_allow_approx(std::set<std::string> steps) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allow_approx_ = std::move(steps);
 }
 
 void ComputeHolder::reload() {
@@ -31,15 +42,16 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
     switch (c->phase.load()) {
       case ServedCheckpoint::Phase::Ready: return {*c, it->second};
       case ServedCheckpoint::Phase::Indexing: {
-        const auto job = state.jobs.find(c->job);
+        const std::string id = c->job();
+        const auto job = state.jobs.find(id);
         std::string done;
         if (job && job->bytes_total)
           done = ", " + std::to_string(100 * job->bytes_done / job->bytes_total) + "% of " + std::to_string(job->bytes_total) + " bytes";
-        throw HttpError(503, "checkpoint " + ckpt + " is being indexed (job " + c->job + done +
-                                 "; GET /api/jobs/" + c->job + "/events follows it): try again when it is done");
+        throw HttpError(503, "checkpoint " + ckpt + " is being indexed (job " + id + done + "; GET /api/jobs/" + id +
+                                 "/events follows it): try again when it is done");
       }
       case ServedCheckpoint::Phase::Failed:
-        throw HttpError(500, "checkpoint " + ckpt + " could not be indexed: " + c->failure);
+        throw HttpError(500, "checkpoint " + ckpt + " could not be indexed: " + c->failure());
     }
   }
   throw HttpError(404, "no checkpoint with id '" + ckpt + "' (see /api/checkpoints)");
@@ -64,7 +76,7 @@ void set_rows(ServerState& state, size_t checkpoint) {
     } else {
       row.summary["stats"] = nullptr;
       const auto why = unreadable_reason(t, planner);
-      row.summary["unavailable"] = why ? *why : std::string(indexing ? "being indexed (job " + sc.job + ")" : "not indexed");
+      row.summary["unavailable"] = why ? *why : std::string(indexing ? "being indexed (job " + sc.job() + ")" : "not indexed");
     }
     rows.push_back(std::move(row));
   }
@@ -77,31 +89,36 @@ void set_rows(ServerState& state, size_t checkpoint) {
 
 void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<bool>& cancel) {
   ServedCheckpoint& sc = *state.checkpoints[checkpoint];
+  const std::string job = sc.job();
   try {
     const auto rt = state.compute.current();
     IndexingOptions opt = cli::indexing_options(*rt, {}, true);
     opt.cancel = &cancel;
+    opt.allowed_approx_steps = state.compute.allow_approx();
     opt.progress = [&](const IndexingProgress& p) {
-      state.jobs.progress(sc.job, p.bytes_done, p.bytes_total, p.tensors_done, p.tensors_total, p.seconds);
+      state.jobs.progress(job, p.bytes_done, p.bytes_total, p.tensors_done, p.tensors_total, p.seconds);
     };
     std::unique_lock<std::mutex> lock(sc.mutex);
     const IndexingReport r = index_checkpoint(*sc.index, rt->planner(), opt);
     if (r.cancelled) {
-      state.jobs.finish(sc.job, "cancelled", "", nullptr);
+      state.jobs.finish(job, "cancelled", "", nullptr);
       return;  // the server is stopping: the checkpoint stays "indexing"
     }
     sc.phase = ServedCheckpoint::Phase::Ready;
     set_rows(state, checkpoint);
     lock.unlock();
-    state.jobs.finish(sc.job, "done", "",
+    state.jobs.finish(job, "done", "",
                       {{"computed", r.computed}, {"already_indexed", r.already_indexed}, {"unavailable", r.unavailable},
                        {"bytes", r.bytes}, {"seconds", r.seconds}, {"workers", r.workers}});
     std::fprintf(stderr, "tensormorph: checkpoint %s indexed: %zu tensor(s) computed, %zu already in the index, %.2f s\n",
                  sc.id.c_str(), r.computed, r.already_indexed, r.seconds);
   } catch (const std::exception& e) {
-    sc.failure = e.what();
+    sc.set_failure(e.what());
     sc.phase = ServedCheckpoint::Phase::Failed;
-    state.jobs.finish(sc.job, "failed", e.what(), nullptr);
+    // Refused for want of consent: the Compute panel's preview shows the ladder; consent, then re-run.
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const bool consent = err && err->kind() == ErrorKind::PrecisionRefused;
+    state.jobs.finish(job, "failed", e.what(), consent ? nlohmann::json{{"needs_consent", true}} : nlohmann::json(nullptr));
     std::fprintf(stderr, "tensormorph: checkpoint %s could not be indexed: %s\n", sc.id.c_str(), e.what());
   }
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -38,8 +39,30 @@ struct ServedCheckpoint {
   mutable std::mutex mutex;                // guards index (its SQLite connection)
   enum class Phase { Indexing, Ready, Failed };
   std::atomic<Phase> phase{Phase::Indexing};
-  std::string job;      // the id of its indexing job
-  std::string failure;  // why indexing failed; written before phase becomes Failed
+
+  // Its latest indexing job's id, and why indexing failed (when phase is Failed): written by the
+  // indexing thread, read by handlers.
+  std::string job() const {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    return job_;
+  }
+  std::string failure() const {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    return failure_;
+  }
+  void set_job(std::string id) {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    job_ = std::move(id);
+    failure_.clear();
+  }
+  void set_failure(std::string why) {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    failure_ = std::move(why);
+  }
+
+ private:
+  mutable std::mutex status_mutex_;
+  std::string job_, failure_;
 };
 
 // One row of GET /api/tensors, built once at start from the index.
@@ -62,8 +85,13 @@ class ComputeHolder {
   void reload();
   // Serialises read-modify-write of the settings file.
   std::mutex& settings_mutex() { return settings_mutex_; }
+  // Approximation steps the viewer's user consented to for this server session (PUT /api/compute
+  // allow_approx). Never saved: on the CLI consent is given per command (--allow-approx).
+  std::set<std::string> allow_approx() const;
+  void set_allow_approx(std::set<std::string> steps);
 
  private:
+  std::set<std::string> allow_approx_;
   RuntimeFactory factory_;
   mutable std::mutex mutex_;
   std::mutex settings_mutex_;
@@ -76,6 +104,7 @@ struct ServerState {
   std::vector<TensorRow> rows;  // every tensor of every checkpoint, in checkpoint then file order
   mutable std::shared_mutex rows_mutex;
   JobRegistry jobs;
+  class IndexingQueue* indexing = nullptr;  // runs indexing jobs (POST /api/jobs queues one); set at start
   ComputeHolder compute;
   std::mutex render_mutex;  // held for a whole render (cells and colours)
   std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
@@ -101,8 +130,9 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
 void set_rows(ServerState& state, size_t checkpoint);
 
 // The indexing job of checkpoints[i] (its job id already assigned): computes what the index lacks with
-// progress reported to state.jobs, then sets its rows and phase. Stops early when `cancel` turns true.
-// Never throws: a failure is the job's and the checkpoint's state.
+// progress reported to state.jobs, under the session's approximation consent (ComputeHolder), then sets
+// its rows and phase. Stops early when `cancel` turns true. Never throws: a failure is the job's and the
+// checkpoint's state.
 void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<bool>& cancel);
 
 }  // namespace tmorph::server

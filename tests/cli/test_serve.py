@@ -662,6 +662,109 @@ class JobsTest(unittest.TestCase):
             s.stop()
 
 
+def write_f32_safetensors(path, rows=300, cols=400):
+    """One float32 tensor `w` of pseudo-random values (f32 quantiles need radix select's ~33 MiB workspace)."""
+    n = rows * cols
+    data = struct.pack(f"<{n}f", *[((i * 7919) % 10007) / 10007.0 - 0.5 for i in range(n)])
+    header = json.dumps({"w": {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, len(data)]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+
+
+class ConsentTest(unittest.TestCase):
+    """Under a memory budget too small for exact quantiles, indexing fails naming the fallback ladder; the
+    Compute panel's preview shows the ladder; consent (session only, never saved) lets a re-run job compute
+    approximate quantiles, stored and reported as such; the CLI, which gave no consent, does not use them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-serve-consent-")
+        cls.env = dict(os.environ)
+        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
+        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.f32 = os.path.join(cls.tmp, "f32.safetensors")
+        write_f32_safetensors(cls.f32)
+        r = subprocess.run([TM_BIN, "config", "set", "compute.memory_budget", "2M"], capture_output=True, text=True, env=cls.env)
+        assert r.returncode == 0, r.stderr
+
+    def call(self, s, method, path, body=None):
+        c = http.client.HTTPConnection(s.host, s.port, timeout=60)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+            r = c.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            c.close()
+
+    def test_consent_then_reindex(self):
+        s = Server([self.f32], self.env)  # waits until the first job has ended (it fails)
+        try:
+            code, jobs = self.call(s, "GET", "/api/jobs")
+            first = jobs["jobs"][0]
+            self.assertEqual(first["state"], "failed", first)
+            self.assertIn("fallback ladder", first["error"])
+            self.assertEqual(first["report"], {"needs_consent": True})
+            code, cks = self.call(s, "GET", "/api/checkpoints")
+            self.assertEqual(cks["checkpoints"][0]["index"]["state"], "failed")
+            code, doc = self.call(s, "GET", "/api/tensors/0/w")
+            self.assertEqual(code, 500)
+            self.assertIn("could not be indexed", doc["error"])
+
+            code, compute = self.call(s, "GET", "/api/compute")
+            self.assertEqual(compute["consent"]["allow_approx"], [])
+            self.assertEqual(compute["consent"]["scope"], "session")
+            preview = {p["op"]: p for p in compute["placement_preview"]}["stats.quantiles"]
+            self.assertIsNone(preview["placement"])
+            self.assertTrue(preview["needs_consent"])
+            steps = [l["step"] for l in preview["ladder"]]
+            self.assertIn("quantiles.sampling", steps)
+
+            code, doc = self.call(s, "PUT", "/api/compute", {"allow_approx": ["quantiles.nonsense"]})
+            self.assertEqual(code, 400)
+            self.assertIn("'allow_approx'", doc["error"])
+            code, doc = self.call(s, "PUT", "/api/compute", {"allow_approx": "quantiles.sampling"})
+            self.assertEqual(code, 400)
+            code, compute = self.call(s, "PUT", "/api/compute", {"allow_approx": ["quantiles.sampling"]})
+            self.assertEqual(code, 200, compute)
+            self.assertEqual(compute["consent"]["allow_approx"], ["quantiles.sampling"])
+            preview = {p["op"]: p for p in compute["placement_preview"]}["stats.quantiles"]
+            self.assertEqual(preview["placement"]["approx_step"], "quantiles.sampling")
+            # Consent is never saved to the settings file.
+            r = subprocess.run([TM_BIN, "config", "list"], capture_output=True, text=True, env=self.env)
+            self.assertNotIn("allow_approx", r.stdout + r.stderr)
+
+            code, doc = self.call(s, "POST", "/api/jobs", {"kind": "index"})
+            self.assertEqual(code, 400)
+            code, doc = self.call(s, "POST", "/api/jobs", {"kind": "index", "checkpoint": "9"})
+            self.assertEqual(code, 404)
+            code, doc = self.call(s, "POST", "/api/jobs", {"kind": "reindex", "checkpoint": "0"})
+            self.assertEqual(code, 400)
+            code, job = self.call(s, "POST", "/api/jobs", {"kind": "index", "checkpoint": "0"})
+            self.assertEqual(code, 202, job)
+            s.wait_indexed(time.time() + 120)
+            code, job = self.call(s, "GET", "/api/jobs/" + job["id"])
+            self.assertEqual(job["state"], "done", job)
+            code, detail = self.call(s, "GET", "/api/tensors/0/w")
+            self.assertEqual(code, 200, detail)
+            q = detail["stats"]["quantiles"]
+            self.assertEqual((q["method"], q["exact"]), ("quantiles.sampling", False))
+        finally:
+            s.stop()
+        # The CLI gave no consent: under the same budget it refuses (exit 5) rather than use the stored ones,
+        # and with room for the exact kernel it computes them exactly.
+        r = subprocess.run([TM_BIN, "stats", self.f32, "w", "--json"], capture_output=True, text=True, env=self.env, timeout=120)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        self.assertIn("--allow-approx", r.stderr)
+        r = subprocess.run([TM_BIN, "stats", self.f32, "w", "--json", "--memory-budget", "1G"], capture_output=True, text=True,
+                           env=self.env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t = json.loads(r.stdout)["tensors"][0]
+        self.assertEqual((t["source"], t["stats"]["quantiles"]["exact"]), ("computed", True))
+
+
 class TokenTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
