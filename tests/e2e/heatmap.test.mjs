@@ -24,7 +24,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
+import { ROOT, TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
 
 const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
@@ -323,6 +323,36 @@ async function main() {
     const fbLabel = await bare.textContent("#colour-path");
     check(fb.colourPath === "server" && fb.adapter === "" && /webgpu: unavailable/.test(fbLabel), `without an adapter the heatmap is coloured by the server: "${fbLabel}"`);
     await bare.close();
+
+    step = "quantization blocks (GGUF fixture)";
+    // A Q4_0 tensor of llama.cpp's reference file: 32-element blocks along each row of 256 columns.
+    const gguf = join(process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures"), "gguf", "tiny-mixed.gguf");
+    if (!existsSync(gguf)) {
+      log(`SKIPPED quantization-block overlay: ${gguf} is absent (../shared/fixtures)`);
+    } else {
+      const qServer = await startServer([gguf, "--web-root", WEB_DIST], env);
+      try {
+        const qName = "blk.0.attn_q.weight";
+        const qDetail = await (await fetch(new URL(`/api/tensors/0/${encodeURIComponent(qName)}`, qServer.url))).json();
+        check(qDetail.quantization?.stored_type === "Q4_0" && qDetail.pyramid, `${qName} is Q4_0 with a pyramid`);
+        const q = await context.newPage();
+        q.on("pageerror", (e) => errors.push(String(e)));
+        await q.addInitScript(() => localStorage.setItem("tm.heatmap.colourOn", "server"));
+        await q.goto(`${qServer.url.split("?")[0].replace(/\/$/, "")}/#/tensor/0/${encodeURIComponent(qName)}`);
+        await waitReady(q, "opening the Q4_0 tensor", null);
+        await q.waitForFunction(() => !document.querySelector("#overlay-blocks")?.disabled, null, { timeout: 30_000 });
+        await q.check("#overlay-blocks");
+        await q.waitForFunction(() => Number(document.querySelector("#heatmap").dataset.overlayBlockLines) > 0, null, { timeout: 30_000 });
+        const qs = await waitReady(q, "block overlay on", null);
+        const cols = qDetail.pyramid.view.cols;
+        const visible = Math.floor((qs.ox < 0 ? cols : cols - Number(qs.ox)) / 32);
+        check(Number(qs.overlayBlockLines) >= 1 && Number(qs.overlayBlockLines) <= cols / 32 + 1,
+          `the Q4_0 tensor draws ${qs.overlayBlockLines} block boundaries (32-element blocks over ${cols} columns; about ${visible} in view)`);
+        await q.close();
+      } finally {
+        await stopServer(qServer);
+      }
+    }
 
     step = "errors";
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join(" | ") : ""}`);

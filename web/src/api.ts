@@ -213,6 +213,17 @@ export interface PlacementPreview {
   /** null when no backend may serve it; `error` then holds the planner's message. */
   placement: Placement | null;
   error?: string;
+  /** Only an approximation could serve it: the steps consent would allow, in ladder order. */
+  needs_consent?: boolean;
+  ladder?: LadderStep[];
+}
+
+/** One rung of the fallback ladder (what --allow-approx STEP, or the session's consent, would allow). */
+export interface LadderStep {
+  step: string;
+  backend: string;
+  precision: string;
+  description: string;
 }
 
 export interface ComputeConstraints {
@@ -229,6 +240,8 @@ export interface ComputeDoc {
   constraints: ComputeConstraints; // what the settings file holds
   effective: ComputeConstraints; // what the planner applies now
   placement_preview: PlacementPreview[];
+  /** Approximations consented to for this server session (never saved), and every step kernels here declare. */
+  consent?: { allow_approx: string[]; scope: string; known_steps: string[] };
   settings_file: string;
 }
 
@@ -337,9 +350,14 @@ export async function getJson<T>(path: string, params: Params = {}, signal?: Abo
 
 /** PUT a JSON body; the answer is JSON. A 4xx/5xx throws an ApiError carrying the server's message. */
 export async function putJson<T>(path: string, body: unknown): Promise<T> {
+  return sendJson<T>("PUT", path, body);
+}
+
+/** PUT or POST a JSON body; the answer is JSON. A 4xx/5xx throws an ApiError carrying the server's message. */
+export async function sendJson<T>(method: "PUT" | "POST", path: string, body: unknown): Promise<T> {
   const url = apiUrl(path);
   const res = await request(url, undefined, {
-    method: "PUT",
+    method,
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
   });
@@ -370,5 +388,7 @@ export const api = {
   compute: () => getJson<ComputeDoc>("/api/compute"),
   jobs: () => getJson<{ jobs: Job[] }>("/api/jobs"),
   /** Saves constraints: a field left out keeps its saved value, an empty list removes that setting. */
-  putCompute: (body: Partial<ComputeConstraints>) => putJson<ComputeDoc>("/api/compute", body),
+  putCompute: (body: Partial<ComputeConstraints> & { allow_approx?: string[] }) => putJson<ComputeDoc>("/api/compute", body),
+  /** Indexes a checkpoint again (POST /api/jobs); resolves to the new job. */
+  startIndexing: (checkpoint: string) => sendJson<Job>("POST", "/api/jobs", { kind: "index", checkpoint }),
 };

@@ -3,12 +3,13 @@
 // approximation); the saved and the effective prefer / never constraints and their editor
 // (PUT /api/compute); the op × backend matrix with the planner's choice per op under the current
 // constraints (the server's placement_preview) and where it last ran in this session; the backends this
-// build lacks and the plugins that failed to load.
+// build lacks and the plugins that failed to load; the session's approximation consent (consent.ts).
 // Contract: the "planner's choice" column shows only what the server's planner decided for its
 // representative request (backend, reason, precision, rejected candidates, or its error); nothing here
 // re-derives a placement. A real request (other dtype, size, resident data) may be placed differently: the
 // "last run" column and the tensor page show those reports.
 import { api, type ComputeBackend, type ComputeDoc, type ComputeKernel, type PlacementPreview } from "./api";
+import { consentSection } from "./consent";
 import { constraintsEditor } from "./constraints_editor";
 import { el } from "./dom";
 import { fmt, fmtBytes, fmtInt } from "./format";
@@ -135,7 +136,7 @@ function previewCell(pv: PlacementPreview | undefined): HTMLTableCellElement {
     return el(
       "td",
       { class: "preview error", "data-backend": "", "data-reason": "" },
-      el("span", { class: "preview-error" }, pv.error ?? "no backend may run it"),
+      el("span", { class: "preview-error" }, pv.needs_consent ? "only an approximation can serve it: see Approximations above" : (pv.error ?? "no backend may run it")),
       request,
     );
   const cell = el("td", {
@@ -237,6 +238,8 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
     constraintsTable(doc),
     constraintsEditor(doc, (next, msg) => draw(root, next, msg)),
     saved,
+    el("h3", {}, "Approximations"),
+    consentSection(doc, (next, msg) => draw(root, next, msg)),
     el("h3", {}, "Backends"),
     backends,
     el("h3", {}, "Placement per op"),

@@ -8,7 +8,7 @@
 import { api, type CheckpointInfo, type TensorRow } from "./api";
 import { el } from "./dom";
 import { fmtBytes, fmtInt } from "./format";
-import { indexingPanel } from "./jobs";
+import { failedIndexingPanel, indexingPanel } from "./jobs";
 import { listView, MAX_ROWS } from "./inventory_list";
 import { MAX_LINES, treeView } from "./inventory_tree";
 import { buildTree, type Tree } from "./tree";
@@ -96,6 +96,11 @@ export async function renderInventory(root: HTMLElement, choice?: InventoryView)
     if (root.contains(holder)) void renderInventory(root);
   });
   if (indexing) checkpointsBox.append(indexing);
+  const failed = failedIndexingPanel(state.checkpoints, () => {
+    state.rows = state.checkpoints = state.tree = null;
+    if (root.contains(holder)) void renderInventory(root);
+  });
+  if (failed) checkpointsBox.append(failed);
 
   const view = state.view === "tree" ? treeView(tree) : listView(rows);
   holder.append(view.element);

@@ -6,8 +6,8 @@
 // Contract of the panel (#indexing): one `.job[data-job][data-checkpoint]` per job followed, with
 // data-state (running, done, failed, cancelled), data-tensors-done / data-tensors-total and
 // data-events (events received); a <progress> over bytes (max = bytes_total).
-import { apiUrl, type CheckpointInfo, type Job } from "./api";
-import { el } from "./dom";
+import { api, apiUrl, type CheckpointInfo, type Job } from "./api";
+import { el, showError } from "./dom";
 import { fmtBytes, fmtInt } from "./format";
 
 /** Follows a job until its final event; resolves to that last state. The stream reconnects by itself
@@ -66,5 +66,40 @@ export function indexingPanel(checkpoints: CheckpointInfo[], onAllEnded: () => v
   void Promise.all(follows).then(() => {
     if (panel.isConnected) onAllEnded();
   });
+  return panel;
+}
+
+/** The checkpoints whose indexing failed (null when none): the error, a link to the Compute panel when
+ * the job needed consent to an approximation, and "Index again" (POST /api/jobs), which calls `onStarted`.
+ * Contract: #indexing-failed with one `.failed-job[data-checkpoint]` each, holding `button.reindex`. */
+export function failedIndexingPanel(checkpoints: CheckpointInfo[], onStarted: () => void): HTMLElement | null {
+  const failed = checkpoints.filter((c) => c.index?.state === "failed");
+  if (!failed.length) return null;
+  const panel = el("div", { class: "indexing failed", id: "indexing-failed" });
+  for (const c of failed) {
+    const error = c.index?.error ?? "unknown error";
+    const needsConsent = error.includes("--allow-approx");
+    const b = el("button", { type: "button", class: "reindex", "data-checkpoint": c.id }, "Index again");
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try {
+        await api.startIndexing(c.id);
+        onStarted();
+      } catch (e) {
+        b.disabled = false;
+        showError(e, "cannot start indexing");
+      }
+    });
+    panel.append(
+      el(
+        "div",
+        { class: "failed-job", "data-checkpoint": c.id, "data-needs-consent": String(needsConsent) },
+        el("strong", {}, `${c.name} (${c.id}): `),
+        el("span", { class: "job-text" }, `indexing failed: ${error.split("\n")[0]} `),
+        ...(needsConsent ? [el("a", { href: "#/compute" }, "consent to an approximation in the Compute panel"), " then "] : []),
+        b,
+      ),
+    );
+  }
   return panel;
 }

@@ -154,7 +154,7 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
     );
   } else {
     right.append(
-      el("p", { class: "notice", id: "no-pyramid" }, "No statistics pyramid is stored for this tensor (quantized tensors, or an index built with --no-pyramid): the heatmap is unavailable."),
+      el("p", { class: "notice", id: "no-pyramid" }, "No statistics pyramid is stored for this tensor (an index built with --no-pyramid, or a tensor nothing here reads): the heatmap is unavailable."),
     );
   }
 }
