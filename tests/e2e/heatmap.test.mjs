@@ -281,6 +281,28 @@ async function main() {
     state = await waitReady(page, "tile grid off", "server");
     check(state.overlayTileLines === "0", "unchecked, no grid lines are drawn");
 
+    step = "custom limits";
+    {
+      const mark = requests.length;
+      await page.selectOption("#limits", "custom");
+      check(await page.isVisible("#custom-limits"), "choosing custom limits shows the low / high inputs");
+      await page.fill("#limit-lo", "0.5");
+      await page.fill("#limit-hi", "-0.5");
+      await page.click("#limit-apply");
+      check((await page.textContent("#limit-why")).includes("below"), "low above high is refused on the page");
+      await page.fill("#limit-lo", "-0.015625");
+      await page.fill("#limit-hi", "0.03125");
+      await page.click("#limit-apply");
+      await page.waitForFunction(() => document.querySelector(".legend-label")?.textContent !== "", null, { timeout: 30_000 });
+      await waitReady(page, "custom limits", "server");
+      const used = requests.slice(mark).filter((u) => /^\/api\/render\/.*\.png\?/.test(u) && !u.includes("format=json"));
+      check(used.length > 0 && used.every((u) => decodeURIComponent(u).includes("limits=-0.015625,0.03125")),
+        `every tile drawn after "apply" asks the server for exactly those limits (${used.length} PNG requests)`);
+      await page.selectOption("#limits", "robust");
+      await waitReady(page, "robust limits again", "server");
+      check(!(await page.isVisible("#custom-limits")), "back to robust, the inputs are hidden");
+    }
+
     step = "frame times";
     const lines = [];
     if (haveGpu) {

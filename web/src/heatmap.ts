@@ -20,7 +20,7 @@ import { colormapTable } from "./webgpu/colormap_tables";
 
 const STATS = ["mean", "min", "max", "abs_max", "std", "envelope"];
 const TRANSFORMS = ["linear", "log", "signed-log"];
-const LIMITS = ["robust", "full"];
+const LIMITS = ["robust", "full", "custom"];
 const COLORMAPS = ["auto", "viridis", "RdBu_r", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "seismic", "coolwarm", "twilight"];
 const CELLS_PER_TILE = 256;
 const MAX_TILES = 30; // visible tiles per view; coarser levels are used beyond this
@@ -170,7 +170,14 @@ export class Heatmap {
       select("stat", "statistic", STATS, this.style.stat, (v) => this.setStyle({ stat: v })),
       select("transform", "transform", TRANSFORMS, this.style.transform, (v) => this.setStyle({ transform: v })),
       select("colormap", "colour map", COLORMAPS, this.style.colormap, (v) => this.setStyle({ colormap: v })),
-      select("limits", "limits", LIMITS, this.style.limits, (v) => this.setStyle({ limits: v })),
+      select("limits", "limits", LIMITS, this.style.limits, (v) => {
+        if (v !== "custom") return this.setStyle({ limits: v });
+        const [lo, hi] = this.resolved?.limits ?? [0, 1];
+        this.customLo.value = String(lo);
+        this.customHi.value = String(hi);
+        this.customBox.hidden = false;
+      }),
+      this.customLimits(),
     ];
     const slices = this.opts.pyramid.view.slices;
     if (slices > 1) {
@@ -205,7 +212,26 @@ export class Heatmap {
     return el("div", { class: "heatmap-controls" }, ...items);
   }
 
+  // "custom" limits: two numbers in data units, applied together (lo < hi, both finite).
+  private readonly customLo = el("input", { type: "number", id: "limit-lo", step: "any", size: "10" });
+  private readonly customHi = el("input", { type: "number", id: "limit-hi", step: "any", size: "10" });
+  private readonly customBox = el("span", { class: "custom-limits", id: "custom-limits", hidden: "" });
+
+  private customLimits(): HTMLElement {
+    const apply = el("button", { type: "button", id: "limit-apply" }, "apply");
+    const why = el("span", { class: "hint", id: "limit-why" });
+    apply.addEventListener("click", () => {
+      const lo = Number(this.customLo.value), hi = Number(this.customHi.value);
+      const ok = this.customLo.value !== "" && this.customHi.value !== "" && Number.isFinite(lo) && Number.isFinite(hi) && lo < hi;
+      why.textContent = ok ? "" : " low must be a number below high";
+      if (ok) this.setStyle({ limits: "custom", custom: [lo, hi] });
+    });
+    this.customBox.append(" low ", this.customLo, " high ", this.customHi, " ", apply, why);
+    return this.customBox;
+  }
+
   private setStyle(change: Partial<Style>): void {
+    if (change.limits && change.limits !== "custom") this.customBox.hidden = true;
     this.style = { ...this.style, ...change };
     this.resolved = null;
     this.queue = [];

@@ -1,14 +1,16 @@
 // The colour scale of a heatmap style: every tile of one style is drawn with the same limits and colour
 // map, taken from the overview render's JSON (GET /api/render/…png?format=json): its drawn range, or with
 // "robust" limits (linear transform) its 0.5-99.5 % range so that a few outliers do not wash the map out;
-// symmetric about 0 for a diverging map. "auto" is RdBu_r for a signed range, else viridis.
+// symmetric about 0 for a diverging map; or "custom" limits the user typed, used exactly as given (the
+// server validates them, e.g. > 0 under log). "auto" is RdBu_r for a signed range, else viridis.
 import { getJson, num, tensorPath, type RenderJson } from "./api";
 
 export interface Style {
   stat: string;
   transform: string;
   colormap: string; // as selected ("auto" resolved per limits)
-  limits: string; // "robust": the 0.5-99.5 % range of the overview's values (linear only); "full": their range
+  limits: string; // "robust": the 0.5-99.5 % range of the overview's values (linear only); "full": their range; "custom"
+  custom?: [number, number]; // with limits "custom": [lo, hi] in data units, lo < hi
   slice: number;
 }
 
@@ -41,7 +43,8 @@ function histogramRange(counts: number[], lo: number, hi: number, a: number, b: 
 
 export async function resolveScale(ckpt: string, name: string, s: Style): Promise<Resolved> {
   const path = tensorPath("render", ckpt, name, ".png");
-  const query = { format: "json", stat: s.stat, transform: s.transform, slice: s.slice };
+  const custom = s.limits === "custom" && s.custom ? s.custom : null;
+  const query = { format: "json", stat: s.stat, transform: s.transform, slice: s.slice, ...(custom ? { limits: `${custom[0]},${custom[1]}` } : {}) };
   const info = await getJson<RenderJson>(path, query);
   let lo = num(info.limits[0]);
   let hi = num(info.limits[1]);
@@ -57,7 +60,7 @@ export async function resolveScale(ckpt: string, name: string, s: Style): Promis
   }
   const signed = s.stat !== "abs_max" && s.stat !== "std" && s.transform !== "log";
   const colormap = s.colormap !== "auto" ? s.colormap : signed && lo < 0 && hi > 0 ? "RdBu_r" : "viridis";
-  if (DIVERGING.has(colormap) && lo < 0 && hi > 0 && s.transform !== "log") {
+  if (!custom && DIVERGING.has(colormap) && lo < 0 && hi > 0 && s.transform !== "log") {
     const m = Math.max(-lo, hi);
     lo = -m;
     hi = m;
