@@ -59,7 +59,10 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
 
 void set_rows(ServerState& state, size_t checkpoint) {
   const ServedCheckpoint& sc = *state.checkpoints[checkpoint];
-  const bool indexing = sc.phase.load() == ServedCheckpoint::Phase::Indexing;
+  const auto phase = sc.phase.load();
+  const std::string pending = phase == ServedCheckpoint::Phase::Indexing ? "being indexed (job " + sc.job() + ")"
+                              : phase == ServedCheckpoint::Phase::Failed ? "indexing failed (job " + sc.job() + ")"
+                                                                         : "not indexed";
   std::vector<TensorRow> rows;
   const Checkpoint& c = sc.index->checkpoint();
   const auto rt = state.compute.current();
@@ -76,7 +79,7 @@ void set_rows(ServerState& state, size_t checkpoint) {
     } else {
       row.summary["stats"] = nullptr;
       const auto why = unreadable_reason(t, planner);
-      row.summary["unavailable"] = why ? *why : std::string(indexing ? "being indexed (job " + sc.job() + ")" : "not indexed");
+      row.summary["unavailable"] = why ? *why : pending;
     }
     rows.push_back(std::move(row));
   }
@@ -119,6 +122,12 @@ void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<b
     const auto* err = dynamic_cast<const Error*>(&e);
     const bool consent = err && err->kind() == ErrorKind::PrecisionRefused;
     state.jobs.finish(job, "failed", e.what(), consent ? nlohmann::json{{"needs_consent", true}} : nlohmann::json(nullptr));
+    try {
+      std::lock_guard<std::mutex> lock(sc.mutex);
+      set_rows(state, checkpoint);  // what was committed before the failure, and why the rest is missing
+    } catch (const std::exception& again) {
+      std::fprintf(stderr, "tensormorph: checkpoint %s: its rows could not be read after the failure: %s\n", sc.id.c_str(), again.what());
+    }
     std::fprintf(stderr, "tensormorph: checkpoint %s could not be indexed: %s\n", sc.id.c_str(), e.what());
   }
 }

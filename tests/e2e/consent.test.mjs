@@ -5,12 +5,10 @@
 // until "Allow" is clicked; consent reaches the server (GET /api/compute) and the preview; "Index again"
 // runs a job that computes the quantiles by the consented step (the API says method and exact: false);
 // withdrawing clears it. The consent is not written to the settings file.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer, tm, waitIndexed } from "./harness.mjs";
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, tm, waitIndexed } from "./harness.mjs";
 
-const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[e2e consent]", () => step);
@@ -27,18 +25,8 @@ function writeF32(path) {
   writeFileSync(path, Buffer.concat([len, Buffer.from(header), data]));
 }
 
-async function getJson(base, path) {
-  const res = await fetch(new URL(path, base));
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
 async function main() {
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
-  mkdirSync(OUT_DIR, { recursive: true });
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-consent-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("consent", check);
   let server = null;
   let context = null;
   try {
@@ -103,9 +91,7 @@ async function main() {
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join("; ") : ""}`);
     console.log("PASS: consent e2e");
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 

@@ -6,7 +6,8 @@
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium).
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,6 +15,34 @@ import { fileURLToPath } from "node:url";
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const TM_BIN = process.env.TM_BIN || join(ROOT, "build", "tensormorph");
 export const WEB_DIST = join(ROOT, "web", "dist");
+/** Where screenshots go: build/e2e for build/tensormorph (TM_E2E_OUT overrides). */
+export const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
+/** The reference files of ../shared/fixtures (TM_FIXTURES overrides); tests skip what is absent, visibly. */
+export const FIXTURES = process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures");
+
+/** GET base + path as JSON; throws naming the path, status and body when it is not 2xx. */
+export async function getJson(base, path) {
+  const res = await fetch(new URL(path, base));
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** What every browser test starts with: playwright, the built binary and web app (checked), OUT_DIR, and a
+ * private temporary folder and environment (`tm-e2e-NAME-…`). Pair with e2eTeardown in a finally block. */
+export function e2eSetup(name, check) {
+  const { chromium } = loadPlaywright();
+  checkBuilt(check);
+  mkdirSync(OUT_DIR, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), `tm-e2e-${name}-`));
+  return { chromium, tmp, env: privateEnv(tmp) };
+}
+
+/** Closes the browser and stops the server (either may be null), then removes tmp. */
+export async function e2eTeardown(tmp, server, context) {
+  if (context) await context.close().catch(() => {});
+  if (server) await stopServer(server);
+  rmSync(tmp, { recursive: true, force: true });
+}
 
 /** Chromium's path; without one, prints "SKIPPED: no chromium" and exits 0 (the only allowed skip). */
 export function chromiumOrSkip() {

@@ -21,12 +21,10 @@
 // /usr/lib/chromium/chromium or /usr/bin/chromium), TM_ALLOW_NO_WEBGPU=1 (accept a Chromium without a WebGPU
 // adapter: the page checks are skipped, the server path measured). Exits 0 with "SKIPPED: no chromium" only
 // when Chromium is not installed.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { ROOT, TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, stopServer } from "./harness.mjs";
 
-const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
 const FRAMES = 120;
@@ -35,12 +33,6 @@ const chromiumPath = chromiumOrSkip();
 
 let step = "setup";
 const { log, check } = checker("[heatmap]", () => step);
-
-async function getJson(base, path) {
-  const res = await fetch(new URL(path, base));
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
 
 /** The heatmap's dataset once it is ready (every visible tile drawn) on `path`, or throws. */
 async function waitReady(page, what, path) {
@@ -177,11 +169,7 @@ async function measure(page, path, adapterName) {
 
 async function main() {
   const t0 = Date.now();
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
-  mkdirSync(OUT_DIR, { recursive: true });
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-heatmap-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("heatmap", check);
   let server = null;
   let context = null;
   try {
@@ -348,7 +336,7 @@ async function main() {
 
     step = "quantization blocks (GGUF fixture)";
     // A Q4_0 tensor of llama.cpp's reference file: 32-element blocks along each row of 256 columns.
-    const gguf = join(process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures"), "gguf", "tiny-mixed.gguf");
+    const gguf = join(FIXTURES, "gguf", "tiny-mixed.gguf");
     if (!existsSync(gguf)) {
       log(`SKIPPED quantization-block overlay: ${gguf} is absent (../shared/fixtures)`);
     } else {
@@ -381,9 +369,7 @@ async function main() {
     for (const l of lines) console.log(l);
     console.log(`PASS: heatmap e2e (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 

@@ -3,29 +3,16 @@
 // #indexing panel follows the job's event stream (progress events, a bar that grows, the final "done"),
 // its numbers equal GET /api/jobs/{id} at the end; a tensor page opened during indexing waits for it (the
 // API's 503) and then opens; once indexing ends the inventory is fetched again and its rows carry statistics.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, launchBrowser, loadPlaywright, privateEnv, runTest, startServing, stopServer, tm } from "./harness.mjs";
+import { join } from "node:path";
+import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServing, tm } from "./harness.mjs";
 
-const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 const TENSOR = "model.layers.7.mlp.down_proj.weight";
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[e2e jobs]", () => step);
 
-async function getJson(base, path) {
-  const res = await fetch(new URL(path, base));
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
 async function main() {
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
-  mkdirSync(OUT_DIR, { recursive: true });
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-jobs-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("jobs", check);
   let server = null;
   let context = null;
   try {
@@ -98,9 +85,7 @@ async function main() {
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join("; ") : ""}`);
     console.log("PASS: jobs e2e");
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 

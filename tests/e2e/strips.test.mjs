@@ -16,27 +16,19 @@
 //
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), TM_FIXTURES,
 // CHROMIUM. Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { ROOT, TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer, tm } from "./harness.mjs";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, tm } from "./harness.mjs";
 
-const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 const LAYERS = 4;
 const ROLE = /^model\.layers\.(\d+)\.mlp\.down_proj\.weight$/;
 const TENSOR = "model.layers.2.mlp.down_proj.weight";
-const GGUF = join(process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures"), "gguf", "tiny-mixed.gguf");
+const GGUF = join(FIXTURES, "gguf", "tiny-mixed.gguf");
 const BAR_WIDTH = 24; // the colour bar right of a render's cells (src/render/cell_image.h)
 
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[e2e strips]", () => step);
-
-async function getJson(base, path) {
-  const res = await fetch(new URL(path, base));
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
 
 /** The strip section as data: its dataset and every row's dataset, link and thumbnail. */
 function stripsSnapshot(page) {
@@ -148,11 +140,7 @@ async function groupingChecks(page) {
 }
 
 async function main() {
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
-  mkdirSync(OUT_DIR, { recursive: true });
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-strips-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("strips", check);
   let server = null;
   let context = null;
   try {
@@ -306,9 +294,7 @@ async function main() {
     check(pageErrors.length === 0, `no page errors${pageErrors.length ? ": " + pageErrors.join(" | ") : ""}`);
     console.log("PASS: strips e2e");
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 

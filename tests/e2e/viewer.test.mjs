@@ -17,15 +17,13 @@
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), TM_FIXTURES
 // (default ../shared/fixtures beside the checkout), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { ROOT, TM_BIN, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, TM_BIN, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer } from "./harness.mjs";
 
-const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e"); // build/e2e for build/tensormorph
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const SEARCH = "down_proj";
-const GGUF = join(process.env.TM_FIXTURES || join(ROOT, "..", "shared", "fixtures"), "gguf", "tiny-mixed.gguf");
+const GGUF = join(FIXTURES, "gguf", "tiny-mixed.gguf");
 
 const chromiumPath = chromiumOrSkip();
 
@@ -33,12 +31,6 @@ let step = "setup";
 const { log, check } = checker("[e2e]", () => step);
 
 
-
-async function getJson(base, path) {
-  const res = await fetch(new URL(path, base));
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
 
 /** RGBA statistics of a canvas, or of a PNG (base64) decoded by the browser. */
 async function pixelStats(page, { selector, png }) {
@@ -98,12 +90,7 @@ async function waitReady(page, what) {
 }
 
 async function main() {
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
-  mkdirSync(OUT_DIR, { recursive: true });
-
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("viewer", check);
   let server = null;
   let context = null;
   try {
@@ -292,9 +279,7 @@ async function main() {
     writeFileSync(join(OUT_DIR, "viewer-result.json"), JSON.stringify({ ok: true, tensor: TENSOR, tile: { level, x: tx, y: ty }, stats: tile.stats }, null, 2));
     console.log("PASS: viewer e2e");
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 

@@ -13,10 +13,9 @@
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium), TM_ALLOW_NO_WEBGPU=1 (accept a Chromium without a WebGPU adapter: only the CPU path is
 // checked then). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, WEB_DIST, checkBuilt, checker, chromiumOrSkip, demoCheckpoint, launchBrowser, loadPlaywright, privateEnv, runTest, startServer, stopServer } from "./harness.mjs";
+import { ROOT, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, launchBrowser, runTest, startServer } from "./harness.mjs";
 
 const GOLDENS = join(ROOT, "tests", "goldens", "display");
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
@@ -67,13 +66,9 @@ function compare(results, cases, golden, path) {
 
 async function main() {
   const t0 = Date.now();
-  const { chromium } = loadPlaywright();
-  checkBuilt(check);
   const { cases, maps, golden } = loadGoldens();
   check(cases.length >= 10 && maps.length === 11, `${cases.length} golden cases and ${maps.length} colour maps read`);
-
-  const tmp = mkdtempSync(join(tmpdir(), "tm-e2e-webgpu-"));
-  const env = privateEnv(tmp);
+  const { chromium, tmp, env } = e2eSetup("webgpu", check);
   let server = null;
   let context = null;
   try {
@@ -170,9 +165,7 @@ async function main() {
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join(" | ") : ""}`);
     console.log(`PASS: webgpu e2e (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   } finally {
-    if (context) await context.close().catch(() => {});
-    if (server) await stopServer(server);
-    rmSync(tmp, { recursive: true, force: true });
+    await e2eTeardown(tmp, server, context);
   }
 }
 
