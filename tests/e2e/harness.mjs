@@ -37,6 +37,20 @@ export function e2eSetup(name, check) {
   return { chromium, tmp, env: privateEnv(tmp) };
 }
 
+/** Collects a page's errors into `errors` (returned): uncaught exceptions, console errors, and responses
+ * with status >= 400 ("STATUS METHOD PATH"); `onConsole`, when given, sees every console line. */
+export function watchErrors(page, errors = [], onConsole = null) {
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    if (onConsole) onConsole(m.text());
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400) errors.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
+  });
+  return errors;
+}
+
 /** Closes the browser and stops the server (either may be null), then removes tmp. */
 export async function e2eTeardown(tmp, server, context) {
   if (context) await context.close().catch(() => {});

@@ -23,7 +23,7 @@
 // when Chromium is not installed.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, stopServer } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, stopServer, watchErrors } from "./harness.mjs";
 
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
@@ -185,15 +185,8 @@ async function main() {
     step = "browser";
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
     const page = context.pages()[0] ?? (await context.newPage());
-    const errors = [];
+    const errors = watchErrors(page);
     const requests = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    page.on("console", (m) => {
-      if (m.type() === "error") errors.push(m.text());
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
-    });
     page.on("request", (r) => {
       const u = new URL(r.url());
       if (u.pathname.startsWith("/api/")) requests.push(u.pathname + u.search);

@@ -18,7 +18,7 @@
 // CHROMIUM. Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, tm } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, tm, watchErrors } from "./harness.mjs";
 
 const LAYERS = 4;
 const ROLE = /^model\.layers\.(\d+)\.mlp\.down_proj\.weight$/;
@@ -165,14 +165,7 @@ async function main() {
     step = "browser";
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
     const page = context.pages()[0] ?? (await context.newPage());
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(String(e)));
-    page.on("console", (m) => {
-      if (m.type() === "error") pageErrors.push(m.text());
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400) pageErrors.push(`${r.status()} ${r.url()}`);
-    });
+    const pageErrors = watchErrors(page);
 
     step = "open tensor";
     await page.setViewportSize({ width: 1400, height: 600 }); // the strips start below the fold (lazy loading)

@@ -19,7 +19,7 @@
 // /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { FIXTURES, OUT_DIR, TM_BIN, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, TM_BIN, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, watchErrors } from "./harness.mjs";
 
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const SEARCH = "down_proj";
@@ -118,14 +118,7 @@ async function main() {
     // heatmap's "Colour on" is forced to "server" (the page's WebGPU path is tests/e2e/heatmap.test.mjs').
     await context.addInitScript(() => localStorage.setItem("tm.heatmap.colourOn", "server"));
     const page = context.pages()[0] ?? (await context.newPage());
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(String(e)));
-    page.on("console", (m) => {
-      if (m.type() === "error") pageErrors.push(m.text());
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400) pageErrors.push(`${r.status()} ${r.url()}`);
-    });
+    const pageErrors = watchErrors(page);
 
     await treeChecks(page, base, list, detail);
     if (hasGguf) await quantizationChecks(page, base, list);
@@ -500,14 +493,7 @@ async function computePanelChecks(context, demo, tmp, baseEnv) {
   const hasTestPlugins = existsSync(join(pluginDir, "libtensormorph-backend-testabsent.so"));
   const srv = await startServer([demo, "--web-root", WEB_DIST], env);
   const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => {
-    if (m.type() === "error") errors.push(m.text());
-  });
-  page.on("response", (r) => {
-    if (r.status() >= 400) errors.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
-  });
+  const errors = watchErrors(page);
   try {
     const base = srv.url;
     const doc0 = await getJson(base, "/api/compute");

@@ -15,7 +15,7 @@
 // checked then). Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, launchBrowser, runTest, startServer } from "./harness.mjs";
+import { ROOT, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, launchBrowser, runTest, startServer, watchErrors } from "./harness.mjs";
 
 const GOLDENS = join(ROOT, "tests", "goldens", "display");
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
@@ -81,16 +81,8 @@ async function main() {
     step = "browser";
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
     const page = context.pages()[0] ?? (await context.newPage());
-    const errors = [];
     const consoleLines = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    page.on("console", (m) => {
-      consoleLines.push(m.text());
-      if (m.type() === "error") errors.push(m.text());
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
-    });
+    const errors = watchErrors(page, [], (line) => consoleLines.push(line));
     await page.goto(server.url, { waitUntil: "domcontentloaded" });
     await page.waitForFunction(() => window.tmDisplay !== undefined, null, { timeout: 30_000 });
 
