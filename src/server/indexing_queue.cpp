@@ -25,18 +25,20 @@ std::optional<std::string> IndexingQueue::enqueue(size_t checkpoint) {
   ServedCheckpoint& sc = *state_.checkpoints[checkpoint];
   std::string id;
   {
+    // Lock order: the queue's mutex, then the checkpoint's. No job runs on this checkpoint (checked
+    // here), so its mutex is held at most briefly by a request; the indexing thread takes the queue's
+    // mutex only between jobs, never while it holds a checkpoint's.
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || running_ == checkpoint || std::find(queue_.begin(), queue_.end(), checkpoint) != queue_.end())
       return std::nullopt;
     id = state_.jobs.create("index", sc.id);
     sc.set_job(id);
     sc.phase = ServedCheckpoint::Phase::Indexing;
+    {
+      std::lock_guard<std::mutex> index_lock(sc.mutex);
+      set_rows(state_, checkpoint);  // its tensors now say "being indexed (job N)"
+    }
     queue_.push_back(checkpoint);
-  }
-  {
-    // No job runs on it (checked above), so this only waits for requests using its index.
-    std::lock_guard<std::mutex> lock(sc.mutex);
-    set_rows(state_, checkpoint);
   }
   wake_.notify_all();
   return id;
