@@ -1,7 +1,9 @@
-// What the viewer's browser tests (viewer.test.mjs, webgpu.test.mjs) share: where the binary and the built
-// web app are, Debian's Chromium (or a visible SKIPPED exit), step-named checks, playwright-core from web/'s
-// node_modules, a private environment, `tensormorph serve` on a free port and its stopping, the headless
-// browser with the flags /work/shared/PLATFORM.md records, and the run-with-a-deadline wrapper.
+// What the viewer's browser tests (tests/e2e/*.test.mjs) share: where the binary, the built web app, the
+// screenshots and the fixtures are, Debian's Chromium (or a visible SKIPPED exit), step-named checks,
+// playwright-core from web/'s node_modules, the setup and teardown every test has (a private environment,
+// `tensormorph serve` on a free port — waiting for its indexing jobs or not — and its stopping, the headless
+// browser with the flags /work/shared/PLATFORM.md records), page-error collection, PNG statistics, JSON
+// GETs, and the run-with-a-deadline wrapper.
 //
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium).
@@ -49,6 +51,28 @@ export function watchErrors(page, errors = [], onConsole = null) {
     if (r.status() >= 400) errors.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
   });
   return errors;
+}
+
+/** Colours and variance of a PNG (base64), decoded in the page. */
+export function pngStats(page, png) {
+  return page.evaluate(async (png) => {
+    const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
+    const bmp = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const ctx = c.getContext("2d");
+    ctx.drawImage(bmp, 0, 0);
+    const d = ctx.getImageData(0, 0, bmp.width, bmp.height).data;
+    const colours = new Set();
+    let sum = 0, sum2 = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const v = d[i] + d[i + 1] + d[i + 2];
+      sum += v;
+      sum2 += v * v;
+      if (colours.size < 4096) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    }
+    const n = d.length / 4, mean = sum / n;
+    return { colours: colours.size, variance: sum2 / n - mean * mean };
+  }, png);
 }
 
 /** Closes the browser and stops the server (either may be null), then removes tmp. */

@@ -23,7 +23,7 @@
 // when Chromium is not installed.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, stopServer, watchErrors } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, stopServer, watchErrors } from "./harness.mjs";
 
 const TENSOR = "model.layers.0.mlp.down_proj.weight";
 const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
@@ -303,17 +303,7 @@ async function main() {
     await waitReady(page, "tile grid on", null);
     const shotPath = join(OUT_DIR, "heatmap.png");
     const shot = await page.screenshot({ path: shotPath, fullPage: true });
-    const stats = await page.evaluate(async (png) => {
-      const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
-      const bmp = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
-      const c = new OffscreenCanvas(bmp.width, bmp.height);
-      const ctx = c.getContext("2d");
-      ctx.drawImage(bmp, 0, 0);
-      const d = ctx.getImageData(0, 0, bmp.width, bmp.height).data;
-      const colours = new Set();
-      for (let i = 0; i < d.length && colours.size < 4096; i += 4) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-      return { colours: colours.size };
-    }, shot.toString("base64"));
+    const stats = await pngStats(page, shot.toString("base64"));
     check(existsSync(shotPath) && stats.colours > 16, `the screenshot ${shotPath} is not blank (${stats.colours}+ colours)`);
 
     step = "no adapter";

@@ -18,7 +18,7 @@
 // CHROMIUM. Exits 0 with "SKIPPED: no chromium" only when Chromium is not installed.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServer, tm, watchErrors } from "./harness.mjs";
+import { FIXTURES, OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, tm, watchErrors } from "./harness.mjs";
 
 const LAYERS = 4;
 const ROLE = /^model\.layers\.(\d+)\.mlp\.down_proj\.weight$/;
@@ -89,28 +89,6 @@ function thumbPixels(page, barWidth) {
       return { name: img.closest("tr").dataset.name, colours: colours.size, variance: sum2 / n - mean * mean };
     });
   }, barWidth);
-}
-
-/** Colours and variance of a PNG (base64), decoded in the page. */
-function pngStats(page, png) {
-  return page.evaluate(async (png) => {
-    const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
-    const bmp = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
-    const c = new OffscreenCanvas(bmp.width, bmp.height);
-    const ctx = c.getContext("2d");
-    ctx.drawImage(bmp, 0, 0);
-    const d = ctx.getImageData(0, 0, bmp.width, bmp.height).data;
-    const colours = new Set();
-    let sum = 0, sum2 = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      const v = d[i] + d[i + 1] + d[i + 2];
-      sum += v;
-      sum2 += v * v;
-      if (colours.size < 4096) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-    }
-    const n = d.length / 4, mean = sum / n;
-    return { colours: colours.size, variance: sum2 / n - mean * mean };
-  }, png);
 }
 
 const numOf = (v) => (typeof v === "number" ? v : v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN);
