@@ -31,8 +31,12 @@ const char* phase_name(ServedCheckpoint::Phase p) {
 nlohmann::json index_state_json(const ServerState& state, const ServedCheckpoint& sc) {
   const auto phase = sc.phase.load();
   nlohmann::json j = {{"persisted", sc.index->report().persisted}, {"state", phase_name(phase)}, {"job", sc.job()}};
-  if (phase == ServedCheckpoint::Phase::Failed) j["error"] = sc.failure();
-  if (const auto job = state.jobs.find(sc.job()); job && phase == ServedCheckpoint::Phase::Indexing)
+  const auto job = state.jobs.find(sc.job());
+  if (phase == ServedCheckpoint::Phase::Failed) {
+    j["error"] = sc.failure();
+    j["needs_consent"] = job && job->report.is_object() && job->report.value("needs_consent", false);
+  }
+  if (job && phase == ServedCheckpoint::Phase::Indexing)
     j["progress"] = {{"bytes_done", job->bytes_done}, {"bytes_total", job->bytes_total},
                      {"tensors_done", job->tensors_done}, {"tensors_total", job->tensors_total}};
   return j;

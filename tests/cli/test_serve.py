@@ -45,6 +45,16 @@ def write_small_safetensors(path):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(d for _, _, d in tensors))
 
 
+def private_env(tmp):
+    """This process's environment with HOME and the XDG config and cache folders fresh under tmp, and no
+    TENSORMORPH_PLUGIN_DIR: the server reads and writes nothing of the user's."""
+    env = dict(os.environ)
+    env.pop("TENSORMORPH_PLUGIN_DIR", None)
+    for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=tmp)
+    return env
+
+
 class Server:
     """A `tensormorph serve` process on a free port; url is what it printed."""
 
@@ -71,7 +81,7 @@ class Server:
     def jobs(self):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
-            conn.request("GET", "/api/jobs", headers=getattr(self, "auth", {}))
+            conn.request("GET", "/api/jobs")
             r = conn.getresponse()
             body = r.read()
             assert r.status == 200, (r.status, body[:300])
@@ -98,11 +108,7 @@ class ServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-")
-        cls.env = dict(os.environ)
-        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
-        for var, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
-            cls.env[var] = os.path.join(cls.tmp, sub)
-            os.makedirs(cls.env[var])
+        cls.env = private_env(cls.tmp)
         cls.demo = os.path.join(cls.tmp, "demo")
         r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--json")
         assert r.returncode == 0, r.stderr
@@ -580,10 +586,7 @@ class JobsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-jobs-")
-        cls.env = dict(os.environ)
-        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
-        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.env = private_env(cls.tmp)
         cls.demo = os.path.join(cls.tmp, "demo")
         r = subprocess.run([TM_BIN, "demo", "--out", cls.demo, "--layers", "8", "--hidden", "1024", "--intermediate", "2816",
                             "--json"], capture_output=True, text=True, env=cls.env, timeout=300)
@@ -680,10 +683,7 @@ class ConsentTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-consent-")
-        cls.env = dict(os.environ)
-        cls.env.pop("TENSORMORPH_PLUGIN_DIR", None)
-        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.env = private_env(cls.tmp)
         cls.f32 = os.path.join(cls.tmp, "f32.safetensors")
         write_f32_safetensors(cls.f32)
         r = subprocess.run([TM_BIN, "config", "set", "compute.memory_budget", "2M"], capture_output=True, text=True, env=cls.env)
@@ -709,6 +709,7 @@ class ConsentTest(unittest.TestCase):
             self.assertEqual(first["report"], {"needs_consent": True})
             code, cks = self.call(s, "GET", "/api/checkpoints")
             self.assertEqual(cks["checkpoints"][0]["index"]["state"], "failed")
+            self.assertIs(cks["checkpoints"][0]["index"]["needs_consent"], True)
             code, doc = self.call(s, "GET", "/api/tensors/0/w")
             self.assertEqual(code, 500)
             self.assertIn("could not be indexed", doc["error"])
@@ -769,9 +770,7 @@ class TokenTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-token-")
-        cls.env = dict(os.environ)
-        for var in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-            cls.env[var] = tempfile.mkdtemp(prefix="tm-serve-env-", dir=cls.tmp)
+        cls.env = private_env(cls.tmp)
         cls.small = os.path.join(cls.tmp, "small.safetensors")
         write_small_safetensors(cls.small)
 

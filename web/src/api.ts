@@ -50,7 +50,7 @@ export interface CheckpointInfo {
   parameters: number;
   bytes: number;
   /** Its index: "indexing" until its job (index.job) is done, then "ready"; "failed" with error. */
-  index?: { persisted: boolean; state?: "indexing" | "ready" | "failed"; job?: string; error?: string };
+  index?: { persisted: boolean; state?: "indexing" | "ready" | "failed"; job?: string; error?: string; needs_consent?: boolean };
 }
 
 /** A long-running job of the server (GET /api/jobs; docs/api.md "Jobs"). */

@@ -12,6 +12,7 @@
 // latest indexing job failed needing consent.
 import { api, type ComputeDoc, type Job } from "./api";
 import { el, showError } from "./dom";
+import { firstLine, reindexButton } from "./jobs";
 
 export function consentSection(doc: ComputeDoc, redraw: (next: ComputeDoc, message: string) => void): HTMLElement {
   const consented = doc.consent?.allow_approx ?? [];
@@ -77,23 +78,11 @@ async function reindexOffers(section: HTMLElement): Promise<void> {
   for (const j of jobs) if (j.kind === "index") latest.set(j.checkpoint, j);
   for (const j of latest.values()) {
     if (j.state !== "failed" || !j.report?.needs_consent) continue;
-    const b = el("button", { type: "button", class: "reindex", "data-checkpoint": j.checkpoint }, `Index checkpoint ${j.checkpoint} again`);
     const status = el("span", { class: "hint" });
-    b.addEventListener("click", async () => {
-      b.disabled = true;
-      try {
-        const job = await api.startIndexing(j.checkpoint);
-        status.textContent = ` started job ${job.id}; the tensor list shows its progress.`;
-        status.dataset.job = job.id;
-      } catch (e) {
-        b.disabled = false;
-        showError(e, "cannot start indexing");
-      }
+    const b = reindexButton(j.checkpoint, `Index checkpoint ${j.checkpoint} again`, (job) => {
+      status.textContent = ` started job ${job.id}; the tensor list shows its progress.`;
+      status.dataset.job = job.id;
     });
     section.append(el("p", {}, `Indexing checkpoint ${j.checkpoint} (job ${j.id}) was refused for want of consent. `, b, status));
   }
-}
-
-function firstLine(s: string | undefined): string {
-  return (s ?? "").split("\n")[0];
 }

@@ -91,15 +91,14 @@ export async function renderInventory(root: HTMLElement, choice?: InventoryView)
   const rows = state.rows;
   const tree = state.tree as Tree;
   checkpointsBox.append(checkpointsTable(state.checkpoints));
-  const indexing = indexingPanel(state.checkpoints, () => {
+  // Indexing ended, or started again: fetch everything anew and redraw (if this page is still shown).
+  const reload = (): void => {
     state.rows = state.checkpoints = state.tree = null;
     if (root.contains(holder)) void renderInventory(root);
-  });
+  };
+  const indexing = indexingPanel(state.checkpoints, reload);
   if (indexing) checkpointsBox.append(indexing);
-  const failed = failedIndexingPanel(state.checkpoints, () => {
-    state.rows = state.checkpoints = state.tree = null;
-    if (root.contains(holder)) void renderInventory(root);
-  });
+  const failed = failedIndexingPanel(state.checkpoints, reload);
   if (failed) checkpointsBox.append(failed);
 
   const view = state.view === "tree" ? treeView(tree) : listView(rows);

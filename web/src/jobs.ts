@@ -69,6 +69,27 @@ export function indexingPanel(checkpoints: CheckpointInfo[], onAllEnded: () => v
   return panel;
 }
 
+/** The first line of a (multi-line) server message. */
+export function firstLine(s: string | undefined): string {
+  return (s ?? "").split("\n")[0];
+}
+
+/** "Index again" for a checkpoint (POST /api/jobs): `button.reindex[data-checkpoint]`, disabled while the
+ * request runs (and after it succeeded); `onStarted` gets the new job; a refusal is shown in the banner. */
+export function reindexButton(checkpoint: string, label: string, onStarted: (job: Job) => void): HTMLButtonElement {
+  const b = el("button", { type: "button", class: "reindex", "data-checkpoint": checkpoint }, label);
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    try {
+      onStarted(await api.startIndexing(checkpoint));
+    } catch (e) {
+      b.disabled = false;
+      showError(e, "cannot start indexing");
+    }
+  });
+  return b;
+}
+
 /** The checkpoints whose indexing failed (null when none): the error, a link to the Compute panel when
  * the job needed consent to an approximation, and "Index again" (POST /api/jobs), which calls `onStarted`.
  * Contract: #indexing-failed with one `.failed-job[data-checkpoint]` each, holding `button.reindex`. */
@@ -78,24 +99,14 @@ export function failedIndexingPanel(checkpoints: CheckpointInfo[], onStarted: ()
   const panel = el("div", { class: "indexing failed", id: "indexing-failed" });
   for (const c of failed) {
     const error = c.index?.error ?? "unknown error";
-    const needsConsent = error.includes("--allow-approx");
-    const b = el("button", { type: "button", class: "reindex", "data-checkpoint": c.id }, "Index again");
-    b.addEventListener("click", async () => {
-      b.disabled = true;
-      try {
-        await api.startIndexing(c.id);
-        onStarted();
-      } catch (e) {
-        b.disabled = false;
-        showError(e, "cannot start indexing");
-      }
-    });
+    const needsConsent = c.index?.needs_consent === true;
+    const b = reindexButton(c.id, "Index again", () => onStarted());
     panel.append(
       el(
         "div",
         { class: "failed-job", "data-checkpoint": c.id, "data-needs-consent": String(needsConsent) },
         el("strong", {}, `${c.name} (${c.id}): `),
-        el("span", { class: "job-text" }, `indexing failed: ${error.split("\n")[0]} `),
+        el("span", { class: "job-text" }, `indexing failed: ${firstLine(error)} `),
         ...(needsConsent ? [el("a", { href: "#/compute" }, "consent to an approximation in the Compute panel"), " then "] : []),
         b,
       ),
