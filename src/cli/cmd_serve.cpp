@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 struct ServeArgs {
   std::vector<std::string> paths;
-  std::string host = "127.0.0.1", token, web_root;
+  std::string host = "127.0.0.1", token, web_root, index_max_rate;
   int port = 8765;
   bool generate_token = false;
   unsigned http_threads = 0;
@@ -90,6 +90,10 @@ void run_serve(const ServeArgs& a) {
   state.version = TM_VERSION;
   state.known_backends = nlohmann::json::parse(kParityMatrixJson).at("backends");
   state.web_root = find_web_root(a.web_root);
+  if (!a.index_max_rate.empty()) {
+    state.index_max_bytes_per_s = parse_bytes(a.index_max_rate, "--index-max-rate");
+    if (state.index_max_bytes_per_s == 0) throw Error(ErrorKind::InvalidArgument, "--index-max-rate: expected more than 0 bytes per second");
+  }
   // Opening reads every header (a damaged or missing file fails here, before serving); computing the
   // statistics is a job per checkpoint, run in the background once the server listens.
   for (const auto& path : a.paths) {
@@ -133,6 +137,9 @@ void add_serve_command(CLI::App& app) {
                                              "or in the source tree)");
   cmd->add_option("--http-threads", a->http_threads,
                   "worker threads, one per open connection (default: max(8, 2 x cores) up to 64; at most 256)");
+  cmd->add_option("--index-max-rate", a->index_max_rate,
+                  "indexing jobs read at most this many bytes per second on average (e.g. 200M; default: as fast as "
+                  "the disk allows), leaving the disk to other work");
   cmd->callback([a] { run_serve(*a); });
 }
 

@@ -211,7 +211,16 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
         try {
           std::vector<uint8_t> buffer(report.window_bytes);
           const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
-          while (auto i = cancelled() ? std::nullopt : run.next(w)) {
+          const auto paced = [&] {  // waits while ahead of options.max_bytes_per_s; false when cancelled
+            while (options.max_bytes_per_s && !cancelled()) {
+              const double due = static_cast<double>(run.bytes_done.load()) / static_cast<double>(options.max_bytes_per_s);
+              const double now = std::chrono::duration<double>(Clock::now() - start).count();
+              if (now >= due) break;
+              std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - now, 0.05)));
+            }
+            return !cancelled();
+          };
+          while (auto i = paced() ? run.next(w) : std::nullopt) {
             const auto t0 = Clock::now();
             std::optional<Pyramid> pyramid;
             StatsResult r =

@@ -41,6 +41,10 @@ struct IndexingOptions {
   // Approximation steps consented to (--allow-approx, or the viewer's session consent). Statistics
   // computed under one are stored with their method and quantiles_exact = false, never as exact.
   std::set<std::string> allowed_approx_steps;
+  // Average read rate, bytes per second of tensor data (0: unlimited), so a background job leaves the
+  // disk to other work. Enforced before each tensor is taken: a worker waits until (bytes read so far) /
+  // rate seconds have passed since the start, in steps of at most 50 ms, watching `cancel`.
+  uint64_t max_bytes_per_s = 0;
 };
 
 struct IndexingReport {

@@ -97,6 +97,7 @@ void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<b
     const auto rt = state.compute.current();
     IndexingOptions opt = cli::indexing_options(*rt, {}, true);
     opt.cancel = &cancel;
+    opt.max_bytes_per_s = state.index_max_bytes_per_s;
     opt.allowed_approx_steps = state.compute.allow_approx();
     opt.progress = [&](const IndexingProgress& p) {
       state.jobs.progress(job, p.bytes_done, p.bytes_total, p.tensors_done, p.tensors_total, p.seconds);

@@ -110,6 +110,7 @@ struct ServerState {
   std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
   std::string web_root;     // canonical static-file root, or empty for the built-in page
   std::string version;
+  uint64_t index_max_bytes_per_s = 0;  // indexing jobs' average read rate (serve --index-max-rate); 0: unlimited
   // The backends the project's parity matrix knows ({name: {kind, description, …}}), so the Compute
   // panel can list those this build or machine lacks.
   nlohmann::json known_backends = nlohmann::json::object();

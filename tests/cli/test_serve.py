@@ -553,6 +553,11 @@ class ServeTest(unittest.TestCase):
         self.assertIn("server stopped", out)
 
 
+# Indexing paced to this average read rate (serve --index-max-rate) when a test must catch a job running:
+# the JobsTest demo (~220 MB) then takes several seconds.
+SLOW_RATE = "40M"
+
+
 def read_events(conn, path, timeout=300):
     """The Server-Sent Events of GET path, as (event, data JSON) pairs, until the server ends the stream."""
     conn.request("GET", path)
@@ -604,11 +609,33 @@ class JobsTest(unittest.TestCase):
         finally:
             c.close()
 
+    def fresh_cache(self):
+        """A new, empty index folder: everything is computed again while we watch."""
+        self.env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tm-serve-cache-", dir=self.tmp)
+
+    def job(self, s):
+        code, body = self.get(s, "/api/jobs/0")
+        self.assertEqual(code, 200, body[:300])
+        return json.loads(body)
+
+    def wait_tensors_done(self, s, n):
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            j = self.job(s)
+            if j["tensors_done"] >= n:
+                return j
+            time.sleep(0.05)
+        raise AssertionError("no tensor committed: " + json.dumps(self.job(s)))
+
     def test_a_stop_while_indexing_then_resume(self):
-        s = Server([self.demo], self.env, wait_indexed=False)
+        self.fresh_cache()
+        # Paced (--index-max-rate) so the stop comes after some tensors are committed and well before the end.
+        s = Server([self.demo, "--index-max-rate", SLOW_RATE], self.env, wait_indexed=False)
+        j = self.wait_tensors_done(s, 1)
         code, out = s.stop()
         self.assertEqual(code, 0)
         self.assertIn("server stopped", out)
+        self.assertEqual(j["state"], "running", j)
         s = Server([self.demo], self.env, wait_indexed=False)
         try:
             c = self.conn(s)
@@ -617,24 +644,23 @@ class JobsTest(unittest.TestCase):
             self.assertEqual(events[-1][0], "done", events[-1])
             report = events[-1][1]["report"]
             self.assertEqual(report["computed"] + report["already_indexed"], 75)
+            self.assertGreaterEqual(report["already_indexed"], j["tensors_done"])  # what the stopped run committed
+            self.assertGreater(report["computed"], 0)
             print(f"\nresumed: {report['already_indexed']} tensor(s) kept from the stopped run, {report['computed']} computed")
         finally:
             s.stop()
 
     def test_b_progress_stream_and_refusals_while_indexing(self):
-        for var in ("XDG_CACHE_HOME",):  # a fresh index: everything is computed while we watch
-            self.env[var] = tempfile.mkdtemp(prefix="tm-serve-cache-", dir=self.tmp)
-        s = Server([self.demo], self.env, wait_indexed=False)
+        self.fresh_cache()
+        s = Server([self.demo, "--index-max-rate", SLOW_RATE], self.env, wait_indexed=False)
         try:
             code, body = self.get(s, "/api/tensors/0/model.embed_tokens.weight")
+            self.assertEqual(code, 503, body[:300])
+            self.assertIn("being indexed", json.loads(body)["error"])
             c = self.conn(s)
             events = read_events(c, "/api/jobs/0/events")
             c.close()
-            if code == 503:
-                self.assertIn("being indexed", json.loads(body)["error"])
-            else:
-                self.assertEqual(code, 200, body[:300])  # indexing was already over
-            self.assertGreaterEqual(len(events), 1)
+            self.assertGreaterEqual(len(events), 3)  # paced over seconds: progress on the way
             names = [e for e, _ in events]
             self.assertTrue(all(n == "progress" for n in names[:-1]), names)
             self.assertEqual(names[-1], "done", events[-1])
@@ -662,6 +688,33 @@ class JobsTest(unittest.TestCase):
             self.assertEqual(self.get(s, "/api/jobs/7")[0], 404)
             self.assertEqual(self.get(s, "/api/jobs/7/events")[0], 404)
         finally:
+            s.stop()
+
+    def test_c_at_most_four_event_streams(self):
+        self.fresh_cache()
+        s = Server([self.demo, "--index-max-rate", SLOW_RATE], self.env, wait_indexed=False)
+        conns = []
+        try:
+            for _ in range(4):
+                c = self.conn(s)
+                c.request("GET", "/api/jobs/0/events")
+                r = c.getresponse()
+                self.assertEqual(r.status, 200)
+                r.readline()  # the stream is open: its first line has come
+                conns.append((c, r))
+            self.assertEqual(self.job(s)["state"], "running")
+            code, body = self.get(s, "/api/jobs/0/events")
+            self.assertEqual(code, 503, body[:300])
+            self.assertIn("too many event streams", json.loads(body)["error"])
+            self.assertEqual(self.get(s, "/api/health")[0], 200)  # the other workers still answer
+            conns.pop()[0].close()  # a client going away frees its stream
+            deadline = time.time() + 30
+            while (code := self.get(s, "/api/jobs/0/events")[0]) == 503 and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertIn(code, (200,), "a closed stream was not freed")
+        finally:
+            for c, _ in conns:
+                c.close()
             s.stop()
 
 

@@ -1,5 +1,6 @@
 // The viewer while `tensormorph serve` is still indexing (tests/e2e/harness.mjs for the shared pieces): a
-// checkpoint of ~780 MB written fresh, the page opened as soon as the server listens. Checks: the inventory's
+// checkpoint of ~220 MB written fresh, indexed at a paced read rate (serve --index-max-rate, ~9 s) so the
+// pages certainly load while the job runs, opened as soon as the server listens. Checks: the inventory's
 // #indexing panel follows the job's event stream (progress events, a bar that grows, the final "done"),
 // its numbers equal GET /api/jobs/{id} at the end; a tensor page opened during indexing waits for it (the
 // API's 503) and then opens; once indexing ends the inventory is fetched again and its rows carry statistics.
@@ -7,6 +8,7 @@ import { join } from "node:path";
 import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, runTest, startServing, stopServer, tm } from "./harness.mjs";
 
 const TENSOR = "model.layers.7.mlp.down_proj.weight";
+const RATE = "24M";  // bytes per second: indexing the demo below takes ~9 s
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[e2e jobs]", () => step);
@@ -18,7 +20,7 @@ async function main() {
   try {
     step = "demo checkpoint (not indexed)";
     const demo = join(tmp, "demo");
-    tm(["demo", "--out", demo, "--layers", "8", "--hidden", "2048", "--intermediate", "5632"], env);
+    tm(["demo", "--out", demo, "--layers", "8", "--hidden", "1024", "--intermediate", "2816"], env);
 
     step = "browser";
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "profile"));
@@ -45,13 +47,13 @@ async function main() {
       }).observe(document, { subtree: true, childList: true });
     });
 
-    // A cold browser may load the page only after indexing has ended (seconds here): then the stream was
-    // never seen running. Each attempt indexes afresh (a new cache folder); the page is warm after the first.
+    // Should a cold, loaded machine take the whole paced job to load the pages, the stream was never seen
+    // running: each attempt indexes afresh (a new cache folder); the browser is warm after the first.
     let base, jobId, samples;
     for (let attempt = 1; ; attempt++) {
       step = `serve, and open the pages at once (attempt ${attempt})`;
       env.XDG_CACHE_HOME = join(tmp, `cache-${attempt}`);
-      server = await startServing([demo, "--web-root", WEB_DIST], env);
+      server = await startServing([demo, "--web-root", WEB_DIST, "--index-max-rate", RATE], env);
       base = server.url;
       await Promise.all([page.goto(base), tensorPage.goto(new URL(`#/tensor/0/${encodeURIComponent(TENSOR)}`, base).href)]);
 

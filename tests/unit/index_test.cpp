@@ -4,10 +4,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/mapped_file.h"
 #include "index/checkpoint_index.h"
@@ -117,6 +120,45 @@ TEST_F(IndexFixture, IndexingStoresExactlyWhatComputeStatsGives) {
   o.threads = 1;
   expect_same(*again.load_stats(0), compute_stats(data_a_.data(), DType::F32, 5000, planner, o));
   expect_same(*again.load_stats(1), compute_stats(data_b_.data(), DType::BF16, 3000, planner, o));
+}
+
+// One worker, 40,000 bytes/s: tensor a (20,000 bytes) is taken at once, b only after 0.5 s.
+TEST_F(IndexFixture, AReadRateLimitSpacesTheTensors) {
+  auto reg = test::make_registry(false);
+  CostModel costs;
+  Planner planner(*reg, costs, {});
+  CheckpointIndex index(file_, (dir_ / "r.sqlite").string());
+  IndexingOptions opt;
+  opt.threads = 1;
+  opt.max_bytes_per_s = 40000;
+  const IndexingReport r = index_checkpoint(index, planner, opt);
+  EXPECT_EQ(r.computed, 2u);
+  EXPECT_GE(r.seconds, 0.5);
+  EXPECT_LT(r.seconds, 30.0);
+}
+
+// Waiting for the rate limit watches `cancel`: the run returns soon, with what it committed.
+TEST_F(IndexFixture, CancellingWhileRateLimitedReturnsPromptly) {
+  auto reg = test::make_registry(false);
+  CostModel costs;
+  Planner planner(*reg, costs, {});
+  CheckpointIndex index(file_, (dir_ / "c.sqlite").string());
+  std::atomic<bool> cancel{false};
+  IndexingOptions opt;
+  opt.threads = 1;
+  opt.max_bytes_per_s = 100;  // b would wait 200 s
+  opt.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  const IndexingReport r = index_checkpoint(index, planner, opt);
+  stopper.join();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(r.computed, 1u);
+  EXPECT_TRUE(index.has_stats(0));
+  EXPECT_FALSE(index.has_stats(1));
+  EXPECT_LT(r.seconds, 10.0);
 }
 
 TEST_F(IndexFixture, NanStatisticsRoundTrip) {
