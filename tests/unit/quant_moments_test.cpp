@@ -1,4 +1,5 @@
-// quant.moments: the moments of Q4_0 and Q8_0 tensors from their codes and scales equal those of the
+// quant.moments: the moments of Q4_0 and Q8_0 tensors from their codes and scales (on every SIMD target;
+// extreme scales and codes; finite scales only) equal those of the
 // decoded float32 values: counts, min and max exactly, the sum as the exact sum rounded once (checked
 // against an independent element-by-element exact sum), mean and std to the last bits.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "cpu/dequant/ggml_dequant.h"
 #include "ops/dequantize.h"
+#include "simd_targets.h"
 #include "test_support.h"
 
 namespace tmorph {
@@ -36,14 +38,25 @@ std::vector<uint8_t> random_blocks(uint32_t block_bytes, uint64_t blocks, uint64
   return out;
 }
 
-class QuantMoments : public ::testing::TestWithParam<uint32_t> {};
+// Blocks of the largest fp16 scale (either sign) whose codes are all the format's extreme code: the
+// largest partial sums the exact accumulators must hold without overflow.
+std::vector<uint8_t> extreme_blocks(uint32_t type, uint32_t block_bytes, uint64_t blocks, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(blocks * block_bytes);
+  for (uint64_t i = 0; i < blocks; ++i) {
+    uint8_t* b = &out[i * block_bytes];
+    const uint16_t h = rng() % 4 ? 0x7bff : 0xfbff;  // +-65504
+    std::memcpy(b, &h, 2);
+    std::memset(b + 2, type == 8 ? 0x80 : 0x00, block_bytes - 2);  // -128 (Q8_0), nibbles 0 = -8 (Q4_0)
+  }
+  return out;
+}
 
-TEST_P(QuantMoments, EqualTheMomentsOfTheDecodedValues) {
-  const uint32_t type = GetParam();
+// quant.moments over `bytes` (blocks of `type`) against compute_stats over the decoded floats.
+void expect_moments_of_decoded_values(uint32_t type, const std::vector<uint8_t>& bytes) {
   const auto* f = cpu::ggml_block_format(type);
   ASSERT_NE(f, nullptr);
-  const uint64_t blocks = 3 * (TM_STATS_BLOCK_ELEMENTS / 32) + 123;  // three canonical blocks and a tail
-  const auto bytes = random_blocks(f->block_bytes, blocks, type);
+  const uint64_t blocks = bytes.size() / f->block_bytes;
   std::vector<float> values(blocks * 32);
   cpu::dequantize_ggml_blocks(*f, bytes.data(), blocks, values.data());
 
@@ -72,6 +85,35 @@ TEST_P(QuantMoments, EqualTheMomentsOfTheDecodedValues) {
   EXPECT_EQ(a.sum, std::ldexp(static_cast<double>(exact), -24)) << "the sum is the exact sum rounded once";
   EXPECT_NEAR(a.mean, b.mean, 1e-13 * std::fabs(b.mean) + 1e-300);
   EXPECT_NEAR(a.std, b.std, 1e-13 * b.std);
+}
+
+class QuantMoments : public ::testing::TestWithParam<uint32_t> {};
+
+// Three canonical blocks and a tail (not a multiple of the four blocks the SIMD path takes at once).
+constexpr uint64_t kBlocks = 3 * (TM_STATS_BLOCK_ELEMENTS / 32) + 123;
+
+// On every SIMD target compiled in (four blocks at a time with 256-bit vectors or more, one at a time below).
+TEST_P(QuantMoments, EqualTheMomentsOfTheDecodedValues) {
+  const uint32_t type = GetParam();
+  const auto bytes = random_blocks(cpu::ggml_block_format(type)->block_bytes, kBlocks, type);
+  test::for_each_simd_target([&](const std::string& target, bool) {
+    SCOPED_TRACE(target);
+    expect_moments_of_decoded_values(type, bytes);
+  });
+}
+
+TEST_P(QuantMoments, ExtremeScalesAndCodesStayExact) {
+  const uint32_t type = GetParam();
+  expect_moments_of_decoded_values(type, extreme_blocks(type, cpu::ggml_block_format(type)->block_bytes, kBlocks, type));
+}
+
+// Only finite scales: every group of four blocks takes the SIMD path (none falls back for an inf or NaN).
+TEST_P(QuantMoments, FiniteScalesOnly) {
+  const uint32_t type = GetParam();
+  const uint32_t bb = cpu::ggml_block_format(type)->block_bytes;
+  auto bytes = random_blocks(bb, kBlocks, type + 100);
+  for (uint64_t i = 0; i < kBlocks; ++i) bytes[i * bb + 1] &= 0xbb;  // exponent bits 4 and 2 cleared: never 31
+  expect_moments_of_decoded_values(type, bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMoments, ::testing::Values(2u, 8u),
