@@ -4,6 +4,8 @@
 //   stats/<TYPE>/full/threads:N  compute_quantized_stats (dequantize, then moments + 256-bin histogram +
 //                                exact quantiles) for Q8_0 and Q4_0
 //   memcpy/threads:N             memcpy of a buffer of the input size, split into N std::threads
+//   packed/GPTQ<B>bit/threads:N  the CPU backend's dequantize.packed on a synthetic GPTQ matrix (random
+//                                codes, zeros and scales, groups of 128; B = 3 and 4), 4,096 x 8,192
 //
 // Data: real, valid blocks. For every quantized tensor of the reference fixture
 // <fixtures>/gguf/tiny-mixed.gguf (one per type; tiny-mixed.expected.json gives each tensor's ggml type,
@@ -34,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -44,6 +47,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../backends/cpu/cpu_backend.h"
+#include "../backends/cpu/packed_kernel.h"
+#include "tensormorph/op_contracts.h"
 #include "ops/dequantize.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
@@ -227,6 +232,46 @@ void BM_stats(benchmark::State& state, const Tiled* t, unsigned threads, bool fu
   set_counters(state, *t);
 }
 
+// A GPTQ layer of `bits` (4,096 outputs x 8,192 inputs, groups of 128, v1 zeros) decoded whole into
+// float32 by the CPU kernel. bytes_per_second counts qweight's bytes.
+void BM_packed_gptq(benchmark::State& state, uint32_t bits, unsigned threads) {
+  constexpr uint64_t kRows = 4096, kCols = 8192, kGroup = 128, kGroups = kCols / kGroup;
+  const uint64_t words_per_32 = bits == 3 ? 3 : bits;  // int32 words per 32 codes
+  std::mt19937 rng(bits);
+  std::vector<int32_t> qweight(kCols / 32 * words_per_32 * kRows), zeros(kGroups * kRows / 32 * words_per_32);
+  for (auto& w : qweight) w = static_cast<int32_t>(rng());
+  for (auto& w : zeros) w = static_cast<int32_t>(rng());
+  std::vector<float> scales(kGroups * kRows);
+  for (auto& x : scales) x = static_cast<float>(rng() % 1000 + 1) * 1e-5f;
+  std::vector<int32_t> g_idx(kCols);
+  for (uint64_t i = 0; i < kCols; ++i) g_idx[i] = static_cast<int32_t>(i / kGroup);
+  tm_dequantize_packed_params_v1 p{};
+  p.scheme = TM_PACKED_GPTQ, p.bits = bits, p.zero_offset = 1, p.rows = kRows, p.cols = kCols, p.groups = kGroups;
+  p.scales = scales.data(), p.zeros = zeros.data(), p.group_index = g_idx.data();
+  float* dst = output(kRows * kCols);
+  tm_kernel_call_v1 call{};
+  call.struct_size = sizeof call;
+  call.op = TM_OP_DEQUANTIZE_PACKED;
+  call.dtype = TM_DTYPE_F32;
+  call.input = qweight.data();
+  call.element_count = kRows * kCols;
+  call.params = &p;
+  call.params_size = sizeof p;
+  call.output = dst;
+  call.output_size = kRows * kCols * sizeof(float);
+  call.threads = threads;
+  std::string error;
+  for (auto _ : state) {
+    if (tmorph::cpu::run_dequantize_packed(call, &error) != TM_OK) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kRows * kCols));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * qweight.size() * 4));
+}
+
 void BM_memcpy(benchmark::State& state, unsigned threads) { bench::memcpy_benchmark(state, threads, size_bytes()); }
 
 }  // namespace
@@ -261,7 +306,7 @@ int main(int argc, char** argv) {
     tiled().push_back(tile(s));
     largest = std::max(largest, tiled().back().elements);
   }
-  output(largest);  // allocate and fault in the destination before any timing
+  output(std::max<uint64_t>(largest, 4096 * 8192));  // allocate and fault in the destination before any timing
 
   benchmark::AddCustomContext("tm_size_mib", std::to_string(size_mib()));
   benchmark::AddCustomContext("tm_fixture", gguf_path());
@@ -288,6 +333,12 @@ int main(int argc, char** argv) {
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
   }
+  for (const uint32_t bits : {3u, 4u})
+    for (unsigned n : threads)
+      benchmark::RegisterBenchmark(("packed/GPTQ" + std::to_string(bits) + "bit/threads:" + std::to_string(n)).c_str(),
+                                   BM_packed_gptq, bits, n)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

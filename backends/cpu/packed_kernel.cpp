@@ -16,7 +16,8 @@
 //          output row each word is spread over its lanes, the codes shifted and masked out, the zero
 //          subtracted (a broadcast when a vector's columns share one group, else a gather from the row's
 //          unpacked zeros and scales: act-order g_idx) and the scale applied.
-//   GPTQ 3-bit  (codes crossing words) scalar only, code by code with tm_gptq_field.
+//          3-bit codes (crossing words): 96 qweight rows at a time, each lane's code from its word of the
+//          triple and, for the two split codes, the next word.
 //   AWQ    transposes blocks of 32 word columns x 128 inputs so that each output row reads its words
 //          contiguously, then per output row and group shifts one nibble out of every word.
 #undef HWY_TARGET_INCLUDE
@@ -160,6 +161,25 @@ inline void gptq_rows_scalar(const Params& p, const uint8_t* codes, uint64_t r0,
   }
 }
 
+// GPTQ 3-bit: codes cross word boundaries (op_contracts.h); code by code with tm_gptq_field, a tile of
+// outputs at a time as gptq_rows_scalar.
+inline void gptq3_rows_scalar(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
+  const auto* qweight = reinterpret_cast<const int32_t*>(codes);
+  const uint64_t zero_words = p.rows * 3 / 32;
+  for (uint64_t t0 = r0; t0 < r1; t0 += kGptqTile) {
+    const uint64_t t1 = std::min(r1, t0 + kGptqTile);
+    for (uint64_t i0 = 0; i0 < p.cols; i0 += 32)
+      for (uint64_t o = t0; o < t1; ++o) {
+        float* row = out + (o - r0) * p.cols;
+        for (uint64_t i = i0; i < i0 + 32; ++i) {
+          const auto g = static_cast<uint64_t>(p.group_index[i]);
+          const auto z = static_cast<int32_t>(tm_gptq_field(p.zeros + g * zero_words, 1, o, 3)) + p.zero_offset;
+          const auto q = static_cast<int32_t>(tm_gptq_field(qweight + o, p.rows, i, 3));
+          row[i] = p.scales[g * p.rows + o] * static_cast<float>(q - z);
+        }
+      }
+  }
+}
 inline void awq_rows_scalar(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
   const auto* qweight = reinterpret_cast<const int32_t*>(codes);
   const uint64_t words = p.rows / 8;
@@ -348,6 +368,10 @@ void Bnb4Rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, f
   bnb4_rows_scalar(p, codes, r0, r1, out);
 }
 
+// GPTQ, 2, 3, 4 or 8 bits. 3-bit codes cross words: each 32 codes of a column take 3 consecutive words
+// (96 bits, code i at bits 3i..3i+2, codes 10 and 21 split over two words), so a vector of columns inside
+// one such triple takes its lanes' low parts from one word and the high parts of the two split codes from
+// the next (per-lane tables below), a shift each.
 void GptqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
 #if HWY_TARGET != HWY_SCALAR
   if (LanesUsable()) {
@@ -355,8 +379,11 @@ void GptqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, f
     const hn::RebindToSigned<DF> di;
     const hn::RebindToUnsigned<DF> du;
     const size_t n = hn::Lanes(df);
-    const uint32_t bits = p.bits, per_word = 32 / bits, mask = (1u << bits) - 1;
-    const uint64_t cols = p.cols, word_rows = cols / per_word, zero_words = p.rows / per_word;
+    const bool three = p.bits == 3;
+    const uint32_t bits = p.bits, per_word = three ? 32 : 32 / bits, mask = (1u << bits) - 1;
+    // per_word for 3 bits: 32 codes per 3 words (a "word" below is then a triple, word_span words).
+    const uint64_t word_span = three ? 3 : 1;
+    const uint64_t cols = p.cols, word_rows = cols / per_word * word_span, zero_words = three ? p.rows * 3 / 32 : p.rows / per_word;
     // The group of each whole vector of columns, or -1 where its columns span several (act-order g_idx).
     uint64_t groups = 1;
     std::vector<int32_t> vector_group(cols / n);
@@ -365,33 +392,43 @@ void GptqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, f
       vector_group[v] = std::all_of(g + 1, g + n, [&](int32_t x) { return x == g[0]; }) ? g[0] : -1;
     }
     for (uint64_t i = 0; i < cols; ++i) groups = std::max(groups, static_cast<uint64_t>(p.group_index[i]) + 1);
-    // A tile of kRows output rows is decoded kWords qweight rows at a time: their words transposed into
-    // words[o - t0][k - k0] (each qweight row read kRows words = whole cache lines at a time; rows of the
-    // buffer an odd number of cache lines apart so that one qweight row's words land in different cache
-    // sets; n words more that loads past the last one may read), then each output row's columns
-    // [k0 * per_word, k1 * per_word). The tile's scales and zeros (zero_offset added), by row and group.
-    constexpr uint64_t kRows = 128, kWords = 32, kStride = kWords + 16;
-    static_assert(kStride % 16 == 0 && kStride / 16 % 2 == 1 && kWords % 16 == 0);
+    // A tile of kRows output rows is decoded kWords qweight rows at a time (96 for 3 bits: whole triples):
+    // their words transposed into words[o - t0][k - k0] (each qweight row read kRows words = whole cache
+    // lines at a time; rows of the buffer an odd number of cache lines apart so that one qweight row's words
+    // land in different cache sets; n words more that loads past the last one may read), then each output
+    // row's columns [k0 / word_span * per_word, k1 / word_span * per_word). The tile's scales and zeros
+    // (zero_offset added), by row and group.
+    constexpr uint64_t kRows = 128;
+    const uint64_t kWords = three ? 96 : 32, kStride = kWords + 16;  // 112 or 48 words: 7 or 3 cache lines
     std::vector<uint32_t> words(kRows * kStride + n);
     std::vector<float> scales(kRows * groups);
     std::vector<int32_t> zeros(kRows * groups);
     // Lane l of a vector starting at column c (a multiple of n) takes word c / per_word + l / per_word
     // when a vector spans whole words, else word c / per_word; its code is at bits ((c + l) % per_word) * bits.
-    const bool whole_words = n >= per_word;
+    const bool whole_words = n >= per_word && !three;
     const auto lane = hn::Iota(du, 0);
     const auto word_of_lane = hn::IndicesFromVec(du, hn::ShiftRightSame(lane, std::countr_zero(per_word)));
-    const int log2_bits = std::countr_zero(bits), log2_per_word = std::countr_zero(per_word);
+    const int log2_bits = three ? 0 : std::countr_zero(bits), log2_per_word = std::countr_zero(per_word);
     // Lanes of whole words: (l % per_word) * bits; a vector inside one word: l * bits (plus its offset).
     const auto lane_shift = hn::ShiftLeftSame(whole_words ? hn::And(lane, hn::Set(du, per_word - 1)) : lane, log2_bits);
     const auto vmask = hn::Set(du, mask);
+    // 3 bits, code i of a triple: word i * 3 / 32 shifted right by i * 3 % 32, or-ed (codes 10 and 21) with
+    // the next word shifted left by 32 - that.
+    alignas(64) uint32_t lo_word[32], lo_shift[32], hi_word[32], hi_shift[32], hi_mask[32];
+    for (uint32_t i = 0; i < 32; ++i) {
+      const uint32_t bit = 3 * i, split = bit % 32 > 29;
+      lo_word[i] = bit / 32, lo_shift[i] = bit % 32;
+      hi_word[i] = bit / 32 + split, hi_shift[i] = split ? 32 - bit % 32 : 0, hi_mask[i] = split ? mask : 0;
+    }
     const auto* qweight = reinterpret_cast<const int32_t*>(codes);
     for (uint64_t t0 = r0; t0 < r1; t0 += kRows) {
       const uint64_t t1 = std::min(r1, t0 + kRows);
       for (uint64_t o = t0; o < t1; ++o) {
         for (uint64_t g = 0; g < groups; ++g) {
-          const uint32_t zword = word_at(p.zeros, g * zero_words + o / per_word);
+          const uint32_t z = three ? tm_gptq_field(p.zeros + g * zero_words, 1, o, 3)
+                                   : (word_at(p.zeros, g * zero_words + o / per_word) >> (o % per_word * bits)) & mask;
           scales[(o - t0) * groups + g] = p.scales[g * p.rows + o];
-          zeros[(o - t0) * groups + g] = static_cast<int32_t>((zword >> (o % per_word * bits)) & mask) + p.zero_offset;
+          zeros[(o - t0) * groups + g] = static_cast<int32_t>(z) + p.zero_offset;
         }
       }
       for (uint64_t k0 = 0; k0 < word_rows; k0 += kWords) {
@@ -401,24 +438,39 @@ void GptqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, f
           if (k + 8 < word_rows) hwy::Prefetch(codes + 4 * ((k + 8) * p.rows + t0));
           for (uint64_t o = t0; o < t1; ++o) words[(o - t0) * kStride + (k - k0)] = word_at(qweight, k * p.rows + o);
         }
-        const uint64_t c0 = k0 * per_word, c1 = k1 * per_word;  // c0: a multiple of kWords * per_word, so of n
+        // c0: a multiple of kWords / word_span * per_word (1,024 for 3 bits), so of n
+        const uint64_t c0 = k0 / word_span * per_word, c1 = k1 / word_span * per_word;
         for (uint64_t o = t0; o < t1; ++o) {
-          const uint32_t* wrow = words.data() + (o - t0) * kStride;  // wrow[(c - c0) / per_word]: column c's word
+          const uint32_t* wrow = words.data() + (o - t0) * kStride;  // column c's word (triple): wrow[(c - c0) / per_word * word_span]
           const float* srow = scales.data() + (o - t0) * groups;
           const int32_t* zrow = zeros.data() + (o - t0) * groups;
           float* row = out + (o - r0) * cols;
-          uint64_t c = c0;
-          for (; c + n <= c1; c += n) {
-            const uint64_t k = (c - c0) >> log2_per_word;
-            const auto w = whole_words ? hn::TableLookupLanes(hn::LoadU(du, wrow + k), word_of_lane) : hn::Set(du, wrow[k]);
-            const auto shift =
-                whole_words ? lane_shift : hn::Add(lane_shift, hn::Set(du, static_cast<uint32_t>((c & (per_word - 1)) << log2_bits)));
-            const auto q = hn::BitCast(di, hn::And(hn::Shr(w, shift), vmask));
+          // Column c's value from its code q (int32 lanes): the scale times q minus the zero.
+          const auto store = [&](uint64_t c, hn::Vec<decltype(di)> q) {
             const int32_t g = vector_group[c / n];
             const auto gi = hn::LoadU(di, p.group_index + c);
             const auto s = g >= 0 ? hn::Set(df, srow[g]) : hn::GatherIndex(df, srow, gi);
             const auto z = g >= 0 ? hn::Set(di, zrow[g]) : hn::GatherIndex(di, zrow, gi);
             hn::StoreU(hn::Mul(s, hn::ConvertTo(df, hn::Sub(q, z))), df, row + c);
+          };
+          uint64_t c = c0;
+          if (three) {  // cols % 32 == 0 and n divides 32: whole vectors inside triples
+            for (; c + n <= c1; c += n) {
+              const uint64_t i = c % 32;
+              const auto w = hn::LoadU(du, wrow + (c - c0) / 32 * 3);
+              const auto lo = hn::Shr(hn::TableLookupLanes(w, hn::IndicesFromVec(du, hn::Load(du, lo_word + i))), hn::Load(du, lo_shift + i));
+              const auto hi = hn::And(hn::Shl(hn::TableLookupLanes(w, hn::IndicesFromVec(du, hn::Load(du, hi_word + i))), hn::Load(du, hi_shift + i)),
+                                      hn::Load(du, hi_mask + i));
+              store(c, hn::BitCast(di, hn::And(hn::Or(lo, hi), vmask)));
+            }
+            continue;
+          }
+          for (; c + n <= c1; c += n) {
+            const uint64_t k = (c - c0) >> log2_per_word;
+            const auto w = whole_words ? hn::TableLookupLanes(hn::LoadU(du, wrow + k), word_of_lane) : hn::Set(du, wrow[k]);
+            const auto shift =
+                whole_words ? lane_shift : hn::Add(lane_shift, hn::Set(du, static_cast<uint32_t>((c & (per_word - 1)) << log2_bits)));
+            store(c, hn::BitCast(di, hn::And(hn::Shr(w, shift), vmask)));
           }
           for (; c < c1; ++c) {
             const int32_t g = p.group_index[c];
@@ -431,7 +483,8 @@ void GptqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, f
     return;
   }
 #endif
-  gptq_rows_scalar(p, codes, r0, r1, out);
+  if (p.bits == 3) gptq3_rows_scalar(p, codes, r0, r1, out);
+  else gptq_rows_scalar(p, codes, r0, r1, out);
 }
 
 void AwqRows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
@@ -511,25 +564,6 @@ void bnb4_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, 
 void gptq_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(GptqRows)(p, codes, r0, r1, out);
 }
-// GPTQ 3-bit: codes cross word boundaries (op_contracts.h); scalar, a word row of the stream at a time for a
-// tile of outputs as gptq_rows_scalar.
-void gptq3_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
-  const auto* qweight = reinterpret_cast<const int32_t*>(codes);
-  const uint64_t zero_words = p.rows * 3 / 32;
-  for (uint64_t t0 = r0; t0 < r1; t0 += kGptqTile) {
-    const uint64_t t1 = std::min(r1, t0 + kGptqTile);
-    for (uint64_t i0 = 0; i0 < p.cols; i0 += 32)
-      for (uint64_t o = t0; o < t1; ++o) {
-        float* row = out + (o - r0) * p.cols;
-        for (uint64_t i = i0; i < i0 + 32; ++i) {
-          const auto g = static_cast<uint64_t>(p.group_index[i]);
-          const auto z = static_cast<int32_t>(tm_gptq_field(p.zeros + g * zero_words, 1, o, 3)) + p.zero_offset;
-          const auto q = static_cast<int32_t>(tm_gptq_field(qweight + o, p.rows, i, 3));
-          row[i] = p.scales[g * p.rows + o] * static_cast<float>(q - z);
-        }
-      }
-  }
-}
 void awq_rows(const Params& p, const uint8_t* codes, uint64_t r0, uint64_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(AwqRows)(p, codes, r0, r1, out);
 }
@@ -557,7 +591,7 @@ RowDecoder decoder_for(const Params& p, std::string* error) {
       if (p.bits == 3) {
         if (!p.scales || !p.zeros || !p.group_index || p.cols % 32 || p.rows % 32)
           return fail("GPTQ 3-bit needs scales, zeros, g_idx and whole 3-word groups of 32 codes");
-        return gptq3_rows;
+        return gptq_rows;
       }
       if (p.bits != 2 && p.bits != 4 && p.bits != 8) return fail("GPTQ decodes 2-, 3-, 4- and 8-bit codes, not " + std::to_string(p.bits));
       if (!p.scales || !p.zeros || !p.group_index || p.cols % (32 / p.bits) || p.rows % (32 / p.bits))

@@ -87,8 +87,15 @@ Product bnb4_product(const Params& p, const std::vector<uint8_t>& codes, uint64_
 
 Product gptq_product(const Params& p, const std::vector<uint8_t>& codes, const std::vector<uint8_t>& zeros, uint64_t r,
                      uint64_t c) {
-  const uint32_t per_word = 32 / p.bits, mask = (1u << p.bits) - 1;
   const auto g = static_cast<uint64_t>(p.group_index[c]);
+  if (p.bits == 3) {  // the contract's field reader (op_contracts.h): codes cross words
+    const auto* qw = reinterpret_cast<const int32_t*>(codes.data());
+    const auto* zw = reinterpret_cast<const int32_t*>(zeros.data());
+    const auto q = static_cast<int32_t>(tm_gptq_field(qw + r, p.rows, c, 3));
+    const auto z = static_cast<int32_t>(tm_gptq_field(zw + g * (p.rows * 3 / 32), 1, r, 3));
+    return {p.scales[g * p.rows + r], static_cast<float>(q - (z + p.zero_offset))};
+  }
+  const uint32_t per_word = 32 / p.bits, mask = (1u << p.bits) - 1;
   const auto q = static_cast<int32_t>((word(codes, c / per_word * p.rows + r) >> (c % per_word * p.bits)) & mask);
   const auto z = static_cast<int32_t>((word(zeros, g * (p.rows / per_word) + r / per_word) >> (r % per_word * p.bits)) & mask);
   return {p.scales[g * p.rows + r], static_cast<float>(q - (z + p.zero_offset))};
@@ -272,11 +279,16 @@ TEST(PackedKernel, Gptq) {
   for (const Shape s : {Shape{4, 48, 96, 32, 1}, Shape{4, 40, 40, 8, 0}, Shape{4, 24, 160, 40, 1}, Shape{4, 64, 128, 0, 1},
                         Shape{2, 48, 96, 32, 1}, Shape{2, 32, 48, 16, 0}, Shape{2, 16, 80, 0, 0}, Shape{8, 36, 36, 12, 1},
                         Shape{8, 20, 100, 0, 0}, Shape{8, 8, 64, 64, 1}, Shape{4, 256, 512, 128, 1}, Shape{4, 512, 384, 0, 1},
-                        Shape{2, 32, 800, 0, 0}, Shape{8, 136, 160, 32, 1}, Shape{2, 144, 544, 32, 1}}) {
+                        Shape{2, 32, 800, 0, 0}, Shape{8, 136, 160, 32, 1}, Shape{2, 144, 544, 32, 1},
+                        // 3 bits: one triple, several, several chunks of 1,024 columns and tiles of 128 rows, act-order
+                        Shape{3, 32, 32, 32, 1}, Shape{3, 64, 96, 32, 0}, Shape{3, 160, 2112, 128, 1}, Shape{3, 32, 1088, 0, 1},
+                        Shape{3, 288, 64, 16, 0}}) {
     Params p = base(TM_PACKED_GPTQ, s.rows, s.cols);
     p.bits = s.bits;
     p.zero_offset = s.zero_offset;
-    const uint32_t per_word = 32 / s.bits;
+    // Bytes of qweight and of one group's zeros: 3-bit codes take 3 words per 32.
+    const uint64_t code_bytes = s.bits == 3 ? s.cols / 32 * 3 * s.rows * 4 : s.cols / (32 / s.bits) * s.rows * 4;
+    const uint64_t zero_bytes = s.bits == 3 ? s.rows / 32 * 3 * 4 : s.rows / (32 / s.bits) * 4;
     std::vector<int32_t> group_index(s.cols);
     const uint64_t groups = s.group_size ? (s.cols + s.group_size - 1) / s.group_size : std::max<uint64_t>(2, s.cols / 32);
     for (uint64_t i = 0; i < s.cols; ++i)
@@ -285,11 +297,11 @@ TEST(PackedKernel, Gptq) {
     p.group_index = group_index.data();
     const auto scales = random_scales(rng, groups * s.rows);
     p.scales = scales.data();
-    const auto zeros = random_bytes(rng, groups * s.rows / per_word * 4);
+    const auto zeros = random_bytes(rng, groups * zero_bytes);
     std::vector<int32_t> zero_words(zeros.size() / 4);
     std::memcpy(zero_words.data(), zeros.data(), zeros.size());
     p.zeros = zero_words.data();
-    const auto codes = random_bytes(rng, s.cols / per_word * s.rows * 4);
+    const auto codes = random_bytes(rng, code_bytes);
     const std::string what = "gptq " + std::to_string(s.bits) + "-bit " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                              " group " + std::to_string(s.group_size) + " offset " + std::to_string(s.zero_offset);
     for (const Piece& piece : pieces_of(s.rows, 5))
