@@ -194,6 +194,15 @@ def main():
                          f"{memcpy.get(t, 0) / 1e9:.2f} | {'—' if frac is None else pct(frac)} | {'met' if ok else 'not met'} |")
     stable = "\n".join(srows)
 
+    # GPTQ through dequantize.packed (synthetic 4,096 x 8,192 layers; no numpy peer here).
+    prows = ["| packed (GPTQ, 4,096 x 8,192, groups of 128) | threads | G el/s | qweight GB/s |", "|---|---:|---:|---:|"]
+    for bits in (3, 4):
+        for t in threads:
+            b = best.get(f"packed/GPTQ{bits}bit/threads:{t}")
+            if b is not None:
+                prows.append(f"| GPTQ {bits}-bit | {t} | {b['items_per_second'] / 1e9:.2f} | {b['bytes_per_second'] / 1e9:.2f} |")
+    ptable = "\n".join(prows) if len(prows) > 2 else ""
+
     n_met = sum(ok for _, ok in met_all)
     summary = [
         f"- ≥{NUMPY_TARGET:.0f}× numpy: met for {n_met} of {len(met_all)} types with a numpy peer"
@@ -219,7 +228,8 @@ def main():
         "- numpy is single-threaded: its figure is divided into tensormorph's at each thread count.",
         "",
     ]
-    report = ("\n".join(header) + "\n" + table + "\n\n" + stable + "\n\n" + "\n".join(summary) + "\n")
+    report = ("\n".join(header) + "\n" + table + "\n\n" + stable + "\n\n" + (ptable + "\n\n" if ptable else "")
+              + "\n".join(summary) + "\n")
     print(report)
     with open(args.out, "w") as f:
         f.write(report)
