@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
+#include "index/read_pacer.h"
 #include "ops/tensor_stats.h"
 #include "ops/value_reader.h"
 #include "tensormorph/error.h"
@@ -204,6 +205,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   stats.allowed_approx_steps = options.allowed_approx_steps;
 
   Run run(c, std::move(queues));
+  ReadPacer pacer(options.max_bytes_per_s);
   std::vector<std::thread> workers;
   if (progress.tensors_total > 0) {
     for (unsigned w = 0; w < report.workers; ++w)
@@ -213,10 +215,9 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
           const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
           const auto paced = [&] {  // waits while ahead of options.max_bytes_per_s; false when cancelled
             while (options.max_bytes_per_s && !cancelled()) {
-              const double due = static_cast<double>(run.bytes_done.load()) / static_cast<double>(options.max_bytes_per_s);
-              const double now = std::chrono::duration<double>(Clock::now() - start).count();
-              if (now >= due) break;
-              std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - now, 0.05)));
+              const double wait = pacer.wait(std::chrono::duration<double>(Clock::now() - start).count(), run.bytes_done.load());
+              if (wait <= 0) break;
+              std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait, 0.05)));
             }
             return !cancelled();
           };

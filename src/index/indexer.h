@@ -43,7 +43,8 @@ struct IndexingOptions {
   std::set<std::string> allowed_approx_steps;
   // Average read rate, bytes per second of tensor data (0: unlimited), so a background job leaves the
   // disk to other work. Enforced before each tensor is taken: a worker waits until (bytes read so far) /
-  // rate seconds have passed since the start, in steps of at most 50 ms, watching `cancel`.
+  // rate seconds have passed, in steps of at most 50 ms, watching `cancel`; after a stall the run may
+  // catch up by at most one second's worth of bytes.
   uint64_t max_bytes_per_s = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "core/mapped_file.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"
+#include "index/read_pacer.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
 #include "test_support.h"
@@ -120,6 +121,16 @@ TEST_F(IndexFixture, IndexingStoresExactlyWhatComputeStatsGives) {
   o.threads = 1;
   expect_same(*again.load_stats(0), compute_stats(data_a_.data(), DType::F32, 5000, planner, o));
   expect_same(*again.load_stats(1), compute_stats(data_b_.data(), DType::BF16, 3000, planner, o));
+}
+
+// 1,000 bytes/s: ahead of schedule it waits; after a 9.5 s stall it may catch up by one second's worth only.
+TEST(ReadPacer, WaitsWhenAheadAndCatchesUpAtMostOneSecond) {
+  ReadPacer p(1000);
+  EXPECT_DOUBLE_EQ(p.wait(0, 0), 0);
+  EXPECT_DOUBLE_EQ(p.wait(0, 500), 0.5);
+  EXPECT_LT(p.wait(10, 500), 0);               // 9.5 s behind: the origin moves to 9 s
+  EXPECT_DOUBLE_EQ(p.wait(10, 1500), 0);       // one second's worth read at once
+  EXPECT_DOUBLE_EQ(p.wait(10, 2500), 1.0);     // then back to 1,000 bytes/s
 }
 
 // One worker, 40,000 bytes/s: tensor a (20,000 bytes) is taken at once, b only after 0.5 s.
