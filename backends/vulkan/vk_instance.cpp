@@ -1,7 +1,11 @@
 #include "vk_instance.h"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 namespace tmorph::vk {
 
@@ -70,6 +74,27 @@ PhysicalDevice describe(VkPhysicalDevice handle) {
   return d;
 }
 
+// The shared objects loaded in this process, by path.
+std::set<std::string> loaded_objects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+// Keeps the objects loaded since `before` (the driver the loader opened, and what it pulled in, e.g.
+// LLVM for lavapipe) loaded for the rest of the process, although the loader closes them when the
+// instance is destroyed: opening a driver again costs its initialisation again (lavapipe: ~0.1 s of
+// LLVM), and lavapipe keeps a global allocation that closing it strands (LeakSanitizer reports it).
+void keep_loaded_since(const std::set<std::string>& before) {
+  for (const std::string& name : loaded_objects())
+    if (!before.count(name)) dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // never closed
+}
+
 }  // namespace
 
 std::unique_ptr<Instance> Instance::create(tm_unavailable_reason* reason, std::string* why) {
@@ -94,6 +119,7 @@ std::unique_ptr<Instance> Instance::create(tm_unavailable_reason* reason, std::s
   info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   info.pApplicationInfo = &app;
   std::unique_ptr<Instance> self(new Instance());
+  const std::set<std::string> before = loaded_objects();
   const VkResult r = a.vkCreateInstance(&info, nullptr, &self->instance_);
   if (r != VK_SUCCESS) {
     self->instance_ = VK_NULL_HANDLE;
@@ -113,6 +139,7 @@ std::unique_ptr<Instance> Instance::create(tm_unavailable_reason* reason, std::s
   std::vector<VkPhysicalDevice> handles(count);
   if (count) a.vkEnumeratePhysicalDevices(self->instance_, &count, handles.data());
   for (uint32_t i = 0; i < count; ++i) self->devices_.push_back(describe(handles[i]));
+  keep_loaded_since(before);  // the drivers are open now
   if (self->devices_.empty()) {
     *reason = TM_REASON_NO_DEVICE;
     *why = "the Vulkan driver reports no physical device";
