@@ -690,6 +690,15 @@ class JobsTest(unittest.TestCase):
         finally:
             s.stop()
 
+    def test_bad_index_max_rate_is_refused(self):
+        for rate, why in (("0", "more than 0"), ("fast", "expected a byte count"), ("12Q", "unknown size suffix"),
+                          ("99999999999T", "overflows")):
+            r = subprocess.run([TM_BIN, "serve", self.demo, "--port", "0", "--index-max-rate", rate], capture_output=True,
+                               text=True, env=self.env, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--index-max-rate", r.stderr)
+            self.assertIn(why, r.stderr)
+
     def test_c_at_most_four_event_streams(self):
         self.fresh_cache()
         s = Server([self.demo, "--index-max-rate", SLOW_RATE], self.env, wait_indexed=False)
