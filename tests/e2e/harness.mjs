@@ -53,15 +53,16 @@ export function watchErrors(page, errors = [], onConsole = null) {
   return errors;
 }
 
-/** Colours and variance of a PNG (base64), decoded in the page. */
-export function pngStats(page, png) {
-  return page.evaluate(async (png) => {
+/** Colours and variance of a PNG (base64), decoded in the page, without its rightmost trimRight columns. */
+export function pngStats(page, png, trimRight = 0) {
+  return page.evaluate(async ([png, trimRight]) => {
     const bytes = Uint8Array.from(atob(png), (ch) => ch.charCodeAt(0));
     const bmp = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
-    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const w = Math.max(1, bmp.width - trimRight);
+    const c = new OffscreenCanvas(w, bmp.height);
     const ctx = c.getContext("2d");
     ctx.drawImage(bmp, 0, 0);
-    const d = ctx.getImageData(0, 0, bmp.width, bmp.height).data;
+    const d = ctx.getImageData(0, 0, w, bmp.height).data;
     const colours = new Set();
     let sum = 0, sum2 = 0;
     for (let i = 0; i < d.length; i += 4) {
@@ -72,7 +73,7 @@ export function pngStats(page, png) {
     }
     const n = d.length / 4, mean = sum / n;
     return { colours: colours.size, variance: sum2 / n - mean * mean };
-  }, png);
+  }, [png, trimRight]);
 }
 
 /** Closes the browser and stops the server (either may be null), then removes tmp. */

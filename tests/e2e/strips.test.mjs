@@ -66,29 +66,17 @@ async function waitSettled(page, what) {
   return stripsSnapshot(page);
 }
 
-/** Pixel statistics of each thumbnail's cells (the colour bar cut off), drawn to a canvas in the page. */
-function thumbPixels(page, barWidth) {
-  return page.evaluate((barWidth) => {
-    return [...document.querySelectorAll("#strips img.strip-thumb")].map((img) => {
-      const w = Math.max(1, img.naturalWidth - barWidth), h = img.naturalHeight;
-      const c = document.createElement("canvas");
-      c.width = w;
-      c.height = h;
-      const ctx = c.getContext("2d");
-      ctx.drawImage(img, 0, 0);
-      const d = ctx.getImageData(0, 0, w, h).data;
-      const colours = new Set();
-      let sum = 0, sum2 = 0;
-      for (let i = 0; i < d.length; i += 4) {
-        const v = d[i] + d[i + 1] + d[i + 2];
-        sum += v;
-        sum2 += v * v;
-        if (colours.size < 4096) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-      }
-      const n = d.length / 4, mean = sum / n;
-      return { name: img.closest("tr").dataset.name, colours: colours.size, variance: sum2 / n - mean * mean };
-    });
-  }, barWidth);
+/** Colours and variance of each thumbnail's cells (the colour bar cut off): the PNG bytes the page shows
+ *  (its blob URL), measured by the harness's pngStats. */
+async function thumbPixels(page, barWidth) {
+  const thumbs = await page.evaluate(() =>
+    Promise.all([...document.querySelectorAll("#strips img.strip-thumb")].map(async (img) => {
+      const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+      let binary = "";
+      for (const b of bytes) binary += String.fromCharCode(b);
+      return { name: img.closest("tr").dataset.name, png: btoa(binary) };
+    })));
+  return Promise.all(thumbs.map(async (t) => ({ name: t.name, ...(await pngStats(page, t.png, barWidth)) })));
 }
 
 const numOf = (v) => (typeof v === "number" ? v : v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN);
