@@ -30,12 +30,16 @@ constexpr uint32_t kQ4_0 = 2, kQ8_0 = 8;  // ggml type ids
 constexpr uint32_t kBlockElements = 32;
 inline uint32_t block_bytes(uint32_t type) { return type == kQ8_0 ? 34 : 18; }
 
+// Code i (< 32) of a block: Q8_0's int8, or Q4_0's nibble - 8 (byte i % 16, low nibble first).
+inline int32_t code_at(uint32_t type, const uint8_t* block, uint32_t i) {
+  return type == kQ8_0 ? static_cast<int8_t>(block[2 + i]) : static_cast<int32_t>((block[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0x0f) - 8;
+}
+
 // The code sums of one block, one code at a time (tails, and targets without 128-bit vectors).
 inline CodeSums scalar_sums(uint32_t type, const uint8_t* block) {
   CodeSums s{0, 0, 0};
   for (uint32_t i = 0; i < kBlockElements; ++i) {
-    const int32_t q = type == kQ8_0 ? static_cast<int8_t>(block[2 + i])
-                                    : static_cast<int32_t>((block[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0x0f) - 8;
+    const int32_t q = code_at(type, block, i);
     s.sum += q, s.sum_sq += q * q, s.zeros += q == 0;
   }
   return s;
@@ -46,8 +50,7 @@ inline CodeSums scalar_sums(uint32_t type, const uint8_t* block) {
 inline void code_range(uint32_t type, const uint8_t* block, int32_t* lo, int32_t* hi) {
   int32_t mn = 127, mx = -128;
   for (uint32_t i = 0; i < kBlockElements; ++i) {
-    const int32_t q = type == kQ8_0 ? static_cast<int8_t>(block[2 + i])
-                                    : static_cast<int32_t>((block[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0x0f) - 8;
+    const int32_t q = code_at(type, block, i);
     mn = std::min(mn, q), mx = std::max(mx, q);
   }
   *lo = mn, *hi = mx;
