@@ -39,6 +39,11 @@ void put(SqliteStmt& ins, const std::string& key, const std::string& name, const
 
 }  // namespace
 
+bool served_by_prepared(ProductKind kind, const DiskRequest& disk, const DetectorRequest& d) {
+  if (disk.center || disk.radius || d.inner_px || d.outer_px || d.inner_mrad || d.outer_mrad || !d.mask_file.empty()) return false;
+  return cacheable(kind);
+}
+
 std::string product_cache_key(const Acquisition& acq, const LoadRequest& r) {
   const nlohmann::json k = {{"contract", kContractVersion},
                             {"source", acq.signature},
