@@ -201,16 +201,10 @@ void run_product(const ProductArgs& a) {
   } else if (is_virtual_image(source)) {
     ProductResult r;
     if (cached) {
-      const size_t k = static_cast<size_t>(std::find_if(std::begin(kPreparedPresets), std::end(kPreparedPresets),
-                                                        [&](const char* n) { return product_name(source) == std::string(n); }) -
-                                           std::begin(kPreparedPresets));
-      const ResolvedDisk disk{cached->disk, "detected (prepared)", true};
-      const Sourced angle = detector_angle_per_pixel(acq, req.load, a.angle_per_pixel(), convergence_semiangle_mrad(acq, a.semiangle()),
-                                                     disk.disk.radius);
-      const auto radii = preset_radii(source, disk.disk.radius);
-      report["disk"] = to_json(disk);
-      report["detector"] = annulus_json(radii->first, radii->second, "pixels", cached->detectors.at(k)["pixels"].get<uint64_t>(), angle);
-      report["detector"]["name"] = product_name(source);
+      const PreparedImage prepared = prepared_image(*cached, source, acq, req.load, a.semiangle(), a.angle_per_pixel());
+      const size_t k = prepared.index;
+      report["disk"] = to_json(prepared.disk);
+      report["detector"] = prepared.detector;
       r = from_cache();
       r.images = {cached->sums.images.at(k)};
       r.evaluated_as = {cached->sums.evaluated_as.at(k)};
