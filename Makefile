@@ -7,7 +7,7 @@
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
-.PHONY: deps build run test test-asan bench docs clean
+.PHONY: deps tool build run test test-asan bench docs clean
 
 JOBS ?= $(shell nproc)
 PORT ?= 8765
@@ -16,11 +16,16 @@ SERVE ?= 1
 deps:
 	@scripts/install-deps
 
+# The tool, its plugins and the viewer only (what make run needs); make test builds everything.
+tool: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target tool
+
 build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 
-run: build
+run: tool
 	@test -f build/demo/model.safetensors.index.json || build/tensormorph demo --out build/demo
 	@build/tensormorph index build/demo
 	@build/tensormorph info build/demo

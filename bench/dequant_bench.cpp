@@ -49,7 +49,7 @@
 #include "../backends/cpu/cpu_backend.h"
 #include "../backends/cpu/packed_kernel.h"
 #include "tensormorph/op_contracts.h"
-#include "ops/dequantize.h"
+#include "checkpoint/ggml_quantized.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/planner.h"

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "formats/dectris.h"
 #include "stem/frame_reader.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "dequant_kernel.h"
 #include "packed_kernel.h"
 #include "quant_moments_kernel.h"

@@ -1,6 +1,6 @@
 #include "dequant_kernel.h"
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "dequant/ggml_block_stats.h"
 #include "dequant/ggml_dequant.h"
 #include "tensormorph/op_contracts.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "tensormorph/op_contracts.h"
 
 namespace tmorph::cpu {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 
 namespace tmorph::cpu {
 

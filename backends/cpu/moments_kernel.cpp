@@ -12,7 +12,7 @@
 
 #include "block_contract.h"
 #include "moments_kernel.h"
-#include "ops/moments.h"
+#include "tensormorph/contract_math.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tmorph::cpu {

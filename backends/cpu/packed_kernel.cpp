@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "packed_kernel.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"

@@ -11,7 +11,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "dequant/ggml_dequant.h"
 #include "tensormorph/op_contracts.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/quantile_contract.h"
+#include "tensormorph/contract_math.h"
 
 namespace tmorph::cpu {
 

@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "ops/quantile_contract.h"
+#include "support/thread_pool.h"
+#include "tensormorph/contract_math.h"
 
 namespace tmorph::cpu {
 

@@ -9,10 +9,10 @@
 #include <limits>
 #include <mutex>
 
-#include "core/fast_atan2.h"
-#include "core/fftw_lock.h"
-#include "core/large_buffer.h"
-#include "core/thread_pool.h"
+#include "support/fast_atan2.h"
+#include "support/fftw_lock.h"
+#include "support/large_buffer.h"
+#include "support/thread_pool.h"
 
 namespace tmorph::cpu {
 

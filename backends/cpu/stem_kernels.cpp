@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 
 namespace tmorph::cpu {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/quantile_contract.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/op_contracts.h"
 #include "vk_error.h"
 

@@ -5,9 +5,9 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "compute/device_json.h"
-#include "cli/parity_matrix.h"
-#include "cli/runtime.h"
+#include "app/backends_json.h"
+#include "app/parity_matrix.h"
+#include "cli/compute_flags.h"
 #include "core/format.h"
 
 namespace tmorph::cli {
@@ -22,7 +22,7 @@ std::string join(const std::vector<std::string>& v) {
 
 // Backends the parity matrix knows that are not installed here, with what each would provide.
 nlohmann::json not_installed(const Runtime& rt) {
-  const auto matrix = nlohmann::json::parse(kParityMatrixJson);
+  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, info] : matrix.at("backends").items()) {
     if (rt.registry.find(name)) continue;
@@ -36,7 +36,7 @@ nlohmann::json not_installed(const Runtime& rt) {
 
 nlohmann::json backends_json(const Runtime& rt) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& b : rt.registry.backends()) list.push_back(backend_json(b));
+  for (const auto& b : rt.registry.backends()) list.push_back(app::backend_json(b));
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : rt.registry.load_failures())
     failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});
@@ -62,7 +62,7 @@ void print_backends(const Runtime& rt) {
                   format_bytes(static_cast<double>(d.max_buffer_binding_bytes)).c_str(), feature_names(d.features).c_str());
     for (const auto& k : b.kernels)
       std::printf("  kernel %-28s %-16s %s%s\n", op_name(k.op).c_str(), precision_name(k.precision, k.tolerance).c_str(),
-                  join(kernel_inputs(k)).c_str(),
+                  join(app::kernel_inputs(k)).c_str(),
                   k.approx_step.empty() ? "" : ("  [approx step: " + k.approx_step + "]").c_str());
   }
   for (const auto& f : rt.registry.load_failures())

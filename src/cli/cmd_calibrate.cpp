@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "ops/op_runner.h"
 
 namespace tmorph::cli {

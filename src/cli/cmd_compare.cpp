@@ -10,8 +10,8 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "cli/runtime.h"
-#include "ops/compare.h"
+#include "cli/compute_flags.h"
+#include "checkpoint/compare.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

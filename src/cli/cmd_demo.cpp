@@ -27,7 +27,7 @@
 
 #include "cli/commands.h"
 #include "core/format.h"
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "formats/safetensors_writer.h"
 #include "tensormorph/error.h"
 

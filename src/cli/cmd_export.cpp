@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "core/npy.h"
-#include "ops/dequantize.h"
-#include "ops/packed_dequantize.h"
+#include "checkpoint/ggml_quantized.h"
+#include "checkpoint/packed_dequantize.h"
 #include "tensormorph/planner.h"
 #include "cli/commands.h"
 #include "tensormorph/error.h"

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/index_access.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "core/format.h"
 
 namespace tmorph::cli {

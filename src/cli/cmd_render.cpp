@@ -12,7 +12,7 @@
 #include "cli/product_output.h"
 #include "render/cell_source.h"
 #include "render/overview.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "render/cell_image.h"
 #include "tensormorph/error.h"
 

@@ -16,10 +16,10 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "cli/stem_args.h"
 #include "core/npy.h"
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "formats/dectris.h"
 #include "stem/load.h"
 #include "stem/simulate.h"

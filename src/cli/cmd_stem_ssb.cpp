@@ -16,7 +16,7 @@
 
 #include "cli/output.h"
 #include "cli/product_output.h"
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
 #include "stem/dpc.h"

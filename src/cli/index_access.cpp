@@ -4,7 +4,8 @@
 
 #include <cstdio>
 
-#include "cli/runtime.h"
+#include "app/indexing.h"
+#include "cli/compute_flags.h"
 #include "core/format.h"
 #include "tensormorph/error.h"
 
@@ -49,18 +50,9 @@ void add_index_option(CLI::App* cmd, std::string& index_path) {
                   "the index database to use (default: $XDG_CACHE_HOME/tensormorph/index/, one per checkpoint)");
 }
 
-IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& only, bool pyramids) {
-  IndexingOptions opt;
-  opt.threads = rt.threads;
-  opt.memory_budget = rt.memory_budget_set ? rt.memory_budget : uint64_t{1} << 30;
-  opt.only = only;
-  opt.pyramids = pyramids;
-  return opt;
-}
-
 IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet,
                           bool pyramids) {
-  IndexingOptions opt = indexing_options(rt, only, pyramids);
+  IndexingOptions opt = app::indexing_options(rt, only, pyramids);
   if (!quiet && isatty(STDERR_FILENO)) {
     opt.progress = [](const IndexingProgress& p) {
       if (p.tensors_total) draw_progress(p, p.tensors_done == p.tensors_total);

@@ -8,12 +8,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/runtime.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"
 
 namespace tmorph::cli {
 
-struct Runtime;
+using app::Runtime;
+
 
 // Opens PATH's index (at index_path, or the cache location when empty). Warnings go to stderr.
 std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path);
@@ -23,10 +25,6 @@ size_t tensor_index(const Checkpoint& c, const std::string& path, const std::str
 
 // Adds --index PATH to a subcommand.
 void add_index_option(CLI::App* cmd, std::string& index_path);
-
-// Indexing options from the runtime: its threads, and a memory budget of 1 GiB unless --memory-budget or
-// compute.memory_budget says otherwise. No progress callback.
-IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& only, bool pyramids);
 
 // Computes and commits the statistics the index lacks (of `only`, or of every tensor). The progress
 // bar shows on stderr when it is a terminal and `quiet` is false. Indexing's memory budget is 1 GiB

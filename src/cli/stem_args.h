@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/runtime.h"
+#include "cli/compute_flags.h"
 #include "stem/load.h"
 
 namespace tmorph::cli {

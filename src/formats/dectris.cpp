@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "formats/hdf5_util.h"
-#include "index/file_identity.h"
+#include "core/file_identity.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

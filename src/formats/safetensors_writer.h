@@ -47,7 +47,6 @@ class SafetensorsWriter {
   const std::string& path() const { return path_; }
   uint64_t data_bytes() const { return data_bytes_; }          // sum of declared tensor sizes
   uint64_t header_bytes() const { return header_.size(); }     // JSON length incl. padding; after write_header
-  uint64_t file_bytes() const { return 8 + header_.size() + data_bytes_; }
 
  private:
   struct Declared {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "index/file_identity.h"
-#include "index/sqlite_db.h"
+#include "core/file_identity.h"
+#include "core/sqlite_db.h"
 #include "ops/placement_json.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
@@ -377,7 +377,6 @@ void CheckpointIndex::load_stats_presence() {
     if (auto it = by_id.find(q.int64(0)); it != by_id.end()) has_stats_[it->second] = true;
 }
 
-size_t CheckpointIndex::stats_count() const { return static_cast<size_t>(std::count(has_stats_.begin(), has_stats_.end(), true)); }
 
 std::optional<StatsResult> CheckpointIndex::load_stats(size_t i) const {
   if (!has_stats_[i]) return std::nullopt;

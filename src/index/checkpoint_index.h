@@ -48,7 +48,6 @@ class CheckpointIndex {
 
   // Tensor i is checkpoint().tensors[i].
   bool has_stats(size_t i) const { return has_stats_[i]; }
-  size_t stats_count() const;
   std::optional<StatsResult> load_stats(size_t i) const;
   // Stores tensor i's statistics, and its pyramid when given, in one transaction (durable once this
   // returns): a tensor with statistics has the pyramid indexing built with them.

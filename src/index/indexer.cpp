@@ -12,10 +12,10 @@
 #include <optional>
 #include <thread>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "index/read_pacer.h"
-#include "ops/tensor_stats.h"
-#include "ops/value_reader.h"
+#include "checkpoint/tensor_stats.h"
+#include "checkpoint/value_reader.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "index/checkpoint_index.h"
-#include "index/sqlite_db.h"
+#include "core/sqlite_db.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

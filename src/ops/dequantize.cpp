@@ -1,7 +1,6 @@
 #include "ops/dequantize.h"
 
-#include "core/thread_pool.h"
-#include "formats/gguf.h"
+#include "support/thread_pool.h"
 #include "ops/kernel_call.h"
 #include "ops/moments.h"
 #include "ops/streamed_stats.h"
@@ -17,19 +16,6 @@ namespace {
 constexpr uint64_t kBlocksPerCall = 65536;
 // Values decoded at a time for statistics (4 MiB of float32): a multiple of every block size.
 constexpr uint64_t kPieceElements = uint64_t{1} << 20;
-
-}  // namespace
-
-QuantizedTensor quantized_tensor(uint32_t ggml_type_id, const uint8_t* data, uint64_t elements) {
-  const GgmlType* g = ggml_type(ggml_type_id);
-  if (!g || g->dense) throw Error(ErrorKind::BadInput, "ggml type " + std::to_string(ggml_type_id) + " is not a block format");
-  if (elements % g->block_size)
-    throw Error(ErrorKind::BadInput, std::string(g->name) + ": " + std::to_string(elements) +
-                                         " elements are not a whole number of " + std::to_string(g->block_size) + "-element blocks");
-  return {g->id, g->name, g->block_size, g->type_size, data, elements};
-}
-
-namespace {
 
 // A request for an op over t's blocks (the planner matches kernels by block format for these ops).
 OpRequest block_format_request(tm_op op, const QuantizedTensor& t) {

@@ -14,7 +14,8 @@ namespace tmorph {
 
 class Planner;
 
-// A tensor stored in a ggml block format: `elements` values in elements / block_elements blocks.
+// A tensor stored in a ggml block format: `elements` values in elements / block_elements blocks
+// (checkpoint/ggml_quantized.h builds one from the GGUF type table).
 struct QuantizedTensor {
   uint32_t ggml_type = 0;      // ggml type id (2 = Q4_0, ...)
   std::string format;          // its name, for reports
@@ -23,10 +24,6 @@ struct QuantizedTensor {
   const uint8_t* data = nullptr;
   uint64_t elements = 0;
 };
-
-// The tensor's geometry from the ggml type table. Throws BadInput when the id is unknown or the
-// element count is not a whole number of blocks.
-QuantizedTensor quantized_tensor(uint32_t ggml_type, const uint8_t* data, uint64_t elements);
 
 // Where dequantization of t runs. Throws Unavailable (naming the format) when no backend decodes it.
 Placement place_dequantize(const Planner& planner, const QuantizedTensor& t);

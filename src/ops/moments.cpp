@@ -34,17 +34,6 @@ __int128 int_sum_of(const tm_moments_partial_v1& p) {
 
 }  // namespace
 
-tm_moments_partial_v1 empty_moments() {
-  tm_moments_partial_v1 p{};
-  p.min = std::numeric_limits<double>::infinity();
-  p.max = -std::numeric_limits<double>::infinity();
-  p.int_min = std::numeric_limits<int64_t>::max();
-  p.int_max = std::numeric_limits<int64_t>::min();
-  p.uint_min = std::numeric_limits<uint64_t>::max();
-  p.uint_max = 0;
-  return p;
-}
-
 tm_moments_partial_v1 merge_moments(const tm_moments_partial_v1& a, const tm_moments_partial_v1& b) {
   tm_moments_partial_v1 r{};
   r.count = a.count + b.count;

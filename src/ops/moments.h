@@ -6,13 +6,11 @@
 #include <vector>
 
 #include "tensormorph/dtype.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/stats.h"
 
 namespace tmorph {
-
-// The partial of an empty range: the identity of merge_moments.
-tm_moments_partial_v1 empty_moments();
 
 // Combines the partials of two adjacent ranges (a before b). Counts add; extremes combine; the sum
 // is combined with an error-free transformation (TwoSum) so the compensation term carries what

@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "compute/resident_copy.h"
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "ops/kernel_call.h"
 #include "ops/moments.h"
-#include "ops/quantile_contract.h"
+#include "tensormorph/contract_math.h"
 #include "ops/stats_options.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <optional>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "ops/kernel_call.h"
-#include "ops/quantile_contract.h"
+#include "tensormorph/contract_math.h"
 #include "ops/stats_options.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/error.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/value_reader.h"
+#include "checkpoint/value_reader.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

@@ -76,48 +76,4 @@ void write_png(const std::string& path, const RgbaImage& image, const PngText& t
   if (std::fflush(file.f) != 0) throw Error(ErrorKind::Io, path + ": write failed");
 }
 
-RgbaImage read_png_rgba(const std::string& path, PngText* text) {
-  File file;
-  file.f = std::fopen(path.c_str(), "rb");
-  if (!file.f) throw Error(ErrorKind::Io, path + ": cannot be opened");
-  std::string what;
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &what, on_error, on_warning);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (!info) {
-    png_destroy_read_struct(&png, nullptr, nullptr);
-    throw Error(ErrorKind::Io, path + ": libpng could not start");
-  }
-  // Everything changed after setjmp lives on the heap, so nothing is left indeterminate by a longjmp.
-  struct State {
-    RgbaImage image;
-    std::vector<png_bytep> rows;
-  };
-  const auto st = std::make_unique<State>();
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    throw Error(ErrorKind::BadInput, path + ": not a readable PNG (" + what + ")");
-  }
-  png_init_io(png, file.f);
-  png_read_info(png, info);
-  png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_gray_to_rgb(png);
-  png_set_add_alpha(png, 0xff, PNG_FILLER_AFTER);
-  png_read_update_info(png, info);
-  const uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
-  if (w == 0 || h == 0 || uint64_t{w} * h > (uint64_t{1} << 28)) png_error(png, "image size out of range");
-  st->image = RgbaImage(w, h);
-  st->rows.resize(h);
-  for (uint32_t y = 0; y < h; ++y) st->rows[y] = st->image.pixels.data() + size_t{y} * w * 4;
-  png_read_image(png, st->rows.data());
-  png_read_end(png, info);
-  if (text) {
-    png_textp chunks = nullptr;
-    const int n = png_get_text(png, info, &chunks, nullptr);
-    for (int k = 0; k < n; ++k) text->emplace_back(chunks[k].key, std::string(chunks[k].text, chunks[k].text_length));
-  }
-  png_destroy_read_struct(&png, &info, nullptr);
-  return std::move(st->image);
-}
-
 }  // namespace tmorph

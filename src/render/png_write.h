@@ -22,7 +22,4 @@ using PngText = std::vector<std::pair<std::string, std::string>>;
 // Throws Error(Io) naming the path when the file cannot be written, InvalidArgument for an empty image.
 void write_png(const std::string& path, const RgbaImage& image, const PngText& text);
 
-// Reads a PNG back as RGBA8 with its text chunks (tests and tools). Throws BadInput naming the path.
-RgbaImage read_png_rgba(const std::string& path, PngText* text = nullptr);
-
 }  // namespace tmorph

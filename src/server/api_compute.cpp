@@ -8,7 +8,7 @@
 #include <regex>
 #include <set>
 
-#include "compute/device_json.h"
+#include "app/backends_json.h"
 #include "ops/placement_json.h"
 #include "tensormorph/op_contracts.h"
 #include "server/http_util.h"
@@ -31,7 +31,7 @@ std::string join(const std::vector<std::string>& names) {
 // kernel takes), under the runtime's memory budget and the session's approximation consent. A request
 // no backend can serve carries the planner's message instead of a placement, and, when approximations
 // could serve it, the ladder (what consent would allow).
-nlohmann::json placement_preview(const cli::Runtime& rt, const std::set<std::string>& consent) {
+nlohmann::json placement_preview(const app::Runtime& rt, const std::set<std::string>& consent) {
   const Planner planner = rt.planner();
   nlohmann::json out = nlohmann::json::array();
   for (int i = 1; i < TM_OP_COUNT_; ++i) {
@@ -50,7 +50,7 @@ nlohmann::json placement_preview(const cli::Runtime& rt, const std::set<std::str
     if (tm_op_takes_format(op)) {
       KernelInfo one;
       one.op = op, one.dtype_mask = uint64_t{1} << std::countr_zero(mask);
-      r.dtype = DType::F32, r.format_id = static_cast<uint32_t>(std::countr_zero(mask)), r.format_name = kernel_inputs(one).at(0);
+      r.dtype = DType::F32, r.format_id = static_cast<uint32_t>(std::countr_zero(mask)), r.format_name = app::kernel_inputs(one).at(0);
       r.elements = r.bytes / 4;
       request["format"] = r.format_name;
     } else {
@@ -78,7 +78,7 @@ nlohmann::json placement_preview(const cli::Runtime& rt, const std::set<std::str
 }
 
 // Every approximation step some kernel here declares (what consent may name).
-std::set<std::string> known_steps(const cli::Runtime& rt) {
+std::set<std::string> known_steps(const app::Runtime& rt) {
   std::set<std::string> steps;
   for (const auto& b : rt.registry.backends())
     for (const auto& k : b.kernels)
@@ -86,10 +86,10 @@ std::set<std::string> known_steps(const cli::Runtime& rt) {
   return steps;
 }
 
-nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_backends, const std::set<std::string>& consent) {
+nlohmann::json compute_json(const app::Runtime& rt, const nlohmann::json& known_backends, const std::set<std::string>& consent) {
   nlohmann::json backends = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
-    nlohmann::json entry = backend_json(b), ops = nlohmann::json::array();
+    nlohmann::json entry = app::backend_json(b), ops = nlohmann::json::array();
     std::set<std::string> seen;  // one line per op (an op may have several kernels)
     for (const auto& k : b.kernels)
       if (seen.insert(op_name(k.op)).second)
@@ -123,7 +123,7 @@ nlohmann::json compute_json(const cli::Runtime& rt, const nlohmann::json& known_
 }
 
 // A body list of backend names: an array of known names, each once. Throws 400 naming the field.
-std::vector<std::string> name_list(const nlohmann::json& body, const char* field, const cli::Runtime& rt) {
+std::vector<std::string> name_list(const nlohmann::json& body, const char* field, const app::Runtime& rt) {
   if (!body.contains(field)) return {};
   const nlohmann::json& v = body.at(field);
   if (!v.is_array()) throw HttpError(400, std::string("field '") + field + "': expected an array of backend names");

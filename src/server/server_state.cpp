@@ -3,17 +3,17 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cli/index_access.h"
+#include "app/indexing.h"
 #include "server/http_util.h"
 #include "server/stats_json.h"
-#include "ops/tensor_stats.h"
+#include "checkpoint/tensor_stats.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {
 
 ComputeHolder::ComputeHolder(RuntimeFactory factory) : factory_(std::move(factory)), runtime_(factory_()) {}
 
-std::shared_ptr<const cli::Runtime> ComputeHolder::current() const {
+std::shared_ptr<const app::Runtime> ComputeHolder::current() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return runtime_;
 }
@@ -29,7 +29,7 @@ void ComputeHolder::set_allow_approx(std::set<std::string> steps) {
 }
 
 void ComputeHolder::reload() {
-  std::shared_ptr<const cli::Runtime> fresh = factory_();
+  std::shared_ptr<const app::Runtime> fresh = factory_();
   std::lock_guard<std::mutex> lock(mutex_);
   runtime_ = std::move(fresh);
 }
@@ -95,7 +95,7 @@ void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<b
   const std::string job = sc.job();
   try {
     const auto rt = state.compute.current();
-    IndexingOptions opt = cli::indexing_options(*rt, {}, true);
+    IndexingOptions opt = app::indexing_options(*rt, {}, true);
     opt.cancel = &cancel;
     opt.max_bytes_per_s = state.index_max_bytes_per_s;
     opt.allowed_approx_steps = state.compute.allow_approx();

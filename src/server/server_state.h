@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/runtime.h"
+#include "app/runtime.h"
 #include "index/checkpoint_index.h"
 #include "server/jobs.h"
 
@@ -74,13 +74,13 @@ struct TensorRow {
 };
 
 // Builds a runtime from the settings file and the environment, as every CLI command does.
-using RuntimeFactory = std::function<std::unique_ptr<cli::Runtime>()>;
+using RuntimeFactory = std::function<std::unique_ptr<app::Runtime>()>;
 
 // The current runtime, swapped whole: a request keeps the snapshot it started with alive.
 class ComputeHolder {
  public:
   explicit ComputeHolder(RuntimeFactory factory);
-  std::shared_ptr<const cli::Runtime> current() const;
+  std::shared_ptr<const app::Runtime> current() const;
   // Rebuilds from the settings; on an exception the old runtime stays current.
   void reload();
   // Serialises read-modify-write of the settings file.
@@ -95,7 +95,7 @@ class ComputeHolder {
   RuntimeFactory factory_;
   mutable std::mutex mutex_;
   std::mutex settings_mutex_;
-  std::shared_ptr<const cli::Runtime> runtime_;
+  std::shared_ptr<const app::Runtime> runtime_;
 };
 
 struct ServerState {

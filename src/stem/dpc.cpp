@@ -6,7 +6,7 @@
 #include <complex>
 #include <mutex>
 
-#include "core/fftw_lock.h"
+#include "support/fftw_lock.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

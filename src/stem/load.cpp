@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "formats/bitshuffle.h"
 #include "stem/frame_reader.h"
 #include "tensormorph/error.h"

@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/large_buffer.h"
+#include "support/large_buffer.h"
 #include "formats/dectris.h"
 
 namespace tmorph {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "index/sqlite_db.h"
+#include "core/sqlite_db.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
 

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <random>
 
-#include "core/thread_pool.h"
-#include "core/fftw_lock.h"
+#include "support/thread_pool.h"
+#include "support/fftw_lock.h"
 #include "stem/load.h"
 #include "tensormorph/error.h"
 

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/fftw_lock.h"
-#include "core/large_buffer.h"
-#include "core/thread_pool.h"
+#include "support/fftw_lock.h"
+#include "support/large_buffer.h"
+#include "support/thread_pool.h"
 #include "ops/kernel_call.h"
 #include "stem/simulate.h"
 #include "tensormorph/error.h"

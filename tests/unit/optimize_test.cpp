@@ -83,7 +83,7 @@ TEST(Tpe, RefusesBadBoxesAndRanksNanLast) {
 }  // namespace
 }  // namespace tmorph
 
-#include "core/fast_atan2.h"
+#include "support/fast_atan2.h"
 
 namespace tmorph {
 namespace {

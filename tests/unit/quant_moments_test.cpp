@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cpu/dequant/ggml_dequant.h"
-#include "ops/dequantize.h"
+#include "checkpoint/ggml_quantized.h"
 #include "simd_targets.h"
 #include "test_support.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/quantile_contract.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/stats.h"
 #include "test_support.h"

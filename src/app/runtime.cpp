@@ -1,49 +1,16 @@
-#include "cli/runtime.h"
+#include "app/runtime.h"
 
 #include <unistd.h>
 
-#include <cctype>
-#include <climits>
 #include <cstdlib>
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
-#include "core/thread_pool.h"
+#include "core/byte_size.h"
+#include "support/thread_pool.h"
 #include "tensormorph/error.h"
 
-namespace tmorph::cli {
-
-void ComputeFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--backend", backend, "strict: run every op on this backend or fail with the reason");
-  cmd->add_option("--prefer", prefer, "prefer this backend when it can serve an op (repeatable)");
-  cmd->add_option("--never", never, "never use this backend (repeatable)");
-  cmd->add_option("--allow-approx", allow_approx,
-                  "consent to a named approximation step when no exact kernel can serve (repeatable)");
-  cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)");
-  cmd->add_option("--memory-budget", memory_budget,
-                  "bytes one op may hold, e.g. 512M (default: compute.memory_budget or half of RAM)");
-}
-
-uint64_t parse_bytes(const std::string& text, const std::string& what) {
-  size_t pos = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    throw Error(ErrorKind::InvalidArgument, what + ": expected a byte count like 1048576 or 512M, got '" + text + "'");
-  }
-  std::string suffix = text.substr(pos);
-  int shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
-  else if (!suffix.empty())
-    throw Error(ErrorKind::InvalidArgument, what + ": unknown size suffix '" + suffix + "' (use K, M, G or T)");
-  if (shift && value > (ULLONG_MAX >> shift))
-    throw Error(ErrorKind::InvalidArgument, what + ": '" + text + "' overflows 64 bits");
-  return static_cast<uint64_t>(value) << shift;
-}
+namespace tmorph::app {
 
 std::string executable_dir() {
   std::error_code ec;
@@ -51,7 +18,7 @@ std::string executable_dir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-std::unique_ptr<Runtime> make_runtime(const ComputeFlags* flags) {
+std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   auto rt = std::make_unique<Runtime>();
   rt->settings = Settings::load();
 
@@ -104,4 +71,4 @@ std::unique_ptr<Runtime> make_runtime(const ComputeFlags* flags) {
   return rt;
 }
 
-}  // namespace tmorph::cli
+}  // namespace tmorph::app

@@ -1,5 +1,6 @@
 // One JSON shape for the backends of the registry, shared by `tensormorph backends --json` and the viewer's
-// GET /api/compute.
+// GET /api/compute. In the application layer because it names the ggml block formats and packed schemes a
+// format kernel takes, which compute does not know.
 // - device_json: index, name, id, kind, software_adapter, memory_bytes, max_allocation_bytes,
 //   max_buffer_binding_bytes, features (a list of names) and host_link_bytes_per_s.
 // - kernel_json: op, dtypes (what kernel_inputs names), precision, max_elements, required_features,
@@ -15,7 +16,7 @@
 
 #include "tensormorph/backend_registry.h"
 
-namespace tmorph {
+namespace tmorph::app {
 
 nlohmann::json device_json(const DeviceInfo& d);
 
@@ -25,4 +26,4 @@ std::vector<std::string> kernel_inputs(const KernelInfo& k);
 nlohmann::json kernel_json(const KernelInfo& k);
 nlohmann::json backend_json(const Backend& b);
 
-}  // namespace tmorph
+}  // namespace tmorph::app

@@ -1,4 +1,4 @@
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 
 #include <map>
 #include <memory>

@@ -1,11 +1,11 @@
-#include "compute/device_json.h"
+#include "app/backends_json.h"
 
 #include "checkpoint/packed_tensor.h"
 #include "formats/gguf.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/settings.h"
 
-namespace tmorph {
+namespace tmorph::app {
 
 nlohmann::json device_json(const DeviceInfo& d) {
   return {{"index", d.index},
@@ -71,4 +71,4 @@ nlohmann::json backend_json(const Backend& b) {
           {"kernels", kernels}};
 }
 
-}  // namespace tmorph
+}  // namespace tmorph::app

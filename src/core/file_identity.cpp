@@ -1,4 +1,4 @@
-#include "index/file_identity.h"
+#include "core/file_identity.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,12 +1,29 @@
-// The quantile definition every backend follows (op_contracts.h, TM_OP_STATS_QUANTILES).
+// C++ statements of op contracts (op_contracts.h) that the core and every backend evaluate the same way:
+// the quantile definition (TM_OP_STATS_QUANTILES) and the identity of the moments partial
+// (TM_OP_STATS_MOMENTS). Header-only, depends on the ABI alone, so a backend may include it.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
+#include "tensormorph/op_contracts.h"
+
 namespace tmorph {
+
+// The partial of an empty range: the identity of merge_moments (extremes at their neutral values).
+inline tm_moments_partial_v1 empty_moments() {
+  tm_moments_partial_v1 p{};
+  p.min = std::numeric_limits<double>::infinity();
+  p.max = -std::numeric_limits<double>::infinity();
+  p.int_min = std::numeric_limits<int64_t>::max();
+  p.int_max = std::numeric_limits<int64_t>::min();
+  p.uint_min = std::numeric_limits<uint64_t>::max();
+  p.uint_max = 0;
+  return p;
+}
 
 // numpy's "linear" interpolation between neighbouring order statistics a <= b at fraction t,
 // written the way numpy evaluates it so results match bit for bit.

@@ -1,13 +1,13 @@
-#include "ops/compare.h"
+#include "checkpoint/compare.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
 
-#include "ops/dequantize.h"
+#include "checkpoint/ggml_quantized.h"
 #include "ops/kernel_call.h"
-#include "ops/packed_dequantize.h"
+#include "checkpoint/packed_dequantize.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/planner.h"

@@ -1,4 +1,4 @@
-#include "index/sqlite_db.h"
+#include "core/sqlite_db.h"
 
 #include <sqlite3.h>
 

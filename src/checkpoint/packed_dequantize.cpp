@@ -1,11 +1,11 @@
-#include "ops/packed_dequantize.h"
+#include "checkpoint/packed_dequantize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstring>
 
-#include "core/thread_pool.h"
+#include "support/thread_pool.h"
 #include "ops/dequantize.h"
 #include "ops/kernel_call.h"
 #include "ops/streamed_stats.h"

@@ -1,11 +1,11 @@
-#include "ops/value_reader.h"
+#include "checkpoint/value_reader.h"
 
 #include <algorithm>
 
 #include "lod/pyramid.h"
-#include "ops/dequantize.h"
-#include "ops/packed_dequantize.h"
-#include "ops/tensor_stats.h"
+#include "checkpoint/ggml_quantized.h"
+#include "checkpoint/packed_dequantize.h"
+#include "checkpoint/tensor_stats.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

@@ -1,7 +1,7 @@
-#include "ops/tensor_stats.h"
+#include "checkpoint/tensor_stats.h"
 
-#include "ops/dequantize.h"
-#include "ops/packed_dequantize.h"
+#include "checkpoint/ggml_quantized.h"
+#include "checkpoint/packed_dequantize.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 

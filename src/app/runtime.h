@@ -1,0 +1,51 @@
+// The composition root, built once for every face (CLI, server, Python): settings, the backend registry
+// (the CPU backend + discovered plugins), the cost model and the user's constraints, assembled from a
+// face's compute request, the environment and the settings file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensormorph/backend_registry.h"
+#include "tensormorph/cost_model.h"
+#include "tensormorph/planner.h"
+#include "tensormorph/settings.h"
+
+namespace tmorph::app {
+
+// What a face asks of compute (the CLI's --backend/--prefer/--never/--allow-approx/--threads/
+// --memory-budget, the Python module's keyword arguments). Empty fields leave the settings' values.
+struct ComputeRequest {
+  std::string backend;                    // strict: every op on this backend or fail
+  std::vector<std::string> prefer;        // replaces compute.prefer when not empty
+  std::vector<std::string> never;         // added to compute.never
+  std::vector<std::string> allow_approx;  // consented approximation steps (read by the ops that need them)
+  unsigned threads = 0;                   // 0: compute.threads or all cores
+  std::string memory_budget;              // bytes, or with a K/M/G/T suffix (powers of 1024)
+};
+
+struct Runtime {
+  Settings settings;
+  BackendRegistry registry;
+  CostModel costs;
+  Constraints constraints;
+  unsigned threads = 1;
+  uint64_t memory_budget = 0;
+  bool memory_budget_set = false;  // by --memory-budget or compute.memory_budget (else: half of RAM)
+  std::string plugin_dir;
+  std::string plugin_dir_source;  // "TENSORMORPH_PLUGIN_DIR", "compute.plugin_dir" or "default"
+  std::string calibration_path;
+
+  Planner planner() const { return Planner(registry, costs, constraints); }
+};
+
+// Builds the runtime; request may be null (the settings alone). Throws InvalidArgument naming the flag or
+// setting that is wrong.
+std::unique_ptr<Runtime> make_runtime(const ComputeRequest* request);
+
+// Directory of the running executable (for the default plugin directory).
+std::string executable_dir();
+
+}  // namespace tmorph::app

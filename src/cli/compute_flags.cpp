@@ -1,0 +1,16 @@
+#include "cli/compute_flags.h"
+
+namespace tmorph::cli {
+
+void ComputeFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--backend", backend, "strict: run every op on this backend or fail with the reason");
+  cmd->add_option("--prefer", prefer, "prefer this backend when it can serve an op (repeatable)");
+  cmd->add_option("--never", never, "never use this backend (repeatable)");
+  cmd->add_option("--allow-approx", allow_approx,
+                  "consent to a named approximation step when no exact kernel can serve (repeatable)");
+  cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)");
+  cmd->add_option("--memory-budget", memory_budget,
+                  "bytes one op may hold, e.g. 512M (default: compute.memory_budget or half of RAM)");
+}
+
+}  // namespace tmorph::cli

@@ -1,0 +1,120 @@
+#include "server/launch.h"
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "app/parity_matrix.h"
+#include "app/runtime.h"
+#include "server/auth.h"
+#include "server/indexing_queue.h"
+#include "server/server.h"
+#include "tensormorph/error.h"
+
+#ifndef TM_SOURCE_DIR
+#define TM_SOURCE_DIR ""
+#endif
+
+namespace tmorph::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The built web app: `given`, else web/dist beside the binary, one folder up, or in the source tree.
+// Returns the canonical directory, or empty for the built-in page.
+std::string find_web_root(const std::string& given) {
+  std::error_code ec;
+  if (!given.empty()) {
+    const fs::path p = fs::canonical(given, ec);
+    if (ec || !fs::is_directory(p, ec)) throw Error(ErrorKind::InvalidArgument, "--web-root " + given + ": not a directory");
+    if (p == p.root_path()) throw Error(ErrorKind::InvalidArgument, "--web-root " + given + ": refusing to serve the root directory");
+    return p.string();
+  }
+  const std::string exe = app::executable_dir();
+  for (const auto& dir : {exe + "/web/dist", exe + "/../web/dist", std::string(TM_SOURCE_DIR) + "/web/dist"}) {
+    if (dir == "/web/dist") continue;  // no source dir compiled in
+    const fs::path p = fs::canonical(dir, ec);
+    if (!ec && fs::is_regular_file(p / "index.html", ec)) return p.string();
+  }
+  return {};
+}
+
+// A private directory (mode 0700) for the PNGs the server encodes, removed when the server ends.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tensormorph-serve-XXXXXX";
+    if (!::mkdtemp(templ.data())) throw Error(ErrorKind::Io, templ + ": cannot create a scratch directory");
+    path = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+ServeOptions checked_options(const LaunchRequest& r) {
+  ServeOptions opt;
+  opt.host = r.host, opt.port = r.port, opt.threads = r.http_threads;
+  if (r.generate_token && !r.token.empty()) throw Error(ErrorKind::InvalidArgument, "give --token or --generate-token, not both");
+  static const std::regex token_re("[A-Za-z0-9._~-]{8,256}");
+  if (!r.token.empty() && !std::regex_match(r.token, token_re))
+    throw Error(ErrorKind::InvalidArgument, "--token: 8 to 256 characters among letters, digits and . _ ~ -");
+  opt.token = r.generate_token ? generate_token() : r.token;
+  // Refused before any indexing, so a mistake costs nothing.
+  if (!is_loopback_host(r.host) && opt.token.empty())
+    throw Error(ErrorKind::InvalidArgument, "--host " + r.host + " is not loopback: give --token TOKEN or --generate-token "
+                                            "(every request must then carry it)");
+  if (r.port < 0 || r.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port: expected 0..65535");
+  if (r.http_threads > 256) throw Error(ErrorKind::InvalidArgument, "--http-threads: at most 256");
+  return opt;
+}
+
+}  // namespace
+
+void launch(const LaunchRequest& request) {
+  ServeOptions opt = checked_options(request);
+
+  ServerState state([] { return app::make_runtime(nullptr); });
+  state.version = request.version;
+  state.known_backends = nlohmann::json::parse(app::kParityMatrixJson).at("backends");
+  state.web_root = find_web_root(request.web_root);
+  state.index_max_bytes_per_s = request.index_max_bytes_per_s;
+  // Opening reads every header (a damaged or missing file fails here, before serving); computing the
+  // statistics is a job per checkpoint, run in the background once the server listens.
+  for (const auto& path : request.paths) {
+    auto sc = std::make_unique<ServedCheckpoint>();
+    sc->id = std::to_string(state.checkpoints.size());
+    sc->path = path;
+    sc->index = std::make_unique<CheckpointIndex>(path, "");
+    if (!sc->index->report().warning.empty())
+      std::fprintf(stderr, "tensormorph: warning: %s\n", sc->index->report().warning.c_str());
+    const Checkpoint& c = sc->index->checkpoint();
+    for (size_t i = 0; i < c.tensors.size(); ++i) sc->by_name.emplace(c.tensors[i].name, i);
+    state.checkpoints.push_back(std::move(sc));
+  }
+  // Indexing: one job per checkpoint, run in the background once the server listens. Stopping the server
+  // cancels it; tensors already committed stay in the index.
+  IndexingQueue indexing(state);
+  state.indexing = &indexing;
+  for (size_t k = 0; k < state.checkpoints.size(); ++k) {
+    const auto job = indexing.enqueue(k);
+    std::fprintf(stderr, "tensormorph: checkpoint %zu: %s (%zu tensors; indexing is job %s)\n", k,
+                 state.checkpoints[k]->path.c_str(), state.checkpoints[k]->index->checkpoint().tensors.size(),
+                 job ? job->c_str() : "?");
+  }
+  std::fprintf(stderr, "tensormorph: web app: %s\n", state.web_root.empty() ? "not built (built-in page)" : state.web_root.c_str());
+  const ScratchDir scratch;
+  state.scratch_dir = scratch.path;
+  opt.on_listening = [&] { indexing.start(); };
+  serve(state, opt);
+}
+
+}  // namespace tmorph::server
