@@ -59,9 +59,7 @@ nlohmann::json inspect_json(const Acquisition& acq, const std::optional<std::arr
   try {
     const auto s = resolve_scan_shape(acq, scan_shape);
     j["scan_shape"] = {s[0], s[1]};
-    j["scan_shape_source"] = scan_shape ? "--scan-shape"
-                             : acq.scan_shape_recorded && *acq.scan_shape_recorded == s ? acq.scan_shape_path
-                                                                                         : "square frame count";
+    j["scan_shape_source"] = scan_shape_source(acq, scan_shape, s, "--scan-shape");
   } catch (const Error& e) {
     j["scan_shape"] = nullptr;
     j["scan_shape_problem"] = e.what();

@@ -18,7 +18,10 @@
 #include "cli/product_output.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
+#include "stem/calibration.h"
+#include "stem/detector_geometry.h"
 #include "stem/dpc.h"
+#include "stem/product_kind.h"
 #include "stem/product_cache.h"
 #include "stem/products.h"
 #include "stem/virtual_detector.h"
@@ -30,12 +33,20 @@ namespace {
 
 struct ProductArgs {
   LoadArgs load;
-  std::string product, center, mask, of = "mean-dp";
-  double radius = NAN, inner = -1, outer = -1, inner_mrad = -1, outer_mrad = -1, semiangle_mrad = 0, rotation_deg = NAN;
+  ProductKind kind = ProductKind::bf;
+  std::string center, mask, of = "mean-dp";
+  // NaN: not given.
+  double radius = NAN, inner = NAN, outer = NAN, inner_mrad = NAN, outer_mrad = NAN, semiangle_mrad = NAN, mrad_per_px = NAN,
+         rotation_deg = NAN;
   bool transpose = false, max = false;
   ProductDisplayFlags display;                         // PNG output
   std::string cache_path;                              // prepared products (stem prepare)
   bool no_cache = false;
+
+  DiskRequest disk() const { return {parse_point(center, "--center"), given(radius)}; }
+  DetectorRequest detector(ProductKind k) const { return {k, mask, given(inner_mrad), given(outer_mrad), given(inner), given(outer)}; }
+  Override semiangle() const { return {given(semiangle_mrad), "--semiangle-mrad"}; }
+  Override angle_per_pixel() const { return {given(mrad_per_px), "--detector-mrad-per-px"}; }
 };
 
 // The runtime (settings, plugins, cost model) made on first use: loading the backend plugins (a Vulkan
@@ -57,17 +68,6 @@ class LazyRuntime {
   std::unique_ptr<Runtime> rt_;
   std::optional<Planner> planner_;
 };
-
-// Products the prepared cache answers: presets around the detected disk, the centre of mass and what
-// follows from it, the patterns; anything with a given disk or a custom detector is computed.
-bool served_by_cache(const ProductArgs& a) {
-  if (a.no_cache || !a.center.empty() || !std::isnan(a.radius) || a.inner >= 0 || a.outer >= 0 || a.inner_mrad >= 0 ||
-      a.outer_mrad >= 0 || !a.mask.empty())
-    return false;
-  const std::string p = a.product == "fft" ? a.of : a.product;
-  return p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "com" || p == "dpc" || p == "idpc" ||
-         p == "mean-dp";
-}
 
 // The prepared products of this acquisition and request, when the cache holds them. A cache that cannot
 // be opened is reported and ignored (the product is computed).
@@ -97,7 +97,7 @@ void write_product(const ProductArgs& a, const std::string& descr, const std::ve
                    const std::vector<T>& values, nlohmann::json& report, LazyRuntime& lazy,
                    std::vector<Placement>& placements) {
   if (is_png(a.load.out))
-    return write_product_png(a.load.out, a.product, shape, std::vector<double>(values.begin(), values.end()), a.display,
+    return write_product_png(a.load.out, product_name(a.kind), shape, std::vector<double>(values.begin(), values.end()), a.display,
                              lazy.planner(), report, placements);
   write_product_npy(a.load.out, descr, shape, values.data(), values.size() * sizeof(T));
 }
@@ -108,67 +108,6 @@ nlohmann::json summary(const std::vector<T>& v) {
   double lo = static_cast<double>(v[0]), hi = lo, sum = 0;
   for (T x : v) lo = std::min(lo, static_cast<double>(x)), hi = std::max(hi, static_cast<double>(x)), sum += static_cast<double>(x);
   return {{"min", lo}, {"max", hi}, {"mean", sum / static_cast<double>(v.size())}};
-}
-
-// The bright-field disk: given (--center and --radius) or detected from the mean pattern (one extra pass).
-BrightFieldDisk resolve_disk(const ProductArgs& a, const Acquisition& acq, const ProductRequest& base, const Planner& planner,
-                             nlohmann::json* report, std::vector<Placement>* placements) {
-  BrightFieldDisk disk;
-  const auto center = parse_pair(a.center, "--center");
-  if (!std::isnan(a.radius) && !(a.radius > 0))
-    throw Error(ErrorKind::InvalidArgument, "--radius " + std::to_string(a.radius) + ": the bright-field radius must be > 0 pixels");
-  if (center && a.radius > 0) {
-    disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]), disk.radius = a.radius;
-    (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
-    return disk;
-  }
-  ProductRequest pattern = base;
-  pattern.frame_sums = false, pattern.pattern = true;
-  pattern.detectors.clear();
-  const ProductResult r = compute_products(acq, pattern, planner);
-  placements->insert(placements->end(), r.placements.begin(), r.placements.end());
-  disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
-  if (center) disk.row = static_cast<double>((*center)[0]), disk.col = static_cast<double>((*center)[1]);
-  const bool radius_given = !std::isnan(a.radius);
-  if (radius_given) disk.radius = a.radius;
-  (*report)["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"area", disk.area},
-                       {"threshold", disk.threshold}, {"source", center || radius_given ? "detected, partly given" : "detected"}};
-  return disk;
-}
-
-// The detector of a virtual-image product: preset radii, --inner/--outer in pixels, or in mrad.
-std::vector<uint32_t> resolve_detector(const ProductArgs& a, const Acquisition& acq, const BrightFieldDisk& disk,
-                                       const std::array<uint64_t, 2>& frame, nlohmann::json* report) {
-  if (a.product == "mask" && !a.mask.empty()) {
-    auto pixels = mask_pixels_from_file(a.mask, frame[0], frame[1]);
-    (*report)["detector"] = {{"kind", "user mask"}, {"file", a.mask}, {"pixels", pixels.size()}};
-    return pixels;
-  }
-  double inner = 0, outer = 0;
-  std::string units = "pixels";
-  if (a.inner_mrad >= 0 || a.outer_mrad >= 0) {
-    const double semi = a.semiangle_mrad > 0 ? a.semiangle_mrad : acq.convergence_semi_angle_mrad.value_or(0);
-    if (semi <= 0)
-      throw Error(ErrorKind::InvalidArgument, "--inner-mrad/--outer-mrad need the convergence semi-angle: the file has none; give --semiangle-mrad");
-    const double mrad_per_px = semi / disk.radius;
-    inner = std::max(0.0, a.inner_mrad) / mrad_per_px;
-    outer = a.outer_mrad < 0 ? std::numeric_limits<double>::infinity() : a.outer_mrad / mrad_per_px;
-    units = "mrad";
-    (*report)["mrad_per_pixel"] = mrad_per_px;
-  } else if (a.inner >= 0 || a.outer >= 0) {
-    inner = std::max(0.0, a.inner);
-    outer = a.outer < 0 ? std::numeric_limits<double>::infinity() : a.outer;
-    if (a.outer == 0 || (a.outer > 0 && a.outer < inner))
-      throw Error(ErrorKind::InvalidArgument, "--outer must be > 0 and >= --inner");
-  } else if (auto preset = preset_radii(a.product, disk.radius)) {
-    inner = preset->first, outer = preset->second;
-  } else {
-    throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
-  }
-  auto pixels = annulus_pixels(frame[0], frame[1], disk.row, disk.col, inner, outer);
-  (*report)["detector"] = {{"kind", "annulus"}, {"inner_px", inner}, {"outer_px", std::isinf(outer) ? nlohmann::json("inf") : nlohmann::json(outer)},
-                           {"given_in", units}, {"pixels", pixels.size()}};
-  return pixels;
 }
 
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
@@ -207,12 +146,22 @@ void run_product(const ProductArgs& a) {
   const Acquisition acq = open_acquisition(a.load.path);
   ProductRequest req;
   req.load = make_request(a.load);  // the frames' shape: enough for the cache key
-  nlohmann::json report = {{"product", a.product}, {"file", a.load.out}};
-  const std::string p = a.product;
-  const bool image = p == "bf" || p == "abf" || p == "adf" || p == "haadf" || p == "df" || p == "mask";
+  const ProductKind kind = a.kind;
+  // fft transforms another product: --of names it.
+  const std::optional<ProductKind> of = product_kind_from_name(a.of);
+  if (kind == ProductKind::fft && (!of || !is_fft_source(*of)))
+    throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf, df or mask");
+  const ProductKind source = kind == ProductKind::fft ? *of : kind;
+  const DiskRequest disk_request = a.disk();
+  const DetectorRequest detector_request = a.detector(source);
+  if (source == ProductKind::mask && detector_request.mask_file.empty() && !detector_request.inner_px && !detector_request.outer_px &&
+      !detector_request.inner_mrad && !detector_request.outer_mrad)
+    throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
+  nlohmann::json report = {{"product", product_name(kind)}, {"file", a.load.out}};
   const auto t0 = std::chrono::steady_clock::now();
-  const std::optional<PreparedProducts> cached =
-      served_by_cache(a) ? cached_products(a, acq, req.load, report) : std::nullopt;
+  const std::optional<PreparedProducts> cached = !a.no_cache && served_by_prepared(source, disk_request, detector_request)
+                                                     ? cached_products(a, acq, req.load, report)
+                                                     : std::nullopt;
   if (!cached) {  // computing: threads, memory budget and the planner come from the runtime
     req.load.threads = lazy.runtime().threads;
     req.load.memory_budget = lazy.runtime().memory_budget;
@@ -233,12 +182,12 @@ void run_product(const ProductArgs& a) {
     report["provenance"] = r.load_provenance;
   };
 
-  if (p == "mean-dp" || (p == "fft" && a.of == "mean-dp")) {
+  if (source == ProductKind::mean_dp) {
     req.frame_sums = false, req.pattern = true;
     const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
     done(r);
     const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
-    if (p == "fft") {
+    if (kind == ProductKind::fft) {
       const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
       write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
     } else if (a.max) {
@@ -249,29 +198,26 @@ void run_product(const ProductArgs& a) {
       report["frames"] = r.positions;
     }
     report["shape"] = shape;
-  } else if (image || p == "fft") {
-    ProductArgs preset = a;
-    if (p == "fft") preset.product = a.of;
-    if (!preset_radii(preset.product, 1) && preset.product != "mask")
-      throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf or df");
+  } else if (is_virtual_image(source)) {
     ProductResult r;
     if (cached) {
-      const size_t k = static_cast<size_t>(std::find(std::begin(kPreparedPresets), std::end(kPreparedPresets), preset.product) -
-                                           std::begin(kPreparedPresets));
-      const BrightFieldDisk& d = cached->disk;
-      report["disk"] = {{"row", d.row}, {"col", d.col}, {"radius", d.radius}, {"area", d.area}, {"threshold", d.threshold},
-                        {"source", "detected (prepared)"}};
-      report["detector"] = cached->detectors.at(k);
-      report["detector"]["kind"] = "annulus";
-      report["detector"]["given_in"] = "pixels";
+      const PreparedImage prepared = prepared_image(*cached, source, acq, req.load, a.semiangle(), a.angle_per_pixel());
+      const size_t k = prepared.index;
+      report["disk"] = to_json(prepared.disk);
+      report["detector"] = prepared.detector;
       r = from_cache();
       r.images = {cached->sums.images.at(k)};
       r.evaluated_as = {cached->sums.evaluated_as.at(k)};
     } else {
-      const BrightFieldDisk disk = resolve_disk(a, acq, req, lazy.planner(), &report, &placements);
+      const DetectorGeometry geometry = resolve_detector_geometry(acq, req.load, disk_request, a.semiangle(), a.angle_per_pixel(),
+                                                                  lazy.planner(), &placements);
       const LoadPlan plan = plan_load(acq, req.load);
-      const std::array<uint64_t, 2> frame = {plan.output_shape[2], plan.output_shape[3]};
-      req.detectors.push_back(resolve_detector(preset, acq, disk, frame, &report));
+      const ResolvedDetector detector = resolve_virtual_detector(detector_request, geometry.disk.disk,
+                                                                 {plan.output_shape[2], plan.output_shape[3]}, geometry.angle_per_pixel);
+      report["disk"] = to_json(geometry.disk);
+      report["detector"] = to_json(detector);
+      if (detector.given_in == "mrad") report["mrad_per_pixel"] = detector.angle_per_pixel.value;
+      req.detectors.push_back(detector.pixels);
       req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
       r = compute_products(acq, req, lazy.planner());
     }
@@ -279,35 +225,22 @@ void run_product(const ProductArgs& a) {
     report["detector"]["evaluated_as"] = r.evaluated_as[0];
     const std::vector<uint64_t> shape = {r.scan_shape[0], r.scan_shape[1]};
     report["shape"] = shape;
-    if (p == "fft") {
+    if (kind == ProductKind::fft) {
       const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
       write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
     } else {
       write_product(a, "<u8", shape, r.images[0], report, lazy, placements), report["summary"] = summary(r.images[0]);
     }
-  } else if (p == "com" || p == "dpc" || p == "idpc") {
+  } else if (is_com_field(source)) {
     const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
     done(r);
-    const ScanField com = center_of_mass(r);
-    ScanField field = com;
-    if (p != "com") {
-      DpcRotation rot;
-      if (std::isnan(a.rotation_deg)) {
-        rot = find_dpc_rotation(com);
-        report["rotation"] = {{"source", "found (minimum mean squared curl)"}, {"curl2_other_transpose", rot.curl2_other}};
-      } else {
-        rot.angle = a.rotation_deg * M_PI / 180, rot.transpose = a.transpose;
-        curl_div(rotate_field(com, rot.angle, rot.transpose), &rot.curl2, &rot.div2);
-        report["rotation"] = {{"source", "given"}};
-      }
-      report["rotation"]["angle_deg"] = rot.angle * 180 / M_PI;
-      report["rotation"]["angle_rad"] = rot.angle;
-      report["rotation"]["transpose"] = rot.transpose;
-      report["rotation"]["mean_curl2"] = rot.curl2;
-      report["rotation"]["mean_div2"] = rot.div2;
-      field = rotate_field(com, rot.angle, rot.transpose);
+    ScanField field = center_of_mass(r);
+    if (needs_dpc_rotation(source)) {
+      ResolvedDpcRotation rotation = resolve_dpc_rotation(field, {given(a.rotation_deg), a.transpose});
+      report["rotation"] = to_json(rotation);
+      field = std::move(rotation.rotated);
     }
-    if (p == "idpc") {
+    if (source == ProductKind::idpc) {
       const auto phase = integrate_dpc(field);
       write_product(a, "<f8", {field.rows, field.cols}, phase, report, lazy, placements), report["summary"] = summary(phase);
       report["shape"] = {field.rows, field.cols};
@@ -326,7 +259,7 @@ void run_product(const ProductArgs& a) {
     std::cout << report.dump(2) << "\n";
     return;
   }
-  std::vector<std::pair<std::string, std::string>> rows = {{"product", p}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
+  std::vector<std::pair<std::string, std::string>> rows = {{"product", product_name(kind)}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
   if (report.contains("disk"))
     rows.push_back({"bright-field disk", "centre (" + fmt(report["disk"]["row"].get<double>()) + ", " + fmt(report["disk"]["col"].get<double>()) +
                                              "), radius " + fmt(report["disk"]["radius"].get<double>()) + " px (" +
@@ -364,19 +297,21 @@ void add_stem_product_commands(CLI::App* stem) {
   };
   for (const Spec& spec : specs) {
     auto a = std::make_shared<ProductArgs>();
-    a->product = spec.name;
+    a->kind = parse_product_kind(spec.name);
     CLI::App* cmd = stem->add_subcommand(spec.name, spec.help);
     add_load_flags(cmd, a->load, true);
     cmd->add_option("-o,--out", a->load.out, "output .npy (exact numbers) or .png (an image); a JSON report is written "
                                              "beside it as OUT.json")->required();
     a->display.add_to(cmd);
-    cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels (default: detected)");
+    cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels, fractional allowed (default: detected)");
     cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
     cmd->add_option("--inner", a->inner, "inner radius in pixels (inclusive)");
     cmd->add_option("--outer", a->outer, "outer radius in pixels (inclusive)");
-    cmd->add_option("--inner-mrad", a->inner_mrad, "inner radius in mrad (needs the convergence semi-angle)");
+    cmd->add_option("--inner-mrad", a->inner_mrad, "inner radius in mrad (through the detector angle per pixel)");
     cmd->add_option("--outer-mrad", a->outer_mrad, "outer radius in mrad");
     cmd->add_option("--semiangle-mrad", a->semiangle_mrad, "probe convergence semi-angle (default: from the file)");
+    cmd->add_option("--detector-mrad-per-px", a->mrad_per_px,
+                    "detector angle per unbinned pixel (default: the file's, else semi-angle / disk radius)");
     cmd->add_option("--mask", a->mask, "a user mask of the (binned) detector: .npy or .png, nonzero = inside");
     cmd->add_option("--rotation-deg", a->rotation_deg, "dpc/idpc: use this rotation instead of finding it");
     cmd->add_flag("--transpose", a->transpose, "dpc/idpc with --rotation-deg: swap the components before rotating");

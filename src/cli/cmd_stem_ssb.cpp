@@ -24,6 +24,7 @@
 #include "stem/simulate.h"
 #include "stem/ssb.h"
 #include "stem/ssb_fit.h"
+#include "stem/ssb_setup.h"
 #include "stem/virtual_detector.h"
 #include "tensormorph/error.h"
 
@@ -49,25 +50,16 @@ struct SsbArgs {
 Aberrations with_higher_orders(Aberrations ab, const std::vector<std::string>& specs) {
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
-    const std::string name = spec.substr(0, eq);
-    int index = -1;
-    for (int i = 0; i < kHigherOrders; ++i)
-      if (name == kHigherOrderNames[i]) index = i;
-    const auto bad = [&](const std::string& why) {
-      throw Error(ErrorKind::InvalidArgument, "--aberration " + spec + ": " + why);
-    };
-    if (eq == std::string::npos || index < 0) {
-      std::string names;
-      for (const char* n : kHigherOrderNames) names += std::string(names.empty() ? "" : ", ") + n;
-      bad("expected NAME=VALUE[,ANGLE] with NAME one of " + names + " (C10, C12: --C10, --C12)");
+    try {
+      const std::string name = spec.substr(0, eq), rest = eq == std::string::npos ? "" : spec.substr(eq + 1);
+      Aberrations name_check;
+      set_higher_order(name_check, name, 0, 0);  // an unknown name: the error lists the valid ones
+      if (eq == std::string::npos) throw Error(ErrorKind::InvalidArgument, "no value");
+      const auto [value, angle] = parse_limits(rest.find(',') != std::string::npos ? rest : rest + ",0", "--aberration " + name);
+      set_higher_order(ab, name, value, angle);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "--aberration " + spec + ": " + e.what() + " (expected NAME=VALUE[,ANGLE]; C10, C12: --C10, --C12)");
     }
-    const std::string rest = spec.substr(eq + 1);
-    double value = 0, angle = 0;
-    if (rest.find(',') != std::string::npos) std::tie(value, angle) = parse_limits(rest, "--aberration " + name);
-    else std::tie(value, angle) = parse_limits(rest + ",0", "--aberration " + name);
-    if (!std::isfinite(value) || !std::isfinite(angle)) bad("values must be finite");
-    if (kHigherOrderNames[index][2] == '0' && angle != 0) bad(name + " is round (m = 0): it has no azimuth");
-    ab.higher_A[index] = value, ab.higher_deg[index] = angle;
   }
   return ab;
 }
@@ -87,50 +79,6 @@ SsbFitOptions fit_options(const SsbArgs& a) {
   return o;
 }
 
-// C10, C12, phi12 always; the higher orders that are not zero as "C30": Å and "phi23": degrees.
-nlohmann::json aberrations_json(const Aberrations& ab) {
-  nlohmann::json j = {{"C10", ab.C10_A}, {"C12", ab.C12_A}, {"phi12", ab.phi12_deg}};
-  for (int i = 0; i < kHigherOrders; ++i) {
-    if (ab.higher_A[i] == 0) continue;
-    const std::string name = kHigherOrderNames[i];
-    j[name] = ab.higher_A[i];
-    if (name[2] != '0') j["phi" + name.substr(1)] = ab.higher_deg[i];
-  }
-  return j;
-}
-
-// A calibration value with where it came from.
-struct Sourced {
-  double value = NAN;
-  std::string source;
-};
-
-// The first scalar of the file's metadata whose HDF5 path ends with `suffix`, converted to `unit`
-// (angstrom or mrad) when its units say how.
-std::optional<Sourced> from_file(const Acquisition& acq, const std::string& suffix, const std::string& unit) {
-  for (const auto& [path, entry] : acq.metadata.items()) {
-    if (path.size() < suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    if (!entry.is_object() || !entry.contains("value") || !entry["value"].is_number()) continue;
-    const double v = entry["value"].get<double>();
-    const std::string units = entry.value("units", "");
-    double scale = 0;
-    if (unit == "angstrom") scale = units == "angstrom" || units == "A" ? 1 : units == "nm" ? 10 : units == "m" ? 1e10 : 0;
-    if (unit == "mrad") scale = units == "mrad" ? 1 : units == "rad" ? 1e3 : 0;
-    if (scale == 0) continue;
-    return Sourced{v * scale, "file: " + path};
-  }
-  return std::nullopt;
-}
-
-Sourced require(const std::optional<Sourced>& s, const std::string& what, const std::string& flag) {
-  if (!s) throw Error(ErrorKind::InvalidArgument, "stem ssb: the file does not record the " + what + "; give " + flag);
-  if (!(s->value > 0) || !std::isfinite(s->value))
-    throw Error(ErrorKind::InvalidArgument, "stem ssb: the " + what + " (" + s->source + ") must be a positive number");
-  return *s;
-}
-
-nlohmann::json sourced_json(const Sourced& s, const char* unit) { return {{"value", s.value}, {"unit", unit}, {"source", s.source}}; }
-
 // The approximation SSB may take with the caller's consent when G does not fit the memory budget.
 constexpr const char* kBinStep = "ssb.bin_detector";
 
@@ -148,64 +96,22 @@ void run_ssb_once(const SsbArgs& a, const nlohmann::json& approximation) {
   nlohmann::json report = {{"product", "ssb"}, {"file", a.load.out}};
   std::vector<Placement> placements;
 
-  // Calibration of the raw acquisition (file or flags), then scaled by the bins of this request.
-  const Sourced energy = std::isnan(a.kv) ? require(acq.beam_energy_ev ? std::optional<Sourced>(Sourced{*acq.beam_energy_ev, "file: beam energy"})
-                                                                         : std::nullopt, "beam energy", "--kv")
-                                          : require(Sourced{a.kv * 1e3, "--kv"}, "beam energy", "--kv");
-  const Sourced semi = std::isnan(a.semiangle_mrad)
-                           ? require(acq.convergence_semi_angle_mrad
-                                         ? std::optional<Sourced>(Sourced{*acq.convergence_semi_angle_mrad, "file: convergence_semi_angle"})
-                                         : std::nullopt,
-                                     "convergence semi-angle", "--semiangle-mrad")
-                           : require(Sourced{a.semiangle_mrad, "--semiangle-mrad"}, "convergence semi-angle", "--semiangle-mrad");
-  Sourced step = std::isnan(a.scan_step_A) ? require(from_file(acq, "/scan_step", "angstrom"), "scan step", "--scan-step-A")
-                                           : require(Sourced{a.scan_step_A, "--scan-step-A"}, "scan step", "--scan-step-A");
-  if (load.scan_bin[0] != load.scan_bin[1])
-    throw Error(ErrorKind::InvalidArgument, "stem ssb: the scan must be binned equally on both axes (one scan step)");
-  step.value *= static_cast<double>(load.scan_bin[0]);
-
-  // The bright-field disk of the frames as loaded: given, or detected from the mean pattern.
-  BrightFieldDisk disk;
-  // --center takes fractional pixels (a detected centre passes back exactly); SSB checks it lies on the detector.
-  const std::optional<std::pair<double, double>> center =
-      a.center.empty() ? std::nullopt : std::optional<std::pair<double, double>>(parse_limits(a.center, "--center"));
-  if (center && a.radius > 0) {
-    disk.row = center->first, disk.col = center->second, disk.radius = a.radius;
-    report["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "given"}};
-  } else {
-    ProductRequest pattern;
-    pattern.load = load;
-    pattern.frame_sums = false, pattern.pattern = true;
-    const ProductResult r = compute_products(acq, pattern, planner);
-    placements.insert(placements.end(), r.placements.begin(), r.placements.end());
-    disk = detect_bright_field_disk(mean_pattern(r), r.frame_shape[0], r.frame_shape[1]);
-    report["disk"] = {{"row", disk.row}, {"col", disk.col}, {"radius", disk.radius}, {"source", "detected"}};
-  }
-  Sourced mrad_px;
-  if (!std::isnan(a.mrad_per_px)) {
-    mrad_px = require(Sourced{a.mrad_per_px, "--detector-mrad-per-px"}, "detector angle per pixel", "--detector-mrad-per-px");
-    mrad_px.value *= static_cast<double>(load.detector_bin[0]);
-  } else if (auto f = from_file(acq, "/detector_angle_per_pixel", "mrad")) {
-    mrad_px = require(f, "detector angle per pixel", "--detector-mrad-per-px");
-    mrad_px.value *= static_cast<double>(load.detector_bin[0]);
-  } else {
-    mrad_px = {semi.value / disk.radius, "convergence semi-angle / bright-field disk radius"};
-  }
-  if (load.detector_bin[0] != load.detector_bin[1])
-    throw Error(ErrorKind::InvalidArgument, "stem ssb: the detector must be binned equally on both axes");
-
-  SsbCalibration cal;
-  cal.energy_ev = energy.value, cal.semiangle_mrad = semi.value, cal.scan_step_A = step.value;
-  cal.detector_mrad_per_px = mrad_px.value;
-  cal.disk_row = disk.row, cal.disk_col = disk.col, cal.disk_radius_px = disk.radius;
-  const Aberrations given = with_higher_orders({a.C10, a.C12, a.phi12}, a.higher);
+  // Disk, calibration and angular pixel size: the domain's rules (the products resolve theirs the same way).
+  SsbSetupRequest request;
+  request.disk = {parse_point(a.center, "--center"), given(a.radius)};
+  request.energy_ev = {std::isnan(a.kv) ? std::nullopt : std::optional<double>(a.kv * 1e3), "--kv"};
+  request.semiangle_mrad = {given(a.semiangle_mrad), "--semiangle-mrad"};
+  request.scan_step_A = {given(a.scan_step_A), "--scan-step-A"};
+  request.detector_mrad_per_px = {given(a.mrad_per_px), "--detector-mrad-per-px"};
+  const SsbSetup setup = resolve_ssb_setup(acq, load, request, planner, &placements);
+  report["disk"] = to_json(setup.geometry.disk);
+  const BrightFieldDisk& disk = setup.geometry.disk.disk;
+  const Aberrations given_ab = with_higher_orders({a.C10, a.C12, a.phi12}, a.higher);
   StemLoader loader(acq, load);
   SsbFrames frames = ssb_frames_from_loader(loader);
-  for (uint64_t i = 0; i < acq.pixel_mask.size() && load.mask_bad_pixels && load.detector_bin[0] == 1 &&
-                       !load.detector_region; ++i)
-    if (acq.pixel_mask[i]) frames.excluded_pixels.push_back(static_cast<uint32_t>(i));
+  frames.excluded_pixels = setup.excluded_pixels;
   // G once (the frames are read a single time); every rotation candidate and fit trial reuses it.
-  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, cal, rt->threads, rt->memory_budget, planner);
+  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, setup.calibration(0), rt->threads, rt->memory_budget, planner);
   double fit_seconds = 0, reconstruct_seconds = 0;
   struct Solution {
     Aberrations ab;
@@ -215,39 +121,39 @@ void run_ssb_once(const SsbArgs& a, const nlohmann::json& approximation) {
   };
   // For one scan rotation: the given aberrations, or the fit's.
   const auto solve = [&](double rotation) {
-    Solution s{given, std::nullopt, 0, std::nullopt};
+    Solution s{given_ab, std::nullopt, 0, std::nullopt};
     if (fit_opts) {
       s.fit = ssb_fit_aberrations(problem, rotation, *fit_opts);
       fit_seconds += s.fit->seconds;
       s.ab = s.fit->fitted, s.loss = s.fit->loss;
     } else {
-      s.images = problem.evaluate(given, rotation);
+      s.images = problem.evaluate(given_ab, rotation);
       reconstruct_seconds += s.images->seconds;
       s.loss = s.images->loss;
     }
     return s;
   };
 
-  // Scan rotation: given; or from the DPC rotation (the angle that makes the CoM field curl-free is
-  // -rotation mod 180), its 180-degree ambiguity settled by the lower SSB loss (after fitting each, with --fit).
+  // Scan rotation: given; or from the DPC rotation, its 180-degree ambiguity settled by the lower SSB loss
+  // (after fitting each, with --fit): choose_ssb_scan_rotation.
   Solution chosen;
   Sourced rotation;
   if (!std::isnan(a.rotation_deg)) {
-    rotation = {a.rotation_deg, "--scan-rotation-deg"};
+    rotation = {a.rotation_deg, "degree", "--scan-rotation-deg", ""};
     chosen = solve(rotation.value);
   } else {
     ProductRequest sums;
     sums.load = load;
     const ProductResult r = compute_products(acq, sums, planner);
     placements.insert(placements.end(), r.placements.begin(), r.placements.end());
-    const DpcRotation dpc = find_dpc_rotation(center_of_mass(r));
-    const double base = std::fmod(360.0 - dpc.angle * 180 / M_PI, 180.0);
-    Solution first = solve(base), second = solve(base + 180);
-    report["rotation_search"] = {{"dpc_angle_deg", dpc.angle * 180 / M_PI}, {"dpc_transpose", dpc.transpose},
-                                 {"candidates_deg", {base, base + 180}}, {"losses", {first.loss, second.loss}}};
-    const bool take_second = second.loss < first.loss;
-    rotation = {take_second ? base + 180 : base, "DPC rotation, 180-degree flip by the lower SSB loss"};
-    chosen = take_second ? std::move(second) : std::move(first);
+    std::vector<Solution> solved;
+    const SsbRotationSearch search = choose_ssb_scan_rotation(find_dpc_rotation(center_of_mass(r)), [&](double candidate) {
+      solved.push_back(solve(candidate));
+      return solved.back().loss;
+    });
+    report["rotation_search"] = to_json(search);
+    rotation = search.rotation;
+    chosen = std::move(solved.at(static_cast<size_t>(search.chosen)));
   }
   if (!chosen.images) {
     chosen.images = problem.evaluate(chosen.ab, rotation.value);
@@ -261,7 +167,7 @@ void run_ssb_once(const SsbArgs& a, const nlohmann::json& approximation) {
   if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);
   else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
   report["shape"] = shape;
-  report["aberrations"] = aberrations_json(ab);
+  report["aberrations"] = to_json(ab);
   report["aberrations_unit"] = {{"C10", "angstrom"}, {"C12", "angstrom"}, {"phi12", "degree"}};
   report["aberrations_source"] = chosen.fit ? "fitted (TPE search, then Nelder-Mead)" : "given (preview; no fit)";
   if (chosen.fit) {
@@ -271,19 +177,14 @@ void run_ssb_once(const SsbArgs& a, const nlohmann::json& approximation) {
                      {"search_space", {{"C10_nm", {fit_opts->c10_low_nm, fit_opts->c10_high_nm}},
                                        {"C12_nm", {fit_opts->c12_low_nm, fit_opts->c12_high_nm}},
                                        {"phi12_deg", {fit_opts->phi12_low_deg, fit_opts->phi12_high_deg}}}},
-                     {"tpe_best", aberrations_json(f.tpe_best)},
+                     {"tpe_best", to_json(f.tpe_best)},
                      {"tpe_best_loss", f.tpe_best_loss},
                      {"nelder_mead", {{"iterations", f.simplex_iterations}, {"evaluations", f.simplex_evaluations},
                                       {"converged", f.simplex_converged}}},
                      {"evaluations", f.evaluations},
                      {"seconds", f.seconds}};
   }
-  report["calibration"] = {{"energy", sourced_json(energy, "eV")},
-                           {"semiangle", sourced_json(semi, "mrad")},
-                           {"scan_step", sourced_json(step, "angstrom")},
-                           {"detector_angle_per_pixel", sourced_json(mrad_px, "mrad")},
-                           {"scan_rotation", sourced_json(rotation, "degree")},
-                           {"wavelength_A", electron_wavelength_A(energy.value)}};
+  report["calibration"] = ssb_calibration_json(setup, rotation);
   report["loss"] = result.loss;
   report["bright_field_pixels"] = result.bf_pixels;
   report["memory_bytes"] = result.memory_bytes;
@@ -335,14 +236,10 @@ void run_ssb(const SsbArgs& a) {
     for (uint64_t factor = 2; factor <= 64; factor *= 2) {
       SsbArgs binned = a;
       binned.load.detector_bin = std::to_string(asked[0] * factor) + "," + std::to_string(asked[1] * factor);
-      if (!a.center.empty() || !std::isnan(a.radius)) {  // given in unbinned pixels: scale them
-        if (!a.center.empty()) {
-          const auto [r, c] = parse_limits(a.center, "--center");
-          binned.center = std::to_string((r + 0.5) / static_cast<double>(factor) - 0.5) + "," +
-                          std::to_string((c + 0.5) / static_cast<double>(factor) - 0.5);
-        }
-        if (!std::isnan(a.radius)) binned.radius = a.radius / static_cast<double>(factor);
-      }
+      // A given disk is in unbinned pixels: expressed in the binned detector's.
+      const DiskRequest disk = tmorph::binned(DiskRequest{parse_point(a.center, "--center"), given(a.radius)}, factor);
+      if (disk.center) binned.center = std::to_string((*disk.center)[0]) + "," + std::to_string((*disk.center)[1]);
+      if (disk.radius) binned.radius = *disk.radius;
       const nlohmann::json approximation = {{"step", kBinStep},
                                             {"detector_bin", {asked[0] * factor, asked[1] * factor}},
                                             {"refused_without", e.what()}};
@@ -385,8 +282,8 @@ void add_stem_ssb_command(CLI::App* stem) {
   cmd->add_option("--detector-mrad-per-px", a->mrad_per_px,
                   "detector angle per pixel (default: the file's, else semi-angle / disk radius)");
   cmd->add_option("--scan-rotation-deg", a->rotation_deg, "scan rotation (default: from the DPC rotation and the SSB loss)");
-  cmd->add_option("--center", a->center, "R,C: the bright-field disk centre in pixels, fractional allowed (with --radius; default: detected)");
-  cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels");
+  cmd->add_option("--center", a->center, "R,C: the bright-field disk centre in pixels, fractional allowed (default: detected)");
+  cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
   cmd->callback([a] { run_ssb(*a); });
 }
 

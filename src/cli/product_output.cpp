@@ -20,6 +20,10 @@ void ProductDisplayFlags::add_to(CLI::App* cmd) {
 bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
 
 std::pair<double, double> parse_limits(const std::string& text, const std::string& flag) {
+  return parse_number_pair(text, flag, "LO,HI");
+}
+
+std::pair<double, double> parse_number_pair(const std::string& text, const std::string& flag, const std::string& form) {
   const size_t comma = text.find(',');
   char* end = nullptr;
   const std::string lo = text.substr(0, comma), hi = comma == std::string::npos ? "" : text.substr(comma + 1);
@@ -27,7 +31,7 @@ std::pair<double, double> parse_limits(const std::string& text, const std::strin
   const bool lo_ok = !lo.empty() && *end == 0;
   const double b = std::strtod(hi.c_str(), &end);
   if (!lo_ok || hi.empty() || *end != 0)
-    throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected two numbers LO,HI");
+    throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected two numbers " + form);
   return {a, b};
 }
 

@@ -1,5 +1,8 @@
 #include "cli/stem_args.h"
 
+#include <cmath>
+
+#include "cli/product_output.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -47,6 +50,14 @@ std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const
   const auto v = parse_list(text, 2, flag);
   return std::array<uint64_t, 2>{v[0], v[1]};
 }
+
+std::optional<std::array<double, 2>> parse_point(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::nullopt;
+  const auto [a, b] = parse_number_pair(text, flag, "R,C");
+  return std::array<double, 2>{a, b};
+}
+
+std::optional<double> given(double flag_value) { return std::isnan(flag_value) ? std::nullopt : std::optional<double>(flag_value); }
 
 void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products) {
   cmd->add_option("PATH", a.path, "master file, data file or folder with one master")->required();

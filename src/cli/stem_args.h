@@ -23,6 +23,11 @@ std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& fl
 // "A,B" (empty: nullopt).
 std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag);
 
+// "R,C" as two numbers, fractional allowed (empty: nullopt); throws InvalidArgument naming the flag.
+std::optional<std::array<double, 2>> parse_point(const std::string& text, const std::string& flag);
+// A numeric flag left at its NaN default: not given.
+std::optional<double> given(double flag_value);
+
 struct LoadArgs {
   std::string path, out, scan_shape, scan_region, detector_region, scan_bin, detector_bin, frame, dtype = "auto";
   bool no_mask = false, json = false;

@@ -402,4 +402,11 @@ std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::op
                                               " frames do not form a square scan and the file does not give one: pass --scan-shape ROWS,COLS");
 }
 
+std::string scan_shape_source(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given,
+                              const std::array<uint64_t, 2>& resolved, const std::string& given_name) {
+  if (given) return given_name;
+  if (acq.scan_shape_recorded && *acq.scan_shape_recorded == resolved) return acq.scan_shape_path;
+  return "square frame count";
+}
+
 }  // namespace tmorph

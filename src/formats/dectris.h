@@ -86,5 +86,9 @@ std::vector<std::string> discover_masters(const std::string& folder);
 // The scan shape (rows, cols): the given one (its product must equal frames_total()), else the one the
 // file records, else a square one when frames_total() is a perfect square. Throws InvalidArgument otherwise.
 std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given);
+// Where resolve_scan_shape's answer `resolved` came from: `given_name` (e.g. "--scan-shape") when given, the
+// recorded shape's HDF5 path when the file's shape was used, else "square frame count".
+std::string scan_shape_source(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given,
+                              const std::array<uint64_t, 2>& resolved, const std::string& given_name);
 
 }  // namespace tmorph

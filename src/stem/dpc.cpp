@@ -114,6 +114,31 @@ DpcRotation find_dpc_rotation(const ScanField& f) {
   return out;
 }
 
+ResolvedDpcRotation resolve_dpc_rotation(const ScanField& com, const DpcRotationRequest& request) {
+  ResolvedDpcRotation r;
+  if (!request.angle_deg) {
+    r.rotation = find_dpc_rotation(com);
+    r.source = "found (minimum mean squared curl)", r.found = true;
+  } else {
+    r.rotation.angle = *request.angle_deg * M_PI / 180, r.rotation.transpose = request.transpose;
+    curl_div(rotate_field(com, r.rotation.angle, r.rotation.transpose), &r.rotation.curl2, &r.rotation.div2);
+    r.source = "given";
+  }
+  r.rotated = rotate_field(com, r.rotation.angle, r.rotation.transpose);
+  return r;
+}
+
+nlohmann::json to_json(const ResolvedDpcRotation& r) {
+  nlohmann::json j = {{"source", r.source},
+                      {"angle_deg", r.rotation.angle * 180 / M_PI},
+                      {"angle_rad", r.rotation.angle},
+                      {"transpose", r.rotation.transpose},
+                      {"mean_curl2", r.rotation.curl2},
+                      {"mean_div2", r.rotation.div2}};
+  if (r.found) j["curl2_other_transpose"] = r.rotation.curl2_other;
+  return j;
+}
+
 std::vector<double> integrate_dpc(const ScanField& g) {
   const uint64_t R = g.rows, C = g.cols;
   std::vector<std::complex<double>> gu(R * C), gv(R * C);

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "stem/products.h"
 
@@ -36,6 +40,25 @@ ScanField rotate_field(const ScanField& f, double angle, bool transpose);
 // m = (⟨K²⟩+⟨D²⟩)/2, a = (⟨K²⟩−⟨D²⟩)/2, b = ⟨KD⟩, minimal at 2θ = atan2(b, a) + π. Both transposes are
 // tried; the lower wins (ties: no transpose). Needs at least 3 × 3 positions (InvalidArgument otherwise).
 DpcRotation find_dpc_rotation(const ScanField& f);
+
+// The rotation a dpc/idpc product uses: a given angle (degrees) with its transpose choice, or, when no angle
+// is given, find_dpc_rotation's (any given transpose is then ignored). Either way curl2 and div2 are those of
+// the rotated field; curl2_other only when found.
+struct DpcRotationRequest {
+  std::optional<double> angle_deg;
+  bool transpose = false;
+};
+struct ResolvedDpcRotation {
+  DpcRotation rotation;
+  std::string source;  // "given" or "found (minimum mean squared curl)"
+  bool found = false;
+  ScanField rotated;   // rotate_field(com, rotation.angle, rotation.transpose)
+};
+ResolvedDpcRotation resolve_dpc_rotation(const ScanField& com, const DpcRotationRequest& request);
+
+// {"source", "angle_deg", "angle_rad", "transpose", "mean_curl2", "mean_div2"} and, when found,
+// "curl2_other_transpose".
+nlohmann::json to_json(const ResolvedDpcRotation& r);
 
 // ⟨curl²⟩ and ⟨div²⟩ of a field over its interior positions.
 void curl_div(const ScanField& f, double* curl2, double* div2);

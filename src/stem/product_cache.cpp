@@ -1,5 +1,6 @@
 #include "stem/product_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -38,6 +39,27 @@ void put(SqliteStmt& ins, const std::string& key, const std::string& name, const
 }
 
 }  // namespace
+
+bool served_by_prepared(ProductKind kind, const DiskRequest& disk, const DetectorRequest& d) {
+  if (disk.center || disk.radius || d.inner_px || d.outer_px || d.inner_mrad || d.outer_mrad || !d.mask_file.empty()) return false;
+  return cacheable(kind);
+}
+
+PreparedImage prepared_image(const PreparedProducts& p, ProductKind kind, const Acquisition& acq, const LoadRequest& load,
+                             const Override& semiangle_mrad, const Override& mrad_per_px) {
+  const auto radii = preset_radii(kind, p.disk.radius);
+  if (!radii) throw Error(ErrorKind::InvalidArgument, std::string("prepared products: ") + product_name(kind) + " is not a preset");
+  PreparedImage out;
+  out.index = static_cast<size_t>(std::find_if(std::begin(kPreparedPresets), std::end(kPreparedPresets),
+                                               [&](const char* n) { return std::string(n) == product_name(kind); }) -
+                                  std::begin(kPreparedPresets));
+  out.disk = {p.disk, "detected (prepared)", true};
+  const Sourced angle =
+      detector_angle_per_pixel(acq, load, mrad_per_px, convergence_semiangle_mrad(acq, semiangle_mrad), p.disk.radius);
+  out.detector = annulus_json(radii->first, radii->second, "pixels", p.detectors.at(out.index)["pixels"].get<uint64_t>(), angle);
+  out.detector["name"] = product_name(kind);
+  return out;
+}
 
 std::string product_cache_key(const Acquisition& acq, const LoadRequest& r) {
   const nlohmann::json k = {{"contract", kContractVersion},

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stem/detector_geometry.h"
+#include "stem/product_kind.h"
 #include "stem/products.h"
 #include "stem/virtual_detector.h"
 
@@ -38,6 +40,23 @@ struct PreparedProducts {
   nlohmann::json detectors = nlohmann::json::array();  // per preset: inner_px, outer_px, pixels
   double prepare_seconds = 0;
 };
+
+// Whether prepared products answer this request: the presets around the detected disk, com, dpc, idpc and
+// mean_dp (`kind` is the product itself, or what fft transforms); a given disk (centre or radius) or a custom
+// detector (radii, mask file) is always computed. Calibration overrides change only read-outs, not values.
+bool served_by_prepared(ProductKind kind, const DiskRequest& disk, const DetectorRequest& detector);
+
+// A prepared preset image described as the computed path describes it: the prepared disk (source "detected
+// (prepared)"), the preset's detector report (annulus_json, with "name"; mrad read-outs through the same
+// angular-pixel-size rule, from the prepared disk's radius) and its index in kPreparedPresets.
+// Throws InvalidArgument for a kind that is not a preset.
+struct PreparedImage {
+  ResolvedDisk disk;
+  nlohmann::json detector;
+  size_t index = 0;
+};
+PreparedImage prepared_image(const PreparedProducts& p, ProductKind kind, const Acquisition& acq, const LoadRequest& load,
+                             const Override& semiangle_mrad, const Override& mrad_per_px);
 
 std::string product_cache_key(const Acquisition& acq, const LoadRequest& req);
 std::string default_product_cache_path();

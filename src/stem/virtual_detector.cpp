@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "stem/product_kind.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -56,12 +57,8 @@ std::vector<uint32_t> annulus_pixels(uint64_t rows, uint64_t cols, double center
 }
 
 std::optional<std::pair<double, double>> preset_radii(const std::string& name, double r) {
-  if (name == "bf") return std::pair{0.0, r};
-  if (name == "abf") return std::pair{r / 2, r};
-  if (name == "adf") return std::pair{r, 2 * r};
-  if (name == "haadf") return std::pair{2 * r, 4 * r};
-  if (name == "df") return std::pair{r, std::numeric_limits<double>::infinity()};
-  return std::nullopt;
+  const auto kind = product_kind_from_name(name);
+  return kind ? preset_radii(*kind, r) : std::nullopt;
 }
 
 std::vector<uint32_t> complement_pixels(const std::vector<uint32_t>& pixels, uint64_t frame_pixels) {

@@ -32,7 +32,8 @@ BrightFieldDisk detect_bright_field_disk(const std::vector<double>& mean_pattern
 // result (no pixel inside: Error(InvalidArgument) naming the centre, radii and detector size).
 std::vector<uint32_t> annulus_pixels(uint64_t rows, uint64_t cols, double center_row, double center_col, double inner, double outer);
 
-// The preset's [inner, outer] for bright-field radius r; nullopt for an unknown name.
+// The preset's [inner, outer] for bright-field radius r; nullopt for a name that is not a preset
+// (preset_radii(ProductKind, r) of product_kind.h, by name).
 std::optional<std::pair<double, double>> preset_radii(const std::string& name, double r);
 
 // A user mask of exactly rows × cols from a .npy (bool or any integer/float dtype, C order; nonzero =

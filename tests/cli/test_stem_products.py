@@ -54,6 +54,9 @@ class StemProducts(unittest.TestCase):
             raw = np.concatenate([g[k][()] for k in sorted(g.keys())]).astype(np.uint64)
             mask = f["entry/instrument/detector/detectorSpecific/pixel_mask"][()]
             cls.truth = f["entry/sample/simulation/object_phase"][()]
+            angle = f["entry/sample/simulation/detector_angle_per_pixel"]
+            assert angle.attrs["units"] in ("mrad", b"mrad"), angle.attrs["units"]
+            cls.mrad_per_px = float(angle[()])
         raw[raw == 65535] = 0
         raw[:, mask > 0] = 0
         cls.data = raw.reshape(SCAN, SCAN, K, K)  # what the products see
@@ -91,11 +94,23 @@ class StemProducts(unittest.TestCase):
     def test_mask_in_pixels_mrad_and_from_files(self):
         img, _ = self.product("mask", "--center", "16,15", "--inner", "3", "--outer", "9.5")
         np.testing.assert_array_equal(img, self.data[:, :, annulus((K, K), (16, 15), 3, 9.5)].sum(axis=2))
-        # mrad: the demo's 20 mrad semi-angle over the detected disk radius.
+        # mrad: through the one rule for the angular pixel size — the file records detector_angle_per_pixel
+        # (docs/stem.md, "Calibration"), so that, not the 20 mrad semi-angle over the detected disk radius.
         img, rep = self.product("mask", "--inner-mrad", "20", "--outer-mrad", "40")
-        px = 20 / self.radius
+        px = self.mrad_per_px
+        self.assertNotAlmostEqual(px, 20 / self.radius, places=6)  # the two rules differ on this file
         np.testing.assert_array_equal(img, self.data[:, :, annulus((K, K), self.centre, 20 / px, 40 / px)].sum(axis=2))
         self.assertAlmostEqual(rep["mrad_per_pixel"], px, places=9)
+        self.assertEqual(rep["detector"]["angle_per_pixel"]["source"], "file: entry/sample/simulation/detector_angle_per_pixel")
+        # An explicit --detector-mrad-per-px wins, and --detector-bin scales it (per unbinned pixel).
+        img, rep = self.product("mask", "--inner-mrad", "6", "--outer-mrad", "12", "--detector-mrad-per-px", "1.5",
+                                "--detector-bin", "2", "--center", "8,7.5")
+        binned = self.data.reshape(SCAN, SCAN, K // 2, 2, K // 2, 2).sum(axis=(3, 5))
+        np.testing.assert_array_equal(img, binned[:, :, annulus((K // 2, K // 2), (8, 7.5), 2, 4)].sum(axis=2))
+        self.assertEqual(rep["mrad_per_pixel"], 3.0)
+        self.assertEqual(rep["detector"]["angle_per_pixel"]["source"], "--detector-mrad-per-px")
+        self.assertEqual(rep["disk"]["source"], "detected, partly given")
+        self.assertEqual((rep["disk"]["row"], rep["disk"]["col"]), (8.0, 7.5))
         user = np.zeros((K, K), dtype=np.uint8)
         user[3:9, 20:30] = 1
         user[0, 0] = 7
