@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "checkpoint/packed_tensor.h"
+#include "core/json_number.h"
 #include "lod/tile_stats.h"
 #include "server/http_util.h"
 
