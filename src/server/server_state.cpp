@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/result_json.h"
 #include "cli/index_access.h"
 #include "server/http_util.h"
 #include "server/stats_json.h"
@@ -75,7 +76,7 @@ void set_rows(ServerState& state, size_t checkpoint) {
     row.summary = tensor_identity(sc, t);
     const auto stats = sc.index->has_stats(i) ? sc.index->load_stats(i) : std::nullopt;
     if (stats) {
-      row.summary["stats"] = moments_json(stats->moments);
+      row.summary["stats"] = app::moments_json(stats->moments);
     } else {
       row.summary["stats"] = nullptr;
       const auto why = unreadable_reason(t, planner);
