@@ -4,7 +4,6 @@ and `placement` documents, and the list rows of `GET /api/tensors` the same mome
 ones whose statistics are not finite (no finite value at all: NaN quantiles; a float64 sum that
 overflows: infinite sum, mean and std), so the one rule for non-finite numbers is exercised on both faces:
 the strings "nan", "inf", "-inf", never null (docs/cli.md "Numbers in JSON", docs/api.md conventions)."""
-import http.client
 import json
 import math
 import os
@@ -19,6 +18,7 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cli_harness import TM_BIN  # noqa: E402
+import test_serve  # noqa: E402
 from test_serve import Server, private_env  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
@@ -79,16 +79,9 @@ class ResultJsonTest(unittest.TestCase):
     def tm_run(cls, *args):
         return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
 
-    def get_json(self, path):
-        conn = http.client.HTTPConnection(self.server.host, self.server.port, timeout=30)
-        try:
-            conn.request("GET", path)
-            r = conn.getresponse()
-            body = r.read()
-            self.assertEqual(r.status, 200, body[:300])
-            return json.loads(body)
-        finally:
-            conn.close()
+    # ServeTest's HTTP helpers (on self.server)
+    request = test_serve.ServeTest.request
+    get_json = test_serve.ServeTest.get_json
 
     def cli_stats(self, path, name, *extra):
         r = self.tm_run("stats", path, name, "--json", *extra)
