@@ -1,5 +1,4 @@
 // tensormorph compare A B: per-tensor error of checkpoint B (quantized, lower precision) against A.
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -7,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/result_json.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -24,9 +24,6 @@ struct CompareArgs {
   bool json = false;
   ComputeFlags compute;
 };
-
-// JSON has no infinity or NaN: those figures are written as strings ("inf", "nan").
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(fmt(v)); }
 
 void run_compare(const CompareArgs& a) {
   const auto rt = make_runtime(&a.compute);
@@ -55,10 +52,9 @@ void run_compare(const CompareArgs& a) {
       continue;
     }
     const TensorDiff d = compare_tensors(ca, ta, cb, tb, planner, rt->threads);
-    rows.push_back({{"name", ta.name}, {"type_a", ta.stored_type}, {"type_b", tb.stored_type}, {"shape", ta.shape},
-                    {"count", d.count}, {"nonfinite", d.nonfinite}, {"rmse", number(d.rmse)}, {"max_abs_diff", number(d.max_abs)},
-                    {"rel_error", number(d.rel_error)}, {"cosine", number(d.cosine)}, {"snr_db", number(d.snr_db)},
-                    {"placement", placements_json(d.placement)}});
+    nlohmann::json row = app::compare_json(d);
+    row.update({{"name", ta.name}, {"type_a", ta.stored_type}, {"type_b", tb.stored_type}, {"shape", ta.shape}});
+    rows.push_back(std::move(row));
     if (!a.json)
       std::printf("%-44s %-7s %-7s %12s %12s %11s %10s %8s\n", ta.name.c_str(), ta.stored_type.c_str(), tb.stored_type.c_str(),
                   fmt(d.rmse).c_str(), fmt(d.max_abs).c_str(), fmt(d.rel_error).c_str(), fmt(d.cosine).c_str(),

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/result_json.h"
 #include "cli/commands.h"
 #include "cli/index_access.h"
 #include "cli/output.h"
@@ -39,40 +40,15 @@ struct StatsArgs {
   ComputeFlags compute;
 };
 
-// The "stats" object of one tensor.
-nlohmann::json stats_object(const StatsResult& r) {
-  const auto& m = r.moments;
-  nlohmann::json stats = {{"count", m.count},         {"finite_count", m.finite_count}, {"nan_count", m.nan_count},
-                          {"inf_count", m.inf_count}, {"zero_count", m.zero_count},     {"min", m.min},
-                          {"max", m.max},             {"abs_max", m.abs_max},           {"sum", m.sum},
-                          {"mean", m.mean},           {"std", m.std}};
-  if (m.is_integer) stats["exact"] = {{"min", m.int_min}, {"max", m.int_max}, {"sum", m.int_sum}};
-  if (r.histogram) {
-    stats["histogram"] = {{"edges", r.histogram->edges},
-                          {"counts", r.histogram->counts},
-                          {"below", r.histogram->below},
-                          {"above", r.histogram->above}};
-  }
-  if (!r.quantiles.empty()) {
-    nlohmann::json qs = nlohmann::json::array();
-    for (const auto& q : r.quantiles) {
-      nlohmann::json e = {{"p", q.p}, {"value", q.value}, {"sample_size", q.sample_size}};
-      if (!r.quantiles_exact) e["lo"] = q.lo, e["hi"] = q.hi;
-      qs.push_back(e);
-    }
-    stats["quantiles"] = {{"method", r.quantile_method}, {"exact", r.quantiles_exact}, {"values", qs}};
-  }
-  return stats;
-}
-
-nlohmann::json stats_json(const RawTensor& t, const StatsResult& r, const std::string& path) {
+// The --raw document: the file's tensor and its statistics (app/result_json.h).
+nlohmann::json raw_stats_json(const RawTensor& t, const StatsResult& r, const std::string& path) {
   return {{"file", path},
           {"dtype", dtype_name(t.dtype)},
           {"shape", t.shape},
           {"offset", t.offset},
           {"elements", t.elements},
           {"bytes", t.elements * dtype_size(t.dtype)},
-          {"stats", stats_object(r)},
+          {"stats", app::stats_json(r)},
           {"placement", placements_json(r.placement)}};
 }
 
@@ -87,21 +63,6 @@ std::string sparkline(const Histogram& h) {
   std::string out;
   for (auto c : col) out += levels[c == 0 ? 0 : 1 + (c * 7) / peak];
   return out;
-}
-
-nlohmann::json quantization_json(const QuantizationStats& q) {
-  nlohmann::json j = {{"bits_per_weight", q.bits_per_weight},
-                      {"block_scales", q.scales ? stats_object(*q.scales) : nlohmann::json(nullptr)},
-                      {"block_mins", q.mins ? stats_object(*q.mins) : nlohmann::json(nullptr)},
-                      {"code_bits", q.code_bits},
-                      {"placement", placements_json(q.placement)}};
-  if (q.code_bits) {
-    j["code_counts"] = q.code_counts;
-    j["saturated_fraction"] = q.codes ? static_cast<double>(q.saturated) / static_cast<double>(q.codes) : 0.0;
-  } else {
-    j["code_counts"] = nullptr;  // lattice indices or split bit planes: not counted (op_contracts.h)
-  }
-  return j;
 }
 
 void print_quantization(const QuantizationStats& q) {
@@ -236,7 +197,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
       if (t.ggml_type || t.packed) e["dequantized_from"] = t.stored_type;
       if (t.packed) e["packed"] = packed_report(c, *t.packed);
-      e["stats"] = stats_object(r);
+      e["stats"] = app::stats_json(r);
       e["placement"] = placements_json(r.placement);
       e["source"] = served_from_index ? "index" : "computed";
       const auto& m = r.moments;
@@ -251,11 +212,11 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
                     fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
       if (a.quantization && t.ggml_type) {
         const QuantizationStats q = compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, opt);
-        e["quantization"] = quantization_json(q);
+        e["quantization"] = app::quantization_stats_json(q);
         if (!a.json) print_quantization(q);
       } else if (a.quantization && t.packed) {
         const QuantizationStats q = compute_packed_quantization_stats(c, t, planner, opt);
-        e["quantization"] = quantization_json(q);
+        e["quantization"] = app::quantization_stats_json(q);
         if (!a.json) print_quantization(q);
       }
     }
@@ -290,7 +251,7 @@ void run_stats(const StatsArgs& a) {
   auto rt = make_runtime(&a.compute);
   const StatsOptions opt = options_from(a, *rt);
   const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
-  if (a.json) std::cout << stats_json(t, r, a.raw).dump(2) << "\n";
+  if (a.json) std::cout << raw_stats_json(t, r, a.raw).dump(2) << "\n";
   else print_stats(a.raw + "  " + std::string(dtype_name(t.dtype)) + " " + fmt_shape(t.shape) + "  " +
                        std::to_string(t.elements) + " elements, " + format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))) +
                        " at offset " + std::to_string(t.offset),

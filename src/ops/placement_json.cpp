@@ -1,5 +1,7 @@
 #include "ops/placement_json.h"
 
+#include "core/json_number.h"
+
 namespace tmorph {
 
 nlohmann::json placement_json(const Placement& p) {
@@ -15,7 +17,7 @@ nlohmann::json placement_json(const Placement& p) {
                       {"precision", p.precision},
                       {"approx_step", p.approx_step.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.approx_step)},
                       {"consent", p.consent.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.consent)},
-                      {"estimated_seconds", p.estimated_seconds},
+                      {"estimated_seconds", json_number(p.estimated_seconds)},
                       {"throughput_calibrated", p.throughput_calibrated},
                       {"bytes_transferred", p.bytes_transferred},
                       {"rejected", rejected}};
@@ -42,7 +44,7 @@ std::vector<Placement> placements_from_json(const nlohmann::json& j) {
     p.precision = e.value("precision", "");
     if (e.contains("approx_step") && e["approx_step"].is_string()) p.approx_step = e["approx_step"];
     if (e.contains("consent") && e["consent"].is_string()) p.consent = e["consent"];
-    p.estimated_seconds = e.value("estimated_seconds", 0.0);
+    if (e.contains("estimated_seconds")) p.estimated_seconds = number_from_json(e["estimated_seconds"]).value_or(0.0);
     p.throughput_calibrated = e.value("throughput_calibrated", false);
     p.bytes_transferred = e.value("bytes_transferred", uint64_t{0});
     if (e.contains("rejected") && e["rejected"].is_array())

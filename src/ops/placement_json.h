@@ -1,5 +1,6 @@
 // Placements as JSON, for --json reports and for the checkpoint index, which stores where each
 // statistic was computed. Keys are stable snake_case; the fields for running a kernel are not kept.
+// estimated_seconds follows core/json_number.h (a non-finite estimate is "inf" or "nan").
 #pragma once
 
 #include <vector>

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "checkpoint/value_reader.h"
+#include "core/json_number.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -11,8 +12,6 @@ namespace tmorph {
 namespace {
 
 constexpr uint64_t kTileCells = 256;
-
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v)); }
 
 CellGrid from_values(const CheckpointIndex& index, size_t i, const Planner& planner, const View2D& view, uint64_t slice,
                      const TileRange& r, uint64_t cell_rows, uint64_t cell_cols) {
@@ -138,8 +137,6 @@ nlohmann::json tile_json(const CheckpointIndex::PyramidInfo& info, const Checkpo
                          uint64_t slice, uint64_t tx, uint64_t ty, const TileStats& tile) {
   const TileRange r = info.layout.range(level, ty, tx);
   const View2D& v = info.layout.view;
-  nlohmann::json edges = nlohmann::json::array();
-  for (double e : info.edges) edges.push_back(number(e));
   return {{"tensor", t.name},
           {"shape", t.shape},
           {"view", {{"spec", view_spec(v)}, {"slices", v.slices}, {"rows", v.rows}, {"cols", v.cols}}},
@@ -157,13 +154,13 @@ nlohmann::json tile_json(const CheckpointIndex::PyramidInfo& info, const Checkpo
             {"nan_count", tile.nan},
             {"inf_count", tile.inf},
             {"zero_count", tile.zero},
-            {"min", number(tile.min)},
-            {"max", number(tile.max)},
-            {"abs_max", number(tile.abs_max)},
-            {"sum", number(tile.sum)},
-            {"mean", number(tile.mean())},
-            {"std", number(tile.std_dev())}}},
-          {"histogram", {{"edges", edges}, {"counts", tile.hist}}}};
+            {"min", json_number(tile.min)},
+            {"max", json_number(tile.max)},
+            {"abs_max", json_number(tile.abs_max)},
+            {"sum", json_number(tile.sum)},
+            {"mean", json_number(tile.mean())},
+            {"std", json_number(tile.std_dev())}}},
+          {"histogram", {{"edges", json_numbers(info.edges)}, {"counts", tile.hist}}}};
 }
 
 }  // namespace tmorph

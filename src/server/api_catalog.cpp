@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "app/result_json.h"
 #include "ops/placement_json.h"
 
 #include "server/http_util.h"
@@ -106,7 +107,7 @@ void tensor_detail(ServerState& state, const httplib::Request& req, httplib::Res
   std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
   const CheckpointIndex& index = *ref.checkpoint.index;
   const auto stats = index.has_stats(ref.tensor) ? index.load_stats(ref.tensor) : std::nullopt;
-  j["stats"] = stats ? stats_json(*stats) : nlohmann::json(nullptr);
+  j["stats"] = stats ? app::stats_json(*stats) : nlohmann::json(nullptr);
   j["placement"] = stats ? placements_json(stats->placement) : nlohmann::json::array();
   if (!stats) {
     std::shared_lock<std::shared_mutex> rows_lock(state.rows_mutex);

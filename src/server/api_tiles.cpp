@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/json_number.h"
 #include "display/colormap.h"
 #include "ops/placement_json.h"
 #include "render/cell_image.h"

@@ -76,10 +76,4 @@ double parse_double(const std::string& text, const char* name) {
   return v;
 }
 
-nlohmann::json json_number(double v) {
-  if (std::isfinite(v)) return v;
-  if (std::isnan(v)) return "nan";
-  return v > 0 ? "inf" : "-inf";
-}
-
 }  // namespace tmorph::server

@@ -45,7 +45,4 @@ std::optional<std::string> text_param(const httplib::Request& req, const char* n
 // A finite double; throws 400 naming `name` otherwise.
 double parse_double(const std::string& text, const char* name);
 
-// A double for JSON: finite values as numbers, others as "nan", "inf", "-inf" (as `tile --json`).
-nlohmann::json json_number(double v);
-
 }  // namespace tmorph::server

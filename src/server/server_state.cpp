@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "app/indexing.h"
+#include "app/result_json.h"
 #include "server/http_util.h"
 #include "server/stats_json.h"
 #include "checkpoint/tensor_stats.h"
@@ -75,7 +76,7 @@ void set_rows(ServerState& state, size_t checkpoint) {
     row.summary = tensor_identity(sc, t);
     const auto stats = sc.index->has_stats(i) ? sc.index->load_stats(i) : std::nullopt;
     if (stats) {
-      row.summary["stats"] = moments_json(stats->moments);
+      row.summary["stats"] = app::moments_json(stats->moments);
     } else {
       row.summary["stats"] = nullptr;
       const auto why = unreadable_reason(t, planner);

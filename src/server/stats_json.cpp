@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "checkpoint/packed_tensor.h"
+#include "core/json_number.h"
 #include "lod/tile_stats.h"
-#include "server/http_util.h"
 
 namespace tmorph::server {
 
@@ -22,42 +22,6 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
   const Checkpoint& c = sc.index->checkpoint();
   j["file"] = t.file_index < c.files.size() ? std::filesystem::path(c.files[t.file_index]->path()).filename().string() : std::string();
   j["offset"] = t.file_offset;
-  return j;
-}
-
-nlohmann::json moments_json(const MomentsSummary& m) {
-  nlohmann::json j = {{"count", m.count},
-                      {"finite_count", m.finite_count},
-                      {"nan_count", m.nan_count},
-                      {"inf_count", m.inf_count},
-                      {"zero_count", m.zero_count},
-                      {"min", json_number(m.min)},
-                      {"max", json_number(m.max)},
-                      {"abs_max", json_number(m.abs_max)},
-                      {"sum", json_number(m.sum)},
-                      {"mean", json_number(m.mean)},
-                      {"std", json_number(m.std)}};
-  if (m.is_integer) j["exact"] = {{"min", m.int_min}, {"max", m.int_max}, {"sum", m.int_sum}};
-  return j;
-}
-
-nlohmann::json stats_json(const StatsResult& r) {
-  nlohmann::json j = moments_json(r.moments);
-  if (r.histogram) {
-    nlohmann::json edges = nlohmann::json::array();
-    for (double e : r.histogram->edges) edges.push_back(json_number(e));
-    j["histogram"] = {{"edges", edges}, {"counts", r.histogram->counts}, {"below", r.histogram->below},
-                      {"above", r.histogram->above}};
-  }
-  if (!r.quantiles.empty()) {
-    nlohmann::json qs = nlohmann::json::array();
-    for (const auto& q : r.quantiles) {
-      nlohmann::json e = {{"p", q.p}, {"value", json_number(q.value)}, {"sample_size", q.sample_size}};
-      if (!r.quantiles_exact) e["lo"] = json_number(q.lo), e["hi"] = json_number(q.hi);
-      qs.push_back(e);
-    }
-    j["quantiles"] = {{"method", r.quantile_method}, {"exact", r.quantiles_exact}, {"values", qs}};
-  }
   return j;
 }
 
@@ -85,15 +49,13 @@ nlohmann::json pyramid_json(const CheckpointIndex::PyramidInfo& info) {
     levels.push_back({{"level", k},
                       {"grid", {l.levels[k].cols, l.levels[k].rows}},
                       {"tile_elements", {uint64_t{l.tile_rows} << k, uint64_t{l.tile_cols} << k}}});
-  nlohmann::json edges = nlohmann::json::array();
-  for (double e : info.edges) edges.push_back(json_number(e));
   const size_t bins = info.edges.empty() ? 0 : info.edges.size() - 1;
   TileStats empty;
   empty.hist.resize(bins);
   return {{"view", {{"spec", view_spec(l.view)}, {"slices", l.view.slices}, {"rows", l.view.rows}, {"cols", l.view.cols}}},
           {"tile_size", {l.tile_rows, l.tile_cols}},
           {"levels", levels},
-          {"histogram_edges", edges},
+          {"histogram_edges", json_numbers(info.edges)},
           {"histogram_bins", bins},
           {"tile_record_bytes", encode_tile(empty).size()}};
 }

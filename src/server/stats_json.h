@@ -1,5 +1,6 @@
-// JSON shapes shared by the catalog endpoints: a tensor's identity, its moments, its full statistics
-// (the same keys as `tensormorph stats --json`), quantization facts and pyramid description.
+// JSON shapes of the catalog endpoints that only the server has: a tensor's identity (with its served
+// checkpoint's id), the quantization facts its checkpoint states, and its pyramid's description. The
+// statistics themselves are app/result_json.h's documents, the same as `tensormorph stats --json`.
 #pragma once
 
 #include <string>
@@ -9,7 +10,6 @@
 #include "checkpoint/checkpoint.h"
 #include "index/checkpoint_index.h"
 #include "server/server_state.h"
-#include "tensormorph/stats.h"
 
 namespace tmorph::server {
 
@@ -20,11 +20,6 @@ std::string tensor_dtype(const CheckpointTensor& t);
 // checkpoint, name, stored_type, dtype, shape (row-major), parameters, bytes, file (its name, no folder),
 // offset (bytes into the file) (and dequantized_from).
 nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTensor& t);
-
-// count, finite/nan/inf/zero counts, min, max, abs_max, sum, mean, std (and exact integer ones).
-nlohmann::json moments_json(const MomentsSummary& m);
-// moments_json plus histogram {edges, counts, below, above} and quantiles {method, exact, values}.
-nlohmann::json stats_json(const StatsResult& r);
 
 // What the checkpoint says about how t is quantized, or null for a dense tensor: stored type,
 // bits per weight (stored bits over parameters, scales included), the packed scheme and its parts.

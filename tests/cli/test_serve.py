@@ -231,6 +231,7 @@ class ServeTest(unittest.TestCase):
             self.assertEqual(doc["stats"][key], cli["stats"][key], key)
         self.assertEqual(doc["stats"]["histogram"]["counts"], cli["stats"]["histogram"]["counts"])
         self.assertEqual(doc["stats"]["quantiles"], cli["stats"]["quantiles"])
+        self.assertEqual(doc["stats"], cli["stats"])  # one encoder: the whole document, histogram edges included
         self.assertEqual(doc["placement"], cli["placement"])
         self.assertIsNone(doc["quantization"])
         p = doc["pyramid"]

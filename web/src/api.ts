@@ -166,7 +166,8 @@ export interface Placement {
   precision: string;
   approx_step: string | null;
   consent: string | null;
-  estimated_seconds: number;
+  /** A number, or "inf"/"nan" when the planner's estimate is not finite (the one JSON number rule). */
+  estimated_seconds: Num;
   bytes_transferred: number;
   throughput_calibrated: boolean;
   rejected: RejectedCandidate[];
