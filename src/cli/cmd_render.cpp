@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/index_access.h"
+#include "cli/number_lists.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "render/cell_source.h"

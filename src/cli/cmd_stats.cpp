@@ -258,8 +258,6 @@ void run_stats(const StatsArgs& a) {
                    r);
 }
 
-
-
 }  // namespace
 
 void add_stats_command(CLI::App& app) {

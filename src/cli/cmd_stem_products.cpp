@@ -17,6 +17,7 @@
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "cli/stem_args.h"
+#include "core/json_number.h"
 #include "ops/placement_json.h"
 #include "stem/calibration.h"
 #include "stem/detector_geometry.h"
@@ -107,7 +108,7 @@ nlohmann::json summary(const std::vector<T>& v) {
   if (v.empty()) return nullptr;
   double lo = static_cast<double>(v[0]), hi = lo, sum = 0;
   for (T x : v) lo = std::min(lo, static_cast<double>(x)), hi = std::max(hi, static_cast<double>(x)), sum += static_cast<double>(x);
-  return {{"min", lo}, {"max", hi}, {"mean", sum / static_cast<double>(v.size())}};
+  return {{"min", json_number(lo)}, {"max", json_number(hi)}, {"mean", json_number(sum / static_cast<double>(v.size()))}};
 }
 
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.

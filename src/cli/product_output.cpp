@@ -5,6 +5,7 @@
 #include <fstream>
 #include <tuple>
 
+#include "cli/number_lists.h"
 #include "lod/cells.h"
 #include "render/cell_image.h"
 #include "tensormorph/error.h"
@@ -18,22 +19,6 @@ void ProductDisplayFlags::add_to(CLI::App* cmd) {
 }
 
 bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
-
-std::pair<double, double> parse_limits(const std::string& text, const std::string& flag) {
-  return parse_number_pair(text, flag, "LO,HI");
-}
-
-std::pair<double, double> parse_number_pair(const std::string& text, const std::string& flag, const std::string& form) {
-  const size_t comma = text.find(',');
-  char* end = nullptr;
-  const std::string lo = text.substr(0, comma), hi = comma == std::string::npos ? "" : text.substr(comma + 1);
-  const double a = std::strtod(lo.c_str(), &end);
-  const bool lo_ok = !lo.empty() && *end == 0;
-  const double b = std::strtod(hi.c_str(), &end);
-  if (!lo_ok || hi.empty() || *end != 0)
-    throw Error(ErrorKind::InvalidArgument, flag + " " + text + ": expected two numbers " + form);
-  return {a, b};
-}
 
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,

@@ -23,11 +23,6 @@ struct ProductDisplayFlags {
 
 bool is_png(const std::string& path);
 
-// --limits LO,HI (data units), or another flag's LO,HI pair. Throws InvalidArgument naming the flag and the
-// text unless it is two numbers.
-std::pair<double, double> parse_limits(const std::string& text, const std::string& flag = "--limits");
-// The same for any pair of numbers written as `form` (e.g. "R,C") in the error.
-std::pair<double, double> parse_number_pair(const std::string& text, const std::string& flag, const std::string& form);
 
 // OUT.png: one cell per value (a [2, R, C] field drawn as its two components one above the other,
 // sharing limits), gray by default or RdBu_r when values are negative. Adds `display` to the report and

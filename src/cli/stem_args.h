@@ -10,12 +10,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/compute_flags.h"
+#include "cli/number_lists.h"
 #include "stem/load.h"
 
 namespace tmorph::cli {
 
-// "a,b,…" as exactly n unsigned integers; throws InvalidArgument naming the flag.
-std::vector<uint64_t> parse_list(const std::string& text, size_t n, const std::string& flag);
 // "R0,R1,C0,C1" (empty: nullopt).
 std::optional<Box> parse_box(const std::string& text, const std::string& flag);
 // "N" (N x N) or "R,C" (empty: 1 x 1).

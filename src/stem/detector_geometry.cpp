@@ -4,14 +4,13 @@
 #include <limits>
 #include <sstream>
 
+#include "core/json_number.h"
 #include "stem/products.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
 namespace {
-
-nlohmann::json radius_json(double r) { return std::isinf(r) ? nlohmann::json("inf") : nlohmann::json(r); }
 
 std::string number(double v) {
   std::ostringstream s;
@@ -116,11 +115,11 @@ ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const 
 
 nlohmann::json annulus_json(double inner_px, double outer_px, const std::string& given_in, uint64_t pixels,
                             const Sourced& angle_per_pixel) {
-  nlohmann::json j = {{"kind", "annulus"}, {"inner_px", inner_px}, {"outer_px", radius_json(outer_px)}, {"given_in", given_in},
+  nlohmann::json j = {{"kind", "annulus"}, {"inner_px", inner_px}, {"outer_px", json_number(outer_px)}, {"given_in", given_in},
                       {"pixels", pixels}};
   if (angle_per_pixel.known()) {
     j["inner_mrad"] = inner_px * angle_per_pixel.value;
-    j["outer_mrad"] = radius_json(outer_px * angle_per_pixel.value);
+    j["outer_mrad"] = json_number(outer_px * angle_per_pixel.value);
     j["angle_per_pixel"] = to_json(angle_per_pixel);
   }
   return j;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/json_number.h"
 #include "core/sqlite_db.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
@@ -91,7 +92,7 @@ PreparedProducts prepare_products(const Acquisition& acq, const LoadRequest& loa
     const auto radii = preset_radii(name, p.disk.radius);
     auto pixels = annulus_pixels(pr.frame_shape[0], pr.frame_shape[1], p.disk.row, p.disk.col, radii->first, radii->second);
     p.detectors.push_back({{"name", name}, {"inner_px", radii->first},
-                           {"outer_px", std::isinf(radii->second) ? nlohmann::json("inf") : nlohmann::json(radii->second)},
+                           {"outer_px", json_number(radii->second)},
                            {"pixels", pixels.size()}});
     sums.detectors.push_back(std::move(pixels));
   }
