@@ -1,31 +1,26 @@
 // tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp PATH -o OUT.npy: 4D-STEM products,
-// computed while streaming the acquisition (src/stem/products.h), written as .npy (the numbers) or .png
+// computed by the domain (src/stem/product_run.h) while streaming the acquisition or read from the prepared
+// cache, written as .npy (the numbers) or .png
 // (through the display kernels: transform, limits, colour map, colour bar) with a JSON report (the
 // numbers' summary, the disk and detector used, the rotation found, display limits, provenance, placement).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <memory>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "cli/stem_args.h"
-#include "core/json_number.h"
 #include "ops/placement_json.h"
-#include "stem/calibration.h"
-#include "stem/detector_geometry.h"
-#include "stem/dpc.h"
 #include "stem/product_kind.h"
 #include "stem/product_cache.h"
-#include "stem/products.h"
-#include "stem/virtual_detector.h"
+#include "stem/product_run.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -103,14 +98,6 @@ void write_product(const ProductArgs& a, const std::string& descr, const std::ve
   write_product_npy(a.load.out, descr, shape, values.data(), values.size() * sizeof(T));
 }
 
-template <class T>
-nlohmann::json summary(const std::vector<T>& v) {
-  if (v.empty()) return nullptr;
-  double lo = static_cast<double>(v[0]), hi = lo, sum = 0;
-  for (T x : v) lo = std::min(lo, static_cast<double>(x)), hi = std::max(hi, static_cast<double>(x)), sum += static_cast<double>(x);
-  return {{"min", json_number(lo)}, {"max", json_number(hi)}, {"mean", json_number(sum / static_cast<double>(v.size()))}};
-}
-
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
 void run_prepare(const ProductArgs& a) {
   const auto rt = make_runtime(&a.load.compute);
@@ -145,114 +132,36 @@ void run_prepare(const ProductArgs& a) {
 void run_product(const ProductArgs& a) {
   LazyRuntime lazy(a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
-  ProductRequest req;
-  req.load = make_request(a.load);  // the frames' shape: enough for the cache key
-  const ProductKind kind = a.kind;
-  // fft transforms another product: --of names it.
-  const std::optional<ProductKind> of = product_kind_from_name(a.of);
-  if (kind == ProductKind::fft && (!of || !is_fft_source(*of)))
+  ProductSpec spec;
+  spec.kind = a.kind;
+  spec.load = make_request(a.load);  // the frames' shape: enough for the cache key
+  spec.of = product_kind_from_name(a.of);  // fft transforms another product: --of names it
+  if (a.kind == ProductKind::fft && (!spec.of || !is_fft_source(*spec.of)))
     throw Error(ErrorKind::InvalidArgument, "--of " + a.of + ": expected mean-dp, bf, abf, adf, haadf, df or mask");
-  const ProductKind source = kind == ProductKind::fft ? *of : kind;
-  const DiskRequest disk_request = a.disk();
-  const DetectorRequest detector_request = a.detector(source);
-  if (source == ProductKind::mask && detector_request.mask_file.empty() && !detector_request.inner_px && !detector_request.outer_px &&
-      !detector_request.inner_mrad && !detector_request.outer_mrad)
+  spec.max_pattern = a.max;
+  spec.disk = a.disk();
+  spec.detector = a.detector(product_source(spec));
+  spec.semiangle_mrad = a.semiangle();
+  spec.angle_per_pixel = a.angle_per_pixel();
+  spec.rotation = {given(a.rotation_deg), a.transpose};
+  const DetectorRequest& d = spec.detector;
+  if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad)
     throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
-  nlohmann::json report = {{"product", product_name(kind)}, {"file", a.load.out}};
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::optional<PreparedProducts> cached = !a.no_cache && served_by_prepared(source, disk_request, detector_request)
-                                                     ? cached_products(a, acq, req.load, report)
-                                                     : std::nullopt;
+  nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
+  const std::optional<PreparedProducts> cached =
+      !a.no_cache && product_served_by_prepared(spec) ? cached_products(a, acq, spec.load, cache_lookup) : std::nullopt;
   if (!cached) {  // computing: threads, memory budget and the planner come from the runtime
-    req.load.threads = lazy.runtime().threads;
-    req.load.memory_budget = lazy.runtime().memory_budget;
+    spec.load.threads = lazy.runtime().threads;
+    spec.load.memory_budget = lazy.runtime().memory_budget;
   }
-  // A cache hit stands in for the pass: its arrays, its provenance, no placement (nothing ran now).
-  const auto from_cache = [&]() {
-    ProductResult r = cached->sums;
-    r.placements.clear();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.decoded_bytes = 0;
-    return r;
-  };
-  std::vector<Placement> placements;
-  const auto done = [&](const ProductResult& r) {
-    placements.insert(placements.end(), r.placements.begin(), r.placements.end());
-    report["seconds"] = r.seconds;
-    report["decoded_bytes"] = r.decoded_bytes;
-    report["provenance"] = r.load_provenance;
-  };
-
-  if (source == ProductKind::mean_dp) {
-    req.frame_sums = false, req.pattern = true;
-    const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
-    done(r);
-    const std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
-    if (kind == ProductKind::fft) {
-      const auto v = fft_view(mean_pattern(r), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
-    } else if (a.max) {
-      write_product(a, "<u4", shape, r.pattern_max, report, lazy, placements), report["summary"] = summary(r.pattern_max);
-    } else {
-      const auto v = mean_pattern(r);
-      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
-      report["frames"] = r.positions;
-    }
-    report["shape"] = shape;
-  } else if (is_virtual_image(source)) {
-    ProductResult r;
-    if (cached) {
-      const PreparedImage prepared = prepared_image(*cached, source, acq, req.load, a.semiangle(), a.angle_per_pixel());
-      const size_t k = prepared.index;
-      report["disk"] = to_json(prepared.disk);
-      report["detector"] = prepared.detector;
-      r = from_cache();
-      r.images = {cached->sums.images.at(k)};
-      r.evaluated_as = {cached->sums.evaluated_as.at(k)};
-    } else {
-      const DetectorGeometry geometry = resolve_detector_geometry(acq, req.load, disk_request, a.semiangle(), a.angle_per_pixel(),
-                                                                  lazy.planner(), &placements);
-      const LoadPlan plan = plan_load(acq, req.load);
-      const ResolvedDetector detector = resolve_virtual_detector(detector_request, geometry.disk.disk,
-                                                                 {plan.output_shape[2], plan.output_shape[3]}, geometry.angle_per_pixel);
-      report["disk"] = to_json(geometry.disk);
-      report["detector"] = to_json(detector);
-      if (detector.given_in == "mrad") report["mrad_per_pixel"] = detector.angle_per_pixel.value;
-      req.detectors.push_back(detector.pixels);
-      req.com = false;  // a virtual image needs only its detector's sums (and the total when it is dense)
-      r = compute_products(acq, req, lazy.planner());
-    }
-    done(r);
-    report["detector"]["evaluated_as"] = r.evaluated_as[0];
-    const std::vector<uint64_t> shape = {r.scan_shape[0], r.scan_shape[1]};
-    report["shape"] = shape;
-    if (kind == ProductKind::fft) {
-      const auto v = fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]);
-      write_product(a, "<f8", shape, v, report, lazy, placements), report["summary"] = summary(v);
-    } else {
-      write_product(a, "<u8", shape, r.images[0], report, lazy, placements), report["summary"] = summary(r.images[0]);
-    }
-  } else if (is_com_field(source)) {
-    const ProductResult r = cached ? from_cache() : compute_products(acq, req, lazy.planner());
-    done(r);
-    ScanField field = center_of_mass(r);
-    if (needs_dpc_rotation(source)) {
-      ResolvedDpcRotation rotation = resolve_dpc_rotation(field, {given(a.rotation_deg), a.transpose});
-      report["rotation"] = to_json(rotation);
-      field = std::move(rotation.rotated);
-    }
-    if (source == ProductKind::idpc) {
-      const auto phase = integrate_dpc(field);
-      write_product(a, "<f8", {field.rows, field.cols}, phase, report, lazy, placements), report["summary"] = summary(phase);
-      report["shape"] = {field.rows, field.cols};
-    } else {
-      std::vector<double> both(field.u);
-      both.insert(both.end(), field.v.begin(), field.v.end());
-      write_product(a, "<f8", {2, field.rows, field.cols}, both, report, lazy, placements);
-      report["shape"] = {2, field.rows, field.cols};
-      report["summary"] = {{"u", summary(field.u)}, {"v", summary(field.v)}};
-    }
-  }
+  ProductOutput product = compute_product(acq, spec, cached, [&]() -> const Planner& { return lazy.planner(); });
+  nlohmann::json report = std::move(product.report);
+  report["product"] = product_name(a.kind);
+  report["file"] = a.load.out;
+  report.update(cache_lookup);
+  std::vector<Placement> placements = std::move(product.placements);
+  std::visit([&](const auto& values) { write_product(a, product.npy_descr, product.shape, values, report, lazy, placements); },
+             product.values);
   report["placement"] = placements_json(placements);
   std::ofstream side(a.load.out + ".json", std::ios::trunc);
   side << report.dump(2) << "\n";
@@ -260,7 +169,7 @@ void run_product(const ProductArgs& a) {
     std::cout << report.dump(2) << "\n";
     return;
   }
-  std::vector<std::pair<std::string, std::string>> rows = {{"product", product_name(kind)}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
+  std::vector<std::pair<std::string, std::string>> rows = {{"product", product_name(a.kind)}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
   if (report.contains("disk"))
     rows.push_back({"bright-field disk", "centre (" + fmt(report["disk"]["row"].get<double>()) + ", " + fmt(report["disk"]["col"].get<double>()) +
                                              "), radius " + fmt(report["disk"]["radius"].get<double>()) + " px (" +
