@@ -91,9 +91,9 @@ ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const 
   }
   constexpr double inf = std::numeric_limits<double>::infinity();
   d.kind = "annulus", d.given_in = "pixels";
-  if (auto preset = preset_radii(request.kind, disk.radius)) {
-    d.inner_px = preset->first, d.outer_px = preset->second;
-  } else if (request.kind != ProductKind::mask) {
+  // Given radii win over a product's preset (stem adf --inner-mrad 40 --outer-mrad 150 is that annulus);
+  // mrad before pixels; a preset only when none is given; mask needs one of them.
+  if (request.kind != ProductKind::mask && !preset_radii(request.kind, disk.radius)) {
     throw Error(ErrorKind::InvalidArgument, std::string("virtual detector: ") + product_name(request.kind) + " is not a virtual image");
   } else if (request.inner_mrad || request.outer_mrad) {
     const double per_px = require_positive(angle_per_pixel, "detector angle per pixel").value;
@@ -106,6 +106,8 @@ ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const 
     if (request.outer_px && (*request.outer_px <= 0 || *request.outer_px < d.inner_px))
       throw Error(ErrorKind::InvalidArgument, "virtual detector: the outer radius must be > 0 and >= the inner radius "
                                               "(--outer must be > 0 and >= --inner)");
+  } else if (auto preset = preset_radii(request.kind, disk.radius)) {
+    d.inner_px = preset->first, d.outer_px = preset->second;
   } else {
     throw Error(ErrorKind::InvalidArgument, "virtual detector: mask needs a detector: inner/outer radii in pixels or mrad, or a mask file");
   }

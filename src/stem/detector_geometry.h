@@ -87,8 +87,10 @@ struct ResolvedDetector {
   Sourced angle_per_pixel;         // may be unknown (then no mrad read-outs)
 };
 
-// Throws Error(InvalidArgument) for a mask without a detector, bad radii, mrad radii without an angular pixel
-// size (its `missing` text), and what annulus_pixels and mask_pixels_from_file throw.
+// The annulus given in mrad, else in pixels, else the product's preset around the disk (a preset product with
+// given radii is that annulus, as on the CLI); for mask, a mask file first. Throws Error(InvalidArgument) for
+// a mask without a detector, bad radii, mrad radii without an angular pixel size (its `missing` text), and
+// what annulus_pixels and mask_pixels_from_file throw.
 ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const BrightFieldDisk& disk,
                                           const std::array<uint64_t, 2>& frame, const Sourced& angle_per_pixel);
 

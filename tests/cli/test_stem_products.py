@@ -119,6 +119,20 @@ class StemProducts(unittest.TestCase):
         img, _ = self.product("mask", "--mask", path)
         np.testing.assert_array_equal(img, self.data[:, :, user > 0].sum(axis=2))
 
+    def test_given_radii_override_a_preset(self):
+        """adf/bf with --inner/--outer or --inner-mrad/--outer-mrad is that annulus, not the preset's (and not
+        served from the prepared cache): the detector given wins, as for mask."""
+        img, rep = self.product("adf", "--inner", "3", "--outer", "9.5", "--center", "16,15")
+        np.testing.assert_array_equal(img, self.data[:, :, annulus((K, K), (16, 15), 3, 9.5)].sum(axis=2))
+        self.assertEqual((rep["detector"]["inner_px"], rep["detector"]["outer_px"]), (3.0, 9.5))
+        px = self.mrad_per_px
+        img, rep = self.product("bf", "--inner-mrad", "20", "--outer-mrad", "40")
+        np.testing.assert_array_equal(img, self.data[:, :, annulus((K, K), self.centre, 20 / px, 40 / px)].sum(axis=2))
+        self.assertEqual(rep["detector"]["given_in"], "mrad")
+        fft, _ = self.product("fft", "--of", "adf", "--inner", "3", "--outer", "9.5", "--center", "16,15")
+        direct = self.data[:, :, annulus((K, K), (16, 15), 3, 9.5)].sum(axis=2).astype(np.float64)
+        np.testing.assert_allclose(fft, np.fft.fftshift(np.log1p(np.abs(np.fft.fft2(direct)))), atol=1e-9)
+
     def test_centre_of_mass(self):
         com, _ = self.product("com")
         s = self.data.sum(axis=(2, 3)).astype(np.float64)
