@@ -125,17 +125,26 @@ std::optional<PreparedProducts> ProductCache::load(const std::string& key) const
   if (r.is_discarded() || !r.contains("scan_shape") || !r.contains("frame_shape") || !r.contains("disk")) throw bad("report");
   PreparedProducts p;
   ProductResult& s = p.sums;
-  s.scan_shape = r["scan_shape"].get<std::array<uint64_t, 2>>();
-  s.frame_shape = r["frame_shape"].get<std::array<uint64_t, 2>>();
-  s.positions = r["positions"].get<uint64_t>();
-  s.evaluated_as = r["evaluated_as"].get<std::vector<std::string>>();
-  s.load_provenance = r["provenance"];
-  s.seconds = r["seconds"].get<double>();
-  s.decoded_bytes = r["decoded_bytes"].get<uint64_t>();
-  p.disk.row = r["disk"]["row"], p.disk.col = r["disk"]["col"], p.disk.radius = r["disk"]["radius"];
-  p.disk.area = r["disk"]["area"], p.disk.threshold = r["disk"]["threshold"];
-  p.detectors = r["detectors"];
-  p.prepare_seconds = r["prepare_seconds"].get<double>();
+  try {  // a report of the wrong shape is a damaged cache, never an internal error
+    s.scan_shape = r.at("scan_shape").get<std::array<uint64_t, 2>>();
+    s.frame_shape = r.at("frame_shape").get<std::array<uint64_t, 2>>();
+    s.positions = r.at("positions").get<uint64_t>();
+    s.evaluated_as = r.at("evaluated_as").get<std::vector<std::string>>();
+    s.load_provenance = r.at("provenance");
+    s.seconds = r.at("seconds").get<double>();
+    s.decoded_bytes = r.at("decoded_bytes").get<uint64_t>();
+    p.disk.row = r.at("disk").at("row"), p.disk.col = r.at("disk").at("col"), p.disk.radius = r.at("disk").at("radius");
+    p.disk.area = r.at("disk").at("area"), p.disk.threshold = r.at("disk").at("threshold");
+    p.detectors = r.at("detectors");
+    p.prepare_seconds = r.at("prepare_seconds").get<double>();
+    if (!p.detectors.is_array() || p.detectors.size() != std::size(kPreparedPresets) ||
+        s.evaluated_as.size() != std::size(kPreparedPresets))
+      throw bad("detectors: expected one per preset");
+    for (const auto& d : p.detectors)
+      if (!d.is_object() || !d.contains("pixels") || !d["pixels"].is_number_unsigned()) throw bad("detectors: pixels");
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("report: ") + e.what());
+  }
   const uint64_t positions = s.scan_shape[0] * s.scan_shape[1], pixels = s.frame_shape[0] * s.frame_shape[1];
   SqliteStmt a(*db_, "SELECT name, data FROM arrays WHERE key = ?");
   a.bind(1, key);

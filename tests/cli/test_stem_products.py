@@ -1,6 +1,7 @@
 """4D-STEM products (`tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp`) against an independent
 numpy implementation of each definition in docs/stem.md, on a simulated acquisition read by h5py + hdf5plugin;
 the DPC rotation against a brute-force angle search; iDPC against the simulation's ground-truth phase; bad input."""
+import json
 import math
 import os
 import shutil
@@ -299,6 +300,20 @@ class StemProducts(unittest.TestCase):
         r = self.product("adf", "--cache", cache, expect=3)
         self.assertIn(cache, r.err)
         self.assertIn("adf", r.err)
+        # A report of the wrong shape (a field missing, of another type, detectors not one per preset) is the
+        # same clear error, never an internal one (exit 70).
+        con = sqlite3.connect(cache)
+        (report,) = con.execute("SELECT report FROM prepared").fetchone()
+        doc = json.loads(report)
+        for damage in ({"positions": "many"}, {"seconds": None}, {"detectors": doc["detectors"][:2]},
+                       {"detectors": [{"name": d["name"]} for d in doc["detectors"]]}, {"disk": {"row": 1}}):
+            with self.subTest(damage=list(damage)):
+                con.execute("UPDATE prepared SET report = ?", (json.dumps({**doc, **damage}),))
+                con.commit()
+                r = self.product("bf", "--cache", cache, expect=3)
+                self.assertIn(cache, r.err)
+                self.assertIn("damaged", r.err)
+        con.close()
 
     def test_bad_inputs_are_clear_errors(self):
         cases = [
