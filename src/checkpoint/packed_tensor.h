@@ -1,6 +1,6 @@
 // A logical tensor that a safetensors checkpoint stores as several parts under a quantization scheme
 // (GPTQ, AWQ, bitsandbytes NF4/FP4, FP8 with scales, gpt-oss MXFP4); docs/formats.md gives each layout
-// and the source it follows. Recognised by packed_schemes.h; decoded by ops/packed_dequantize.h.
+// and the source it follows. Recognised by packed_schemes.h; decoded by checkpoint/packed_dequantize.h.
 #pragma once
 
 #include <cstdint>

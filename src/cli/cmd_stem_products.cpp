@@ -39,7 +39,7 @@ struct ProductArgs {
   std::string cache_path;                              // prepared products (stem prepare)
   bool no_cache = false;
 
-  DiskRequest disk() const { return {parse_point(center, "--center"), given(radius)}; }
+  DiskRequest disk() const { return disk_request(center, radius); }
   DetectorRequest detector(ProductKind k) const { return {k, mask, given(inner_mrad), given(outer_mrad), given(inner), given(outer)}; }
   Override semiangle() const { return {given(semiangle_mrad), "--semiangle-mrad"}; }
   Override angle_per_pixel() const { return {given(mrad_per_px), "--detector-mrad-per-px"}; }
@@ -202,7 +202,7 @@ void add_stem_product_commands(CLI::App* stem) {
       {"com", "centre of mass (μ_r, μ_c) in detector pixels, mean-subtracted: float64 [2, R, C]"},
       {"dpc", "centre of mass rotated by the angle (and transpose) that minimises the mean squared curl, or a given one"},
       {"idpc", "integrated DPC: the phase from the rotated field (FFT integration): float64 [R, C]"},
-      {"fft", "fftshift(log1p |FFT2|) of the mean pattern (--of mean-dp) or of a virtual image (--of bf|abf|adf|haadf|df)"},
+      {"fft", "fftshift(log1p |FFT2|) of the mean pattern (--of mean-dp) or of a virtual image (--of bf|abf|adf|haadf|df|mask)"},
       {"mean-dp", "mean diffraction pattern (uint64 sum / N) as float64, or the max pattern with --max (uint32)"},
   };
   for (const Spec& spec : specs) {
@@ -225,7 +225,7 @@ void add_stem_product_commands(CLI::App* stem) {
     cmd->add_option("--mask", a->mask, "a user mask of the (binned) detector: .npy or .png, nonzero = inside");
     cmd->add_option("--rotation-deg", a->rotation_deg, "dpc/idpc: use this rotation instead of finding it");
     cmd->add_flag("--transpose", a->transpose, "dpc/idpc with --rotation-deg: swap the components before rotating");
-    cmd->add_option("--of", a->of, "fft: mean-dp (default), bf, abf, adf, haadf or df");
+    cmd->add_option("--of", a->of, "fft: mean-dp (default), bf, abf, adf, haadf, df or mask");
     cmd->add_flag("--max", a->max, "mean-dp: write the max pattern instead of the mean");
     cmd->add_option("--cache", a->cache_path, "prepared-products cache (default: the user cache; see stem prepare)");
     cmd->add_flag("--no-cache", a->no_cache, "compute even when the acquisition is prepared");

@@ -85,7 +85,7 @@ void run_ssb(const SsbArgs& a) {
   const Planner planner = rt->planner();
   const Acquisition acq = open_acquisition(a.load.path);
   request.load = make_request(a.load, *rt);
-  request.setup.disk = {parse_point(a.center, "--center"), given(a.radius)};
+  request.setup.disk = disk_request(a.center, a.radius);
   request.setup.energy_ev = {std::isnan(a.kv) ? std::nullopt : std::optional<double>(a.kv * 1e3), "--kv"};
   request.setup.semiangle_mrad = {given(a.semiangle_mrad), "--semiangle-mrad"};
   request.setup.scan_step_A = {given(a.scan_step_A), "--scan-step-A"};

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cli/number_lists.h"
+#include "cli/output.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -30,6 +31,12 @@ std::optional<std::array<double, 2>> parse_point(const std::string& text, const 
   if (text.empty()) return std::nullopt;
   const auto [a, b] = parse_number_pair(text, flag, "R,C");
   return std::array<double, 2>{a, b};
+}
+
+DiskRequest disk_request(const std::string& center, double radius) {
+  if (!std::isnan(radius) && !(radius > 0))
+    throw Error(ErrorKind::InvalidArgument, "--radius " + fmt(radius) + ": the bright-field disk radius must be > 0 pixels");
+  return {parse_point(center, "--center"), given(radius)};
 }
 
 std::optional<double> given(double flag_value) { return std::isnan(flag_value) ? std::nullopt : std::optional<double>(flag_value); }

@@ -11,6 +11,7 @@
 
 #include "cli/compute_flags.h"
 #include "cli/number_lists.h"
+#include "stem/detector_geometry.h"
 #include "stem/load.h"
 
 namespace tmorph::cli {
@@ -26,6 +27,9 @@ std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const
 std::optional<std::array<double, 2>> parse_point(const std::string& text, const std::string& flag);
 // A numeric flag left at its NaN default: not given.
 std::optional<double> given(double flag_value);
+// --center R,C and --radius R (NaN: not given) as the domain's disk request; a radius that is not > 0 is
+// InvalidArgument naming --radius.
+DiskRequest disk_request(const std::string& center, double radius);
 
 struct LoadArgs {
   std::string path, out, scan_shape, scan_region, detector_region, scan_bin, detector_bin, frame, dtype = "auto";

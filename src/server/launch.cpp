@@ -81,11 +81,12 @@ ServeOptions checked_options(const LaunchRequest& r) {
 
 void launch(const LaunchRequest& request) {
   ServeOptions opt = checked_options(request);
+  const std::string web_root = find_web_root(request.web_root);
 
   ServerState state([] { return app::make_runtime(nullptr); });
   state.version = request.version;
   state.known_backends = nlohmann::json::parse(app::kParityMatrixJson).at("backends");
-  state.web_root = find_web_root(request.web_root);
+  state.web_root = web_root;
   state.index_max_bytes_per_s = request.index_max_bytes_per_s;
   // Opening reads every header (a damaged or missing file fails here, before serving); computing the
   // statistics is a job per checkpoint, run in the background once the server listens.

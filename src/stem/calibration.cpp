@@ -1,5 +1,6 @@
 #include "stem/calibration.h"
 
+#include "core/json_number.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -16,7 +17,7 @@ std::string bins_text(const std::array<uint64_t, 2>& b) { return std::to_string(
 
 nlohmann::json to_json(const Sourced& s) {
   if (!s.known()) return {{"value", nullptr}, {"unit", s.unit}, {"missing", s.missing}};
-  return {{"value", s.value}, {"unit", s.unit}, {"source", s.source}};
+  return {{"value", json_number(s.value)}, {"unit", s.unit}, {"source", s.source}};
 }
 
 const Sourced& require_positive(const Sourced& s, const std::string& what) {

@@ -6,6 +6,7 @@
 #include <complex>
 #include <mutex>
 
+#include "core/json_number.h"
 #include "support/fftw_lock.h"
 #include "tensormorph/error.h"
 
@@ -133,9 +134,9 @@ nlohmann::json to_json(const ResolvedDpcRotation& r) {
                       {"angle_deg", r.rotation.angle * 180 / M_PI},
                       {"angle_rad", r.rotation.angle},
                       {"transpose", r.rotation.transpose},
-                      {"mean_curl2", r.rotation.curl2},
-                      {"mean_div2", r.rotation.div2}};
-  if (r.found) j["curl2_other_transpose"] = r.rotation.curl2_other;
+                      {"mean_curl2", json_number(r.rotation.curl2)},
+                      {"mean_div2", json_number(r.rotation.div2)}};
+  if (r.found) j["curl2_other_transpose"] = json_number(r.rotation.curl2_other);
   return j;
 }
 

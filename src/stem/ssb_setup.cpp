@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/json_number.h"
 #include "stem/simulate.h"
 #include "tensormorph/error.h"
 
@@ -23,12 +24,12 @@ SsbSetup resolve_ssb_setup(const Acquisition& acq, const LoadRequest& load, cons
   s.energy_ev = require_positive(beam_energy_ev(acq, request.energy_ev), "beam energy");
   require_positive(convergence_semiangle_mrad(acq, request.semiangle_mrad), "convergence semi-angle");
   if (load.scan_bin[0] != load.scan_bin[1])
-    throw Error(ErrorKind::InvalidArgument, "stem ssb: the scan must be binned equally on both axes (one scan step)");
+    throw Error(ErrorKind::InvalidArgument, "SSB: the scan must be binned equally on both axes (one scan step)");
   s.scan_step_A = require_positive(scan_step_A(acq, load, request.scan_step_A), "scan step");
   s.geometry = resolve_detector_geometry(acq, load, request.disk, request.semiangle_mrad, request.detector_mrad_per_px, planner,
                                          placements);
   if (load.detector_bin[0] != load.detector_bin[1])
-    throw Error(ErrorKind::InvalidArgument, "stem ssb: the detector must be binned equally on both axes");
+    throw Error(ErrorKind::InvalidArgument, "SSB: the detector must be binned equally on both axes");
   require_positive(s.geometry.angle_per_pixel, "detector angle per pixel");
   if (load.mask_bad_pixels && load.detector_bin[0] == 1 && !load.detector_region)
     for (uint64_t i = 0; i < acq.pixel_mask.size(); ++i)
@@ -59,7 +60,7 @@ SsbRotationSearch choose_ssb_scan_rotation(const DpcRotation& dpc, const std::fu
 
 nlohmann::json to_json(const SsbRotationSearch& s) {
   return {{"dpc_angle_deg", s.dpc.angle * 180 / M_PI}, {"dpc_transpose", s.dpc.transpose},
-          {"candidates_deg", s.candidates_deg}, {"losses", s.losses}};
+          {"candidates_deg", s.candidates_deg}, {"losses", {json_number(s.losses[0]), json_number(s.losses[1])}}};
 }
 
 void set_higher_order(Aberrations& ab, std::string_view name, double value_A, double angle_deg) {

@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SOURCE_ROOTS = ("src", "backends", "include")
 INCLUDE_DIRS = ("include", "src", "backends")  # what the build puts on the include path, in order
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".in")
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]')
 CALL_RE = re.compile(r"\b(tm_module|target_link_libraries)\s*\(([^)]*)\)", re.S)
 
 
@@ -145,8 +145,13 @@ def check_includes(root, picture):
                         m = INCLUDE_RE.match(line)
                         if not m:
                             continue
-                        inc = m.group(1)
+                        bracket, inc = m.group(1), m.group(2)
                         target = resolve(root, rel, inc)
+                        if bracket == "<":
+                            # <...> names a system header unless it resolves in the tree through the build's
+                            # include directories (every module exports them): then it is checked like "...".
+                            if target is None:
+                                continue
                         if target is None:
                             # A generated header (configure_file) names its module's folder: "app/parity_matrix.h".
                             first = inc.split("/")[0]
@@ -182,6 +187,9 @@ def library_module(picture, target):
 
 
 def check_links(root, picture):
+    """Every tm_* library a CMake file of src/ or backends/ links must stand for a module of the picture, and
+    the link must be an allowed edge of the module that owns the linking target (tm_module(NAME …), a tm_*
+    target named in target_link_libraries, or else the folder's own module)."""
     problems = []
     for top in ("src", "backends"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
@@ -189,22 +197,31 @@ def check_links(root, picture):
                 continue
             path = os.path.join(dirpath, "CMakeLists.txt")
             rel = os.path.relpath(path, root)
+            folder = picture.module_of(os.path.relpath(dirpath, root))
             with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            text_no_comments = re.sub(r"#[^\n]*", "", text)
-            for m in CALL_RE.finditer(text_no_comments):
+                text = re.sub(r"#[^\n]*", "", fh.read())
+            for m in CALL_RE.finditer(text):
                 words = m.group(2).split()
                 if not words:
                     continue
-                lineno = text_no_comments.count("\n", 0, m.start()) + 1
-                owner = library_module(picture, words[0] if m.group(1) == "target_link_libraries" else "tm_" + words[0])
+                lineno = text.count("\n", 0, m.start()) + 1
+                name = ("tm_" + words[0]) if m.group(1) == "tm_module" else words[0]
+                owner = library_module(picture, name)
+                if owner is None and name.startswith("tm_") and m.group(1) == "tm_module":
+                    problems.append(f"{rel}:{lineno}: tm_module({words[0]}): no module of that name in docs/architecture.md")
+                    continue
+                owner = owner or folder
                 if owner is None:
                     continue
                 for w in words[1:]:
+                    if not w.startswith("tm_"):
+                        continue
                     dst = library_module(picture, w)
+                    if dst is None:
+                        problems.append(f"{rel}:{lineno}: {name} links {w}: a library that stands for no module of the picture")
                     # A header-only edge (MODULE=HEADER) allows the link that the header's definitions need.
-                    if dst and dst != owner and dst not in picture.allowed.get(owner, {}):
-                        problems.append(f"{rel}:{lineno}: {words[0]} links {w}: {owner} may not depend on {dst}")
+                    elif dst != owner and dst not in picture.allowed.get(owner, {}):
+                        problems.append(f"{rel}:{lineno}: {name} links {w}: {owner} may not depend on {dst}")
     return problems
 
 
@@ -277,6 +294,22 @@ class SelfTest(unittest.TestCase):
         problems = run(root, verbose=False)
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("src/cli/a.cpp:2", problems[0])
+
+    def test_angle_bracket_include_of_the_tree_is_checked(self):
+        root = self.tree({"docs/architecture.md": self.DOC, "src/cli/app.h": "#pragma once\n",
+                          "src/core/x.cpp": '#include <vector>\n#include <cli/app.h>\n'})
+        problems = run(root, verbose=False)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("src/core/x.cpp:2", problems[0])
+
+    def test_link_to_a_library_outside_the_picture_is_caught(self):
+        root = self.tree({"docs/architecture.md": self.DOC,
+                          "src/core/CMakeLists.txt": "tm_module(core SOURCES a.cpp)\n"
+                                                     "add_library(tm_core_extra STATIC b.cpp)\n"
+                                                     "target_link_libraries(tm_core_extra PRIVATE tm_cli tm_nowhere)\n"})
+        problems = run(root, verbose=False)
+        self.assertTrue(any("core may not depend on cli" in p for p in problems), problems)
+        self.assertTrue(any("tm_nowhere" in p and "no module" in p for p in problems), problems)
 
     def test_unresolvable_include_is_reported(self):
         root = self.tree({"docs/architecture.md": self.DOC, "src/core/a.cpp": '#include "nowhere/x.h"\n'})

@@ -12,7 +12,7 @@ layout(std430, binding = 2) readonly buffer Floats { vec2 f[]; };
 
 #include "ssb_common.glsl"
 
-// atan2 in float64 from arithmetic alone (GLSL has no float64 atan): src/core/fast_atan2.h, the same
+// atan2 in float64 from arithmetic alone (GLSL has no float64 atan): src/support/fast_atan2.h, the same
 // reduction and series, within 1e-10 rad of the correctly rounded value.
 double atan2_f64(double y, double x) {
   const double ax = abs(x), ay = abs(y);
