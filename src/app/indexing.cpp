@@ -1,6 +1,14 @@
 #include "app/indexing.h"
 
+#include <cstdio>
+
 namespace tmorph::app {
+
+std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path) {
+  auto index = std::make_unique<CheckpointIndex>(path, index_path);
+  if (!index->report().warning.empty()) std::fprintf(stderr, "tensormorph: warning: %s\n", index->report().warning.c_str());
+  return index;
+}
 
 IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& only, bool pyramids) {
   IndexingOptions opt;

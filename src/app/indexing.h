@@ -1,13 +1,21 @@
-// Indexing options as every face builds them from the runtime (CLI `index`/`stats`, the server's jobs).
+// A checkpoint's index as every face opens it, and indexing options as every face builds them from the
+// runtime (CLI `index`/`stats`/`ls`/`render`, the server's start-up and jobs).
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "app/runtime.h"
+#include "index/checkpoint_index.h"
 #include "index/indexer.h"
 
 namespace tmorph::app {
+
+// Opens (or builds) PATH's index at index_path, or at the cache location when empty. Its warning (e.g. an
+// index that cannot be saved, and where it lives instead) goes to stderr as "tensormorph: warning: …".
+std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path);
 
 // The runtime's threads, and a memory budget of 1 GiB unless --memory-budget or compute.memory_budget
 // says otherwise; `only` the tensors to compute (empty: every one), `pyramids` whether to build them.

@@ -39,12 +39,6 @@ void draw_progress(const IndexingProgress& p, bool last) {
 
 }  // namespace
 
-std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path) {
-  auto index = std::make_unique<CheckpointIndex>(path, index_path);
-  if (!index->report().warning.empty()) std::fprintf(stderr, "tensormorph: warning: %s\n", index->report().warning.c_str());
-  return index;
-}
-
 void add_index_option(CLI::App* cmd, std::string& index_path) {
   cmd->add_option("--index", index_path,
                   "the index database to use (default: $XDG_CACHE_HOME/tensormorph/index/, one per checkpoint)");

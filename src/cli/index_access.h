@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/indexing.h"
 #include "app/runtime.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"
@@ -17,8 +18,7 @@ namespace tmorph::cli {
 using app::Runtime;
 
 
-// Opens PATH's index (at index_path, or the cache location when empty). Warnings go to stderr.
-std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::string& index_path);
+using app::open_index;  // PATH's index, its warning on stderr (app/indexing.h)
 
 // The position of the tensor called `name` in c.tensors; throws InvalidArgument naming path and name.
 size_t tensor_index(const Checkpoint& c, const std::string& path, const std::string& name);

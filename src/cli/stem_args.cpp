@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "cli/number_lists.h"
-#include "cli/output.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -34,9 +33,9 @@ std::optional<std::array<double, 2>> parse_point(const std::string& text, const 
 }
 
 DiskRequest disk_request(const std::string& center, double radius) {
-  if (!std::isnan(radius) && !(radius > 0))
-    throw Error(ErrorKind::InvalidArgument, "--radius " + fmt(radius) + ": the bright-field disk radius must be > 0 pixels");
-  return {parse_point(center, "--center"), given(radius)};
+  DiskRequest disk{parse_point(center, "--center"), given(radius)};
+  disk.radius_name = "--radius";  // the domain checks it (resolve_bright_field_disk) and names it so
+  return disk;
 }
 
 std::optional<double> given(double flag_value) { return std::isnan(flag_value) ? std::nullopt : std::optional<double>(flag_value); }

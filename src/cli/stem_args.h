@@ -27,8 +27,7 @@ std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const
 std::optional<std::array<double, 2>> parse_point(const std::string& text, const std::string& flag);
 // A numeric flag left at its NaN default: not given.
 std::optional<double> given(double flag_value);
-// --center R,C and --radius R (NaN: not given) as the domain's disk request; a radius that is not > 0 is
-// InvalidArgument naming --radius.
+// --center R,C and --radius R (NaN: not given) as the domain's disk request, its errors naming the flags.
 DiskRequest disk_request(const std::string& center, double radius);
 
 struct LoadArgs {

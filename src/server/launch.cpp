@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/indexing.h"
 #include "app/parity_matrix.h"
 #include "app/runtime.h"
 #include "server/auth.h"
@@ -94,9 +95,7 @@ void launch(const LaunchRequest& request) {
     auto sc = std::make_unique<ServedCheckpoint>();
     sc->id = std::to_string(state.checkpoints.size());
     sc->path = path;
-    sc->index = std::make_unique<CheckpointIndex>(path, "");
-    if (!sc->index->report().warning.empty())
-      std::fprintf(stderr, "tensormorph: warning: %s\n", sc->index->report().warning.c_str());
+    sc->index = app::open_index(path, "");
     const Checkpoint& c = sc->index->checkpoint();
     for (size_t i = 0; i < c.tensors.size(); ++i) sc->by_name.emplace(c.tensors[i].name, i);
     state.checkpoints.push_back(std::move(sc));

@@ -31,13 +31,15 @@ DiskRequest binned(const DiskRequest& request, uint64_t factor) {
   DiskRequest out;
   if (request.center) out.center = std::array<double, 2>{((*request.center)[0] + 0.5) / f - 0.5, ((*request.center)[1] + 0.5) / f - 0.5};
   if (request.radius) out.radius = *request.radius / f;
+  out.radius_name = request.radius_name;
   return out;
 }
 
 ResolvedDisk resolve_bright_field_disk(const DiskRequest& request, const std::function<std::vector<double>()>& mean_pattern,
                                        uint64_t rows, uint64_t cols) {
   if (request.radius && !(*request.radius > 0 && std::isfinite(*request.radius)))
-    throw Error(ErrorKind::InvalidArgument, "bright-field disk radius " + number(*request.radius) + ": the radius must be > 0 pixels");
+    throw Error(ErrorKind::InvalidArgument, request.radius_name + " " + number(*request.radius) +
+                                                ": the bright-field disk radius must be > 0 pixels");
   if (request.center && !(std::isfinite((*request.center)[0]) && std::isfinite((*request.center)[1])))
     throw Error(ErrorKind::InvalidArgument, "bright-field disk centre: row and column must be finite numbers of pixels");
   ResolvedDisk r;

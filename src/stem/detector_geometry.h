@@ -38,6 +38,7 @@ namespace tmorph {
 struct DiskRequest {
   std::optional<std::array<double, 2>> center;  // (row, col), fractional output detector pixels
   std::optional<double> radius;                 // output detector pixels, > 0
+  std::string radius_name = "radius";           // how the caller names the radius in errors (e.g. "--radius")
 };
 
 struct ResolvedDisk {
