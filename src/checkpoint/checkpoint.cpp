@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/packed_schemes.h"
+#include "core/json_bounded.h"
 #include "core/json_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
@@ -183,7 +184,7 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
   if (index.contains("metadata") && index["metadata"].contains("total_size")) {
     const auto& ts = index["metadata"]["total_size"];
     if (!ts.is_number_unsigned() || ts.get<uint64_t>() != total)
-      bad(index_path, "metadata.total_size is " + ts.dump() + ", the shards' tensors hold " + std::to_string(total) + " bytes");
+      bad(index_path, "metadata.total_size is " + json_brief(ts) + ", the shards' tensors hold " + std::to_string(total) + " bytes");
   }
   return c;
 }

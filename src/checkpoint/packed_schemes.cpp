@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/format.h"
+#include "core/json_bounded.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -211,23 +212,28 @@ class Recogniser {
     expect(state, {DType::U8}, 1, "bitsandbytes quant_state");
     if (state.bytes > (1u << 20)) bad(state, "bitsandbytes quant_state of " + std::to_string(state.bytes) + " bytes; at most 1 MiB of JSON expected");
     const auto* text = reinterpret_cast<const char*>(c_.data(state));
-    nlohmann::json j = nlohmann::json::parse(text, text + state.bytes, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) bad(state, "bitsandbytes quant_state is not a JSON object");
+    nlohmann::json j;
+    try {
+      j = parse_json_bounded(std::string_view(text, state.bytes), "bitsandbytes quant_state");
+    } catch (const Error& e) {
+      bad(state, e.what());
+    }
+    if (!j.is_object()) bad(state, "bitsandbytes quant_state is not a JSON object");
     auto field = [&](const char* key) -> const nlohmann::json& {
       if (!j.contains(key)) bad(state, std::string("bitsandbytes quant_state lacks '") + key + "'");
       return j[key];
     };
-    if (field("quant_type") != type) bad(state, "bitsandbytes quant_state's quant_type " + j["quant_type"].dump() + " disagrees with its name (" + type + ")");
+    if (field("quant_type") != type) bad(state, "bitsandbytes quant_state's quant_type " + json_brief(j["quant_type"]) + " disagrees with its name (" + type + ")");
     const auto& bs = field("blocksize");
     if (!bs.is_number_unsigned() || bs.get<uint64_t>() == 0 || bs.get<uint64_t>() > (1u << 20))
-      bad(state, "bitsandbytes blocksize " + bs.dump() + " is not a positive integer up to 2^20");
+      bad(state, "bitsandbytes blocksize " + json_brief(bs) + " is not a positive integer up to 2^20");
     const auto& shape_j = field("shape");
     std::vector<uint64_t> shape;
-    if (!shape_j.is_array() || shape_j.empty() || shape_j.size() > 8) bad(state, "bitsandbytes shape " + shape_j.dump() + " is not a list of 1 to 8 sizes");
+    if (!shape_j.is_array() || shape_j.empty() || shape_j.size() > 8) bad(state, "bitsandbytes shape " + json_brief(shape_j) + " is not a list of 1 to 8 sizes");
     uint64_t n = 1;
     for (const auto& d : shape_j) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() == 0 || d.get<uint64_t>() > (uint64_t{1} << 40) || n > (uint64_t{1} << 48) / d.get<uint64_t>())
-        bad(state, "bitsandbytes shape " + shape_j.dump() + " holds a size that is not a positive integer or overflows");
+        bad(state, "bitsandbytes shape " + json_brief(shape_j) + " holds a size that is not a positive integer or overflows");
       shape.push_back(d.get<uint64_t>());
       n *= shape.back();
     }
@@ -254,8 +260,8 @@ class Recogniser {
       const auto& nbs = field("nested_blocksize");
       const auto& off = field("nested_offset");
       if (!nbs.is_number_unsigned() || nbs.get<uint64_t>() == 0 || nbs.get<uint64_t>() > (1u << 20))
-        bad(state, "bitsandbytes nested_blocksize " + nbs.dump() + " is not a positive integer up to 2^20");
-      if (!off.is_number()) bad(state, "bitsandbytes nested_offset " + off.dump() + " is not a number");
+        bad(state, "bitsandbytes nested_blocksize " + json_brief(nbs) + " is not a positive integer up to 2^20");
+      if (!off.is_number()) bad(state, "bitsandbytes nested_offset " + json_brief(off) + " is not a number");
       p.nested_block = nbs.get<uint64_t>();
       p.nested_offset = off.get<float>();
       expect(absmax, {DType::U8}, 0, "bitsandbytes double-quantized absmax");

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounded.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -57,7 +58,7 @@ PackedTensor packed_from_json(const nlohmann::json& j) {
     p.nested_offset = j.value("nested_offset", 0.0f);
     for (const auto& part : j.at("parts")) {
       const auto dt = parse_dtype(part.at("dtype").get<std::string>());
-      if (!dt) throw Error(ErrorKind::BadInput, "unknown part dtype " + part["dtype"].dump());
+      if (!dt) throw Error(ErrorKind::BadInput, "unknown part dtype " + json_brief(part["dtype"]));
       p.parts.push_back({part.at("role").get<std::string>(), part.at("name").get<std::string>(), *dt,
                          part.at("shape").get<std::vector<uint64_t>>(), part.at("file").get<size_t>(),
                          part.at("offset").get<uint64_t>(), part.at("bytes").get<uint64_t>()});

@@ -91,7 +91,7 @@ void add_backends_command(CLI::App& app) {
   cmd->add_option("--never", flags->never, "show this backend as disabled by policy (repeatable)");
   cmd->callback([json, flags] {
     auto rt = make_runtime(flags.get());
-    if (*json) std::cout << backends_json(*rt).dump(2) << "\n";
+    if (*json) print_json(backends_json(*rt));
     else print_backends(*rt);
   });
 }

@@ -77,7 +77,7 @@ void run_calibrate(const CalibrateArgs& a) {
     }
   }
   measured.save(rt->calibration_path);
-  if (a.json) std::cout << nlohmann::json{{"calibration_file", rt->calibration_path}, {"results", results}}.dump(2) << "\n";
+  if (a.json) print_json(nlohmann::json{{"calibration_file", rt->calibration_path}, {"results", results}});
   else std::printf("saved %s\n", rt->calibration_path.c_str());
 }
 

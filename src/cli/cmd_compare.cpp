@@ -64,10 +64,8 @@ void run_compare(const CompareArgs& a) {
   if (a.tensors.empty())
     for (const auto& [name, t] : in_b) only_b.push_back(name);
   if (a.json) {
-    std::cout << nlohmann::json{{"a", a.a}, {"b", a.b}, {"tensors", rows}, {"only_in_a", only_a}, {"only_in_b", only_b},
-                                {"skipped", skipped}}
-                     .dump(2)
-              << "\n";
+    print_json(nlohmann::json{{"a", a.a}, {"b", a.b}, {"tensors", rows}, {"only_in_a", only_a}, {"only_in_b", only_b},
+                                {"skipped", skipped}});
     return;
   }
   for (const auto& s : skipped) std::printf("skipped %s: %s\n", s["name"].get<std::string>().c_str(), s["reason"].get<std::string>().c_str());

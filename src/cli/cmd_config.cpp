@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
 
@@ -23,7 +24,7 @@ void add_config_command(CLI::App& app) {
   get->callback([key, json] {
     const auto v = Settings::load().get(*key);
     if (!v) throw Error(ErrorKind::InvalidArgument, "setting '" + *key + "' is not set");
-    if (*json) std::cout << nlohmann::json{{"key", *key}, {"value", *v}}.dump(2) << "\n";
+    if (*json) print_json(nlohmann::json{{"key", *key}, {"value", *v}});
     else std::cout << *v << "\n";
   });
 
@@ -55,7 +56,7 @@ void add_config_command(CLI::App& app) {
                                  {"description", k.description}});
       if (!*json) std::cout << k.key << " = " << (v ? *v : "(unset)") << "    # " << k.description << "\n";
     }
-    if (*json) std::cout << doc.dump(2) << "\n";
+    if (*json) print_json(doc);
   });
 }
 

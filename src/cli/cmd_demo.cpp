@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "core/format.h"
 #include "support/thread_pool.h"
 #include "formats/safetensors_writer.h"
@@ -343,11 +344,9 @@ void report(const DemoArgs& a, const std::vector<TensorPlan>& plan, const std::v
   uint64_t bytes = 0;
   for (const auto& t : plan) bytes += t.bytes();
   if (a.json) {
-    std::cout << nlohmann::json{{"path", index},       {"files", files},       {"config", config},
+    print_json(nlohmann::json{{"path", index},       {"files", files},       {"config", config},
                                 {"tensors", plan.size()}, {"bytes", bytes},     {"parameters", bytes / 2},
-                                {"damaged_tensor", kDamagedTensor}}
-                     .dump(2)
-              << "\n";
+                                {"damaged_tensor", kDamagedTensor}});
     return;
   }
   std::printf("wrote %s in %.1f s: llama-shaped bf16 demo, %zu tensors, %llu parameters, %s in %zu shard(s)\n", a.out.c_str(),

@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/compute_flags.h"
+#include "cli/output.h"
 #include "core/npy.h"
 #include "checkpoint/ggml_quantized.h"
 #include "checkpoint/packed_dequantize.h"
@@ -107,11 +108,9 @@ void run_export(const ExportArgs& a) {
                           : widen      ? " (" + t->stored_type + " widened exactly to float32)"
                                        : "";
   if (a.json)
-    std::cout << nlohmann::json{{"tensor", a.tensor}, {"out", a.out}, {"descr", descr}, {"shape", t->shape},
+    print_json(nlohmann::json{{"tensor", a.tensor}, {"out", a.out}, {"descr", descr}, {"shape", t->shape},
                                 {"widened_to_float32", widen && !decoded},
-                                {"dequantized_from", decoded ? nlohmann::json(t->stored_type) : nlohmann::json(nullptr)}}
-                     .dump(2)
-              << "\n";
+                                {"dequantized_from", decoded ? nlohmann::json(t->stored_type) : nlohmann::json(nullptr)}});
   else
     std::printf("wrote %s: %s %s%s\n", a.out.c_str(), a.tensor.c_str(), descr.c_str(), how.c_str());
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/index_access.h"
 #include "cli/compute_flags.h"
 #include "core/format.h"
@@ -29,7 +30,7 @@ void run_index(const IndexArgs& a) {
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
   if (a.json) {
-    std::cout << nlohmann::json{{"path", a.path},
+    print_json(nlohmann::json{{"path", a.path},
                                 {"database", o.database},
                                 {"persisted", o.persisted},
                                 {"warning", o.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.warning)},
@@ -44,9 +45,7 @@ void run_index(const IndexArgs& a) {
                                 {"bytes_per_second", rate},
                                 {"workers", r.workers},
                                 {"window_bytes", r.window_bytes},
-                                {"readahead_bytes", r.readahead_bytes}}
-                     .dump(2)
-              << "\n";
+                                {"readahead_bytes", r.readahead_bytes}});
     return;
   }
   std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),

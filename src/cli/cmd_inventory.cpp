@@ -48,12 +48,10 @@ void run_info(const InventoryArgs& a) {
     types[type] = {{"tensors", e.tensors}, {"parameters", e.parameters}, {"bytes", e.bytes},
                    {"bits_per_weight", bits_per_weight(e.bytes, e.parameters)}};
   if (a.json) {
-    std::cout << nlohmann::json{{"path", a.path}, {"format", c.format}, {"files", files}, {"metadata", c.metadata},
+    print_json(nlohmann::json{{"path", a.path}, {"format", c.format}, {"files", files}, {"metadata", c.metadata},
                                 {"tensor_count", c.tensors.size()}, {"parameters", parameters},
                                 {"tensor_bytes", bytes}, {"bits_per_weight", bits_per_weight(bytes, parameters)},
-                                {"by_type", types}}
-                     .dump(2)
-              << "\n";
+                                {"by_type", types}});
     return;
   }
   std::printf("%s: %s, %zu file(s), %zu tensors, %llu parameters, %s of tensor data (%.3g bits per weight)\n", a.path.c_str(),
@@ -100,7 +98,7 @@ void run_ls(const InventoryArgs& a) {
                   static_cast<unsigned long long>(t->elements), format_bytes(static_cast<double>(t->bytes)).c_str());
     }
   }
-  if (a.json) std::cout << nlohmann::json{{"path", a.path}, {"format", c.format}, {"tensors", list}}.dump(2) << "\n";
+  if (a.json) print_json(nlohmann::json{{"path", a.path}, {"format", c.format}, {"tensors", list}});
 }
 
 }  // namespace

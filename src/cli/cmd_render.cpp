@@ -83,7 +83,7 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
                   a.stat.c_str(), s.columns.size(), static_cast<unsigned long long>(s.bands),
                   fmt(s.image.params.limits.lo).c_str(), fmt(s.image.params.limits.hi).c_str());
   }
-  if (a.json) std::cout << j.dump(2) << "\n";
+  if (a.json) print_json(j);
 }
 
 void run_render(const RenderArgs& a) {
@@ -132,7 +132,7 @@ void run_render(const RenderArgs& a) {
   j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
                     {"neg_inf", img.histogram.neg_inf}};
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    print_json(j);
     return;
   }
   std::printf("%s: %s of %s, %s, %llu x %llu cells of %llu x %llu elements (%s), limits [%s, %s]\n", a.out.c_str(),
@@ -163,7 +163,7 @@ void run_tile(const TileArgs& a) {
   if (!tile) throw Error(ErrorKind::BadInput, index->report().database + ": tile missing from the pyramid of " + t.name);
   const nlohmann::json j = tile_json(info, t, a.level, a.slice, tx, ty, *tile);
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    print_json(j);
     return;
   }
   const TileRange r = info.layout.range(a.level, ty, tx);

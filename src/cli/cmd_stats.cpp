@@ -222,7 +222,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
     }
     list.push_back(e);
   }
-  if (a.json) std::cout << nlohmann::json{{"file", a.path}, {"format", c.format}, {"tensors", list}}.dump(2) << "\n";
+  if (a.json) print_json(nlohmann::json{{"file", a.path}, {"format", c.format}, {"tensors", list}});
   // A strict --backend request is refused when any tensor could not be served (everything that could
   // was reported above, each refusal with its reason).
   if (!rt.constraints.strict_backend.empty() && unavailable)
@@ -251,7 +251,7 @@ void run_stats(const StatsArgs& a) {
   auto rt = make_runtime(&a.compute);
   const StatsOptions opt = options_from(a, *rt);
   const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
-  if (a.json) std::cout << raw_stats_json(t, r, a.raw).dump(2) << "\n";
+  if (a.json) print_json(raw_stats_json(t, r, a.raw));
   else print_stats(a.raw + "  " + std::string(dtype_name(t.dtype)) + " " + fmt_shape(t.shape) + "  " +
                        std::to_string(t.elements) + " elements, " + format_bytes(static_cast<double>(t.elements * dtype_size(t.dtype))) +
                        " at offset " + std::to_string(t.offset),

@@ -221,10 +221,8 @@ void add_stem_command(CLI::App& app) {
     const std::string master = write_simulated_acquisition(p, o, threads);
     const uint64_t raw = frames * p.detector * p.detector * dtype_size(p.dtype);
     if (demo->json) {
-      std::cout << nlohmann::json{{"master", master}, {"scan_shape", {p.scan_rows, p.scan_cols}}, {"detector", p.detector},
-                                  {"dtype", demo->dtype}, {"raw_bytes", raw}}
-                       .dump(2)
-                << "\n";
+      print_json(nlohmann::json{{"master", master}, {"scan_shape", {p.scan_rows, p.scan_cols}}, {"detector", p.detector},
+                                  {"dtype", demo->dtype}, {"raw_bytes", raw}});
     } else {
       std::cout << "wrote " << master << ": " << p.scan_rows << "x" << p.scan_cols << " scan of " << p.detector << "x" << p.detector << " "
                 << demo->dtype << " frames (" << human_mb(raw) << " raw)\n";
@@ -254,7 +252,7 @@ void add_stem_command(CLI::App& app) {
       list.push_back(e);
     }
     if (*discover_json) {
-      std::cout << list.dump(2) << "\n";
+      print_json(list);
       return;
     }
     if (list.empty()) std::cout << "no *_master.h5 below " << *discover_path << "\n";
@@ -281,7 +279,7 @@ void add_stem_command(CLI::App& app) {
   i->callback([ins] {
     const Acquisition acq = open_acquisition(ins->path);
     const nlohmann::json j = inspect_json(acq, parse_pair(ins->scan_shape, "--scan-shape"));
-    if (ins->json) std::cout << j.dump(2) << "\n";
+    if (ins->json) print_json(j);
     else print_inspect(j);
   });
 
@@ -296,7 +294,7 @@ void add_stem_command(CLI::App& app) {
     if (load->json) {
       nlohmann::json j = load_report(s);
       j["total_counts"] = total_counts(s);
-      std::cout << j.dump(2) << "\n";
+      print_json(j);
     } else {
       print_load(s, "loaded");
     }
@@ -325,8 +323,8 @@ void add_stem_command(CLI::App& app) {
     report["file"] = exp->out;
     report["provenance"]["output"]["file"] = exp->out;
     std::ofstream side(exp->out + ".provenance.json", std::ios::trunc);
-    side << s.provenance.dump(2) << "\n";
-    if (exp->json) std::cout << report.dump(2) << "\n";
+    side << json_text(s.provenance) << "\n";
+    if (exp->json) print_json(report);
     else print_load(s, "exported"), std::cout << "wrote " << exp->out << " and " << exp->out << ".provenance.json\n";
   });
 

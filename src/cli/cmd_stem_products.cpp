@@ -116,7 +116,7 @@ void run_prepare(const ProductArgs& a) {
                            {"seconds", p.prepare_seconds},
                            {"placement", placements_json(p.sums.placements)}};
   if (a.load.json) {
-    std::cout << report.dump(2) << "\n";
+    print_json(report);
     return;
   }
   print_rows({{"prepared", a.load.path},
@@ -164,9 +164,9 @@ void run_product(const ProductArgs& a) {
              product.values);
   report["placement"] = placements_json(placements);
   std::ofstream side(a.load.out + ".json", std::ios::trunc);
-  side << report.dump(2) << "\n";
+  side << json_text(report) << "\n";
   if (a.load.json) {
-    std::cout << report.dump(2) << "\n";
+    print_json(report);
     return;
   }
   std::vector<std::pair<std::string, std::string>> rows = {{"product", product_name(a.kind)}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};

@@ -108,9 +108,9 @@ void run_ssb(const SsbArgs& a) {
   else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
   report["timings"]["total_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   report["placement"] = placements_json(placements);
-  std::ofstream(a.load.out + ".json", std::ios::trunc) << report.dump(2) << "\n";
+  std::ofstream(a.load.out + ".json", std::ios::trunc) << json_text(report) << "\n";
   if (a.load.json) {
-    std::cout << report.dump(2) << "\n";
+    print_json(report);
     return;
   }
   print_rows({{"product", "ssb phase"},

@@ -21,6 +21,10 @@ void print_placements(const std::vector<Placement>& ps) {
   }
 }
 
+std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void print_json(const nlohmann::json& j) { std::cout << json_text(j) << "\n"; }
+
 std::string fmt(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

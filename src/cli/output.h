@@ -16,6 +16,13 @@ namespace tmorph::cli {
 // Prints "placement:" and one line per op with its rejected candidates indented below.
 void print_placements(const std::vector<Placement>& ps);
 
+// `j` as the CLI writes JSON (stdout and sidecar files): two-space indent; bytes that are not UTF-8 (a
+// name or string from a file we did not write) become U+FFFD instead of an exception.
+std::string json_text(const nlohmann::json& j);
+
+// Prints json_text(j) and a newline on stdout.
+void print_json(const nlohmann::json& j);
+
 // A double as a human reads it (%.6g, "nan", "inf").
 std::string fmt(double v);
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounded.h"
 #include "core/json_file.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
@@ -36,7 +37,7 @@ void CostModel::load(const std::string& path) {
       const tm_op op = parse_op(e.at("op").get<std::string>());
       const double bps = e.at("bytes_per_s").get<double>();
       if (op == TM_OP_INVALID || !(bps > 0))
-        throw Error(ErrorKind::BadInput, path + ": entry " + e.dump() + " has an unknown op or a non-positive bytes_per_s");
+        throw Error(ErrorKind::BadInput, path + ": entry " + json_brief(e) + " has an unknown op or a non-positive bytes_per_s");
       set_throughput(e.at("backend").get<std::string>(), e.at("device_id").get<std::string>(), op, bps);
     }
   } catch (const nlohmann::json::exception& e) {

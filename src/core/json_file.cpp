@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tensormorph/error.h"
+#include "core/json_bounded.h"
 
 namespace tmorph {
 
@@ -12,11 +12,7 @@ std::optional<nlohmann::json> read_json_file(const std::string& path) {
   if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::BadInput, path + ": not valid JSON: " + e.what());
-  }
+  return parse_json_bounded(text.str(), path);
 }
 
 }  // namespace tmorph

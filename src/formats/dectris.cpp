@@ -8,6 +8,7 @@
 
 #include "formats/hdf5_util.h"
 #include "core/file_identity.h"
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -45,7 +46,7 @@ herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void
   if (auto s = h5::read_scalar(ds.get())) {
     nlohmann::json v = {{"value", s->value}};
     if (!s->units.empty()) v["units"] = s->units;
-    (*static_cast<nlohmann::json*>(out))[path] = v;
+    (*static_cast<nlohmann::json*>(out))[escape_invalid_utf8(path)] = v;
   }
   return 0;
 }

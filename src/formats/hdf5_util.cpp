@@ -1,5 +1,6 @@
 #include "formats/hdf5_util.h"
 
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::h5 {
@@ -107,17 +108,19 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
         H5Tset_size(mem.get(), H5T_VARIABLE);
         char* s = nullptr;
         if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &s) < 0 || !s) return std::nullopt;
-        out.value = std::string(s);
+        out.value = escape_invalid_utf8(s);
         H5free_memory(s);
       } else {
         const size_t n = H5Tget_size(type.get());
         if (n == 0 || n > (1 << 16)) return std::nullopt;
-        std::string s(n, '\0');
+        // One byte more than the file's size: a NULLTERM memory type of size n keeps only n-1 characters,
+        // and a NULLPAD or SPACEPAD string may use all n.
+        std::string s(n + 1, '\0');
         Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-        H5Tset_size(mem.get(), n);
+        H5Tset_size(mem.get(), n + 1);
         if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) < 0) return std::nullopt;
         s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
-        out.value = s;
+        out.value = escape_invalid_utf8(s);
       }
       break;
     }
@@ -131,12 +134,12 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
         char* s = nullptr;
         Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
         H5Tset_size(mem.get(), H5T_VARIABLE);
-        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = s, H5free_memory(s);
+        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = escape_invalid_utf8(s), H5free_memory(s);
       } else {
         const size_t n = H5Tget_size(atype.get());
         std::string s(n, '\0');
         if (n > 0 && n < (1 << 12) && H5Aread(attr.get(), atype.get(), s.data()) >= 0)
-          out.units = s.substr(0, s.find('\0'));
+          out.units = escape_invalid_utf8(s.substr(0, s.find('\0')));
       }
     }
   }

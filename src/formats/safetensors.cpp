@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounded.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -45,7 +45,7 @@ const DtypeEntry* find_dtype(const std::string& name) {
 }
 
 uint64_t as_u64(const nlohmann::json& v, const std::string& path, const std::string& field) {
-  if (!v.is_number_unsigned()) bad(path, field + " must be a non-negative integer, got " + v.dump());
+  if (!v.is_number_unsigned()) bad(path, field + " must be a non-negative integer, got " + json_brief(v));
   return v.get<uint64_t>();
 }
 
@@ -68,30 +68,20 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t size, const s
   h.data_offset = 8 + h.header_bytes;
   h.data_bytes = size - h.data_offset;
 
-  // Duplicate top-level keys would be silently merged by a JSON object: refuse them while parsing.
-  std::set<std::string> seen;
-  std::string duplicate;
-  nlohmann::json doc;
-  try {
-    const char* text = reinterpret_cast<const char*>(bytes + 8);
-    doc = nlohmann::json::parse(text, text + h.header_bytes,
-                                [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-                                  if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
-                                      !seen.insert(parsed.get<std::string>()).second && duplicate.empty())
-                                    duplicate = parsed.get<std::string>();
-                                  return true;
-                                });
-  } catch (const nlohmann::json::exception& e) {
-    bad(path, "header (bytes 8.." + std::to_string(h.data_offset) + ") is not valid JSON: " + e.what());
-  }
-  if (!duplicate.empty()) bad(path, "header names tensor '" + duplicate + "' twice");
+  // Duplicate keys would be silently merged by a JSON object: the parser refuses them.
+  JsonLimits limits;
+  limits.duplicate_key_message = [](const std::string& key, size_t depth) {
+    return depth == 1 ? "header names tensor '" + key + "' twice" : "header repeats key '" + key + "' within one object";
+  };
+  const std::string_view text(reinterpret_cast<const char*>(bytes + 8), h.header_bytes);
+  const nlohmann::json doc = parse_json_bounded(text, path + ": header (bytes 8.." + std::to_string(h.data_offset) + ")", limits);
   if (!doc.is_object()) bad(path, "header must be a JSON object");
 
   for (const auto& [key, value] : doc.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) bad(path, "__metadata__ must be an object of strings");
       for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) bad(path, "__metadata__['" + mk + "'] must be a string, got " + mv.dump());
+        if (!mv.is_string()) bad(path, "__metadata__['" + mk + "'] must be a string, got " + json_brief(mv));
         h.metadata[mk] = mv.get<std::string>();
       }
       continue;

@@ -169,6 +169,21 @@ class StemDamage(unittest.TestCase):
             f.write(data)
         return path
 
+    def test_non_utf8_metadata_is_reported_escaped(self):
+        # A string value, a units attribute and a dataset name holding bytes that are not UTF-8 exited 70
+        # (nlohmann type_error.316) under `stem inspect --json`; such bytes are now reported as \\xNN.
+        with h5py.File(self.master, "r+") as f:
+            g = f["entry/instrument/detector"]
+            ds = g.create_dataset("odd_text", data=np.bytes_(b"ab\xff\xfecd"))
+            ds.attrs.create("units", np.bytes_(b"\xe9V"))
+            g.create_dataset(b"na\xffme", data=3)
+        r = run(["stem", "inspect", self.master, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        meta = r.json()["metadata"]
+        self.assertEqual(meta["entry/instrument/detector/odd_text"], {"value": "ab\\xFF\\xFEcd", "units": "\\xE9V"})
+        self.assertEqual(meta["entry/instrument/detector/na\\xFFme"], {"value": 3})
+        self.assertEqual(run(["stem", "inspect", self.master]).code, 0)
+
     def test_corrupted_block_names_file_frame_and_block(self):
         data = self.overwrite_chunk("demo_data_000002.h5", 1, 16, b"\xff" * 8)
         r = run(["stem", "load", self.master])
