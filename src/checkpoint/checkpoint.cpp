@@ -12,6 +12,7 @@
 #include "checkpoint/packed_schemes.h"
 #include "core/json_bounded.h"
 #include "core/json_file.h"
+#include "core/path_kind.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "tensormorph/error.h"
@@ -259,7 +260,7 @@ std::string checkpoint_layout(const std::string& path) {
 }
 
 Checkpoint open_checkpoint(const std::string& path) {
-  if (fs::is_directory(path)) return with_packed_tensors(open_directory(path));
+  if (path_kind(path) == PathKind::Directory) return with_packed_tensors(open_directory(path));
   if (path.size() > 11 && path.substr(path.size() - 11) == ".index.json") return with_packed_tensors(open_safetensors_index(path));
   if (const auto name = split_name(path)) return open_gguf_split(path, *name);
   auto file = std::make_shared<MappedFile>(path);

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -33,6 +34,10 @@ int run_app(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "tensormorph: error: %s\n", e.what());
     return e.exit_code();
+  } catch (const std::filesystem::filesystem_error& e) {  // e.g. a symbolic-link loop met by a path query
+    const std::string path = e.path1().empty() ? std::string("a path") : e.path1().string();
+    std::fprintf(stderr, "tensormorph: error: %s: %s\n", path.c_str(), e.code().message().c_str());
+    return Error(ErrorKind::Io, "").exit_code();
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tensormorph: error: out of memory\n");
     return 70;

@@ -4,10 +4,13 @@
 #include <sstream>
 
 #include "core/json_bounded.h"
+#include "core/path_kind.h"
 
 namespace tmorph {
 
 std::optional<nlohmann::json> read_json_file(const std::string& path) {
+  if (path_kind(path) == PathKind::Missing) return std::nullopt;
+  require_regular_file(path);  // a FIFO would block the read below
   std::ifstream in(path);
   if (!in) return std::nullopt;
   std::stringstream text;

@@ -5,14 +5,42 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/path_kind.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
+namespace {
+
+// `path` as the path part of a file: URI: '%', '?' and '#' (and bytes outside printable ASCII) escaped.
+std::string uri_path(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '%' || c == '?' || c == '#' || c <= 0x20 || c >= 0x7F) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 SqliteDb::SqliteDb(const std::string& path, Mode mode) : path_(mode == Mode::Memory ? ":memory:" : path) {
+  if (mode != Mode::Memory && path_kind(path) != PathKind::Missing) require_regular_file(path);  // a FIFO would block
   int flags = SQLITE_OPEN_NOMUTEX;
-  flags |= mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  const int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+  flags |= mode == Mode::ReadOnly || mode == Mode::Immutable ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  std::string name = path_;
+  if (mode == Mode::Immutable) {
+    flags |= SQLITE_OPEN_URI;
+    name = "file:" + uri_path(path_) + "?immutable=1";
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);

@@ -49,7 +49,10 @@ class SqliteStmt {
 
 class SqliteDb {
  public:
-  enum class Mode { ReadWriteCreate, ReadOnly, Memory };
+  // Immutable: read-only, and SQLite is told the file cannot change, so it takes no locks and needs no
+  // -shm file; the only way to read a WAL database on a read-only volume. A -wal file's commits are not
+  // seen in this mode.
+  enum class Mode { ReadWriteCreate, ReadOnly, Immutable, Memory };
   SqliteDb(const std::string& path, Mode mode);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;

@@ -8,6 +8,7 @@
 
 #include "formats/hdf5_util.h"
 #include "core/file_identity.h"
+#include "core/path_kind.h"
 #include "core/utf8.h"
 #include "tensormorph/error.h"
 
@@ -225,7 +226,7 @@ std::vector<std::string> discover_masters(const std::string& folder) {
 Acquisition open_acquisition(const std::string& path_in) {
   std::error_code ec;
   std::string path = path_in;
-  if (fs::is_directory(path, ec)) {
+  if (path_kind(path) == PathKind::Directory) {
     const auto masters = discover_masters(path);
     if (masters.empty()) throw Error(ErrorKind::InvalidArgument, path + ": no *_master.h5 file in this folder");
     if (masters.size() > 1) {
@@ -235,7 +236,7 @@ Acquisition open_acquisition(const std::string& path_in) {
     }
     path = masters[0];
   }
-  if (!fs::exists(path, ec)) throw Error(ErrorKind::Io, path + ": no such file");
+  require_regular_file(path);
   Acquisition acq;
   acq.master = fs::absolute(path).lexically_normal().string();
   // A data file given directly: use its master when it lies beside it.

@@ -1,6 +1,7 @@
 #include "formats/hdf5_util.h"
 
 #include "core/utf8.h"
+#include "core/path_kind.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::h5 {
@@ -44,6 +45,7 @@ std::string last_error() {
 }
 
 Handle open_file(const std::string& path) {
+  require_regular_file(path);  // H5Fopen would wait forever on a FIFO
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_file_locking(fapl.get(), false, true);
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);

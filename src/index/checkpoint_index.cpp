@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_identity.h"
+#include "core/path_kind.h"
 #include "core/sqlite_db.h"
 #include "ops/placement_json.h"
 #include "tensormorph/error.h"
@@ -150,6 +151,9 @@ void CheckpointIndex::open_database(const std::string& path, bool explicit_path)
     }
     set_meta(db, "schema_version", kSchemaVersion);
   };
+  // A path that names a FIFO, a device or a folder (or loops) is a mistake, not a read-only index: SQLite
+  // would block on a FIFO. Io error (exit 6).
+  if (path_kind(path) != PathKind::Missing) require_regular_file(path);
   std::string why;
   try {
     std::error_code ec;
@@ -181,11 +185,16 @@ void CheckpointIndex::open_database(const std::string& path, bool explicit_path)
   db_ = std::make_unique<SqliteDb>("", SqliteDb::Mode::Memory);
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    try {
-      SqliteDb stored(path, SqliteDb::Mode::ReadOnly);
-      db_->copy_from(stored);
-    } catch (const Error&) {
-      db_ = std::make_unique<SqliteDb>("", SqliteDb::Mode::Memory);
+    // A WAL database on a read-only volume cannot be opened read-only in place (SQLite needs its -shm
+    // file): read it as immutable then.
+    for (const auto mode : {SqliteDb::Mode::ReadOnly, SqliteDb::Mode::Immutable}) {
+      try {
+        SqliteDb stored(path, mode);
+        db_->copy_from(stored);
+        break;
+      } catch (const Error&) {
+        db_ = std::make_unique<SqliteDb>("", SqliteDb::Mode::Memory);
+      }
     }
   }
   init(*db_);

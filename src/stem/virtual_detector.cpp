@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/path_kind.h"
 #include "stem/product_kind.h"
 #include "tensormorph/error.h"
 
@@ -88,6 +89,7 @@ void check_shape(const std::string& path, uint64_t r, uint64_t c, uint64_t rows,
 }
 
 std::vector<double> read_npy_2d(const std::string& path, uint64_t rows, uint64_t cols) {
+  require_regular_file(path);  // a FIFO would block the read below
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, path + ": cannot open");
   char magic[8];
@@ -138,6 +140,7 @@ std::vector<double> read_png_gray(const std::string& path, uint64_t rows, uint64
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
+  require_regular_file(path);  // a FIFO would block libpng's read
   if (!png_image_begin_read_from_file(&image, path.c_str()))
     throw Error(ErrorKind::BadInput, path + ": cannot read as PNG: " + image.message);
   check_shape(path, image.height, image.width, rows, cols);

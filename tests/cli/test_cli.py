@@ -89,6 +89,30 @@ class Stats(unittest.TestCase):
         self.assertEqual(r.code, 6)
         self.assertIn("not a regular file", r.err)
 
+    def test_fifos_and_symlink_loops_are_io_errors_not_hangs(self):
+        # Each of these blocked forever on a FIFO (opening one for reading waits for a writer), and a
+        # symbolic-link loop exited 70 (filesystem_error) or said "no such file".
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        loop = os.path.join(self.dir, "loop1")
+        os.symlink(os.path.join(self.dir, "loop2"), loop)
+        os.symlink(loop, os.path.join(self.dir, "loop2"))
+        run(["demo", "--out", os.path.join(self.dir, "demo"), "--layers", "1", "--hidden", "64", "--intermediate", "64",
+             "--vocab", "64", "--heads", "2", "--kv-heads", "2", "--shards", "1"])
+        demo = os.path.join(self.dir, "demo")
+        self.assertTrue(os.path.isfile(os.path.join(demo, "config.json")))
+        for target, why in ((fifo, "not a regular file"), (loop, "symbolic links form a loop")):
+            for args in (["stats", "--raw", target, "--dtype", "f32"], ["stats", target], ["index", target],
+                         ["info", target], ["stem", "inspect", target], ["stats", demo, "--index", target]):
+                r = run(args, timeout=20)
+                self.assertEqual(r.code, 6, f"{args}: {r.err}")
+                self.assertIn(target if "--raw" not in args else os.path.basename(target), r.err)
+                if "--raw" not in args or target == fifo:
+                    self.assertIn(why, r.err, args)
+        os.remove(fifo)
+        os.remove(loop)
+        os.remove(os.path.join(self.dir, "loop2"))
+
     def test_truncated_file(self):
         path = self.f32_file([1.0] * 10)
         r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "4,4"])

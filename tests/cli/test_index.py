@@ -369,10 +369,12 @@ class ReadOnlyVolume(unittest.TestCase):
 mount -t tmpfs none {mnt}
 cp -r {src} {mnt}/ckpt
 mkdir {mnt}/cache
+{TM_BIN} index {mnt}/ckpt --index {mnt}/stored.db > /dev/null
 mount -o remount,ro {mnt}
 if touch {mnt}/ckpt/probe 2>/dev/null; then echo NOT-READ-ONLY; exit 9; fi
 XDG_CACHE_HOME={cache} {TM_BIN} index {mnt}/ckpt --json > {d}/writable-cache.json
 XDG_CACHE_HOME={mnt}/cache {TM_BIN} index {mnt}/ckpt --json > {d}/ro-cache.json 2> {d}/ro-cache.err
+{TM_BIN} index {mnt}/ckpt --index {mnt}/stored.db --json > {d}/ro-index.json 2> {d}/ro-index.err
 XDG_CACHE_HOME={mnt}/cache {TM_BIN} stats {mnt}/ckpt --json > {d}/ro-stats.json
 ls -A {mnt}/ckpt > {d}/listing.txt
 """
@@ -384,11 +386,16 @@ ls -A {mnt}/ckpt > {d}/listing.txt
             ro = read_json(os.path.join(d, "ro-cache.json"))
             self.assertEqual((ro["computed"], ro["persisted"], ro["database"]), (6, False, ":memory:"))
             self.assertIn("not saved", read_text(os.path.join(d, "ro-cache.err")))
+            # A read-only --index file (a WAL database: SQLite cannot open it read-only in place without
+            # its -shm file) is the starting point: nothing recomputed (this recomputed all 6).
+            ro_index = read_json(os.path.join(d, "ro-index.json"))
+            self.assertEqual((ro_index["computed"], ro_index["persisted"]), (0, False))
+            self.assertIn("not saved", read_text(os.path.join(d, "ro-index.err")))
             stats = read_json(os.path.join(d, "ro-stats.json"))["tensors"]
             self.assertEqual(len(stats), 6)
             self.assertTrue(all(t["stats"]["count"] > 0 for t in stats))
             self.assertEqual(sorted(read_text(os.path.join(d, "listing.txt")).split()),
-                             ["a.safetensors", "b.safetensors", "model.safetensors.index.json"])
+                             ["a.safetensors", "b.safetensors", "model.safetensors.index.json"])  # stored.db is beside ckpt
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
