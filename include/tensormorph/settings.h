@@ -2,6 +2,7 @@
 // A flat map of known keys to string values; unknown keys are refused so typos do not go unnoticed.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ class Settings {
   std::string path_;
   std::map<std::string, std::string> values_;
 };
+
+// The rules for compute.threads / --threads and compute.memory_budget / --memory-budget, shared by the
+// settings (checked when set and when read) and the command-line flags. Both throw
+// tmorph::Error(InvalidArgument) naming `what` ("setting compute.threads", "--threads").
+inline constexpr unsigned kMaxThreads = 4096;
+unsigned parse_thread_count(const std::string& text, const std::string& what);  // 1..kMaxThreads
+uint64_t parse_memory_budget(const std::string& text, const std::string& what);  // > 0 bytes, K/M/G/T
 
 // Comma-separated list helper ("vulkan, cuda" -> {"vulkan","cuda"}).
 std::vector<std::string> split_list(const std::string& text);

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
-#include "core/byte_size.h"
 #include "support/thread_pool.h"
 #include "tensormorph/error.h"
 
@@ -41,17 +40,11 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   if (auto s = rt->settings.get("compute.never"))
     for (const auto& n : split_list(*s)) rt->constraints.never.insert(n);
   rt->threads = default_thread_count();
-  if (auto s = rt->settings.get("compute.threads")) {
-    const bool digits = !s->empty() && s->size() <= 4 && s->find_first_not_of("0123456789") == std::string::npos;
-    const unsigned long t = digits ? std::stoul(*s) : 0;
-    if (t == 0 || t > 4096)
-      throw Error(ErrorKind::InvalidArgument, "setting compute.threads must be an integer 1..4096, got '" + *s + "'");
-    rt->threads = static_cast<unsigned>(t);
-  }
+  if (auto s = rt->settings.get("compute.threads")) rt->threads = parse_thread_count(*s, "setting compute.threads");
   const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   rt->memory_budget = ram / 2;
   if (auto s = rt->settings.get("compute.memory_budget")) {
-    rt->memory_budget = parse_bytes(*s, "setting compute.memory_budget");
+    rt->memory_budget = parse_memory_budget(*s, "setting compute.memory_budget");
     rt->memory_budget_set = true;
   }
 
@@ -61,9 +54,13 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
     rt->constraints.strict_backend = flags->backend;
     if (!flags->backend.empty() && rt->constraints.never.count(flags->backend))
       throw Error(ErrorKind::InvalidArgument, "--backend " + flags->backend + " is also excluded by --never/compute.never");
-    if (flags->threads) rt->threads = flags->threads;
+    if (flags->threads) {  // 0: not given
+      if (flags->threads > kMaxThreads)
+        throw Error(ErrorKind::InvalidArgument, "--threads must be 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(flags->threads));
+      rt->threads = flags->threads;
+    }
     if (!flags->memory_budget.empty()) {
-      rt->memory_budget = parse_bytes(flags->memory_budget, "--memory-budget");
+      rt->memory_budget = parse_memory_budget(flags->memory_budget, "--memory-budget");
       rt->memory_budget_set = true;
     }
   }

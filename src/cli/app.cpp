@@ -30,7 +30,11 @@ int run_app(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);  // --help prints and returns 0; usage errors print and return non-zero
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error: the same prefix and exit code as every other invalid argument (CLI11's own codes,
+    // 104..109, mean nothing to a caller).
+    std::fprintf(stderr, "tensormorph: error: %s\nRun with --help for more information.\n", e.what());
+    return Error(ErrorKind::InvalidArgument, "").exit_code();
   } catch (const Error& e) {
     std::fprintf(stderr, "tensormorph: error: %s\n", e.what());
     return e.exit_code();

@@ -27,7 +27,7 @@ struct StatsArgs {
   std::string raw;
   std::string index_path;
   std::string dtype;
-  std::string shape;
+  std::optional<std::string> shape;  // given (even empty) or not
   uint64_t offset = 0;
   uint32_t bins = 256;
   std::vector<double> hist_range;
@@ -246,7 +246,7 @@ void run_stats(const StatsArgs& a) {
     throw Error(ErrorKind::InvalidArgument, "--dtype: unknown type '" + a.dtype + "' (known: " + names + ")");
   }
   std::optional<std::vector<uint64_t>> shape;
-  if (!a.shape.empty()) shape = parse_shape(a.shape);
+  if (a.shape) shape = parse_shape(*a.shape);
   const RawTensor t = open_raw_tensor(a.raw, *dtype, shape, a.offset);
   auto rt = make_runtime(&a.compute);
   const StatsOptions opt = options_from(a, *rt);

@@ -182,7 +182,7 @@ void add_stem_command(CLI::App& app) {
   d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
   d->add_option("--scan-rotation-deg", demo->scan_rotation_deg,
                 "turn the scan's axes by this angle against the detector's (DPC then finds -angle mod 180)");
-  d->add_option("--threads", demo->threads, "threads (default: all cores)");
+  d->add_option("--threads", demo->threads, "threads (default: all cores)")->check(CLI::Range(uint64_t{1}, uint64_t{kMaxThreads}));
   d->add_flag("--json", demo->json, "machine-readable output");
   d->callback([demo] {
     StemSimulationParams p;

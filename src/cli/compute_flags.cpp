@@ -8,7 +8,8 @@ void ComputeFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--never", never, "never use this backend (repeatable)");
   cmd->add_option("--allow-approx", allow_approx,
                   "consent to a named approximation step when no exact kernel can serve (repeatable)");
-  cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)");
+  cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)")
+      ->check(CLI::Range(1u, kMaxThreads));
   cmd->add_option("--memory-budget", memory_budget,
                   "bytes one op may hold, e.g. 512M (default: compute.memory_budget or half of RAM)");
 }

@@ -9,6 +9,9 @@ namespace tmorph {
 uint64_t parse_bytes(const std::string& text, const std::string& what) {
   size_t pos = 0;
   unsigned long long value = 0;
+  // std::stoull would take "-5" (as 2^64 - 5) and leading spaces.
+  if (text.empty() || text[0] < '0' || text[0] > '9')
+    throw Error(ErrorKind::InvalidArgument, what + ": expected a byte count like 1048576 or 512M, got '" + text + "'");
   try {
     value = std::stoull(text, &pos);
   } catch (const std::exception&) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/byte_size.h"
 #include "core/json_file.h"
 #include "tensormorph/error.h"
 
@@ -82,10 +83,26 @@ void Settings::set(const std::string& key, const std::string& value) {
     list += std::string(list.empty() ? "" : ", ") + k.key;
   }
   if (!known) throw Error(ErrorKind::InvalidArgument, "unknown setting '" + key + "' (known: " + list + ")");
+  if (key == "compute.threads") parse_thread_count(value, "setting compute.threads");
+  if (key == "compute.memory_budget") parse_memory_budget(value, "setting compute.memory_budget");
   values_[key] = value;
 }
 
 bool Settings::unset(const std::string& key) { return values_.erase(key) > 0; }
+
+unsigned parse_thread_count(const std::string& text, const std::string& what) {
+  const bool digits = !text.empty() && text.size() <= 4 && text.find_first_not_of("0123456789") == std::string::npos;
+  const unsigned long t = digits ? std::stoul(text) : 0;
+  if (t == 0 || t > kMaxThreads)
+    throw Error(ErrorKind::InvalidArgument, what + " must be an integer 1.." + std::to_string(kMaxThreads) + ", got '" + text + "'");
+  return static_cast<unsigned>(t);
+}
+
+uint64_t parse_memory_budget(const std::string& text, const std::string& what) {
+  const uint64_t bytes = parse_bytes(text, what);
+  if (bytes == 0) throw Error(ErrorKind::InvalidArgument, what + " must be more than 0 bytes, got '" + text + "'");
+  return bytes;
+}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;

@@ -17,7 +17,7 @@ std::vector<uint64_t> parse_shape(const std::string& text) {
   while (std::getline(in, field, ',')) {
     size_t pos = 0;
     unsigned long long v = 0;
-    bool ok = !field.empty() && field.find_first_not_of("0123456789") == std::string::npos;
+    bool ok = !field.empty() && field.find_first_not_of("0123456789") == std::string::npos && field.find_first_not_of('0') != std::string::npos;
     if (ok) {
       try {
         v = std::stoull(field, &pos);
@@ -27,7 +27,7 @@ std::vector<uint64_t> parse_shape(const std::string& text) {
     }
     if (!ok)
       throw Error(ErrorKind::InvalidArgument, "--shape: dimension " + std::to_string(index) + " is '" + field +
-                                                  "', expected a non-negative integer");
+                                                  "', expected a positive integer");
     shape.push_back(v);
     ++index;
   }

@@ -21,7 +21,8 @@ struct RawTensor {
   const uint8_t* data() const { return file->data() + offset; }
 };
 
-// Parses "4096,11008" (also "4096x11008"); throws InvalidArgument naming the bad field.
+// Parses "4096,11008" (also "4096x11008"): one or more positive sizes; throws InvalidArgument naming the
+// bad field.
 std::vector<uint64_t> parse_shape(const std::string& text);
 
 // Opens path and checks that shape x dtype fits after offset. Without a shape the tensor is 1-D over

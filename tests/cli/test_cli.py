@@ -2,6 +2,7 @@
 error, constraints from flags and settings, approximation consent, calibration."""
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -27,7 +28,40 @@ class Help(unittest.TestCase):
 
     def test_no_subcommand_is_a_usage_error(self):
         r = run([])
-        self.assertNotEqual(r.code, 0)
+        self.assertEqual(r.code, 2)
+        self.assertIn("tensormorph: error: A subcommand is required", r.err)
+
+    def test_option_errors_are_exit_2_with_the_prefix(self):
+        # CLI11's own errors exited 104..109 without the prefix every other error has.
+        d = tempfile.mkdtemp(prefix="tm-usage-")
+        try:
+            raw = write(os.path.join(d, "x.bin"), struct.pack("<4f", 1, 2, 3, 4))
+            cases = [
+                (["stats", "--bogus"], "argument was not expected: --bogus"),
+                (["stem", "virtual"], "A subcommand is required"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--threads", "nine"], "--threads"),
+                # accepted before: threads without bound, a negative budget (read as 2^64 - 5), empty and zero shapes
+                (["stats", "--raw", raw, "--dtype", "f32", "--threads", "100000"], "--threads: Value 100000 not in range 1 to 4096"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--threads", "0"], "not in range 1 to 4096"),
+                (["stem", "demo", "--out", d, "--threads", "100000"], "not in range 1 to 4096"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--memory-budget", "-5"], "--memory-budget: expected a byte count"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--memory-budget", "0"], "--memory-budget must be more than 0 bytes"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--shape", ""], "--shape: expected dimensions"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--shape", "0"], "--shape: dimension 0 is '0', expected a positive integer"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--shape", "2,0"], "dimension 1 is '0'"),
+                (["config", "set", "compute.threads", "-3"], "setting compute.threads must be an integer 1..4096, got '-3'"),
+                (["config", "set", "compute.threads", "0"], "must be an integer 1..4096"),
+                (["config", "set", "compute.memory_budget", "-5"], "setting compute.memory_budget: expected a byte count"),
+            ]
+            for args, want in cases:
+                r = run(args, config_home=d)
+                self.assertEqual(r.code, 2, f"{args}: {r.err}")
+                self.assertTrue(r.err.startswith("tensormorph: error: "), f"{args}: {r.err}")
+                self.assertIn(want, r.err, args)
+            self.assertFalse(os.path.exists(os.path.join(d, "tensormorph", "settings.json")))  # nothing was stored
+            self.assertEqual(run(["stats", "--raw", raw, "--dtype", "f32", "--threads", "4096", "--shape", "2x2"]).code, 0)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class Stats(unittest.TestCase):
@@ -141,7 +175,7 @@ class Stats(unittest.TestCase):
         path = self.f32_file([1.0])
         r = run(["stats", "--raw", path, "--dtype", "f32", "--shape", "1,-3"])
         self.assertEqual(r.code, 2)
-        self.assertIn("--shape: dimension 1 is '-3', expected a non-negative integer", r.err)
+        self.assertIn("--shape: dimension 1 is '-3', expected a positive integer", r.err)
 
     def test_shape_that_overflows(self):
         path = self.f32_file([1.0])
@@ -239,7 +273,9 @@ class Stats(unittest.TestCase):
 
     def test_bad_threads_setting(self):
         cfg = tempfile.mkdtemp(prefix="tm-cfg-")
-        run(["config", "set", "compute.threads", "2K"], config_home=cfg)
+        self.assertEqual(run(["config", "set", "compute.threads", "2K"], config_home=cfg).code, 2)  # refused when set
+        os.makedirs(os.path.join(cfg, "tensormorph"))
+        write(os.path.join(cfg, "tensormorph", "settings.json"), b'{"compute.threads": "2K"}')  # and when read
         r = run(["stats", "--raw", self.f32_file([1.0]), "--dtype", "f32"], config_home=cfg)
         self.assertEqual(r.code, 2)
         self.assertIn("setting compute.threads must be an integer 1..4096, got '2K'", r.err)
