@@ -45,7 +45,7 @@ herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void
   if (auto s = h5::read_scalar(ds.get())) {
     nlohmann::json v = {{"value", s->value}};
     if (!s->units.empty()) v["units"] = s->units;
-    (*static_cast<nlohmann::json*>(out))[path] = v;
+    (*static_cast<nlohmann::json*>(out))[h5::utf8(path)] = v;
   }
   return 0;
 }
@@ -186,10 +186,11 @@ bool Acquisition::complete() const {
   return !frames_expected || *frames_expected == frames_present;
 }
 
+// Names and paths come from the files (external link targets, link names): bytes, not always UTF-8.
 nlohmann::json Acquisition::readiness_json() const {
   nlohmann::json parts_json = nlohmann::json::array();
   for (const auto& p : parts) {
-    nlohmann::json j = {{"link", p.link}, {"file", p.file}, {"dataset", p.dataset}, {"present", p.present}};
+    nlohmann::json j = {{"link", h5::utf8(p.link)}, {"file", h5::utf8(p.file)}, {"dataset", h5::utf8(p.dataset)}, {"present", p.present}};
     if (p.present) {
       j["frames"] = p.frames;
       j["first_frame"] = p.first_frame;
@@ -197,14 +198,16 @@ nlohmann::json Acquisition::readiness_json() const {
       if (p.image_nr_low) j["image_nr_low"] = *p.image_nr_low;
       if (p.image_nr_high) j["image_nr_high"] = *p.image_nr_high;
     } else {
-      j["problem"] = p.problem;
+      j["problem"] = h5::utf8(p.problem);
     }
     parts_json.push_back(j);
   }
+  nlohmann::json problems_json = nlohmann::json::array();
+  for (const auto& p : problems) problems_json.push_back(h5::utf8(p));
   nlohmann::json out = {{"status", complete() ? "complete" : "incomplete"},
                         {"frames_present", frames_present},
                         {"frames_expected", frames_expected ? nlohmann::json(*frames_expected) : nlohmann::json()},
-                        {"problems", problems},
+                        {"problems", problems_json},
                         {"data_files", parts_json}};
   return out;
 }

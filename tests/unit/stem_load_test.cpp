@@ -427,6 +427,86 @@ TEST(StemReadiness, ADanglingLinkAndAMissingGroupAreReported) {
   EXPECT_THROW(open_acquisition(dir.file("junk_master.h5")), Error);
 }
 
+// Found by tests/fuzz/fuzz_dectris: HDF5 strings and names are bytes, and a file may hold Latin-1 where
+// JSON needs UTF-8. The reader put them in its JSON as they were, and every dump() of it (stem inspect
+// --json) threw nlohmann's type_error 316 instead of printing. Now they are valid UTF-8 (U+FFFD for a
+// byte that starts no UTF-8 sequence).
+TEST(StemReadiness, StringsAndNamesThatAreNotUtf8BecomeUtf8InTheJson) {
+  TempFolder dir("latin1");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  const std::string master = test::write_frames(o, DType::U16, 8, 8, 4);
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fopen(master.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    const std::string text = "Eiger \xb5-STEM \xff";  // Latin-1 micro sign, and a byte no UTF-8 has
+    h5::Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), text.size());
+    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    for (const char* path : {"entry/instrument/detector/description", "entry/instrument/caf\xe9/x"}) {
+      h5::Handle ds(H5Dcreate2(f.get(), path, type.get(), scalar.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      ASSERT_TRUE(ds.valid()) << path;
+      ASSERT_GE(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+      h5::Handle units(H5Acreate2(ds.get(), "units", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+      ASSERT_GE(H5Awrite(units.get(), type.get(), text.data()), 0);
+    }
+    ASSERT_GE(H5Lcreate_external("missing_\xff.h5", "/entry/data/data", f.get(), "entry/data/data_000009", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  const Acquisition acq = open_acquisition(master);
+  const std::string replaced = "Eiger \xef\xbf\xbd-STEM \xef\xbf\xbd";
+  EXPECT_EQ(acq.description, replaced);
+  std::string metadata, readiness;
+  ASSERT_NO_THROW(metadata = acq.metadata.dump());
+  ASSERT_NO_THROW(readiness = acq.readiness_json().dump());
+  EXPECT_EQ(acq.metadata.at("entry/instrument/detector/description").at("units"), replaced) << metadata;
+  EXPECT_TRUE(acq.metadata.contains("entry/instrument/caf\xef\xbf\xbd/x")) << metadata;
+  EXPECT_NE(readiness.find("missing_\xef\xbf\xbd.h5"), std::string::npos) << readiness;
+  EXPECT_EQ(h5::utf8("ok \xc3\xa9 \xf0\x9f\x99\x82"), "ok \xc3\xa9 \xf0\x9f\x99\x82");  // valid UTF-8 is kept
+  EXPECT_EQ(h5::utf8("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82"),  // overlong, surrogate, > U+10FFFF, cut
+            "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd");
+}
+
+// Found by tests/fuzz/fuzz_dectris: a metadata dataset's "units" attribute holding several strings was read
+// whole into room for one (H5Aread writes every element): a stack overflow (variable-length strings, 8
+// bytes per string over one pointer) or a heap overflow (fixed-length). Units are one string or ignored.
+TEST(StemReadiness, AUnitsAttributeOfManyStringsIsIgnored) {
+  TempFolder dir("units");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  const std::string master = test::write_frames(o, DType::U16, 8, 8, 4);
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fopen(master.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    const hsize_t many = 1000;  // 8 KB of pointers over a stack slot of 8 bytes; attributes stay under 64 KiB
+    h5::Handle list(H5Screate_simple(1, &many, nullptr), H5Sclose);
+    h5::Handle variable(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(variable.get(), H5T_VARIABLE);
+    h5::Handle fixed(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(fixed.get(), 8);
+    const double value = 2.5;
+    const std::vector<const char*> strings(many, "keV");
+    const std::vector<char> bytes(many * 8, 'k');
+    for (const auto& [path, type] : {std::pair{"entry/instrument/beam/incident_energy", variable.get()},
+                                     std::pair{"entry/instrument/beam/convergence_semi_angle", fixed.get()}}) {
+      h5::Handle ds(H5Dcreate2(f.get(), path, H5T_NATIVE_DOUBLE, scalar.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      ASSERT_TRUE(ds.valid()) << path;
+      ASSERT_GE(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), 0);
+      h5::Handle units(H5Acreate2(ds.get(), "units", type, list.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+      ASSERT_GE(H5Awrite(units.get(), type, type == variable.get() ? static_cast<const void*>(strings.data()) : bytes.data()), 0);
+    }
+  }
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_EQ(acq.beam_energy_ev, 2.5);
+  EXPECT_EQ(acq.convergence_semi_angle_mrad, 2.5);
+  EXPECT_FALSE(acq.metadata.at("entry/instrument/beam/incident_energy").contains("units")) << acq.metadata.dump();
+  EXPECT_FALSE(acq.metadata.at("entry/instrument/beam/convergence_semi_angle").contains("units")) << acq.metadata.dump();
+}
+
 TEST(StemSimulation, FramesAreDeterministicAndThePhysicsIsVisible) {
   StemSimulationParams p;
   p.scan_rows = p.scan_cols = 4;
