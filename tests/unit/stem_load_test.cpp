@@ -507,6 +507,41 @@ TEST(StemReadiness, AUnitsAttributeOfManyStringsIsIgnored) {
   EXPECT_FALSE(acq.metadata.at("entry/instrument/beam/convergence_semi_angle").contains("units")) << acq.metadata.dump();
 }
 
+// Found by tests/fuzz/fuzz_dectris: HDF5 declares extents without storing them, so a master of a few KB
+// can claim (1, 65536, 65536) frames and a pixel mask of the same shape; opening it allocated and filled
+// the whole mask (16 GiB there; with 2^32 x 2^32 the size wrapped to 0). A mask beyond 2^26 pixels is now
+// a problem and not read. 8193 x 8193 is just over: 256 MiB read before the fix, nothing after.
+TEST(StemReadiness, APixelMaskLargerThanAnyDetectorIsNotRead) {
+  TempFolder dir("hugemask");
+  const std::string master = dir.file("huge_master.h5");
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fcreate(master.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    const hsize_t frames[3] = {1, 8193, 8193}, frame_chunk[3] = {1, 64, 64}, mask_chunk[2] = {64, 64};
+    h5::Handle frames_space(H5Screate_simple(3, frames, nullptr), H5Sclose);
+    h5::Handle mask_space(H5Screate_simple(2, frames + 1, nullptr), H5Sclose);
+    h5::Handle frames_dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose), mask_dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    H5Pset_chunk(frames_dcpl.get(), 3, frame_chunk);
+    H5Pset_chunk(mask_dcpl.get(), 2, mask_chunk);
+    h5::Handle data(H5Dcreate2(f.get(), "entry/data/data", H5T_STD_U16LE, frames_space.get(), lcpl.get(), frames_dcpl.get(), H5P_DEFAULT),
+                    H5Dclose);
+    h5::Handle mask(H5Dcreate2(f.get(), "entry/instrument/detector/pixel_mask", H5T_STD_U32LE, mask_space.get(), lcpl.get(),
+                               mask_dcpl.get(), H5P_DEFAULT),
+                    H5Dclose);
+    ASSERT_TRUE(data.valid() && mask.valid());
+  }
+  ASSERT_LT(std::filesystem::file_size(master), 64u << 10);
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_EQ(acq.detector_rows, 8193u);
+  EXPECT_TRUE(acq.pixel_mask.empty());
+  EXPECT_TRUE(acq.pixel_mask_path.empty());
+  bool named = false;
+  for (const auto& p : acq.problems) named = named || p.find("pixel mask of 8193x8193 pixels is larger than any detector") != std::string::npos;
+  EXPECT_TRUE(named) << acq.readiness_json().dump();
+}
+
 TEST(StemSimulation, FramesAreDeterministicAndThePhysicsIsVisible) {
   StemSimulationParams p;
   p.scan_rows = p.scan_cols = 4;
