@@ -8,6 +8,7 @@
 
 #include "formats/hdf5_util.h"
 #include "core/file_identity.h"
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -48,7 +49,7 @@ herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void
   if (auto s = h5::read_scalar(ds.get())) {
     nlohmann::json v = {{"value", s->value}};
     if (!s->units.empty()) v["units"] = s->units;
-    (*static_cast<nlohmann::json*>(out))[h5::utf8(path)] = v;
+    (*static_cast<nlohmann::json*>(out))[to_utf8(path)] = v;
   }
   return 0;
 }
@@ -200,7 +201,7 @@ bool Acquisition::complete() const {
 nlohmann::json Acquisition::readiness_json() const {
   nlohmann::json parts_json = nlohmann::json::array();
   for (const auto& p : parts) {
-    nlohmann::json j = {{"link", h5::utf8(p.link)}, {"file", h5::utf8(p.file)}, {"dataset", h5::utf8(p.dataset)}, {"present", p.present}};
+    nlohmann::json j = {{"link", to_utf8(p.link)}, {"file", to_utf8(p.file)}, {"dataset", to_utf8(p.dataset)}, {"present", p.present}};
     if (p.present) {
       j["frames"] = p.frames;
       j["first_frame"] = p.first_frame;
@@ -208,12 +209,12 @@ nlohmann::json Acquisition::readiness_json() const {
       if (p.image_nr_low) j["image_nr_low"] = *p.image_nr_low;
       if (p.image_nr_high) j["image_nr_high"] = *p.image_nr_high;
     } else {
-      j["problem"] = h5::utf8(p.problem);
+      j["problem"] = to_utf8(p.problem);
     }
     parts_json.push_back(j);
   }
   nlohmann::json problems_json = nlohmann::json::array();
-  for (const auto& p : problems) problems_json.push_back(h5::utf8(p));
+  for (const auto& p : problems) problems_json.push_back(to_utf8(p));
   nlohmann::json out = {{"status", complete() ? "complete" : "incomplete"},
                         {"frames_present", frames_present},
                         {"frames_expected", frames_expected ? nlohmann::json(*frames_expected) : nlohmann::json()},

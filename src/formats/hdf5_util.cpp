@@ -1,5 +1,6 @@
 #include "formats/hdf5_util.h"
 
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::h5 {
@@ -40,33 +41,6 @@ std::string last_error() {
   std::string text;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &text);
   return text;
-}
-
-std::string utf8(const std::string& bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c < 0x80) len = 1;
-    else if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k)
-      ok = k == 1 ? p[i + 1] >= lo && p[i + 1] <= hi : p[i + k] >= 0x80 && p[i + k] <= 0xBF;
-    if (ok) {
-      out.append(bytes, i, len);
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-    }
-  }
-  return out;
 }
 
 Handle open_file(const std::string& path) {
@@ -134,7 +108,7 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
         H5Tset_size(mem.get(), H5T_VARIABLE);
         char* s = nullptr;
         if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &s) < 0 || !s) return std::nullopt;
-        out.value = utf8(s);
+        out.value = to_utf8(s);
         H5free_memory(s);
       } else {
         const size_t n = H5Tget_size(type.get());
@@ -144,7 +118,7 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
         H5Tset_size(mem.get(), n);
         if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) < 0) return std::nullopt;
         s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
-        out.value = utf8(s);
+        out.value = to_utf8(s);
       }
       break;
     }
@@ -160,12 +134,12 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
         char* s = nullptr;
         Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
         H5Tset_size(mem.get(), H5T_VARIABLE);
-        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = utf8(s), H5free_memory(s);
+        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = to_utf8(s), H5free_memory(s);
       } else {
         const size_t n = H5Tget_size(atype.get());
         std::string s(n, '\0');
         if (n > 0 && n < (1 << 12) && H5Aread(attr.get(), atype.get(), s.data()) >= 0)
-          out.units = utf8(s.substr(0, s.find('\0')));
+          out.units = to_utf8(s.substr(0, s.find('\0')));
       }
     }
   }

@@ -70,15 +70,9 @@ bool exists(hid_t loc, const std::string& path);
 Handle open_dataset(hid_t loc, const std::string& path);
 Handle open_group(hid_t loc, const std::string& path);
 
-// `bytes` as valid UTF-8: every byte that does not begin a well-formed UTF-8 sequence (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF) becomes U+FFFD, as nlohmann's
-// error_handler_t::replace would write it. HDF5 strings and names are bytes (a file may say ASCII and hold
-// Latin-1); everything the Dectris reader puts in JSON goes through this, so the JSON always serialises.
-std::string utf8(const std::string& bytes);
-
 // The value of a dataset with at most one element (numeric or string), or nullopt for anything
 // larger or of another class. Units come from its "units" attribute when it is one string. Strings are
-// utf8().
+// made UTF-8 (to_utf8, core/utf8.h: a file may say ASCII and hold Latin-1, and JSON needs UTF-8).
 struct Scalar {
   nlohmann::json value;
   std::string units;

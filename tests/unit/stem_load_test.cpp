@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/utf8.h"
 #include "formats/dectris.h"
 #include "stem/load.h"
 #include "stem/simulate.h"
@@ -463,8 +464,8 @@ TEST(StemReadiness, StringsAndNamesThatAreNotUtf8BecomeUtf8InTheJson) {
   EXPECT_EQ(acq.metadata.at("entry/instrument/detector/description").at("units"), replaced) << metadata;
   EXPECT_TRUE(acq.metadata.contains("entry/instrument/caf\xef\xbf\xbd/x")) << metadata;
   EXPECT_NE(readiness.find("missing_\xef\xbf\xbd.h5"), std::string::npos) << readiness;
-  EXPECT_EQ(h5::utf8("ok \xc3\xa9 \xf0\x9f\x99\x82"), "ok \xc3\xa9 \xf0\x9f\x99\x82");  // valid UTF-8 is kept
-  EXPECT_EQ(h5::utf8("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82"),  // overlong, surrogate, > U+10FFFF, cut
+  EXPECT_EQ(to_utf8("ok \xc3\xa9 \xf0\x9f\x99\x82"), "ok \xc3\xa9 \xf0\x9f\x99\x82");  // valid UTF-8 is kept
+  EXPECT_EQ(to_utf8("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82"),  // overlong, surrogate, > U+10FFFF, cut
             "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd");
 }
 
