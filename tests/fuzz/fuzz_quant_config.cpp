@@ -6,7 +6,7 @@
 // DIMS is "-" (a scalar) or sizes joined by commas, e.g. "16,8"; "=" makes the tensor a U8 vector of
 // CONTENT's bytes (a bitsandbytes quant_state). Other tensors hold CONTENT's bytes, then zeros. A line
 // "@quantize_config.json" writes the config under AutoGPTQ's name instead. Lines that name no valid
-// tensor (unknown dtype, over 1 MiB, a repeated name or one that is not UTF-8) are skipped: what is fuzzed is the recognition, not
+// tensor (unknown dtype, over 64 KiB or past 256 KiB in all, a repeated name or one that is not UTF-8) are skipped: what is fuzzed is the recognition, not
 // the safetensors writer. The harness writes model.safetensors and the config into its scratch folder and
 // opens the checkpoint; every logical tensor it recognises must have parts inside the file, and a
 // descriptor that survives its own JSON round trip.
@@ -28,7 +28,8 @@
 
 namespace {
 
-constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 20;
+// Small files keep the harness fast (the writes dominate); shapes, not sizes, are what recognition reads.
+constexpr uint64_t kMaxTensorBytes = uint64_t{64} << 10, kMaxFileBytes = uint64_t{256} << 10;
 
 struct Tensor {
   std::string name, dtype;
@@ -104,10 +105,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<Tensor> tensors;
   std::set<std::string> names;
   if (sep != std::string_view::npos) {
+    uint64_t total = 0;
     for (std::string_view line : split(input.substr(sep + 6), '\n', 64)) {
       if (line == "@quantize_config.json") config_name = "quantize_config.json";
       Tensor t;
-      if (parse_tensor(line, names, t)) tensors.push_back(std::move(t));
+      if (parse_tensor(line, names, t) && t.bytes <= kMaxFileBytes - total) total += t.bytes, tensors.push_back(std::move(t));
     }
   }
   if (tensors.empty()) return 0;
@@ -118,7 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tmorph::fuzz::write_file(dir + "/" + config_name, config.data(), config.size());
   const std::string path = dir + "/model.safetensors";
   {
-    tmorph::SafetensorsWriter w(path);
+    tmorph::SafetensorsWriter w(path, size_t{64} << 10);  // not the default 8 MiB buffer: allocated per run
     for (const auto& t : tensors) w.add_tensor(t.name, t.dtype, t.shape);
     w.write_header();
     for (const auto& t : tensors) {
