@@ -6,11 +6,14 @@
 #               make run SERVE=0 ends without serving)
 #   make test   build and run the whole test suite (release)
 #   make test-asan   the same suite under AddressSanitizer + UBSan
+#   make fuzz   build the libFuzzer harnesses of every parser of untrusted bytes (tests/fuzz, clang 14) and run each
+#               for FUZZ_SECONDS (default 60); fails on any crash, sanitizer report, leak, timeout or OOM
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
-.PHONY: deps tool build run test test-asan bench docs clean
+.PHONY: deps tool build run test test-asan fuzz bench docs clean
 
 JOBS ?= $(shell nproc)
 PORT ?= 8765
+FUZZ_SECONDS ?= 60
 SERVE ?= 1
 
 deps:
@@ -48,6 +51,9 @@ test-asan: deps
 	@cmake --build --preset asan -j $(JOBS)
 	@ctest --preset asan -j $(JOBS)
 
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) scripts/run-fuzz
+
 bench: build
 	@/usr/bin/python3 bench/run_bench.py --build build
 	@/usr/bin/python3 bench/index_bench.py --build build
@@ -62,4 +68,4 @@ docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py
 
 clean:
-	rm -rf build build-debug build-asan
+	rm -rf build build-debug build-asan build-fuzz

@@ -13,6 +13,7 @@
 #include "core/json_bounded.h"
 #include "core/json_file.h"
 #include "core/path_kind.h"
+#include "core/utf8.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "tensormorph/error.h"
@@ -54,7 +55,8 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   GgufFile g = parse_gguf(file->data(), file->size(), file->path(), GgufArrays::Summary);
   c.format = "gguf";
   for (const auto& kv : g.kvs)
-    if (kv.type != GgufType::ARRAY) c.metadata.emplace(kv.key, kv.value.is_string() ? kv.value.get<std::string>() : kv.value.dump());
+    if (kv.type != GgufType::ARRAY)  // shown and written as JSON: strings made UTF-8
+      c.metadata.emplace(kv.key, kv.value.is_string() ? escape_invalid_utf8(kv.value.get<std::string>()) : kv.value.dump());
   for (const auto& t : g.tensors) {
     CheckpointTensor ct;
     ct.name = t.name;

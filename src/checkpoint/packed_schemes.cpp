@@ -1,5 +1,7 @@
 #include "checkpoint/packed_schemes.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -261,7 +263,9 @@ class Recogniser {
       const auto& off = field("nested_offset");
       if (!nbs.is_number_unsigned() || nbs.get<uint64_t>() == 0 || nbs.get<uint64_t>() > (1u << 20))
         bad(state, "bitsandbytes nested_blocksize " + json_brief(nbs) + " is not a positive integer up to 2^20");
-      if (!off.is_number()) bad(state, "bitsandbytes nested_offset " + json_brief(off) + " is not a number");
+      // A float32 offset (bitsandbytes stores a float32 tensor's item()): a larger one would become ±inf.
+      if (!off.is_number() || !(std::fabs(off.get<double>()) <= std::numeric_limits<float>::max()))
+        bad(state, "bitsandbytes nested_offset " + json_brief(off) + " is not a finite float32 number");
       p.nested_block = nbs.get<uint64_t>();
       p.nested_offset = off.get<float>();
       expect(absmax, {DType::U8}, 0, "bitsandbytes double-quantized absmax");

@@ -84,7 +84,8 @@ void decode_bitshuffle_lz4_chunk(const uint8_t* chunk, uint64_t chunk_bytes, uin
     fail(where, "after " + std::to_string(block) + " blocks at chunk byte " + std::to_string(pos) + ", " +
                     std::to_string(chunk_bytes - pos) + " bytes remain where the " + std::to_string(tail_elements) +
                     " raw tail elements need " + std::to_string(tail_bytes));
-  std::memcpy(out + done * element_size, chunk + pos, tail_bytes);
+  // A frame of no pixels may have no buffer (out == nullptr): memcpy must not be called with it.
+  if (tail_bytes) std::memcpy(out + done * element_size, chunk + pos, tail_bytes);
 }
 
 void decode_bitshuffle_plain_chunk(const uint8_t* chunk, uint64_t chunk_bytes, uint32_t element_size,
@@ -103,7 +104,7 @@ void decode_bitshuffle_plain_chunk(const uint8_t* chunk, uint64_t chunk_bytes, u
     bit_unshuffle_block(chunk + done * element_size, out + done * element_size, n, element_size);
     done += n;
   }
-  std::memcpy(out + done * element_size, chunk + done * element_size, (elements - done) * element_size);
+  if (elements > done) std::memcpy(out + done * element_size, chunk + done * element_size, (elements - done) * element_size);
 }
 
 std::vector<uint8_t> encode_bitshuffle_lz4_chunk(const uint8_t* data, uint64_t elements, uint32_t element_size,

@@ -30,6 +30,9 @@ namespace {
 
 constexpr unsigned kBitshuffleFilter = 32008;
 constexpr int kBitshuffleLz4 = 2;
+// The largest pixel mask read (uint32, 256 MiB): over 3x the largest Dectris detector (EIGER2 X 16M,
+// 4148 x 4362). HDF5 declares extents without storing them, so a file of a few KB can claim any size.
+constexpr uint64_t kMaxMaskPixels = uint64_t{1} << 26;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -160,7 +163,8 @@ std::string compute_signature(const Acquisition& acq) {
   return hex;
 }
 
-// Reads the pixel mask (uint32, Kr × Kc) when present; a mask of another shape is a problem.
+// Reads the pixel mask (uint32, Kr × Kc) when present; a mask of another shape, or of more than
+// kMaxMaskPixels, is a problem (and not read).
 void read_pixel_mask(hid_t master, Acquisition& acq) {
   for (const char* p : {"entry/instrument/detector/pixel_mask", "entry/instrument/detector/detectorSpecific/pixel_mask"}) {
     h5::Handle ds = h5::open_dataset(master, p);
@@ -169,6 +173,12 @@ void read_pixel_mask(hid_t master, Acquisition& acq) {
     if (dims.size() != 2 || dims[0] != acq.detector_rows || dims[1] != acq.detector_cols) {
       acq.problems.push_back(acq.master + ":" + p + ": pixel mask shape does not match the " + std::to_string(acq.detector_rows) +
                              "x" + std::to_string(acq.detector_cols) + " detector; not applied");
+      return;
+    }
+    if (dims[1] != 0 && dims[0] > kMaxMaskPixels / dims[1]) {
+      acq.problems.push_back(acq.master + ":" + p + ": pixel mask of " + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) +
+                             " pixels is larger than any detector (at most " + std::to_string(kMaxMaskPixels) +
+                             " pixels are read); not applied");
       return;
     }
     acq.pixel_mask.resize(dims[0] * dims[1]);
@@ -188,10 +198,11 @@ bool Acquisition::complete() const {
   return !frames_expected || *frames_expected == frames_present;
 }
 
+// Names and paths come from the files (external link targets, link names): bytes, not always UTF-8.
 nlohmann::json Acquisition::readiness_json() const {
   nlohmann::json parts_json = nlohmann::json::array();
   for (const auto& p : parts) {
-    nlohmann::json j = {{"link", p.link}, {"file", p.file}, {"dataset", p.dataset}, {"present", p.present}};
+    nlohmann::json j = {{"link", escape_invalid_utf8(p.link)}, {"file", escape_invalid_utf8(p.file)}, {"dataset", escape_invalid_utf8(p.dataset)}, {"present", p.present}};
     if (p.present) {
       j["frames"] = p.frames;
       j["first_frame"] = p.first_frame;
@@ -199,14 +210,16 @@ nlohmann::json Acquisition::readiness_json() const {
       if (p.image_nr_low) j["image_nr_low"] = *p.image_nr_low;
       if (p.image_nr_high) j["image_nr_high"] = *p.image_nr_high;
     } else {
-      j["problem"] = p.problem;
+      j["problem"] = escape_invalid_utf8(p.problem);
     }
     parts_json.push_back(j);
   }
+  nlohmann::json problems_json = nlohmann::json::array();
+  for (const auto& p : problems) problems_json.push_back(escape_invalid_utf8(p));
   nlohmann::json out = {{"status", complete() ? "complete" : "incomplete"},
                         {"frames_present", frames_present},
                         {"frames_expected", frames_expected ? nlohmann::json(*frames_expected) : nlohmann::json()},
-                        {"problems", problems},
+                        {"problems", problems_json},
                         {"data_files", parts_json}};
   return out;
 }

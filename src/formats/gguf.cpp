@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -203,6 +204,9 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
     GgufKv kv;
     kv.offset = c.pos();
     kv.key = c.string("KV key");
+    // Keys and tensor names are identifiers that every output (JSON, the index) carries: the
+    // specification's UTF-8, checked. String values are kept as stored (escape_invalid_utf8 where they are shown).
+    if (!is_valid_utf8(kv.key)) c.fail(kv.offset, "KV key '" + escape_invalid_utf8(kv.key) + "' is not valid UTF-8");
     if (!keys.insert(kv.key).second) c.fail(kv.offset, "key '" + kv.key + "' appears twice");
     const uint64_t at = c.pos();
     const uint32_t t = c.read<uint32_t>("KV value type");
@@ -223,6 +227,7 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
     GgufTensor t;
     t.info_offset = c.pos();
     t.name = c.string("tensor name");
+    if (!is_valid_utf8(t.name)) c.fail(t.info_offset, "tensor name '" + escape_invalid_utf8(t.name) + "' is not valid UTF-8");
     if (!names.insert(t.name).second) c.fail(t.info_offset, "tensor '" + t.name + "' appears twice");
     const uint32_t n_dims = c.read<uint32_t>("tensor n_dims");
     if (n_dims == 0 || n_dims > kMaxDims)

@@ -28,7 +28,8 @@ struct GgufKv {
   GgufType type = GgufType::U8;
   GgufType element_type = GgufType::U8;  // arrays only
   uint64_t count = 0;                 // arrays only
-  nlohmann::json value;               // numbers exact (f32 widened to double), strings, nested arrays
+  nlohmann::json value;               // numbers exact (f32 widened to double), strings (bytes as stored, not
+                                      // always UTF-8: escape_invalid_utf8 before dumping), nested arrays
                                       // (null for arrays parsed with GgufArrays::Summary)
 };
 
@@ -69,7 +70,8 @@ struct GgufFile {
 // checkpoint needs no more, and a tokenizer's 100k-string arrays then cost no allocation.
 enum class GgufArrays { Values, Summary };
 
-// Parses `size` bytes of a GGUF file. Throws tmorph::Error(BadInput) naming `path` and the offset.
+// Parses `size` bytes of a GGUF file. Throws tmorph::Error(BadInput) naming `path` and the offset; keys and
+// tensor names must be valid UTF-8.
 GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path, GgufArrays arrays = GgufArrays::Values);
 
 }  // namespace tmorph

@@ -131,7 +131,9 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
   if (H5Aexists(dataset, "units") > 0) {
     Handle attr(H5Aopen(dataset, "units", H5P_DEFAULT), H5Aclose);
     Handle atype(H5Aget_type(attr.get()), H5Tclose);
-    if (H5Tget_class(atype.get()) == H5T_STRING) {
+    Handle aspace(H5Aget_space(attr.get()), H5Sclose);
+    // One string only: H5Aread writes every element, and the buffers below hold one.
+    if (H5Tget_class(atype.get()) == H5T_STRING && aspace.valid() && H5Sget_simple_extent_npoints(aspace.get()) == 1) {
       if (H5Tis_variable_str(atype.get()) > 0) {
         char* s = nullptr;
         Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);

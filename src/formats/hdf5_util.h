@@ -71,7 +71,8 @@ Handle open_dataset(hid_t loc, const std::string& path);
 Handle open_group(hid_t loc, const std::string& path);
 
 // The value of a dataset with at most one element (numeric or string), or nullopt for anything
-// larger or of another class. Units come from its "units" attribute when present.
+// larger or of another class. Units come from its "units" attribute when it is one string. Strings are
+// made UTF-8 (escape_invalid_utf8, core/utf8.h: a file may say ASCII and hold Latin-1, and JSON needs UTF-8).
 struct Scalar {
   nlohmann::json value;
   std::string units;

@@ -537,6 +537,42 @@ class ShardedCheckpoints(unittest.TestCase):
         self.assertIn("split set of 2 shards: shard " + os.path.join(self.dir, "tiny-split-00002-of-00002.gguf") + " is missing", r.err)
 
 
+class GgufTextThatIsNotUtf8(unittest.TestCase):
+    """Found by tests/fuzz/fuzz_gguf: GGUF strings are bytes. A Latin-1 metadata value, key or tensor name made
+    info/ls/stats --json exit 70 (nlohmann type_error 316). Values are shown with U+FFFD; keys and tensor names
+    (identifiers every output carries) are bad input naming the offset."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tm-gguf-latin1-")
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def gguf(self, name, key, value, tensor):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+        from gguf_write import write_gguf
+        import numpy as np
+        path = os.path.join(self.dir, name)
+        write_gguf(path, [(key, "STRING", value)], [(tensor, "F32", [2], np.zeros(2, np.float32))])
+        return path
+
+    def test_a_latin1_value_is_shown_escaped(self):
+        path = self.gguf("value.gguf", "general.name", b"caf\xe9", "w")
+        for command in ("info", "ls", "stats"):
+            r = run([command, path, "--json"])
+            self.assertEqual(r.code, 0, command + ": " + r.err)
+        self.assertEqual(json.loads(run(["info", path, "--json"]).out)["metadata"]["general.name"], "caf\\xE9")
+
+    def test_a_latin1_key_or_tensor_name_is_bad_input(self):
+        r = run(["ls", self.gguf("key.gguf", b"caf\xe9", b"x", "w"), "--json"])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("at byte 24: KV key 'caf\\xE9' is not valid UTF-8", r.err)
+        r = run(["stats", self.gguf("name.gguf", "general.name", b"x", b"w\xe9"), "--json"])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("tensor name 'w\\xE9' is not valid UTF-8", r.err)
+
+
 class Backends(unittest.TestCase):
     def test_backends_json_reports_devices_kernels_and_reasons(self):
         r = run(["backends", "--json"], plugins=True)

@@ -443,6 +443,19 @@ class CorruptPackedCheckpoints(unittest.TestCase):
         ck = replace(packed_write.build_nf4(), state, np.frombuffer(b"{not json", np.uint8))
         self.expect_bad_input(ck, L + ".weight", state)
 
+    def test_bnb_nested_offset_beyond_float32(self):
+        """Found by tests/fuzz/fuzz_quant_config: a nested_offset that no float32 holds became +inf, every value
+        decoded to inf, and the index could not read its own descriptor back (JSON has no inf)."""
+        state = L + ".weight.quant_state.bitsandbytes__nf4"
+        ck = packed_write.build_nf4_nested()
+        doc = json.loads(bytes(dict(ck.tensors)[state]))
+        doc["nested_offset"] = 1e300
+        ck = replace(ck, state, np.frombuffer(json.dumps(doc).encode(), np.uint8))
+        r = self.export(ck, L + ".weight")
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn(state, r.err)
+        self.assertIn("nested_offset 1e+300 is not a finite float32 number", r.err)
+
     def test_bnb_absmax_too_short_for_the_shape(self):
         ck = replace(packed_write.build_nf4(), L + ".weight.absmax", np.ones(205, np.float32))  # [99, 133]: 206
         self.expect_bad_input(ck, L + ".weight", L + ".weight.absmax")

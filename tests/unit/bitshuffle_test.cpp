@@ -207,5 +207,15 @@ TEST_F(MalformedChunk, ABlockThatDecodesShort) {
   EXPECT_NE(e.find("block 0 (chunk byte 12): LZ4 block decoded to 5 bytes, expected 512"), std::string::npos) << e;
 }
 
+// Found by tests/fuzz/fuzz_bitshuffle_lz4: a frame of no pixels has no buffer (a zero-size vector's data() is
+// null), and the decoders passed it to memcpy (undefined behaviour, reported by make test-asan's UBSan).
+TEST(Bitshuffle, AFrameOfNoPixelsDecodesWithoutABuffer) {
+  std::vector<uint8_t> scratch;
+  decode_bitshuffle_plain_chunk(nullptr, 0, 2, 0, nullptr, 0, "empty frame");
+  const std::vector<uint8_t> chunk = encode_bitshuffle_lz4_chunk(nullptr, 0, 2, 0);
+  ASSERT_EQ(chunk.size(), 12u);
+  decode_bitshuffle_lz4_chunk(chunk.data(), chunk.size(), 2, nullptr, 0, "empty frame", scratch);
+}
+
 }  // namespace
 }  // namespace tmorph

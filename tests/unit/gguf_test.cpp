@@ -224,6 +224,11 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
   Writer bad_alignment;
   bad_alignment.b = {'G', 'G', 'U', 'F'};
   bad_alignment.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(24);
+  // Found by tests/fuzz/fuzz_gguf: keys and tensor names that are not UTF-8 made every JSON output of the
+  // checkpoint throw (info/ls/stats --json exited 70).
+  Writer latin1_key;
+  latin1_key.b = {'G', 'G', 'U', 'F'};
+  latin1_key.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("caf\xe9").put<uint32_t>(0).put<uint8_t>(1);
   Writer deep;
   deep.b = {'G', 'G', 'U', 'F'};
   deep.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9);
@@ -256,6 +261,8 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
       {gguf_with(2, [](Writer& w) { f32_info(w, "a", 8, 0), f32_info(w, "a", 8, 32); }, 64), "tensor 'a' appears twice"},
       {gguf_with(2, [](Writer& w) { f32_info(w, "a", 16, 0), f32_info(w, "b", 8, 32); }, 96), "tensor 'b' overlaps tensor 'a'"},
       {gguf_with(1, [](Writer& w) { w.str("a").put<uint32_t>(5); }, 32), "has 5 dimensions (1 to 4 allowed)"},
+      {latin1_key.b, "at byte 24: KV key 'caf\\xE9' is not valid UTF-8"},
+      {gguf_with(1, [](Writer& w) { f32_info(w, "w\xff", 8, 0); }, 32), "tensor name 'w\\xFF' is not valid UTF-8"},
   };
   for (const auto& c : cases) {
     const std::string msg = error_of(c.file);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/utf8.h"
 #include "formats/dectris.h"
 #include "stem/load.h"
 #include "stem/simulate.h"
@@ -425,6 +426,121 @@ TEST(StemReadiness, ADanglingLinkAndAMissingGroupAreReported) {
   }
   std::ofstream(dir.file("junk_master.h5")) << "not hdf5";
   EXPECT_THROW(open_acquisition(dir.file("junk_master.h5")), Error);
+}
+
+// Found by tests/fuzz/fuzz_dectris: HDF5 strings and names are bytes, and a file may hold Latin-1 where
+// JSON needs UTF-8. The reader put them in its JSON as they were, and every dump() of it (stem inspect
+// --json) threw nlohmann's type_error 316 instead of printing. Now they are valid UTF-8: a byte that starts
+// no UTF-8 sequence is written \xNN (escape_invalid_utf8), so nothing is lost.
+TEST(StemReadiness, StringsAndNamesThatAreNotUtf8BecomeUtf8InTheJson) {
+  TempFolder dir("latin1");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  const std::string master = test::write_frames(o, DType::U16, 8, 8, 4);
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fopen(master.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    const std::string text = "Eiger \xb5-STEM \xff";  // Latin-1 micro sign, and a byte no UTF-8 has
+    h5::Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), text.size());
+    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    for (const char* path : {"entry/instrument/detector/description", "entry/instrument/caf\xe9/x"}) {
+      h5::Handle ds(H5Dcreate2(f.get(), path, type.get(), scalar.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      ASSERT_TRUE(ds.valid()) << path;
+      ASSERT_GE(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+      h5::Handle units(H5Acreate2(ds.get(), "units", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+      ASSERT_GE(H5Awrite(units.get(), type.get(), text.data()), 0);
+    }
+    ASSERT_GE(H5Lcreate_external("missing_\xff.h5", "/entry/data/data", f.get(), "entry/data/data_000009", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  const Acquisition acq = open_acquisition(master);
+  const std::string escaped = "Eiger \\xB5-STEM \\xFF";
+  EXPECT_EQ(acq.description, escaped);
+  std::string metadata, readiness;
+  ASSERT_NO_THROW(metadata = acq.metadata.dump());
+  ASSERT_NO_THROW(readiness = acq.readiness_json().dump());
+  EXPECT_EQ(acq.metadata.at("entry/instrument/detector/description").at("units"), escaped) << metadata;
+  EXPECT_TRUE(acq.metadata.contains("entry/instrument/caf\\xE9/x")) << metadata;
+  EXPECT_NE(readiness.find("missing_\\\\xFF.h5"), std::string::npos) << readiness;  // the backslash, escaped by dump
+  EXPECT_EQ(escape_invalid_utf8("ok \xc3\xa9 \xf0\x9f\x99\x82"), "ok \xc3\xa9 \xf0\x9f\x99\x82");  // valid UTF-8 is kept
+  EXPECT_EQ(escape_invalid_utf8("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82"),  // overlong, surrogate, > U+10FFFF, cut
+            "\\xC0\\xAF \\xED\\xA0\\x80 \\xF4\\x90\\x80\\x80 \\xE2\\x82");
+}
+
+// Found by tests/fuzz/fuzz_dectris: a metadata dataset's "units" attribute holding several strings was read
+// whole into room for one (H5Aread writes every element): a stack overflow (variable-length strings, 8
+// bytes per string over one pointer) or a heap overflow (fixed-length). Units are one string or ignored.
+TEST(StemReadiness, AUnitsAttributeOfManyStringsIsIgnored) {
+  TempFolder dir("units");
+  DectrisWriterOptions o;
+  o.folder = dir.str();
+  const std::string master = test::write_frames(o, DType::U16, 8, 8, 4);
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fopen(master.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    const hsize_t many = 1000;  // 8 KB of pointers over a stack slot of 8 bytes; attributes stay under 64 KiB
+    h5::Handle list(H5Screate_simple(1, &many, nullptr), H5Sclose);
+    h5::Handle variable(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(variable.get(), H5T_VARIABLE);
+    h5::Handle fixed(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(fixed.get(), 8);
+    const double value = 2.5;
+    const std::vector<const char*> strings(many, "keV");
+    const std::vector<char> bytes(many * 8, 'k');
+    for (const auto& [path, type] : {std::pair{"entry/instrument/beam/incident_energy", variable.get()},
+                                     std::pair{"entry/instrument/beam/convergence_semi_angle", fixed.get()}}) {
+      h5::Handle ds(H5Dcreate2(f.get(), path, H5T_NATIVE_DOUBLE, scalar.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      ASSERT_TRUE(ds.valid()) << path;
+      ASSERT_GE(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), 0);
+      h5::Handle units(H5Acreate2(ds.get(), "units", type, list.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+      ASSERT_GE(H5Awrite(units.get(), type, type == variable.get() ? static_cast<const void*>(strings.data()) : bytes.data()), 0);
+    }
+  }
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_EQ(acq.beam_energy_ev, 2.5);
+  EXPECT_EQ(acq.convergence_semi_angle_mrad, 2.5);
+  EXPECT_FALSE(acq.metadata.at("entry/instrument/beam/incident_energy").contains("units")) << acq.metadata.dump();
+  EXPECT_FALSE(acq.metadata.at("entry/instrument/beam/convergence_semi_angle").contains("units")) << acq.metadata.dump();
+}
+
+// Found by tests/fuzz/fuzz_dectris: HDF5 declares extents without storing them, so a master of a few KB
+// can claim (1, 65536, 65536) frames and a pixel mask of the same shape; opening it allocated and filled
+// the whole mask (16 GiB there; with 2^32 x 2^32 the size wrapped to 0). A mask beyond 2^26 pixels is now
+// a problem and not read. 8193 x 8193 is just over: 256 MiB read before the fix, nothing after.
+TEST(StemReadiness, APixelMaskLargerThanAnyDetectorIsNotRead) {
+  TempFolder dir("hugemask");
+  const std::string master = dir.file("huge_master.h5");
+  {
+    auto guard = h5::lock();
+    h5::Handle f(H5Fcreate(master.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    const hsize_t frames[3] = {1, 8193, 8193}, frame_chunk[3] = {1, 64, 64}, mask_chunk[2] = {64, 64};
+    h5::Handle frames_space(H5Screate_simple(3, frames, nullptr), H5Sclose);
+    h5::Handle mask_space(H5Screate_simple(2, frames + 1, nullptr), H5Sclose);
+    h5::Handle frames_dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose), mask_dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    H5Pset_chunk(frames_dcpl.get(), 3, frame_chunk);
+    H5Pset_chunk(mask_dcpl.get(), 2, mask_chunk);
+    h5::Handle data(H5Dcreate2(f.get(), "entry/data/data", H5T_STD_U16LE, frames_space.get(), lcpl.get(), frames_dcpl.get(), H5P_DEFAULT),
+                    H5Dclose);
+    h5::Handle mask(H5Dcreate2(f.get(), "entry/instrument/detector/pixel_mask", H5T_STD_U32LE, mask_space.get(), lcpl.get(),
+                               mask_dcpl.get(), H5P_DEFAULT),
+                    H5Dclose);
+    ASSERT_TRUE(data.valid() && mask.valid());
+  }
+  ASSERT_LT(std::filesystem::file_size(master), 64u << 10);
+  const Acquisition acq = open_acquisition(master);
+  EXPECT_EQ(acq.detector_rows, 8193u);
+  EXPECT_TRUE(acq.pixel_mask.empty());
+  EXPECT_TRUE(acq.pixel_mask_path.empty());
+  bool named = false;
+  for (const auto& p : acq.problems) named = named || p.find("pixel mask of 8193x8193 pixels is larger than any detector") != std::string::npos;
+  EXPECT_TRUE(named) << acq.readiness_json().dump();
 }
 
 TEST(StemSimulation, FramesAreDeterministicAndThePhysicsIsVisible) {
