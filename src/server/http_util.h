@@ -3,7 +3,7 @@
 //
 // Error contract: every API error is a JSON object {"error": MESSAGE} with status
 //   400 a malformed request (bad parameter, bad body; the message names the parameter),
-//   401 missing or wrong token, 403 a Host header that is not the loopback one,
+//   401 missing or wrong token, 403 (no token) not exactly one Host header naming a loopback host,
 //   404 unknown checkpoint, tensor, route or file, 409 the tensor cannot serve this (no pyramid, a
 //   format no backend here reads), 413 a body over the limit, 500 a damaged index or a bug.
 #pragma once

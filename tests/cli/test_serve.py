@@ -516,6 +516,27 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(code, 403, body)
         self.assertEqual(self.request("/api/health", headers={"Host": "localhost"})[0], 200)
 
+    def raw(self, data):
+        """The status and body of the answer to raw request bytes (http.client always sends one Host)."""
+        with socket.create_connection((self.server.host, self.server.port), timeout=30) as s:
+            s.sendall(data)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body
+
+    def test_empty_missing_or_twice_given_host_is_refused_without_token(self):
+        for headers, why in ((b"Host: \r\n", b"no Host header"), (b"", b"no Host header"),
+                             (b"Host: 127.0.0.1\r\nHost: evil.example\r\n", b"2 Host headers")):
+            for version in (b"HTTP/1.1", b"HTTP/1.0"):
+                with self.subTest(headers=headers, version=version):
+                    code, body = self.raw(b"GET /api/health " + version + b"\r\n" + headers + b"Connection: close\r\n\r\n")
+                    self.assertEqual(code, 403, body)
+                    self.assertIn(why, body)
+        code, body = self.raw(b"GET /api/health HTTP/1.1\r\nHost: [::1]:9\r\nConnection: close\r\n\r\n")
+        self.assertEqual(code, 200, body)
+
     # ---- robustness --------------------------------------------------------------------------------
 
     def test_silent_client_does_not_block_others(self):
