@@ -537,6 +537,15 @@ class ServeTest(unittest.TestCase):
         code, body = self.raw(b"GET /api/health HTTP/1.1\r\nHost: [::1]:9\r\nConnection: close\r\n\r\n")
         self.assertEqual(code, 200, body)
 
+    def test_http_threads_out_of_range_is_refused(self):
+        for value in ("0", "-1", "257"):
+            with self.subTest(value=value):
+                # Refused at once; a server that accepted the value would serve until the timeout.
+                r = subprocess.run([TM_BIN, "serve", self.small, "--port", "0", "--http-threads", value], capture_output=True,
+                                   text=True, env=self.env, timeout=60)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("tensormorph: error: --http-threads: expected 1 to 256", r.stderr)
+
     # ---- robustness --------------------------------------------------------------------------------
 
     def test_silent_client_does_not_block_others(self):
