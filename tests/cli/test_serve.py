@@ -2,8 +2,10 @@
 against the CLI's own answers (tile bytes decoded and compared with `tile --json`, statistics with
 `stats --json`, compute constraints read back through `config get`), bad requests (400 naming the
 parameter, 404 for unknown checkpoints and tensors), traversal attempts that must never return a file's
-bytes, the token (refused at start without one on a non-loopback host; 401 without, 200 with), a client
-that connects and sends nothing while others are served, and a clean stop on SIGTERM."""
+bytes, the token (refused at start without one on a non-loopback host; 401 without, 200 with), without a
+token a Host header that is foreign, empty, missing or given twice (403), --http-threads out of 1..256 (exit
+2), a client that connects and sends nothing while others are served, and a clean stop on SIGTERM. Slow and
+too many clients: test_serve_load.py."""
 import http.client
 import json
 import os
