@@ -43,7 +43,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--web-root", a->request.web_root, "serve the web app from this directory (default: web/dist beside the binary "
                                              "or in the source tree)");
   cmd->add_option("--http-threads", a->request.http_threads,
-                  "worker threads, one per open connection (default: max(8, 2 x cores) up to 64; at most 256)");
+                  "the most connections served at once, one worker thread each (default 128; 1 to 256); at most half "
+                  "of them from one client address");
   cmd->add_option("--index-max-rate", a->index_max_rate,
                   "indexing jobs read at most this many bytes per second on average (e.g. 200M; default: as fast as "
                   "the disk allows), leaving the disk to other work");

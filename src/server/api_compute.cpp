@@ -150,8 +150,7 @@ std::vector<std::string> name_list(const nlohmann::json& body, const char* field
 void put_compute(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   const std::string type = req.get_header_value("Content-Type");
   if (type.rfind("application/json", 0) != 0) throw HttpError(400, "the body must be JSON (Content-Type: application/json)");
-  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) throw HttpError(400, "the body must be a JSON object");
+  const nlohmann::json body = body_object(req);
   for (const auto& [key, value] : body.items())
     if (key != "prefer" && key != "never" && key != "allow_approx")
       throw HttpError(400, "field '" + key + "': unknown (expected prefer, never, allow_approx)");

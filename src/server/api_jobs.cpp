@@ -66,8 +66,7 @@ void job_events(ServerState& state, const httplib::Request& req, httplib::Respon
 void post_job(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0)
     throw HttpError(400, "the body must be JSON (Content-Type: application/json)");
-  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) throw HttpError(400, "the body must be a JSON object");
+  const nlohmann::json body = body_object(req);
   for (const auto& [key, value] : body.items())
     if (key != "kind" && key != "checkpoint") throw HttpError(400, "field '" + key + "': unknown (expected kind, checkpoint)");
   if (!body.contains("kind") || body["kind"] != "index") throw HttpError(400, "field 'kind': expected \"index\"");

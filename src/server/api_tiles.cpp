@@ -145,7 +145,7 @@ void get_cells(ServerState& state, const httplib::Request& req, httplib::Respons
   const Planner planner = rt->planner();
   CellSource src;
   {
-    std::lock_guard<std::mutex> compute_lock(state.render_mutex);
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
     src = compute_cells(ref, q, planner);
   }
   const std::vector<double> values = cell_values(src.grid, q.stat);
@@ -190,7 +190,7 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
   // Cells from values (below the stored levels) and the colours both run placed ops: one render at a time.
-  std::lock_guard<std::mutex> compute_lock(state.render_mutex);
+  std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
   const CellSource src = compute_cells(ref, q, planner);
   const std::vector<double> drawn = cell_values(src.grid, stat);
   display.colormap = colormap.empty() ? default_colormap(drawn, stat) : std::string_view(colormap);

@@ -71,10 +71,17 @@ std::string generate_token() {
 
 bool admit(const std::string& token, const httplib::Request& req, httplib::Response& res) {
   if (token.empty()) {
+    // Exactly one Host header, naming a loopback host: an empty or missing one names none (and HTTP/1.1
+    // requires it), two could be read differently by a proxy in front.
+    const size_t count = req.get_header_value_count("Host");
     const std::string host = req.get_header_value("Host");
-    if (host.empty() || is_loopback_host(host_part(host))) return true;
-    send_error(res, 403, "Host '" + host + "' is not a loopback name; a server without a token answers only to 127.0.0.1, "
-                         "localhost or [::1]");
+    if (count == 1 && !host.empty() && is_loopback_host(host_part(host))) return true;
+    // (httplib drops a header without a value: an empty Host reads as none.)
+    const std::string what = count > 1       ? std::to_string(count) + " Host headers"
+                             : host.empty() ? "no Host header (or an empty one)"
+                                            : "Host '" + host + "', not a loopback name";
+    send_error(res, 403, "the request has " + what + "; a server without a token answers only to requests naming "
+                         "127.0.0.1, localhost or [::1] in one Host header");
     return false;
   }
   const std::string auth = req.get_header_value("Authorization");

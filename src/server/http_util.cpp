@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "core/json_bounded.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {
@@ -66,6 +67,17 @@ std::optional<uint64_t> uint_param(const httplib::Request& req, const char* name
   if (!digits || v >= (uint64_t{1} << 53))
     throw HttpError(400, std::string("parameter '") + name + "': expected a non-negative integer, got '" + *text + "'");
   return v;
+}
+
+nlohmann::json body_object(const httplib::Request& req) {
+  nlohmann::json body;
+  try {
+    body = parse_json_bounded(req.body, "request body");
+  } catch (const Error& e) {
+    throw HttpError(400, std::string("the body must be a JSON object: ") + e.what());
+  }
+  if (!body.is_object()) throw HttpError(400, "the body must be a JSON object");
+  return body;
 }
 
 double parse_double(const std::string& text, const char* name) {

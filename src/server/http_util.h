@@ -3,7 +3,7 @@
 //
 // Error contract: every API error is a JSON object {"error": MESSAGE} with status
 //   400 a malformed request (bad parameter, bad body; the message names the parameter),
-//   401 missing or wrong token, 403 a Host header that is not the loopback one,
+//   401 missing or wrong token, 403 (no token) not exactly one Host header naming a loopback host,
 //   404 unknown checkpoint, tensor, route or file, 409 the tensor cannot serve this (no pyramid, a
 //   format no backend here reads), 413 a body over the limit, 500 a damaged index or a bug.
 #pragma once
@@ -43,6 +43,11 @@ std::optional<uint64_t> uint_param(const httplib::Request& req, const char* name
 // Query parameter as text; nullopt when absent. Throws 400 when given twice.
 std::optional<std::string> text_param(const httplib::Request& req, const char* name);
 // A finite double; throws 400 naming `name` otherwise.
+// The request's body as a JSON object, parsed with the limits of every JSON from outside
+// (core/json_bounded.h: depth, NUL bytes, repeated keys). Throws HttpError 400 "the body must be a JSON
+// object..." otherwise.
+nlohmann::json body_object(const httplib::Request& req);
+
 double parse_double(const std::string& text, const char* name);
 
 }  // namespace tmorph::server

@@ -63,7 +63,7 @@ struct ScratchDir {
 
 ServeOptions checked_options(const LaunchRequest& r) {
   ServeOptions opt;
-  opt.host = r.host, opt.port = r.port, opt.threads = r.http_threads;
+  opt.host = r.host, opt.port = r.port;
   if (r.generate_token && !r.token.empty()) throw Error(ErrorKind::InvalidArgument, "give --token or --generate-token, not both");
   static const std::regex token_re("[A-Za-z0-9._~-]{8,256}");
   if (!r.token.empty() && !std::regex_match(r.token, token_re))
@@ -74,7 +74,12 @@ ServeOptions checked_options(const LaunchRequest& r) {
     throw Error(ErrorKind::InvalidArgument, "--host " + r.host + " is not loopback: give --token TOKEN or --generate-token "
                                             "(every request must then carry it)");
   if (r.port < 0 || r.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port: expected 0..65535");
-  if (r.http_threads > 256) throw Error(ErrorKind::InvalidArgument, "--http-threads: at most 256");
+  if (r.http_threads) {
+    if (*r.http_threads < 1 || *r.http_threads > kMaxHttpThreads)
+      throw Error(ErrorKind::InvalidArgument, "--http-threads: expected 1 to " + std::to_string(kMaxHttpThreads) +
+                                                  " connections served at once, not " + std::to_string(*r.http_threads));
+    opt.threads = static_cast<unsigned>(*r.http_threads);
+  }
   return opt;
 }
 

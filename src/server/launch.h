@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct LaunchRequest {
   std::string token;               // 8 to 256 of [A-Za-z0-9._~-]; empty: none (then host must be loopback)
   bool generate_token = false;     // a random token instead (exclusive with token)
   std::string web_root;            // empty: web/dist beside the binary, one folder up, or in the source tree
-  unsigned http_threads = 0;       // 0: the server's default; at most 256
+  std::optional<long long> http_threads;  // connections served at once (--http-threads): 1 to 256; none: 128
   uint64_t index_max_bytes_per_s = 0;  // 0: indexing jobs read as fast as the disk allows
   std::string version;             // reported by GET /api/health
 };

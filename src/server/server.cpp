@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "server/auth.h"
+#include "server/bounded_server.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"
@@ -23,7 +24,7 @@ namespace tmorph::server {
 namespace {
 
 constexpr size_t kMaxBodyBytes = size_t{1} << 20;
-constexpr time_t kReadTimeoutS = 10, kWriteTimeoutS = 10, kKeepAliveS = 5;
+constexpr int kListenBacklog = 1024;  // connections the kernel queues before they are accepted
 
 // Signals reach the serving loop through a pipe (write() is async-signal-safe), whichever thread the
 // kernel delivers them to.
@@ -36,29 +37,35 @@ extern "C" void on_stop_signal(int) {
 
 std::string url_host(const std::string& host) { return host.find(':') != std::string::npos ? "[" + host + "]" : host; }
 
-void configure(httplib::Server& svr, ServerState& state, const ServeOptions& o) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads = o.threads ? o.threads : std::min(64u, std::max(8u, 2 * cores));
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+ConnectionLimits limits_for(const ServeOptions& o) {
+  ConnectionLimits l;
+  l.bounds.total = o.threads;
+  l.bounds.per_peer = (o.threads + 1) / 2;
+  return l;  // deadlines and keep-alive: ConnectionLimits' defaults (10 s, 5 s, 100 requests, 10 s per write)
+}
+
+void configure(BoundedServer& svr, ServerState& state, const ServeOptions& o) {
   svr.set_payload_max_length(kMaxBodyBytes);
   // httplib's default also sets SO_REUSEPORT, which would let a second server share the port silently.
   svr.set_socket_options([](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  svr.set_read_timeout(kReadTimeoutS, 0);
-  svr.set_write_timeout(kWriteTimeoutS, 0);
-  svr.set_keep_alive_timeout(kKeepAliveS);
-  svr.set_keep_alive_max_count(100);
   svr.set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Referrer-Policy", "no-referrer"}});
   const std::string token = o.token;
   svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
     return admit(token, req, res) ? httplib::Server::HandlerResponse::Unhandled : httplib::Server::HandlerResponse::Handled;
   });
   // Statuses httplib sets itself (404 for an unknown route or method, 413, 400 for a malformed
-  // request) get a JSON body like every other error.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+  // request, which is a 408 when the request's deadline cut it short) get a JSON body like every other error.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([timeout = svr.timeout_message()](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 400 && BoundedServer::request_timed_out()) {
+      res.status = 408;
+      res.set_header("Connection", "close");
+      send_error(res, 408, timeout);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     send_error(res, res.status, res.status == 404   ? "not found"
                                 : res.status == 413 ? "request body over " + std::to_string(kMaxBodyBytes) + " bytes"
                                                     : "bad request");
@@ -78,7 +85,9 @@ void serve(ServerState& state, const ServeOptions& o) {
     throw Error(ErrorKind::InvalidArgument, "--host " + o.host + " is not loopback: give --token TOKEN or --generate-token "
                                             "(every request must then carry it)");
   if (o.port < 0 || o.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port: expected 0..65535");
-  httplib::Server svr;
+  if (o.threads < 1 || o.threads > kMaxHttpThreads)
+    throw Error(ErrorKind::InvalidArgument, "--http-threads: expected 1 to " + std::to_string(kMaxHttpThreads));
+  BoundedServer svr(limits_for(o));
   configure(svr, state, o);
   int port = o.port;
   if (port == 0) port = svr.bind_to_any_port(o.host);
@@ -86,6 +95,7 @@ void serve(ServerState& state, const ServeOptions& o) {
   if (port <= 0)
     throw Error(ErrorKind::Io, "cannot listen on " + o.host + ":" + std::to_string(o.port) +
                                    " (address in use, or not an address of this machine)");
+  if (!svr.set_listen_backlog(kListenBacklog)) throw Error(ErrorKind::Io, "cannot set the listen queue of " + o.host);
 
   if (::pipe(g_signal_pipe) != 0) throw Error(ErrorKind::Io, "cannot create the signal pipe");
   struct sigaction sa {};
@@ -114,7 +124,7 @@ void serve(ServerState& state, const ServeOptions& o) {
   // stop() is a no-op until the listener has started listening, and may be called only once.
   while (!listener_done && !svr.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   state.jobs.shutdown();  // ends the event streams, which would otherwise hold their workers
-  if (!listener_done) svr.stop();
+  if (!listener_done) svr.stop_serving();
   listener.join();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);

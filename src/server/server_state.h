@@ -25,6 +25,7 @@
 
 #include "app/runtime.h"
 #include "index/checkpoint_index.h"
+#include "server/fifo_mutex.h"
 #include "server/jobs.h"
 
 namespace tmorph::server {
@@ -106,7 +107,7 @@ struct ServerState {
   JobRegistry jobs;
   class IndexingQueue* indexing = nullptr;  // runs indexing jobs (POST /api/jobs queues one); set at start
   ComputeHolder compute;
-  std::mutex render_mutex;  // held for a whole render (cells and colours)
+  FifoMutex render_mutex;  // held for a whole render (cells and colours); taken in arrival order
   std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
   std::string web_root;     // canonical static-file root, or empty for the built-in page
   std::string version;

@@ -2,8 +2,10 @@
 against the CLI's own answers (tile bytes decoded and compared with `tile --json`, statistics with
 `stats --json`, compute constraints read back through `config get`), bad requests (400 naming the
 parameter, 404 for unknown checkpoints and tensors), traversal attempts that must never return a file's
-bytes, the token (refused at start without one on a non-loopback host; 401 without, 200 with), a client
-that connects and sends nothing while others are served, and a clean stop on SIGTERM."""
+bytes, the token (refused at start without one on a non-loopback host; 401 without, 200 with), without a
+token a Host header that is foreign, empty, missing or given twice (403), --http-threads out of 1..256 (exit
+2), a client that connects and sends nothing while others are served, and a clean stop on SIGTERM. Slow and
+too many clients: test_serve_load.py."""
 import http.client
 import json
 import os
@@ -479,6 +481,9 @@ class ServeTest(unittest.TestCase):
         bad({"colour": ["cpu"]}, "'colour'")
         bad(b"{not json", "JSON")
         bad(b"[]", "JSON object")
+        bad(b"[" * 500000 + b"]" * 500000, "nested deeper than 64 levels")  # bodies get the limits of files
+        bad(b'{"prefer": ["cpu"], "prefer": []}', "key 'prefer' appears twice")
+        bad(b'{"prefer": ["cpu"]}\x00{"never": ["cpu"]}', "NUL byte at offset 19")
         bad({"prefer": ["cpu"]}, "Content-Type", content_type="text/plain")
         code, _, data = self.put_compute(b"[" + b" " * (2 << 20) + b"]")
         self.assertEqual(code, 413, data[:200])
@@ -515,6 +520,36 @@ class ServeTest(unittest.TestCase):
         code, _, body = self.request("/api/health", headers={"Host": "evil.example:80"})
         self.assertEqual(code, 403, body)
         self.assertEqual(self.request("/api/health", headers={"Host": "localhost"})[0], 200)
+
+    def raw(self, data):
+        """The status and body of the answer to raw request bytes (http.client always sends one Host)."""
+        with socket.create_connection((self.server.host, self.server.port), timeout=30) as s:
+            s.sendall(data)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body
+
+    def test_empty_missing_or_twice_given_host_is_refused_without_token(self):
+        for headers, why in ((b"Host: \r\n", b"no Host header"), (b"", b"no Host header"),
+                             (b"Host: 127.0.0.1\r\nHost: evil.example\r\n", b"2 Host headers")):
+            for version in (b"HTTP/1.1", b"HTTP/1.0"):
+                with self.subTest(headers=headers, version=version):
+                    code, body = self.raw(b"GET /api/health " + version + b"\r\n" + headers + b"Connection: close\r\n\r\n")
+                    self.assertEqual(code, 403, body)
+                    self.assertIn(why, body)
+        code, body = self.raw(b"GET /api/health HTTP/1.1\r\nHost: [::1]:9\r\nConnection: close\r\n\r\n")
+        self.assertEqual(code, 200, body)
+
+    def test_http_threads_out_of_range_is_refused(self):
+        for value in ("0", "-1", "257"):
+            with self.subTest(value=value):
+                # Refused at once; a server that accepted the value would serve until the timeout.
+                r = subprocess.run([TM_BIN, "serve", self.small, "--port", "0", "--http-threads", value], capture_output=True,
+                                   text=True, env=self.env, timeout=60)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("tensormorph: error: --http-threads: expected 1 to 256", r.stderr)
 
     # ---- robustness --------------------------------------------------------------------------------
 
