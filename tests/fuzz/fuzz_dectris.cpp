@@ -152,6 +152,7 @@ class Writer {
     H5Pset_create_intermediate_group(lcpl, 1);
     Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     const int rank = H5Sget_simple_extent_ndims(s);
+    int filters = 0;
     if (chunked && rank > 0) {
       std::vector<hsize_t> dims(static_cast<size_t>(rank)), chunk(static_cast<size_t>(rank));
       H5Sget_simple_extent_dims(s, dims.data(), nullptr);
@@ -161,7 +162,7 @@ class Writer {
         chunk[i] = std::max<hsize_t>(1, std::min<hsize_t>(want, 1 << 12));
       }
       H5Pset_chunk(dcpl, rank, chunk.data());
-      const int filters = in_.ConsumeIntegralInRange(0, 2);
+      filters = in_.ConsumeIntegralInRange(0, 2);
       for (int f = 0; f < filters; ++f) {
         switch (in_.ConsumeIntegralInRange(0, 3)) {
           case 0: {  // bitshuffle (32008): its client values as the input gives them
@@ -183,7 +184,9 @@ class Writer {
     }
     Id d(H5Dcreate2(file, path.c_str(), t, s, lcpl, dcpl, H5P_DEFAULT), H5Dclose);
     if (!d.ok()) return;
-    if (in_.ConsumeBool()) fill(d, t, s, false);
+    // Values only where no filter runs: the reader never reads frame data, and the installed bitshuffle
+    // plugin's encoder dies (SIGFPE) on some of the client values given above, which is not our code.
+    if (filters == 0 && in_.ConsumeBool()) fill(d, t, s, false);
     const int attributes = in_.ConsumeIntegralInRange(0, 3);
     for (int i = 0; i < attributes; ++i)
       attribute(d, in_.PickValueInArray({"units", "image_nr_low", "image_nr_high", "image_nr_low"}));
