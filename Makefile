@@ -57,6 +57,7 @@ fuzz: deps
 bench: build
 	@/usr/bin/python3 bench/run_bench.py --build build
 	@/usr/bin/python3 bench/index_bench.py --build build
+	@/usr/bin/python3 bench/header_bench.py --build build
 	@/usr/bin/python3 bench/run_dequant_bench.py --build build
 	@/usr/bin/python3 bench/vulkan_bench.py --build build
 	@/usr/bin/python3 bench/stem_bench.py --build build
