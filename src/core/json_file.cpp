@@ -9,8 +9,7 @@
 namespace tmorph {
 
 std::optional<nlohmann::json> read_json_file(const std::string& path) {
-  if (path_kind(path) == PathKind::Missing) return std::nullopt;
-  require_regular_file(path);  // a FIFO would block the read below
+  if (!regular_file_or_missing(path)) return std::nullopt;  // a FIFO would block the read below
   std::ifstream in(path);
   if (!in) return std::nullopt;
   std::stringstream text;

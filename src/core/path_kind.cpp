@@ -11,6 +11,14 @@ namespace tmorph {
 
 namespace {
 
+// stat() following links: false when nothing is there; throws for a loop or another failure.
+bool stat_path(const std::string& path, struct stat& st) {
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  if (errno == ELOOP) throw Error(ErrorKind::Io, path + ": symbolic links form a loop (or nest too deeply)");
+  throw Error(ErrorKind::Io, path + ": cannot stat: " + std::strerror(errno));
+}
+
 const char* kind_of(mode_t mode) {
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
@@ -24,26 +32,21 @@ const char* kind_of(mode_t mode) {
 
 PathKind path_kind(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return PathKind::Missing;
-    if (errno == ELOOP) throw Error(ErrorKind::Io, path + ": symbolic links form a loop (or nest too deeply)");
-    throw Error(ErrorKind::Io, path + ": cannot stat: " + std::strerror(errno));
-  }
+  if (!stat_path(path, st)) return PathKind::Missing;
   if (S_ISREG(st.st_mode)) return PathKind::Regular;
   if (S_ISDIR(st.st_mode)) return PathKind::Directory;
   return PathKind::Other;
 }
 
+bool regular_file_or_missing(const std::string& path) {
+  struct stat st {};
+  if (!stat_path(path, st)) return false;
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, path + ": not a regular file (" + kind_of(st.st_mode) + ")");
+  return true;
+}
+
 void require_regular_file(const std::string& path) {
-  switch (path_kind(path)) {
-    case PathKind::Regular: return;
-    case PathKind::Missing: throw Error(ErrorKind::Io, path + ": no such file");
-    default: {
-      struct stat st {};
-      ::stat(path.c_str(), &st);
-      throw Error(ErrorKind::Io, path + ": not a regular file (" + kind_of(st.st_mode) + ")");
-    }
-  }
+  if (!regular_file_or_missing(path)) throw Error(ErrorKind::Io, path + ": no such file");
 }
 
 }  // namespace tmorph

@@ -18,4 +18,8 @@ PathKind path_kind(const std::string& path);
 // "PATH: not a regular file (a FIFO)", a symbolic-link loop, ...
 void require_regular_file(const std::string& path);
 
+// For a file that may not exist yet (an index to create, optional settings): true when `path` is a
+// regular file, false when nothing is there; throws as require_regular_file for anything else.
+bool regular_file_or_missing(const std::string& path);
+
 }  // namespace tmorph

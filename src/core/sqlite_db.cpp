@@ -32,7 +32,7 @@ std::string uri_path(const std::string& path) {
 }  // namespace
 
 SqliteDb::SqliteDb(const std::string& path, Mode mode) : path_(mode == Mode::Memory ? ":memory:" : path) {
-  if (mode != Mode::Memory && path_kind(path) != PathKind::Missing) require_regular_file(path);  // a FIFO would block
+  if (mode != Mode::Memory) regular_file_or_missing(path);  // a FIFO would block
   int flags = SQLITE_OPEN_NOMUTEX;
   flags |= mode == Mode::ReadOnly || mode == Mode::Immutable ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   std::string name = path_;

@@ -153,7 +153,7 @@ void CheckpointIndex::open_database(const std::string& path, bool explicit_path)
   };
   // A path that names a FIFO, a device or a folder (or loops) is a mistake, not a read-only index: SQLite
   // would block on a FIFO. Io error (exit 6).
-  if (path_kind(path) != PathKind::Missing) require_regular_file(path);
+  regular_file_or_missing(path);
   std::string why;
   try {
     std::error_code ec;

@@ -36,8 +36,6 @@ class BoundedServer : public httplib::Server {
  public:
   explicit BoundedServer(const ConnectionLimits& limits);
 
-  const ConnectionLimits& limits() const { return limits_; }
-
   // Sets the listening socket's accept queue to `backlog` connections (call after binding): the
   // httplib library is compiled with a queue of 5, which drops connections of a burst of clients
   // (they retry after a second). Returns false when listen() fails.

@@ -38,9 +38,4 @@ void ConnectionTable::stop() {
     if (entry.idle) ::shutdown(fd, SHUT_RD);
 }
 
-size_t ConnectionTable::open() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return by_fd_.size();
-}
-
 }  // namespace tmorph::server

@@ -39,9 +39,6 @@ class ConnectionTable {
   // reading, which wakes the threads waiting on them.
   void stop();
 
-  // Connections admitted now (for tests and reports).
-  size_t open() const;
-
  private:
   struct Entry {
     std::string peer;

@@ -69,17 +69,8 @@ ServeOptions checked_options(const LaunchRequest& r) {
   if (!r.token.empty() && !std::regex_match(r.token, token_re))
     throw Error(ErrorKind::InvalidArgument, "--token: 8 to 256 characters among letters, digits and . _ ~ -");
   opt.token = r.generate_token ? generate_token() : r.token;
-  // Refused before any indexing, so a mistake costs nothing.
-  if (!is_loopback_host(r.host) && opt.token.empty())
-    throw Error(ErrorKind::InvalidArgument, "--host " + r.host + " is not loopback: give --token TOKEN or --generate-token "
-                                            "(every request must then carry it)");
-  if (r.port < 0 || r.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port: expected 0..65535");
-  if (r.http_threads) {
-    if (*r.http_threads < 1 || *r.http_threads > kMaxHttpThreads)
-      throw Error(ErrorKind::InvalidArgument, "--http-threads: expected 1 to " + std::to_string(kMaxHttpThreads) +
-                                                  " connections served at once, not " + std::to_string(*r.http_threads));
-    opt.threads = static_cast<unsigned>(*r.http_threads);
-  }
+  if (r.http_threads) opt.threads = *r.http_threads;
+  check_serve_options(opt);  // refused before any indexing, so a mistake costs nothing
   return opt;
 }
 

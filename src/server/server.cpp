@@ -39,8 +39,8 @@ std::string url_host(const std::string& host) { return host.find(':') != std::st
 
 ConnectionLimits limits_for(const ServeOptions& o) {
   ConnectionLimits l;
-  l.bounds.total = o.threads;
-  l.bounds.per_peer = (o.threads + 1) / 2;
+  l.bounds.total = static_cast<size_t>(o.threads);  // check_serve_options: 1..kMaxHttpThreads
+  l.bounds.per_peer = (l.bounds.total + 1) / 2;
   return l;  // deadlines and keep-alive: ConnectionLimits' defaults (10 s, 5 s, 100 requests, 10 s per write)
 }
 
@@ -80,13 +80,18 @@ void configure(BoundedServer& svr, ServerState& state, const ServeOptions& o) {
 
 }  // namespace
 
-void serve(ServerState& state, const ServeOptions& o) {
+void check_serve_options(const ServeOptions& o) {
   if (!is_loopback_host(o.host) && o.token.empty())
     throw Error(ErrorKind::InvalidArgument, "--host " + o.host + " is not loopback: give --token TOKEN or --generate-token "
                                             "(every request must then carry it)");
   if (o.port < 0 || o.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port: expected 0..65535");
   if (o.threads < 1 || o.threads > kMaxHttpThreads)
-    throw Error(ErrorKind::InvalidArgument, "--http-threads: expected 1 to " + std::to_string(kMaxHttpThreads));
+    throw Error(ErrorKind::InvalidArgument, "--http-threads: expected 1 to " + std::to_string(kMaxHttpThreads) +
+                                                " connections served at once, not " + std::to_string(o.threads));
+}
+
+void serve(ServerState& state, const ServeOptions& o) {
+  check_serve_options(o);
   BoundedServer svr(limits_for(o));
   configure(svr, state, o);
   int port = o.port;

@@ -21,14 +21,18 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8765;        // 0: a free port, printed
   std::string token;      // empty: none (then host must be loopback)
-  unsigned threads = kDefaultHttpThreads;  // connections served at once, 1..kMaxHttpThreads
+  long long threads = kDefaultHttpThreads;  // connections served at once, 1..kMaxHttpThreads
   std::function<void()> on_listening;  // called once bound, before the URL is printed (starts the jobs)
 };
 
+// Throws Error(InvalidArgument) naming the flag for a non-loopback host without a token, a port outside
+// 0..65535 or threads outside 1..kMaxHttpThreads. serve() checks; faces call it first to refuse a
+// mistake before any work.
+void check_serve_options(const ServeOptions& options);
+
 // Binds, prints "tensormorph: serving on URL" (the URL carries ?token= when there is one) on stdout,
 // and serves until SIGINT or SIGTERM, then stops accepting, finishes the requests in flight and
-// returns. Throws Error(InvalidArgument) for a non-loopback host without a token or threads out of range,
-// Error(Io) when the address cannot be bound.
+// returns. Throws what check_serve_options throws, and Error(Io) when the address cannot be bound.
 void serve(ServerState& state, const ServeOptions& options);
 
 }  // namespace tmorph::server
