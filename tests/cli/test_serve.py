@@ -57,6 +57,18 @@ def private_env(tmp):
     return env
 
 
+def http_get(host, port, path, timeout=30, headers=None, source=None):
+    """(status, headers with lower-case names, body) of GET path on a fresh connection, optionally from
+    another loopback address (`source`)."""
+    c = http.client.HTTPConnection(host, port, timeout=timeout, source_address=(source, 0) if source else None)
+    try:
+        c.request("GET", path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
 class Server:
     """A `tensormorph serve` process on a free port; url is what it printed."""
 
@@ -637,13 +649,8 @@ class JobsTest(unittest.TestCase):
         return http.client.HTTPConnection(s.host, s.port, timeout=60)
 
     def get(self, s, path):
-        c = self.conn(s)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.read()
-        finally:
-            c.close()
+        status, _, body = http_get(s.host, s.port, path, timeout=60)
+        return status, body
 
     def fresh_cache(self):
         """A new, empty index folder: everything is computed again while we watch."""
@@ -873,13 +880,7 @@ class TokenTest(unittest.TestCase):
         write_small_safetensors(cls.small)
 
     def get(self, server, path, headers=None):
-        conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-        try:
-            conn.request("GET", path, headers=headers or {})
-            r = conn.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            conn.close()
+        return http_get(server.host, server.port, path, headers=headers)
 
     def test_non_loopback_host_needs_a_token(self):
         for host in ("0.0.0.0", "::", "192.0.2.1"):

@@ -18,8 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import TM_BIN  # noqa: E402
-from test_serve import Server, private_env, write_small_safetensors  # noqa: E402
+from test_serve import Server, http_get, private_env, write_small_safetensors  # noqa: E402
 
 SCALE = 3.0 if "ASAN_OPTIONS" in os.environ else 1.0
 DEADLINE_S = 10.0  # the server's request deadline (docs/server.md)
@@ -27,13 +26,8 @@ DEADLINE_S = 10.0  # the server's request deadline (docs/server.md)
 
 def get(host, port, path, timeout=10, source=None):
     """(status, body) of GET path on a fresh connection, optionally from another loopback address."""
-    c = http.client.HTTPConnection(host, port, timeout=timeout, source_address=(source, 0) if source else None)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
+    status, _, body = http_get(host, port, path, timeout=timeout, source=source)
+    return status, body
 
 
 class SlowClientsTest(unittest.TestCase):
