@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lod/tile_kernels.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -182,39 +183,47 @@ struct PyramidBuilder::State {
   PyramidLayout layout;
   uint64_t total = 0, pos = 0;           // elements expected, fed
   std::vector<uint8_t> carry;            // the start of a segment split between two feeds
-  std::vector<double> values;            // one segment as float64
-  std::vector<uint8_t> buckets;          // one segment's order buckets
+  std::vector<double> values;            // one segment as float64 (the scalar path)
+  std::vector<uint8_t> buckets;          // one segment's order buckets (the scalar path)
+  std::vector<TileSums> band;            // the SIMD path: the open tiles of one row of tiles
   std::vector<TileStats> level0;         // slice-major, row-major
   std::vector<uint32_t> bucket_counts;   // kBuckets per level-0 tile (finite values only)
 
-  // The segment that starts at flat position p: its length and its level-0 tile.
-  void segment_at(uint64_t p, uint64_t& length, size_t& tile) const {
+  struct Segment {
+    uint64_t length = 0;  // elements, up to the tile's right edge
+    size_t tile = 0;      // level-0 tile index
+    uint64_t row = 0;     // row of the slice
+  };
+  // The segment that starts at flat position p.
+  Segment segment_at(uint64_t p) const {
     const View2D& v = layout.view;
     const uint64_t plane = v.rows * v.cols, slice = p / plane, in = p % plane;
     const uint64_t r = in / v.cols, c = in % v.cols;
-    length = std::min(v.cols, (c / layout.tile_cols + 1) * layout.tile_cols) - c;
-    tile = static_cast<size_t>((slice * layout.levels[0].rows + r / layout.tile_rows) * layout.levels[0].cols +
-                               c / layout.tile_cols);
+    return {std::min(v.cols, (c / layout.tile_cols + 1) * layout.tile_cols) - c,
+            static_cast<size_t>((slice * layout.levels[0].rows + r / layout.tile_rows) * layout.levels[0].cols +
+                                c / layout.tile_cols),
+            r};
   }
 
-  void add_segment(const uint8_t* data, uint64_t n, size_t tile) {
-    decode_to_double(dtype, data, n, values.data());
-    merge_into(level0[tile], stats_of(values.data(), n));
-    uint32_t* counts = bucket_counts.data() + tile * kBuckets;
-    if (width == 2 && dtype_is_float(dtype)) {  // bf16 / f16: the bucket straight from the bits
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint16_t b = load<uint16_t>(data + 2 * i);
-        const uint16_t key = (b & 0x8000) ? uint16_t(~b) : uint16_t(b | 0x8000);
-        counts[key >> 8] += (values[i] - values[i]) == 0.0;
-      }
+  void add_segment(const uint8_t* data, const Segment& seg) {
+    uint32_t* counts = bucket_counts.data() + seg.tile * kBuckets;
+    if (!band.empty()) {  // f32 / bf16 / f16: tile_kernels.h
+      TileSums& sums = band[seg.tile % layout.levels[0].cols];
+      if (seg.row % layout.tile_rows == 0) start_tile(sums);
+      add_tile_segment(dtype, data, seg.length, sums, counts);
+      const uint64_t tile_end = std::min(layout.view.rows, (seg.row / layout.tile_rows + 1) * layout.tile_rows);
+      if (seg.row + 1 == tile_end) level0[seg.tile] = finish_tile(sums);
       return;
     }
+    const uint64_t n = seg.length;
+    decode_to_double(dtype, data, n, values.data());
+    merge_into(level0[seg.tile], stats_of(values.data(), n));
     order_buckets(dtype, data, n, buckets.data());
     for (uint64_t i = 0; i < n; ++i) counts[buckets[i]] += (values[i] - values[i]) == 0.0;
   }
 };
 
-PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view) : s_(std::make_unique<State>()) {
+PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kernels) : s_(std::make_unique<State>()) {
   s_->dtype = dtype;
   s_->width = dtype_size(dtype);
   s_->layout = make_pyramid_layout(view);
@@ -222,8 +231,12 @@ PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view) : s_(std::make_u
   const size_t tiles = view.slices * s_->layout.tiles_per_slice(0);
   s_->level0.resize(tiles);
   s_->bucket_counts.assign(tiles * kBuckets, 0);
-  s_->values.resize(s_->layout.tile_cols);
-  s_->buckets.resize(s_->layout.tile_cols);
+  if (kernels == TileKernels::Simd && tile_kernel_supports(dtype)) {
+    s_->band.resize(s_->layout.levels[0].cols);
+  } else {
+    s_->values.resize(s_->layout.tile_cols);
+    s_->buckets.resize(s_->layout.tile_cols);
+  }
 }
 
 PyramidBuilder::~PyramidBuilder() = default;
@@ -235,16 +248,14 @@ void PyramidBuilder::feed(const void* data, uint64_t elements) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
   while (elements > 0) {
     const uint64_t carried = s.carry.size() / s.width;
-    uint64_t length = 0;
-    size_t tile = 0;
-    s.segment_at(s.pos - carried, length, tile);
-    const uint64_t take = std::min(length - carried, elements);
-    if (carried == 0 && take == length) {
-      s.add_segment(p, length, tile);
+    const State::Segment seg = s.segment_at(s.pos - carried);
+    const uint64_t take = std::min(seg.length - carried, elements);
+    if (carried == 0 && take == seg.length) {
+      s.add_segment(p, seg);
     } else {
       s.carry.insert(s.carry.end(), p, p + take * s.width);
-      if (carried + take == length) {
-        s.add_segment(s.carry.data(), length, tile);
+      if (carried + take == seg.length) {
+        s.add_segment(s.carry.data(), seg);
         s.carry.clear();
       }
     }
@@ -316,8 +327,8 @@ Pyramid PyramidBuilder::finish() {
   return out;
 }
 
-Pyramid build_pyramid(DType dtype, const View2D& view, const void* data) {
-  PyramidBuilder b(dtype, view);
+Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, TileKernels kernels) {
+  PyramidBuilder b(dtype, view, kernels);
   b.feed(data, view.slices * view.rows * view.cols);
   return b.finish();
 }

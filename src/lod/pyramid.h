@@ -55,11 +55,16 @@ struct Pyramid {
   size_t level_offset(unsigned level) const;
 };
 
+// How level-0 tiles are computed. Simd: f32, bf16 and f16 through tile_kernels.h (Highway), every other
+// dtype widened to float64 a segment at a time. Scalar: every dtype the float64 way, the reference the
+// SIMD kernels are tested against (same counts, extremes and histograms; sum and m2 to float64 rounding).
+enum class TileKernels { Simd, Scalar };
+
 // Feeds a tensor's elements in flat (row-major) order, in pieces of any size; the result does not
 // depend on how the elements were cut into pieces.
 class PyramidBuilder {
  public:
-  PyramidBuilder(DType dtype, const View2D& view);
+  PyramidBuilder(DType dtype, const View2D& view, TileKernels kernels = TileKernels::Simd);
   ~PyramidBuilder();
   PyramidBuilder(const PyramidBuilder&) = delete;
   PyramidBuilder& operator=(const PyramidBuilder&) = delete;
@@ -74,7 +79,7 @@ class PyramidBuilder {
 };
 
 // The pyramid of a tensor in memory (tests, and views that differ from the stored one).
-Pyramid build_pyramid(DType dtype, const View2D& view, const void* data);
+Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, TileKernels kernels = TileKernels::Simd);
 
 // n elements of dtype at src as float64 (exact for every dtype but 64-bit integers beyond 2^53).
 void decode_to_double(DType dtype, const uint8_t* src, uint64_t n, double* dst);
