@@ -1,8 +1,10 @@
 // Compute cost of building a statistics pyramid beside the indexing statistics on the same resident
-// data (bench/lod_bench.py runs it): a 4096 x 8192 bf16 matrix of normal weights fed in 4 MiB pieces,
-// as indexing feeds it, to StatsStream alone and to PyramidBuilder alone, one thread. Prints JSON with
-// bytes per second of each (best of 5).
+// data (bench/lod_bench.py runs it): a 4096 x 8192 matrix of normal weights (bf16, or the dtype named by
+// the first argument: f16, f32) fed in 4 MiB pieces, as indexing feeds it, to StatsStream alone and to
+// PyramidBuilder alone, one thread. Prints JSON with bytes per second of each (best of 5).
 #include <algorithm>
+#include <bit>
+#include <string>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,16 +22,22 @@
 using namespace tmorph;
 using Clock = std::chrono::steady_clock;
 
-int main() {
-  const uint64_t rows = 4096, cols = 8192, n = rows * cols, piece = (4u << 20) / 2;
-  std::vector<uint16_t> data(n);
+int main(int argc, char** argv) {
+  const std::string name = argc > 1 ? argv[1] : "bf16";
+  const DType dtype = name == "f32" ? DType::F32 : name == "f16" ? DType::F16 : DType::BF16;
+  const size_t width = dtype_size(dtype);
+  const uint64_t rows = 4096, cols = 8192, n = rows * cols, piece = (4u << 20) / width;
+  std::vector<uint8_t> data(n * width);
   std::mt19937_64 rng(3);
   std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (auto& v : data) {
+  for (uint64_t i = 0; i < n; ++i) {
     const float f = normal(rng);
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    v = static_cast<uint16_t>(b >> 16);
+    const _Float16 h = static_cast<_Float16>(f);
+    const uint32_t b = std::bit_cast<uint32_t>(f);
+    const uint16_t top = static_cast<uint16_t>(b >> 16);
+    std::memcpy(&data[i * width], dtype == DType::F32 ? static_cast<const void*>(&f)
+                                  : dtype == DType::F16 ? static_cast<const void*>(&h)
+                                                        : static_cast<const void*>(&top), width);
   }
   BackendRegistry registry;
   registry.register_table(cpu::cpu_backend_table(), "static");
@@ -47,16 +55,16 @@ int main() {
     return best;
   };
   const double stats_s = best_of([&] {
-    StatsStream s(planner, DType::BF16, n, options);
-    for (uint64_t off = 0; off < n; off += piece) s.feed(data.data() + off, std::min(piece, n - off));
-    s.finish(nullptr);
+    StatsStream s(planner, dtype, n, options);
+    for (uint64_t off = 0; off < n; off += piece) s.feed(data.data() + off * width, std::min(piece, n - off));
+    s.finish(data.data());
   });
   const double pyramid_s = best_of([&] {
-    PyramidBuilder b(DType::BF16, default_view({rows, cols}));
-    for (uint64_t off = 0; off < n; off += piece) b.feed(data.data() + off, std::min(piece, n - off));
+    PyramidBuilder b(dtype, default_view({rows, cols}));
+    for (uint64_t off = 0; off < n; off += piece) b.feed(data.data() + off * width, std::min(piece, n - off));
     b.finish();
   });
-  const double bytes = static_cast<double>(n) * 2;
+  const double bytes = static_cast<double>(n) * width;
   std::printf("{\"bytes\": %.0f, \"stats_gb_per_s\": %.3f, \"pyramid_gb_per_s\": %.3f, \"pyramid_over_stats\": %.3f}\n", bytes,
               bytes / stats_s / 1e9, bytes / pyramid_s / 1e9, pyramid_s / stats_s);
   return 0;

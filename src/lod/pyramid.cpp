@@ -189,29 +189,39 @@ struct PyramidBuilder::State {
   std::vector<TileStats> level0;         // slice-major, row-major
   std::vector<uint32_t> bucket_counts;   // kBuckets per level-0 tile (finite values only)
 
+  // Where the next segment starts (the element after the last whole segment added), kept as
+  // coordinates so that finding a segment costs no division: tile sides are powers of two.
+  uint64_t slice = 0, row = 0, col = 0;
+  unsigned row_shift = 0, col_shift = 0;  // log2 of tile_rows and tile_cols
+
   struct Segment {
     uint64_t length = 0;  // elements, up to the tile's right edge
     size_t tile = 0;      // level-0 tile index
     uint64_t row = 0;     // row of the slice
+    uint64_t tx = 0;      // tile column
   };
-  // The segment that starts at flat position p.
-  Segment segment_at(uint64_t p) const {
-    const View2D& v = layout.view;
-    const uint64_t plane = v.rows * v.cols, slice = p / plane, in = p % plane;
-    const uint64_t r = in / v.cols, c = in % v.cols;
-    return {std::min(v.cols, (c / layout.tile_cols + 1) * layout.tile_cols) - c,
-            static_cast<size_t>((slice * layout.levels[0].rows + r / layout.tile_rows) * layout.levels[0].cols +
-                                c / layout.tile_cols),
-            r};
+  Segment next_segment() const {
+    const uint64_t tx = col >> col_shift;
+    const auto& grid = layout.levels[0];
+    return {std::min(layout.view.cols - col, layout.tile_cols - (col & (layout.tile_cols - 1))),
+            static_cast<size_t>((slice * grid.rows + (row >> row_shift)) * grid.cols + tx), row, tx};
+  }
+  void advance(uint64_t length) {
+    col += length;
+    if (col < layout.view.cols) return;
+    col = 0;
+    if (++row < layout.view.rows) return;
+    row = 0;
+    ++slice;
   }
 
   void add_segment(const uint8_t* data, const Segment& seg) {
     uint32_t* counts = bucket_counts.data() + seg.tile * kBuckets;
     if (!band.empty()) {  // f32 / bf16 / f16: tile_kernels.h
-      TileSums& sums = band[seg.tile % layout.levels[0].cols];
-      if (seg.row % layout.tile_rows == 0) start_tile(sums);
+      TileSums& sums = band[seg.tx];
+      if ((seg.row & (layout.tile_rows - 1)) == 0) start_tile(sums);
       add_tile_segment(dtype, data, seg.length, sums, counts);
-      const uint64_t tile_end = std::min(layout.view.rows, (seg.row / layout.tile_rows + 1) * layout.tile_rows);
+      const uint64_t tile_end = std::min(layout.view.rows, ((seg.row >> row_shift) + 1) << row_shift);
       if (seg.row + 1 == tile_end) level0[seg.tile] = finish_tile(sums);
       return;
     }
@@ -227,6 +237,8 @@ PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kern
   s_->dtype = dtype;
   s_->width = dtype_size(dtype);
   s_->layout = make_pyramid_layout(view);
+  s_->row_shift = static_cast<unsigned>(std::countr_zero(s_->layout.tile_rows));
+  s_->col_shift = static_cast<unsigned>(std::countr_zero(s_->layout.tile_cols));
   s_->total = view.slices * view.rows * view.cols;
   const size_t tiles = view.slices * s_->layout.tiles_per_slice(0);
   s_->level0.resize(tiles);
@@ -248,15 +260,17 @@ void PyramidBuilder::feed(const void* data, uint64_t elements) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
   while (elements > 0) {
     const uint64_t carried = s.carry.size() / s.width;
-    const State::Segment seg = s.segment_at(s.pos - carried);
+    const State::Segment seg = s.next_segment();
     const uint64_t take = std::min(seg.length - carried, elements);
     if (carried == 0 && take == seg.length) {
       s.add_segment(p, seg);
+      s.advance(seg.length);
     } else {
       s.carry.insert(s.carry.end(), p, p + take * s.width);
       if (carried + take == seg.length) {
         s.add_segment(s.carry.data(), seg);
         s.carry.clear();
+        s.advance(seg.length);
       }
     }
     p += take * s.width;
