@@ -26,11 +26,19 @@ ValueReader::ValueReader(const Checkpoint& c, const CheckpointTensor& t, const P
 ValueReader::~ValueReader() = default;
 
 void ValueReader::read(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_t col_end, double* out) {
-  const uint64_t first = (slice * view_.rows + row) * view_.cols + col_begin, count = col_end - col_begin;
+  const uint64_t count = col_end - col_begin;
   if (t_.dtype) {
+    const uint64_t first = (slice * view_.rows + row) * view_.cols + col_begin;
     decode_to_double(*t_.dtype, c_.data(t_) + first * dtype_size(*t_.dtype), count, out);
     return;
   }
+  const float* src = read_decoded(slice, row, col_begin, col_end);
+  for (uint64_t i = 0; i < count; ++i) out[i] = src[i];
+}
+
+const float* ValueReader::read_decoded(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_t col_end) {
+  if (t_.dtype) throw Error(ErrorKind::Internal, "ValueReader::read_decoded: " + t_.name + " is a dense tensor");
+  const uint64_t first = (slice * view_.rows + row) * view_.cols + col_begin, count = col_end - col_begin;
   // Decoded pieces are cached: consecutive segments of one row (or of one packed logical row) decode once.
   if (first < scratch_first_ || first + count > scratch_first_ + scratch_count_) {
     if (packed_) {
@@ -49,8 +57,7 @@ void ValueReader::read(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_
       scratch_first_ = b0, scratch_count_ = b1 - b0;
     }
   }
-  const float* src = scratch_.data() + (first - scratch_first_);
-  for (uint64_t i = 0; i < count; ++i) out[i] = src[i];
+  return scratch_.data() + (first - scratch_first_);
 }
 
 }  // namespace tmorph

@@ -27,6 +27,10 @@ class ValueReader {
 
   // Elements [col_begin, col_end) of row `row` of slice `slice` of the view, into out.
   void read(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_t col_end, double* out);
+  // The same elements of a quantized or packed tensor as they were decoded: float32, every value exact
+  // (ggml and the packed schemes decode to float32). Valid until the next call; Internal error for a
+  // dense tensor.
+  const float* read_decoded(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_t col_end);
   const View2D& view() const { return view_; }
   // The decoding placement for quantized and packed tensors; empty (no op) for dense dtypes.
   const std::vector<Placement>& placement() const { return placement_; }

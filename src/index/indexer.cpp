@@ -124,16 +124,13 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     for (const auto& [f, r] : ranges) f->read_ahead(r.file_offset, r.bytes);
     StatsResult r = compute_tensor_stats(c, t, planner, options);
     if (pyramid) {
-      // The pyramid of the decoded values, a view row at a time (one more decode of the pages just read).
+      // The pyramid of the decoded values (float32, as they decode), a view row at a time (one more
+      // decode of the pages just read).
       const View2D view = default_view(t.shape);
       ValueReader reader(c, t, planner, view);
-      PyramidBuilder lod(DType::F64, view);
-      std::vector<double> row(view.cols);
+      PyramidBuilder lod(DType::F32, view);
       for (uint64_t s = 0; s < view.slices; ++s)
-        for (uint64_t y = 0; y < view.rows; ++y) {
-          reader.read(s, y, 0, view.cols, row.data());
-          lod.feed(row.data(), view.cols);
-        }
+        for (uint64_t y = 0; y < view.rows; ++y) lod.feed(reader.read_decoded(s, y, 0, view.cols), view.cols);
       *pyramid = lod.finish();
     }
     for (const auto& [f, part] : ranges) release(f->data() + part.file_offset, part.bytes);
