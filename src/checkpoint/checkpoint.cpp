@@ -16,6 +16,7 @@
 #include "core/utf8.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "formats/torch_save.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -74,6 +75,42 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   c.files.push_back(std::move(file));
   c.header_bytes.push_back(g.data_section_offset);
   return g;
+}
+
+std::string join_sizes(const std::vector<uint64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Adds one torch.save file's tensors to c. A contiguous view is read in place (its storage's bytes from
+// its offset on); a strided view is listed with the reason it cannot be read yet.
+void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
+  const TorchSaveFile f = parse_torch_save(file->data(), file->size(), file->path());
+  c.format = "torch";
+  for (const auto& [k, v] : f.metadata) c.metadata.emplace(k, v);
+  for (const auto& t : f.tensors) {
+    const TorchStorage& s = f.storages[t.storage];
+    CheckpointTensor ct;
+    ct.name = t.name;
+    ct.stored_type = s.stored_type;
+    ct.shape = t.shape;
+    ct.elements = t.elements;
+    ct.bytes = t.elements * s.element_bytes;
+    ct.file_index = c.files.size();
+    ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
+    if (!t.contiguous) {
+      ct.unavailable_reason = "a strided view (strides " + join_sizes(t.strides) + " for shape " + join_sizes(t.shape) + ", storage " + s.key +
+                              " from element " + std::to_string(t.storage_offset) + "): not supported yet";
+    } else if (!s.dtype) {
+      ct.unavailable_reason = "no kernel yet for torch " + s.type;
+    } else {
+      ct.dtype = s.dtype;
+    }
+    c.tensors.push_back(std::move(ct));
+  }
+  c.files.push_back(std::move(file));
+  c.header_bytes.push_back(f.header_bytes);
 }
 
 // Tensor names must be unique across the whole checkpoint.
@@ -275,7 +312,12 @@ Checkpoint open_checkpoint(const std::string& path) {
     add_safetensors(c, std::move(file));
     return with_packed_tensors(std::move(c));
   }
-  throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF') nor safetensors (JSON header at byte 8); "
+  if (looks_like_torch_zip(file->data(), file->size()) || looks_like_legacy_torch(file->data(), file->size())) {
+    add_torch(c, std::move(file));
+    check_unique(c);
+    return c;
+  }
+  throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF'), safetensors (JSON header at byte 8) nor torch.save (zip); "
                                           "for a raw tensor use --raw with --dtype and --shape");
 }
 

@@ -395,7 +395,7 @@ class CheckpointStats(unittest.TestCase):
         junk = write(os.path.join(self.dir, "junk.bin"), b"0123456789abcdef")
         r = run(["stats", junk])
         self.assertEqual(r.code, 3)
-        self.assertIn("neither GGUF (magic 'GGUF') nor safetensors", r.err)
+        self.assertIn("neither GGUF (magic 'GGUF'), safetensors", r.err)
         lying = write(os.path.join(self.dir, "lying.safetensors"), open(self.path, "rb").read()[:-4])
         r = run(["stats", lying])
         self.assertEqual(r.code, 3)
