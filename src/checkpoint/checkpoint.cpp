@@ -79,7 +79,10 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
 
 std::string join_sizes(const std::vector<uint64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
   return s + "]";
 }
 

@@ -170,6 +170,19 @@ def dectris_seeds():
         put(d, f"random-{n}", bytes(rng.randrange(256) for _ in range(n)))
 
 
+def pickle_seeds():
+    # The committed torch.save fixtures (written by tests/tools/torch_write.py), data.pkl of one alone,
+    # and a pickle naming a global outside the allow-list.
+    import zipfile
+    d = corpus("pickle")
+    fixtures = os.path.join(HERE, "..", "fixtures", "torch")
+    for name in ("tensor.pt", "parameter.pt", "protocol4.pt"):
+        shutil.copy(os.path.join(fixtures, name), os.path.join(d, name))
+    with zipfile.ZipFile(os.path.join(fixtures, "state_dict.pt")) as z:
+        put(d, "state_dict-data.pkl", z.read("state_dict/data.pkl"))
+    put(d, "refused-global.pkl", b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     gguf_seeds()
@@ -177,6 +190,7 @@ if __name__ == "__main__":
     quant_seeds()
     bitshuffle_seeds()
     dectris_seeds()
+    pickle_seeds()
     for name in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, name))
         size = sum(os.path.getsize(os.path.join(CORPUS, name, f)) for f in files)
