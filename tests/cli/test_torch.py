@@ -74,13 +74,50 @@ class TorchSave(unittest.TestCase):
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
+    def test_directories_of_pytorch_model_bin(self):
+        out = tempfile.mkdtemp(prefix="tm-torch-")
+        try:
+            # A lone pytorch_model.bin.
+            single = os.path.join(out, "single")
+            os.makedirs(single)
+            shutil.copy(os.path.join(FIXTURES, "parameter.pt"), os.path.join(single, "pytorch_model.bin"))
+            r = run(["ls", single, "--json"])
+            self.assertEqual(r.code, 0, r.err)
+            self.assertEqual(sorted(t["name"] for t in r.json()["tensors"]), ["p", "q"])
+            # Shards with transformers' pytorch_model.bin.index.json (total_size: 6 + 4 + 9 float32).
+            sharded = os.path.join(out, "sharded")
+            os.makedirs(sharded)
+            one, two = "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"
+            shutil.copy(os.path.join(FIXTURES, "parameter.pt"), os.path.join(sharded, one))
+            shutil.copy(os.path.join(FIXTURES, "tensor.pt"), os.path.join(sharded, two))
+            index = {"metadata": {"total_size": 76}, "weight_map": {"p": one, "q": one, "tensor": two}}
+            with open(os.path.join(sharded, "pytorch_model.bin.index.json"), "w") as f:
+                json.dump(index, f)
+            for path in (sharded, os.path.join(sharded, "pytorch_model.bin.index.json")):
+                r = run(["stats", path, "--json"])
+                self.assertEqual(r.code, 0, r.err)
+                doc = r.json()
+                self.assertEqual(doc["format"], "torch")
+                got = {t["name"]: t["stats"] for t in doc["tensors"]}
+                self.assertEqual(got["p"]["sum"], 3.0)
+                self.assertEqual(got["tensor"]["count"], 9)
+            index["weight_map"]["tensor"] = one
+            with open(os.path.join(sharded, "pytorch_model.bin.index.json"), "w") as f:
+                json.dump(index, f)
+            r = run(["ls", sharded])
+            self.assertEqual(r.code, 3)
+            self.assertIn("weight_map lists 'tensor' in " + one + ", which does not contain it", r.err)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
     def test_refusals_name_the_problem(self):
         r = run(["ls", os.path.join(FIXTURES, "legacy.pt")])
         self.assertEqual(r.code, 3)
         self.assertIn("legacy torch.save format", r.err)
         out = tempfile.mkdtemp(prefix="tm-torch-")
         try:
-            data = bytearray(open(os.path.join(FIXTURES, "tensor.pt"), "rb").read())
+            with open(os.path.join(FIXTURES, "tensor.pt"), "rb") as f:
+                data = bytearray(f.read())
             # Replace the rebuild function's name by one of the same length outside the allow-list.
             at = data.find(b"_rebuild_tensor_v2")
             self.assertGreater(at, 0)
