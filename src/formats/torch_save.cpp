@@ -74,14 +74,16 @@ class Walker {
     for (const auto& e : zip.entries) entries_.emplace(e.name, &e);
   }
 
-  void walk(const PickleRef& v, const std::string& name) {
+  // Adds the tensors under v, named from `name`; scalars directly under a dict become metadata (those
+  // in lists and tuples, such as an optimizer's parameter ids, are skipped).
+  void walk(const PickleRef& v, const std::string& name, bool in_dict = true) {
     switch (v->kind) {
       case PickleKind::Dict: return walk_entries(*v, name);
       case PickleKind::List:
       case PickleKind::Tuple:
-        for (size_t i = 0; i < v->items.size(); ++i) walk(v->items[i], join(name, std::to_string(i)));
+        for (size_t i = 0; i < v->items.size(); ++i) walk(v->items[i], join(name, std::to_string(i)), false);
         return;
-      case PickleKind::Build: return walk(v->items[0], name);  // an object and its state: the object
+      case PickleKind::Build: return walk(v->items[0], name, in_dict);  // an object and its state: the object
       case PickleKind::Reduce: {
         const std::string& callable = v->items[0]->text;
         if (callable == kOrderedDict) return walk_entries(*v, name);
@@ -89,7 +91,7 @@ class Walker {
         return;  // an allowed call that makes no tensor (e.g. an empty OrderedDict of hooks)
       }
       default:
-        if (is_scalar(*v) && !name.empty()) out_.metadata[name] = scalar_text(*v);
+        if (in_dict && is_scalar(*v) && !name.empty()) out_.metadata[name] = scalar_text(*v);
         return;
     }
   }
