@@ -254,29 +254,42 @@ struct ZipFile {
     uint32_t claimed_size = UINT32_MAX;  // central directory size when not the data's (UINT32_MAX: real)
   };
   std::vector<Entry> entries;
+  bool zip64 = false;  // sizes and offsets in zip64 extra records, zip64 end record and locator
   std::string bytes() const {
     std::string out, cd;
     auto u16 = [](std::string& s, uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); };
     auto w32 = [](std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+    auto w64 = [](std::string& s, uint64_t v) { s.append(reinterpret_cast<const char*>(&v), 8); };
     for (const auto& e : entries) {
       const uint32_t offset = static_cast<uint32_t>(out.size());
       const uint32_t size = e.claimed_size == UINT32_MAX ? static_cast<uint32_t>(e.data.size()) : e.claimed_size;
       w32(out, 0x04034b50); u16(out, 20); u16(out, 0); u16(out, e.method); w32(out, 0); w32(out, 0);
       w32(out, size); w32(out, size); u16(out, static_cast<uint16_t>(e.name.size())); u16(out, 0);
-      out += e.name + e.data;
-      w32(cd, 0x02014b50); u16(cd, 20); u16(cd, 20); u16(cd, 0); u16(cd, e.method); w32(cd, 0); w32(cd, 0);
-      w32(cd, size); w32(cd, size); u16(cd, static_cast<uint16_t>(e.name.size())); u16(cd, 0); u16(cd, 0);
-      u16(cd, 0); u16(cd, 0); w32(cd, 0); w32(cd, offset);
+      out += e.name;
+      out += e.data;
+      const uint32_t field = zip64 ? 0xFFFFFFFF : size;
+      w32(cd, 0x02014b50); u16(cd, 45); u16(cd, 45); u16(cd, 0); u16(cd, e.method); w32(cd, 0); w32(cd, 0);
+      w32(cd, field); w32(cd, field); u16(cd, static_cast<uint16_t>(e.name.size())); u16(cd, zip64 ? 28 : 0); u16(cd, 0);
+      u16(cd, 0); u16(cd, 0); w32(cd, 0); w32(cd, zip64 ? 0xFFFFFFFF : offset);
       cd += e.name;
+      if (zip64) {
+        u16(cd, 1); u16(cd, 24); w64(cd, size); w64(cd, size); w64(cd, offset);
+      }
     }
     const uint32_t cd_offset = static_cast<uint32_t>(out.size());
     out += cd;
-    w32(out, 0x06054b50); u16(out, 0); u16(out, 0); u16(out, static_cast<uint16_t>(entries.size()));
-    u16(out, static_cast<uint16_t>(entries.size())); w32(out, static_cast<uint32_t>(cd.size())); w32(out, cd_offset); u16(out, 0);
+    const uint16_t n = static_cast<uint16_t>(entries.size());
+    if (zip64) {
+      const uint64_t end64 = out.size();
+      w32(out, 0x06064b50); w64(out, 44); u16(out, 45); u16(out, 45); w32(out, 0); w32(out, 0);
+      w64(out, n); w64(out, n); w64(out, cd.size()); w64(out, cd_offset);
+      w32(out, 0x07064b50); w32(out, 0); w64(out, end64); w32(out, 1);
+    }
+    w32(out, 0x06054b50); u16(out, 0); u16(out, 0); u16(out, zip64 ? 0xFFFF : n); u16(out, zip64 ? 0xFFFF : n);
+    w32(out, zip64 ? 0xFFFFFFFF : static_cast<uint32_t>(cd.size())); w32(out, zip64 ? 0xFFFFFFFF : cd_offset); u16(out, 0);
     return out;
   }
 };
-
 
 // data.pkl of {name: f32 tensor of `shape` (1-D) on a storage of `storage_elements`, from `offset`}.
 std::string tensor_pickle(uint32_t size, uint32_t storage_elements, uint32_t offset = 0, const std::string& type = "FloatStorage") {
@@ -314,6 +327,21 @@ TEST(TorchSave, Float8AndComplexStorages) {  // torch >= 2.1 writes float8; torc
   t = parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.pt");
   EXPECT_FALSE(t.storages[0].dtype.has_value());
   EXPECT_EQ(t.storages[0].stored_type, "C64");
+}
+
+TEST(TorchSave, Zip64RecordsAreRead) {  // as torch writes files above 4 GiB
+  ZipFile z;
+  z.zip64 = true;
+  z.entries = {{"a/data.pkl", tensor_pickle(3, 4, 1)}, {"a/data/0", std::string(16, '\1')}};
+  std::string b = z.bytes();
+  const TorchSaveFile t = parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.pt");
+  ASSERT_EQ(t.storages.size(), 1u);
+  EXPECT_EQ(b.substr(t.storages[0].file_offset, 16), std::string(16, '\1'));
+  // A zip64 end record whose entry count disagrees with the 32-bit record's real value.
+  b[b.size() - 12] = 1, b[b.size() - 11] = 0, b[b.size() - 14] = 1, b[b.size() - 13] = 0;
+  EXPECT_NE(error_of([&] { read_zip_directory(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.zip"); })
+                .find("zip64 end record's entry count 2 disagrees with the end record's 1"),
+            std::string::npos);
 }
 
 TEST(TorchSave, StorageShorterThanItsTensor) {
