@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -67,7 +68,7 @@ class Reader {
     std::snprintf(where, sizeof where, "byte %llu (file offset %llu), opcode 0x%02x %s: ",
                   static_cast<unsigned long long>(op_at_), static_cast<unsigned long long>(o_.file_offset + op_at_), op_,
                   name ? name : "(unknown)");
-    throw Error(ErrorKind::BadInput, path_ + ": " + where + what);
+    throw Error(ErrorKind::BadInput, escape_invalid_utf8(path_ + ": " + where + what));  // names from the file may not be UTF-8
   }
 
   // Reads n bytes of argument; fails naming how many were needed when fewer remain.
@@ -188,7 +189,9 @@ class Reader {
     if (n > 0 && n < 8 && (b[n - 1] & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign-extend
     return integer(static_cast<int64_t>(u));
   }
-  void global(std::string module, std::string name) {
+  void global(const std::string& module, const std::string& name) {
+    if (module.size() > lim_.max_global_name || name.size() > lim_.max_global_name)
+      fail("a global's module or name is longer than " + std::to_string(lim_.max_global_name) + " bytes");
     const std::string full = module + "." + name;
     if (!o_.allowed_globals.count(full))
       fail("global '" + full + "' is not on the allow-list (refused, nothing is called); allowed: " + o_.allowed_what);
@@ -293,7 +296,7 @@ void Reader::step() {
     case 'c': {
       std::string module = line("the module name");
       std::string name = line("the attribute name");
-      global(std::move(module), std::move(name));
+      global(module, name);
       return;
     }
     case 0x93: {
@@ -353,7 +356,7 @@ PickleRef Reader::run() {
   }
   op_at_ = size_;
   op_ = 0;
-  throw Error(ErrorKind::BadInput, path_ + ": pickle ends at byte " + std::to_string(size_) + " without STOP (truncated)");
+  throw Error(ErrorKind::BadInput, escape_invalid_utf8(path_) + ": pickle ends at byte " + std::to_string(size_) + " without STOP (truncated)");
 }
 
 }  // namespace

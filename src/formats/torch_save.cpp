@@ -13,8 +13,9 @@ namespace tmorph {
 
 namespace {
 
+// Entry names and storage keys come from the file and may not be UTF-8.
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw Error(ErrorKind::BadInput, path + ": " + what);
+  throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": " + what));
 }
 
 struct StorageType {
@@ -159,6 +160,7 @@ class Walker {
     const StorageType* type = storage_type(pid.items[1]->text);
     if (!type) fail_at(pid.items[1]->offset, where + ": " + pid.items[1]->text + " is not a storage type");
     const std::string& key = pid.items[2]->text;
+    if (key.size() > 256) fail_at(pid.items[2]->offset, where + ": a storage key of " + std::to_string(key.size()) + " bytes (at most 256)");
     const uint64_t elements = non_negative(*pid.items[4], where + " storage size");
     if (auto it = storage_index_.find(key); it != storage_index_.end()) {
       const TorchStorage& s = out_.storages[it->second];

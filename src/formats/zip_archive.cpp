@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -14,7 +15,8 @@ constexpr uint32_t kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
 constexpr uint64_t kEndBytes = 22, kZip64LocatorBytes = 20, kZip64EndBytes = 56, kCentralBytes = 46, kLocalBytes = 30;
 
 [[noreturn]] void bad(const std::string& path, uint64_t offset, const std::string& what) {
-  throw Error(ErrorKind::BadInput, path + ": zip, byte " + std::to_string(offset) + ": " + what);
+  // Entry names come from the file and may not be UTF-8.
+  throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": zip, byte " + std::to_string(offset) + ": " + what));
 }
 
 uint64_t le(const uint8_t* p, int n) {

@@ -1,10 +1,12 @@
 // libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
 // are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
-// read). Accepted files must describe storages inside the input and views inside their storages.
+// read). Accepted files must describe storages inside the input and views inside their storages;
+// errors must be valid UTF-8 whatever bytes the input's names hold.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
+#include "core/utf8.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"
 #include "formats/zip_archive.h"
@@ -47,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const uint64_t n = count_values(*v, 1);
       if (tmorph::fuzz::verbose()) std::fprintf(stderr, "pickle: %llu values\n", static_cast<unsigned long long>(n));
     }
-  } catch (const tmorph::Error&) {
+  } catch (const tmorph::Error& e) {
+    TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));  // names from the file are escaped in messages
   }
   return 0;
 }

@@ -178,6 +178,12 @@ TEST(Pickle, GlobalsOutsideTheAllowListAreRefusedNeverCalled) {
   EXPECT_NE(e.find("STACK_GLOBAL"), std::string::npos) << e;
 }
 
+TEST(Pickle, NamesInErrorsAreMadeUtf8AndBounded) {
+  std::string e = pickle_error("\x80\x04\x8c\x03o\xffs\x8c\x06system\x93.");
+  EXPECT_NE(e.find("global 'o\\xFFs.system'"), std::string::npos) << e;
+  EXPECT_NE(pickle_error("\x80\x02" + pstr(std::string(300, 'm')) + pstr("n") + "\x93.").find("longer than 256 bytes"), std::string::npos);
+}
+
 TEST(Pickle, EveryOpcodeOutOfPlaceGivesAClearError) {
   // Each byte as the first opcode, after a MARK, and at the end of the input: never a crash, and any
   // error names the offset and the opcode.
