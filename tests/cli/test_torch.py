@@ -67,10 +67,17 @@ class TorchSave(unittest.TestCase):
             self.assertEqual(r.code, 4, r.err)
             self.assertIn("strided view", r.err)
             cache = os.path.join(out, "cache")
+            fresh = run(["ls", path, "--json"], cache_home=cache).json()["tensors"]
             r = run(["index", path], cache_home=cache)
             self.assertEqual(r.code, 0, r.err)
             r = run(["index", path], cache_home=cache)
             self.assertEqual(r.code, 0, r.err)
+            self.assertIn("0 computed now", r.out)
+            # The inventory read back from the index is the one the file gave.
+            again = run(["ls", path, "--json"], cache_home=cache).json()["tensors"]
+            for t in fresh + again:
+                t.pop("stats_indexed")
+            self.assertEqual(again, fresh)
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
