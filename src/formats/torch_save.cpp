@@ -1,6 +1,7 @@
 #include "formats/torch_save.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -53,9 +54,12 @@ std::string scalar_text(const PickleValue& v) {
     case PickleKind::None: return "None";
     case PickleKind::Bool: return v.boolean ? "True" : "False";
     case PickleKind::Int: return std::to_string(v.integer);
-    case PickleKind::Float: {
+    case PickleKind::Float: {  // the shortest text that reads back as the same double, as Python prints it
       char s[32];
-      std::snprintf(s, sizeof s, "%.17g", v.real);
+      for (int digits = 15; digits <= 17; ++digits) {
+        std::snprintf(s, sizeof s, "%.*g", digits, v.real);
+        if (std::strtod(s, nullptr) == v.real || v.real != v.real) break;
+      }
       return s;
     }
     case PickleKind::Str: return escape_invalid_utf8(v.text);

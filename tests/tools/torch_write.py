@@ -61,7 +61,7 @@ def views():
 
 def state_dict_file():
     return {"model": module_state(), "dtypes": every_dtype(), "views": views(),
-            "step": 1234, "lr": 0.25, "tag": "fixture", "done": True}
+            "step": 1234, "lr": 0.1, "tag": "fixture", "done": True}
 
 
 def reference(obj, prefix=""):
