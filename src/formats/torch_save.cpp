@@ -82,6 +82,10 @@ class Walker {
   // Adds the tensors under v, named from `name`; scalars directly under a dict become metadata (those
   // in lists and tuples, such as an optimizer's parameter ids, are skipped).
   void walk(const PickleRef& v, const std::string& name, bool in_dict = true) {
+    // The memo lets one value be referenced many times, and a few bytes can nest such references into
+    // an exponential number of paths: every visit counts.
+    if (++visits_ > kMaxVisits)
+      fail_at(v->offset, "the object expands to more than " + std::to_string(kMaxVisits) + " values through shared references (limit)");
     switch (v->kind) {
       case PickleKind::Dict: return walk_entries(*v, name);
       case PickleKind::List:
@@ -107,6 +111,8 @@ class Walker {
   TorchSaveFile& out_;
   std::unordered_map<std::string, const ZipEntry*> entries_;
   std::unordered_map<std::string, size_t> storage_index_;
+  uint64_t visits_ = 0;
+  static constexpr uint64_t kMaxVisits = 4'000'000;
 
   static std::string join(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
 

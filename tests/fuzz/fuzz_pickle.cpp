@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <unordered_map>
 
 #include "core/utf8.h"
 #include "formats/pickle_reader.h"
@@ -15,13 +16,19 @@
 
 namespace {
 
-// Every value reachable from v, counted (a cycle or runaway depth would hang or overflow the stack).
-uint64_t count_values(const tmorph::PickleValue& v, uint32_t depth) {
+// The distinct values reachable from v, each visited once (shared references are legal and can make
+// exponentially many paths); a cycle, or nesting beyond the reader's limit, aborts.
+void count_values(const tmorph::PickleValue& v, uint32_t depth, std::unordered_map<const void*, bool>& done, uint64_t& n) {
   TM_FUZZ_CHECK(depth <= 201);
-  uint64_t n = 1;
-  for (const auto& x : v.items) n += count_values(*x, depth + 1);
-  for (const auto& [k, x] : v.entries) n += count_values(*k, depth + 1) + count_values(*x, depth + 1);
-  return n;
+  auto [it, fresh] = done.emplace(&v, false);  // false: in progress
+  if (!fresh) {
+    TM_FUZZ_CHECK(it->second);  // reached again while in progress: a cycle
+    return;
+  }
+  ++n;
+  for (const auto& x : v.items) count_values(*x, depth + 1, done, n);
+  for (const auto& [k, x] : v.entries) count_values(*k, depth + 1, done, n), count_values(*x, depth + 1, done, n);
+  done[&v] = true;
 }
 
 }  // namespace
@@ -46,7 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& g : tmorph::torch_allowed_globals()) o.allowed_globals.insert(g);
       o.allowed_what = "torch";
       const tmorph::PickleRef v = tmorph::read_pickle(data, size, "fuzz.pkl", o);
-      const uint64_t n = count_values(*v, 1);
+      std::unordered_map<const void*, bool> done;
+      uint64_t n = 0;
+      count_values(*v, 1, done, n);
       if (tmorph::fuzz::verbose()) std::fprintf(stderr, "pickle: %llu values\n", static_cast<unsigned long long>(n));
     }
   } catch (const tmorph::Error& e) {

@@ -320,6 +320,23 @@ TEST(TorchSave, HandMadeFileReads) {
   EXPECT_TRUE(t.tensors[0].contiguous);
 }
 
+TEST(TorchSave, SharedReferencesCannotExpandWithoutBound) {
+  // m1 = (None, None); m(k+1) = (mk, mk) up to m41: 2^41 paths in a few hundred bytes, under one name.
+  std::string p;
+  auto ops = [&p](std::initializer_list<int> bytes) {
+    for (int b : bytes) p.push_back(static_cast<char>(b));
+  };
+  ops({0x80, 4, 'N', 0x94, '0'});                      // memo 0 = None
+  ops({'h', 0, 'h', 0, 0x86, 0x94, '0'});              // memo 1 = (None, None)
+  for (int k = 1; k <= 40; ++k) ops({'h', k, 'h', k, 0x86, 0x94, '0'});
+  ops({'}'});
+  p += pstr("w");
+  ops({'h', 41, 's', '.'});
+  ZipFile z;
+  z.entries = {{"a/data.pkl", p}};
+  EXPECT_NE(torch_error(z).find("expands to more than 4000000 values through shared references"), std::string::npos);
+}
+
 TEST(TorchSave, Float8AndComplexStorages) {  // torch >= 2.1 writes float8; torch 1.13 cannot, so by hand
   ZipFile z;
   z.entries = {{"a/data.pkl", tensor_pickle(4, 4, 0, "Float8_e4m3fnStorage")}, {"a/data/0", "\x38\x40\xb8\x7e"}};
