@@ -181,6 +181,13 @@ def pickle_seeds():
     with zipfile.ZipFile(os.path.join(fixtures, "state_dict.pt")) as z:
         put(d, "state_dict-data.pkl", z.read("state_dict/data.pkl"))
     put(d, "refused-global.pkl", b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")
+    # One value shared along 2^41 paths through the memo (the reader bounds its visits).
+    p = bytearray(b"\x80\x04N\x940h\x00h\x00\x86\x940")
+    for k in range(1, 41):
+        p += bytes([ord("h"), k, ord("h"), k, 0x86, 0x94, ord("0")])
+    p += b"}X\x01\x00\x00\x00wh" + bytes([41]) + b"s."
+    with zipfile.ZipFile(os.path.join(d, "shared-expansion.pt"), "w", zipfile.ZIP_STORED) as z:
+        z.writestr(zipfile.ZipInfo("a/data.pkl", date_time=(1980, 1, 1, 0, 0, 0)), bytes(p))
 
 
 if __name__ == "__main__":
