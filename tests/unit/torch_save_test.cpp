@@ -367,6 +367,24 @@ TEST(TorchSave, Zip64RecordsAreRead) {  // as torch writes files above 4 GiB
             std::string::npos);
 }
 
+TEST(TorchSave, TensorSubclassesThroughRebuildFromType) {
+  // {'w': _rebuild_from_type_v2(_rebuild_tensor_v2, torch.nn.parameter.Parameter, (args...), {})}, as
+  // torch writes a tensor subclass or a tensor with attributes; and the same with a callable outside
+  // the tensor rebuilds.
+  const std::string args = "((" + pstr("storage") + "ctorch\nFloatStorage\n" + pstr("0") + pstr("cpu") + pint(4) + "tQ" + pint(0) +
+                           pint(4) + "\x85" + pint(1) + "\x85\x89" "ccollections\nOrderedDict\n)Rt";
+  const std::string head = "\x80\x02}(" + pstr("w") + "ctorch._tensor\n_rebuild_from_type_v2\n(";
+  ZipFile z;
+  z.entries = {{"a/data.pkl", head + "ctorch._utils\n_rebuild_tensor_v2\nctorch.nn.parameter\nParameter\n" + args + "}tRu."},
+               {"a/data/0", std::string(16, '\0')}};
+  std::string b = z.bytes();
+  const TorchSaveFile t = parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.pt");
+  ASSERT_EQ(t.tensors.size(), 1u);
+  EXPECT_EQ(t.tensors[0].shape, (std::vector<uint64_t>{4}));
+  z.entries[0].data = head + "ccollections\nOrderedDict\nctorch\nTensor\n" + args + "}tRu.";
+  EXPECT_NE(torch_error(z).find("expects (torch._utils._rebuild_tensor_v2, type, arguments, state)"), std::string::npos);
+}
+
 TEST(TorchSave, StorageShorterThanItsTensor) {
   ZipFile z;
   z.entries = {{"a/data.pkl", tensor_pickle(10, 4)}, {"a/data/0", std::string(16, '\0')}};
