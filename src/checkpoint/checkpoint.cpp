@@ -16,6 +16,7 @@
 #include "core/utf8.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "formats/torch_save.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -74,6 +75,45 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   c.files.push_back(std::move(file));
   c.header_bytes.push_back(g.data_section_offset);
   return g;
+}
+
+std::string join_sizes(const std::vector<uint64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+// Adds one torch.save file's tensors to c. A contiguous view is read in place (its storage's bytes from
+// its offset on); a strided view is listed with the reason it cannot be read yet.
+void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
+  const TorchSaveFile f = parse_torch_save(file->data(), file->size(), file->path());
+  c.format = "torch";
+  for (const auto& [k, v] : f.metadata) c.metadata.emplace(k, v);
+  for (const auto& t : f.tensors) {
+    const TorchStorage& s = f.storages[t.storage];
+    CheckpointTensor ct;
+    ct.name = t.name;
+    ct.stored_type = s.stored_type;
+    ct.shape = t.shape;
+    ct.elements = t.elements;
+    ct.bytes = t.elements * s.element_bytes;
+    ct.file_index = c.files.size();
+    ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
+    if (!t.contiguous) {
+      ct.unavailable_reason = "a strided view (strides " + join_sizes(t.strides) + " for shape " + join_sizes(t.shape) + ", storage " + s.key +
+                              " from element " + std::to_string(t.storage_offset) + "): not supported yet";
+    } else if (!s.dtype) {
+      ct.unavailable_reason = "no kernel yet for torch " + s.type;
+    } else {
+      ct.dtype = s.dtype;
+    }
+    c.tensors.push_back(std::move(ct));
+  }
+  c.files.push_back(std::move(file));
+  c.header_bytes.push_back(f.header_bytes);
 }
 
 // Tensor names must be unique across the whole checkpoint.
@@ -149,9 +189,16 @@ nlohmann::json read_json(const std::string& path) {
   return std::move(*doc);
 }
 
-// Sharded safetensors through model.safetensors.index.json: every shard present and checked, every
-// weight_map entry in the shard it names, nothing unlisted, total_size equal to the tensors' bytes.
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Sharded safetensors through model.safetensors.index.json, or sharded torch.save files through
+// pytorch_model.bin.index.json (the same layout, as transformers writes both): every shard present and
+// checked, every weight_map entry in the shard it names, nothing unlisted, total_size equal to the
+// tensors' bytes.
 Checkpoint open_safetensors_index(const std::string& index_path) {
+  const bool torch_shards = ends_with(index_path, ".bin.index.json");
   const nlohmann::json index = read_json(index_path);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     bad(index_path, "expected an object with a weight_map");
@@ -170,7 +217,8 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
       bad(index_path, "weight_map names shard '" + shard + "' outside the checkpoint's directory");
     const std::string file = (dir / shard).string();
     if (!fs::exists(file)) bad(index_path, "shard " + shard + " (listed in weight_map) is missing");
-    add_safetensors(c, std::make_shared<MappedFile>(file));
+    if (torch_shards) add_torch(c, std::make_shared<MappedFile>(file));
+    else add_safetensors(c, std::make_shared<MappedFile>(file));
   }
   check_unique(c);
   uint64_t total = 0;
@@ -192,28 +240,43 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
   return c;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+// The checkpoint files of a directory, each list sorted: *.safetensors.index.json and *.safetensors;
+// transformers' torch.save names, pytorch_model.bin.index.json and pytorch_model*.bin.
+struct DirectoryFiles {
+  std::vector<std::string> indexes, files, torch_indexes, torch_files;
+};
 
-// The *.safetensors.index.json and *.safetensors entries of dir, each sorted.
-void list_directory(const std::string& dir, std::vector<std::string>& indexes, std::vector<std::string>& files) {
+DirectoryFiles list_directory(const std::string& dir) {
+  DirectoryFiles d;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (ends_with(name, ".safetensors.index.json")) indexes.push_back(e.path().string());
-    else if (ends_with(name, ".safetensors")) files.push_back(e.path().string());
+    if (ends_with(name, ".safetensors.index.json")) d.indexes.push_back(e.path().string());
+    else if (ends_with(name, ".safetensors")) d.files.push_back(e.path().string());
+    else if (name == "pytorch_model.bin.index.json") d.torch_indexes.push_back(e.path().string());
+    else if (name.rfind("pytorch_model", 0) == 0 && ends_with(name, ".bin")) d.torch_files.push_back(e.path().string());
   }
-  std::sort(indexes.begin(), indexes.end());
-  std::sort(files.begin(), files.end());
+  for (auto* list : {&d.indexes, &d.files, &d.torch_indexes, &d.torch_files}) std::sort(list->begin(), list->end());
+  return d;
 }
 
-// A directory: its *.safetensors.index.json when there is one, else every *.safetensors in it.
+// A directory: its *.safetensors.index.json when there is one, else every *.safetensors in it; without
+// safetensors, pytorch_model.bin.index.json, else a lone pytorch_model.bin.
 Checkpoint open_directory(const std::string& dir) {
-  std::vector<std::string> indexes, files;
-  list_directory(dir, indexes, files);
+  const DirectoryFiles d = list_directory(dir);
+  const auto& indexes = d.indexes;
+  const auto& files = d.files;
   if (indexes.size() > 1) bad(dir, "holds " + std::to_string(indexes.size()) + " *.safetensors.index.json files; name one");
   if (indexes.size() == 1) return open_safetensors_index(indexes[0]);
-  if (files.empty()) bad(dir, "holds no *.safetensors file and no *.safetensors.index.json");
+  if (files.empty() && !d.torch_indexes.empty()) return open_safetensors_index(d.torch_indexes[0]);
+  if (files.empty() && d.torch_files.size() == 1) {
+    Checkpoint c;
+    add_torch(c, std::make_shared<MappedFile>(d.torch_files[0]));
+    check_unique(c);
+    return c;
+  }
+  if (files.empty() && d.torch_files.size() > 1)
+    bad(dir, "holds " + std::to_string(d.torch_files.size()) + " pytorch_model*.bin files but no pytorch_model.bin.index.json");
+  if (files.empty()) bad(dir, "holds no *.safetensors file, no *.safetensors.index.json and no pytorch_model.bin");
   Checkpoint c;
   for (const auto& f : files) add_safetensors(c, std::make_shared<MappedFile>(f));
   check_unique(c);
@@ -253,10 +316,9 @@ Checkpoint with_packed_tensors(Checkpoint c) {
 std::string checkpoint_layout(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return "";
-  std::vector<std::string> indexes, files;
-  list_directory(path, indexes, files);
+  const DirectoryFiles d = list_directory(path);
   std::string layout;
-  for (const auto* list : {&indexes, &files})
+  for (const auto* list : {&d.indexes, &d.files, &d.torch_indexes, &d.torch_files})
     for (const auto& f : *list) layout += fs::path(f).filename().string() + "\n";
   return layout;
 }
@@ -275,7 +337,12 @@ Checkpoint open_checkpoint(const std::string& path) {
     add_safetensors(c, std::move(file));
     return with_packed_tensors(std::move(c));
   }
-  throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF') nor safetensors (JSON header at byte 8); "
+  if (looks_like_torch_zip(file->data(), file->size()) || looks_like_legacy_torch(file->data(), file->size())) {
+    add_torch(c, std::move(file));
+    check_unique(c);
+    return c;
+  }
+  throw Error(ErrorKind::BadInput, path + ": neither GGUF (magic 'GGUF'), safetensors (JSON header at byte 8) nor torch.save (zip); "
                                           "for a raw tensor use --raw with --dtype and --shape");
 }
 

@@ -1,6 +1,7 @@
 // A checkpoint opened for reading: its tensors, wherever they live, with the dtype a kernel can read
-// or the reason none can yet: one safetensors or GGUF file, a sharded safetensors checkpoint (a
-// directory or its model.safetensors.index.json), or a GGUF split set opened from any shard.
+// or the reason none can yet: one safetensors, GGUF or torch.save file, a sharded safetensors or
+// torch.save checkpoint (a directory or its model.safetensors.index.json / pytorch_model.bin.index.json),
+// or a GGUF split set opened from any shard.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct CheckpointTensor {
 };
 
 struct Checkpoint {
-  std::string format;               // "safetensors" or "gguf"
+  std::string format;               // "safetensors", "gguf" or "torch"
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<uint64_t> header_bytes;           // per file: bytes before its data section
   std::vector<std::string> sidecars;            // read whole: *.safetensors.index.json, config.json
@@ -42,13 +43,15 @@ struct Checkpoint {
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
 };
 
-// Opens PATH: a directory, a *.safetensors.index.json, a NAME-0000i-of-0000N.gguf shard, or a single
-// .safetensors / .gguf file (recognised by content). Every shard is checked; a missing or inconsistent
-// shard is a BadInput error naming it.
+// Opens PATH: a directory, a *.safetensors.index.json or pytorch_model.bin.index.json, a
+// NAME-0000i-of-0000N.gguf shard, or a single .safetensors / .gguf / torch.save (.pt, .pth, .bin) file
+// (recognised by content). Every shard is checked; a missing or inconsistent shard is a BadInput error
+// naming it.
 Checkpoint open_checkpoint(const std::string& path);
 
 // What decides which files make up the checkpoint at PATH, read without opening any of them: for a
-// directory, the sorted names of its *.safetensors and *.safetensors.index.json entries; otherwise
+// directory, the sorted names of its *.safetensors, *.safetensors.index.json, pytorch_model.bin.index.json
+// and pytorch_model*.bin entries; otherwise
 // empty (the files are named by PATH itself or by a sidecar whose identity is checked separately).
 std::string checkpoint_layout(const std::string& path);
 

@@ -395,7 +395,7 @@ class CheckpointStats(unittest.TestCase):
         junk = write(os.path.join(self.dir, "junk.bin"), b"0123456789abcdef")
         r = run(["stats", junk])
         self.assertEqual(r.code, 3)
-        self.assertIn("neither GGUF (magic 'GGUF') nor safetensors", r.err)
+        self.assertIn("neither GGUF (magic 'GGUF'), safetensors", r.err)
         lying = write(os.path.join(self.dir, "lying.safetensors"), open(self.path, "rb").read()[:-4])
         r = run(["stats", lying])
         self.assertEqual(r.code, 3)
@@ -499,7 +499,7 @@ class ShardedCheckpoints(unittest.TestCase):
         empty = tempfile.mkdtemp(prefix="tm-empty-")
         r = run(["stats", empty])
         self.assertEqual(r.code, 3)
-        self.assertIn("holds no *.safetensors file and no *.safetensors.index.json", r.err)
+        self.assertIn("holds no *.safetensors file, no *.safetensors.index.json and no pytorch_model.bin", r.err)
 
     def test_same_tensor_in_two_shards(self):
         os.remove(self.index)

@@ -170,6 +170,26 @@ def dectris_seeds():
         put(d, f"random-{n}", bytes(rng.randrange(256) for _ in range(n)))
 
 
+def pickle_seeds():
+    # The committed torch.save fixtures (written by tests/tools/torch_write.py), data.pkl of one alone,
+    # and a pickle naming a global outside the allow-list.
+    import zipfile
+    d = corpus("pickle")
+    fixtures = os.path.join(HERE, "..", "fixtures", "torch")
+    for name in ("tensor.pt", "parameter.pt", "protocol4.pt"):
+        shutil.copy(os.path.join(fixtures, name), os.path.join(d, name))
+    with zipfile.ZipFile(os.path.join(fixtures, "state_dict.pt")) as z:
+        put(d, "state_dict-data.pkl", z.read("state_dict/data.pkl"))
+    put(d, "refused-global.pkl", b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")
+    # One value shared along 2^41 paths through the memo (the reader bounds its visits).
+    p = bytearray(b"\x80\x04N\x940h\x00h\x00\x86\x940")
+    for k in range(1, 41):
+        p += bytes([ord("h"), k, ord("h"), k, 0x86, 0x94, ord("0")])
+    p += b"}X\x01\x00\x00\x00wh" + bytes([41]) + b"s."
+    with zipfile.ZipFile(os.path.join(d, "shared-expansion.pt"), "w", zipfile.ZIP_STORED) as z:
+        z.writestr(zipfile.ZipInfo("a/data.pkl", date_time=(1980, 1, 1, 0, 0, 0)), bytes(p))
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     gguf_seeds()
@@ -177,6 +197,7 @@ if __name__ == "__main__":
     quant_seeds()
     bitshuffle_seeds()
     dectris_seeds()
+    pickle_seeds()
     for name in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, name))
         size = sum(os.path.getsize(os.path.join(CORPUS, name, f)) for f in files)

@@ -1,0 +1,60 @@
+// torch.save files (the zip format, torch >= 1.6): ARCHIVE/data.pkl, a pickle of the saved object whose
+// tensors refer to storages by persistent id, and ARCHIVE/data/KEY, each storage's raw little-endian
+// bytes, stored uncompressed. Read without executing anything (formats/pickle_reader.h) and without
+// copying a storage: each tensor is a view (storage offset, shape, strides, in elements) on a storage
+// that lies in place in the file. Errors are tmorph::Error(BadInput) naming the file and the offset or
+// tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensormorph/dtype.h"
+
+namespace tmorph {
+
+struct TorchStorage {
+  std::string key;                 // ARCHIVE/data/KEY
+  std::string type;                // "FloatStorage", "BFloat16Storage", ...
+  std::string stored_type;         // as other formats name it: "F32", "BF16", "C64", ...
+  std::optional<DType> dtype;      // empty for element types without a kernel (complex)
+  uint32_t element_bytes = 0;
+  uint64_t elements = 0;           // as the persistent id says; the entry holds exactly these bytes
+  uint64_t file_offset = 0;        // the entry's first data byte
+};
+
+struct TorchTensorView {
+  std::string name;                // dict keys joined by '.', list positions as numbers
+  size_t storage = 0;              // into TorchSaveFile::storages
+  uint64_t storage_offset = 0;     // in elements
+  std::vector<uint64_t> shape;     // row-major
+  std::vector<uint64_t> strides;   // in elements
+  uint64_t elements = 0;
+  bool contiguous = false;         // row-major and dense: elements [storage_offset, +elements) in order
+};
+
+struct TorchSaveFile {
+  std::string archive;             // the archive's top folder ("archive" for torch.save(f) with f a file)
+  uint64_t header_bytes = 0;       // the file's bytes up to the end of data.pkl (what identifies its contents)
+  std::vector<TorchStorage> storages;
+  std::vector<TorchTensorView> tensors;       // in the pickle's order
+  std::map<std::string, std::string> metadata;// scalar values beside the tensors (epoch counters, ...), as text
+};
+
+// The globals data.pkl may name; anything else is refused. Documented in docs/formats.md.
+const std::vector<std::string>& torch_allowed_globals();
+
+// True when bytes are a zip archive (torch.save's format since 1.6).
+bool looks_like_torch_zip(const uint8_t* bytes, uint64_t size);
+// True when bytes start as the legacy torch.save format (before 1.6: a pickled magic number).
+bool looks_like_legacy_torch(const uint8_t* bytes, uint64_t size);
+
+// Reads the torch.save file in bytes[0, size). Refuses the legacy format, TorchScript archives,
+// big-endian files, compressed storages, storages whose entry is not exactly their size, and views
+// that reach past their storage.
+TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+}  // namespace tmorph

@@ -1,0 +1,41 @@
+// The directory of a ZIP archive held in memory (a mapped file): entry names and where each entry's
+// bytes lie, so stored (uncompressed) entries can be read in place. Nothing is decompressed.
+//
+// Read from the end of central directory record (and its zip64 form when present), then the central
+// directory, then each entry's local header; every offset and length is checked against the file:
+// entries must lie before the central directory, not overlap one another, agree with their local
+// headers, and zip64 values must be present exactly where a 32-bit field says 0xFFFFFFFF (and agree
+// with the 32-bit end record where both exist). Multi-disk archives and encrypted entries are refused.
+// Errors are tmorph::Error(BadInput) naming the file, the byte offset and the field. CRCs are not
+// checked (that would read every byte).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tmorph {
+
+struct ZipEntry {
+  std::string name;
+  uint16_t method = 0;          // 0 stored, 8 deflate, ...
+  uint64_t header_offset = 0;   // the local header
+  uint64_t data_offset = 0;     // first byte of the entry's (stored or compressed) data
+  uint64_t compressed_size = 0;
+  uint64_t size = 0;            // uncompressed
+};
+
+struct ZipDirectory {
+  std::vector<ZipEntry> entries;  // in central-directory order
+  uint64_t central_directory_offset = 0;
+  // The entry called name, or null.
+  const ZipEntry* find(const std::string& name) const;
+};
+
+// True when bytes start with a local file header ("PK\3\4") or an empty archive's end record.
+bool looks_like_zip(const uint8_t* bytes, uint64_t size);
+
+// Reads the directory of the archive in bytes[0, size). `path` names the file in errors.
+ZipDirectory read_zip_directory(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+}  // namespace tmorph

@@ -1,0 +1,65 @@
+// libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
+// are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
+// read). Accepted files must describe storages inside the input and views inside their storages;
+// errors must be valid UTF-8 whatever bytes the input's names hold.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <unordered_map>
+
+#include "core/utf8.h"
+#include "formats/pickle_reader.h"
+#include "formats/torch_save.h"
+#include "formats/zip_archive.h"
+#include "fuzz_support.h"
+#include "tensormorph/error.h"
+
+namespace {
+
+// The distinct values reachable from v, each visited once (shared references are legal and can make
+// exponentially many paths); a cycle, or nesting beyond the reader's limit, aborts.
+void count_values(const tmorph::PickleValue& v, uint32_t depth, std::unordered_map<const void*, bool>& done, uint64_t& n) {
+  TM_FUZZ_CHECK(depth <= 201);
+  auto [it, fresh] = done.emplace(&v, false);  // false: in progress
+  if (!fresh) {
+    TM_FUZZ_CHECK(it->second);  // reached again while in progress: a cycle
+    return;
+  }
+  ++n;
+  for (const auto& x : v.items) count_values(*x, depth + 1, done, n);
+  for (const auto& [k, x] : v.entries) count_values(*k, depth + 1, done, n), count_values(*x, depth + 1, done, n);
+  done[&v] = true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    if (tmorph::looks_like_zip(data, size)) {
+      const tmorph::TorchSaveFile f = tmorph::parse_torch_save(data, size, "fuzz.pt");
+      TM_FUZZ_CHECK(f.header_bytes <= size);
+      for (const auto& s : f.storages) {
+        TM_FUZZ_CHECK(s.element_bytes > 0 && s.file_offset <= size);
+        TM_FUZZ_CHECK(s.elements <= (size - s.file_offset) / s.element_bytes);
+      }
+      for (const auto& t : f.tensors) {
+        TM_FUZZ_CHECK(t.storage < f.storages.size());
+        const auto& s = f.storages[t.storage];
+        if (t.contiguous && t.elements) TM_FUZZ_CHECK(t.storage_offset + t.elements <= s.elements);
+      }
+      if (tmorph::fuzz::verbose()) std::fprintf(stderr, "torch.save: %zu tensors, %zu storages\n", f.tensors.size(), f.storages.size());
+    } else {
+      tmorph::PickleOptions o;
+      for (const auto& g : tmorph::torch_allowed_globals()) o.allowed_globals.insert(g);
+      o.allowed_what = "torch";
+      const tmorph::PickleRef v = tmorph::read_pickle(data, size, "fuzz.pkl", o);
+      std::unordered_map<const void*, bool> done;
+      uint64_t n = 0;
+      count_values(*v, 1, done, n);
+      if (tmorph::fuzz::verbose()) std::fprintf(stderr, "pickle: %llu values\n", static_cast<unsigned long long>(n));
+    }
+  } catch (const tmorph::Error& e) {
+    TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));  // names from the file are escaped in messages
+  }
+  return 0;
+}
