@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""torch.save checkpoints: listing and statistics by tensormorph beside torch.load + torch, and beside the raw
+read rate. Part of `make bench`; skipped with a message when Debian's python3-torch is absent.
+
+  /usr/bin/python3 bench/torch_bench.py --build build [--repeats 3]
+
+1. The bf16 checkpoint of bench/pyramid_index_bench.py (issue 28's generator, 1.07 GB) is written again with
+   torch.save as one pytorch_model.bin (a state dict of bf16 tensors), once, in <build>/bench-data/torch.
+2. Warm page cache, best of --repeats:
+   - `cat` of the file (the raw read rate);
+   - `tensormorph ls` (parse the zip directory and the pickle, list every tensor) against `torch.load` with
+     mmap off (what a user does: it reads every storage) and a listing of names, dtypes and shapes;
+   - `tensormorph stats --json` of every tensor into a fresh index database (count, min, max, mean, std, histogram,
+     exact quantiles) against torch.load + per tensor min, max, mean, std in torch (float32 math; fewer
+     statistics than tensormorph computes, and not exact quantiles).
+Writes bench/last-run-torch.md. Ratios are within this one run; absolute times are context only.
+"""
+import argparse
+import datetime
+import glob
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pyramid_index_bench import make_checkpoints, read_safetensors  # noqa: E402
+
+PEER = r"""
+import sys, time, torch
+t0 = time.perf_counter()
+sd = torch.load(sys.argv[1], map_location="cpu")
+listing = [(k, v.dtype, tuple(v.shape)) for k, v in sd.items()]
+t1 = time.perf_counter()
+if sys.argv[2] == "stats":
+    for k, v in sd.items():
+        x = v.float()
+        (x.min().item(), x.max().item(), x.mean().item(), x.std(unbiased=False).item())
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t0)
+"""
+
+
+def log(msg):
+    print(f"[torch_bench] {msg}", file=sys.stderr, flush=True)
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("[torch_bench] skipped: Debian's python3-torch is not installed (apt-get install python3-torch)")
+        return
+    tm = os.path.join(args.build, "tensormorph")
+    base = os.path.join(args.build, "bench-data")
+    bf16_dir = dict(make_checkpoints(tm, os.path.join(base, "pyramid")))["bf16"]
+    out = os.path.join(base, "torch", "pytorch_model.bin")
+    if not os.path.exists(out):
+        log("writing " + out + " with torch.save")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        sd = {}
+        for shard in sorted(glob.glob(os.path.join(bf16_dir, "*.safetensors"))):
+            for name, shape, bits in read_safetensors(shard):
+                sd[name] = torch.from_numpy(bits.copy().view("int16")).view(torch.bfloat16).reshape(shape)
+        torch.save(sd, out)
+    size = os.path.getsize(out)
+    timed(["cat", out])
+    best = lambda f: min(f() for _ in range(args.repeats))  # noqa: E731
+    cat = best(lambda: timed(["cat", out]))
+    ls = best(lambda: timed([tm, "ls", out]))
+    db = os.path.join(base, "torch", "bench.db")
+
+    def fresh_stats():
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
+        return timed([tm, "stats", out, "--index", db, "--json"])
+
+    stats = best(fresh_stats)
+
+    def peer(kind):
+        p = subprocess.run(["/usr/bin/python3", "-c", PEER, out, kind], capture_output=True, text=True, check=True)
+        return [float(x) for x in p.stdout.split()]
+
+    peer_ls = min(peer("ls")[0] for _ in range(args.repeats))
+    peer_stats = min(peer("stats")[1] for _ in range(args.repeats))
+    rows = [("list every tensor", ls, peer_ls), ("statistics of every tensor", stats, peer_stats)]
+    lines = [
+        "# torch.save checkpoints (bench/torch_bench.py)",
+        "",
+        f"{datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores · torch {torch.__version__} · "
+        f"warm page cache, best of {args.repeats}",
+        "",
+        f"File: {size / 1e9:.2f} GB pytorch_model.bin (bf16 state dict of issue 28's demo checkpoint); "
+        f"`cat` {cat:.2f} s ({size / cat / 1e9:.1f} GB/s).",
+        "",
+        "| task | tensormorph s | torch.load + torch s | torch / tensormorph |",
+        "|---|---:|---:|---:|",
+    ]
+    for task, ours, theirs in rows:
+        lines.append(f"| {task} | {ours:.3f} | {theirs:.3f} | {theirs / ours:.1f} |")
+    lines.append("")
+    lines.append(f"tensormorph statistics: {size / stats / 1e9:.2f} GB/s, {stats / cat:.1f}× the time of `cat`.")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(HERE, "last-run-torch.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
