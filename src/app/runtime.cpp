@@ -27,7 +27,8 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   } else if (auto s = rt->settings.get("compute.plugin_dir")) {
     rt->plugin_dir = *s, rt->plugin_dir_source = "compute.plugin_dir";
   } else {
-    rt->plugin_dir = executable_dir() + "/plugins", rt->plugin_dir_source = "default";
+    rt->plugin_dir = flags && !flags->default_plugin_dir.empty() ? flags->default_plugin_dir : executable_dir() + "/plugins";
+    rt->plugin_dir_source = "default";
   }
   rt->registry.register_table(tmorph::cpu::cpu_backend_table(), "static");
   rt->registry.load_plugins_from(rt->plugin_dir);

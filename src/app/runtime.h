@@ -24,6 +24,9 @@ struct ComputeRequest {
   std::vector<std::string> allow_approx;  // consented approximation steps (read by the ops that need them)
   unsigned threads = 0;                   // 0: compute.threads or all cores
   std::string memory_budget;              // bytes, or with a K/M/G/T suffix (powers of 1024)
+  // Where plugins are looked for when neither TENSORMORPH_PLUGIN_DIR nor compute.plugin_dir says: empty
+  // means plugins/ beside the executable (the CLI); the Python module names its own (python3 is elsewhere).
+  std::string default_plugin_dir;
 };
 
 struct Runtime {

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/checkpoint_json.h"
 #include "app/result_json.h"
 #include "cli/commands.h"
 #include "cli/index_access.h"
@@ -174,9 +175,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
                 c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
   for (size_t i : selected) {
     const CheckpointTensor& t = c.tensors[i];
-    nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
-                        {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
-    if (!t.ne.empty()) e["ne"] = t.ne;
+    nlohmann::json e = app::tensor_entry_json(t);
     if (const auto why = unreadable_reason(t, planner)) {
       e["stats"] = nullptr;
       e["unavailable"] = *why;
@@ -194,12 +193,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
       const bool served_from_index = stored.has_value();
       const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
       // Quantized tensors are summarised as the float32 values they dequantize to.
-      e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
-      if (t.ggml_type || t.packed) e["dequantized_from"] = t.stored_type;
-      if (t.packed) e["packed"] = packed_report(c, *t.packed);
-      e["stats"] = app::stats_json(r);
-      e["placement"] = placements_json(r.placement);
-      e["source"] = served_from_index ? "index" : "computed";
+      app::add_tensor_stats_json(e, c, t, r, served_from_index);
       const auto& m = r.moments;
       if (!a.json && selected.size() == 1)
         print_stats(t.name + "  " + t.stored_type + " " + fmt_shape(t.shape) + "  " + std::to_string(t.elements) + " elements, " +

@@ -46,10 +46,4 @@ void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, in
     std::printf("%*s%-*s  %s\n", indent, "", static_cast<int>(width), r.first.c_str(), r.second.c_str());
 }
 
-nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p) {
-  nlohmann::json j = packed_to_json(p);
-  for (auto& part : j["parts"]) part["file"] = c.files.at(part["file"].get<size_t>())->path();
-  return j;
-}
-
 }  // namespace tmorph::cli

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/checkpoint_json.h"
 #include "checkpoint/checkpoint.h"
 #include "ops/placement_json.h"
 #include "tensormorph/placement.h"
@@ -32,7 +33,7 @@ std::string fmt_shape(const std::vector<uint64_t>& shape);
 // A simple left-aligned two-column table.
 void print_rows(const std::vector<std::pair<std::string, std::string>>& rows, int indent = 2);
 
-// A packed tensor's descriptor for --json: scheme, geometry and its parts, each with its file's path.
-nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p);
+// A packed tensor's descriptor for --json (app/checkpoint_json.h).
+using app::packed_report;
 
 }  // namespace tmorph::cli

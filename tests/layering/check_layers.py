@@ -16,7 +16,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SOURCE_ROOTS = ("src", "backends", "include")
+SOURCE_ROOTS = ("src", "backends", "include", "python")
 INCLUDE_DIRS = ("include", "src", "backends")  # what the build puts on the include path, in order
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".in")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]')
@@ -191,7 +191,7 @@ def check_links(root, picture):
     the link must be an allowed edge of the module that owns the linking target (tm_module(NAME …), a tm_*
     target named in target_link_libraries, or else the folder's own module)."""
     problems = []
-    for top in ("src", "backends"):
+    for top in ("src", "backends", "python"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             if "CMakeLists.txt" not in files:
                 continue

@@ -1,0 +1,61 @@
+#include "compute_args.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tensormorph/error.h"
+
+namespace py = pybind11;
+
+namespace tmorph::python {
+
+namespace {
+
+std::vector<std::string> names(const py::object& v, const char* what) {
+  if (v.is_none()) return {};
+  if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+  std::vector<std::string> out;
+  if (py::isinstance<py::sequence>(v)) {
+    for (const auto& item : v) {
+      if (!py::isinstance<py::str>(item)) throw Error(ErrorKind::InvalidArgument, std::string(what) + ": expected strings");
+      out.push_back(item.cast<std::string>());
+    }
+    return out;
+  }
+  throw Error(ErrorKind::InvalidArgument, std::string(what) + ": expected None, a string or a list of strings");
+}
+
+// The folder of the shared object this function is in (the extension module), or "" when unknown.
+std::string module_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&module_dir), &info) || !info.dli_fname) return "";
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(info.dli_fname, ec);
+  return ec ? "" : p.parent_path().string();
+}
+
+}  // namespace
+
+app::ComputeRequest compute_request(const py::object& backend, const py::object& prefer, const py::object& never,
+                                    const py::object& allow_approx) {
+  app::ComputeRequest r;
+  if (!backend.is_none()) {
+    if (!py::isinstance<py::str>(backend)) throw Error(ErrorKind::InvalidArgument, "backend: expected None or a string");
+    r.backend = backend.cast<std::string>();
+  }
+  r.prefer = names(prefer, "prefer");
+  r.never = names(never, "never");
+  r.allow_approx = names(allow_approx, "allow_approx");
+  return r;
+}
+
+std::unique_ptr<app::Runtime> make_runtime(app::ComputeRequest request) {
+  const std::string dir = module_dir();
+  if (!dir.empty()) request.default_plugin_dir = (std::filesystem::path(dir) / "../../plugins").lexically_normal().string();
+  return app::make_runtime(&request);
+}
+
+}  // namespace tmorph::python

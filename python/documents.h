@@ -1,0 +1,32 @@
+// The documents the CLI prints with --json, built for the Python module's calls: pure C++ (no Python
+// object is touched), so callers run them with the GIL released.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/runtime.h"
+#include "checkpoint/checkpoint.h"
+
+namespace tmorph::python {
+
+// `tensormorph backends --json`'s "backends" list.
+nlohmann::json backends_document(const app::ComputeRequest& request);
+
+// `tensormorph stats PATH [NAMES...] --json` with the request's placement flags: from PATH's index (built
+// or completed as needed) when the request has no placement constraint, else computed for this call.
+// Throws InvalidArgument for an unknown name, Unavailable when a strict backend served not every tensor.
+nlohmann::json stats_document(const std::string& path, const std::vector<std::string>& names,
+                              const app::ComputeRequest& request);
+
+// `tensormorph index PATH --json`: opens or builds PATH's index at the cache location and computes what
+// it lacks (statistics and pyramids).
+nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request);
+
+// One entry of Checkpoint.tensors: tensor_entry_json plus dtype (a name, or null when not dense), file,
+// readable, unavailable (the reason, when there is one) and packed (when so), as `ls --json` names them.
+nlohmann::json tensor_listing(const Checkpoint& c, const CheckpointTensor& t);
+
+}  // namespace tmorph::python

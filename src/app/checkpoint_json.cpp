@@ -1,0 +1,31 @@
+#include "app/checkpoint_json.h"
+
+#include "app/result_json.h"
+#include "ops/placement_json.h"
+
+namespace tmorph::app {
+
+nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p) {
+  nlohmann::json j = packed_to_json(p);
+  for (auto& part : j["parts"]) part["file"] = c.files.at(part["file"].get<size_t>())->path();
+  return j;
+}
+
+nlohmann::json tensor_entry_json(const CheckpointTensor& t) {
+  nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
+                      {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
+  if (!t.ne.empty()) e["ne"] = t.ne;
+  return e;
+}
+
+void add_tensor_stats_json(nlohmann::json& e, const Checkpoint& c, const CheckpointTensor& t, const StatsResult& r,
+                           bool from_index) {
+  e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
+  if (t.ggml_type || t.packed) e["dequantized_from"] = t.stored_type;
+  if (t.packed) e["packed"] = packed_report(c, *t.packed);
+  e["stats"] = stats_json(r);
+  e["placement"] = placements_json(r.placement);
+  e["source"] = from_index ? "index" : "computed";
+}
+
+}  // namespace tmorph::app

@@ -1,0 +1,25 @@
+// The per-tensor parts of the checkpoint documents (`stats --json`, `ls --json`, the Python module's
+// Checkpoint.stats()/.tensors), one encoder for every face. Statistics themselves are result_json.h's.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "tensormorph/stats.h"
+
+namespace tmorph::app {
+
+// A packed tensor's descriptor: scheme, geometry and its parts, each with its file's path.
+nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p);
+
+// What names a tensor in a statistics entry: name, stored_type, shape, elements, bytes, offset (within
+// its file), and ne for GGUF tensors.
+nlohmann::json tensor_entry_json(const CheckpointTensor& t);
+
+// Adds a readable tensor's statistics to its entry: dtype (what was summarised: quantized and packed
+// tensors as the float32 values they decode to), dequantized_from and packed when so, stats (stats_json),
+// placement, and source ("index" when `from_index`, else "computed").
+void add_tensor_stats_json(nlohmann::json& entry, const Checkpoint& c, const CheckpointTensor& t, const StatsResult& r,
+                           bool from_index);
+
+}  // namespace tmorph::app
