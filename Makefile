@@ -65,6 +65,7 @@ bench: build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
 	@/usr/bin/python3 bench/torch_bench.py --build build
 	@/usr/bin/python3 bench/ssb_bench.py --build build
+	@/usr/bin/python3 bench/ssb_fit_bench.py --build build
 	@/usr/bin/python3 bench/viewer_bench.py --build build
 	@/usr/bin/python3 bench/server_load_bench.py --build build
 

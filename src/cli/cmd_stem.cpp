@@ -156,7 +156,7 @@ void add_stem_command(CLI::App& app) {
   struct DemoArgs {
     std::string out = "build/stem-demo", prefix = "demo", size = "small", scan, dtype = "uint16", layout = "external",
                 encoder = "tensormorph";
-    uint64_t detector = 0, files = 4, seed = 1, threads = 0;
+    uint64_t detector = 0, files = 4, seed = 1, threads = 0, scan_step_px = 2;
     double dose = 20000, defocus_nm = 5, astigmatism_nm = 0, astigmatism_deg = 0, cs_um = 0, semiangle_mrad = 20, energy_kev = 300,
            scan_rotation_deg = 0;
     bool json = false;
@@ -180,6 +180,10 @@ void add_stem_command(CLI::App& app) {
   d->add_option("--semiangle-mrad", demo->semiangle_mrad, "probe convergence semi-angle (default 20)");
   d->add_option("--energy-kev", demo->energy_kev, "beam energy (default 300)");
   d->add_option("--seed", demo->seed, "noise and dead-pixel seed (default 1)");
+  d->add_option("--scan-step-px", demo->scan_step_px,
+                "scan step in the simulation's real-space pixels (default 2; the pixel is 1 / (K x detector frequency per "
+                "pixel), 0.12 A for K = 96 at 300 kV and 20 mrad)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{64}));
   d->add_option("--scan-rotation-deg", demo->scan_rotation_deg,
                 "turn the scan's axes by this angle against the detector's (DPC then finds -angle mod 180)");
   d->add_option("--threads", demo->threads, "threads (default: all cores)")->check(CLI::Range(uint64_t{1}, uint64_t{kMaxThreads}));
@@ -210,6 +214,7 @@ void add_stem_command(CLI::App& app) {
     p.semiangle_mrad = demo->semiangle_mrad;
     p.energy_ev = demo->energy_kev * 1e3;
     p.seed = demo->seed;
+    p.scan_step_px = demo->scan_step_px;
     DectrisWriterOptions o;
     o.folder = demo->out;
     o.prefix = demo->prefix;

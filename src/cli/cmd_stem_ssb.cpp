@@ -38,6 +38,9 @@ struct SsbArgs {
   unsigned trials = 200;
   uint64_t seed = 0;
   std::string c10_range, c12_range, phi12_range;
+  std::string search = "estimate";
+  unsigned estimate_trials = 40;
+  uint64_t fit_crop = kSsbFitCrop;
   std::vector<std::string> higher;  // --aberration NAME=VALUE[,ANGLE]
 };
 
@@ -69,6 +72,13 @@ SsbFitOptions fit_options(const SsbArgs& a) {
   if (!(o.c10_low_nm < o.c10_high_nm) || !(o.c12_low_nm < o.c12_high_nm) || o.c12_low_nm < 0 || !(o.phi12_low_deg < o.phi12_high_deg))
     throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: each search range needs LO < HI (and C12 >= 0)");
   if (a.trials == 0) throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: --trials must be at least 1");
+  if (a.search != "estimate" && a.search != "wide")
+    throw Error(ErrorKind::InvalidArgument, "stem ssb --search: expected estimate or wide, have " + a.search);
+  // A range given is the user's box: searched whole (the estimate is still reported).
+  const bool box_given = !a.c10_range.empty() || !a.c12_range.empty() || !a.phi12_range.empty();
+  o.search = a.search == "wide" || box_given ? SsbSearch::Wide : SsbSearch::Estimate;
+  if (a.estimate_trials == 0) throw Error(ErrorKind::InvalidArgument, "stem ssb --fit: --estimate-trials must be at least 1");
+  o.estimate_trials = a.estimate_trials;
   o.fixed = with_higher_orders({}, a.higher);
   o.tpe.trials = a.trials;
   o.tpe.seed = a.seed;
@@ -93,6 +103,7 @@ void run_ssb(const SsbArgs& a) {
   request.given = with_higher_orders({a.C10, a.C12, a.phi12}, a.higher);
   request.scan_rotation_deg = given(a.rotation_deg);
   request.scan_rotation_source = "--scan-rotation-deg";
+  request.fit_crop = a.fit_crop;
   const auto& consents = a.load.compute.allow_approx;
   const bool may_bin = std::find(consents.begin(), consents.end(), kSsbBinDetectorStep) != consents.end();
   const SsbRun run = run_ssb_with_consent(acq, request, planner, may_bin);
@@ -116,8 +127,11 @@ void run_ssb(const SsbArgs& a) {
   print_rows({{"product", "ssb phase"},
               {"wrote", a.load.out + " " + nlohmann::json(shape).dump() + " and " + a.load.out + ".json"},
               {"aberrations", "C10 " + fmt(ab.C10_A) + " A, C12 " + fmt(ab.C12_A) + " A, phi12 " + fmt(ab.phi12_deg) + " deg (" +
-                                  (run.fit ? "fitted: " + std::to_string(run.fit->evaluations) + " evaluations in " +
-                                                 fmt(run.fit_seconds) + " s" : std::string("given")) + ")"},
+                                  (run.fit ? "fitted, " + run.fit->search + ": " + std::to_string(run.fit->evaluations) +
+                                                 " evaluations in " + fmt(run.fit_seconds) + " s; branch " +
+                                                 (run.branch->conjugate ? "conjugate" : "as fitted") + ", phase skewness " +
+                                                 fmt(run.branch->skewness[run.branch->conjugate ? 1 : 0])
+                                           : std::string("given")) + ")"},
               {"scan rotation", fmt(run.rotation.value) + " deg (" + run.rotation.source + ")"},
               {"bright field", std::to_string(result.bf_pixels) + " pixels, disk radius " + fmt(run.setup.geometry.disk.disk.radius) + " px"},
               {"loss", fmt(result.loss)},
@@ -146,7 +160,14 @@ void add_stem_ssb_command(CLI::App* stem) {
                   "NAME=VALUE[,ANGLE]: a higher-order aberration in angstrom (Krivanek: C21 C23 C30 C32 C34 C41 C43 C45 C50 "
                   "C52 C54 C56) and its azimuth in degrees; repeatable; held fixed by --fit");
   cmd->add_flag("--fit", a->fit, "fit C10, C12, phi12: a seeded TPE search, then Nelder-Mead (ignores --C10/--C12/--phi12)");
-  cmd->add_option("--trials", a->trials, "TPE trials (default 200)");
+  cmd->add_option("--search", a->search,
+                  "estimate (default): TPE in a box around the parallax estimate, the wide search when the estimate is "
+                  "unreliable; wide: TPE over the whole range (as does giving any --*-range)");
+  cmd->add_option("--estimate-trials", a->estimate_trials, "TPE trials around the estimate (default 40)");
+  cmd->add_option("--trials", a->trials, "TPE trials of the wide search (default 200)");
+  cmd->add_option("--fit-crop", a->fit_crop,
+                  "fit on the central N x N positions of a larger scan, then reconstruct the whole once (default 64; 0: "
+                  "fit on the whole scan)");
   cmd->add_option("--seed", a->seed, "TPE seed (default 0): the same seed gives byte-identical fitted values");
   cmd->add_option("--c10-range-nm", a->c10_range, "LO,HI: the C10 search range in nm (default -400,400)");
   cmd->add_option("--c12-range-nm", a->c12_range, "LO,HI: the C12 search range in nm (default 0,100)");

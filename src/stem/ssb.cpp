@@ -290,6 +290,15 @@ uint64_t SsbProblem::bf_pixels() const { return s_->B; }
 uint64_t SsbProblem::memory_bytes() const { return s_->memory; }
 double SsbProblem::prepare_seconds() const { return s_->prepare_seconds; }
 
+SsbProblem::View SsbProblem::view() const {
+  const State& S = *s_;
+  View v;
+  v.rows = S.R, v.cols = S.C, v.det_cols = S.det_cols, v.pixels = &S.pixels, v.means = &S.mean, v.calibration = S.cal;
+  v.wavelength_A = S.lambda, v.dk_per_px = S.dk, v.threads = S.threads;
+  v.spectra = reinterpret_cast<const float*>(S.g.get()), v.stride = S.stride;
+  return v;
+}
+
 SsbResult SsbProblem::evaluate(const Aberrations& ab, double scan_rotation_deg, bool with_images) const {
   const auto t0 = std::chrono::steady_clock::now();
   if (!std::isfinite(scan_rotation_deg)) throw Error(ErrorKind::InvalidArgument, "SSB: the scan rotation must be finite");

@@ -155,6 +155,22 @@ class SsbProblem {
 
   uint64_t bf_pixels() const;
   uint64_t memory_bytes() const;
+
+  // Read-only view of what the problem holds, for estimators that work on the same spectra (ssb_parallax.h).
+  // Valid while the problem lives. spectrum(b) is G_b: the half plane rows × (cols/2 + 1) complex64,
+  // row-major, of the mean-subtracted intensities of bright-field pixel b (FFTW r2c layout, sign −1).
+  struct View {
+    uint64_t rows = 0, cols = 0, det_cols = 0;
+    const std::vector<uint32_t>* pixels = nullptr;  // the bright-field pixels, row-major detector indices
+    const std::vector<double>* means = nullptr;     // Ī_b
+    SsbCalibration calibration;                     // as given (its scan rotation unused)
+    double wavelength_A = 0, dk_per_px = 0;         // λ; detector spatial frequency per pixel, 1/Å
+    unsigned threads = 1;
+    const float* spectra = nullptr;                 // interleaved (re, im) float pairs
+    uint64_t stride = 0;                            // complex elements between consecutive pixels' spectra
+    const float* spectrum(uint64_t b) const { return spectra + 2 * b * stride; }
+  };
+  View view() const;
   double prepare_seconds() const;
 
  private:

@@ -1,6 +1,8 @@
 #include "stem/ssb_run.h"
 
+#include <chrono>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "core/json_number.h"
@@ -10,15 +12,27 @@
 
 namespace tmorph {
 
+
 namespace {
 
-// The aberrations for one scan rotation: the given ones evaluated, or the fit's (reconstructed later).
-struct Solution {
-  Aberrations ab;
-  std::optional<SsbFit> fit;
-  double loss = 0;
-  std::optional<SsbResult> images;  // a preview's reconstruction (a fit reconstructs once, at the end)
-};
+// The part of the scan a fit runs on: the central crop of `side` output positions per axis, in source
+// coordinates (within the request's region, honouring its bins); nullopt when the scan is not larger.
+std::optional<LoadRequest> fit_part(const LoadPlan& plan, const LoadRequest& load, uint64_t side, nlohmann::json* report) {
+  const uint64_t rows = plan.output_shape[0], cols = plan.output_shape[1];
+  if (side == 0 || (rows <= side && cols <= side)) return std::nullopt;
+  const uint64_t r = std::min(rows, side), c = std::min(cols, side);
+  LoadRequest part = load;
+  Box box;
+  box.r0 = plan.scan_region.r0 + (rows - r) / 2 * load.scan_bin[0], box.r1 = box.r0 + r * load.scan_bin[0];
+  box.c0 = plan.scan_region.c0 + (cols - c) / 2 * load.scan_bin[1], box.c1 = box.c0 + c * load.scan_bin[1];
+  part.scan_region = box;
+  *report = {{"scan_region", {{box.r0, box.r1}, {box.c0, box.c1}}},
+             {"positions", {r, c}},
+             {"reason", "the central " + std::to_string(r) + " x " + std::to_string(c) + " positions of the " + std::to_string(rows) +
+                            " x " + std::to_string(cols) + " scan (a fit runs on a central crop of at most " + std::to_string(side) +
+                            " per side; the whole scan is then reconstructed once)"}};
+  return part;
+}
 
 }  // namespace
 
@@ -26,57 +40,91 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
   SsbRun run;
   run.fit_options = request.fit;
   const LoadPlan plan = plan_load(acq, request.load);
-  const uint64_t scan_rows = plan.output_shape[0], scan_cols = plan.output_shape[1];
   const uint64_t det_rows = plan.output_shape[2], det_cols = plan.output_shape[3];
 
   run.setup = resolve_ssb_setup(acq, request.load, request.setup, planner, &run.placements);
-  StemLoader loader(acq, request.load);
-  SsbFrames frames = ssb_frames_from_loader(loader);
-  frames.excluded_pixels = run.setup.excluded_pixels;
-  // G once (the frames are read a single time); every rotation candidate and fit trial reuses it.
-  const SsbProblem problem(frames, scan_rows, scan_cols, det_rows, det_cols, run.setup.calibration(0), request.load.threads,
-                           request.load.memory_budget, planner);
-
-  const auto solve = [&](double rotation_deg) {
-    Solution s{request.given, std::nullopt, 0, std::nullopt};
-    if (request.fit) {
-      s.fit = ssb_fit_aberrations(problem, rotation_deg, *request.fit);
-      run.fit_seconds += s.fit->seconds;
-      s.ab = s.fit->fitted, s.loss = s.fit->loss;
-    } else {
-      s.images = problem.evaluate(request.given, rotation_deg);
-      run.reconstruct_seconds += s.images->seconds;
-      s.loss = s.images->loss;
-    }
-    return s;
+  const auto problem_for = [&](const LoadRequest& load, StemLoader& loader) {
+    const LoadPlan p = plan_load(acq, load);
+    SsbFrames frames = ssb_frames_from_loader(loader);
+    frames.excluded_pixels = run.setup.excluded_pixels;
+    return std::make_unique<SsbProblem>(frames, p.output_shape[0], p.output_shape[1], det_rows, det_cols, run.setup.calibration(0),
+                                        load.threads, load.memory_budget, planner);
   };
-
-  Solution chosen;
-  if (request.scan_rotation_deg) {
-    run.rotation = {*request.scan_rotation_deg, "degree", request.scan_rotation_source, ""};
-    chosen = solve(run.rotation.value);
-  } else {
+  // The DPC rotation over the whole scan, unless a rotation is given.
+  std::optional<DpcRotation> dpc;
+  if (!request.scan_rotation_deg) {
     ProductRequest sums;
     sums.load = request.load;
     const ProductResult r = compute_products(acq, sums, planner);
     run.placements.insert(run.placements.end(), r.placements.begin(), r.placements.end());
-    std::vector<Solution> solved;
-    run.rotation_search = choose_ssb_scan_rotation(find_dpc_rotation(center_of_mass(r)), [&](double candidate) {
-      solved.push_back(solve(candidate));
+    dpc = find_dpc_rotation(center_of_mass(r));
+  }
+
+  if (request.fit) {
+    // Fit (and decide the branch) on the part; reconstruct the whole once.
+    const std::optional<LoadRequest> part = fit_part(plan, request.load, request.fit_crop, &run.fit_part);
+    const double theta0 = request.scan_rotation_deg ? *request.scan_rotation_deg : ssb_rotation_candidates(*dpc)[0];
+    {
+      const LoadRequest& load = part ? *part : request.load;
+      StemLoader loader(acq, load);
+      const std::unique_ptr<SsbProblem> problem = problem_for(load, loader);
+      run.fit = ssb_fit_aberrations(*problem, theta0, *request.fit);
+      const auto t_branch = std::chrono::steady_clock::now();
+      run.branch = ssb_decide_branch(*problem, run.fit->fitted, theta0, request.scan_rotation_deg.has_value());
+      run.fit_seconds = run.fit->seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_branch).count();
+      run.prepare_seconds += problem->prepare_seconds();
+      if (!part) {
+        run.result = std::move(run.branch->images);
+        run.provenance = loader.provenance();
+      }
+      run.branch->images = SsbResult{};
+    }
+    run.aberrations = run.branch->aberrations;
+    if (request.scan_rotation_deg) {
+      run.rotation = {*request.scan_rotation_deg, "degree", request.scan_rotation_source, ""};
+    } else {
+      SsbRotationSearch s;
+      s.dpc = *dpc;
+      s.candidates_deg = ssb_rotation_candidates(*dpc);
+      s.losses = {run.branch->loss[0], run.branch->loss[1]};
+      s.chosen = run.branch->conjugate ? 1 : 0;
+      s.rotation = {s.candidates_deg[s.chosen], "degree",
+                    "DPC rotation (mod 180 degrees); the 180-degree flip with the conjugate aberrations by the phase's skewness "
+                    "(fit.branch)", ""};
+      run.rotation = s.rotation;
+      run.rotation_search = s;
+    }
+    if (part) {
+      StemLoader loader(acq, request.load);
+      const std::unique_ptr<SsbProblem> problem = problem_for(request.load, loader);
+      run.result = problem->evaluate(run.aberrations, run.rotation.value);
+      run.reconstruct_seconds = run.result.seconds;
+      run.prepare_seconds += problem->prepare_seconds();
+      run.provenance = loader.provenance();
+    }
+    run.placements.push_back(run.result.placement);
+    return run;
+  }
+
+  // Preview: the given aberrations, at the given rotation or the DPC candidate with the lower loss.
+  StemLoader loader(acq, request.load);
+  const std::unique_ptr<SsbProblem> problem = problem_for(request.load, loader);
+  if (request.scan_rotation_deg) {
+    run.rotation = {*request.scan_rotation_deg, "degree", request.scan_rotation_source, ""};
+    run.result = problem->evaluate(request.given, run.rotation.value);
+  } else {
+    std::vector<SsbResult> solved;
+    run.rotation_search = choose_ssb_scan_rotation(*dpc, [&](double candidate) {
+      solved.push_back(problem->evaluate(request.given, candidate));
       return solved.back().loss;
     });
     run.rotation = run.rotation_search->rotation;
-    chosen = std::move(solved.at(static_cast<size_t>(run.rotation_search->chosen)));
+    run.result = std::move(solved.at(static_cast<size_t>(run.rotation_search->chosen)));
   }
-  if (!chosen.images) {
-    chosen.images = problem.evaluate(chosen.ab, run.rotation.value);
-    run.reconstruct_seconds += chosen.images->seconds;
-  }
-  run.result = std::move(*chosen.images);
-  run.aberrations = chosen.ab;
-  run.fit = std::move(chosen.fit);
+  run.reconstruct_seconds = run.result.seconds;
+  run.aberrations = request.given;
   run.placements.push_back(run.result.placement);  // the per-pixel work (every evaluation ran where this one did)
-  run.prepare_seconds = problem.prepare_seconds();
+  run.prepare_seconds = problem->prepare_seconds();
   run.provenance = loader.provenance();
   return run;
 }
@@ -117,21 +165,12 @@ nlohmann::json to_json(const SsbRun& run) {
   report["shape"] = {run.result.rows, run.result.cols};
   report["aberrations"] = to_json(run.aberrations);
   report["aberrations_unit"] = {{"C10", "angstrom"}, {"C12", "angstrom"}, {"phi12", "degree"}};
-  report["aberrations_source"] = run.fit ? "fitted (TPE search, then Nelder-Mead)" : "given (preview; no fit)";
+  report["aberrations_source"] = run.fit ? "fitted (" + run.fit->search + ", then Nelder-Mead; branch: fit.branch)"
+                                        : std::string("given (preview; no fit)");
   if (run.fit && run.fit_options) {
-    const SsbFit& f = *run.fit;
-    const SsbFitOptions& o = *run.fit_options;
-    report["fit"] = {{"trials", f.trials},
-                     {"seed", o.tpe.seed},
-                     {"search_space", {{"C10_nm", {o.c10_low_nm, o.c10_high_nm}},
-                                       {"C12_nm", {o.c12_low_nm, o.c12_high_nm}},
-                                       {"phi12_deg", {o.phi12_low_deg, o.phi12_high_deg}}}},
-                     {"tpe_best", to_json(f.tpe_best)},
-                     {"tpe_best_loss", json_number(f.tpe_best_loss)},
-                     {"nelder_mead", {{"iterations", f.simplex_iterations}, {"evaluations", f.simplex_evaluations},
-                                      {"converged", f.simplex_converged}}},
-                     {"evaluations", f.evaluations},
-                     {"seconds", f.seconds}};
+    report["fit"] = to_json(*run.fit, *run.fit_options);
+    if (run.branch) report["fit"]["branch"] = to_json(*run.branch);
+    report["fit"]["part"] = run.fit_part.is_null() ? nlohmann::json{{"reason", "the whole scan"}} : run.fit_part;
   }
   report["calibration"] = ssb_calibration_json(run.setup, run.rotation);
   report["loss"] = json_number(run.result.loss);

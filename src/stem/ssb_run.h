@@ -4,6 +4,10 @@
 // (ssb_fit.h), and the one approximation SSB may take with consent — all decided here, reported by to_json.
 //
 // Contract:
+// - A fit (ssb_fit.h) runs at the given rotation, or at the first DPC candidate; the branch decision then picks
+//   between (fitted, θ) and (conjugate, θ + 180°) — the DPC candidates — by the phase's skewness (or keeps the
+//   given rotation's). On a scan larger than fit_crop per side the fit (and the branch) runs on the central crop,
+//   then the whole scan is reconstructed once.
 // - The detector geometry given in the request (disk centre and radius) is in unbinned detector pixels.
 // - When G does not fit the memory budget, run_ssb throws Error(PrecisionRefused). run_ssb_with_consent then
 //   names the approximation in the message (kSsbBinDetectorStep), or, with the caller's consent to it,
@@ -28,6 +32,10 @@ namespace tmorph {
 // The approximation step a caller consents to (as --allow-approx ssb.bin_detector on the CLI).
 inline constexpr const char* kSsbBinDetectorStep = "ssb.bin_detector";
 
+// A fit on a scan larger than this (positions per side, after bins) runs on its central crop of this side, then
+// the whole scan is reconstructed once with the fitted values (the report's fit.part says so).
+inline constexpr uint64_t kSsbFitCrop = 64;
+
 struct SsbRunRequest {
   LoadRequest load;                           // frames, regions and bins; its threads and memory budget are used
   SsbSetupRequest setup;                      // disk (unbinned pixels) and calibration overrides
@@ -35,6 +43,7 @@ struct SsbRunRequest {
   std::optional<SsbFitOptions> fit;           // fit C10, C12 and φ12 instead of using `given`
   std::optional<double> scan_rotation_deg;    // given; else chosen from the DPC candidates by the lower loss
   const char* scan_rotation_source = "given"; // how the caller names a given rotation (e.g. "--scan-rotation-deg")
+  uint64_t fit_crop = kSsbFitCrop;            // a fit runs on the central fit_crop × fit_crop positions; 0: the whole scan
 };
 
 struct SsbRun {
@@ -43,6 +52,8 @@ struct SsbRun {
   Aberrations aberrations;
   std::optional<SsbFit> fit;
   std::optional<SsbFitOptions> fit_options;
+  std::optional<SsbBranch> branch;            // the fit's branch decision (its images moved into `result`)
+  nlohmann::json fit_part;                    // {scan_region, positions, reason} of the part fitted on
   Sourced rotation;                           // degrees, with its source
   std::optional<SsbRotationSearch> rotation_search;
   double prepare_seconds = 0, fit_seconds = 0, reconstruct_seconds = 0;

@@ -46,11 +46,15 @@ nlohmann::json ssb_calibration_json(const SsbSetup& s, const Sourced& scan_rotat
           {"wavelength_A", electron_wavelength_A(s.energy_ev.value)}};
 }
 
+std::array<double, 2> ssb_rotation_candidates(const DpcRotation& dpc) {
+  const double base = std::fmod(360.0 - dpc.angle * 180 / M_PI, 180.0);
+  return {base, base + 180};
+}
+
 SsbRotationSearch choose_ssb_scan_rotation(const DpcRotation& dpc, const std::function<double(double)>& loss) {
   SsbRotationSearch s;
   s.dpc = dpc;
-  const double base = std::fmod(360.0 - dpc.angle * 180 / M_PI, 180.0);
-  s.candidates_deg = {base, base + 180};
+  s.candidates_deg = ssb_rotation_candidates(dpc);
   s.losses[0] = loss(s.candidates_deg[0]);
   s.losses[1] = loss(s.candidates_deg[1]);
   s.chosen = s.losses[1] < s.losses[0] ? 1 : 0;

@@ -59,6 +59,9 @@ struct SsbRotationSearch {
   Sourced rotation;  // the chosen candidate, in degrees, with its source
 };
 
+// The contract's two candidates, base and base + 180°, in degrees.
+std::array<double, 2> ssb_rotation_candidates(const DpcRotation& dpc);
+
 // The contract's search: loss(candidate_deg) for both candidates (in order), the lower wins.
 SsbRotationSearch choose_ssb_scan_rotation(const DpcRotation& dpc, const std::function<double(double)>& loss);
 
