@@ -145,14 +145,30 @@ class Correlator {
     for (double x : corr) mean += x, sq += x * x;
     mean /= static_cast<double>(corr.size());
     const double sd = std::sqrt(std::max(0.0, sq / static_cast<double>(corr.size()) - mean * mean));
-    double best = -INFINITY;
-    int64_t br = 0, bc = 0;
+    // The integer maximum; then, of the local maxima within 70 % of it (above the mean), the one nearest the
+    // search centre: a crystal's correlation has a peak at every lattice vector, nearly as high as the true one
+    // when the scan spans many unit cells, and the true shift is the smallest (see the header's limits).
     const auto R = static_cast<int64_t>(R_), C = static_cast<int64_t>(C_);
+    const auto at = [&](int64_t r, int64_t c) { return corr[static_cast<uint64_t>(((r % R + R) % R) * C + (c % C + C) % C)]; };
+    const auto inside = [&](int64_t r, int64_t c) {
+      return std::hypot(static_cast<double>(r) - centre_row, static_cast<double>(c) - centre_col) <= radius;
+    };
+    double best = -INFINITY;
+    for (int64_t r = -R / 2; r < (R + 1) / 2; ++r)
+      for (int64_t c = -C / 2; c < (C + 1) / 2; ++c)
+        if (inside(r, c)) best = std::max(best, at(r, c));
+    int64_t br = 0, bc = 0;
+    double nearest = INFINITY;
     for (int64_t r = -R / 2; r < (R + 1) / 2; ++r)
       for (int64_t c = -C / 2; c < (C + 1) / 2; ++c) {
-        if (std::hypot(static_cast<double>(r) - centre_row, static_cast<double>(c) - centre_col) > radius) continue;
-        const double x = corr[static_cast<uint64_t>(((r + R) % R) * C + (c + C) % C)];
-        if (x > best) best = x, br = r, bc = c;
+        const double x = at(r, c);
+        if (!inside(r, c) || x - mean < 0.7 * (best - mean)) continue;
+        bool local_max = true;
+        for (int i = -1; i <= 1 && local_max; ++i)
+          for (int j = -1; j <= 1; ++j)
+            if ((i || j) && at(r + i, c + j) > x) local_max = false;
+        const double distance = std::hypot(static_cast<double>(r) - centre_row, static_cast<double>(c) - centre_col);
+        if (local_max && distance < nearest) nearest = distance, br = r, bc = c;
       }
     peak.contrast = sd > 0 ? (best - mean) / sd : 0;
     // Sub-pixel: the correlation's Fourier series on a 0.1-pixel grid around the integer peak, then 0.01.

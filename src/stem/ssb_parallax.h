@@ -14,8 +14,12 @@
 // - For a detector offset of m pixels along the row or the column axis, the cross-power spectrum summed over every
 //   pair of bright-field pixels (b, b + offset): C(ν) = Σ_b W_b(ν)·conj(W_{b+offset}(ν)); since the shift is
 //   linear in k, every pair has the same relative shift, so the sum is one sharp correlation peak at −m·A·e_x.
-// - The peak: the integer maximum of the correlation (for m = 1 within a quarter of the scan; for m > 1 within
-//   2 pixels of m times the m = 1 shift), refined to 0.01 scan pixel by evaluating the correlation's Fourier
+// - The peak: of the correlation's local maxima within 70 % of its maximum (for m = 1 within a quarter of the scan;
+//   for m > 1 within 2 pixels of m times the m = 1 shift), the one nearest the search centre — a crystal's
+//   correlation peaks at every lattice vector too, nearly as high when the scan spans many cells, and the
+//   true shift is taken to be the smallest: the estimate aliases when the shift per detector pixel exceeds half
+//   the specimen's period (for a 2.5 Å lattice at 300 kV, 20 mrad, 1.67 mrad/px, 0.37 Å step: |C10| ≳ 75 nm),
+//   and the search around it then misses (the wide search is the option for such defocus) — refined to 0.01 scan pixel by evaluating the correlation's Fourier
 //   series on two finer grids.
 // - m = 1 … M per axis, M chosen so that the largest shift stays near 3 scan pixels (well inside the lattice
 //   period of a crystal) and the pixel pairs stay plentiful (m ≤ half the disk radius); A's columns by least

@@ -139,10 +139,12 @@ class StemSsb(unittest.TestCase):
         args = ["--fit", "--c10-range-nm", "-50,50", "--c12-range-nm", "0,10", "--scan-rotation-deg", "0"]
         phase, rep = self.ssb(master, *args, "--threads", "2")
         ab = rep["aberrations"]
+        fit = rep["fit"]
         self.assertLess(abs(ab["C10"] - 100) / 100, 0.10, rep["fit"])
         self.assertLess(abs(ab["C12"] - 30) / 30, 0.10, rep["fit"])
         self.assertLess(abs(ab["phi12"] - 30), 5, rep["fit"])
-        self.assertEqual(rep["aberrations_source"], "fitted (TPE search, then Nelder-Mead)")
+        self.assertTrue(rep["aberrations_source"].startswith("fitted (wide (asked), then Nelder-Mead"), rep["aberrations_source"])
+        self.assertEqual(fit["search"], "wide (asked)")  # a range given: the user's box, searched whole
         fit = rep["fit"]
         self.assertEqual(fit["trials"], 200)
         self.assertEqual(fit["seed"], 0)
@@ -156,6 +158,52 @@ class StemSsb(unittest.TestCase):
         self.assertEqual(one["loss"], rep["loss"])
         self.assertGreaterEqual(pearson(phase, self.truth(master)), 0.93)
 
+    def test_default_fit_finds_the_basin_and_the_physical_branch(self):
+        """The issue's acquisition (300 kV, 20 mrad, 96 x 96 detector, 0.37 A step, 30,000 counts, scan rotated
+        30 degrees, C10 = 60 A, C12 = 40 A at 20 degrees) with `--fit` and nothing else: the parallax estimate,
+        the search around it, the branch by the phase's skewness, all in the report."""
+        out = os.path.join(self.dir, "issue")
+        r = run(["stem", "demo", "--out", out, "--scan", "48,48", "--detector", "96", "--scan-step-px", "3", "--dose", "30000",
+                 "--defocus-nm", "6", "--C12-nm", "4", "--phi12-deg", "20", "--scan-rotation-deg", "30", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        master = r.json()["master"]
+        phase, rep = self.ssb(master, "--fit", "--threads", "2")
+        ab, fit = rep["aberrations"], rep["fit"]
+        self.assertLess(abs(ab["C10"] - 60), 6, fit)
+        self.assertLess(abs(ab["C12"] - 40), 5, fit)
+        self.assertLess(abs(ab["phi12"] - 20), 5, fit)
+        self.assertEqual(fit["search"], "around the estimate")
+        est = fit["estimate"]
+        self.assertTrue(est["reliable"], est)
+        self.assertTrue(est["method"].startswith("parallax"))
+        self.assertLess(abs(est["aberrations"]["C10"] - 60), 30)
+        self.assertLess(fit["search_box"]["C10_nm"][1] - fit["search_box"]["C10_nm"][0], 10)
+        self.assertLess(fit["evaluations"], 150)
+        for stage in ("estimate", "tpe", "nelder_mead"):
+            self.assertGreaterEqual(fit["stages"][stage]["seconds"], 0)
+        branch = fit["branch"]
+        self.assertIn("skewness", branch["criterion"])
+        chosen = [c for c in branch["candidates"] if c["branch"] == branch["chosen"]][0]
+        other = [c for c in branch["candidates"] if c["branch"] != branch["chosen"]][0]
+        self.assertGreater(chosen["skewness"], 0)
+        self.assertAlmostEqual(chosen["skewness"], -other["skewness"], delta=0.05)
+        self.assertAlmostEqual(chosen["loss"], other["loss"], delta=1e-3 * chosen["loss"])
+        self.assertLess(abs((rep["calibration"]["scan_rotation"]["value"] - 30 + 180) % 360 - 180), 2)
+        self.assertEqual(fit["part"], {"reason": "the whole scan"})
+        # The same phase as the reconstruction at the true aberrations and rotation, with its sign.
+        given, _ = self.ssb(master, "--C10", "60", "--C12", "40", "--phi12", "20", "--scan-rotation-deg", "30")
+        self.assertGreaterEqual(pearson(phase, given), 0.95)
+
+    def test_fit_on_a_central_part_then_the_whole(self):
+        master = self.demo("part")
+        phase, rep = self.ssb(master, "--fit", "--fit-crop", "32", "--scan-rotation-deg", "0")
+        self.assertEqual(phase.shape, (SCAN, SCAN))
+        part = rep["fit"]["part"]
+        self.assertEqual(part["positions"], [32, 32])
+        self.assertEqual(part["scan_region"], [[8, 40], [8, 40]])
+        self.assertLess(abs(rep["aberrations"]["C10"] - 50), 10, rep["fit"])
+        self.assertGreaterEqual(pearson(phase, self.truth(master)), 0.9)
+
     def test_bad_requests(self):
         master = self.demo("bad")
         r = self.ssb(master, "--fit", "--c10-range-nm", "5,-5", expect=2)
@@ -164,6 +212,10 @@ class StemSsb(unittest.TestCase):
         self.assertIn("--c12-range-nm", r.err)
         r = self.ssb(master, "--fit", "--trials", "0", expect=2)
         self.assertIn("--trials", r.err)
+        r = self.ssb(master, "--fit", "--search", "everywhere", expect=2)
+        self.assertIn("--search", r.err)
+        r = self.ssb(master, "--fit", "--estimate-trials", "0", expect=2)
+        self.assertIn("--estimate-trials", r.err)
         r = self.ssb(master, "--scan-step-A", "-1", expect=2)
         self.assertIn("scan step", r.err)
         r = self.ssb(master, "--center", "500,500", "--radius", "8", expect=2)

@@ -6,7 +6,7 @@
     --gtest_list_tests, Python tests parsed from their files);
   - what the matrix claims for the CPU backend and the test plugin is what the binary reports;
   - docs/backends.md is exactly what the matrix generates.
-Usage: check_matrix.py --gtest-binary PATH --tm-bin PATH --plugin-dir DIR [--plugin-dir DIR ...]
+Usage: check_matrix.py --gtest-binary PATH [--gtest-binary PATH ...] --tm-bin PATH --plugin-dir DIR [--plugin-dir DIR ...]
 """
 import argparse
 import ast
@@ -48,7 +48,7 @@ def python_tests(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gtest-binary", required=True)
+    ap.add_argument("--gtest-binary", required=True, action="append", help="repeatable: every gtest binary")
     ap.add_argument("--tm-bin", required=True)
     ap.add_argument("--plugin-dir", required=True, action="append", help="repeatable: test plugins, real plugins")
     args = ap.parse_args()
@@ -57,7 +57,7 @@ def main():
     problems = []
     levels = set(matrix["levels"])
     backends = set(matrix["backends"])
-    gtests = gtest_names(args.gtest_binary)
+    gtests = set().union(*(gtest_names(b) for b in args.gtest_binary))
     py_cache = {}
 
     def gate_exists(gate):

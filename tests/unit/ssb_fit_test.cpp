@@ -187,6 +187,10 @@ TEST(SsbFitDefault, AFitOnTheCentralPartAgreesWithAFitOnTheWhole) {
               "(%u evaluations, %.2f s)\n",
               on_part.fitted.C10_A, on_part.fitted.C12_A, on_part.fitted.phi12_deg, on_part.evaluations, on_part.seconds,
               on_whole.fitted.C10_A, on_whole.fitted.C12_A, on_whole.fitted.phi12_deg, on_whole.evaluations, on_whole.seconds);
+  for (const SsbFit* f : {&on_part, &on_whole})
+    std::printf("[ssb-fit]   %s; estimate C10 %.1f ± %.1f C12 %.1f ± %.1f phi12 %.1f, offsets %u, max shift %.1f px %s\n", f->search.c_str(),
+                f->estimate->aberrations.C10_A, f->estimate->c10_sigma_A, f->estimate->aberrations.C12_A, f->estimate->c12_sigma_A,
+                f->estimate->aberrations.phi12_deg, f->estimate->offsets, f->estimate->max_shift_px, f->estimate->reason.c_str());
   EXPECT_NEAR(on_part.fitted.C10_A, on_whole.fitted.C10_A, std::max(5.0, 0.05 * std::abs(on_whole.fitted.C10_A)));
   EXPECT_NEAR(on_part.fitted.C12_A, on_whole.fitted.C12_A, std::max(5.0, 0.05 * on_whole.fitted.C12_A));
   EXPECT_LT(angle_error_deg(on_part.fitted.phi12_deg, on_whole.fitted.phi12_deg, 180), 5);
