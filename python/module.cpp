@@ -8,16 +8,18 @@
 #include "errors.h"
 #include "json_to_python.h"
 #include "read_array.h"
+#include "stem_py.h"
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
   using namespace tmorph::python;
-  m.doc() = "Tensormorph's engine: checkpoints as numpy arrays and statistics as plain dicts.";
+  m.doc() = "Tensormorph's engine: checkpoints and 4D-STEM acquisitions as numpy arrays, statistics and reports as plain dicts.";
   m.attr("__version__") = TM_VERSION;
   register_errors(m);
   bind_mapping(m);
   bind_checkpoint(m);
+  bind_stem(m);
   m.def(
       "backends",
       [](const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {

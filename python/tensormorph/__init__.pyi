@@ -46,3 +46,25 @@ class Checkpoint:
 def open(path: str) -> Checkpoint: ...
 def backends(*, backend: Optional[str] = None, prefer: Names = None, never: Names = None,
              allow_approx: Names = None) -> list[dict[str, Any]]: ...
+
+Region = Optional[tuple[int, int, int, int]]
+Pair = Optional[tuple[int, int]]
+
+class _Stem:
+    """tensormorph.stem: 4D-STEM acquisitions (Dectris HDF5)."""
+    @staticmethod
+    def inspect(path: str, *, scan_shape: Pair = None) -> dict[str, Any]: ...
+    @staticmethod
+    def load(path: str, *, scan_shape: Pair = None, scan_region: Region = None, detector_region: Region = None,
+             scan_bin: Pair = None, detector_bin: Pair = None, dtype: str = "auto", threads: Optional[int] = None,
+             memory_budget: Optional[str | int] = None) -> tuple[np.ndarray, dict[str, Any]]: ...
+    @staticmethod
+    def ssb(path: str, *, C10: float = 0.0, C12: float = 0.0, phi12: float = 0.0, fit: bool = False,
+            scan_rotation_deg: Optional[float] = None, search: str = "estimate", trials: int = 200,
+            estimate_trials: int = 40, seed: int = 0, fit_crop: int = 64,
+            center: Optional[tuple[float, float]] = None, radius: Optional[float] = None, scan_region: Region = None,
+            scan_bin: Pair = None, detector_bin: Pair = None, threads: Optional[int] = None,
+            memory_budget: Optional[str | int] = None, backend: Optional[str] = None, prefer: Names = None,
+            never: Names = None, allow_approx: Names = None) -> tuple[np.ndarray, dict[str, Any]]: ...
+
+stem: _Stem

@@ -21,6 +21,7 @@
 #include "core/npy.h"
 #include "support/thread_pool.h"
 #include "formats/dectris.h"
+#include "stem/inspect_document.h"
 #include "stem/load.h"
 #include "stem/simulate.h"
 #include "tensormorph/error.h"
@@ -39,32 +40,6 @@ std::string human_mb(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
   return text;
-}
-
-nlohmann::json inspect_json(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& scan_shape) {
-  nlohmann::json j = {{"master", acq.master},
-                      {"layout", acq.layout},
-                      {"signature", acq.signature},
-                      {"detector_shape", {acq.detector_rows, acq.detector_cols}},
-                      {"dtype", dtype_name(acq.dtype)},
-                      {"readiness", acq.readiness_json()},
-                      {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
-                      {"bad_pixels", std::count_if(acq.pixel_mask.begin(), acq.pixel_mask.end(), [](uint32_t m) { return m > 0; })},
-                      {"saturation_value", acq.saturation_value ? nlohmann::json(*acq.saturation_value) : nlohmann::json()},
-                      {"beam_energy_ev", acq.beam_energy_ev ? nlohmann::json(*acq.beam_energy_ev) : nlohmann::json()},
-                      {"convergence_semi_angle_mrad",
-                       acq.convergence_semi_angle_mrad ? nlohmann::json(*acq.convergence_semi_angle_mrad) : nlohmann::json()},
-                      {"description", acq.description},
-                      {"metadata", acq.metadata}};
-  try {
-    const auto s = resolve_scan_shape(acq, scan_shape);
-    j["scan_shape"] = {s[0], s[1]};
-    j["scan_shape_source"] = scan_shape_source(acq, scan_shape, s, "--scan-shape");
-  } catch (const Error& e) {
-    j["scan_shape"] = nullptr;
-    j["scan_shape_problem"] = e.what();
-  }
-  return j;
 }
 
 void print_inspect(const nlohmann::json& j) {
@@ -283,7 +258,7 @@ void add_stem_command(CLI::App& app) {
   i->add_flag("--json", ins->json, "machine-readable output");
   i->callback([ins] {
     const Acquisition acq = open_acquisition(ins->path);
-    const nlohmann::json j = inspect_json(acq, parse_pair(ins->scan_shape, "--scan-shape"));
+    const nlohmann::json j = inspect_document(acq, parse_pair(ins->scan_shape, "--scan-shape"), "--scan-shape");
     if (ins->json) print_json(j);
     else print_inspect(j);
   });

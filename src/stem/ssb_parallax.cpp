@@ -295,8 +295,9 @@ ParallaxEstimate ssb_parallax_estimate(const SsbProblem& problem, double scan_ro
   if (e.c10_sigma_A > std::max(0.25 * std::abs(c10), 30.0) || e.c12_sigma_A > std::max(0.25 * ab.C12_A, 30.0))
     e.reason = "the shifts are noisy: standard errors C10 " + std::to_string(e.c10_sigma_A) + " A, C12 " +
                std::to_string(e.c12_sigma_A) + " A (half-sets of pixel pairs and detector offsets disagree)";
-  else if (e.max_shift_px > quarter)
-    e.reason = "the image shifts across the disk (" + std::to_string(e.max_shift_px) + " scan pixels) exceed a quarter of the scan";
+  else if (per_px > quarter - 1)
+    e.reason = "the image shift per detector pixel (" + std::to_string(per_px) + " scan pixels) reaches the edge of the search "
+               "window (a quarter of the scan)";
   e.reliable = e.reason.empty();
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;

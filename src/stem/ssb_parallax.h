@@ -32,7 +32,9 @@
 // - Noise: each offset is also measured on the even- and the odd-numbered pairs apart; half their difference is
 //   the full set's standard error. The standard errors of A are the larger of that and the residuals' across m.
 // - Reliable when the standard errors are small (C10's ≤ max(0.25·|C10|, 30 Å), C12's ≤ max(0.25·C12, 30 Å))
-//   and the largest shift across the disk is inside a quarter of the scan; otherwise `reason` says which failed.
+//   and the shift per detector pixel is more than a pixel inside the m = 1 search window (a quarter of the scan);
+//   otherwise `reason` says which failed. (The shift across the whole disk may exceed the window: only
+//   neighbours' shifts are measured.)
 //   (The peak's contrast over the correlation's standard deviation is reported but not used: a crystal's
 //   correlation has a peak at every lattice vector, so it stays near 5 whatever the dose.)
 // - Deterministic and independent of the thread count (sums in fixed order per frequency).
@@ -54,7 +56,7 @@ struct ParallaxEstimate {
   unsigned offsets = 0;                // M: offsets per axis
   uint64_t pairs = 0;                  // bright-field pixel pairs summed, all offsets
   double peak_contrast = 0;            // the weakest peak's (peak − mean) / standard deviation (reported only)
-  double max_shift_px = 0;             // the largest image shift across the disk, scan pixels
+  double max_shift_px = 0;             // the largest image shift across the disk, scan pixels (reported)
   bool reliable = false;
   std::string reason;                  // why not reliable (empty when reliable)
   double seconds = 0;

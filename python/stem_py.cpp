@@ -1,0 +1,173 @@
+#include "stem_py.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "compute_args.h"
+#include "formats/dectris.h"
+#include "json_to_python.h"
+#include "stem/inspect_document.h"
+#include "stem/load.h"
+#include "stem/ssb_run.h"
+#include "tensormorph/error.h"
+
+namespace py = pybind11;
+
+namespace tmorph::python {
+
+namespace {
+
+using Pair = std::optional<std::array<uint64_t, 2>>;
+using Region = std::optional<std::array<uint64_t, 4>>;  // (r0, r1, c0, c1), half-open
+
+std::optional<Box> box_of(const Region& r) {
+  if (!r) return std::nullopt;
+  return Box{(*r)[0], (*r)[1], (*r)[2], (*r)[3]};
+}
+
+LoadRequest load_request(const Pair& scan_shape, const Region& scan_region, const Region& detector_region, const Pair& scan_bin,
+                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt) {
+  LoadRequest req;
+  req.scan_shape = scan_shape;
+  req.scan_region = box_of(scan_region), req.detector_region = box_of(detector_region);
+  if (scan_bin) req.scan_bin = *scan_bin;
+  if (detector_bin) req.detector_bin = *detector_bin;
+  req.dtype = dtype;
+  req.threads = rt.threads, req.memory_budget = rt.memory_budget;
+  return req;
+}
+
+app::ComputeRequest compute_of(const py::object& threads, const py::object& memory_budget, const py::object& backend,
+                               const py::object& prefer, const py::object& never, const py::object& allow_approx) {
+  app::ComputeRequest c = compute_request(backend, prefer, never, allow_approx);
+  if (!threads.is_none()) {
+    const auto t = threads.cast<long long>();
+    if (t < 1 || t > 4096) throw Error(ErrorKind::InvalidArgument, "threads: expected 1 to 4096, have " + std::to_string(t));
+    c.threads = static_cast<unsigned>(t);
+  }
+  if (!memory_budget.is_none()) c.memory_budget = py::str(memory_budget).cast<std::string>();
+  return c;
+}
+
+// The loaded frames as a numpy array that owns them (no copy): shape [scan rows, scan cols, det rows, det cols].
+py::array to_numpy(StemArray&& s) {
+  auto* owner = new LargeBuffer(std::move(s.data));
+  py::capsule free_owner(owner, [](void* p) { delete static_cast<LargeBuffer*>(p); });
+  py::dtype dt;
+  switch (s.dtype) {
+    case DType::U8: dt = py::dtype::of<uint8_t>(); break;
+    case DType::U16: dt = py::dtype::of<uint16_t>(); break;
+    case DType::U32: dt = py::dtype::of<uint32_t>(); break;
+    case DType::U64: dt = py::dtype::of<uint64_t>(); break;
+    default: throw Error(ErrorKind::Internal, "stem.load: unexpected output dtype " + std::string(dtype_name(s.dtype)));
+  }
+  const std::vector<py::ssize_t> shape(s.shape.begin(), s.shape.end());
+  return py::array(dt, shape, owner->get(), free_owner);
+}
+
+}  // namespace
+
+void bind_stem(py::module_& m) {
+  py::module_ stem = m.def_submodule("stem", "4D-STEM acquisitions (Dectris HDF5): inspect, load, SSB ptychography.");
+
+  stem.def(
+      "inspect",
+      [](const std::string& path, const Pair& scan_shape) {
+        nlohmann::json doc;
+        {
+          py::gil_scoped_release unlocked;
+          doc = inspect_document(open_acquisition(path), scan_shape, "scan_shape");
+        }
+        return to_python(doc);
+      },
+      py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(),
+      "The document `tensormorph stem inspect PATH --json` prints: layout, readiness (frames present / expected), "
+      "detector, dtype, bad pixels, beam metadata, scan shape. Decodes nothing. PATH: a master file, a data file "
+      "or a folder with one master.");
+
+  stem.def(
+      "load",
+      [](const std::string& path, const Pair& scan_shape, const Region& scan_region, const Region& detector_region,
+         const Pair& scan_bin, const Pair& detector_bin, const std::string& dtype, const py::object& threads,
+         const py::object& memory_budget) {
+        const app::ComputeRequest compute = compute_of(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
+        StemArray s;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(compute);
+          s = load_stem(open_acquisition(path),
+                        load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt));
+        }
+        py::object provenance = to_python(s.provenance);
+        return py::make_tuple(to_numpy(std::move(s)), provenance);
+      },
+      py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(), py::arg("scan_region") = py::none(),
+      py::arg("detector_region") = py::none(), py::arg("scan_bin") = py::none(), py::arg("detector_bin") = py::none(),
+      py::arg("dtype") = "auto", py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      "Decodes (a region of) the acquisition, binned, into memory: (array [scan rows, scan cols, det rows, det cols] "
+      "of uint8/16/32/64 — the array owns the decoded frames, no copy — and its provenance dict, as `stem export` "
+      "writes it). Regions are (r0, r1, c0, c1), half-open; bins (rows, cols); bad pixels are zeroed. Raises "
+      "PrecisionRefused when the output does not fit the memory budget (the message lists the fallbacks).");
+
+  stem.def(
+      "ssb",
+      [](const std::string& path, double C10, double C12, double phi12, bool fit, const py::object& scan_rotation_deg,
+         const std::string& search, unsigned trials, unsigned estimate_trials, uint64_t seed, uint64_t fit_crop,
+         const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius, const Region& scan_region,
+         const Pair& scan_bin, const Pair& detector_bin, const py::object& threads, const py::object& memory_budget,
+         const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {
+        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        if (search != "estimate" && search != "wide")
+          throw Error(ErrorKind::InvalidArgument, "search: expected 'estimate' or 'wide', have '" + search + "'");
+        if (trials == 0 || estimate_trials == 0) throw Error(ErrorKind::InvalidArgument, "trials and estimate_trials must be at least 1");
+        SsbRunRequest request;
+        request.given.C10_A = C10, request.given.C12_A = C12, request.given.phi12_deg = phi12;
+        if (fit) {
+          SsbFitOptions o;
+          o.search = search == "wide" ? SsbSearch::Wide : SsbSearch::Estimate;
+          o.tpe.trials = trials, o.tpe.seed = seed, o.estimate_trials = estimate_trials;
+          request.fit = o;
+        }
+        if (!scan_rotation_deg.is_none()) request.scan_rotation_deg = scan_rotation_deg.cast<double>();
+        request.scan_rotation_source = "scan_rotation_deg";
+        request.fit_crop = fit_crop;
+        request.setup.disk.center = center, request.setup.disk.radius = radius, request.setup.disk.radius_name = "radius";
+        const bool may_bin = std::find(compute.allow_approx.begin(), compute.allow_approx.end(), kSsbBinDetectorStep) !=
+                             compute.allow_approx.end();
+        SsbRun run;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(compute);
+          const Planner planner = rt->planner();
+          const Acquisition acq = open_acquisition(path);
+          request.load = load_request(std::nullopt, scan_region, std::nullopt, scan_bin, detector_bin, "auto", *rt);
+          run = run_ssb_with_consent(acq, request, planner, may_bin);
+        }
+        nlohmann::json report = to_json(run);
+        report["product"] = "ssb";
+        py::array_t<double> phase({static_cast<py::ssize_t>(run.result.rows), static_cast<py::ssize_t>(run.result.cols)});
+        std::copy(run.result.phase.begin(), run.result.phase.end(), phase.mutable_data());
+        return py::make_tuple(phase, to_python(report));
+      },
+      py::arg("path"), py::kw_only(), py::arg("C10") = 0.0, py::arg("C12") = 0.0, py::arg("phi12") = 0.0, py::arg("fit") = false,
+      py::arg("scan_rotation_deg") = py::none(), py::arg("search") = "estimate", py::arg("trials") = 200,
+      py::arg("estimate_trials") = 40, py::arg("seed") = 0, py::arg("fit_crop") = kSsbFitCrop, py::arg("center") = py::none(),
+      py::arg("radius") = py::none(), py::arg("scan_region") = py::none(), py::arg("scan_bin") = py::none(),
+      py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+      py::arg("allow_approx") = py::none(),
+      "Single-sideband ptychography, as `tensormorph stem ssb PATH --json`: (phase [rows, cols] float64 radians, "
+      "report dict). C10, C12 in angstrom, phi12 in degrees (given aberrations, a preview), or fit=True: the parallax "
+      "estimate, TPE around it and Nelder-Mead, the branch by the phase's skewness (search='wide' for the 200-trial "
+      "search over the whole range). The scan rotation is found from DPC unless given. The report carries the "
+      "calibration with sources, the fit's stages and the placement.");
+}
+
+}  // namespace tmorph::python

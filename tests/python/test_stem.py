@@ -1,0 +1,75 @@
+"""tensormorph.stem: inspect, load and ssb give what the CLI's `stem inspect`, `stem load` and `stem ssb` give, on an
+acquisition written by `tensormorph stem demo`; loaded frames equal h5py + hdf5plugin's; bad requests raise the
+exception classes with the CLI's exit codes."""
+import os
+
+import numpy as np
+import pytest
+
+import tensormorph as tm
+
+
+@pytest.fixture
+def acquisition(cli, tmp_path):
+    """A 24 x 24 scan of 64 x 64 frames, defocus 6 nm, C12 2 nm at 20 degrees, scan rotated 30 degrees."""
+    doc = cli.json("stem", "demo", "--out", str(tmp_path / "acq"), "--scan", "24,24", "--detector", "64",
+                   "--defocus-nm", "6", "--C12-nm", "2", "--phi12-deg", "20", "--scan-rotation-deg", "30")
+    return doc["master"]
+
+
+def test_inspect_is_the_cli_document(cli, acquisition):
+    doc = tm.stem.inspect(acquisition)
+    assert doc == cli.json("stem", "inspect", acquisition)
+    assert doc["scan_shape"] == [24, 24] and doc["readiness"]["status"] == "complete"
+    assert tm.stem.inspect(os.path.dirname(acquisition))["master"] == doc["master"]  # a folder with one master
+
+
+def test_load_equals_h5py_and_owns_its_frames(acquisition):
+    h5py = pytest.importorskip("h5py")
+    pytest.importorskip("hdf5plugin")
+    frames, provenance = tm.stem.load(acquisition, scan_region=(2, 6, 3, 11))
+    assert frames.shape == (4, 8, 64, 64) and frames.dtype == np.uint16
+    assert frames.base is not None and not frames.flags.owndata  # the decoded buffer, handed over without a copy
+    with h5py.File(acquisition, "r") as f:
+        mask = f["entry/instrument/detector/detectorSpecific/pixel_mask"][()]
+        raw = np.concatenate([f["entry/data"][k][()] for k in sorted(f["entry/data"])])
+    want = raw.reshape(24, 24, 64, 64)[2:6, 3:11].copy()
+    want[..., mask > 0] = 0  # bad pixels zeroed, as the load contract says
+    assert np.array_equal(frames, want)
+    assert provenance["scan_region"] == [2, 6, 3, 11]
+    assert provenance["output"]["shape"] == [4, 8, 64, 64]
+    assert provenance["bad_pixels"]["zeroed"] is True
+    # A detector bin sums 2 x 2 pixels (the dtype widens so that no sum can overflow).
+    binned, _ = tm.stem.load(acquisition, scan_region=(2, 6, 3, 11), detector_bin=(2, 2))
+    assert binned.shape == (4, 8, 32, 32)
+    assert np.array_equal(binned.astype(np.uint64), want.astype(np.uint64).reshape(4, 8, 32, 2, 32, 2).sum(axis=(3, 5)))
+
+
+def test_ssb_is_the_cli_document_and_fits_the_physical_branch(cli, acquisition, tmp_path):
+    phase, report = tm.stem.ssb(acquisition, fit=True, threads=2)
+    assert phase.shape == (24, 24) and phase.dtype == np.float64
+    out = str(tmp_path / "phase.npy")
+    doc = cli.json("stem", "ssb", acquisition, "--fit", "-o", out, "--threads", "2")
+    assert report["aberrations"] == doc["aberrations"]  # byte-identical fitted values
+    assert np.array_equal(phase, np.load(out))
+    fit = report["fit"]
+    assert fit["estimate"]["method"].startswith("parallax")
+    assert fit["branch"]["chosen"] in ("as fitted", "conjugate")
+    assert abs(report["aberrations"]["C10"] - 60) < 10, fit
+    preview, rep = tm.stem.ssb(acquisition, C10=60, C12=20, phi12=20, scan_rotation_deg=30)
+    assert rep["aberrations_source"].startswith("given")
+    assert np.corrcoef(phase.ravel(), preview.ravel())[0, 1] > 0.9
+
+
+def test_bad_requests_raise_with_the_cli_exit_codes(acquisition):
+    with pytest.raises(tm.InvalidArgument) as e:
+        tm.stem.ssb(acquisition, fit=True, search="everywhere")
+    assert e.value.exit_code == 2 and "search" in str(e.value)
+    with pytest.raises(tm.InvalidArgument):
+        tm.stem.load(acquisition, scan_region=(0, 99, 0, 4))
+    with pytest.raises(tm.InvalidArgument):
+        tm.stem.load(acquisition, threads=0)
+    with pytest.raises(tm.PrecisionRefused):
+        tm.stem.load(acquisition, memory_budget="1K")
+    with pytest.raises(tm.IoError):
+        tm.stem.inspect("/nonexistent/acquisition_master.h5")
