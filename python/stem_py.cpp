@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -13,8 +14,10 @@
 #include "compute_args.h"
 #include "formats/dectris.h"
 #include "json_to_python.h"
+#include "ops/placement_json.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
+#include "stem/product_run.h"
 #include "stem/ssb_run.h"
 #include "tensormorph/error.h"
 
@@ -72,6 +75,14 @@ py::array to_numpy(StemArray&& s) {
   return py::array(dt, shape, owner->get(), free_owner);
 }
 
+template <class T>
+py::array values_array(const std::vector<T>& values, const std::vector<uint64_t>& shape) {
+  const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::array_t<T> out(dims);
+  std::copy(values.begin(), values.end(), out.mutable_data());
+  return out;
+}
+
 }  // namespace
 
 void bind_stem(py::module_& m) {
@@ -117,6 +128,61 @@ void bind_stem(py::module_& m) {
       "PrecisionRefused when the output does not fit the memory budget (the message lists the fallbacks).");
 
   stem.def(
+      "product",
+      [](const std::string& path, const std::string& kind, const std::optional<std::string>& of, bool max_pattern,
+         const std::optional<double>& inner, const std::optional<double>& outer, const std::optional<double>& inner_mrad,
+         const std::optional<double>& outer_mrad, const std::optional<std::string>& mask,
+         const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius,
+         const std::optional<double>& rotation_deg, bool transpose, const Pair& scan_shape, const Region& scan_region,
+         const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
+         const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
+         const py::object& allow_approx) {
+        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        ProductSpec spec;
+        spec.kind = parse_product_kind(kind, "kind");
+        if (of) spec.of = parse_product_kind(*of, "of");
+        if (spec.kind == ProductKind::fft && spec.of && !is_fft_source(*spec.of))
+          throw Error(ErrorKind::InvalidArgument, "of: expected mean-dp, bf, abf, adf, haadf, df or mask, have " + *of);
+        spec.max_pattern = max_pattern;
+        spec.disk.center = center, spec.disk.radius = radius, spec.disk.radius_name = "radius";
+        spec.detector.kind = product_source(spec);
+        spec.detector.inner_px = inner, spec.detector.outer_px = outer;
+        spec.detector.inner_mrad = inner_mrad, spec.detector.outer_mrad = outer_mrad;
+        if (mask) spec.detector.mask_file = *mask;
+        const DetectorRequest& d = spec.detector;
+        if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad &&
+            !d.outer_mrad)
+          throw Error(ErrorKind::InvalidArgument, "stem mask: give inner/outer (pixels), inner_mrad/outer_mrad, or mask=FILE");
+        spec.rotation = {rotation_deg, transpose};
+        ProductOutput out;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(compute);
+          const Planner planner = rt->planner();
+          spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt);
+          out = compute_product(open_acquisition(path), spec, std::nullopt, [&]() -> const Planner& { return planner; });
+        }
+        nlohmann::json report = std::move(out.report);
+        report["product"] = product_name(spec.kind);
+        report["placement"] = placements_json(out.placements);
+        py::array values = std::visit([&](const auto& v) { return values_array(v, out.shape); }, out.values);
+        return py::make_tuple(values, to_python(report));
+      },
+      py::arg("path"), py::arg("kind"), py::kw_only(), py::arg("of") = py::none(), py::arg("max_pattern") = false,
+      py::arg("inner") = py::none(), py::arg("outer") = py::none(), py::arg("inner_mrad") = py::none(),
+      py::arg("outer_mrad") = py::none(), py::arg("mask") = py::none(), py::arg("center") = py::none(),
+      py::arg("radius") = py::none(), py::arg("rotation_deg") = py::none(), py::arg("transpose") = false,
+      py::arg("scan_shape") = py::none(), py::arg("scan_region") = py::none(), py::arg("detector_region") = py::none(),
+      py::arg("scan_bin") = py::none(), py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(),
+      py::arg("memory_budget") = py::none(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
+      py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+      "A 4D-STEM product, as `tensormorph stem KIND PATH --json` computes it: (values, report). kind: bf, abf, adf, "
+      "haadf, df (virtual images, uint64 sums), mask (inner/outer in pixels, inner_mrad/outer_mrad, or mask=FILE), com "
+      "and dpc (float64 [2, rows, cols]), idpc, mean-dp (max_pattern=True: the max pattern, uint32) or fft (of= "
+      "another product, default mean-dp). The disk is detected unless center/radius are given; the DPC rotation "
+      "is found unless rotation_deg is given. Always computed (the CLI's product cache is not consulted).");
+
+  stem.def(
       "ssb",
       [](const std::string& path, double C10, double C12, double phi12, bool fit, const py::object& scan_rotation_deg,
          const std::string& search, unsigned trials, unsigned estimate_trials, uint64_t seed, uint64_t fit_crop,
@@ -152,6 +218,7 @@ void bind_stem(py::module_& m) {
         }
         nlohmann::json report = to_json(run);
         report["product"] = "ssb";
+        report["placement"] = placements_json(run.placements);
         py::array_t<double> phase({static_cast<py::ssize_t>(run.result.rows), static_cast<py::ssize_t>(run.result.cols)});
         std::copy(run.result.phase.begin(), run.result.phase.end(), phase.mutable_data());
         return py::make_tuple(phase, to_python(report));

@@ -22,3 +22,19 @@ __all__ = [
     "BadInput", "Checkpoint", "Error", "InternalError", "InvalidArgument", "IoError", "Mapping",
     "PrecisionRefused", "Unavailable", "__version__", "backends", "open", "stem",
 ]
+
+
+def _product(kind):
+    def compute(path, **options):
+        return stem.product(path, kind, **options)
+
+    compute.__name__ = compute.__qualname__ = kind.replace("-", "_")
+    compute.__doc__ = ("tensormorph.stem.product(path, %r, **options): (values, report) as `tensormorph stem %s PATH --json` "
+                       "computes them; options as product()'s." % (kind, kind))
+    return compute
+
+
+# tm.stem.bf(path), …, tm.stem.mean_dp(path): the products by name.
+for _kind in ("bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp"):
+    setattr(stem, _kind.replace("-", "_"), _product(_kind))
+del _kind

@@ -1,4 +1,5 @@
-"""tensormorph.stem: inspect, load and ssb give what the CLI's `stem inspect`, `stem load` and `stem ssb` give, on an
+"""tensormorph.stem: inspect, load, the products and ssb give what the CLI's `stem inspect`, `stem load`, `stem KIND`
+and `stem ssb` give, on an
 acquisition written by `tensormorph stem demo`; loaded frames equal h5py + hdf5plugin's; bad requests raise the
 exception classes with the CLI's exit codes."""
 import os
@@ -61,7 +62,34 @@ def test_ssb_is_the_cli_document_and_fits_the_physical_branch(cli, acquisition, 
     assert np.corrcoef(phase.ravel(), preview.ravel())[0, 1] > 0.9
 
 
+@pytest.mark.parametrize("kind,args,options", [
+    ("bf", [], {}),
+    ("adf", [], {}),
+    ("mask", ["--inner-mrad", "5", "--outer-mrad", "15"], {"inner_mrad": 5, "outer_mrad": 15}),
+    ("com", [], {}),
+    ("dpc", [], {}),
+    ("idpc", [], {}),
+    ("mean-dp", [], {}),
+    ("mean-dp", ["--max"], {"max_pattern": True}),
+    ("fft", ["--of", "bf"], {"of": "bf"}),
+])
+def test_products_are_the_cli_products(cli, acquisition, tmp_path, kind, args, options):
+    out = str(tmp_path / "product.npy")
+    doc = cli.json("stem", kind, acquisition, "-o", out, "--no-cache", *args)
+    values, report = getattr(tm.stem, kind.replace("-", "_"))(acquisition, **options)
+    want = np.load(out)
+    assert values.dtype == want.dtype and values.shape == want.shape
+    assert np.array_equal(values, want)  # the same exact numbers (uint64 sums, float64 fields)
+    assert report["summary"] == doc["summary"]
+    assert report["product"] == kind and report["placement"]
+
+
 def test_bad_requests_raise_with_the_cli_exit_codes(acquisition):
+    with pytest.raises(tm.InvalidArgument) as e:
+        tm.stem.product(acquisition, "mask")
+    assert "inner" in str(e.value)
+    with pytest.raises(tm.InvalidArgument):
+        tm.stem.product(acquisition, "nonsense")
     with pytest.raises(tm.InvalidArgument) as e:
         tm.stem.ssb(acquisition, fit=True, search="everywhere")
     assert e.value.exit_code == 2 and "search" in str(e.value)
