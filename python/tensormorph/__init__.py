@@ -38,3 +38,11 @@ def _product(kind):
 for _kind in ("bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp"):
     setattr(stem, _kind.replace("-", "_"), _product(_kind))
 del _kind
+
+
+def __getattr__(name):
+    """tm.dask without importing it first (it needs python3-dask): loaded on first use."""
+    if name == "dask":
+        import importlib
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError("module 'tensormorph' has no attribute %r" % (name,))
