@@ -89,23 +89,7 @@ nlohmann::json index_document(const std::string& path, const app::ComputeRequest
   auto rt = make_runtime(request);
   auto index = app::open_index(path, "");
   const IndexingReport r = index_checkpoint(*index, rt->planner(), app::indexing_options(*rt, {}, true));
-  const IndexOpenReport& o = index->report();
-  return {{"path", path},
-          {"database", o.database},
-          {"persisted", o.persisted},
-          {"warning", o.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.warning)},
-          {"reused", o.reused},
-          {"reindexed_files", o.reindexed_files},
-          {"tensors", index->checkpoint().tensors.size()},
-          {"computed", r.computed},
-          {"already_indexed", r.already_indexed},
-          {"unavailable", r.unavailable},
-          {"bytes", r.bytes},
-          {"seconds", r.seconds},
-          {"bytes_per_second", r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0},
-          {"workers", r.workers},
-          {"window_bytes", r.window_bytes},
-          {"readahead_bytes", r.readahead_bytes}};
+  return app::indexing_report_json(path, *index, r);
 }
 
 nlohmann::json tensor_listing(const Checkpoint& c, const CheckpointTensor& t) {

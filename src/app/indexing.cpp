@@ -19,4 +19,24 @@ IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& o
   return opt;
 }
 
+nlohmann::json indexing_report_json(const std::string& path, const CheckpointIndex& index, const IndexingReport& r) {
+  const IndexOpenReport& o = index.report();
+  return {{"path", path},
+          {"database", o.database},
+          {"persisted", o.persisted},
+          {"warning", o.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.warning)},
+          {"reused", o.reused},
+          {"reindexed_files", o.reindexed_files},
+          {"tensors", index.checkpoint().tensors.size()},
+          {"computed", r.computed},
+          {"already_indexed", r.already_indexed},
+          {"unavailable", r.unavailable},
+          {"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"bytes_per_second", r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0},
+          {"workers", r.workers},
+          {"window_bytes", r.window_bytes},
+          {"readahead_bytes", r.readahead_bytes}};
+}
+
 }  // namespace tmorph::app

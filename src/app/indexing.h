@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "app/runtime.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"
@@ -21,5 +23,10 @@ std::unique_ptr<CheckpointIndex> open_index(const std::string& path, const std::
 // says otherwise; `only` the tensors to compute (empty: every one), `pyramids` whether to build them.
 // No progress callback (a face adds its own).
 IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& only, bool pyramids);
+
+// The document `index --json` prints and tm.Checkpoint.index() returns: {path, database, persisted, warning, reused,
+// reindexed_files, tensors, computed, already_indexed, unavailable, bytes, seconds, bytes_per_second, workers,
+// window_bytes, readahead_bytes}.
+nlohmann::json indexing_report_json(const std::string& path, const CheckpointIndex& index, const IndexingReport& r);
 
 }  // namespace tmorph::app

@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "cli/index_access.h"
 #include "cli/compute_flags.h"
+#include "app/indexing.h"
 #include "core/format.h"
 
 namespace tmorph::cli {
@@ -30,22 +31,7 @@ void run_index(const IndexArgs& a) {
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
   if (a.json) {
-    print_json(nlohmann::json{{"path", a.path},
-                                {"database", o.database},
-                                {"persisted", o.persisted},
-                                {"warning", o.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.warning)},
-                                {"reused", o.reused},
-                                {"reindexed_files", o.reindexed_files},
-                                {"tensors", index->checkpoint().tensors.size()},
-                                {"computed", r.computed},
-                                {"already_indexed", r.already_indexed},
-                                {"unavailable", r.unavailable},
-                                {"bytes", r.bytes},
-                                {"seconds", r.seconds},
-                                {"bytes_per_second", rate},
-                                {"workers", r.workers},
-                                {"window_bytes", r.window_bytes},
-                                {"readahead_bytes", r.readahead_bytes}});
+    print_json(app::indexing_report_json(a.path, *index, r));
     return;
   }
   std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),
