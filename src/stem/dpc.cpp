@@ -7,18 +7,13 @@
 #include <mutex>
 
 #include "core/json_number.h"
+#include "support/fftfreq.h"
 #include "support/fftw_lock.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
 namespace {
-
-// numpy.fft.fftfreq(n)[i]: cycles per sample.
-double fftfreq(uint64_t i, uint64_t n) {
-  const int64_t k = i < (n + 1) / 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i) - static_cast<int64_t>(n);
-  return static_cast<double>(k) / static_cast<double>(n);
-}
 
 // A 2-D complex DFT through FFTW (sign -1 forward, +1 backward, unnormalised), in place on `data`.
 void dft2(std::vector<std::complex<double>>& data, uint64_t rows, uint64_t cols, int sign) {

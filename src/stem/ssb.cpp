@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/fftfreq.h"
 #include "support/fftw_lock.h"
 #include "support/large_buffer.h"
 #include "support/thread_pool.h"
@@ -23,12 +24,6 @@
 namespace tmorph {
 
 namespace {
-
-// numpy.fft.fftfreq(n)[i]: cycles per sample.
-double fftfreq(uint64_t i, uint64_t n) {
-  const int64_t k = i < (n + 1) / 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i) - static_cast<int64_t>(n);
-  return static_cast<double>(k) / static_cast<double>(n);
-}
 
 std::string mib(uint64_t bytes) {
   std::ostringstream s;

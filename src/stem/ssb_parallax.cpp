@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "support/fftfreq.h"
 #include "support/fftw_lock.h"
 #include "support/thread_pool.h"
 #include "tensormorph/error.h"
@@ -21,12 +22,6 @@ namespace {
 
 using cd = std::complex<double>;
 using cf = std::complex<float>;
-
-// numpy.fft.fftfreq(n)[i]: cycles per sample.
-double cycles(uint64_t i, uint64_t n) {
-  const int64_t k = i < (n + 1) / 2 ? static_cast<int64_t>(i) : static_cast<int64_t>(i) - static_cast<int64_t>(n);
-  return static_cast<double>(k) / static_cast<double>(n);
-}
 
 // The windowed spectra W_b of every bright-field image, half planes rows × (cols/2 + 1), b-major.
 std::vector<cf> windowed_spectra(const SsbProblem::View& v) {
@@ -189,11 +184,11 @@ class Correlator {
   // Σ over the full plane of C(ν)·e^{2πi ν·d}, from the half plane (C(−ν) = conj C(ν)).
   double series(const std::vector<cd>& cross, double dr, double dc) const {
     std::vector<cd> col_phase(H_);
-    for (uint64_t j = 0; j < H_; ++j) col_phase[j] = std::polar(1.0, 2 * M_PI * cycles(j, C_) * dc);
+    for (uint64_t j = 0; j < H_; ++j) col_phase[j] = std::polar(1.0, 2 * M_PI * fftfreq(j, C_) * dc);
     if (C_ % 2 == 0) col_phase[H_ - 1] = std::polar(1.0, 2 * M_PI * 0.5 * dc);  // the Nyquist column, +½
     double total = 0;
     for (uint64_t i = 0; i < R_; ++i) {
-      const cd row_phase = std::polar(1.0, 2 * M_PI * cycles(i, R_) * dr);
+      const cd row_phase = std::polar(1.0, 2 * M_PI * fftfreq(i, R_) * dr);
       cd s = 0;
       for (uint64_t j = 0; j < H_; ++j) {
         const double weight = (j == 0 || (C_ % 2 == 0 && j == H_ - 1)) ? 1.0 : 2.0;
