@@ -50,24 +50,27 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
     return std::make_unique<SsbProblem>(frames, p.output_shape[0], p.output_shape[1], det_rows, det_cols, run.setup.calibration(0),
                                         load.threads, load.memory_budget, planner);
   };
-  // The DPC rotation over the whole scan, unless a rotation is given.
-  std::optional<DpcRotation> dpc;
-  if (!request.scan_rotation_deg) {
+  // The DPC rotation over the whole scan, when no rotation is given: called after the first SsbProblem is built, so
+  // that a request refused for memory is refused before this pass over the frames (and the binned retries of
+  // run_ssb_with_consent do not repeat it for nothing).
+  const auto find_dpc = [&]() {
     ProductRequest sums;
     sums.load = request.load;
     const ProductResult r = compute_products(acq, sums, planner);
     run.placements.insert(run.placements.end(), r.placements.begin(), r.placements.end());
-    dpc = find_dpc_rotation(center_of_mass(r));
-  }
+    return find_dpc_rotation(center_of_mass(r));
+  };
+  std::optional<DpcRotation> dpc;
 
   if (request.fit) {
     // Fit (and decide the branch) on the part; reconstruct the whole once.
     const std::optional<LoadRequest> part = fit_part(plan, request.load, request.fit_crop, &run.fit_part);
-    const double theta0 = request.scan_rotation_deg ? *request.scan_rotation_deg : ssb_rotation_candidates(*dpc)[0];
     {
       const LoadRequest& load = part ? *part : request.load;
       StemLoader loader(acq, load);
       const std::unique_ptr<SsbProblem> problem = problem_for(load, loader);
+      if (!request.scan_rotation_deg) dpc = find_dpc();
+      const double theta0 = request.scan_rotation_deg ? *request.scan_rotation_deg : ssb_rotation_candidates(*dpc)[0];
       run.fit = ssb_fit_aberrations(*problem, theta0, *request.fit);
       const auto t_branch = std::chrono::steady_clock::now();
       run.branch = ssb_decide_branch(*problem, run.fit->fitted, theta0, request.scan_rotation_deg.has_value());
@@ -114,7 +117,7 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
     run.result = problem->evaluate(request.given, run.rotation.value);
   } else {
     std::vector<SsbResult> solved;
-    run.rotation_search = choose_ssb_scan_rotation(*dpc, [&](double candidate) {
+    run.rotation_search = choose_ssb_scan_rotation(find_dpc(), [&](double candidate) {
       solved.push_back(problem->evaluate(request.given, candidate));
       return solved.back().loss;
     });
