@@ -224,14 +224,33 @@ nlohmann::json Acquisition::readiness_json() const {
   return out;
 }
 
+namespace {
+
+// Adds the *_master.h5 files at and below `dir` to `out`. A folder that vanishes or turns unreadable while it is
+// walked (another process cleaning /tmp, a scratch area being pruned) is skipped, never the end of the walk: the
+// other folders are still listed. Symbolic links to folders are not followed, so the walk cannot loop.
+void collect_masters(const fs::path& dir, std::vector<std::string>& out) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code entry_ec;
+    const fs::file_status st = it->symlink_status(entry_ec);
+    if (entry_ec) continue;
+    if (fs::is_directory(st)) {
+      collect_masters(it->path(), out);
+    } else if (ends_with(it->path().filename().string(), "_master.h5") && it->is_regular_file(entry_ec)) {
+      out.push_back(fs::absolute(it->path()).lexically_normal().string());
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> discover_masters(const std::string& folder) {
-  std::vector<std::string> out;
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
-  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && ends_with(it->path().filename().string(), "_master.h5"))
-      out.push_back(fs::absolute(it->path()).lexically_normal().string());
+  std::vector<std::string> out;
+  collect_masters(folder, out);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -86,9 +86,23 @@ class StemCli(unittest.TestCase):
         self.assertIn("bitshuffle+lz4", text.out)
 
     def test_discover_lists_the_master(self):
-        r = run(["stem", "discover", os.path.dirname(self.dir), "--json"])
-        self.assertEqual(r.code, 0, r.err)
-        self.assertIn(self.master, [e["master"] for e in r.json()])
+        # A tree of our own (not the shared /tmp, where parallel tests create and delete folders while we walk):
+        # the acquisition two levels down, beside a dangling link named like a master and a link back up the
+        # tree, which is not followed, so the walk ends and lists the master once.
+        root = tempfile.mkdtemp(prefix="tm-stem-discover-")
+        try:
+            nested = os.path.join(root, "session", "scan-01")
+            os.makedirs(nested)
+            r = run(["stem", "demo", "--out", nested, "--scan", "2,2", "--detector", "8", "--json"])
+            self.assertEqual(r.code, 0, r.err)
+            master = r.json()["master"]
+            os.symlink(os.path.join(root, "absent"), os.path.join(root, "ghost_master.h5"))
+            os.symlink(root, os.path.join(nested, "loop"))
+            r = run(["stem", "discover", root, "--json"])
+            self.assertEqual(r.code, 0, r.err)
+            self.assertEqual([e["master"] for e in r.json()], [os.path.realpath(master)])
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
     def test_full_export_equals_the_peer_decode(self):
         a, j = self.export("--scan-shape", "6,7", "--no-mask")
