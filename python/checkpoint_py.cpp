@@ -8,7 +8,9 @@
 
 #include "compute_args.h"
 #include "documents.h"
+#include "interrupt.h"
 #include "json_to_python.h"
+#include "lod/view.h"
 #include "read_array.h"
 #include "tensormorph/error.h"
 
@@ -36,29 +38,40 @@ PyCheckpoint open_path(const std::string& path) {
 }
 
 py::object stats_method(const PyCheckpoint& self, const py::object& name, const py::object& backend, const py::object& prefer,
-                 const py::object& never, const py::object& allow_approx) {
+                        const py::object& never, const py::object& allow_approx, const py::object& progress) {
   std::vector<std::string> names;
   if (py::isinstance<py::str>(name)) names.push_back(name.cast<std::string>());
   else if (!name.is_none())
     for (const auto& n : name) names.push_back(py::cast<std::string>(n));
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+  Interruptible call(progress);
   nlohmann::json doc;
   {
     py::gil_scoped_release unlocked;
-    doc = stats_document(self.path, names, request);
+    doc = stats_document(self.path, names, request, [&](IndexingOptions& o) { call.attach(o); });
   }
+  call.rethrow_if_stopped();
   return to_python(doc);
 }
 
 py::object index_method(const PyCheckpoint& self, const py::object& backend, const py::object& prefer, const py::object& never,
-                 const py::object& allow_approx) {
+                        const py::object& allow_approx, const py::object& progress) {
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+  Interruptible call(progress);
   nlohmann::json doc;
   {
     py::gil_scoped_release unlocked;
-    doc = index_document(self.path, request);
+    doc = index_document(self.path, request, [&](IndexingOptions& o) { call.attach(o); });
   }
+  call.rethrow_if_stopped();
   return to_python(doc);
+}
+
+py::array read_method(const PyCheckpoint& self, const std::string& name, bool raw, const py::object& rows,
+                      const py::object& cols) {
+  const CheckpointTensor& t = self.tensor(name);
+  const View2D v = default_view(t.shape);
+  return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")});
 }
 
 py::list tensor_list(const PyCheckpoint& self) {
@@ -85,17 +98,23 @@ void bind_checkpoint(py::module_& m) {
                              "elements, bytes, file, offset, readable, and unavailable (the reason) when not readable")
       .def("stats", &stats_method, py::arg("name") = py::none(), py::kw_only(), py::arg("backend") = py::none(),
            py::arg("prefer") = py::none(), py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+           py::arg("progress") = py::none(),
            "Exact statistics, the document `tensormorph stats PATH [NAME] --json` prints: of every tensor, or of the "
-           "one named (or a list of names). Without placement arguments they come from the index (built as needed).")
+           "one named (or a list of names). Without placement arguments they come from the index (built as needed, "
+           "with progress= as index()'s; interruptible the same way).")
       .def("index", &index_method, py::kw_only(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
-           py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+           py::arg("never") = py::none(), py::arg("allow_approx") = py::none(), py::arg("progress") = py::none(),
            "Opens or builds the checkpoint's index and computes what it lacks; the document `tensormorph index PATH "
-           "--json` prints.")
-      .def("read", [](const PyCheckpoint& s, const std::string& name, bool raw) { return read_tensor(s.c, s.tensor(name), raw); },
-           py::arg("name"), py::kw_only(), py::arg("raw") = false,
+           "--json` prints. progress=True writes a line to sys.stderr; a callable gets a dict {bytes_done, "
+           "bytes_total, tensors_done, tensors_total, seconds} about ten times a second. Ctrl-C (or an exception "
+           "from the callable) stops it cleanly: the tensors in flight are committed, then the exception is raised; "
+           "calling again resumes.")
+      .def("read", &read_method, py::arg("name"), py::kw_only(), py::arg("raw") = false, py::arg("rows") = py::none(),
+           py::arg("cols") = py::none(),
            "The tensor's values as numpy: a read-only zero-copy view of the mapping for dense dtypes numpy has; "
            "bf16/f8 widened to float32 (raw=True: their bit patterns as uint16/uint8, zero-copy); quantized and "
-           "packed tensors decoded to float32.")
+           "packed tensors decoded to float32. rows= (the second-to-last axis) and cols= (the last) take a slice "
+           "or a (start, stop) pair and read only that part: a strided view, or only those rows widened/decoded.")
       .def("__repr__", [](const PyCheckpoint& s) {
         return "<tensormorph.Checkpoint " + s.c->format + " '" + s.path + "', " + std::to_string(s.c->tensors.size()) +
                " tensors>";

@@ -36,7 +36,7 @@ bool unconstrained(const app::ComputeRequest& r) {
 }  // namespace
 
 nlohmann::json stats_document(const std::string& path, const std::vector<std::string>& names,
-                              const app::ComputeRequest& request) {
+                              const app::ComputeRequest& request, const IndexingHook& hook) {
   auto rt = make_runtime(request);
   // The same rule as the CLI: the indexed statistics serve a request without placement constraints.
   const bool from_index = unconstrained(request);
@@ -50,7 +50,11 @@ nlohmann::json stats_document(const std::string& path, const std::vector<std::st
   if (names.empty())
     for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
   const Planner planner = rt->planner();
-  if (from_index) index_checkpoint(*index, planner, app::indexing_options(*rt, selected, true));
+  if (from_index) {
+    IndexingOptions options = app::indexing_options(*rt, selected, true);
+    if (hook) hook(options);
+    if (index_checkpoint(*index, planner, options).cancelled) return nullptr;
+  }
   StatsOptions opt;
   opt.threads = rt->threads;
   opt.memory_budget_bytes = rt->memory_budget;
@@ -85,10 +89,13 @@ nlohmann::json stats_document(const std::string& path, const std::vector<std::st
   return {{"file", path}, {"format", c.format}, {"tensors", list}};
 }
 
-nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request) {
+nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook) {
   auto rt = make_runtime(request);
   auto index = app::open_index(path, "");
-  const IndexingReport r = index_checkpoint(*index, rt->planner(), app::indexing_options(*rt, {}, true));
+  IndexingOptions options = app::indexing_options(*rt, {}, true);
+  if (hook) hook(options);
+  const IndexingReport r = index_checkpoint(*index, rt->planner(), options);
+  if (r.cancelled) return nullptr;
   return app::indexing_report_json(path, *index, r);
 }
 

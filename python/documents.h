@@ -2,6 +2,7 @@
 // object is touched), so callers run them with the GIL released.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -9,8 +10,12 @@
 
 #include "app/runtime.h"
 #include "checkpoint/checkpoint.h"
+#include "index/indexer.h"
 
 namespace tmorph::python {
+
+// Adds a caller's progress callback and cancel flag to the indexing a document runs (empty: none).
+using IndexingHook = std::function<void(IndexingOptions&)>;
 
 // `tensormorph backends --json`'s "backends" list.
 nlohmann::json backends_document(const app::ComputeRequest& request);
@@ -18,12 +23,13 @@ nlohmann::json backends_document(const app::ComputeRequest& request);
 // `tensormorph stats PATH [NAMES...] --json` with the request's placement flags: from PATH's index (built
 // or completed as needed) when the request has no placement constraint, else computed for this call.
 // Throws InvalidArgument for an unknown name, Unavailable when a strict backend served not every tensor.
+// Returns null when the hook's cancel flag stopped the indexing (what was committed stays in the index).
 nlohmann::json stats_document(const std::string& path, const std::vector<std::string>& names,
-                              const app::ComputeRequest& request);
+                              const app::ComputeRequest& request, const IndexingHook& hook = {});
 
 // `tensormorph index PATH --json`: opens or builds PATH's index at the cache location and computes what
-// it lacks (statistics and pyramids).
-nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request);
+// it lacks (statistics and pyramids). Returns null when the hook's cancel flag stopped it.
+nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook = {});
 
 // One entry of Checkpoint.tensors: tensor_entry_json plus dtype (a name, or null when not dense), file,
 // readable, unavailable (the reason, when there is one) and packed (when so), as `ls --json` names them.

@@ -47,56 +47,122 @@ std::optional<const char*> numpy_type(DType d, bool raw) {
   return std::nullopt;
 }
 
-std::vector<py::ssize_t> numpy_shape(const CheckpointTensor& t) {
-  return {t.shape.begin(), t.shape.end()};
+// The part of the default 2-D view (slices x rows x cols) a Region selects, and the numpy shape it has.
+struct Selection {
+  View2D view;
+  AxisRange rows, cols;
+  std::vector<py::ssize_t> shape;
+  uint64_t elements() const { return view.slices * rows.count * cols.count; }
+};
+
+Selection select(const CheckpointTensor& t, const Region& region) {
+  Selection s;
+  s.view = default_view(t.shape);
+  const size_t rank = t.shape.size();
+  if (region.rows && rank < 2)
+    throw Error(ErrorKind::InvalidArgument, t.name + ": rows= needs a tensor of rank 2 or more; this one has rank " +
+                                                std::to_string(rank) + " (select with cols=)");
+  if (region.cols && rank < 1) throw Error(ErrorKind::InvalidArgument, t.name + ": cols= needs a tensor of rank 1 or more");
+  s.rows = region.rows.value_or(AxisRange{0, s.view.rows, 1});
+  s.cols = region.cols.value_or(AxisRange{0, s.view.cols, 1});
+  s.shape.assign(t.shape.begin(), t.shape.end());
+  if (rank >= 2) s.shape[rank - 2] = static_cast<py::ssize_t>(s.rows.count);
+  if (rank >= 1) s.shape[rank - 1] = static_cast<py::ssize_t>(s.cols.count);
+  return s;
 }
 
-py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, const char* type) {
+// A read-only strided view of the mapping: no copy, its base the Mapping.
+py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, const char* type,
+                      const Selection& sel) {
+  const py::dtype dt(type);
+  const size_t rank = t.shape.size();
+  std::vector<py::ssize_t> strides(rank);
+  py::ssize_t stride = dt.itemsize();
+  for (size_t i = rank; i-- > 0;) {
+    strides[i] = stride;
+    stride *= static_cast<py::ssize_t>(t.shape[i]);
+  }
+  uint64_t offset = 0;
+  if (sel.elements() > 0) {  // an empty selection views the tensor's first byte (never past the mapping)
+    if (rank >= 2) offset += sel.rows.begin * static_cast<uint64_t>(strides[rank - 2]);
+    if (rank >= 1) offset += sel.cols.begin * static_cast<uint64_t>(strides[rank - 1]);
+  }
+  if (rank >= 2) strides[rank - 2] *= static_cast<py::ssize_t>(sel.rows.step);
+  if (rank >= 1) strides[rank - 1] *= static_cast<py::ssize_t>(sel.cols.step);
   py::object base = py::cast(Mapping{c->files[t.file_index]});
-  py::array a(py::dtype(type), numpy_shape(t), {}, c->data(t), base);
+  py::array a(dt, sel.shape, strides, c->data(t) + offset, base);
   a.attr("setflags")(py::arg("write") = false);
   return a;
 }
 
 // bf16 and f8 widened to float32: bf16 by placing its bits in the high half (exact, NaN payloads kept),
-// f8 through the exact decoders.
-void widen(DType d, const uint8_t* src, uint64_t n, float* out) {
+// f8 through the exact decoders. `src` holds the whole tensor; only the selection is widened.
+float widen_one(DType d, const uint8_t* src, uint64_t i) {
   if (d == DType::BF16) {
-    for (uint64_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, src + 2 * i, 2);
-      const uint32_t bits = static_cast<uint32_t>(h) << 16;
-      std::memcpy(out + i, &bits, 4);
-    }
-    return;
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
   }
-  for (uint64_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(d == DType::F8_E4M3FN ? f8_e4m3fn_to_double(src[i]) : f8_e5m2_to_double(src[i]));
+  return static_cast<float>(d == DType::F8_E4M3FN ? f8_e4m3fn_to_double(src[i]) : f8_e5m2_to_double(src[i]));
 }
 
-// Quantized or packed: decoded a row of the default 2-D view at a time.
-void decode(const Checkpoint& c, const CheckpointTensor& t, float* out) {
+void widen(DType d, const uint8_t* src, const Selection& sel, float* out) {
+  const View2D& v = sel.view;
+  for (uint64_t s = 0; s < v.slices; ++s)
+    for (uint64_t r = 0; r < sel.rows.count; ++r) {
+      const uint64_t row = (s * v.rows + sel.rows.begin + r * sel.rows.step) * v.cols;
+      for (uint64_t k = 0; k < sel.cols.count; ++k) *out++ = widen_one(d, src, row + sel.cols.begin + k * sel.cols.step);
+    }
+}
+
+// Quantized or packed: decoded one selected row of the default 2-D view at a time, only the columns from
+// the first to the last selected (the reader decodes whole blocks around them).
+void decode(const Checkpoint& c, const CheckpointTensor& t, const Selection& sel, float* out) {
+  if (sel.elements() == 0) return;
   auto rt = make_runtime({});
   const Planner planner = rt->planner();
-  ValueReader reader(c, t, planner, default_view(t.shape));
-  const View2D v = reader.view();
-  for (uint64_t s = 0; s < v.slices; ++s)
-    for (uint64_t r = 0; r < v.rows; ++r, out += v.cols)
-      if (v.cols) std::memcpy(out, reader.read_decoded(s, r, 0, v.cols), v.cols * sizeof(float));
+  ValueReader reader(c, t, planner, sel.view);
+  const uint64_t first = sel.cols.begin, last = sel.cols.begin + (sel.cols.count - 1) * sel.cols.step;
+  for (uint64_t s = 0; s < sel.view.slices; ++s)
+    for (uint64_t r = 0; r < sel.rows.count; ++r) {
+      const float* row = reader.read_decoded(s, sel.rows.begin + r * sel.rows.step, first, last + 1);
+      for (uint64_t k = 0; k < sel.cols.count; ++k) *out++ = row[k * sel.cols.step];
+    }
 }
 
 }  // namespace
 
-py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, bool raw) {
+std::optional<AxisRange> axis_range(const py::object& selection, uint64_t length, const char* what) {
+  if (selection.is_none()) return std::nullopt;
+  py::slice slice = py::slice(py::none(), py::none(), py::none());
+  if (py::isinstance<py::slice>(selection)) {
+    slice = selection.cast<py::slice>();
+  } else if ((py::isinstance<py::tuple>(selection) || py::isinstance<py::list>(selection)) && py::len(selection) == 2) {
+    slice = py::slice(selection[py::int_(0)], selection[py::int_(1)], py::none());
+  } else {
+    throw Error(ErrorKind::InvalidArgument, std::string(what) + "= expects a slice, a (start, stop) pair or None");
+  }
+  py::ssize_t start = 0, stop = 0, step = 0, count = 0;
+  if (!slice.compute(static_cast<py::ssize_t>(length), &start, &stop, &step, &count)) throw py::error_already_set();
+  if (step < 1) throw Error(ErrorKind::InvalidArgument, std::string(what) + "= needs a step of 1 or more, not " + std::to_string(step));
+  return AxisRange{count > 0 ? static_cast<uint64_t>(start) : 0, static_cast<uint64_t>(count), static_cast<uint64_t>(step)};
+}
+
+py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, bool raw,
+                      const Region& region) {
+  const Selection sel = select(t, region);
   if (t.dtype) {
-    if (const auto type = numpy_type(*t.dtype, raw)) return mapped_view(c, t, *type);
-    py::array_t<float> out(numpy_shape(t));
+    if (const auto type = numpy_type(*t.dtype, raw)) return mapped_view(c, t, *type, sel);
+    py::array_t<float> out(sel.shape);
     float* dst = out.mutable_data();
     const DType d = *t.dtype;
     const uint8_t* src = c->data(t);
     {
       py::gil_scoped_release unlocked;
-      widen(d, src, t.elements, dst);
+      widen(d, src, sel, dst);
     }
     return out;
   }
@@ -105,11 +171,11 @@ py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
                                                 " is only read decoded to float32");
   if (!t.ggml_type && !(t.packed && t.unavailable_reason.empty()))
     throw Error(ErrorKind::Unavailable, t.name + ": " + (t.unavailable_reason.empty() ? "no decoder here" : t.unavailable_reason));
-  py::array_t<float> out(numpy_shape(t));
+  py::array_t<float> out(sel.shape);
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release unlocked;
-    decode(*c, t, dst);
+    decode(*c, t, sel, dst);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "formats/dectris.h"
 #include "json_to_python.h"
 #include "ops/placement_json.h"
+#include "stem/calibration_document.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
 #include "stem/product_run.h"
@@ -102,6 +103,44 @@ void bind_stem(py::module_& m) {
       "The document `tensormorph stem inspect PATH --json` prints: layout, readiness (frames present / expected), "
       "detector, dtype, bad pixels, beam metadata, scan shape. Decodes nothing. PATH: a master file, a data file "
       "or a folder with one master.");
+
+  stem.def(
+      "calibration",
+      [](const std::string& path, const Pair& scan_shape, const Pair& scan_bin, const Pair& detector_bin,
+         const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius,
+         const std::optional<double>& energy_ev, const std::optional<double>& semiangle_mrad,
+         const std::optional<double>& scan_step_A, const std::optional<double>& detector_mrad_per_px,
+         const py::object& threads, const py::object& memory_budget, const py::object& backend, const py::object& prefer,
+         const py::object& never, const py::object& allow_approx) {
+        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        const CalibrationOverrides overrides{{energy_ev, "energy_ev"},
+                                             {semiangle_mrad, "semiangle_mrad"},
+                                             {scan_step_A, "scan_step_A"},
+                                             {detector_mrad_per_px, "detector_mrad_per_px"}};
+        DiskRequest disk;
+        disk.center = center, disk.radius = radius, disk.radius_name = "radius";
+        nlohmann::json doc;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(compute);
+          const Planner planner = rt->planner();
+          std::vector<Placement> placements;
+          const LoadRequest load = load_request(scan_shape, std::nullopt, std::nullopt, scan_bin, detector_bin, "auto", *rt);
+          doc = calibration_document(open_acquisition(path), load, disk, overrides, planner, &placements);
+          doc["placement"] = placements_json(placements);
+        }
+        return to_python(doc);
+      },
+      py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(), py::arg("scan_bin") = py::none(),
+      py::arg("detector_bin") = py::none(), py::arg("center") = py::none(), py::arg("radius") = py::none(),
+      py::arg("energy_ev") = py::none(), py::arg("semiangle_mrad") = py::none(), py::arg("scan_step_A") = py::none(),
+      py::arg("detector_mrad_per_px") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+      py::arg("allow_approx") = py::none(),
+      "The calibration every product and SSB would use: energy, wavelength_A, semiangle, scan_step, "
+      "detector_angle_per_pixel (each {value, unit, source}, or {value: None, unit, missing: why}) and the "
+      "bright-field disk they follow from (detected with one pattern pass unless center and radius are given). "
+      "Overrides are in unbinned units, as the CLI's --kv/--semiangle-mrad/--scan-step-A/--detector-mrad-per-px.");
 
   stem.def(
       "load",

@@ -1,7 +1,7 @@
 """Tensormorph from Python: open a checkpoint (safetensors, GGUF, torch.save), list its tensors, get exact
 statistics as plain dicts (the documents `tensormorph stats --json` prints) and read tensors as numpy
 arrays (zero-copy views of the memory map where numpy has the dtype); 4D-STEM acquisitions with tensormorph.stem
-(inspect, load, ssb). See docs/python.md."""
+(open, inspect, calibration, load, products, ssb). See docs/python.md."""
 from ._core import (
     BadInput,
     Checkpoint,
@@ -17,6 +17,7 @@ from ._core import (
     open,
     stem,
 )
+from . import acquisition as _acquisition
 
 __all__ = [
     "BadInput", "Checkpoint", "Error", "InternalError", "InvalidArgument", "IoError", "Mapping",
@@ -34,10 +35,12 @@ def _product(kind):
     return compute
 
 
-# tm.stem.bf(path), …, tm.stem.mean_dp(path): the products by name.
-for _kind in ("bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp"):
+# tm.stem.bf(path), …, tm.stem.mean_dp(path): the products by name; tm.stem.open(path) and its Acquisition.
+for _kind in _acquisition.PRODUCTS:
     setattr(stem, _kind.replace("-", "_"), _product(_kind))
 del _kind
+stem.open = _acquisition.open
+stem.Acquisition = _acquisition.Acquisition
 
 
 def __getattr__(name):

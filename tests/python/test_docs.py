@@ -28,3 +28,4 @@ def test_tutorial_snippets_run(cli, tmp_path, monkeypatch, capsys):
     assert "safetensors" in out and "layers.0.bias BF16 [4] True" in out
     assert "6 missing.safetensors: cannot open: No such file or directory" in out
     assert "[32, 32] [64, 64] complete" in out
+    assert "(32, 32) 300000.0 file: beam energy" in out

@@ -101,3 +101,35 @@ def test_bad_requests_raise_with_the_cli_exit_codes(acquisition):
         tm.stem.load(acquisition, memory_budget="1K")
     with pytest.raises(tm.IoError):
         tm.stem.inspect("/nonexistent/acquisition_master.h5")
+
+
+def test_open_binds_the_functions_to_one_acquisition(acquisition):
+    a = tm.stem.open(acquisition)
+    assert isinstance(a, tm.stem.Acquisition)
+    assert a.info == tm.stem.inspect(acquisition) and a.master == a.info["master"]
+    assert a.scan_shape == (24, 24) and a.detector_shape == (64, 64) and a.dtype == "u16"
+    assert a.readiness["status"] == "complete" and a.refresh() is a
+    assert "24 x 24" in repr(a) and "complete 576/576" in repr(a)
+    values, report = a.bf()
+    assert np.array_equal(values, tm.stem.bf(acquisition)[0]) and report["product"] == "bf"
+    assert np.array_equal(a.product("mean-dp")[0], tm.stem.mean_dp(acquisition)[0])
+    # The scan shape given at open() reaches every call that takes one.
+    tall = tm.stem.open(acquisition, scan_shape=(12, 48))
+    assert tall.scan_shape == (12, 48) and tall.bf()[0].shape == (12, 48)
+    assert tall.load(scan_region=(0, 2, 0, 3))[0].shape == (2, 3, 64, 64)
+
+
+def test_calibration_is_what_ssb_uses(acquisition):
+    a = tm.stem.open(acquisition)
+    cal = a.calibration()
+    _, report = a.ssb(C10=60, scan_rotation_deg=30)
+    for key in ("energy", "semiangle", "scan_step", "detector_angle_per_pixel", "wavelength_A"):
+        assert cal[key] == report["calibration"][key], key
+    assert cal["disk"] == report["disk"] and cal["disk"]["source"] == "detected"
+    assert cal["placement"]  # the pattern pass that detected the disk
+    given = a.calibration(center=(31.5, 31.5), radius=10, energy_ev=200e3)
+    assert given["disk"]["source"] == "given" and given["placement"] == []
+    assert given["energy"] == {"value": 200e3, "unit": "eV", "source": "energy_ev"}
+    assert given["wavelength_A"] > cal["wavelength_A"]  # 200 kV electrons are slower than 300 kV: a longer wavelength
+    binned = a.calibration(scan_bin=(2, 1), center=(31.5, 31.5), radius=10)
+    assert binned["scan_step"]["value"] is None and "binned" in binned["scan_step"]["missing"]

@@ -1,0 +1,60 @@
+#include "interrupt.h"
+
+#include <cstdio>
+#include <string>
+
+namespace py = pybind11;
+
+namespace tmorph::python {
+
+Interruptible::Interruptible(py::object progress) : progress_(std::move(progress)) {}
+
+Interruptible::~Interruptible() {
+  py::gil_scoped_acquire locked;  // the members hold Python objects
+  stopped_by_.reset();
+  progress_ = py::object();
+}
+
+void Interruptible::attach(IndexingOptions& options) {
+  options.cancel = &cancel_;
+  options.progress = [this](const IndexingProgress& p) { on_progress(p); };
+}
+
+void Interruptible::on_progress(const IndexingProgress& p) {
+  if (stopped_by_) return;
+  py::gil_scoped_acquire locked;
+  try {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (progress_.is_none()) return;
+    if (py::isinstance<py::bool_>(progress_)) {
+      if (!progress_.cast<bool>()) return;
+      char line[160];
+      const double gb = 1e-9, rate = p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds * gb : 0;
+      std::snprintf(line, sizeof line, "\rtensormorph: indexed %zu/%zu tensors, %.2f/%.2f GB, %.2f GB/s", p.tensors_done,
+                    p.tensors_total, static_cast<double>(p.bytes_done) * gb, static_cast<double>(p.bytes_total) * gb, rate);
+      py::module_::import("sys").attr("stderr").attr("write")(std::string(line));
+      line_open_ = true;
+      return;
+    }
+    py::dict d;
+    d["bytes_done"] = p.bytes_done, d["bytes_total"] = p.bytes_total;
+    d["tensors_done"] = p.tensors_done, d["tensors_total"] = p.tensors_total;
+    d["seconds"] = p.seconds;
+    progress_(d);
+  } catch (py::error_already_set& e) {
+    stopped_by_ = std::move(e);
+    cancel_.store(true);
+  }
+}
+
+void Interruptible::rethrow_if_stopped() {
+  if (line_open_) py::module_::import("sys").attr("stderr").attr("write")(std::string("\n"));
+  line_open_ = false;
+  if (stopped_by_) {
+    py::error_already_set e = std::move(*stopped_by_);
+    stopped_by_.reset();
+    throw e;
+  }
+}
+
+}  // namespace tmorph::python

@@ -1,0 +1,41 @@
+// A long call made with the GIL released that stays interruptible and reports progress: the engine calls
+// on_progress on the calling thread (IndexingOptions.progress, about ten times a second); it takes the GIL
+// briefly, runs Python's signal handlers (Ctrl-C in a terminal or Jupyter's interrupt raises
+// KeyboardInterrupt there) and the caller's progress callable. Either raising sets the cancel flag: the
+// engine finishes the tensors in flight, commits them, and returns; rethrow_if_stopped() then raises the
+// exception in the caller (what was committed stays in the index, so calling again resumes).
+#pragma once
+
+#include <atomic>
+#include <optional>
+
+#include <pybind11/pybind11.h>
+
+#include "index/indexer.h"
+
+namespace tmorph::python {
+
+class Interruptible {
+ public:
+  // progress: None (signals only), True (a line on sys.stderr, rewritten in place) or a callable taking a
+  // dict {bytes_done, bytes_total, tensors_done, tensors_total, seconds}. Construct with the GIL held.
+  explicit Interruptible(pybind11::object progress);
+  ~Interruptible();
+  Interruptible(const Interruptible&) = delete;
+  Interruptible& operator=(const Interruptible&) = delete;
+
+  // Fills options.progress and options.cancel with this object's (which must outlive the run).
+  void attach(IndexingOptions& options);
+  // Call with the GIL held, after the run: raises what stopped it, if anything did.
+  void rethrow_if_stopped();
+
+ private:
+  void on_progress(const IndexingProgress& p);  // called without the GIL
+
+  pybind11::object progress_;
+  std::atomic<bool> cancel_{false};
+  std::optional<pybind11::error_already_set> stopped_by_;
+  bool line_open_ = false;  // progress=True wrote a line not yet ended
+};
+
+}  // namespace tmorph::python
