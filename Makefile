@@ -68,6 +68,7 @@ bench: build
 	@/usr/bin/python3 bench/ssb_fit_bench.py --build build
 	@/usr/bin/python3 bench/viewer_bench.py --build build
 	@/usr/bin/python3 bench/server_load_bench.py --build build
+	@/usr/bin/python3 bench/python_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py

@@ -38,12 +38,13 @@ PyCheckpoint open_path(const std::string& path) {
 }
 
 py::object stats_method(const PyCheckpoint& self, const py::object& name, const py::object& backend, const py::object& prefer,
-                        const py::object& never, const py::object& allow_approx, const py::object& progress) {
+                        const py::object& never, const py::object& allow_approx, const py::object& threads,
+                        const py::object& memory_budget, const py::object& progress) {
   std::vector<std::string> names;
   if (py::isinstance<py::str>(name)) names.push_back(name.cast<std::string>());
   else if (!name.is_none())
     for (const auto& n : name) names.push_back(py::cast<std::string>(n));
-  const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+  const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
   nlohmann::json doc;
   {
@@ -55,8 +56,9 @@ py::object stats_method(const PyCheckpoint& self, const py::object& name, const 
 }
 
 py::object index_method(const PyCheckpoint& self, const py::object& backend, const py::object& prefer, const py::object& never,
-                        const py::object& allow_approx, const py::object& progress) {
-  const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+                        const py::object& allow_approx, const py::object& threads, const py::object& memory_budget,
+                        const py::object& progress) {
+  const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
   nlohmann::json doc;
   {
@@ -98,12 +100,14 @@ void bind_checkpoint(py::module_& m) {
                              "elements, bytes, file, offset, readable, and unavailable (the reason) when not readable")
       .def("stats", &stats_method, py::arg("name") = py::none(), py::kw_only(), py::arg("backend") = py::none(),
            py::arg("prefer") = py::none(), py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
-           py::arg("progress") = py::none(),
+           py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(), py::arg("progress") = py::none(),
            "Exact statistics, the document `tensormorph stats PATH [NAME] --json` prints: of every tensor, or of the "
            "one named (or a list of names). Without placement arguments they come from the index (built as needed, "
-           "with progress= as index()'s; interruptible the same way).")
+           "with progress= as index()'s; interruptible the same way). threads= and memory_budget= as the CLI's "
+           "--threads and --memory-budget.")
       .def("index", &index_method, py::kw_only(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
-           py::arg("never") = py::none(), py::arg("allow_approx") = py::none(), py::arg("progress") = py::none(),
+           py::arg("never") = py::none(), py::arg("allow_approx") = py::none(), py::arg("threads") = py::none(),
+           py::arg("memory_budget") = py::none(), py::arg("progress") = py::none(),
            "Opens or builds the checkpoint's index and computes what it lacks; the document `tensormorph index PATH "
            "--json` prints. progress=True writes a line to sys.stderr; a callable gets a dict {bytes_done, "
            "bytes_total, tensors_done, tensors_total, seconds} about ten times a second. Ctrl-C (or an exception "

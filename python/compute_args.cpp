@@ -52,6 +52,18 @@ app::ComputeRequest compute_request(const py::object& backend, const py::object&
   return r;
 }
 
+app::ComputeRequest compute_request(const py::object& threads, const py::object& memory_budget, const py::object& backend,
+                                    const py::object& prefer, const py::object& never, const py::object& allow_approx) {
+  app::ComputeRequest c = compute_request(backend, prefer, never, allow_approx);
+  if (!threads.is_none()) {
+    const auto t = threads.cast<long long>();
+    if (t < 1 || t > 4096) throw Error(ErrorKind::InvalidArgument, "threads: expected 1 to 4096, have " + std::to_string(t));
+    c.threads = static_cast<unsigned>(t);
+  }
+  if (!memory_budget.is_none()) c.memory_budget = py::str(memory_budget).cast<std::string>();
+  return c;
+}
+
 std::unique_ptr<app::Runtime> make_runtime(app::ComputeRequest request) {
   const std::string dir = module_dir();
   if (!dir.empty()) request.default_plugin_dir = (std::filesystem::path(dir) / "../../plugins").lexically_normal().string();

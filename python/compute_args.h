@@ -15,6 +15,12 @@ namespace tmorph::python {
 app::ComputeRequest compute_request(const pybind11::object& backend, const pybind11::object& prefer,
                                     const pybind11::object& never, const pybind11::object& allow_approx);
 
+// compute_request with the resource arguments too: threads (None or 1 to 4096) and memory_budget (None, a
+// number of bytes, or a size as the CLI's --memory-budget reads it, e.g. "2G").
+app::ComputeRequest compute_request(const pybind11::object& threads, const pybind11::object& memory_budget,
+                                    const pybind11::object& backend, const pybind11::object& prefer,
+                                    const pybind11::object& never, const pybind11::object& allow_approx);
+
 // app::make_runtime(request), whose default plugin folder is the one beside this package
 // (<dir>/tensormorph/_core*.so -> <dir>/../plugins: build/plugins in the build tree, and
 // P/lib/tensormorph/plugins when installed). No Python calls: may run without the GIL.

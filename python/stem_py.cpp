@@ -48,18 +48,6 @@ LoadRequest load_request(const Pair& scan_shape, const Region& scan_region, cons
   return req;
 }
 
-app::ComputeRequest compute_of(const py::object& threads, const py::object& memory_budget, const py::object& backend,
-                               const py::object& prefer, const py::object& never, const py::object& allow_approx) {
-  app::ComputeRequest c = compute_request(backend, prefer, never, allow_approx);
-  if (!threads.is_none()) {
-    const auto t = threads.cast<long long>();
-    if (t < 1 || t > 4096) throw Error(ErrorKind::InvalidArgument, "threads: expected 1 to 4096, have " + std::to_string(t));
-    c.threads = static_cast<unsigned>(t);
-  }
-  if (!memory_budget.is_none()) c.memory_budget = py::str(memory_budget).cast<std::string>();
-  return c;
-}
-
 // The loaded frames as a numpy array that owns them (no copy): shape [scan rows, scan cols, det rows, det cols].
 py::array to_numpy(StemArray&& s) {
   auto* owner = new LargeBuffer(std::move(s.data));
@@ -112,7 +100,7 @@ void bind_stem(py::module_& m) {
          const std::optional<double>& scan_step_A, const std::optional<double>& detector_mrad_per_px,
          const py::object& threads, const py::object& memory_budget, const py::object& backend, const py::object& prefer,
          const py::object& never, const py::object& allow_approx) {
-        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         const CalibrationOverrides overrides{{energy_ev, "energy_ev"},
                                              {semiangle_mrad, "semiangle_mrad"},
                                              {scan_step_A, "scan_step_A"},
@@ -147,7 +135,7 @@ void bind_stem(py::module_& m) {
       [](const std::string& path, const Pair& scan_shape, const Region& scan_region, const Region& detector_region,
          const Pair& scan_bin, const Pair& detector_bin, const std::string& dtype, const py::object& threads,
          const py::object& memory_budget) {
-        const app::ComputeRequest compute = compute_of(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
+        const app::ComputeRequest compute = compute_request(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
         StemArray s;
         {
           py::gil_scoped_release unlocked;
@@ -176,7 +164,7 @@ void bind_stem(py::module_& m) {
          const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
          const py::object& allow_approx) {
-        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         ProductSpec spec;
         spec.kind = parse_product_kind(kind, "kind");
         if (of) spec.of = parse_product_kind(*of, "of");
@@ -228,7 +216,7 @@ void bind_stem(py::module_& m) {
          const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius, const Region& scan_region,
          const Pair& scan_bin, const Pair& detector_bin, const py::object& threads, const py::object& memory_budget,
          const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {
-        const app::ComputeRequest compute = compute_of(threads, memory_budget, backend, prefer, never, allow_approx);
+        const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         if (search != "estimate" && search != "wide")
           throw Error(ErrorKind::InvalidArgument, "search: expected 'estimate' or 'wide', have '" + search + "'");
         if (trials == 0 || estimate_trials == 0) throw Error(ErrorKind::InvalidArgument, "trials and estimate_trials must be at least 1");

@@ -40,10 +40,11 @@ class Checkpoint:
     # progress: None, True (a line on stderr) or a callable taking {bytes_done, bytes_total, tensors_done,
     # tensors_total, seconds}; Ctrl-C or an exception from it stops the call after committing what is in flight.
     def stats(self, name: Names = None, *, backend: Optional[str] = None, prefer: Names = None,
-              never: Names = None, allow_approx: Names = None,
+              never: Names = None, allow_approx: Names = None, threads: Optional[int] = None,
+              memory_budget: Optional[str | int] = None,
               progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]: ...
     def index(self, *, backend: Optional[str] = None, prefer: Names = None, never: Names = None,
-              allow_approx: Names = None,
+              allow_approx: Names = None, threads: Optional[int] = None, memory_budget: Optional[str | int] = None,
               progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]: ...
     # rows: the second-to-last axis, cols: the last; a slice or a (start, stop) pair each.
     def read(self, name: str, *, raw: bool = False, rows: Optional[slice | tuple[int, int]] = None,
