@@ -6,6 +6,7 @@
 
 #include <pybind11/stl.h>
 
+#include "app/compare_document.h"
 #include "compute_args.h"
 #include "documents.h"
 #include "interrupt.h"
@@ -123,6 +124,30 @@ void bind_checkpoint(py::module_& m) {
         return "<tensormorph.Checkpoint " + s.c->format + " '" + s.path + "', " + std::to_string(s.c->tensors.size()) +
                " tensors>";
       });
+  m.def(
+      "compare",
+      [](const std::string& a, const std::string& b, const py::object& tensors, const py::object& backend,
+         const py::object& prefer, const py::object& never, const py::object& allow_approx, const py::object& threads,
+         const py::object& memory_budget) {
+        std::vector<std::string> names;
+        if (py::isinstance<py::str>(tensors)) names.push_back(tensors.cast<std::string>());
+        else if (!tensors.is_none())
+          for (const auto& n : tensors) names.push_back(py::cast<std::string>(n));
+        const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
+        nlohmann::json doc;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(request);
+          doc = app::compare_document(a, b, names, rt->planner(), rt->threads);
+        }
+        return to_python(doc);
+      },
+      py::arg("a"), py::arg("b"), py::arg("tensors") = py::none(), py::kw_only(), py::arg("backend") = py::none(),
+      py::arg("prefer") = py::none(), py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+      py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      "Checkpoint b (a quantized or lower-precision copy) measured against reference a, tensor by tensor: the "
+      "document `tensormorph compare A B --json` prints (rmse, max_abs_diff, rel_error, cosine, snr_db, placement "
+      "per tensor; only_in_a, only_in_b, skipped). tensors: a name or a list of names (default: every tensor in both).");
   m.def("open", &open_path, py::arg("path"),
         "Opens a checkpoint: a directory, a *.safetensors.index.json, a GGUF shard or a single .safetensors / .gguf / "
         "torch.save file. Raises BadInput for a truncated or corrupt file, IoError when the OS refuses.");

@@ -14,6 +14,7 @@ from ._core import (
     Unavailable,
     __version__,
     backends,
+    compare,
     open,
     stem,
 )
@@ -21,7 +22,7 @@ from . import acquisition as _acquisition
 
 __all__ = [
     "BadInput", "Checkpoint", "Error", "InternalError", "InvalidArgument", "IoError", "Mapping",
-    "PrecisionRefused", "Unavailable", "__version__", "backends", "open", "stem",
+    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "open", "stem",
 ]
 
 
