@@ -1,13 +1,18 @@
 #include "checkpoint_py.h"
 
+#include <array>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "app/compare_document.h"
 #include "compute_args.h"
+#include "display/colormap.h"
+#include "display/transform.h"
 #include "documents.h"
 #include "interrupt.h"
 #include "json_to_python.h"
@@ -77,6 +82,63 @@ py::array read_method(const PyCheckpoint& self, const std::string& name, bool ra
   return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")});
 }
 
+// Checkpoint.render: (RGBA uint8 [height, width, 4], report).
+py::object render_method(const PyCheckpoint& self, const std::string& name, const py::object& level, const py::object& tile,
+                         uint64_t slice, const std::string& view, const std::string& stat, const std::string& transform,
+                         double log_floor, const std::string& colormap, const py::object& limits, const py::object& backend,
+                         const py::object& prefer, const py::object& never, const py::object& allow_approx,
+                         const py::object& threads, const py::object& progress) {
+  TensorRenderRequest render;
+  if (!level.is_none()) {
+    const auto l = level.cast<long long>();
+    if (l < 0 || l > 63) throw Error(ErrorKind::InvalidArgument, "level: expected 0 to 63, have " + std::to_string(l));
+    render.source.level = static_cast<int>(l);
+  }
+  if (!tile.is_none()) {
+    if (level.is_none()) throw Error(ErrorKind::InvalidArgument, "tile: give level= too (the tile is one of that level)");
+    const auto xy = tile.cast<std::array<uint64_t, 2>>();
+    render.source.tile = std::make_pair(xy[0], xy[1]);
+  }
+  render.source.slice = slice;
+  render.source.view = view;
+  render.stat = parse_cell_stat(stat);
+  render.display.transform = parse_transform(transform);
+  if (!(log_floor > 0) || !std::isfinite(log_floor))
+    throw Error(ErrorKind::InvalidArgument, "log_floor: must be a finite number > 0");
+  render.display.log_floor = log_floor;
+  if (!limits.is_none()) {
+    const auto lh = limits.cast<std::array<double, 2>>();
+    if (!(lh[0] <= lh[1])) throw Error(ErrorKind::InvalidArgument, "limits: LO must not be above HI");
+    render.display.lo = lh[0], render.display.hi = lh[1];
+  }
+  if (!colormap.empty()) tmorph::colormap(colormap);  // throws InvalidArgument naming the known maps
+  render.colormap = colormap;
+  const app::ComputeRequest request = compute_request(threads, py::none(), backend, prefer, never, allow_approx);
+  Interruptible call(progress);
+  RenderDocument doc;
+  {
+    py::gil_scoped_release unlocked;
+    doc = render_document(self.path, name, render, request, [&](IndexingOptions& o) { call.attach(o); });
+  }
+  call.rethrow_if_stopped();
+  py::array_t<uint8_t> rgba({static_cast<py::ssize_t>(doc.image.height), static_cast<py::ssize_t>(doc.image.width),
+                             py::ssize_t{4}});
+  std::copy(doc.image.pixels.begin(), doc.image.pixels.end(), rgba.mutable_data());
+  return py::make_tuple(rgba, to_python(doc.report));
+}
+
+py::object tile_method(const PyCheckpoint& self, const std::string& name, unsigned level, uint64_t x, uint64_t y, uint64_t slice,
+                       const py::object& progress) {
+  Interruptible call(progress);
+  nlohmann::json doc;
+  {
+    py::gil_scoped_release unlocked;
+    doc = tile_document(self.path, name, level, slice, x, y, app::ComputeRequest{}, [&](IndexingOptions& o) { call.attach(o); });
+  }
+  call.rethrow_if_stopped();
+  return to_python(doc);
+}
+
 py::list tensor_list(const PyCheckpoint& self) {
   py::list out;
   for (const auto& t : self.c->tensors) out.append(to_python(tensor_listing(*self.c, t)));
@@ -120,6 +182,20 @@ void bind_checkpoint(py::module_& m) {
            "bf16/f8 widened to float32 (raw=True: their bit patterns as uint16/uint8, zero-copy); quantized and "
            "packed tensors decoded to float32. rows= (the second-to-last axis) and cols= (the last) take a slice "
            "or a (start, stop) pair and read only that part: a strided view, or only those rows widened/decoded.")
+      .def("render", &render_method, py::arg("name"), py::kw_only(), py::arg("level") = py::none(), py::arg("tile") = py::none(),
+           py::arg("slice") = 0, py::arg("view") = "", py::arg("stat") = "mean", py::arg("transform") = "linear",
+           py::arg("log_floor") = kDefaultLogFloor, py::arg("colormap") = "", py::arg("limits") = py::none(),
+           py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+           py::arg("allow_approx") = py::none(), py::arg("threads") = py::none(), py::arg("progress") = py::none(),
+           "The image `tensormorph render PATH NAME` draws, as (RGBA uint8 [height, width, 4], report): the overview, "
+           "a pyramid level (level=), or one tile of it (level=, tile=(x, y)); stat mean, min, max, abs_max, std or "
+           "envelope; transform linear, log or signed-log; colormap (default: RdBu_r for signed values, else "
+           "viridis); limits (lo, hi) in data units. The report is render --json's (source, region, cells, limits, "
+           "colour histogram, placement). The tensor is indexed first when it is not.")
+      .def("tile", &tile_method, py::arg("name"), py::arg("level"), py::arg("x"), py::arg("y"), py::kw_only(),
+           py::arg("slice") = 0, py::arg("progress") = py::none(),
+           "Exact statistics of one tile of the tensor's pyramid (column x, row y of `level`), with the elements it "
+           "covers and its histogram: the document `tensormorph tile PATH NAME --json` prints.")
       .def("__repr__", [](const PyCheckpoint& s) {
         return "<tensormorph.Checkpoint " + s.c->format + " '" + s.path + "', " + std::to_string(s.c->tensors.size()) +
                " tensors>";

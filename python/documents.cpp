@@ -99,6 +99,41 @@ nlohmann::json index_document(const std::string& path, const app::ComputeRequest
   return app::indexing_report_json(path, *index, r);
 }
 
+namespace {
+
+// PATH's index with tensor `name`'s statistics and pyramid computed (as the CLI's render and tile do); its
+// position in *position. Null when the hook's cancel flag stopped the indexing.
+std::unique_ptr<CheckpointIndex> indexed_for(const std::string& path, const std::string& name, const app::Runtime& rt,
+                                             const IndexingHook& hook, size_t* position) {
+  auto index = app::open_index(path, "");
+  *position = tensor_position(index->checkpoint(), path, name);
+  IndexingOptions options = app::indexing_options(rt, {*position}, true);
+  if (hook) hook(options);
+  if (index_checkpoint(*index, rt.planner(), options).cancelled) return nullptr;
+  return index;
+}
+
+}  // namespace
+
+RenderDocument render_document(const std::string& path, const std::string& name, const TensorRenderRequest& render,
+                               const app::ComputeRequest& request, const IndexingHook& hook) {
+  auto rt = make_runtime(request);
+  size_t i = 0;
+  const auto index = indexed_for(path, name, *rt, hook, &i);
+  if (!index) return {};
+  TensorRender r = render_tensor(*index, i, rt->planner(), render);
+  return {std::move(r.image.image), std::move(r.report)};
+}
+
+nlohmann::json tile_document(const std::string& path, const std::string& name, unsigned level, uint64_t slice, uint64_t x,
+                             uint64_t y, const app::ComputeRequest& request, const IndexingHook& hook) {
+  auto rt = make_runtime(request);
+  size_t i = 0;
+  const auto index = indexed_for(path, name, *rt, hook, &i);
+  if (!index) return nullptr;
+  return tmorph::tile_document(*index, i, level, slice, x, y);
+}
+
 nlohmann::json tensor_listing(const Checkpoint& c, const CheckpointTensor& t) {
   nlohmann::json e = app::tensor_entry_json(t);
   e["dtype"] = t.dtype ? nlohmann::json(dtype_name(*t.dtype)) : nlohmann::json(nullptr);

@@ -11,6 +11,7 @@
 #include "app/runtime.h"
 #include "checkpoint/checkpoint.h"
 #include "index/indexer.h"
+#include "render/tensor_render.h"
 
 namespace tmorph::python {
 
@@ -30,6 +31,21 @@ nlohmann::json stats_document(const std::string& path, const std::vector<std::st
 // `tensormorph index PATH --json`: opens or builds PATH's index at the cache location and computes what
 // it lacks (statistics and pyramids). Returns null when the hook's cancel flag stopped it.
 nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook = {});
+
+// What `tensormorph render PATH NAME --json` draws: the tensor's statistics indexed first (as the CLI does),
+// then render_tensor. The image is RGBA8, top row first; the report as render --json prints it, without "out".
+// Returns a report of null when the hook's cancel flag stopped the indexing.
+struct RenderDocument {
+  RgbaImage image;
+  nlohmann::json report;
+};
+RenderDocument render_document(const std::string& path, const std::string& name, const TensorRenderRequest& render,
+                               const app::ComputeRequest& request, const IndexingHook& hook = {});
+
+// `tensormorph tile PATH NAME --level L --tile X,Y --slice S --json`: indexed first, then tile_document.
+// Null when the hook's cancel flag stopped the indexing.
+nlohmann::json tile_document(const std::string& path, const std::string& name, unsigned level, uint64_t slice, uint64_t x,
+                             uint64_t y, const app::ComputeRequest& request, const IndexingHook& hook = {});
 
 // One entry of Checkpoint.tensors: tensor_entry_json plus dtype (a name, or null when not dense), file,
 // readable, unavailable (the reason, when there is one) and packed (when so), as `ls --json` names them.

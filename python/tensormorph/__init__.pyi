@@ -46,6 +46,13 @@ class Checkpoint:
     def index(self, *, backend: Optional[str] = None, prefer: Names = None, never: Names = None,
               allow_approx: Names = None, threads: Optional[int] = None, memory_budget: Optional[str | int] = None,
               progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]: ...
+    def render(self, name: str, *, level: Optional[int] = None, tile: Optional[tuple[int, int]] = None, slice: int = 0,
+               view: str = "", stat: str = "mean", transform: str = "linear", log_floor: float = 1e-12,
+               colormap: str = "", limits: Optional[tuple[float, float]] = None, backend: Optional[str] = None,
+               prefer: Names = None, never: Names = None, allow_approx: Names = None, threads: Optional[int] = None,
+               progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> tuple[np.ndarray, dict[str, Any]]: ...
+    def tile(self, name: str, level: int, x: int, y: int, *, slice: int = 0,
+             progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]: ...
     # rows: the second-to-last axis, cols: the last; a slice or a (start, stop) pair each.
     def read(self, name: str, *, raw: bool = False, rows: Optional[slice | tuple[int, int]] = None,
              cols: Optional[slice | tuple[int, int]] = None) -> np.ndarray: ...

@@ -15,6 +15,7 @@
 #include "render/overview.h"
 #include "cli/compute_flags.h"
 #include "render/cell_image.h"
+#include "render/tensor_render.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -99,38 +100,22 @@ void run_render(const RenderArgs& a) {
   if (a.tensor.empty()) throw Error(ErrorKind::InvalidArgument, "render: name a tensor (or use --overview / --strips)");
   const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
   fill_index(*index, *rt, {i}, a.json);
-  SourceRequest req;
-  req.level = a.level;
-  req.slice = a.slice;
-  if (!a.tile.empty()) req.tile = parse_two(a.tile, "--tile");
-  req.view = a.view;
-  const CellStat stat = parse_cell_stat(a.stat);
+  TensorRenderRequest req;
+  req.source.level = a.level;
+  req.source.slice = a.slice;
+  if (!a.tile.empty()) req.source.tile = parse_two(a.tile, "--tile");
+  req.source.view = a.view;
+  req.stat = parse_cell_stat(a.stat);
+  req.display = display_request(a);
+  req.colormap = a.colormap;
   const Planner planner = rt->planner();
-  const CellSource src = cells_for(*index, i, planner, req);
-
-  DisplayRequest display = display_request(a);
-  const std::vector<double> drawn = cell_values(src.grid, stat);
-  display.colormap = a.colormap.empty() ? default_colormap(drawn, stat) : std::string_view(a.colormap);
-  const CellImage img = render_cells(src.grid, stat, display, planner);
+  const TensorRender r = render_tensor(*index, i, planner, req);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
-  write_png(a.out, img.image,
-            cell_image_text(img, stat,
-                            {{"tensormorph:tensor", t.name},
-                             {"tensormorph:source", src.source},
-                             {"tensormorph:rows", std::to_string(src.region.row_begin) + "," + std::to_string(src.region.row_end)},
-                             {"tensormorph:cols", std::to_string(src.region.col_begin) + "," + std::to_string(src.region.col_end)},
-                             {"tensormorph:slice", std::to_string(a.slice)},
-                             {"tensormorph:cell", std::to_string(src.grid.cell_rows) + "x" + std::to_string(src.grid.cell_cols)}}));
-  nlohmann::json j = source_json(src, t);
+  write_png(a.out, r.image.image, tensor_render_text(r, t, a.slice));
+  nlohmann::json j = r.report;
   j["out"] = a.out;
-  j["stat"] = cell_stat_name(stat);
-  j["transform"] = transform_name(img.params.transform);
-  j["colormap"] = img.params.colormap->name;
-  j["limits"] = {img.params.limits.lo, img.params.limits.hi};
-  j["placement"] = placements_json({img.placement});
-  j["image"] = {{"width", img.image.width}, {"height", img.image.height}, {"scale", {img.scale_x, img.scale_y}}};
-  j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
-                    {"neg_inf", img.histogram.neg_inf}};
+  const CellSource& src = r.source;
+  const CellImage& img = r.image;
   if (a.json) {
     print_json(j);
     return;
@@ -157,28 +142,26 @@ void run_tile(const TileArgs& a) {
   fill_index(*index, *rt, {i}, a.json);
   const auto [tx, ty] = parse_two(a.tile, "--tile");
   const CheckpointTensor& t = index->checkpoint().tensors[i];
-  const auto info = stored_pyramid(*index, i);
-  check_tile(info.layout, a.level, a.slice, tx, ty);
-  const auto tile = index->load_tile(i, info, a.level, a.slice, ty, tx);
-  if (!tile) throw Error(ErrorKind::BadInput, index->report().database + ": tile missing from the pyramid of " + t.name);
-  const nlohmann::json j = tile_json(info, t, a.level, a.slice, tx, ty, *tile);
+  const nlohmann::json j = tile_document(*index, i, a.level, a.slice, tx, ty);
   if (a.json) {
     print_json(j);
     return;
   }
-  const TileRange r = info.layout.range(a.level, ty, tx);
+  const auto u = [](const nlohmann::json& v) { return static_cast<unsigned long long>(v.get<uint64_t>()); };
+  const auto number = [](const nlohmann::json& v) { return v.is_number() ? fmt(v.get<double>()) : v.get<std::string>(); };
+  const nlohmann::json& st = j["stats"];
   std::printf("%s  level %u  tile %llu,%llu  slice %llu  rows [%llu, %llu)  cols [%llu, %llu)\n", t.name.c_str(), a.level,
               static_cast<unsigned long long>(tx), static_cast<unsigned long long>(ty),
-              static_cast<unsigned long long>(a.slice), static_cast<unsigned long long>(r.row_begin),
-              static_cast<unsigned long long>(r.row_end), static_cast<unsigned long long>(r.col_begin),
-              static_cast<unsigned long long>(r.col_end));
-  print_rows(std::vector<std::pair<std::string, std::string>>{{"count", std::to_string(tile->count)},
-              {"nan / inf / zero", std::to_string(tile->nan) + " / " + std::to_string(tile->inf) + " / " + std::to_string(tile->zero)},
-              {"min", fmt(tile->min)},
-              {"max", fmt(tile->max)},
-              {"abs_max", fmt(tile->abs_max)},
-              {"mean", fmt(tile->mean())},
-              {"std", fmt(tile->std_dev())}});
+              static_cast<unsigned long long>(a.slice), u(j["rows"][0]), u(j["rows"][1]), u(j["cols"][0]), u(j["cols"][1]));
+  print_rows(std::vector<std::pair<std::string, std::string>>{
+      {"count", std::to_string(st["count"].get<uint64_t>())},
+      {"nan / inf / zero", std::to_string(st["nan_count"].get<uint64_t>()) + " / " + std::to_string(st["inf_count"].get<uint64_t>()) +
+                               " / " + std::to_string(st["zero_count"].get<uint64_t>())},
+      {"min", number(st["min"])},
+      {"max", number(st["max"])},
+      {"abs_max", number(st["abs_max"])},
+      {"mean", number(st["mean"])},
+      {"std", number(st["std"])}});
 }
 
 }  // namespace

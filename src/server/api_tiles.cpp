@@ -15,6 +15,7 @@
 #include "ops/placement_json.h"
 #include "render/cell_image.h"
 #include "render/cell_source.h"
+#include "render/tensor_render.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"
@@ -122,19 +123,24 @@ CellsQuery cells_query(const httplib::Request& req) {
   return q;
 }
 
-// The cells of `q` (from the pyramid, or from the values through placed ops). The caller holds
-// state.render_mutex (lock order: render_mutex, then the checkpoint's mutex).
-CellSource compute_cells(const TensorRef& ref, const CellsQuery& q, const Planner& planner) {
+// The request for q's cells, checked against the tensor's layout (the stored one, else the default).
+// The caller holds the checkpoint's mutex.
+SourceRequest source_request(const TensorRef& ref, const CellsQuery& q) {
   SourceRequest sreq;
   sreq.slice = q.slice;
   if (q.level) sreq.level = static_cast<int>(*q.level);
   if (q.x) sreq.tile = std::make_pair(*q.x, *q.y);
-  std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
-  const CheckpointIndex& index = *ref.checkpoint.index;
-  const auto info = index.load_pyramid_info(ref.tensor);
+  const auto info = ref.checkpoint.index->load_pyramid_info(ref.tensor);
   const PyramidLayout layout = info ? info->layout : make_pyramid_layout(default_view(ref.info().shape));
   check_position(layout, q.level.value_or(0), q.slice, q.x, q.y);
-  return cells_for(index, ref.tensor, planner, sreq);
+  return sreq;
+}
+
+// The cells of `q` (from the pyramid, or from the values through placed ops). The caller holds
+// state.render_mutex (lock order: render_mutex, then the checkpoint's mutex).
+CellSource compute_cells(const TensorRef& ref, const CellsQuery& q, const Planner& planner) {
+  std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+  return cells_for(*ref.checkpoint.index, ref.tensor, planner, source_request(ref, q));
 }
 
 // GET /api/cells/{ckpt}/{name}?[level=&[x=&y=]][&slice=][&stat=] : the values a render would colour.
@@ -170,10 +176,11 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
   const CellsQuery q = cells_query(req);
   const std::string format = format_param(req, "png");
   if (format == "binary") throw HttpError(400, "parameter 'format': expected png or json, got 'binary'");
-  const CellStat stat = q.stat;
-  const std::string colormap = text_param(req, "colormap").value_or("");
-  if (!colormap.empty()) with_param("colormap", [&] { return &tmorph::colormap(colormap); });
-  DisplayRequest display;
+  TensorRenderRequest request;
+  request.stat = q.stat;
+  request.colormap = text_param(req, "colormap").value_or("");
+  if (!request.colormap.empty()) with_param("colormap", [&] { return &tmorph::colormap(request.colormap); });
+  DisplayRequest& display = request.display;
   display.transform = with_param("transform", [&] { return parse_transform(text_param(req, "transform").value_or("linear")); });
   if (const auto f = text_param(req, "log_floor")) {
     display.log_floor = parse_double(*f, "log_floor");
@@ -191,28 +198,20 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
   const Planner planner = rt->planner();
   // Cells from values (below the stored levels) and the colours both run placed ops: one render at a time.
   std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
-  const CellSource src = compute_cells(ref, q, planner);
-  const std::vector<double> drawn = cell_values(src.grid, stat);
-  display.colormap = colormap.empty() ? default_colormap(drawn, stat) : std::string_view(colormap);
-  const CellImage img = render_cells(src.grid, stat, display, planner);
-  nlohmann::json j = source_json(src, t);
+  TensorRender r;
+  {
+    std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+    request.source = source_request(ref, q);
+    r = render_tensor(*ref.checkpoint.index, ref.tensor, planner, request);
+  }
+  nlohmann::json j = std::move(r.report);
   j["checkpoint"] = ref.checkpoint.id;
-  j["stat"] = cell_stat_name(stat);
-  j["transform"] = transform_name(img.params.transform);
-  j["colormap"] = img.params.colormap->name;
-  j["limits"] = {json_number(img.params.limits.lo), json_number(img.params.limits.hi)};
-  j["placement"] = placements_json({img.placement});
-  j["image"] = {{"width", img.image.width}, {"height", img.image.height}, {"scale", {img.scale_x, img.scale_y}}};
   if (format == "json") {
-    j["histogram"] = {{"counts", img.histogram.counts}, {"nan", img.histogram.nan}, {"pos_inf", img.histogram.pos_inf},
-                      {"neg_inf", img.histogram.neg_inf}};
     send_json(res, j);
     return;
   }
-  const PngText text = cell_image_text(img, stat, {{"tensormorph:tensor", t.name}, {"tensormorph:source", src.source}});
-  res.set_content(png_bytes(state.scratch_dir, img.image, text), "image/png");
-  res.set_header("X-Tensormorph-Placement",
-                 placements_json({img.placement}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  res.set_content(png_bytes(state.scratch_dir, r.image.image, tensor_render_text(r, t, q.slice)), "image/png");
+  res.set_header("X-Tensormorph-Placement", j["placement"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   res.set_header("X-Tensormorph-Limits", j["limits"].dump());
   res.set_header("Cache-Control", "no-store");
 }
