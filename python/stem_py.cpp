@@ -18,6 +18,7 @@
 #include "stem/calibration_document.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
+#include "stem/product_cache.h"
 #include "stem/product_run.h"
 #include "stem/ssb_run.h"
 #include "tensormorph/error.h"
@@ -163,7 +164,7 @@ void bind_stem(py::module_& m) {
          const std::optional<double>& rotation_deg, bool transpose, const Pair& scan_shape, const Region& scan_region,
          const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
-         const py::object& allow_approx) {
+         const py::object& allow_approx, const std::optional<std::string>& cache, bool use_cache) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         ProductSpec spec;
         spec.kind = parse_product_kind(kind, "kind");
@@ -182,15 +183,21 @@ void bind_stem(py::module_& m) {
           throw Error(ErrorKind::InvalidArgument, "stem mask: give inner/outer (pixels), inner_mrad/outer_mrad, or mask=FILE");
         spec.rotation = {rotation_deg, transpose};
         ProductOutput out;
+        nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
         {
           py::gil_scoped_release unlocked;
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
+          const Acquisition acq = open_acquisition(path);
           spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt);
-          out = compute_product(open_acquisition(path), spec, std::nullopt, [&]() -> const Planner& { return planner; });
+          const std::optional<PreparedProducts> cached =
+              use_cache && product_served_by_prepared(spec) ? lookup_prepared(cache.value_or(""), acq, spec.load, cache_lookup)
+                                                            : std::nullopt;
+          out = compute_product(acq, spec, cached, [&]() -> const Planner& { return planner; });
         }
         nlohmann::json report = std::move(out.report);
         report["product"] = product_name(spec.kind);
+        report.update(cache_lookup);
         report["placement"] = placements_json(out.placements);
         py::array values = std::visit([&](const auto& v) { return values_array(v, out.shape); }, out.values);
         return py::make_tuple(values, to_python(report));
@@ -202,12 +209,40 @@ void bind_stem(py::module_& m) {
       py::arg("scan_shape") = py::none(), py::arg("scan_region") = py::none(), py::arg("detector_region") = py::none(),
       py::arg("scan_bin") = py::none(), py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(),
       py::arg("memory_budget") = py::none(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
-      py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+      py::arg("never") = py::none(), py::arg("allow_approx") = py::none(), py::arg("cache") = py::none(),
+      py::arg("use_cache") = true,
       "A 4D-STEM product, as `tensormorph stem KIND PATH --json` computes it: (values, report). kind: bf, abf, adf, "
       "haadf, df (virtual images, uint64 sums), mask (inner/outer in pixels, inner_mrad/outer_mrad, or mask=FILE), com "
       "and dpc (float64 [2, rows, cols]), idpc, mean-dp (max_pattern=True: the max pattern, uint32) or fft (of= "
       "another product, default mean-dp). The disk is detected unless center/radius are given; the DPC rotation "
-      "is found unless rotation_deg is given. Always computed (the CLI's product cache is not consulted).");
+      "is found unless rotation_deg is given. Answered from the prepared-products cache (prepare(); cache= its "
+      "database, default the user cache) when it holds the acquisition and the request is one it serves, as on the "
+      "CLI; use_cache=False computes. report['cache'] says whether it hit.");
+
+  stem.def(
+      "prepare",
+      [](const std::string& path, const std::optional<std::string>& cache, const Pair& scan_shape, const Region& scan_region,
+         const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
+         const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
+         const py::object& allow_approx) {
+        const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
+        nlohmann::json report;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(compute);
+          const LoadRequest load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt);
+          report = prepare_and_store(cache.value_or(""), open_acquisition(path), load, rt->planner());
+        }
+        return to_python(report);
+      },
+      py::arg("path"), py::kw_only(), py::arg("cache") = py::none(), py::arg("scan_shape") = py::none(),
+      py::arg("scan_region") = py::none(), py::arg("detector_region") = py::none(), py::arg("scan_bin") = py::none(),
+      py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+      py::arg("allow_approx") = py::none(),
+      "`tensormorph stem prepare PATH --json`: the pattern pass (disk) and one frame-sums pass for BF, ABF, ADF, HAADF, "
+      "DF and the centre of mass, stored in the product cache (cache=, default the user cache) so that product() "
+      "answers those from it. Returns the report (database, key, disk, detectors, seconds, placement).");
 
   stem.def(
       "ssb",

@@ -59,6 +59,10 @@ class Acquisition:
         """tm.stem.calibration(path, **options): every value with its unit and source, and the disk."""
         return _stem.calibration(self.path, **self._with_scan_shape(options))
 
+    def prepare(self, **options):
+        """tm.stem.prepare(path, **options): the prepared products stored in the cache; the report."""
+        return _stem.prepare(self.path, **self._with_scan_shape(options))
+
     def load(self, **options):
         """tm.stem.load(path, **options): (frames, provenance)."""
         return _stem.load(self.path, **self._with_scan_shape(options))

@@ -65,28 +65,6 @@ class LazyRuntime {
   std::optional<Planner> planner_;
 };
 
-// The prepared products of this acquisition and request, when the cache holds them. A cache that cannot
-// be opened is reported and ignored (the product is computed).
-std::optional<PreparedProducts> cached_products(const ProductArgs& a, const Acquisition& acq, const LoadRequest& load,
-                                                nlohmann::json& report) {
-  const std::string path = a.cache_path.empty() ? default_product_cache_path() : a.cache_path;
-  try {
-    if (a.cache_path.empty() && !std::filesystem::exists(path)) {
-      report["cache"] = {{"hit", false}, {"database", path}};
-      return std::nullopt;
-    }
-    ProductCache cache(path);
-    auto p = cache.load(product_cache_key(acq, load));
-    report["cache"] = {{"hit", p.has_value()}, {"database", path}};
-    if (p) report["cache"]["prepare_seconds"] = p->prepare_seconds;
-    return p;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::BadInput) throw;
-    report["cache"] = {{"hit", false}, {"database", path}, {"warning", e.what()}};
-    return std::nullopt;
-  }
-}
-
 // OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
 template <class T>
 void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
@@ -104,29 +82,21 @@ void run_prepare(const ProductArgs& a) {
   const Acquisition acq = open_acquisition(a.load.path);
   const Planner planner = rt->planner();
   const LoadRequest load = make_request(a.load, *rt);
-  const PreparedProducts p = prepare_products(acq, load, planner);
-  ProductCache cache(a.cache_path.empty() ? default_product_cache_path() : a.cache_path);
-  cache.store(product_cache_key(acq, load), p);
-  nlohmann::json report = {{"database", cache.path()},
-                           {"key", nlohmann::json::parse(product_cache_key(acq, load))},
-                           {"scan_shape", p.sums.scan_shape},
-                           {"frame_shape", p.sums.frame_shape},
-                           {"disk", {{"row", p.disk.row}, {"col", p.disk.col}, {"radius", p.disk.radius}}},
-                           {"detectors", p.detectors},
-                           {"seconds", p.prepare_seconds},
-                           {"placement", placements_json(p.sums.placements)}};
+  const nlohmann::json report = prepare_and_store(a.cache_path, acq, load, planner);
   if (a.load.json) {
     print_json(report);
     return;
   }
+  const nlohmann::json& disk = report["disk"];
   print_rows({{"prepared", a.load.path},
-              {"cache", cache.path()},
-              {"scan x detector", nlohmann::json(p.sums.scan_shape).dump() + " x " + nlohmann::json(p.sums.frame_shape).dump()},
-              {"bright-field disk", "centre (" + fmt(p.disk.row) + ", " + fmt(p.disk.col) + "), radius " + fmt(p.disk.radius) + " px"},
+              {"cache", report["database"].get<std::string>()},
+              {"scan x detector", report["scan_shape"].dump() + " x " + report["frame_shape"].dump()},
+              {"bright-field disk", "centre (" + fmt(disk["row"].get<double>()) + ", " + fmt(disk["col"].get<double>()) +
+                                        "), radius " + fmt(disk["radius"].get<double>()) + " px"},
               {"products", "totals, bf, abf, adf, haadf, df, com (dpc, idpc), mean and max patterns"},
-              {"time", fmt(p.prepare_seconds) + " s"}},
+              {"time", fmt(report["seconds"].get<double>()) + " s"}},
              0);
-  print_placements(p.sums.placements);
+  print_placements(placements_from_json(report["placement"]));
 }
 
 void run_product(const ProductArgs& a) {
@@ -149,7 +119,7 @@ void run_product(const ProductArgs& a) {
     throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
   nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
   const std::optional<PreparedProducts> cached =
-      !a.no_cache && product_served_by_prepared(spec) ? cached_products(a, acq, spec.load, cache_lookup) : std::nullopt;
+      !a.no_cache && product_served_by_prepared(spec) ? lookup_prepared(a.cache_path, acq, spec.load, cache_lookup) : std::nullopt;
   if (!cached) {  // computing: threads, memory budget and the planner come from the runtime
     spec.load.threads = lazy.runtime().threads;
     spec.load.memory_budget = lazy.runtime().memory_budget;

@@ -11,6 +11,7 @@
 
 #include "core/json_number.h"
 #include "core/sqlite_db.h"
+#include "ops/placement_json.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
 
@@ -191,6 +192,42 @@ void ProductCache::store(const std::string& key, const PreparedProducts& p) {
   put(ins, key, "pattern_sum", s.pattern_sum);
   put(ins, key, "pattern_max", s.pattern_max);
   tx.commit();
+}
+
+std::optional<PreparedProducts> lookup_prepared(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
+                                                nlohmann::json& report) {
+  const std::string path = cache_path.empty() ? default_product_cache_path() : cache_path;
+  try {
+    if (cache_path.empty() && !std::filesystem::exists(path)) {
+      report["cache"] = {{"hit", false}, {"database", path}};
+      return std::nullopt;
+    }
+    ProductCache cache(path);
+    auto p = cache.load(product_cache_key(acq, load));
+    report["cache"] = {{"hit", p.has_value()}, {"database", path}};
+    if (p) report["cache"]["prepare_seconds"] = p->prepare_seconds;
+    return p;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::BadInput) throw;
+    report["cache"] = {{"hit", false}, {"database", path}, {"warning", e.what()}};
+    return std::nullopt;
+  }
+}
+
+nlohmann::json prepare_and_store(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
+                                 const Planner& planner) {
+  const PreparedProducts p = prepare_products(acq, load, planner);
+  ProductCache cache(cache_path.empty() ? default_product_cache_path() : cache_path);
+  const std::string key = product_cache_key(acq, load);
+  cache.store(key, p);
+  return {{"database", cache.path()},
+          {"key", nlohmann::json::parse(key)},
+          {"scan_shape", p.sums.scan_shape},
+          {"frame_shape", p.sums.frame_shape},
+          {"disk", {{"row", p.disk.row}, {"col", p.disk.col}, {"radius", p.disk.radius}}},
+          {"detectors", p.detectors},
+          {"seconds", p.prepare_seconds},
+          {"placement", placements_json(p.sums.placements)}};
 }
 
 }  // namespace tmorph

@@ -83,4 +83,16 @@ class ProductCache {
   std::unique_ptr<SqliteDb> db_;
 };
 
+// What every face does with the cache (cache_path empty: default_product_cache_path()).
+// lookup_prepared: the prepared products of this acquisition and request when the cache holds them, with
+// report["cache"] = {hit, database[, prepare_seconds][, warning]}. A default cache that does not exist yet is
+// a miss; a cache that cannot be opened is a miss with a warning (the product is then computed); a damaged
+// entry throws BadInput.
+std::optional<PreparedProducts> lookup_prepared(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
+                                                nlohmann::json& report);
+// prepare_and_store: prepare_products, stored under the acquisition's key; returns the report `stem prepare
+// --json` prints: {database, key, scan_shape, frame_shape, disk, detectors, seconds, placement}.
+nlohmann::json prepare_and_store(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
+                                 const Planner& planner);
+
 }  // namespace tmorph

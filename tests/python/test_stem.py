@@ -133,3 +133,27 @@ def test_calibration_is_what_ssb_uses(acquisition):
     assert given["wavelength_A"] > cal["wavelength_A"]  # 200 kV electrons are slower than 300 kV: a longer wavelength
     binned = a.calibration(scan_bin=(2, 1), center=(31.5, 31.5), radius=10)
     assert binned["scan_step"]["value"] is None and "binned" in binned["scan_step"]["missing"]
+
+
+def test_prepare_then_products_come_from_the_cache(cli, acquisition, tmp_path):
+    a = tm.stem.open(acquisition)
+    _, first = a.adf()
+    assert first["cache"]["hit"] is False  # the user cache (private to this test) holds nothing yet
+    cache = str(tmp_path / "products.sqlite")
+    prepared = a.prepare(cache=cache)
+    theirs = cli.json("stem", "prepare", acquisition, "--cache", str(tmp_path / "cli.sqlite"))
+    for key in ("key", "scan_shape", "frame_shape", "disk", "detectors"):
+        assert prepared[key] == theirs[key], key
+    assert prepared["database"] == cache
+    for kind in ("bf", "adf", "df", "idpc"):
+        hit, report = a.product(kind, cache=cache)
+        assert report["cache"]["hit"] is True and report["cache"]["database"] == cache, kind
+        computed, again = a.product(kind, cache=cache, use_cache=False)
+        assert "cache" not in again
+        assert np.array_equal(hit, computed), kind
+        out = str(tmp_path / (kind + ".npy"))
+        doc = cli.json("stem", kind, acquisition, "--cache", cache, "-o", out)
+        assert doc["cache"]["hit"] is True and np.array_equal(hit, np.load(out)), kind
+    # A request the prepared products do not serve (a given radius) is computed, and says nothing of the cache.
+    _, custom = a.bf(cache=cache, radius=5)
+    assert "cache" not in custom
