@@ -1,6 +1,9 @@
 #include "interrupt.h"
 
+#include <chrono>
 #include <cstdio>
+#include <future>
+#include <thread>
 #include <string>
 
 namespace py = pybind11;
@@ -45,6 +48,39 @@ void Interruptible::on_progress(const IndexingProgress& p) {
     stopped_by_ = std::move(e);
     cancel_.store(true);
   }
+}
+
+void Interruptible::run(const std::function<void()>& work) {
+  std::exception_ptr failed;
+  {
+    py::gil_scoped_release unlocked;
+    std::promise<void> done;
+    std::future<void> finished = done.get_future();
+    std::thread worker([&] {
+      try {
+        work();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+    while (finished.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      if (cancel_.load()) continue;  // stopping: wait for the work to reach its cancellation point
+      py::gil_scoped_acquire locked;
+      if (PyErr_CheckSignals() != 0) {
+        stopped_by_ = py::error_already_set();
+        cancel_.store(true);
+      }
+    }
+    worker.join();
+    try {
+      finished.get();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  rethrow_if_stopped();  // the reason it stopped, rather than the engine's Cancelled
+  if (failed) std::rethrow_exception(failed);
 }
 
 void Interruptible::rethrow_if_stopped() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <optional>
 
 #include <pybind11/pybind11.h>
@@ -26,6 +27,13 @@ class Interruptible {
 
   // Fills options.progress and options.cancel with this object's (which must outlive the run).
   void attach(IndexingOptions& options);
+  // The flag for engine calls without a progress callback (LoadRequest.cancel, SsbFitOptions.cancel).
+  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+  // Call with the GIL held. Runs `work` on a helper thread while this thread, without the GIL, wakes every
+  // 100 ms to run Python's signal handlers (they run only on the main thread, which is why the work moves);
+  // an exception they raise sets the cancel flag, the work stops at its next cancellation point, and that
+  // exception is raised here. Otherwise work's own exception is rethrown, or run returns.
+  void run(const std::function<void()>& work);
   // Call with the GIL held, after the run: raises what stopped it, if anything did.
   void rethrow_if_stopped();
 

@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include "compute_args.h"
+#include "interrupt.h"
 #include "formats/dectris.h"
 #include "json_to_python.h"
 #include "ops/placement_json.h"
@@ -38,7 +39,8 @@ std::optional<Box> box_of(const Region& r) {
 }
 
 LoadRequest load_request(const Pair& scan_shape, const Region& scan_region, const Region& detector_region, const Pair& scan_bin,
-                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt) {
+                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt,
+                         const std::atomic<bool>* cancel) {
   LoadRequest req;
   req.scan_shape = scan_shape;
   req.scan_region = box_of(scan_region), req.detector_region = box_of(detector_region);
@@ -46,6 +48,7 @@ LoadRequest load_request(const Pair& scan_shape, const Region& scan_region, cons
   if (detector_bin) req.detector_bin = *detector_bin;
   req.dtype = dtype;
   req.threads = rt.threads, req.memory_budget = rt.memory_budget;
+  req.cancel = cancel;
   return req;
 }
 
@@ -109,15 +112,15 @@ void bind_stem(py::module_& m) {
         DiskRequest disk;
         disk.center = center, disk.radius = radius, disk.radius_name = "radius";
         nlohmann::json doc;
-        {
-          py::gil_scoped_release unlocked;
+        Interruptible call{py::none()};
+        call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           std::vector<Placement> placements;
-          const LoadRequest load = load_request(scan_shape, std::nullopt, std::nullopt, scan_bin, detector_bin, "auto", *rt);
+          const LoadRequest load = load_request(scan_shape, std::nullopt, std::nullopt, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
           doc = calibration_document(open_acquisition(path), load, disk, overrides, planner, &placements);
           doc["placement"] = placements_json(placements);
-        }
+        });
         return to_python(doc);
       },
       py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(), py::arg("scan_bin") = py::none(),
@@ -138,12 +141,12 @@ void bind_stem(py::module_& m) {
          const py::object& memory_budget) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
         StemArray s;
-        {
-          py::gil_scoped_release unlocked;
+        Interruptible call{py::none()};
+        call.run([&] {
           const auto rt = make_runtime(compute);
           s = load_stem(open_acquisition(path),
-                        load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt));
-        }
+                        load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt, call.cancel_flag()));
+        });
         py::object provenance = to_python(s.provenance);
         return py::make_tuple(to_numpy(std::move(s)), provenance);
       },
@@ -184,17 +187,17 @@ void bind_stem(py::module_& m) {
         spec.rotation = {rotation_deg, transpose};
         ProductOutput out;
         nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
-        {
-          py::gil_scoped_release unlocked;
+        Interruptible call{py::none()};
+        call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt);
+          spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
           const std::optional<PreparedProducts> cached =
               use_cache && product_served_by_prepared(spec) ? lookup_prepared(cache.value_or(""), acq, spec.load, cache_lookup)
                                                             : std::nullopt;
           out = compute_product(acq, spec, cached, [&]() -> const Planner& { return planner; });
-        }
+        });
         nlohmann::json report = std::move(out.report);
         report["product"] = product_name(spec.kind);
         report.update(cache_lookup);
@@ -227,12 +230,12 @@ void bind_stem(py::module_& m) {
          const py::object& allow_approx) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         nlohmann::json report;
-        {
-          py::gil_scoped_release unlocked;
+        Interruptible call{py::none()};
+        call.run([&] {
           const auto rt = make_runtime(compute);
-          const LoadRequest load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt);
+          const LoadRequest load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
           report = prepare_and_store(cache.value_or(""), open_acquisition(path), load, rt->planner());
-        }
+        });
         return to_python(report);
       },
       py::arg("path"), py::kw_only(), py::arg("cache") = py::none(), py::arg("scan_shape") = py::none(),
@@ -270,14 +273,14 @@ void bind_stem(py::module_& m) {
         const bool may_bin = std::find(compute.allow_approx.begin(), compute.allow_approx.end(), kSsbBinDetectorStep) !=
                              compute.allow_approx.end();
         SsbRun run;
-        {
-          py::gil_scoped_release unlocked;
+        Interruptible call{py::none()};
+        call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          request.load = load_request(std::nullopt, scan_region, std::nullopt, scan_bin, detector_bin, "auto", *rt);
+          request.load = load_request(std::nullopt, scan_region, std::nullopt, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
           run = run_ssb_with_consent(acq, request, planner, may_bin);
-        }
+        });
         nlohmann::json report = to_json(run);
         report["product"] = "ssb";
         report["placement"] = placements_json(run.placements);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "support/cancel.h"
 #include "support/thread_pool.h"
 #include "formats/bitshuffle.h"
 #include "stem/frame_reader.h"
@@ -277,6 +278,7 @@ void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
     uint64_t pos = begin;
     for (uint64_t g = group_start[begin]; g < group_start[end];) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadBatch, group_start[end] - g));
+      check_cancel(req.cancel);
       reader.read_batch(&frames[g], n, batch.data());
       for (size_t i = 0; i < n; ++i, ++g) {
         uint8_t* dst = out_bytes + (pos - first) * out_frame_bytes;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ struct LoadRequest {
   bool mask_bad_pixels = true;
   unsigned threads = 1;
   uint64_t memory_budget = 0;  // bytes; 0 = no limit
+  // Checked before each batch of frames is read (support/cancel.h): when set and true, the read throws
+  // Cancelled. Not part of what is read (nor of any cache key).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // What a request resolves to before reading (shapes, output dtype, memory), for admission and reports.

@@ -8,6 +8,7 @@
 
 #include "core/json_number.h"
 #include "stem/ssb_setup.h"
+#include "support/cancel.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -67,6 +68,7 @@ SsbFit ssb_fit_aberrations(const SsbProblem& problem, double scan_rotation_deg, 
     throw Error(ErrorKind::InvalidArgument, "SSB fit: each search range needs low < high, and C12 >= 0");
   SsbFit fit;
   const auto loss = [&](const Point& x) {
+    check_cancel(o.cancel);
     ++fit.evaluations;
     return problem.evaluate(ssb_canonical_aberrations(x, o), scan_rotation_deg, false).loss;
   };

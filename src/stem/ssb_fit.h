@@ -28,6 +28,8 @@
 // fixes the branch and the skewness is reported as a check (`consistent`).
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +54,7 @@ struct SsbFitOptions {
   Aberrations fixed;              // its higher orders (C21 … C56) are held fixed during the fit; C10/C12/φ12 unused
   TpeOptions tpe;                 // the wide search: trials 200, seed 0 by default (the seed serves both searches)
   NelderMeadOptions simplex;      // α 1, γ 2, ρ 0.5, σ 0.5, xatol 0.1, fatol 1e-8, ≤ 300 iterations
+  const std::atomic<bool>* cancel = nullptr;  // checked before each loss evaluation (support/cancel.h)
 };
 
 struct SsbSearchBox {

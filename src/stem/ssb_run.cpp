@@ -71,7 +71,9 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
       const std::unique_ptr<SsbProblem> problem = problem_for(load, loader);
       if (!request.scan_rotation_deg) dpc = find_dpc();
       const double theta0 = request.scan_rotation_deg ? *request.scan_rotation_deg : ssb_rotation_candidates(*dpc)[0];
-      run.fit = ssb_fit_aberrations(*problem, theta0, *request.fit);
+      SsbFitOptions fit_options = *request.fit;
+      if (!fit_options.cancel) fit_options.cancel = request.load.cancel;  // the caller's one flag stops both
+      run.fit = ssb_fit_aberrations(*problem, theta0, fit_options);
       const auto t_branch = std::chrono::steady_clock::now();
       run.branch = ssb_decide_branch(*problem, run.fit->fitted, theta0, request.scan_rotation_deg.has_value());
       run.fit_seconds = run.fit->seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_branch).count();

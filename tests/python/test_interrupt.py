@@ -3,6 +3,7 @@ stop cleanly on Ctrl-C (SIGINT) or an exception from the progress callable — t
 committed, the exception reaches the caller, and calling again resumes from the index."""
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -51,6 +52,47 @@ def test_progress_callable_and_line(tmp_path, capsys):
     tm.open(many_tensors(other, 4, 4096)).index(progress=True)
     err = capsys.readouterr().err
     assert "tensormorph: indexed 4/4 tensors" in err and err.endswith("\n")
+
+
+def interrupt_after(seconds, call):
+    """Runs call() with SIGINT raised after `seconds` through a handler that raises KeyboardInterrupt (as the
+    default one does) until call returns; returns (raised, seconds taken)."""
+    armed = True
+
+    def on_sigint(signum, frame):
+        if armed:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    timer = threading.Timer(seconds, signal.raise_signal, (signal.SIGINT,))
+    t0 = time.perf_counter()
+    try:
+        timer.start()
+        call()
+        raised = False
+    except KeyboardInterrupt:
+        raised = True
+    finally:
+        armed = False
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
+    return raised, time.perf_counter() - t0
+
+
+def test_ctrl_c_stops_a_stem_call(cli, tmp_path):
+    """The STEM calls run on a helper thread while the caller's thread watches for signals: Ctrl-C during an
+    SSB fit stops it at the next loss evaluation, and the module stays usable."""
+    doc = cli.json("stem", "demo", "--out", str(tmp_path / "acq"), "--scan", "32,32", "--detector", "64",
+                   "--defocus-nm", "6", "--scan-rotation-deg", "30")
+    master = doc["master"]
+    t0 = time.perf_counter()
+    tm.stem.ssb(master, fit=True, search="wide", trials=60, threads=1)
+    whole = time.perf_counter() - t0
+    raised, took = interrupt_after(min(0.2, whole / 4), lambda: tm.stem.ssb(master, fit=True, search="wide", trials=60, threads=1))
+    assert raised and took < whole, (took, whole)
+    raised, _ = interrupt_after(0.05, lambda: tm.stem.load(master, threads=1))  # may finish first: either is clean
+    frames, _ = tm.stem.load(master)
+    assert frames.shape == (32, 32, 64, 64)
 
 
 def test_ctrl_c_while_the_engine_runs(tmp_path):
