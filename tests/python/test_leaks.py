@@ -75,3 +75,44 @@ def test_refcount_of_returned_arrays(small, name):
     c = tm.open(small[0])
     a = c.read(name)
     assert sys.getrefcount(a) == 2  # the name and getrefcount's argument
+
+
+@rss_meaningful
+def test_region_render_and_interrupted_call_loop_does_not_grow(small, tmp_path):
+    """The calls added later: strided region reads, render (an RGBA copy), and indexing stopped by an exception
+    from its progress callable (the stored Python exception must be released each time)."""
+    import numpy as np
+    from safetensors_write import write_safetensors
+    path = small[0]
+    c = tm.open(path)
+    c.index()
+    fresh = []  # files not indexed yet: their indexing calls progress, which raises
+    for i in range(250):
+        p = str(tmp_path / ("t%d.safetensors" % i))
+        write_safetensors(p, [("x", np.full((4, 4), i, dtype=np.float32))])
+        fresh.append(p)
+    stopped = 0
+
+    def stop(p):
+        raise RuntimeError("stop")
+
+    def work():
+        nonlocal stopped
+        c.read("f32", rows=(1, 3), cols=slice(0, None, 2)).sum()
+        c.read("bf16", rows=(0, 1)).sum()
+        c.render("f32")[0].sum()
+        try:
+            tm.open(fresh.pop()).index(progress=stop)
+        except RuntimeError:
+            stopped += 1
+
+    for _ in range(50):
+        work()
+    gc.collect()
+    start = rss_bytes()
+    for _ in range(200):
+        work()
+    gc.collect()
+    grown = rss_bytes() - start
+    assert stopped == 250
+    assert grown < 4 * 1024 * 1024, f"RSS grew by {grown} bytes over 200 loops"
