@@ -20,7 +20,6 @@ Best of N runs each; ratios are what to read (the machine is shared). Writes ben
 """
 import argparse
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -32,30 +31,11 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "tools"))
+from bench_timing import best_of, memcpy_gbps  # noqa: E402
 from run_bench import cpu_model  # noqa: E402
 from safetensors_write import write_safetensors  # noqa: E402
 
 TENSOR_ELEMENTS = 64 * 1024 * 1024  # 256 MiB of float32
-
-
-def best_of(n, f):
-    best, result = float("inf"), None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        result = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
-
-def memcpy_gbps(build, env):
-    out = subprocess.run([os.path.join(build, "bench", "stats_bench"), "--benchmark_filter=^memcpy",
-                          "--benchmark_format=json"], capture_output=True, text=True, check=True,
-                         env=dict(env, TM_BENCH_MIB="256")).stdout
-    copy = {}
-    for b in json.loads(out)["benchmarks"]:
-        t = int(b["name"].split("threads:")[1].split("/")[0])
-        copy[t] = max(copy.get(t, 0), b["bytes_per_second"] / 1e9)
-    return copy
 
 
 def stats_section(tm, data_dir, runs, copy):

@@ -39,6 +39,7 @@ import h5py  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_numpy_ssb as peer  # noqa: E402
+from bench_timing import memcpy_gbps  # noqa: E402
 from run_bench import cpu_model  # noqa: E402
 
 TARGET = 10.0  # the target: >= 10x numpy
@@ -207,11 +208,7 @@ def main():
     sb = os.path.join(args.build, "bench", "stats_bench")
     if os.path.exists(sb):
         try:
-            mb = subprocess.run([sb, "--benchmark_filter=^memcpy", "--benchmark_format=json"], capture_output=True,
-                                text=True, check=True, env=dict(env, TM_BENCH_MIB="256"), timeout=300).stdout
-            for b in json.loads(mb)["benchmarks"]:
-                t = int(b["name"].split("threads:")[1].split("/")[0])
-                copy[t] = max(copy.get(t, 0), b["bytes_per_second"] / 1e9)
+            copy = memcpy_gbps(args.build, env)
         except (subprocess.SubprocessError, ValueError, KeyError):
             copy = {}
     g_half = nb * shape[0] * (shape[1] // 2 + 1) * 8  # tensormorph's G: Hermitian half planes, complex64

@@ -35,17 +35,11 @@ import time
 import h5py
 import hdf5plugin  # noqa: F401  (registers the bitshuffle filter)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_timing import best_of, memcpy_gbps  # noqa: E402
+
 TARGET_VS_H5PY = 3.0
 TARGET_GBPS_PER_CORE = 2.0
-
-
-def best_of(n, f):
-    best, result = float("inf"), None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        result = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
 
 
 def tm_load(tm, env, master, threads, extra=()):
@@ -118,13 +112,7 @@ def main():
         dec[t] = json.loads(out)
 
     # (5) memcpy bandwidth.
-    mb = subprocess.run([os.path.join(args.build, "bench", "stats_bench"), "--benchmark_filter=^memcpy",
-                         "--benchmark_format=json"], capture_output=True, text=True, check=True,
-                        env=dict(env, TM_BENCH_MIB="256")).stdout
-    copy = {}
-    for b in json.loads(mb)["benchmarks"]:
-        t = int(b["name"].split("threads:")[1].split("/")[0])
-        copy[t] = max(copy.get(t, 0), b["bytes_per_second"] / 1e9)
+    copy = memcpy_gbps(args.build, env)
 
     # (6) products on the resident acquisition.
     prod = {}

@@ -17,20 +17,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_timing import best_of  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def best_of(n, f):
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main():
@@ -74,7 +67,7 @@ def main():
 
         def once():
             out["doc"] = json.loads(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
-        results[backend] = (best_of(3, once), out["doc"])
+        results[backend] = (best_of(3, once)[0], out["doc"])
     m = np.memmap(path, dtype=np.float32, mode="r")
 
     def numpy_stats():
@@ -83,9 +76,9 @@ def main():
         finite.min(), finite.max(), finite.mean(), finite.std()
         np.histogram(finite, bins=256)
         np.quantile(finite, [0.001, 0.01, 0.5, 0.99, 0.999])
-    t_numpy = best_of(3, numpy_stats)
+    t_numpy = best_of(3, numpy_stats)[0]
     buf = np.empty_like(data)
-    t_copy = best_of(5, lambda: np.copyto(buf, data))
+    t_copy = best_of(5, lambda: np.copyto(buf, data))[0]
     same = results["cpu"][1]["stats"] == results["vulkan"][1]["stats"]
     size = n * 4
     lines.append("\n## `tensormorph stats` end to end, %d MiB f32 (moments, 256-bin histogram, 5 exact quantiles)\n\n" % args.mib)
