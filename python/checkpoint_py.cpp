@@ -76,10 +76,12 @@ py::object index_method(const PyCheckpoint& self, const py::object& backend, con
 }
 
 py::array read_method(const PyCheckpoint& self, const std::string& name, bool raw, const py::object& rows,
-                      const py::object& cols) {
+                      const py::object& cols, const py::object& backend, const py::object& prefer, const py::object& never,
+                      const py::object& allow_approx) {
   const CheckpointTensor& t = self.tensor(name);
   const View2D v = default_view(t.shape);
-  return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")});
+  const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+  return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")}, request);
 }
 
 // Checkpoint.render: (RGBA uint8 [height, width, 4], report).
@@ -177,11 +179,13 @@ void bind_checkpoint(py::module_& m) {
            "from the callable) stops it cleanly: the tensors in flight are committed, then the exception is raised; "
            "calling again resumes.")
       .def("read", &read_method, py::arg("name"), py::kw_only(), py::arg("raw") = false, py::arg("rows") = py::none(),
-           py::arg("cols") = py::none(),
+           py::arg("cols") = py::none(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
+           py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
            "The tensor's values as numpy: a read-only zero-copy view of the mapping for dense dtypes numpy has; "
            "bf16/f8 widened to float32 (raw=True: their bit patterns as uint16/uint8, zero-copy); quantized and "
            "packed tensors decoded to float32. rows= (the second-to-last axis) and cols= (the last) take a slice "
-           "or a (start, stop) pair and read only that part: a strided view, or only those rows widened/decoded.")
+           "or a (start, stop) pair and read only that part: a strided view, or only those rows widened/decoded. "
+           "backend=, prefer=, never=, allow_approx= place the decoding (dense reads run no op).")
       .def("render", &render_method, py::arg("name"), py::kw_only(), py::arg("level") = py::none(), py::arg("tile") = py::none(),
            py::arg("slice") = 0, py::arg("view") = "", py::arg("stat") = "mean", py::arg("transform") = "linear",
            py::arg("log_floor") = kDefaultLogFloor, py::arg("colormap") = "", py::arg("limits") = py::none(),

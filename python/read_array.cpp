@@ -120,9 +120,10 @@ void widen(DType d, const uint8_t* src, const Selection& sel, float* out) {
 
 // Quantized or packed: decoded one selected row of the default 2-D view at a time, only the columns from
 // the first to the last selected (the reader decodes whole blocks around them).
-void decode(const Checkpoint& c, const CheckpointTensor& t, const Selection& sel, float* out) {
+void decode(const Checkpoint& c, const CheckpointTensor& t, const Selection& sel, const app::ComputeRequest& request,
+            float* out) {
   if (sel.elements() == 0) return;
-  auto rt = make_runtime({});
+  auto rt = make_runtime(request);
   const Planner planner = rt->planner();
   ValueReader reader(c, t, planner, sel.view);
   const uint64_t first = sel.cols.begin, last = sel.cols.begin + (sel.cols.count - 1) * sel.cols.step;
@@ -152,7 +153,7 @@ std::optional<AxisRange> axis_range(const py::object& selection, uint64_t length
 }
 
 py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, bool raw,
-                      const Region& region) {
+                      const Region& region, const app::ComputeRequest& request) {
   const Selection sel = select(t, region);
   if (t.dtype) {
     if (const auto type = numpy_type(*t.dtype, raw)) return mapped_view(c, t, *type, sel);
@@ -175,7 +176,7 @@ py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release unlocked;
-    decode(*c, t, sel, dst);
+    decode(*c, t, sel, request, dst);
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "app/runtime.h"
 #include "checkpoint/checkpoint.h"
 #include "core/mapped_file.h"
 
@@ -44,7 +45,8 @@ std::optional<AxisRange> axis_range(const pybind11::object& selection, uint64_t 
 // Call with the GIL held (it is released while values are widened or decoded). Throws InvalidArgument
 // for raw=True on a tensor without a dense dtype or rows= on a tensor of rank < 2, Unavailable when nothing
 // here decodes it. Only the selected rows are widened or decoded; a dense view stays zero-copy (strided).
+// `request` places the decoding of quantized and packed tensors (dense reads run nothing).
 pybind11::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, bool raw,
-                            const Region& region = {});
+                            const Region& region = {}, const app::ComputeRequest& request = {});
 
 }  // namespace tmorph::python
