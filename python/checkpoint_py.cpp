@@ -130,12 +130,14 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
 }
 
 py::object tile_method(const PyCheckpoint& self, const std::string& name, unsigned level, uint64_t x, uint64_t y, uint64_t slice,
-                       const py::object& progress) {
+                       const py::object& backend, const py::object& prefer, const py::object& never,
+                       const py::object& allow_approx, const py::object& progress) {
+  const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
   Interruptible call(progress);
   nlohmann::json doc;
   {
     py::gil_scoped_release unlocked;
-    doc = tile_document(self.path, name, level, slice, x, y, app::ComputeRequest{}, [&](IndexingOptions& o) { call.attach(o); });
+    doc = tile_document(self.path, name, level, slice, x, y, request, [&](IndexingOptions& o) { call.attach(o); });
   }
   call.rethrow_if_stopped();
   return to_python(doc);
@@ -197,9 +199,11 @@ void bind_checkpoint(py::module_& m) {
            "viridis); limits (lo, hi) in data units. The report is render --json's (source, region, cells, limits, "
            "colour histogram, placement). The tensor is indexed first when it is not.")
       .def("tile", &tile_method, py::arg("name"), py::arg("level"), py::arg("x"), py::arg("y"), py::kw_only(),
-           py::arg("slice") = 0, py::arg("progress") = py::none(),
+           py::arg("slice") = 0, py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+           py::arg("allow_approx") = py::none(), py::arg("progress") = py::none(),
            "Exact statistics of one tile of the tensor's pyramid (column x, row y of `level`), with the elements it "
-           "covers and its histogram: the document `tensormorph tile PATH NAME --json` prints.")
+           "covers and its histogram: the document `tensormorph tile PATH NAME --json` prints (placement arguments "
+           "place the indexing that builds the pyramid when the tensor is not indexed yet).")
       .def("__repr__", [](const PyCheckpoint& s) {
         return "<tensormorph.Checkpoint " + s.c->format + " '" + s.path + "', " + std::to_string(s.c->tensors.size()) +
                " tensors>";

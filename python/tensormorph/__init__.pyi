@@ -51,7 +51,8 @@ class Checkpoint:
                colormap: str = "", limits: Optional[tuple[float, float]] = None, backend: Optional[str] = None,
                prefer: Names = None, never: Names = None, allow_approx: Names = None, threads: Optional[int] = None,
                progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> tuple[np.ndarray, dict[str, Any]]: ...
-    def tile(self, name: str, level: int, x: int, y: int, *, slice: int = 0,
+    def tile(self, name: str, level: int, x: int, y: int, *, slice: int = 0, backend: Optional[str] = None,
+             prefer: Names = None, never: Names = None, allow_approx: Names = None,
              progress: Union[None, bool, Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]: ...
     # rows: the second-to-last axis, cols: the last; a slice or a (start, stop) pair each.
     def read(self, name: str, *, raw: bool = False, rows: Optional[slice | tuple[int, int]] = None,
