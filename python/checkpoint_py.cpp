@@ -46,19 +46,10 @@ PyCheckpoint open_path(const std::string& path) {
 py::object stats_method(const PyCheckpoint& self, const py::object& name, const py::object& backend, const py::object& prefer,
                         const py::object& never, const py::object& allow_approx, const py::object& threads,
                         const py::object& memory_budget, const py::object& progress) {
-  std::vector<std::string> names;
-  if (py::isinstance<py::str>(name)) names.push_back(name.cast<std::string>());
-  else if (!name.is_none())
-    for (const auto& n : name) names.push_back(py::cast<std::string>(n));
+  const std::vector<std::string> names = string_list(name, "name");
   const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  nlohmann::json doc;
-  {
-    py::gil_scoped_release unlocked;
-    doc = stats_document(self.path, names, request, [&](IndexingOptions& o) { call.attach(o); });
-  }
-  call.rethrow_if_stopped();
-  return to_python(doc);
+  return to_python(call.run_indexing([&](const IndexingHook& hook) { return stats_document(self.path, names, request, hook); }));
 }
 
 py::object index_method(const PyCheckpoint& self, const py::object& backend, const py::object& prefer, const py::object& never,
@@ -66,13 +57,7 @@ py::object index_method(const PyCheckpoint& self, const py::object& backend, con
                         const py::object& progress) {
   const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  nlohmann::json doc;
-  {
-    py::gil_scoped_release unlocked;
-    doc = index_document(self.path, request, [&](IndexingOptions& o) { call.attach(o); });
-  }
-  call.rethrow_if_stopped();
-  return to_python(doc);
+  return to_python(call.run_indexing([&](const IndexingHook& hook) { return index_document(self.path, request, hook); }));
 }
 
 py::array read_method(const PyCheckpoint& self, const std::string& name, bool raw, const py::object& rows,
@@ -117,12 +102,8 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
   render.colormap = colormap;
   const app::ComputeRequest request = compute_request(threads, py::none(), backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  RenderDocument doc;
-  {
-    py::gil_scoped_release unlocked;
-    doc = render_document(self.path, name, render, request, [&](IndexingOptions& o) { call.attach(o); });
-  }
-  call.rethrow_if_stopped();
+  const RenderDocument doc =
+      call.run_indexing([&](const IndexingHook& hook) { return render_document(self.path, name, render, request, hook); });
   py::array_t<uint8_t> rgba({static_cast<py::ssize_t>(doc.image.height), static_cast<py::ssize_t>(doc.image.width),
                              py::ssize_t{4}});
   std::copy(doc.image.pixels.begin(), doc.image.pixels.end(), rgba.mutable_data());
@@ -134,13 +115,8 @@ py::object tile_method(const PyCheckpoint& self, const std::string& name, unsign
                        const py::object& allow_approx, const py::object& progress) {
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  nlohmann::json doc;
-  {
-    py::gil_scoped_release unlocked;
-    doc = tile_document(self.path, name, level, slice, x, y, request, [&](IndexingOptions& o) { call.attach(o); });
-  }
-  call.rethrow_if_stopped();
-  return to_python(doc);
+  return to_python(call.run_indexing(
+      [&](const IndexingHook& hook) { return tile_document(self.path, name, level, slice, x, y, request, hook); }));
 }
 
 py::list tensor_list(const PyCheckpoint& self) {
@@ -213,10 +189,7 @@ void bind_checkpoint(py::module_& m) {
       [](const std::string& a, const std::string& b, const py::object& tensors, const py::object& backend,
          const py::object& prefer, const py::object& never, const py::object& allow_approx, const py::object& threads,
          const py::object& memory_budget) {
-        std::vector<std::string> names;
-        if (py::isinstance<py::str>(tensors)) names.push_back(tensors.cast<std::string>());
-        else if (!tensors.is_none())
-          for (const auto& n : tensors) names.push_back(py::cast<std::string>(n));
+        const std::vector<std::string> names = string_list(tensors, "tensors");
         const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         nlohmann::json doc;
         {

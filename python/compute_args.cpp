@@ -14,7 +14,18 @@ namespace tmorph::python {
 
 namespace {
 
-std::vector<std::string> names(const py::object& v, const char* what) {
+// The folder of the shared object this function is in (the extension module), or "" when unknown.
+std::string module_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&module_dir), &info) || !info.dli_fname) return "";
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(info.dli_fname, ec);
+  return ec ? "" : p.parent_path().string();
+}
+
+}  // namespace
+
+std::vector<std::string> string_list(const py::object& v, const char* what) {
   if (v.is_none()) return {};
   if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
   std::vector<std::string> out;
@@ -28,17 +39,6 @@ std::vector<std::string> names(const py::object& v, const char* what) {
   throw Error(ErrorKind::InvalidArgument, std::string(what) + ": expected None, a string or a list of strings");
 }
 
-// The folder of the shared object this function is in (the extension module), or "" when unknown.
-std::string module_dir() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&module_dir), &info) || !info.dli_fname) return "";
-  std::error_code ec;
-  const auto p = std::filesystem::weakly_canonical(info.dli_fname, ec);
-  return ec ? "" : p.parent_path().string();
-}
-
-}  // namespace
-
 app::ComputeRequest compute_request(const py::object& backend, const py::object& prefer, const py::object& never,
                                     const py::object& allow_approx) {
   app::ComputeRequest r;
@@ -46,9 +46,9 @@ app::ComputeRequest compute_request(const py::object& backend, const py::object&
     if (!py::isinstance<py::str>(backend)) throw Error(ErrorKind::InvalidArgument, "backend: expected None or a string");
     r.backend = backend.cast<std::string>();
   }
-  r.prefer = names(prefer, "prefer");
-  r.never = names(never, "never");
-  r.allow_approx = names(allow_approx, "allow_approx");
+  r.prefer = string_list(prefer, "prefer");
+  r.never = string_list(never, "never");
+  r.allow_approx = string_list(allow_approx, "allow_approx");
   return r;
 }
 

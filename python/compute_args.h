@@ -3,12 +3,18 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
 #include "app/runtime.h"
 
 namespace tmorph::python {
+
+// None, a string or a sequence of strings as a list (None: empty). Throws InvalidArgument naming `what`
+// for another type or a non-string item. Call with the GIL held.
+std::vector<std::string> string_list(const pybind11::object& v, const char* what);
 
 // backend: None or a backend name; prefer, never, allow_approx: None, a string or a sequence of strings.
 // Throws InvalidArgument naming the argument when one is of another type. Call with the GIL held.

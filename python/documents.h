@@ -11,12 +11,10 @@
 #include "app/runtime.h"
 #include "checkpoint/checkpoint.h"
 #include "index/indexer.h"
+#include "interrupt.h"
 #include "render/tensor_render.h"
 
 namespace tmorph::python {
-
-// Adds a caller's progress callback and cancel flag to the indexing a document runs (empty: none).
-using IndexingHook = std::function<void(IndexingOptions&)>;
 
 // `tensormorph backends --json`'s "backends" list.
 nlohmann::json backends_document(const app::ComputeRequest& request);

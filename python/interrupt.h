@@ -16,6 +16,9 @@
 
 namespace tmorph::python {
 
+// Adds a caller's progress callback and cancel flag to the indexing a document runs (empty: none).
+using IndexingHook = std::function<void(IndexingOptions&)>;
+
 class Interruptible {
  public:
   // progress: None (signals only), True (a line on sys.stderr, rewritten in place) or a callable taking a
@@ -25,8 +28,18 @@ class Interruptible {
   Interruptible(const Interruptible&) = delete;
   Interruptible& operator=(const Interruptible&) = delete;
 
-  // Fills options.progress and options.cancel with this object's (which must outlive the run).
-  void attach(IndexingOptions& options);
+  // Call with the GIL held. Runs work(hook) without the GIL, the hook giving the indexing that work runs
+  // this object's progress callback and cancel flag; then raises what stopped it, else returns work's result.
+  template <class Work>
+  auto run_indexing(Work&& work) {
+    decltype(work(IndexingHook())) result{};
+    {
+      pybind11::gil_scoped_release unlocked;
+      result = work(IndexingHook([this](IndexingOptions& o) { attach(o); }));
+    }
+    rethrow_if_stopped();
+    return result;
+  }
   // The flag for engine calls without a progress callback (LoadRequest.cancel, SsbFitOptions.cancel).
   const std::atomic<bool>* cancel_flag() const { return &cancel_; }
   // Call with the GIL held. Runs `work` on a helper thread while this thread, without the GIL, wakes every
@@ -34,10 +47,12 @@ class Interruptible {
   // an exception they raise sets the cancel flag, the work stops at its next cancellation point, and that
   // exception is raised here. Otherwise work's own exception is rethrown, or run returns.
   void run(const std::function<void()>& work);
-  // Call with the GIL held, after the run: raises what stopped it, if anything did.
-  void rethrow_if_stopped();
 
  private:
+  // Fills options.progress and options.cancel with this object's (which must outlive the run).
+  void attach(IndexingOptions& options);
+  // Call with the GIL held, after the run: raises what stopped it, if anything did.
+  void rethrow_if_stopped();
   void on_progress(const IndexingProgress& p);  // called without the GIL
 
   pybind11::object progress_;

@@ -1,5 +1,5 @@
 // Pyramid tiles (raw statistics, binary or JSON) and rendered PNGs of a tensor. Tiles come from the
-// index; images through the same code as `tensormorph render` (cells_for + render_cells), so sizes are
+// index; images through the same code as `tensormorph render` (render_tensor), so sizes are
 // bounded by the pyramid's levels and the renderer's own pixel limit.
 #include <unistd.h>
 
@@ -10,9 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/json_number.h"
 #include "display/colormap.h"
-#include "ops/placement_json.h"
 #include "render/cell_image.h"
 #include "render/cell_source.h"
 #include "render/tensor_render.h"

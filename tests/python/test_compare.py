@@ -42,5 +42,7 @@ def test_compare_selects_and_refuses(pair):
     assert tm.compare(a, b, ["v"])["only_in_b"] == []  # only listed when comparing everything
     with pytest.raises(tm.InvalidArgument, match="tensor 'only_a' is not in both checkpoints"):
         tm.compare(a, b, ["only_a"])
+    with pytest.raises(tm.InvalidArgument, match="tensors: expected None, a string or a list of strings"):
+        tm.compare(a, b, 3)
     with pytest.raises(tm.IoError):
         tm.compare(a, b + ".missing")

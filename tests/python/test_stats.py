@@ -71,6 +71,8 @@ def test_placement_arguments_are_checked(small):
         c.stats("f32", prefer=3)
     with pytest.raises(tm.InvalidArgument, match="backend"):
         tm.backends(backend=["cpu"])
+    with pytest.raises(tm.InvalidArgument, match="name: expected strings"):
+        c.stats(["f32", 3])
     with pytest.raises(tm.InvalidArgument, match="threads: expected 1 to 4096, have 0"):
         c.stats("f32", threads=0)
     one = c.stats("f32", backend="cpu", threads=1)["tensors"][0]["stats"]
