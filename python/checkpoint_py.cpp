@@ -9,6 +9,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include "app/checkpoint_json.h"
 #include "app/compare_document.h"
 #include "compute_args.h"
 #include "display/colormap.h"
@@ -121,7 +122,7 @@ py::object tile_method(const PyCheckpoint& self, const std::string& name, unsign
 
 py::list tensor_list(const PyCheckpoint& self) {
   py::list out;
-  for (const auto& t : self.c->tensors) out.append(to_python(tensor_listing(*self.c, t)));
+  for (const auto& t : self.c->tensors) out.append(to_python(app::tensor_listing_json(*self.c, t)));
   return out;
 }
 

@@ -134,14 +134,5 @@ nlohmann::json tile_document(const std::string& path, const std::string& name, u
   return tmorph::tile_document(*index, i, level, slice, x, y);
 }
 
-nlohmann::json tensor_listing(const Checkpoint& c, const CheckpointTensor& t) {
-  nlohmann::json e = app::tensor_entry_json(t);
-  e["dtype"] = t.dtype ? nlohmann::json(dtype_name(*t.dtype)) : nlohmann::json(nullptr);
-  e["file"] = c.files[t.file_index]->path();
-  e["readable"] = t.dtype.has_value() || t.ggml_type.has_value() || (t.packed && t.unavailable_reason.empty());
-  if (t.packed) e["packed"] = app::packed_report(c, *t.packed);
-  if (!t.unavailable_reason.empty()) e["unavailable"] = t.unavailable_reason;
-  return e;
-}
 
 }  // namespace tmorph::python

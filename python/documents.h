@@ -45,8 +45,4 @@ RenderDocument render_document(const std::string& path, const std::string& name,
 nlohmann::json tile_document(const std::string& path, const std::string& name, unsigned level, uint64_t slice, uint64_t x,
                              uint64_t y, const app::ComputeRequest& request, const IndexingHook& hook = {});
 
-// One entry of Checkpoint.tensors: tensor_entry_json plus dtype (a name, or null when not dense), file,
-// readable, unavailable (the reason, when there is one) and packed (when so), as `ls --json` names them.
-nlohmann::json tensor_listing(const Checkpoint& c, const CheckpointTensor& t);
-
 }  // namespace tmorph::python

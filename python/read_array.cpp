@@ -79,7 +79,8 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   std::vector<py::ssize_t> strides(rank);
   py::ssize_t stride = dt.itemsize();
   for (size_t i = rank; i-- > 0;) {
-    strides[i] = stride;
+    // A torch view keeps its own strides: numpy reads it in place, no gathered copy.
+    strides[i] = t.strided() ? static_cast<py::ssize_t>(t.strides[i]) * dt.itemsize() : stride;
     stride *= static_cast<py::ssize_t>(t.shape[i]);
   }
   uint64_t offset = 0;
@@ -90,7 +91,8 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   if (rank >= 2) strides[rank - 2] *= static_cast<py::ssize_t>(sel.rows.step);
   if (rank >= 1) strides[rank - 1] *= static_cast<py::ssize_t>(sel.cols.step);
   py::object base = py::cast(Mapping{c->files[t.file_index]});
-  py::array a(dt, sel.shape, strides, c->data(t) + offset, base);
+  const uint8_t* first = c->files[t.file_index]->data() + t.file_offset;  // not data(t): that gathers a view
+  py::array a(dt, sel.shape, strides, first + offset, base);
   a.attr("setflags")(py::arg("write") = false);
   return a;
 }

@@ -15,6 +15,17 @@ nlohmann::json tensor_entry_json(const CheckpointTensor& t) {
   nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},
                       {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
   if (!t.ne.empty()) e["ne"] = t.ne;
+  if (t.strided()) e["strides"] = t.strides;
+  return e;
+}
+
+nlohmann::json tensor_listing_json(const Checkpoint& c, const CheckpointTensor& t) {
+  nlohmann::json e = tensor_entry_json(t);
+  e["dtype"] = t.dtype ? nlohmann::json(dtype_name(*t.dtype)) : nlohmann::json(nullptr);
+  e["file"] = c.files[t.file_index]->path();
+  e["readable"] = t.dtype.has_value() || t.ggml_type.has_value() || (t.packed && t.unavailable_reason.empty());
+  if (t.packed) e["packed"] = packed_report(c, *t.packed);
+  if (!t.unavailable_reason.empty()) e["unavailable"] = t.unavailable_reason;
   return e;
 }
 

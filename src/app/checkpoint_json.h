@@ -13,8 +13,13 @@ namespace tmorph::app {
 nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p);
 
 // What names a tensor in a statistics entry: name, stored_type, shape, elements, bytes, offset (within
-// its file), and ne for GGUF tensors.
+// its file), ne for GGUF tensors, and strides (in elements) for a strided torch view.
 nlohmann::json tensor_entry_json(const CheckpointTensor& t);
+
+// A tensor as the listings show it (`ls --json`, Checkpoint.tensors): tensor_entry_json's fields, dtype
+// (null unless dense), file (its path), readable, packed when packed, and unavailable (the reason) when
+// not readable.
+nlohmann::json tensor_listing_json(const Checkpoint& c, const CheckpointTensor& t);
 
 // Adds a readable tensor's statistics to its entry: dtype (what was summarised: quantized and packed
 // tensors as the float32 values they decode to), dequantized_from and packed when so, stats (stats_json),

@@ -87,7 +87,9 @@ std::string join_sizes(const std::vector<uint64_t>& v) {
 }
 
 // Adds one torch.save file's tensors to c. A contiguous view is read in place (its storage's bytes from
-// its offset on); a strided view is listed with the reason it cannot be read yet.
+// its offset on); a strided view is gathered into a row-major copy when its values are first needed
+// (Checkpoint::data), unless it expands its storage (stride 0) beyond the size of its file, which would
+// make that copy larger than anything the file holds.
 void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   const TorchSaveFile f = parse_torch_save(file->data(), file->size(), file->path());
   c.format = "torch";
@@ -102,11 +104,13 @@ void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
     ct.bytes = t.elements * s.element_bytes;
     ct.file_index = c.files.size();
     ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
-    if (!t.contiguous) {
-      ct.unavailable_reason = "a strided view (strides " + join_sizes(t.strides) + " for shape " + join_sizes(t.shape) + ", storage " + s.key +
-                              " from element " + std::to_string(t.storage_offset) + "): not supported yet";
-    } else if (!s.dtype) {
+    if (!t.contiguous) ct.strides = t.strides;
+    if (!s.dtype) {
       ct.unavailable_reason = "no kernel yet for torch " + s.type;
+    } else if (!t.contiguous && ct.bytes > file->size()) {
+      ct.unavailable_reason = "a view that expands storage " + s.key + " (strides " + join_sizes(t.strides) + " for shape " +
+                              join_sizes(t.shape) + ") to " + std::to_string(ct.bytes) + " bytes, more than its file holds (" +
+                              std::to_string(file->size()) + ")";
     } else {
       ct.dtype = s.dtype;
     }

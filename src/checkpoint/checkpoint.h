@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "checkpoint/packed_tensor.h"
 #include "core/mapped_file.h"
+#include "support/large_buffer.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -28,8 +30,18 @@ struct CheckpointTensor {
   std::vector<uint64_t> ne;         // GGUF only: ggml order
   uint64_t elements = 0;
   uint64_t bytes = 0;                // packed: all parts together
-  uint64_t file_offset = 0;          // packed: the code part's
+  uint64_t file_offset = 0;          // packed: the code part's; strided: the view's first element
   size_t file_index = 0;            // into Checkpoint::files
+  // torch.save views that are not dense row-major (transposes, column slices, expanded dimensions): the
+  // element strides, one per dimension of shape. Empty for every tensor stored in row-major order.
+  std::vector<uint64_t> strides;
+  bool strided() const { return !strides.empty(); }
+};
+
+// Strided views gathered into row-major copies (by tensor name), shared by the copies of one Checkpoint.
+struct GatheredViews {
+  std::mutex mu;
+  std::map<std::string, LargeBuffer> views;
 };
 
 struct Checkpoint {
@@ -39,7 +51,11 @@ struct Checkpoint {
   std::vector<std::string> sidecars;            // read whole: *.safetensors.index.json, config.json
   std::map<std::string, std::string> metadata;  // scalar metadata as text
   std::vector<CheckpointTensor> tensors;
-  const uint8_t* data(const CheckpointTensor& t) const { return files[t.file_index]->data() + t.file_offset; }
+  // A tensor's bytes in row-major order: in place in its file's mapping, or for a strided view a copy
+  // gathered on first use (at most the file's size: checked when the view is listed) and kept while
+  // this checkpoint is open. Thread-safe.
+  const uint8_t* data(const CheckpointTensor& t) const;
+  std::shared_ptr<GatheredViews> gathered = std::make_shared<GatheredViews>();
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
 };
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/checkpoint_json.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/index_access.h"
@@ -85,13 +86,8 @@ void run_ls(const InventoryArgs& a) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto* t : rows) {
     if (a.json) {
-      nlohmann::json e = {{"name", t->name}, {"stored_type", t->stored_type}, {"shape", t->shape}, {"elements", t->elements},
-                          {"bytes", t->bytes}, {"file", c.files[t->file_index]->path()}, {"offset", t->file_offset},
-                          {"readable", t->dtype.has_value() || t->ggml_type.has_value() || (t->packed && t->unavailable_reason.empty())},
-                          {"stats_indexed", index->has_stats(static_cast<size_t>(t - c.tensors.data()))}};
-      if (!t->ne.empty()) e["ne"] = t->ne;
-      if (t->packed) e["packed"] = packed_report(c, *t->packed);
-      if (!t->unavailable_reason.empty()) e["unavailable"] = t->unavailable_reason;
+      nlohmann::json e = app::tensor_listing_json(c, *t);
+      e["stats_indexed"] = index->has_stats(static_cast<size_t>(t - c.tensors.data()));
       list.push_back(e);
     } else {
       std::printf("%-48s %-8s %-20s %14llu %10s\n", t->name.c_str(), t->stored_type.c_str(), fmt_shape(t->shape).c_str(),

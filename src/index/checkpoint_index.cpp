@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "4";
+constexpr const char* kSchemaVersion = "5";
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS tensors(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
   stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
-  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT);
+  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT, strides TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
@@ -235,7 +235,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
   }
   SqliteStmt q(*db_,
                "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
-               "ggml_type, packed FROM tensors ORDER BY ordinal");
+               "ggml_type, packed, strides FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -252,6 +252,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     t.file_offset = static_cast<uint64_t>(q.int64(10));
     if (!q.is_null(11)) t.ggml_type = static_cast<uint32_t>(q.int64(11));
     if (!q.is_null(12)) t.packed = packed_from_json(nlohmann::json::parse(q.text(12)));
+    t.strides = split_dims(q.text(13));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -327,7 +328,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
     SqliteStmt del(*db_, "DELETE FROM tensors WHERE name = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset, ggml_type, packed) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type, packed, strides) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
@@ -360,6 +361,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       else ins.bind_null(12);
       if (t.packed) ins.bind(13, packed);
       else ins.bind_null(13);
+      ins.bind(14, join_dims(t.strides));
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

@@ -144,6 +144,19 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   if (pyramid) lod.emplace(dtype, default_view(t.shape));
   const uint64_t bytes = t.elements * width;
   const uint64_t piece = buffer.size() / width * width;
+  if (t.strided()) {
+    // A strided view: its elements gathered in row-major order (Checkpoint::data), fed from that copy.
+    const uint8_t* base = c.data(t);
+    for (uint64_t off = 0; off < bytes;) {
+      const uint64_t n = std::min(piece, bytes - off);
+      stream.feed(base + off, n / width);
+      if (lod) lod->feed(base + off, n / width);
+      bytes_done += n;
+      off += n;
+    }
+    if (lod) *pyramid = lod->finish();
+    return stream.finish(stream.needs_second_pass() ? base : nullptr);
+  }
   file.read_ahead(t.file_offset, std::min(bytes, ahead));
   for (uint64_t off = 0; off < bytes;) {
     const uint64_t n = std::min(piece, bytes - off);

@@ -22,6 +22,7 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
   const Checkpoint& c = sc.index->checkpoint();
   j["file"] = t.file_index < c.files.size() ? std::filesystem::path(c.files[t.file_index]->path()).filename().string() : std::string();
   j["offset"] = t.file_offset;
+  if (t.strided()) j["strides"] = t.strides;
   return j;
 }
 

@@ -1,12 +1,16 @@
 // libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
 // are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
-// read). Accepted files must describe storages inside the input and views inside their storages;
-// errors must be valid UTF-8 whatever bytes the input's names hold.
+// read). Accepted files must describe storages inside the input and views inside their storages (a
+// strided view no larger than the input is gathered, as Checkpoint::data does, so that a view reaching
+// outside its storage would read out of bounds); errors must be valid UTF-8 whatever bytes the input's
+// names hold.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <unordered_map>
+#include <vector>
 
+#include "checkpoint/strided_view.h"
 #include "core/utf8.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"
@@ -46,6 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         TM_FUZZ_CHECK(t.storage < f.storages.size());
         const auto& s = f.storages[t.storage];
         if (t.contiguous && t.elements) TM_FUZZ_CHECK(t.storage_offset + t.elements <= s.elements);
+        if (!t.contiguous && t.elements && t.elements <= size / s.element_bytes) {
+          std::vector<uint8_t> out(t.elements * s.element_bytes);
+          tmorph::gather_strided(data + s.file_offset + t.storage_offset * s.element_bytes, s.element_bytes, t.shape, t.strides,
+                                 out.data());
+        }
       }
       if (tmorph::fuzz::verbose()) std::fprintf(stderr, "torch.save: %zu tensors, %zu storages\n", f.tensors.size(), f.storages.size());
     } else {

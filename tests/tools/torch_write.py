@@ -12,6 +12,10 @@ Files:
   tensor.pt      torch.save of one bare tensor
   parameter.pt   a dict of nn.Parameter (torch._utils._rebuild_parameter)
   protocol4.pt   state_dict.pt's tensors pickled with protocol 4 (MEMOIZE, FRAME, SHORT_BINUNICODE)
+  strided.pt     non-contiguous views of several dtypes (transposed bf16 and i32, a permuted 3-D f16, an
+                 f64 column from a storage offset, every other u8, a transposed bool, an expanded f32 with
+                 stride 0), with every value in expected.json; and `huge`, one float expanded to 10^10
+                 elements, which is larger than its file and so listed as unreadable
   legacy.pt      the legacy (pre-1.6, non-zip) format, which the reader refuses by name
 """
 import collections
@@ -59,6 +63,21 @@ def views():
     }
 
 
+def strided_views():
+    g = torch.Generator().manual_seed(2)
+    m = torch.randn(5, 7, generator=g, dtype=torch.float64) * 3
+    cube = torch.randn(2, 3, 4, generator=g).half()
+    return {
+        "bf16_t": m.bfloat16().t(),                       # strides (1, 7)
+        "i32_t": (m * 10).to(torch.int32).t(),
+        "f16_permuted": cube.permute(2, 0, 1),            # shape (4, 2, 3), strides (1, 12, 4)
+        "f64_column": m[1:, 3],                           # from element 10, stride 7
+        "u8_every_other": torch.arange(200, 230, dtype=torch.uint8)[::2],
+        "bool_t": (m > 0).t(),
+        "f32_expanded": torch.tensor([1.5, -2.0, 4.25]).expand(4, 3),  # strides (0, 1)
+    }
+
+
 def state_dict_file():
     return {"model": module_state(), "dtypes": every_dtype(), "views": views(),
             "step": 1234, "lr": 0.1, "tag": "fixture", "done": True}
@@ -78,6 +97,8 @@ def reference(obj, prefix=""):
         entry = {"shape": list(t.shape), "stored_type": STORED[t.dtype], "contiguous": t.is_contiguous(),
                  "storage_offset": t.storage_offset(), "stride": list(t.stride()), "elements": t.numel(),
                  "first": as_py[:4]}
+        if not t.is_contiguous():
+            entry["values"] = as_py  # row-major, as the view reads
         if t.numel():
             entry["min"] = min(as_py)
             entry["max"] = max(as_py)
@@ -118,6 +139,16 @@ def main():
         ref = reference(obj if not isinstance(obj, torch.Tensor) else obj)
         assert set(ref) == set(reference(back)), name
         expected["files"][name] = {"tensors": ref, "metadata": scalars(obj) if isinstance(obj, dict) else {}}
+    # A view larger than its file: only what it is, no values (10^10 elements).
+    views = strided_views()
+    huge = torch.zeros(1).expand(100000, 100000)
+    torch.save(dict(views, huge=huge), os.path.join(OUT, "strided.pt"))
+    back = torch.load(os.path.join(OUT, "strided.pt"))
+    assert back["huge"].stride() == (0, 0) and set(back) == set(views) | {"huge"}
+    tensors = reference(views)
+    tensors["huge"] = {"shape": list(huge.shape), "stored_type": "F32", "contiguous": False, "storage_offset": 0,
+                       "stride": list(huge.stride()), "elements": huge.numel()}
+    expected["files"]["strided.pt"] = {"tensors": tensors, "metadata": {}}
     torch.save({"w": torch.ones(2)}, os.path.join(OUT, "legacy.pt"), _use_new_zipfile_serialization=False)
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)

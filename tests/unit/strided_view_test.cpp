@@ -1,0 +1,68 @@
+// gather_strided against the definition: element (i0, ..., ik) of the view is storage element
+// sum(i_d * stride_d), written in row-major order; every element width, zero strides, empty and scalar views.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "checkpoint/strided_view.h"
+
+namespace tmorph {
+namespace {
+
+std::vector<uint8_t> by_definition(const std::vector<uint8_t>& storage, size_t width, const std::vector<uint64_t>& shape,
+                                   const std::vector<uint64_t>& strides) {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  std::vector<uint8_t> out(n * width);
+  for (uint64_t flat = 0; flat < n; ++flat) {
+    uint64_t rest = flat, at = 0;
+    for (size_t d = shape.size(); d-- > 0;) at += (rest % shape[d]) * strides[d], rest /= shape[d];
+    std::memcpy(out.data() + flat * width, storage.data() + at * width, width);
+  }
+  return out;
+}
+
+void check(size_t width, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& strides) {
+  uint64_t last = 0, n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) last += (shape[d] ? shape[d] - 1 : 0) * strides[d], n *= shape[d];
+  std::vector<uint8_t> storage((last + 1) * width);
+  for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<uint8_t> got(n * width + 1, 0xEE);  // one guard byte
+  gather_strided(storage.data(), width, shape, strides, got.data());
+  EXPECT_EQ(got.back(), 0xEE) << "wrote past the view";
+  got.pop_back();
+  EXPECT_EQ(got, by_definition(storage, width, shape, strides));
+}
+
+TEST(StridedView, TransposesPermutesAndColumnsOfEveryWidth) {
+  for (size_t width : {1, 2, 3, 4, 8, 16}) {
+    SCOPED_TRACE(width);
+    check(width, {6, 4}, {1, 6});           // a transpose
+    check(width, {4}, {6});                 // a column
+    check(width, {4, 2, 3}, {1, 12, 4});    // permute(2, 0, 1) of (2, 3, 4)
+    check(width, {3, 5, 2, 7}, {70, 1, 35, 5});
+  }
+}
+
+TEST(StridedView, ZeroStridesEmptyAndScalarViews) {
+  check(4, {4, 3}, {0, 1});   // expand of a row
+  check(4, {5, 6}, {0, 0});   // one element everywhere
+  check(2, {3, 0, 4}, {1, 3, 1});  // empty: nothing written
+  check(8, {}, {});           // a scalar
+  check(2, {1, 1, 9}, {100, 50, 2});
+}
+
+TEST(StridedView, RandomViews) {
+  std::mt19937_64 rng(28);
+  for (int k = 0; k < 200; ++k) {
+    const size_t rank = rng() % 5;
+    std::vector<uint64_t> shape(rank), strides(rank);
+    for (size_t d = 0; d < rank; ++d) shape[d] = rng() % 6, strides[d] = rng() % 40;
+    check(size_t{1} << (rng() % 4), shape, strides);
+  }
+}
+
+}  // namespace
+}  // namespace tmorph
