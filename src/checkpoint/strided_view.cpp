@@ -27,6 +27,33 @@ void copy_row_any(const uint8_t* src, size_t width, uint64_t n, uint64_t stride,
   }
 }
 
+// The last two dimensions (rows x cols, strides rs and cs) in blocks of kBlock x kBlock, so that a
+// transpose (cs large, rs = 1) reads each source cache line for kBlock consecutive rows instead of once per
+// element. W is the element width (0: `width` at run time).
+template <size_t W>
+void copy_plane_blocked(const uint8_t* src, size_t width, uint64_t rows, uint64_t cols, uint64_t rs, uint64_t cs, uint8_t* dst) {
+  constexpr uint64_t kBlock = 32;
+  const size_t w = W ? W : width;
+  for (uint64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const uint64_t r1 = std::min(rows, r0 + kBlock);
+    for (uint64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const uint64_t c1 = std::min(cols, c0 + kBlock);
+      for (uint64_t c = c0; c < c1; ++c)
+        for (uint64_t r = r0; r < r1; ++r) std::memcpy(dst + (r * cols + c) * w, src + (r * rs + c * cs) * w, W ? W : width);
+    }
+  }
+}
+
+void copy_plane_any(const uint8_t* src, size_t width, uint64_t rows, uint64_t cols, uint64_t rs, uint64_t cs, uint8_t* dst) {
+  switch (width) {
+    case 1: return copy_plane_blocked<1>(src, width, rows, cols, rs, cs, dst);
+    case 2: return copy_plane_blocked<2>(src, width, rows, cols, rs, cs, dst);
+    case 4: return copy_plane_blocked<4>(src, width, rows, cols, rs, cs, dst);
+    case 8: return copy_plane_blocked<8>(src, width, rows, cols, rs, cs, dst);
+    default: return copy_plane_blocked<0>(src, width, rows, cols, rs, cs, dst);
+  }
+}
+
 }  // namespace
 
 void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64_t>& shape,
@@ -38,14 +65,20 @@ void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64
   for (uint64_t n : shape)
     if (n == 0) return;
   const size_t rank = shape.size();
-  const uint64_t row = shape[rank - 1], row_stride = strides[rank - 1];
-  // An odometer over every dimension but the last; `offset` is the current row's first element.
-  std::vector<uint64_t> index(rank - 1, 0);
-  uint64_t offset = 0;
+  // Rows of contiguous (or evenly spaced) elements are copied one at a time; when the last dimension
+  // is not the one that runs through memory and there is a dimension before it, whole planes are
+  // copied in blocks.
+  const bool blocked = rank >= 2 && strides[rank - 1] > 1;
+  const size_t outer = blocked ? rank - 2 : rank - 1;  // dimensions the odometer walks
+  const uint64_t rows = blocked ? shape[rank - 2] : 1, cols = shape[rank - 1];
+  const uint64_t unit = rows * cols;  // elements written per odometer step
+  std::vector<uint64_t> index(outer, 0);
+  uint64_t offset = 0;  // the current unit's first element
   for (;;) {
-    copy_row_any(first + offset * width, width, row, row_stride, dst);
-    dst += row * width;
-    size_t d = rank - 1;
+    if (blocked) copy_plane_any(first + offset * width, width, rows, cols, strides[rank - 2], strides[rank - 1], dst);
+    else copy_row_any(first + offset * width, width, cols, strides[rank - 1], dst);
+    dst += unit * width;
+    size_t d = outer;
     while (d-- > 0) {
       if (++index[d] < shape[d]) {
         offset += strides[d];

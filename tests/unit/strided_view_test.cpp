@@ -43,6 +43,8 @@ TEST(StridedView, TransposesPermutesAndColumnsOfEveryWidth) {
     check(width, {4}, {6});                 // a column
     check(width, {4, 2, 3}, {1, 12, 4});    // permute(2, 0, 1) of (2, 3, 4)
     check(width, {3, 5, 2, 7}, {70, 1, 35, 5});
+    check(width, {70, 90}, {1, 70});         // a transpose larger than one block
+    check(width, {2, 45, 33}, {1, 2, 90});
   }
 }
 
@@ -59,7 +61,7 @@ TEST(StridedView, RandomViews) {
   for (int k = 0; k < 200; ++k) {
     const size_t rank = rng() % 5;
     std::vector<uint64_t> shape(rank), strides(rank);
-    for (size_t d = 0; d < rank; ++d) shape[d] = rng() % 6, strides[d] = rng() % 40;
+    for (size_t d = 0; d < rank; ++d) shape[d] = rng() % (rank <= 2 ? 80 : 6), strides[d] = rng() % 40;
     check(size_t{1} << (rng() % 4), shape, strides);
   }
 }
