@@ -71,7 +71,8 @@ Selection select(const CheckpointTensor& t, const Region& region) {
   return s;
 }
 
-// A read-only strided view of the mapping: no copy, its base the Mapping.
+// A read-only strided view of the mapping: no copy, its base the Mapping (for a tensor in several chunks,
+// of its assembled copy).
 py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const CheckpointTensor& t, const char* type,
                       const Selection& sel) {
   const py::dtype dt(type);
@@ -90,6 +91,14 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   }
   if (rank >= 2) strides[rank - 2] *= static_cast<py::ssize_t>(sel.rows.step);
   if (rank >= 1) strides[rank - 1] *= static_cast<py::ssize_t>(sel.cols.step);
+  if (t.chunked() && t.chunks.size() > 1) {
+    // Chunks from several places: a view of the assembled copy (Checkpoint::data), which lives as long as
+    // the checkpoint this array keeps alive.
+    py::capsule keep(new std::shared_ptr<const Checkpoint>(c), [](void* p) { delete static_cast<std::shared_ptr<const Checkpoint>*>(p); });
+    py::array a(dt, sel.shape, strides, c->data(t) + offset, keep);
+    a.attr("setflags")(py::arg("write") = false);
+    return a;
+  }
   py::object base = py::cast(Mapping{c->files[t.file_index]});
   const uint8_t* first = c->files[t.file_index]->data() + t.file_offset;  // not data(t): that gathers a view
   py::array a(dt, sel.shape, strides, first + offset, base);

@@ -16,6 +16,7 @@ nlohmann::json tensor_entry_json(const CheckpointTensor& t) {
                       {"elements", t.elements}, {"bytes", t.bytes}, {"offset", t.file_offset}};
   if (!t.ne.empty()) e["ne"] = t.ne;
   if (t.strided()) e["strides"] = t.strides;
+  if (t.chunked()) e["chunks"] = t.chunks.size();
   return e;
 }
 

@@ -13,7 +13,8 @@ namespace tmorph::app {
 nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p);
 
 // What names a tensor in a statistics entry: name, stored_type, shape, elements, bytes, offset (within
-// its file), ne for GGUF tensors, and strides (in elements) for a strided torch view.
+// its file), ne for GGUF tensors, strides (in elements) for a strided torch view, and chunks (how many)
+// for a tensor stored in chunks (DCP).
 nlohmann::json tensor_entry_json(const CheckpointTensor& t);
 
 // A tensor as the listings show it (`ls --json`, Checkpoint.tensors): tensor_entry_json's fields, dtype

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/dcp_checkpoint.h"
 #include "checkpoint/packed_schemes.h"
 #include "core/json_bounded.h"
 #include "core/json_file.h"
@@ -271,6 +272,7 @@ Checkpoint open_directory(const std::string& dir) {
   const auto& files = d.files;
   if (indexes.size() > 1) bad(dir, "holds " + std::to_string(indexes.size()) + " *.safetensors.index.json files; name one");
   if (indexes.size() == 1) return open_safetensors_index(indexes[0]);
+  if (files.empty() && is_dcp_directory(dir)) return open_dcp(dir);
   if (files.empty() && !d.torch_indexes.empty()) return open_safetensors_index(d.torch_indexes[0]);
   if (files.empty() && d.torch_files.size() == 1) {
     Checkpoint c;
@@ -280,7 +282,7 @@ Checkpoint open_directory(const std::string& dir) {
   }
   if (files.empty() && d.torch_files.size() > 1)
     bad(dir, "holds " + std::to_string(d.torch_files.size()) + " pytorch_model*.bin files but no pytorch_model.bin.index.json");
-  if (files.empty()) bad(dir, "holds no *.safetensors file, no *.safetensors.index.json and no pytorch_model.bin");
+  if (files.empty()) bad(dir, "holds no *.safetensors file, no *.safetensors.index.json, no pytorch_model.bin and no DCP .metadata");
   Checkpoint c;
   for (const auto& f : files) add_safetensors(c, std::make_shared<MappedFile>(f));
   check_unique(c);
@@ -324,6 +326,7 @@ std::string checkpoint_layout(const std::string& path) {
   std::string layout;
   for (const auto* list : {&d.indexes, &d.files, &d.torch_indexes, &d.torch_files})
     for (const auto& f : *list) layout += fs::path(f).filename().string() + "\n";
+  if (is_dcp_directory(path)) layout += dcp_layout(path);
   return layout;
 }
 

@@ -19,6 +19,14 @@
 
 namespace tmorph {
 
+// One piece of a tensor stored in pieces (a Distributed Checkpoint's chunks): where it lies in the
+// tensor (per dimension) and where its own row-major bytes lie.
+struct TensorChunk {
+  size_t file_index = 0;
+  uint64_t file_offset = 0;
+  std::vector<uint64_t> offsets, sizes;
+};
+
 struct CheckpointTensor {
   std::string name;
   std::string stored_type;          // as the file names it: "BF16", "Q4_K", "F8_E8M0", ...
@@ -36,24 +44,33 @@ struct CheckpointTensor {
   // element strides, one per dimension of shape. Empty for every tensor stored in row-major order.
   std::vector<uint64_t> strides;
   bool strided() const { return !strides.empty(); }
+  // A tensor stored in pieces (DCP): its chunks, which tile it exactly, in row-major order of their
+  // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
+  std::vector<TensorChunk> chunks;
+  bool chunked() const { return !chunks.empty(); }
+  // True when every chunk is a run of consecutive elements in row-major order (row bands: chunks split
+  // only the first dimension that is not 1), so the chunks in order are the tensor's bytes in order.
+  bool chunks_in_order() const;
 };
 
-// Strided views gathered into row-major copies (by tensor name), shared by the copies of one Checkpoint.
+// Strided views gathered, and chunked tensors assembled, into row-major copies (by tensor name), shared
+// by the copies of one Checkpoint.
 struct GatheredViews {
   std::mutex mu;
   std::map<std::string, LargeBuffer> views;
 };
 
 struct Checkpoint {
-  std::string format;               // "safetensors", "gguf" or "torch"
+  std::string format;               // "safetensors", "gguf", "torch" or "dcp"
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<uint64_t> header_bytes;           // per file: bytes before its data section
   std::vector<std::string> sidecars;            // read whole: *.safetensors.index.json, config.json
   std::map<std::string, std::string> metadata;  // scalar metadata as text
   std::vector<CheckpointTensor> tensors;
-  // A tensor's bytes in row-major order: in place in its file's mapping, or for a strided view a copy
-  // gathered on first use (at most the file's size: checked when the view is listed) and kept while
-  // this checkpoint is open. Thread-safe.
+  // A tensor's bytes in row-major order: in place in its file's mapping, or for a strided view (or a
+  // chunked tensor) a copy gathered (assembled) on first use and kept while this checkpoint is open; a
+  // view's copy is at most its file's size (checked when the view is listed), a chunked tensor's the
+  // size of its chunks. Thread-safe.
   const uint8_t* data(const CheckpointTensor& t) const;
   std::shared_ptr<GatheredViews> gathered = std::make_shared<GatheredViews>();
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }

@@ -54,6 +54,27 @@ void copy_plane_any(const uint8_t* src, size_t width, uint64_t rows, uint64_t co
   }
 }
 
+// Calls visit(offset) for every index of dimensions [0, outer) of `extent`, in row-major order, with
+// offset = sum(index_d * step_d): the odometer both copies below walk.
+template <class Visit>
+void for_each_outer(const std::vector<uint64_t>& extent, const std::vector<uint64_t>& step, size_t outer, Visit visit) {
+  std::vector<uint64_t> index(outer, 0);
+  uint64_t offset = 0;
+  for (;;) {
+    visit(offset);
+    size_t d = outer;
+    while (d-- > 0) {
+      if (++index[d] < extent[d]) {
+        offset += step[d];
+        break;
+      }
+      offset -= (extent[d] - 1) * step[d];
+      index[d] = 0;
+    }
+    if (d == SIZE_MAX) return;  // every dimension wrapped: done
+  }
+}
+
 }  // namespace
 
 void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64_t>& shape,
@@ -72,34 +93,61 @@ void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64
   const size_t outer = blocked ? rank - 2 : rank - 1;  // dimensions the odometer walks
   const uint64_t rows = blocked ? shape[rank - 2] : 1, cols = shape[rank - 1];
   const uint64_t unit = rows * cols;  // elements written per odometer step
-  std::vector<uint64_t> index(outer, 0);
-  uint64_t offset = 0;  // the current unit's first element
-  for (;;) {
+  for_each_outer(shape, strides, outer, [&](uint64_t offset) {
     if (blocked) copy_plane_any(first + offset * width, width, rows, cols, strides[rank - 2], strides[rank - 1], dst);
     else copy_row_any(first + offset * width, width, cols, strides[rank - 1], dst);
     dst += unit * width;
-    size_t d = outer;
-    while (d-- > 0) {
-      if (++index[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= (shape[d] - 1) * strides[d];
-      index[d] = 0;
-    }
-    if (d == SIZE_MAX) return;  // every dimension wrapped: done
+  });
+}
+
+void place_block(const uint8_t* block, size_t width, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& offsets,
+                 const std::vector<uint64_t>& sizes, uint8_t* dst) {
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    std::memcpy(dst, block, width);
+    return;
   }
+  for (uint64_t n : sizes)
+    if (n == 0) return;
+  // Row-major strides of the tensor, in elements.
+  std::vector<uint64_t> stride(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
+  uint64_t at = 0;
+  for (size_t d = 0; d < rank; ++d) at += offsets[d] * stride[d];
+  const uint64_t row = sizes[rank - 1] * width;
+  for_each_outer(sizes, stride, rank - 1, [&](uint64_t offset) {
+    std::memcpy(dst + (at + offset) * width, block, row);
+    block += row;
+  });
+}
+
+bool CheckpointTensor::chunks_in_order() const {
+  // A block is one run of consecutive row-major elements when, after its first dimension wider than 1,
+  // it spans every dimension whole.
+  for (const auto& c : chunks) {
+    size_t d = 0;
+    while (d < shape.size() && c.sizes[d] == 1) ++d;
+    for (size_t e = d + 1; e < shape.size(); ++e)
+      if (c.sizes[e] != shape[e]) return false;
+  }
+  return true;
 }
 
 const uint8_t* Checkpoint::data(const CheckpointTensor& t) const {
   const uint8_t* first = files[t.file_index]->data() + t.file_offset;
-  if (!t.strided() || !t.dtype) return first;
+  if ((!t.strided() && !t.chunked()) || !t.dtype) return first;
+  if (t.chunked() && t.chunks.size() == 1) return first;
   std::lock_guard lock(gathered->mu);
   auto it = gathered->views.find(t.name);
   if (it == gathered->views.end()) {
     const size_t width = dtype_size(*t.dtype);
     LargeBuffer copy(std::max<uint64_t>(t.elements * width, 1));
-    gather_strided(first, width, t.shape, t.strides, copy.get());
+    if (t.strided()) {
+      gather_strided(first, width, t.shape, t.strides, copy.get());
+    } else {
+      for (const auto& c : t.chunks)
+        place_block(files[c.file_index]->data() + c.file_offset, width, t.shape, c.offsets, c.sizes, copy.get());
+    }
     it = gathered->views.emplace(t.name, std::move(copy)).first;
   }
   return it->second.get();

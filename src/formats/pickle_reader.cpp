@@ -306,6 +306,9 @@ void Reader::step() {
       global(module->text, name->text);
       return;
     }
+    case 0x81:
+      if (!o_.allow_newobj) fail("instantiating a class is refused (nothing is executed)");
+      [[fallthrough]];
     case 'R': {
       PickleRef args = pop("the arguments"), callable = pop("the callable");
       if (callable->kind != PickleKind::Global) fail(std::string("expected a global to call, found a ") + pickle_kind_name(callable->kind));
@@ -325,7 +328,7 @@ void Reader::step() {
     case 0x80: fail("PROTO may appear only first");
     case 'F': case 'I': case 'L': case 'P': case 'S': case 'V': case 'g': case 'p':
       fail("protocol-0 text opcodes are not supported (torch.save writes protocol 2)");
-    case 'i': case 'o': case 0x81: case 0x92:
+    case 'i': case 'o': case 0x92:
       fail("instantiating a class is refused (nothing is executed)");
     case 0x82: case 0x83: case 0x84: fail("the extension registry is not supported");
     case 0x97: case 0x98: fail("out-of-band buffers are not supported");

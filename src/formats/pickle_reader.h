@@ -3,7 +3,8 @@
 // It runs nothing: every opcode builds a node of a small value tree. Globals are names checked against
 // an allow-list the caller gives (anything else is refused with its module.name and byte offset);
 // REDUCE and BUILD become nodes naming the callable and its arguments, never calls; persistent ids
-// become nodes the caller resolves. Opcodes that instantiate classes (INST, OBJ, NEWOBJ, NEWOBJ_EX),
+// become nodes the caller resolves. Opcodes that instantiate classes (INST, OBJ, NEWOBJ_EX, and NEWOBJ
+// unless PickleOptions::allow_newobj),
 // the extension registry (EXT1/2/4), out-of-band buffers (NEXT_BUFFER, READONLY_BUFFER) and the
 // protocol-0 text opcodes are refused. Memory and nesting are bounded (PickleLimits); every length is
 // checked against the bytes that remain. Errors are tmorph::Error(BadInput) naming the file, the byte
@@ -60,6 +61,9 @@ struct PickleOptions {
   std::string allowed_what;               // says what is allowed, for the refusal message
   PickleLimits limits;
   uint64_t file_offset = 0;               // where the pickle starts in its file (named in errors)
+  // NEWOBJ (cls.__new__(cls, *args), how dataclasses pickle) of an allowed class becomes a Reduce node
+  // {cls, args}, as REDUCE does: nothing is instantiated. DCP's .metadata needs it; torch.save does not.
+  bool allow_newobj = false;
 };
 
 // Reads the pickle in bytes[0, size) (PROTO 2-5 first, STOP last, nothing after it) and returns the

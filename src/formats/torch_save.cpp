@@ -19,33 +19,28 @@ namespace {
   throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": " + what));
 }
 
-struct StorageType {
-  const char* name;          // torch.NAME
-  const char* stored_type;
-  uint32_t bytes;
-  std::optional<DType> dtype;
+// Every element type torch writes for a dense tensor: its storage class (torch.NAME, in torch.save
+// files) and its dtype object (torch.DTYPE, in DCP metadata). Complex ones are recognised (sizes
+// checked) but have no kernel; the float8 types exist from torch 2.1 on.
+const TorchElementType kElementTypes[] = {
+    {"DoubleStorage", "float64", "F64", 8, DType::F64},        {"FloatStorage", "float32", "F32", 4, DType::F32},
+    {"HalfStorage", "float16", "F16", 2, DType::F16},          {"BFloat16Storage", "bfloat16", "BF16", 2, DType::BF16},
+    {"LongStorage", "int64", "I64", 8, DType::I64},            {"IntStorage", "int32", "I32", 4, DType::I32},
+    {"ShortStorage", "int16", "I16", 2, DType::I16},           {"CharStorage", "int8", "I8", 1, DType::I8},
+    {"ByteStorage", "uint8", "U8", 1, DType::U8},              {"BoolStorage", "bool", "BOOL", 1, DType::BOOL},
+    {"Float8_e4m3fnStorage", "float8_e4m3fn", "F8_E4M3", 1, DType::F8_E4M3FN},
+    {"Float8_e5m2Storage", "float8_e5m2", "F8_E5M2", 1, DType::F8_E5M2},
+    {"ComplexFloatStorage", "complex64", "C64", 8, std::nullopt}, {"ComplexDoubleStorage", "complex128", "C128", 16, std::nullopt},
 };
-
-// Every storage type torch writes for a dense tensor. Complex ones are recognised (sizes checked) but
-// have no kernel; the float8 types exist from torch 2.1 on.
-const StorageType kStorageTypes[] = {
-    {"DoubleStorage", "F64", 8, DType::F64},        {"FloatStorage", "F32", 4, DType::F32},
-    {"HalfStorage", "F16", 2, DType::F16},          {"BFloat16Storage", "BF16", 2, DType::BF16},
-    {"LongStorage", "I64", 8, DType::I64},          {"IntStorage", "I32", 4, DType::I32},
-    {"ShortStorage", "I16", 2, DType::I16},         {"CharStorage", "I8", 1, DType::I8},
-    {"ByteStorage", "U8", 1, DType::U8},            {"BoolStorage", "BOOL", 1, DType::BOOL},
-    {"Float8_e4m3fnStorage", "F8_E4M3", 1, DType::F8_E4M3FN},
-    {"Float8_e5m2Storage", "F8_E5M2", 1, DType::F8_E5M2},
-    {"ComplexFloatStorage", "C64", 8, std::nullopt}, {"ComplexDoubleStorage", "C128", 16, std::nullopt},
-};
+using StorageType = TorchElementType;
 
 const char kRebuildTensor[] = "torch._utils._rebuild_tensor_v2";
 const char kRebuildFromType[] = "torch._tensor._rebuild_from_type_v2";
 const char kOrderedDict[] = "collections.OrderedDict";
 
 const StorageType* storage_type(const std::string& global) {
-  for (const auto& t : kStorageTypes)
-    if (global == std::string("torch.") + t.name) return &t;
+  for (const auto& t : kElementTypes)
+    if (global == std::string("torch.") + t.storage) return &t;
   return nullptr;
 }
 
@@ -174,9 +169,9 @@ class Walker {
     const uint64_t elements = non_negative(*pid.items[4], where + " storage size");
     if (auto it = storage_index_.find(key); it != storage_index_.end()) {
       const TorchStorage& s = out_.storages[it->second];
-      if (s.type != type->name || s.elements != elements)
+      if (s.type != type->storage || s.elements != elements)
         fail_at(pid.offset, where + ": storage " + key + " is " + s.type + " of " + std::to_string(s.elements) + " elements elsewhere, " +
-                                type->name + " of " + std::to_string(elements) + " here");
+                                type->storage + " of " + std::to_string(elements) + " here");
       return it->second;
     }
     const std::string entry_name = archive_ + "/data/" + key;
@@ -186,12 +181,12 @@ class Walker {
     if (z.method != 0) bad(path_, "storage " + entry_name + " is compressed (method " + std::to_string(z.method) + "); torch.save stores storages uncompressed");
     if (elements > UINT64_MAX / type->bytes || elements * type->bytes != z.size)
       bad(path_, "storage " + entry_name + " holds " + std::to_string(z.size) + " bytes; data.pkl says " + std::to_string(elements) + " elements of " +
-                     type->name + " (" + std::to_string(type->bytes) + " bytes each)");
+                     type->storage + " (" + std::to_string(type->bytes) + " bytes each)");
     TorchStorage s;
     s.key = key;
-    s.type = type->name;
+    s.type = type->storage;
     s.stored_type = type->stored_type;
-    s.dtype = type->dtype;
+    s.dtype = type->kernel_dtype;
     s.element_bytes = type->bytes;
     s.elements = elements;
     s.file_offset = z.data_offset;
@@ -260,10 +255,21 @@ const std::vector<std::string>& torch_allowed_globals() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v = {kRebuildTensor, "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state",
                                   kRebuildFromType, "torch.Tensor", "torch.nn.parameter.Parameter", kOrderedDict};
-    for (const auto& t : kStorageTypes) v.push_back(std::string("torch.") + t.name);
+    for (const auto& t : kElementTypes) v.push_back(std::string("torch.") + t.storage);
     return v;
   }();
   return names;
+}
+
+const TorchElementType* torch_element_type_of_dtype(const std::string& global) {
+  for (const auto& t : kElementTypes)
+    if (global == std::string("torch.") + t.dtype) return &t;
+  return nullptr;
+}
+
+const std::vector<TorchElementType>& torch_element_types() {
+  static const std::vector<TorchElementType> all(std::begin(kElementTypes), std::end(kElementTypes));
+  return all;
 }
 
 bool looks_like_torch_zip(const uint8_t* bytes, uint64_t size) { return looks_like_zip(bytes, size); }
@@ -294,6 +300,7 @@ TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::s
   options.file_offset = pkl.data_offset;
   const PickleRef root = read_pickle(bytes + pkl.data_offset, pkl.size, path + ": " + out.archive + "/data.pkl", options);
   Walker(zip, out.archive, path, out).walk(root, "");
+  if (is_scalar(*root)) out.scalar = scalar_text(*root);
   for (auto& t : out.tensors)
     if (t.name.empty()) t.name = "tensor";  // torch.save of one bare tensor
   return out;

@@ -42,7 +42,22 @@ struct TorchSaveFile {
   std::vector<TorchStorage> storages;
   std::vector<TorchTensorView> tensors;       // in the pickle's order
   std::map<std::string, std::string> metadata;// scalar values beside the tensors (epoch counters, ...), as text
+  std::optional<std::string> scalar;          // the saved object itself when it is a scalar (torch.save(7, f)), as text
 };
+
+// A torch element type: its storage class (torch.STORAGE, as torch.save names it), its dtype object
+// (torch.DTYPE, as DCP metadata names it), how other formats name it, its size, and the dtype a kernel
+// reads (none for complex types).
+struct TorchElementType {
+  const char* storage;
+  const char* dtype;
+  const char* stored_type;
+  uint32_t bytes;
+  std::optional<DType> kernel_dtype;
+};
+const std::vector<TorchElementType>& torch_element_types();
+// The element type whose dtype object is `global` ("torch.float32", "torch.bfloat16", ...), or null.
+const TorchElementType* torch_element_type_of_dtype(const std::string& global);
 
 // The globals data.pkl may name; anything else is refused. Documented in docs/formats.md.
 const std::vector<std::string>& torch_allowed_globals();

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS tensors(
   id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
   stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
-  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT, strides TEXT NOT NULL);
+  elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT, strides TEXT NOT NULL,
+  chunks TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
@@ -65,6 +66,22 @@ std::string join_dims(const std::vector<uint64_t>& dims) {
     s.append(std::to_string(dims[i]));
   }
   return s;
+}
+
+// A chunked tensor's chunks as JSON: [[file index, file offset, [offsets], [sizes]], ...] ("" when none).
+std::string chunks_to_text(const std::vector<TensorChunk>& chunks) {
+  if (chunks.empty()) return "";
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : chunks) j.push_back({c.file_index, c.file_offset, c.offsets, c.sizes});
+  return j.dump();
+}
+
+std::vector<TensorChunk> chunks_from_text(const std::string& text) {
+  std::vector<TensorChunk> out;
+  if (text.empty()) return out;
+  for (const auto& j : nlohmann::json::parse(text))
+    out.push_back({j.at(0).get<size_t>(), j.at(1).get<uint64_t>(), j.at(2).get<std::vector<uint64_t>>(), j.at(3).get<std::vector<uint64_t>>()});
+  return out;
 }
 
 std::vector<uint64_t> split_dims(const std::string& s) {
@@ -235,7 +252,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
   }
   SqliteStmt q(*db_,
                "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
-               "ggml_type, packed, strides FROM tensors ORDER BY ordinal");
+               "ggml_type, packed, strides, chunks FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -253,6 +270,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     if (!q.is_null(11)) t.ggml_type = static_cast<uint32_t>(q.int64(11));
     if (!q.is_null(12)) t.packed = packed_from_json(nlohmann::json::parse(q.text(12)));
     t.strides = split_dims(q.text(13));
+    t.chunks = chunks_from_text(q.text(14));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -323,12 +341,12 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
   std::vector<bool> file_was_kept(c.files.size());
   for (size_t k = 0; k < c.files.size(); ++k) file_was_kept[k] = kept.count(wanted[k].id.path) != 0;
   {
-    SqliteStmt find(*db_, "SELECT id, packed FROM tensors WHERE name = ? AND file_id = ?");
+    SqliteStmt find(*db_, "SELECT id, packed, chunks FROM tensors WHERE name = ? AND file_id = ?");
     SqliteStmt ord(*db_, "UPDATE tensors SET ordinal = ? WHERE id = ?");
     SqliteStmt del(*db_, "DELETE FROM tensors WHERE name = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset, ggml_type, packed, strides) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type, packed, strides, chunks) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
@@ -338,12 +356,16 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       const std::string packed = t.packed ? packed_to_json(*t.packed).dump() : "";
       if (t.packed)
         for (const auto& part : t.packed->parts) file_kept = file_kept && file_was_kept[part.file_index];
+      // A chunked tensor likewise, every chunk's file kept and its chunks where they were.
+      const std::string chunks = chunks_to_text(t.chunks);
+      for (const auto& chunk : t.chunks) file_kept = file_kept && file_was_kept[chunk.file_index];
       if (file_kept) find.bind(1, t.name).bind(2, fid);
       if (file_kept && find.step()) {  // a new file's tensors cannot be stored yet: no lookup
         const int64_t id = find.int64(0);
         const std::string stored_packed = find.is_null(1) ? "" : find.text(1);
+        const std::string stored_chunks = find.text(2);
         find.reset();
-        if (stored_packed == packed) {
+        if (stored_packed == packed && stored_chunks == chunks) {
           tensor_ids_[i] = id;
           ord.bind(1, static_cast<int64_t>(i)).bind(2, tensor_ids_[i]).run();
           continue;
@@ -361,7 +383,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       else ins.bind_null(12);
       if (t.packed) ins.bind(13, packed);
       else ins.bind_null(13);
-      ins.bind(14, join_dims(t.strides));
+      ins.bind(14, join_dims(t.strides)).bind(15, chunks);
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

@@ -144,29 +144,49 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   if (pyramid) lod.emplace(dtype, default_view(t.shape));
   const uint64_t bytes = t.elements * width;
   const uint64_t piece = buffer.size() / width * width;
-  if (t.strided()) {
-    // A strided view: its elements gathered in row-major order (Checkpoint::data), fed from that copy.
-    const uint8_t* base = c.data(t);
-    for (uint64_t off = 0; off < bytes;) {
-      const uint64_t n = std::min(piece, bytes - off);
-      stream.feed(base + off, n / width);
-      if (lod) lod->feed(base + off, n / width);
-      bytes_done += n;
-      off += n;
+  // Feeds `n` bytes of the tensor already in memory at p.
+  auto feed_memory = [&](const uint8_t* p, uint64_t n) {
+    for (uint64_t off = 0; off < n;) {
+      const uint64_t k = std::min(piece, n - off);
+      stream.feed(p + off, k / width);
+      if (lod) lod->feed(p + off, k / width);
+      bytes_done += k;
+      off += k;
     }
+  };
+  // Reads bytes [offset, offset + n) of f through the buffer, asking for `ahead` bytes further on.
+  auto feed_file = [&](const MappedFile& f, uint64_t offset, uint64_t n) {
+    f.read_ahead(offset, std::min(n, ahead));
+    for (uint64_t off = 0; off < n;) {
+      const uint64_t k = std::min(piece, n - off);
+      if (off + ahead < n) f.read_ahead(offset + off + ahead, std::min(k, n - off - ahead));
+      f.read_at(offset + off, buffer.data(), k);
+      stream.feed(buffer.data(), k / width);
+      if (lod) lod->feed(buffer.data(), k / width);
+      bytes_done += k;
+      off += k;
+    }
+  };
+  if (t.strided() || (t.chunked() && !t.chunks_in_order())) {
+    // A strided view, or chunks that are blocks rather than row bands: the elements gathered in
+    // row-major order (Checkpoint::data), fed from that copy.
+    const uint8_t* base = c.data(t);
+    feed_memory(base, bytes);
     if (lod) *pyramid = lod->finish();
     return stream.finish(stream.needs_second_pass() ? base : nullptr);
   }
-  file.read_ahead(t.file_offset, std::min(bytes, ahead));
-  for (uint64_t off = 0; off < bytes;) {
-    const uint64_t n = std::min(piece, bytes - off);
-    if (off + ahead < bytes) file.read_ahead(t.file_offset + off + ahead, std::min(n, bytes - off - ahead));
-    file.read_at(t.file_offset + off, buffer.data(), n);
-    stream.feed(buffer.data(), n / width);
-    if (lod) lod->feed(buffer.data(), n / width);
-    bytes_done += n;
-    off += n;
+  if (t.chunked()) {
+    // Row bands: the chunks in order are the tensor in order, each read from its own file.
+    for (const auto& chunk : t.chunks) {
+      uint64_t n = width;
+      for (uint64_t d : chunk.sizes) n *= d;
+      feed_file(*c.files[chunk.file_index], chunk.file_offset, n);
+    }
+    if (lod) *pyramid = lod->finish();
+    // Wider dtypes' histogram and quantile passes need the whole tensor: assembled (Checkpoint::data).
+    return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
+  feed_file(file, t.file_offset, bytes);
   if (lod) *pyramid = lod->finish();
   if (!stream.needs_second_pass()) return stream.finish(nullptr);
   // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages

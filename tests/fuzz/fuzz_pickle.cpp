@@ -1,9 +1,9 @@
 // libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
 // are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
-// read). Accepted files must describe storages inside the input and views inside their storages (a
-// strided view no larger than the input is gathered, as Checkpoint::data does, so that a view reaching
-// outside its storage would read out of bounds); errors must be valid UTF-8 whatever bytes the input's
-// names hold.
+// read) and as a DCP .metadata (parse_dcp_metadata). Accepted files must describe storages inside the
+// input and views inside their storages (a strided view no larger than the input is gathered, as
+// Checkpoint::data does, so that a view reaching outside its storage would read out of bounds); errors
+// must be valid UTF-8 whatever bytes the input's names hold.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +12,7 @@
 
 #include "checkpoint/strided_view.h"
 #include "core/utf8.h"
+#include "formats/dcp.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"
 #include "formats/zip_archive.h"
@@ -61,6 +62,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       tmorph::PickleOptions o;
       for (const auto& g : tmorph::torch_allowed_globals()) o.allowed_globals.insert(g);
       o.allowed_what = "torch";
+      try {
+        // The same bytes as a DCP .metadata: every chunk it accepts has as many offsets and sizes as
+        // its tensor has dimensions.
+        const tmorph::DcpMetadata m = tmorph::parse_dcp_metadata(data, size, "fuzz/.metadata");
+        for (const auto& t : m.tensors)
+          for (const auto& c : t.chunks) TM_FUZZ_CHECK(c.offsets.size() == t.size.size() && c.sizes.size() == t.size.size());
+      } catch (const tmorph::Error& e) {
+        TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));
+      }
       const tmorph::PickleRef v = tmorph::read_pickle(data, size, "fuzz.pkl", o);
       std::unordered_map<const void*, bool> done;
       uint64_t n = 0;

@@ -172,12 +172,16 @@ def dectris_seeds():
 
 def pickle_seeds():
     # The committed torch.save fixtures (written by tests/tools/torch_write.py), data.pkl of one alone,
-    # and a pickle naming a global outside the allow-list.
+    # a DCP .metadata and chunk, and a pickle naming a global outside the allow-list.
     import zipfile
     d = corpus("pickle")
     fixtures = os.path.join(HERE, "..", "fixtures", "torch")
-    for name in ("tensor.pt", "parameter.pt", "protocol4.pt"):
+    for name in ("tensor.pt", "parameter.pt", "protocol4.pt", "strided.pt"):
         shutil.copy(os.path.join(fixtures, name), os.path.join(d, name))
+    # A DCP .metadata (tests/tools/dcp_write.py) and one of its chunks (a torch.save archive).
+    dcp = os.path.join(HERE, "..", "fixtures", "dcp", "sharded")
+    shutil.copy(os.path.join(dcp, ".metadata"), os.path.join(d, "dcp-metadata.pkl"))
+    shutil.copy(os.path.join(dcp, "__0_1.distcp"), os.path.join(d, "dcp-chunk.pt"))
     with zipfile.ZipFile(os.path.join(fixtures, "state_dict.pt")) as z:
         put(d, "state_dict-data.pkl", z.read("state_dict/data.pkl"))
     put(d, "refused-global.pkl", b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/strided_view.h"
 
 namespace tmorph {
@@ -64,6 +65,45 @@ TEST(StridedView, RandomViews) {
     for (size_t d = 0; d < rank; ++d) shape[d] = rng() % (rank <= 2 ? 80 : 6), strides[d] = rng() % 40;
     check(size_t{1} << (rng() % 4), shape, strides);
   }
+}
+
+}  // namespace
+}  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// place_block: blocks that tile a tensor, placed in any order, rebuild it exactly.
+TEST(ChunkedTensor, BlocksPlacedInAnyOrderRebuildTheTensor) {
+  const std::vector<uint64_t> shape = {5, 7, 3};
+  std::vector<uint16_t> whole(5 * 7 * 3);
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<uint16_t>(i * 37 + 1);
+  // Three blocks: rows [0, 2) whole; rows [2, 5) x cols [0, 4); rows [2, 5) x cols [4, 7).
+  const std::vector<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> blocks = {
+      {{2, 4, 0}, {3, 3, 3}}, {{0, 0, 0}, {2, 7, 3}}, {{2, 0, 0}, {3, 4, 3}}};
+  std::vector<uint16_t> rebuilt(whole.size(), 0);
+  for (const auto& [off, size] : blocks) {
+    std::vector<uint16_t> block;
+    for (uint64_t a = 0; a < size[0]; ++a)
+      for (uint64_t b = 0; b < size[1]; ++b)
+        for (uint64_t c = 0; c < size[2]; ++c) block.push_back(whole[((off[0] + a) * 7 + off[1] + b) * 3 + off[2] + c]);
+    place_block(reinterpret_cast<const uint8_t*>(block.data()), 2, shape, off, size, reinterpret_cast<uint8_t*>(rebuilt.data()));
+  }
+  EXPECT_EQ(rebuilt, whole);
+}
+
+TEST(ChunkedTensor, RowBandsAreInOrderBlocksAreNot) {
+  CheckpointTensor t;
+  t.shape = {10, 6};
+  t.chunks = {{0, 0, {0, 0}, {5, 6}}, {1, 0, {5, 0}, {5, 6}}};
+  EXPECT_TRUE(t.chunks_in_order());
+  t.chunks = {{0, 0, {0, 0}, {10, 3}}, {1, 0, {0, 3}, {10, 3}}};
+  EXPECT_FALSE(t.chunks_in_order());
+  t.shape = {1, 4, 6};  // a leading dimension of 1 does not break a band
+  t.chunks = {{0, 0, {0, 0, 0}, {1, 2, 6}}, {0, 0, {0, 2, 0}, {1, 2, 6}}};
+  EXPECT_TRUE(t.chunks_in_order());
+  t.chunks = {{0, 0, {0, 0, 0}, {1, 4, 3}}, {0, 0, {0, 0, 3}, {1, 4, 3}}};
+  EXPECT_FALSE(t.chunks_in_order());
 }
 
 }  // namespace
