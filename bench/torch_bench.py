@@ -14,7 +14,10 @@ read rate. Part of `make bench`; skipped with a message when Debian's python3-to
      exact quantiles) against torch.load + per tensor min, max, mean, std in torch (float32 math; fewer
      statistics than tensormorph computes, and not exact quantiles);
    - the same statistics of transposed.pt: the same state dict with every 2-D tensor saved as its transpose
-     (`w.t()`, a strided view on its storage), which tensormorph gathers into row-major order first.
+     (`w.t()`, a strided view on its storage), which tensormorph gathers into row-major order first;
+   - the same statistics of a Distributed Checkpoint of the state dict written by two gloo ranks with torch
+     1.13's FileSystemWriter (2-D tensors as ShardedTensors split by rows between the ranks, 1-D ones whole),
+     against torch's own DCP loader (load_state_dict into preallocated tensors) + the same torch statistics.
 Writes bench/last-run-torch.md. Ratios are within this one run; absolute times are context only.
 """
 import argparse
@@ -29,6 +32,53 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pyramid_index_bench import make_checkpoints, read_safetensors  # noqa: E402
+
+DCP_PEER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[3])
+import dcp_write  # noqa: F401  (lets Debian's torch 1.13 import its DCP modules under Python 3.11)
+import torch
+import torch.distributed._shard.checkpoint as dcp
+t0 = time.perf_counter()
+meta = dcp.FileSystemReader(sys.argv[1]).read_metadata()
+sd = {k: torch.empty(tuple(v.size), dtype=v.properties.dtype) for k, v in meta.state_dict_metadata.items()}
+dcp.load_state_dict(sd, dcp.FileSystemReader(sys.argv[1]), no_dist=True)
+t1 = time.perf_counter()
+for k, v in sd.items():
+    x = v.float()
+    (x.min().item(), x.max().item(), x.mean().item(), x.std(unbiased=False).item())
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t0)
+"""
+
+TOOLS = os.path.join(os.path.dirname(HERE), "tests", "tools")
+
+
+def write_dcp_rank(rank, store, source, out):
+    """One of two gloo ranks writing source (a torch.save state dict) as DCP: 2-D tensors sharded by rows."""
+    sys.path.insert(0, TOOLS)
+    import dcp_write  # noqa: F401
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._shard.checkpoint as dcp
+    from torch.distributed._shard import sharded_tensor
+    from torch.distributed._shard.sharding_spec import ChunkShardingSpec
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+    spec = ChunkShardingSpec(dim=0, placements=["rank:0/cpu", "rank:1/cpu"])
+    sd = {}
+    for name, t in torch.load(source).items():
+        if t.dim() != 2:
+            sd[name] = t
+            continue
+        st = sharded_tensor.empty(spec, *t.shape, dtype=t.dtype)
+        for shard in st.local_shards():
+            o, z = shard.metadata.shard_offsets, shard.metadata.shard_sizes
+            shard.tensor.copy_(t[o[0]:o[0] + z[0]])
+        sd[name] = st
+    dcp.save_state_dict(sd, dcp.FileSystemWriter(out))
+    dist.barrier()
+    dist.destroy_process_group()
+
 
 PEER = r"""
 import sys, time, torch
@@ -85,6 +135,12 @@ def main():
         sd = torch.load(out)
         torch.save({k: (v.t() if v.dim() == 2 else v) for k, v in sd.items()}, transposed)
         del sd
+    dcp_dir = os.path.join(base, "torch", "dcp")
+    if not os.path.exists(os.path.join(dcp_dir, ".metadata")):
+        log("writing " + dcp_dir + " with two gloo ranks (torch 1.13 DCP)")
+        import tempfile
+        import torch.multiprocessing as mp
+        mp.spawn(write_dcp_rank, args=(tempfile.mktemp(prefix="dcp-store-"), out, dcp_dir), nprocs=2)
     size = os.path.getsize(out)
     timed(["cat", out])
     best = lambda f: min(f() for _ in range(args.repeats))  # noqa: E731
@@ -101,6 +157,9 @@ def main():
     stats = best(lambda: fresh_stats(out))
     timed(["cat", transposed])
     stats_t = best(lambda: fresh_stats(transposed))
+    dcp_files = sorted(glob.glob(os.path.join(dcp_dir, "*.distcp")))
+    timed(["cat", *dcp_files])
+    stats_dcp = best(lambda: fresh_stats(dcp_dir))
 
     def peer(kind, path=out):
         p = subprocess.run(["/usr/bin/python3", "-c", PEER, path, kind], capture_output=True, text=True, check=True)
@@ -109,8 +168,16 @@ def main():
     peer_ls = min(peer("ls")[0] for _ in range(args.repeats))
     peer_stats = min(peer("stats")[1] for _ in range(args.repeats))
     peer_stats_t = min(peer("stats", transposed)[1] for _ in range(args.repeats))
+
+    def dcp_peer():
+        p = subprocess.run(["/usr/bin/python3", "-c", DCP_PEER, dcp_dir, "stats", TOOLS], capture_output=True, text=True, check=True)
+        return float(p.stdout.split()[1])
+
+    peer_stats_dcp = min(dcp_peer() for _ in range(args.repeats))
     rows = [("list every tensor", ls, peer_ls), ("statistics of every tensor", stats, peer_stats),
-            ("statistics of every tensor, 2-D ones saved transposed (strided views)", stats_t, peer_stats_t)]
+            ("statistics of every tensor, 2-D ones saved transposed (strided views)", stats_t, peer_stats_t),
+            ("statistics of every tensor of the DCP directory (2 ranks, 2-D tensors row-sharded; torch: DCP load_state_dict)",
+             stats_dcp, peer_stats_dcp)]
     lines = [
         "# torch.save checkpoints (bench/torch_bench.py)",
         "",

@@ -77,27 +77,46 @@ void for_each_outer(const std::vector<uint64_t>& extent, const std::vector<uint6
 
 }  // namespace
 
-void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64_t>& shape,
-                    const std::vector<uint64_t>& strides, uint8_t* dst) {
-  if (shape.empty()) {
-    std::memcpy(dst, first, width);
+uint64_t strided_rows(const std::vector<uint64_t>& shape) {
+  uint64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
+}
+
+void gather_strided_rows(const uint8_t* first, size_t width, const std::vector<uint64_t>& shape,
+                         const std::vector<uint64_t>& strides, uint64_t row_begin, uint64_t row_end, uint8_t* dst) {
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    if (row_begin < row_end) std::memcpy(dst, first, width);
     return;
   }
   for (uint64_t n : shape)
     if (n == 0) return;
-  const size_t rank = shape.size();
-  // Rows of contiguous (or evenly spaced) elements are copied one at a time; when the last dimension
-  // is not the one that runs through memory and there is a dimension before it, whole planes are
-  // copied in blocks.
-  const bool blocked = rank >= 2 && strides[rank - 1] > 1;
-  const size_t outer = blocked ? rank - 2 : rank - 1;  // dimensions the odometer walks
-  const uint64_t rows = blocked ? shape[rank - 2] : 1, cols = shape[rank - 1];
-  const uint64_t unit = rows * cols;  // elements written per odometer step
-  for_each_outer(shape, strides, outer, [&](uint64_t offset) {
-    if (blocked) copy_plane_any(first + offset * width, width, rows, cols, strides[rank - 2], strides[rank - 1], dst);
-    else copy_row_any(first + offset * width, width, cols, strides[rank - 1], dst);
-    dst += unit * width;
-  });
+  const uint64_t cols = shape[rank - 1], cs = strides[rank - 1];
+  const uint64_t plane_rows = rank >= 2 ? shape[rank - 2] : 1, rs = rank >= 2 ? strides[rank - 2] : 0;
+  const size_t outer = rank >= 2 ? rank - 2 : 0;  // dimensions that index the planes
+  // When the last dimension is not the one that runs through memory (a transpose), groups of up to
+  // kGroup rows of one plane are copied in blocks; otherwise row by row.
+  constexpr uint64_t kGroup = 32;
+  const bool blocked = rank >= 2 && cs > 1;
+  for (uint64_t r = row_begin; r < row_end;) {
+    const uint64_t plane = r / plane_rows, i = r % plane_rows;
+    uint64_t offset = i * rs, rest = plane;
+    for (size_t d = outer; d-- > 0;) offset += (rest % shape[d]) * strides[d], rest /= shape[d];
+    const uint64_t n = std::min({plane_rows - i, row_end - r, blocked ? kGroup : plane_rows});
+    if (blocked) {
+      copy_plane_any(first + offset * width, width, n, cols, rs, cs, dst);
+    } else {
+      for (uint64_t k = 0; k < n; ++k) copy_row_any(first + (offset + k * rs) * width, width, cols, cs, dst + k * cols * width);
+    }
+    dst += n * cols * width;
+    r += n;
+  }
+}
+
+void gather_strided(const uint8_t* first, size_t width, const std::vector<uint64_t>& shape,
+                    const std::vector<uint64_t>& strides, uint8_t* dst) {
+  gather_strided_rows(first, width, shape, strides, 0, strided_rows(shape), dst);
 }
 
 void place_block(const uint8_t* block, size_t width, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& offsets,

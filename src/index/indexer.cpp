@@ -14,6 +14,7 @@
 
 #include "support/thread_pool.h"
 #include "index/read_pacer.h"
+#include "checkpoint/strided_view.h"
 #include "checkpoint/tensor_stats.h"
 #include "checkpoint/value_reader.h"
 #include "tensormorph/error.h"
@@ -167,9 +168,30 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       off += k;
     }
   };
-  if (t.strided() || (t.chunked() && !t.chunks_in_order())) {
-    // A strided view, or chunks that are blocks rather than row bands: the elements gathered in
-    // row-major order (Checkpoint::data), fed from that copy.
+  if (t.strided()) {
+    // A strided view: gathered into the buffer a band of rows at a time (a buffer of one row when a row
+    // is longer than the buffer). Wider dtypes' second pass needs the whole view: gathered once more
+    // into a copy (Checkpoint::data).
+    const uint64_t cols = t.shape.empty() ? 1 : t.shape.back(), rows = strided_rows(t.shape);
+    const uint64_t row_bytes = std::max<uint64_t>(cols * width, 1);
+    std::vector<uint8_t> one_row;
+    uint8_t* band = buffer.data();
+    uint64_t per = buffer.size() / row_bytes;
+    if (per == 0) one_row.resize(row_bytes), band = one_row.data(), per = 1;
+    const uint8_t* first = file.data() + t.file_offset;
+    for (uint64_t r = 0; r < rows && t.elements; r += per) {
+      const uint64_t n = std::min(per, rows - r);
+      gather_strided_rows(first, width, t.shape, t.strides, r, r + n, band);
+      stream.feed(band, n * cols);
+      if (lod) lod->feed(band, n * cols);
+      bytes_done += n * cols * width;
+    }
+    if (lod) *pyramid = lod->finish();
+    return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
+  }
+  if (t.chunked() && !t.chunks_in_order()) {
+    // Chunks that are blocks rather than row bands: the elements assembled in row-major order
+    // (Checkpoint::data), fed from that copy.
     const uint8_t* base = c.data(t);
     feed_memory(base, bytes);
     if (lod) *pyramid = lod->finish();
