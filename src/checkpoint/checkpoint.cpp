@@ -11,6 +11,7 @@
 
 #include "checkpoint/dcp_checkpoint.h"
 #include "checkpoint/packed_schemes.h"
+#include "core/format.h"
 #include "core/json_bounded.h"
 #include "core/json_file.h"
 #include "core/path_kind.h"
@@ -78,14 +79,6 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   return g;
 }
 
-std::string join_sizes(const std::vector<uint64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
 
 // Adds one torch.save file's tensors to c. A contiguous view is read in place (its storage's bytes from
 // its offset on); a strided view is gathered into a row-major copy when its values are first needed
@@ -109,8 +102,8 @@ void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
     if (!s.dtype) {
       ct.unavailable_reason = "no kernel yet for torch " + s.type;
     } else if (!t.contiguous && ct.bytes > file->size()) {
-      ct.unavailable_reason = "a view that expands storage " + s.key + " (strides " + join_sizes(t.strides) + " for shape " +
-                              join_sizes(t.shape) + ") to " + std::to_string(ct.bytes) + " bytes, more than its file holds (" +
+      ct.unavailable_reason = "a view that expands storage " + s.key + " (strides " + dims_text(t.strides) + " for shape " +
+                              dims_text(t.shape) + ") to " + std::to_string(ct.bytes) + " bytes, more than its file holds (" +
                               std::to_string(file->size()) + ")";
     } else {
       ct.dtype = s.dtype;

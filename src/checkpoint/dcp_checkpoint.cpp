@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "core/format.h"
 #include "core/utf8.h"
 #include "formats/dcp.h"
 #include "formats/torch_save.h"
@@ -18,12 +19,6 @@ namespace {
 
 // Pairwise overlap checks cost chunks^2; a tensor in more chunks than this is listed unreadable.
 constexpr size_t kMaxChunks = 4096;
-
-std::string dims(const std::vector<uint64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 bool boxes_overlap(const TensorChunk& a, const TensorChunk& b) {
   for (size_t d = 0; d < a.offsets.size(); ++d)
@@ -94,10 +89,10 @@ class Assembler {
     const uint32_t width = dt.type->bytes;
     uint64_t covered = 0;
     for (const auto& ch : dt.chunks) {
-      const std::string at = "its chunk at offsets " + dims(ch.offsets) + " (sizes " + dims(ch.sizes) + ")";
+      const std::string at = "its chunk at offsets " + dims_text(ch.offsets) + " (sizes " + dims_text(ch.sizes) + ")";
       for (size_t d = 0; d < dt.size.size(); ++d)
         if (ch.offsets[d] > dt.size[d] || ch.sizes[d] > dt.size[d] - ch.offsets[d])
-          return at + " lies outside the tensor's shape " + dims(dt.size);
+          return at + " lies outside the tensor's shape " + dims_text(dt.size);
       size_t f = 0;
       std::string why;
       const auto a = archive(ch.storage, &f, &why);
@@ -106,8 +101,8 @@ class Assembler {
       const TorchTensorView& v = a->tensors[0];
       const TorchStorage& s = a->storages[v.storage];
       if (s.stored_type != dt.type->stored_type) return at + ": stored as " + s.stored_type + ", the metadata says " + dt.type->stored_type;
-      if (v.shape != ch.sizes) return at + ": its archive's tensor has shape " + dims(v.shape);
-      if (!v.contiguous) return at + ": its archive's tensor is a strided view (strides " + dims(v.strides) + ")";
+      if (v.shape != ch.sizes) return at + ": its archive's tensor has shape " + dims_text(v.shape);
+      if (!v.contiguous) return at + ": its archive's tensor is a strided view (strides " + dims_text(v.strides) + ")";
       TensorChunk tc;
       tc.file_index = f;
       tc.file_offset = ch.storage.offset + s.file_offset + (v.elements ? v.storage_offset * width : 0);
@@ -117,10 +112,13 @@ class Assembler {
       t.chunks.push_back(std::move(tc));
     }
     std::sort(t.chunks.begin(), t.chunks.end(), [](const TensorChunk& a, const TensorChunk& b) { return a.offsets < b.offsets; });
+    // Empty chunks (and a scalar's, which has no dimensions to compare) overlap nothing.
+    std::vector<bool> holds(t.chunks.size());
+    for (size_t i = 0; i < t.chunks.size(); ++i) holds[i] = !t.chunks[i].sizes.empty() && product(t.chunks[i].sizes) != 0;
     for (size_t i = 0; i < t.chunks.size(); ++i)
       for (size_t j = i + 1; j < t.chunks.size(); ++j)
-        if (t.chunks[i].sizes.size() && product(t.chunks[i].sizes) && product(t.chunks[j].sizes) && boxes_overlap(t.chunks[i], t.chunks[j]))
-          return "its chunks at offsets " + dims(t.chunks[i].offsets) + " and " + dims(t.chunks[j].offsets) + " overlap";
+        if (holds[i] && holds[j] && boxes_overlap(t.chunks[i], t.chunks[j]))
+          return "its chunks at offsets " + dims_text(t.chunks[i].offsets) + " and " + dims_text(t.chunks[j].offsets) + " overlap";
     if (covered != elements)
       return "its chunks hold " + std::to_string(covered) + " of its " + std::to_string(elements) + " elements (chunks missing)";
     return "";
@@ -175,7 +173,7 @@ Checkpoint open_dcp(const std::string& dir) {
     t.shape = dt.size;
     t.elements = product(dt.size);
     if (t.elements == UINT64_MAX || t.elements > UINT64_MAX / dt.type->bytes)
-      throw Error(ErrorKind::BadInput, escape_invalid_utf8(meta_path + ": tensor '" + dt.name + "' of shape " + dims(dt.size) + ": its size overflows 64 bits"));
+      throw Error(ErrorKind::BadInput, escape_invalid_utf8(meta_path + ": tensor '" + dt.name + "' of shape " + dims_text(dt.size) + ": its size overflows 64 bits"));
     t.bytes = t.elements * dt.type->bytes;
     const std::string why = files.assemble(dt, t.elements, t);
     if (!why.empty()) {

@@ -17,15 +17,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string dims(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s.push_back(',');
-    s.append(std::to_string(shape[i]));
-  }
-  s.push_back(']');
-  return s;
-}
 
 uint64_t product(const std::vector<uint64_t>& shape, size_t first, size_t last) {
   uint64_t n = 1;
@@ -90,10 +81,10 @@ class Recogniser {
     }
     if (!ok) bad(t, scheme + " expects dtype " + names + ", found " + t.stored_type);
     if (rank && t.shape.size() != rank)
-      bad(t, scheme + " expects a " + std::to_string(rank) + "-D tensor, found shape " + dims(t.shape));
+      bad(t, scheme + " expects a " + std::to_string(rank) + "-D tensor, found shape " + dims_text(t.shape));
     // A part with no elements (a zero dimension) could carry any other dimension: sizes derived from it
     // (GPTQ's inputs = rows * 32 / bits, MXFP4's groups * 32) might overflow. None is meaningful.
-    if (t.elements == 0) bad(t, scheme + " part holds no elements (shape " + dims(t.shape) + ")");
+    if (t.elements == 0) bad(t, scheme + " part holds no elements (shape " + dims_text(t.shape) + ")");
   }
 
   PackedPart part(const CheckpointTensor& t, const std::string& role) {
@@ -149,7 +140,7 @@ class Recogniser {
     PackedTensor p;
     p.bits = static_cast<uint32_t>(bits);
     p.groups = scales.shape[0];
-    if (p.groups == 0) bad(scales, "has no groups (shape " + dims(scales.shape) + ")");
+    if (p.groups == 0) bad(scales, "has no groups (shape " + dims_text(scales.shape) + ")");
     std::string unavailable;
     if (awq) {
       p.scheme = TM_PACKED_AWQ;
@@ -161,9 +152,9 @@ class Recogniser {
       if (!version.empty() && version != "gemm" && version != "GEMM")
         unavailable = "AWQ version '" + version + "' packs its codes differently from GEMM; no kernel decodes it yet";
       if (scales.shape[1] != out)
-        bad(scales, "AWQ expects shape [groups, " + std::to_string(out) + "] (8 outputs per qweight word), found " + dims(scales.shape));
+        bad(scales, "AWQ expects shape [groups, " + std::to_string(out) + "] (8 outputs per qweight word), found " + dims_text(scales.shape));
       if (qzeros.shape != std::vector<uint64_t>{p.groups, out / 8})
-        bad(qzeros, "AWQ expects shape " + dims({p.groups, out / 8}) + ", found " + dims(qzeros.shape));
+        bad(qzeros, "AWQ expects shape " + dims_text({p.groups, out / 8}) + ", found " + dims_text(qzeros.shape));
       const int64_t gs = config_int("group_size", config_int("q_group_size", 0));
       p.block_cols = gs > 0 ? static_cast<uint64_t>(gs) : in / p.groups;
       if (!p.block_cols || ceil_div(in, p.block_cols) != p.groups)
@@ -179,18 +170,18 @@ class Recogniser {
     p.zero_offset = v2 ? 0 : 1;
     if (bits != 2 && bits != 3 && bits != 4 && bits != 8) bad(qweight, "GPTQ bits must be 2, 3, 4 or 8 (quantization_config.bits), found " + std::to_string(bits));
     if (bits == 3 && (qweight.shape[0] % 3 || qweight.shape[1] % 32))
-      bad(qweight, "GPTQ 3-bit packs 32 inputs in 3 words of whole 32-output groups; expected [3k, 32m], found " + dims(qweight.shape));
+      bad(qweight, "GPTQ 3-bit packs 32 inputs in 3 words of whole 32-output groups; expected [3k, 32m], found " + dims_text(qweight.shape));
     if (qweight.shape[0] * 32 % bits) bad(qweight, "GPTQ: " + std::to_string(qweight.shape[0]) + " rows of words do not hold whole " + std::to_string(bits) + "-bit codes");
     const uint64_t in = qweight.shape[0] * 32 / static_cast<uint64_t>(bits), out = qweight.shape[1];
     p.rows = out, p.cols = in;
-    if (scales.shape[1] != out) bad(scales, "GPTQ expects shape [groups, " + std::to_string(out) + "], found " + dims(scales.shape));
+    if (scales.shape[1] != out) bad(scales, "GPTQ expects shape [groups, " + std::to_string(out) + "], found " + dims_text(scales.shape));
     if (out * static_cast<uint64_t>(bits) % 32 || qzeros.shape != std::vector<uint64_t>{p.groups, out * bits / 32})
-      bad(qzeros, "GPTQ expects shape " + dims({p.groups, out * static_cast<uint64_t>(bits) / 32}) + " (" + std::to_string(bits) +
-                      "-bit zeros of " + std::to_string(out) + " outputs), found " + dims(qzeros.shape));
+      bad(qzeros, "GPTQ expects shape " + dims_text({p.groups, out * static_cast<uint64_t>(bits) / 32}) + " (" + std::to_string(bits) +
+                      "-bit zeros of " + std::to_string(out) + " outputs), found " + dims_text(qzeros.shape));
     p.parts = {part(qweight, "qweight"), part(qzeros, "qzeros"), part(scales, "scales")};
     if (g_idx) {
       expect(*g_idx, {DType::I32}, 1, "GPTQ g_idx");
-      if (g_idx->shape[0] != in) bad(*g_idx, "GPTQ expects one group index per input (" + std::to_string(in) + "), found " + dims(g_idx->shape));
+      if (g_idx->shape[0] != in) bad(*g_idx, "GPTQ expects one group index per input (" + std::to_string(in) + "), found " + dims_text(g_idx->shape));
       p.parts.push_back(part(*g_idx, "g_idx"));
     } else {
       const int64_t gs = config_int("group_size", 0);
@@ -296,9 +287,9 @@ class Recogniser {
     expect(blocks, {DType::U8}, 0, "MXFP4 blocks");
     expect(*scales, {DType::U8}, 0, "MXFP4 scales");
     const auto& b = blocks.shape;
-    if (b.size() < 2 || b.back() != 16) bad(blocks, "MXFP4 (gpt-oss) expects shape [..., groups, 16], found " + dims(b));
+    if (b.size() < 2 || b.back() != 16) bad(blocks, "MXFP4 (gpt-oss) expects shape [..., groups, 16], found " + dims_text(b));
     const std::vector<uint64_t> want(b.begin(), b.end() - 1);
-    if (scales->shape != want) bad(*scales, "MXFP4 (gpt-oss) expects one E8M0 scale per block of " + blocks.name + ": shape " + dims(want) + ", found " + dims(scales->shape));
+    if (scales->shape != want) bad(*scales, "MXFP4 (gpt-oss) expects one E8M0 scale per block of " + blocks.name + ": shape " + dims_text(want) + ", found " + dims_text(scales->shape));
     PackedTensor p;
     p.scheme = TM_PACKED_MXFP4;
     p.variant = "mxfp4";
@@ -340,9 +331,9 @@ class Recogniser {
         br = (*it)[0].get<uint64_t>(), bc = (*it)[1].get<uint64_t>();
       }
       if (!matrix || s->shape != std::vector<uint64_t>{ceil_div(p.rows, br), ceil_div(p.cols, bc)})
-        bad(*s, "shape " + dims(s->shape) + " fits no FP8 scale layout of " + w.name + " " + dims(w.shape) +
+        bad(*s, "shape " + dims_text(s->shape) + " fits no FP8 scale layout of " + w.name + " " + dims_text(w.shape) +
                     ": per tensor [] or [1], per channel [" + std::to_string(p.rows) + ",1], or " + std::to_string(br) + "x" +
-                    std::to_string(bc) + " blocks " + dims({ceil_div(p.rows, br), ceil_div(p.cols, bc)}));
+                    std::to_string(bc) + " blocks " + dims_text({ceil_div(p.rows, br), ceil_div(p.cols, bc)}));
       p.scale_layout = "block", p.block_rows = br, p.block_cols = bc;
     }
     const std::string scale_role = ends_with(s->name, "_scale_inv") ? "weight_scale_inv" : "weight_scale";

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/format.h"
 #include "core/utf8.h"
 #include "formats/pickle_reader.h"
 #include "tensormorph/error.h"
@@ -47,7 +48,7 @@ class Reader {
       s.offset = integer(field(info, "offset"), v->offset, "_StorageInfo offset");
       s.length = integer(field(info, "length"), v->offset, "_StorageInfo length");
       if (!where.emplace(std::make_pair(fqn->text, offsets), s).second)
-        fail(k->offset, "storage_data names '" + fqn->text + "' at offsets " + dims(offsets) + " twice");
+        fail(k->offset, "storage_data names '" + fqn->text + "' at offsets " + dims_text(offsets) + " twice");
     }
     DcpMetadata out;
     for (const auto& [k, v] : sdm->entries) {
@@ -82,7 +83,7 @@ class Reader {
           fail(c->offset, "a chunk of '" + name + "' has " + std::to_string(chunk.offsets.size()) + " offsets and " +
                               std::to_string(chunk.sizes.size()) + " sizes for a tensor of rank " + std::to_string(t.size.size()));
         auto it = where.find({name, chunk.offsets});
-        if (it == where.end()) fail(c->offset, "the chunk of '" + name + "' at offsets " + dims(chunk.offsets) + " has no storage_data entry");
+        if (it == where.end()) fail(c->offset, "the chunk of '" + name + "' at offsets " + dims_text(chunk.offsets) + " has no storage_data entry");
         chunk.storage = it->second;
         t.chunks.push_back(std::move(chunk));
       }
@@ -96,12 +97,6 @@ class Reader {
 
   [[noreturn]] void fail(uint64_t offset, const std::string& what) const {
     throw Error(ErrorKind::BadInput, escape_invalid_utf8(path_ + " byte " + std::to_string(offset) + ": " + what));
-  }
-
-  static std::string dims(const std::vector<uint64_t>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-    return s + "]";
   }
 
   // A Build of a NEWOBJ/REDUCE of a DCP class, or the bare NEWOBJ: the call node.
