@@ -36,7 +36,7 @@ from pyramid_index_bench import make_checkpoints, read_safetensors  # noqa: E402
 DCP_PEER = r"""
 import sys, time
 sys.path.insert(0, sys.argv[3])
-import dcp_write  # noqa: F401  (lets Debian's torch 1.13 import its DCP modules under Python 3.11)
+import torch113_dcp  # noqa: F401  (lets Debian's torch 1.13 import its DCP modules under Python 3.11)
 import torch
 import torch.distributed._shard.checkpoint as dcp
 t0 = time.perf_counter()
@@ -57,7 +57,7 @@ TOOLS = os.path.join(os.path.dirname(HERE), "tests", "tools")
 def write_dcp_rank(rank, store, source, out):
     """One of two gloo ranks writing source (a torch.save state dict) as DCP: 2-D tensors sharded by rows."""
     sys.path.insert(0, TOOLS)
-    import dcp_write  # noqa: F401
+    import torch113_dcp  # noqa: F401
     import torch
     import torch.distributed as dist
     import torch.distributed._shard.checkpoint as dcp

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cctype>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <filesystem>
 #include <set>
@@ -10,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/dcp_checkpoint.h"
+#include "checkpoint/megatron_checkpoint.h"
+#include "checkpoint/zero_checkpoint.h"
+#include "checkpoint/torch_tensor.h"
 #include "checkpoint/packed_schemes.h"
 #include "core/format.h"
 #include "core/json_bounded.h"
@@ -80,36 +85,12 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
 }
 
 
-// Adds one torch.save file's tensors to c. A contiguous view is read in place (its storage's bytes from
-// its offset on); a strided view is gathered into a row-major copy when its values are first needed
-// (Checkpoint::data), unless it expands its storage (stride 0) beyond the size of its file, which would
-// make that copy larger than anything the file holds.
+// Adds one torch.save file's tensors to c (torch_checkpoint_tensor).
 void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   const TorchSaveFile f = parse_torch_save(file->data(), file->size(), file->path());
   c.format = "torch";
   for (const auto& [k, v] : f.metadata) c.metadata.emplace(k, v);
-  for (const auto& t : f.tensors) {
-    const TorchStorage& s = f.storages[t.storage];
-    CheckpointTensor ct;
-    ct.name = t.name;
-    ct.stored_type = s.stored_type;
-    ct.shape = t.shape;
-    ct.elements = t.elements;
-    ct.bytes = t.elements * s.element_bytes;
-    ct.file_index = c.files.size();
-    ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
-    if (!t.contiguous) ct.strides = t.strides;
-    if (!s.dtype) {
-      ct.unavailable_reason = "no kernel yet for torch " + s.type;
-    } else if (!t.contiguous && ct.bytes > file->size()) {
-      ct.unavailable_reason = "a view that expands storage " + s.key + " (strides " + dims_text(t.strides) + " for shape " +
-                              dims_text(t.shape) + ") to " + std::to_string(ct.bytes) + " bytes, more than its file holds (" +
-                              std::to_string(file->size()) + ")";
-    } else {
-      ct.dtype = s.dtype;
-    }
-    c.tensors.push_back(std::move(ct));
-  }
+  for (const auto& t : f.tensors) c.tensors.push_back(torch_checkpoint_tensor(f, t, c.files.size(), file->size()));
   c.files.push_back(std::move(file));
   c.header_bytes.push_back(f.header_bytes);
 }
@@ -257,15 +238,45 @@ DirectoryFiles list_directory(const std::string& dir) {
   return d;
 }
 
+// The folder a training run's pointer file names: DeepSpeed's `latest` (a tag, e.g. global_step1000) or
+// Megatron's latest_checkpointed_iteration.txt (an iteration, in folder iter_0001000, or "release").
+// None when dir has neither; BadInput when the pointer names no folder of dir.
+std::optional<std::string> latest_directory(const std::string& dir) {
+  for (const char* pointer : {"latest", "latest_checkpointed_iteration.txt"}) {
+    const fs::path path = fs::path(dir) / pointer;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > 256) continue;
+    std::ifstream in(path);
+    std::string tag;
+    std::getline(in, tag);
+    while (!tag.empty() && std::isspace(static_cast<unsigned char>(tag.back()))) tag.pop_back();
+    if (std::string(pointer) != "latest" && !tag.empty() && tag.find_first_not_of("0123456789") == std::string::npos) {
+      char name[32];
+      std::snprintf(name, sizeof name, "iter_%07llu", std::stoull(tag.substr(0, 18)));
+      tag = name;
+    }
+    if (tag.empty() || tag == "." || tag == ".." || tag.find('/') != std::string::npos || !fs::is_directory(fs::path(dir) / tag, ec))
+      bad(path.string(), "names '" + tag + "', which is not a checkpoint folder beside it");
+    return (fs::path(dir) / tag).string();
+  }
+  return std::nullopt;
+}
+
 // A directory: its *.safetensors.index.json when there is one, else every *.safetensors in it; without
-// safetensors, pytorch_model.bin.index.json, else a lone pytorch_model.bin.
-Checkpoint open_directory(const std::string& dir) {
+// safetensors, a Megatron torch_dist or DCP folder, pytorch_model.bin.index.json, a lone pytorch_model.bin,
+// a DeepSpeed ZeRO folder, else the folder a `latest` pointer names.
+Checkpoint open_directory(const std::string& dir, bool follow_latest = true) {
   const DirectoryFiles d = list_directory(dir);
   const auto& indexes = d.indexes;
   const auto& files = d.files;
   if (indexes.size() > 1) bad(dir, "holds " + std::to_string(indexes.size()) + " *.safetensors.index.json files; name one");
   if (indexes.size() == 1) return open_safetensors_index(indexes[0]);
+  if (files.empty() && is_megatron_directory(dir)) return open_megatron(dir);
   if (files.empty() && is_dcp_directory(dir)) return open_dcp(dir);
+  if (files.empty() && d.torch_indexes.empty() && d.torch_files.empty()) {
+    if (is_zero_directory(dir)) return open_zero(dir);
+    if (const auto latest = follow_latest ? latest_directory(dir) : std::nullopt) return open_directory(*latest, false);
+  }
   if (files.empty() && !d.torch_indexes.empty()) return open_safetensors_index(d.torch_indexes[0]);
   if (files.empty() && d.torch_files.size() == 1) {
     Checkpoint c;
@@ -275,7 +286,9 @@ Checkpoint open_directory(const std::string& dir) {
   }
   if (files.empty() && d.torch_files.size() > 1)
     bad(dir, "holds " + std::to_string(d.torch_files.size()) + " pytorch_model*.bin files but no pytorch_model.bin.index.json");
-  if (files.empty()) bad(dir, "holds no *.safetensors file, no *.safetensors.index.json, no pytorch_model.bin and no DCP .metadata");
+  if (files.empty())
+    bad(dir, "holds no *.safetensors file, no *.safetensors.index.json, no pytorch_model.bin, no DCP .metadata, no DeepSpeed "
+             "*_model_states.pt + *_optim_states.pt and no latest pointer");
   Checkpoint c;
   for (const auto& f : files) add_safetensors(c, std::make_shared<MappedFile>(f));
   check_unique(c);
@@ -320,6 +333,15 @@ std::string checkpoint_layout(const std::string& path) {
   for (const auto* list : {&d.indexes, &d.files, &d.torch_indexes, &d.torch_files})
     for (const auto& f : *list) layout += fs::path(f).filename().string() + "\n";
   if (is_dcp_directory(path)) layout += dcp_layout(path);
+  if (layout.empty() && is_zero_directory(path)) layout += zero_layout(path);
+  if (layout.empty()) {
+    if (const auto latest = latest_directory(path)) {
+      layout = "latest -> " + fs::path(*latest).filename().string() + "\n";
+      const std::string below = is_zero_directory(*latest) ? zero_layout(*latest) : is_dcp_directory(*latest) ? dcp_layout(*latest) : "";
+      std::istringstream inner(below);
+      for (std::string line; std::getline(inner, line);) layout += fs::path(*latest).filename().string() + "/" + line + "\n";
+    }
+  }
   return layout;
 }
 

@@ -19,12 +19,15 @@
 
 namespace tmorph {
 
-// One piece of a tensor stored in pieces (a Distributed Checkpoint's chunks): where it lies in the
-// tensor (per dimension) and where its own row-major bytes lie.
+// One piece of a tensor stored in pieces: where it lies in the tensor and where its own row-major bytes
+// lie. A box (a Distributed Checkpoint's chunk) has one offset and size per dimension; a flat range (a
+// DeepSpeed ZeRO partition's piece of a parameter) of a tensor whose rank is not 1 has one offset and one
+// size, counted in the tensor's row-major elements.
 struct TensorChunk {
   size_t file_index = 0;
   uint64_t file_offset = 0;
   std::vector<uint64_t> offsets, sizes;
+  bool flat_in(size_t rank) const { return rank != 1 && offsets.size() == 1; }
 };
 
 struct CheckpointTensor {
@@ -48,8 +51,9 @@ struct CheckpointTensor {
   // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
   std::vector<TensorChunk> chunks;
   bool chunked() const { return !chunks.empty(); }
-  // True when every chunk is a run of consecutive elements in row-major order (row bands: chunks split
-  // only the first dimension that is not 1), so the chunks in order are the tensor's bytes in order.
+  // True when every chunk is a run of consecutive elements in row-major order (flat ranges, or row
+  // bands: chunks split only the first dimension that is not 1), so the chunks in order are the tensor's
+  // bytes in order.
   bool chunks_in_order() const;
 };
 

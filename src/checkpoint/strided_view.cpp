@@ -144,6 +144,7 @@ bool CheckpointTensor::chunks_in_order() const {
   // A block is one run of consecutive row-major elements when, after its first dimension wider than 1,
   // it spans every dimension whole.
   for (const auto& c : chunks) {
+    if (c.flat_in(shape.size())) continue;
     size_t d = 0;
     while (d < shape.size() && c.sizes[d] == 1) ++d;
     for (size_t e = d + 1; e < shape.size(); ++e)
@@ -164,8 +165,11 @@ const uint8_t* Checkpoint::data(const CheckpointTensor& t) const {
     if (t.strided()) {
       gather_strided(first, width, t.shape, t.strides, copy.get());
     } else {
-      for (const auto& c : t.chunks)
-        place_block(files[c.file_index]->data() + c.file_offset, width, t.shape, c.offsets, c.sizes, copy.get());
+      for (const auto& c : t.chunks) {
+        const uint8_t* block = files[c.file_index]->data() + c.file_offset;
+        if (c.flat_in(t.shape.size())) std::memcpy(copy.get() + c.offsets[0] * width, block, c.sizes[0] * width);
+        else place_block(block, width, t.shape, c.offsets, c.sizes, copy.get());
+      }
     }
     it = gathered->views.emplace(t.name, std::move(copy)).first;
   }

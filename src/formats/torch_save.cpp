@@ -87,7 +87,15 @@ class Walker {
       case PickleKind::Tuple:
         for (size_t i = 0; i < v->items.size(); ++i) walk(v->items[i], join(name, std::to_string(i)), false);
         return;
-      case PickleKind::Build: return walk(v->items[0], name, in_dict);  // an object and its state: the object
+      case PickleKind::Build: {  // an object and its state
+        const PickleValue& object = *v->items[0];
+        walk(v->items[0], name, in_dict);
+        // An allowed object's attributes (a loss scaler's scale, argparse.Namespace's arguments): the
+        // entries of its state dict, unless the object is a tensor or a dict itself.
+        const bool plain_object = object.kind == PickleKind::Reduce && object.items[0]->text != kOrderedDict && !tensor_args(object);
+        if (plain_object && v->items[1]->kind == PickleKind::Dict) walk_entries(*v->items[1], name);
+        return;
+      }
       case PickleKind::Reduce: {
         const std::string& callable = v->items[0]->text;
         if (callable == kOrderedDict) return walk_entries(*v, name);
@@ -280,7 +288,7 @@ bool looks_like_legacy_torch(const uint8_t* bytes, uint64_t size) {
   return size >= sizeof kMagic && std::memcmp(bytes, kMagic, sizeof kMagic) == 0;
 }
 
-TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path) {
+TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path, const TorchSaveOptions& extra) {
   if (looks_like_legacy_torch(bytes, size))
     bad(path, "the legacy torch.save format (before torch 1.6, not a zip): not supported; re-save it with a newer torch");
   const ZipDirectory zip = read_zip_directory(bytes, size, path);
@@ -296,11 +304,15 @@ TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::s
 
   PickleOptions options;
   for (const auto& g : torch_allowed_globals()) options.allowed_globals.insert(g);
-  options.allowed_what = "torch's tensor rebuild functions, torch.*Storage types, collections.OrderedDict (docs/formats.md)";
+  options.allowed_what = "torch's tensor rebuild functions, torch.*Storage types, collections.OrderedDict" +
+                         (extra.extra_what.empty() ? "" : ", " + extra.extra_what) + " (docs/formats.md)";
+  for (const auto& g : extra.extra_globals) options.allowed_globals.insert(g);
+  options.allow_newobj = extra.allow_newobj;
   options.file_offset = pkl.data_offset;
   const PickleRef root = read_pickle(bytes + pkl.data_offset, pkl.size, path + ": " + out.archive + "/data.pkl", options);
   Walker(zip, out.archive, path, out).walk(root, "");
   if (is_scalar(*root)) out.scalar = scalar_text(*root);
+  out.root = root;
   for (auto& t : out.tensors)
     if (t.name.empty()) t.name = "tensor";  // torch.save of one bare tensor
   return out;

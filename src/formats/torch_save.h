@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/pickle_reader.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -43,6 +44,16 @@ struct TorchSaveFile {
   std::vector<TorchTensorView> tensors;       // in the pickle's order
   std::map<std::string, std::string> metadata;// scalar values beside the tensors (epoch counters, ...), as text
   std::optional<std::string> scalar;          // the saved object itself when it is a scalar (torch.save(7, f)), as text
+  PickleRef root;                             // the saved object as read (for readers of a writer's own structure)
+};
+
+// What a torch.save file may hold beside tensors when a writer's own layout is read (DeepSpeed's loss
+// scaler and enums, Megatron's argparse.Namespace): more allowed globals, and NEWOBJ (as nodes; nothing
+// is instantiated). The default is the plain torch.save allow-list.
+struct TorchSaveOptions {
+  std::vector<std::string> extra_globals;
+  std::string extra_what;  // names them in the refusal message
+  bool allow_newobj = false;
 };
 
 // A torch element type: its storage class (torch.STORAGE, as torch.save names it), its dtype object
@@ -70,6 +81,6 @@ bool looks_like_legacy_torch(const uint8_t* bytes, uint64_t size);
 // Reads the torch.save file in bytes[0, size). Refuses the legacy format, TorchScript archives,
 // big-endian files, compressed storages, storages whose entry is not exactly their size, and views
 // that reach past their storage.
-TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path);
+TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path, const TorchSaveOptions& options = {});
 
 }  // namespace tmorph

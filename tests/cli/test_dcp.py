@@ -103,6 +103,8 @@ class Dcp(unittest.TestCase):
             "missing_chunk": ("model.w", "its chunks hold 30 of its 60 elements (chunks missing)"),
             "overlap": ("model.emb", "its chunks at offsets [0,0] and [0,2] overlap"),
             "missing_file": ("model.w", "its chunk at offsets [5,0] (sizes [5,6]): its file __1_0.distcp cannot be read"),
+            "outside": ("model.w", "its chunk at offsets [8,0] (sizes [5,6]) lies outside the tensor's shape [10,6]"),
+            "wrong_dtype": ("model.w", "its chunk at offsets [0,0] (sizes [5,6]): stored as F32, the metadata says F64"),
         }
         for folder, (name, why) in cases.items():
             path = os.path.join(FIXTURES, folder)
@@ -114,6 +116,17 @@ class Dcp(unittest.TestCase):
             self.assertEqual(sum(not t["readable"] for t in got.values()), 1, folder)
             r = run(["export", path, name, "-o", os.path.join(tempfile.gettempdir(), "never.npy")])
             self.assertEqual(r.code, 4, r.err)
+            self.assertIn(why, r.err)
+
+    def test_lying_metadata_is_refused(self):
+        cases = {
+            "huge": "tensor 'model.w' of shape [1099511627776,1099511627776]: its size overflows 64 bits",
+            "bytes_without_storage": "bytes entry 'optim.step' has no storage_data entry",
+        }
+        for folder, why in cases.items():
+            r = run(["ls", os.path.join(FIXTURES, folder)])
+            self.assertEqual(r.code, 3, r.err)
+            self.assertIn(".metadata", r.err)
             self.assertIn(why, r.err)
 
     def test_bad_metadata_is_refused_with_the_offset(self):

@@ -1,6 +1,8 @@
 // libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
 // are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
-// read) and as a DCP .metadata (parse_dcp_metadata). Accepted files must describe storages inside the
+// read) and as a DCP .metadata (parse_dcp_metadata). Zip inputs are also read as DeepSpeed ZeRO model
+// and optimizer states (formats/deepspeed_zero.h): every group and moment they name is one of the file's
+// tensors, and every shape's element count fits 64 bits. Accepted files must describe storages inside the
 // input and views inside their storages (a strided view no larger than the input is gathered, as
 // Checkpoint::data does, so that a view reaching outside its storage would read out of bounds); errors
 // must be valid UTF-8 whatever bytes the input's names hold.
@@ -13,6 +15,7 @@
 #include "checkpoint/strided_view.h"
 #include "core/utf8.h"
 #include "formats/dcp.h"
+#include "formats/deepspeed_zero.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"
 #include "formats/zip_archive.h"
@@ -58,6 +61,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
       }
       if (tmorph::fuzz::verbose()) std::fprintf(stderr, "torch.save: %zu tensors, %zu storages\n", f.tensors.size(), f.storages.size());
+      try {
+        const tmorph::ZeroOptimStates o = tmorph::parse_zero_optim_states(data, size, "fuzz_optim_states.pt", false);
+        TM_FUZZ_CHECK(o.stage >= 1 && o.stage <= 3 && o.world_size > 0 && o.moments.size() == o.fp32_groups.size());
+        for (size_t g : o.fp32_groups) TM_FUZZ_CHECK(g < o.file.tensors.size());
+        for (const auto& m : o.moments)
+          for (const auto& [k, t] : m) TM_FUZZ_CHECK(t < o.file.tensors.size());
+      } catch (const tmorph::Error& e) {
+        TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));
+      }
+      try {
+        const tmorph::ZeroModelStates m = tmorph::parse_zero_model_states(data, size, "fuzz_model_states.pt");
+        for (const auto& g : m.param_shapes)
+          for (const auto& p : g) {
+            uint64_t n = 1;
+            for (uint64_t d : p.shape) {
+              TM_FUZZ_CHECK(d == 0 || n <= UINT64_MAX / d);
+              n *= d;
+            }
+            TM_FUZZ_CHECK(n == p.elements);
+          }
+      } catch (const tmorph::Error& e) {
+        TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));
+      }
     } else {
       tmorph::PickleOptions o;
       for (const auto& g : tmorph::torch_allowed_globals()) o.allowed_globals.insert(g);

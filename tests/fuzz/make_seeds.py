@@ -182,6 +182,11 @@ def pickle_seeds():
     dcp = os.path.join(HERE, "..", "fixtures", "dcp", "sharded")
     shutil.copy(os.path.join(dcp, ".metadata"), os.path.join(d, "dcp-metadata.pkl"))
     shutil.copy(os.path.join(dcp, "__0_1.distcp"), os.path.join(d, "dcp-chunk.pt"))
+    # DeepSpeed-ZeRO-style model and optimizer states (tests/tools/zero_write.py).
+    zero = os.path.join(HERE, "..", "fixtures", "zero")
+    shutil.copy(os.path.join(zero, "zero2", "global_step5", "mp_rank_00_model_states.pt"), os.path.join(d, "zero-model-states.pt"))
+    shutil.copy(os.path.join(zero, "zero3", "global_step5", "zero_pp_rank_1_mp_rank_00_optim_states.pt"), os.path.join(d, "zero3-optim-states.pt"))
+    shutil.copy(os.path.join(zero, "zero1_bf16", "global_step5", "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"), os.path.join(d, "zero1-optim-states.pt"))
     with zipfile.ZipFile(os.path.join(fixtures, "state_dict.pt")) as z:
         put(d, "state_dict-data.pkl", z.read("state_dict/data.pkl"))
     put(d, "refused-global.pkl", b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.")

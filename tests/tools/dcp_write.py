@@ -4,9 +4,7 @@ for them (expected.json). The fixtures are committed; only regenerating them nee
 
     /usr/bin/python3 tests/tools/dcp_write.py [OUT_DIR]     (default: tests/fixtures/dcp)
 
-Debian's torch 1.13 cannot import torch.distributed._shard under Python 3.11 (a dataclass field whose default
-is a TensorProperties instance: "mutable default ... is not allowed"). This script turns such defaults into
-default factories before importing torch; nothing else of torch is changed.
+torch113_dcp.py makes torch 1.13's DCP importable under Python 3.11.
 
 Directories:
   sharded/        two ranks: model.w (10 x 6 f32, rows split between the ranks: row bands), model.emb (12 x 8
@@ -16,9 +14,11 @@ Directories:
   missing_chunk/  sharded/ with model.w's second chunk dropped from .metadata
   overlap/        sharded/ with model.emb's second chunk moved onto the first
   missing_file/   sharded/ without __1_0.distcp
+  outside/        sharded/ with model.w's second chunk moved to rows [8, 13) of its 10
+  wrong_dtype/    sharded/ whose metadata says model.w is float64 (its chunks hold float32)
+  huge/           sharded/ whose metadata says model.w is 2^40 x 2^40 (an element count past 64 bits)
+  bytes_without_storage/  sharded/ without the storage_data entry of optim.step
 """
-import copy
-import dataclasses
 import json
 import math
 import os
@@ -27,25 +27,9 @@ import shutil
 import sys
 import tempfile
 
-_get_field = dataclasses._get_field
-
-
-def _patched_get_field(cls, a_name, a_type, *rest):
-    default = cls.__dict__.get(a_name, dataclasses.MISSING)
-    value = default.default if isinstance(default, dataclasses.Field) else default
-    if value is not dataclasses.MISSING and dataclasses.is_dataclass(value) and type(value).__hash__ is None:
-        setattr(cls, a_name, dataclasses.field(default_factory=lambda d=value: copy.deepcopy(d)))
-    return _get_field(cls, a_name, a_type, *rest)
-
-
-dataclasses._get_field = _patched_get_field
-
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-import torch.distributed._shard.checkpoint as dcp  # noqa: E402
-from torch.distributed._shard import sharded_tensor  # noqa: E402
-from torch.distributed._shard.sharding_spec import ChunkShardingSpec, EnumerableShardingSpec, ShardMetadata  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch113_dcp import (ChunkShardingSpec, EnumerableShardingSpec, ShardMetadata, dcp, dist, mp,  # noqa: E402
+                          sharded_tensor, torch)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "dcp")
 WORLD = 2
@@ -138,6 +122,30 @@ def main():
         moved.offsets = torch.Size([0, 2])
         meta.storage_data[type(key)("model.emb", moved.offsets, key.index)] = info
 
+    def move_chunk(meta, name, index, offsets):
+        moved = meta.state_dict_metadata[name].chunks[index]
+        key = [k for k in meta.storage_data if k.fqn == name and list(k.offset) == list(moved.offsets)][0]
+        info = meta.storage_data.pop(key)
+        moved.offsets = torch.Size(offsets)
+        meta.storage_data[type(key)(name, moved.offsets, key.index)] = info
+
+    def outside(meta):
+        move_chunk(meta, "model.w", 1, [8, 0])
+
+    def wrong_dtype(meta):
+        meta.state_dict_metadata["model.w"].properties.dtype = torch.float64
+
+    def huge(meta):
+        meta.state_dict_metadata["model.w"].size = torch.Size([2 ** 40, 2 ** 40])
+
+    def bytes_without_storage(meta):
+        key = [k for k in meta.storage_data if k.fqn == "optim.step"][0]
+        del meta.storage_data[key]
+
+    rewrite_metadata(good, os.path.join(OUT, "outside"), outside)
+    rewrite_metadata(good, os.path.join(OUT, "wrong_dtype"), wrong_dtype)
+    rewrite_metadata(good, os.path.join(OUT, "huge"), huge)
+    rewrite_metadata(good, os.path.join(OUT, "bytes_without_storage"), bytes_without_storage)
     rewrite_metadata(good, os.path.join(OUT, "missing_chunk"), drop_chunk)
     rewrite_metadata(good, os.path.join(OUT, "overlap"), overlap)
     shutil.copytree(good, os.path.join(OUT, "missing_file"))

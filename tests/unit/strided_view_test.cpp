@@ -2,8 +2,14 @@
 // sum(i_d * stride_d), written in row-major order; every element width, zero strides, empty and scalar views.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
@@ -127,6 +133,38 @@ TEST(ChunkedTensor, RowBandsAreInOrderBlocksAreNot) {
   EXPECT_TRUE(t.chunks_in_order());
   t.chunks = {{0, 0, {0, 0, 0}, {1, 4, 3}}, {0, 0, {0, 0, 3}, {1, 4, 3}}};
   EXPECT_FALSE(t.chunks_in_order());
+}
+
+TEST(ChunkedTensor, FlatRangesFromTwoFilesRebuildTheTensor) {
+  // A 3 x 4 parameter cut as ZeRO cuts it: elements [0, 5) at the end of rank 0's file, [5, 12) at the
+  // start of rank 1's, each as one flat range (one offset and size for a 2-D tensor).
+  std::vector<float> whole(12);
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = 0.5f * static_cast<float>(i) - 2;
+  const auto dir = std::filesystem::temp_directory_path() / ("tm-flat-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const std::vector<float>& v) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+    return std::make_shared<MappedFile>(path);
+  };
+  std::vector<float> rank0 = {9, 9, 9}, rank1(whole.begin() + 5, whole.end());
+  rank0.insert(rank0.end(), whole.begin(), whole.begin() + 5);
+  rank1.push_back(7);  // padding after the parameter
+  Checkpoint c;
+  c.files = {write("rank0", rank0), write("rank1", rank1)};
+  CheckpointTensor t;
+  t.name = "w";
+  t.dtype = DType::F32;
+  t.shape = {3, 4};
+  t.elements = 12;
+  t.chunks = {{0, 3 * 4, {0}, {5}}, {1, 0, {5}, {7}}};
+  t.file_index = 0, t.file_offset = 12;
+  EXPECT_TRUE(t.chunks[0].flat_in(2));
+  EXPECT_FALSE(t.chunks[0].flat_in(1));
+  EXPECT_TRUE(t.chunks_in_order());
+  const float* got = reinterpret_cast<const float*>(c.data(t));
+  EXPECT_EQ(std::vector<float>(got, got + 12), whole);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
