@@ -18,6 +18,12 @@ read rate. Part of `make bench`; skipped with a message when Debian's python3-to
    - the same statistics of a Distributed Checkpoint of the state dict written by two gloo ranks with torch
      1.13's FileSystemWriter (2-D tensors as ShardedTensors split by rows between the ranks, 1-D ones whole),
      against torch's own DCP loader (load_state_dict into preallocated tensors) + the same torch statistics.
+   - the same statistics of a DeepSpeed-ZeRO-2-style folder of the state dict (two data-parallel ranks, one
+     parameter group; written with the stand-ins of tests/tools/zero_write.py, not by DeepSpeed): the bf16
+     model states plus per rank the flat fp32 partition and its exp_avg / exp_avg_sq (7.5 GB in all);
+     tensormorph lists and computes statistics of the model weights, fp32 master weights and both moments
+     per parameter, against torch.load of every file + zero_to_fp32's reassembly (tests/tools/zero_write.py's
+     reading of it) + the same torch statistics of the same tensors (best of 1: torch takes minutes here).
 Writes bench/last-run-torch.md. Ratios are within this one run; absolute times are context only.
 """
 import argparse
@@ -52,6 +58,50 @@ print(t1 - t0, t2 - t0)
 """
 
 TOOLS = os.path.join(os.path.dirname(HERE), "tests", "tools")
+
+ZERO_PEER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[2])
+import zero_write  # noqa: F401  (DeepSpeed's classes, stood in, and zero_to_fp32's reassembly)
+import torch
+t0 = time.perf_counter()
+model = torch.load(sys.argv[1] + "/mp_rank_00_model_states.pt", map_location="cpu")["module"]
+kinds = zero_write.zero_to_fp32(sys.argv[1])
+t1 = time.perf_counter()
+for sd in [model] + list(kinds.values()):
+    for k, v in sd.items():
+        x = v.float()
+        (x.min().item(), x.max().item(), x.mean().item(), x.std(unbiased=False).item())
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t0)
+"""
+
+
+def write_zero(source, folder, world=2):
+    """A DeepSpeed-ZeRO-2-style folder of the state dict in source: one parameter group, `world` ranks."""
+    import collections
+    import torch
+    sys.path.insert(0, TOOLS)
+    import zero_write as zw
+    sd = torch.load(source)
+    names = list(sd)
+    step = os.path.join(folder, "global_step1")
+    os.makedirs(step, exist_ok=True)
+    torch.save({"module": sd, "param_shapes": [collections.OrderedDict((n, sd[n].shape) for n in names)], "shared_params": {},
+                "buffer_names": [], "global_steps": 1, "ds_version": "0.14.0"}, os.path.join(step, "mp_rank_00_model_states.pt"))
+    flat = torch.cat([sd[n].float().reshape(-1) for n in names])
+    del sd
+    size = (flat.numel() + world - 1) // world
+    for r in range(world):
+        part = flat[r * size:(r + 1) * size].clone()
+        state = {"step": torch.tensor(1.0), "exp_avg": part * 0.01, "exp_avg_sq": part * part * 1e-4}
+        osd = {"zero_stage": zw.ZeroStageEnum(2), "loss_scaler": zw.DynamicLossScaler(), "partition_count": [world],
+               "single_partition_of_fp32_groups": [part], "group_paddings": [0],
+               "base_optimizer_state": {"state": {0: state}, "param_groups": zw.param_groups(1)}}
+        torch.save({"optimizer_state_dict": osd, "ds_version": "0.14.0"},
+                   os.path.join(step, f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt"))
+    with open(os.path.join(folder, "latest"), "w") as f:
+        f.write("global_step1")
 
 
 def write_dcp_rank(rank, store, source, out):
@@ -141,6 +191,10 @@ def main():
         import tempfile
         import torch.multiprocessing as mp
         mp.spawn(write_dcp_rank, args=(tempfile.mktemp(prefix="dcp-store-"), out, dcp_dir), nprocs=2)
+    zero_dir = os.path.join(base, "torch", "zero2")
+    if not os.path.exists(os.path.join(zero_dir, "latest")):
+        log("writing " + zero_dir + " (DeepSpeed-ZeRO-2-style, 2 ranks)")
+        write_zero(out, zero_dir)
     size = os.path.getsize(out)
     timed(["cat", out])
     best = lambda f: min(f() for _ in range(args.repeats))  # noqa: E731
@@ -160,6 +214,12 @@ def main():
     dcp_files = sorted(glob.glob(os.path.join(dcp_dir, "*.distcp")))
     timed(["cat", *dcp_files])
     stats_dcp = best(lambda: fresh_stats(dcp_dir))
+    zero_step = os.path.join(zero_dir, "global_step1")
+    zero_files = sorted(glob.glob(os.path.join(zero_step, "*.pt")))
+    zero_size = sum(os.path.getsize(f) for f in zero_files)
+    cat_zero = best(lambda: timed(["cat", *zero_files]))
+    ls_zero = best(lambda: timed([tm, "ls", zero_dir]))
+    stats_zero = best(lambda: fresh_stats(zero_dir))
 
     def peer(kind, path=out):
         p = subprocess.run(["/usr/bin/python3", "-c", PEER, path, kind], capture_output=True, text=True, check=True)
@@ -174,10 +234,15 @@ def main():
         return float(p.stdout.split()[1])
 
     peer_stats_dcp = min(dcp_peer() for _ in range(args.repeats))
+    p = subprocess.run(["/usr/bin/python3", "-c", ZERO_PEER, zero_step, TOOLS], capture_output=True, text=True, check=True)
+    peer_ls_zero, peer_stats_zero = (float(x) for x in p.stdout.split())
     rows = [("list every tensor", ls, peer_ls), ("statistics of every tensor", stats, peer_stats),
             ("statistics of every tensor, 2-D ones saved transposed (strided views)", stats_t, peer_stats_t),
             ("statistics of every tensor of the DCP directory (2 ranks, 2-D tensors row-sharded; torch: DCP load_state_dict)",
-             stats_dcp, peer_stats_dcp)]
+             stats_dcp, peer_stats_dcp),
+            ("list the ZeRO-2 folder (torch: torch.load of every file + zero_to_fp32's reassembly)", ls_zero, peer_ls_zero),
+            ("statistics of every tensor of the ZeRO-2 folder: model weights, fp32 master weights, exp_avg, exp_avg_sq",
+             stats_zero, peer_stats_zero)]
     lines = [
         "# torch.save checkpoints (bench/torch_bench.py)",
         "",
@@ -195,6 +260,9 @@ def main():
     lines.append("")
     lines.append(f"tensormorph statistics: {size / stats / 1e9:.2f} GB/s, {stats / cat:.1f}× the time of `cat`; "
                  f"of the transposed file {stats_t / stats:.2f}× the time of the row-major one (the gather).")
+    lines.append(f"ZeRO-2 folder: {zero_size / 1e9:.2f} GB in {len(zero_files)} files, `cat` {cat_zero:.2f} s "
+                 f"({zero_size / cat_zero / 1e9:.1f} GB/s); tensormorph statistics {zero_size / stats_zero / 1e9:.2f} GB/s, "
+                 f"{stats_zero / cat_zero:.1f}× the time of `cat`.")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(HERE, "last-run-torch.md"), "w") as f:

@@ -499,7 +499,7 @@ class ShardedCheckpoints(unittest.TestCase):
         empty = tempfile.mkdtemp(prefix="tm-empty-")
         r = run(["stats", empty])
         self.assertEqual(r.code, 3)
-        self.assertIn("holds no *.safetensors file, no *.safetensors.index.json, no pytorch_model.bin and no DCP .metadata", r.err)
+        self.assertIn("holds no *.safetensors file, no *.safetensors.index.json, no pytorch_model.bin, no DCP .metadata, no DeepSpeed", r.err)
 
     def test_same_tensor_in_two_shards(self):
         os.remove(self.index)
