@@ -41,3 +41,16 @@ def require_vulkan(test):
     if os.environ.get("TM_REQUIRE_VULKAN") == "1":
         test.fail("TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable: " + why)
     test.skipTest("Vulkan backend unavailable (" + why + ")")
+
+
+def check_listing(case, doc, fmt, expected, stored):
+    """ls --json of a checkpoint against a fixture's expected.json tensors: the format, every tensor once with
+    its shape and stored type, readable."""
+    case.assertEqual(doc["format"], fmt)
+    got = {t["name"]: t for t in doc["tensors"]}
+    case.assertEqual(set(got), set(expected))
+    for name, w in expected.items():
+        case.assertEqual(got[name]["shape"], w["shape"], name)
+        case.assertEqual(got[name]["stored_type"], stored[w["dtype"]], name)
+        case.assertTrue(got[name]["readable"], (name, got[name].get("unavailable")))
+    return got

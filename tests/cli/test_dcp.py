@@ -13,7 +13,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import run  # noqa: E402
+from cli_harness import check_listing, run  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "dcp")
 GOOD = os.path.join(FIXTURES, "sharded")
@@ -26,14 +26,7 @@ class Dcp(unittest.TestCase):
     def test_ls_lists_each_logical_tensor_once(self):
         r = run(["ls", GOOD, "--json"])
         self.assertEqual(r.code, 0, r.err)
-        doc = r.json()
-        self.assertEqual(doc["format"], "dcp")
-        got = {t["name"]: t for t in doc["tensors"]}
-        self.assertEqual(set(got), set(EXPECTED["tensors"]))
-        for name, w in EXPECTED["tensors"].items():
-            self.assertEqual(got[name]["shape"], w["shape"], name)
-            self.assertEqual(got[name]["stored_type"], STORED[w["dtype"]], name)
-            self.assertTrue(got[name]["readable"], name)
+        got = check_listing(self, r.json(), "dcp", EXPECTED["tensors"], STORED)
         self.assertEqual(got["model.w"]["chunks"], 2)
         self.assertEqual(got["model.norm"]["chunks"], 2)
 

@@ -14,7 +14,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import run  # noqa: E402
+from cli_harness import check_listing, run  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "megatron")
 RUN = os.path.join(FIXTURES, "run")
@@ -29,14 +29,8 @@ class Megatron(unittest.TestCase):
         for path in (RUN, ITER):
             r = run(["ls", path, "--json"])
             self.assertEqual(r.code, 0, r.err)
-            doc = r.json()
-            self.assertEqual(doc["format"], "megatron")
-            got = {t["name"]: t for t in doc["tensors"]}
-            self.assertEqual(set(got), set(EXPECTED["tensors"]))
+            got = check_listing(self, r.json(), "megatron", EXPECTED["tensors"], STORED)
             for name, w in EXPECTED["tensors"].items():
-                self.assertEqual(got[name]["shape"], w["shape"], name)
-                self.assertEqual(got[name]["stored_type"], STORED[w["dtype"]], name)
-                self.assertTrue(got[name]["readable"], name)
                 self.assertEqual(got[name].get("chunks", 1), w["chunks"], name)
 
     def test_export_and_stats_equal_torch(self):

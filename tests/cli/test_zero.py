@@ -8,14 +8,14 @@ readable; a truncated or model-parallel file refused by name. Needs no torch."""
 import json
 import os
 import shutil
+import sys
 import tempfile
 import unittest
 
 import numpy as np
 
-import sys
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import run  # noqa: E402
+from cli_harness import check_listing, run  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "zero")
 with open(os.path.join(FIXTURES, "expected.json")) as f:
@@ -29,14 +29,7 @@ class Zero(unittest.TestCase):
             for path in (os.path.join(FIXTURES, run_name), os.path.join(FIXTURES, run_name, "global_step5")):
                 r = run(["ls", path, "--json"])
                 self.assertEqual(r.code, 0, r.err)
-                doc = r.json()
-                self.assertEqual(doc["format"], "deepspeed")
-                got = {t["name"]: t for t in doc["tensors"]}
-                self.assertEqual(set(got), set(w["tensors"]), run_name)
-                for name, want in w["tensors"].items():
-                    self.assertEqual(got[name]["shape"], want["shape"], name)
-                    self.assertEqual(got[name]["stored_type"], STORED[want["dtype"]], name)
-                    self.assertTrue(got[name]["readable"], (run_name, name, got[name].get("unavailable")))
+                check_listing(self, r.json(), "deepspeed", w["tensors"], STORED)
 
     def test_export_equals_the_partitioned_values(self):
         out = tempfile.mkdtemp(prefix="tm-zero-")

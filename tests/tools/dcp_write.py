@@ -19,7 +19,6 @@ Directories:
   huge/           sharded/ whose metadata says model.w is 2^40 x 2^40 (an element count past 64 bits)
   bytes_without_storage/  sharded/ without the storage_data entry of optim.step
 """
-import json
 import math
 import os
 import pickle
@@ -28,6 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_output import finish  # noqa: E402
 from torch113_dcp import (ChunkShardingSpec, EnumerableShardingSpec, ShardMetadata, dcp, dist, mp,  # noqa: E402
                           sharded_tensor, torch)
 
@@ -151,12 +151,7 @@ def main():
     shutil.copytree(good, os.path.join(OUT, "missing_file"))
     os.remove(os.path.join(OUT, "missing_file", "__1_0.distcp"))
     expected = {"torch_version": torch.__version__, "tensors": reference(), "metadata": {"optim.step": "7", "optim.lr": "0.5"}}
-    with open(os.path.join(OUT, "expected.json"), "w") as f:
-        json.dump(expected, f, indent=1, sort_keys=True)
-        f.write("\n")
-    for root, _, files in sorted(os.walk(OUT)):
-        for name in sorted(files):
-            print("%-40s %6d bytes" % (os.path.relpath(os.path.join(root, name), OUT), os.path.getsize(os.path.join(root, name))))
+    finish(OUT, expected, 40)
 
 
 if __name__ == "__main__":

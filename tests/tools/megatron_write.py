@@ -25,6 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_output import finish  # noqa: E402
 from torch113_dcp import EnumerableShardingSpec, ShardMetadata, dcp, dist, mp, sharded_tensor, torch  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "megatron")
@@ -127,12 +128,7 @@ def main():
     expected = {"torch_version": torch.__version__, "tensors": tensors,
                 "metadata": {"iteration": "10", "checkpoint_version": "3", "args.num_layers": str(LAYERS),
                              "args.ckpt_format": "torch_dist", "megatron.sharded_backend": "torch_dist"}}
-    with open(os.path.join(OUT, "expected.json"), "w") as f:
-        json.dump(expected, f, indent=1, sort_keys=True)
-        f.write("\n")
-    for root, _, files in sorted(os.walk(OUT)):
-        for name in sorted(files):
-            print("%-50s %6d bytes" % (os.path.relpath(os.path.join(root, name), OUT), os.path.getsize(os.path.join(root, name))))
+    finish(OUT, expected, 50)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ Folders (each a run folder with a `latest` pointer and global_step5/):
 import collections
 import dataclasses
 import enum
-import json
 import math
 import os
 import shutil
@@ -33,6 +32,9 @@ import sys
 import types
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_output import finish  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "zero")
 TAG = "global_step5"
@@ -329,12 +331,7 @@ def main():
     sd = torch.load(path)
     sd["param_shapes"][0]["layers.0.mlp.weight"] = torch.Size([70, 6])
     torch.save(sd, path)
-    with open(os.path.join(OUT, "expected.json"), "w") as f:
-        json.dump(expected, f, indent=1, sort_keys=True)
-        f.write("\n")
-    for root, _, files in sorted(os.walk(OUT)):
-        for name in sorted(files):
-            print("%-70s %6d bytes" % (os.path.relpath(os.path.join(root, name), OUT), os.path.getsize(os.path.join(root, name))))
+    finish(OUT, expected, 70)
 
 
 if __name__ == "__main__":
