@@ -29,7 +29,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixture_output import finish  # noqa: E402
 from torch113_dcp import (ChunkShardingSpec, EnumerableShardingSpec, ShardMetadata, dcp, dist, mp,  # noqa: E402
-                          sharded_tensor, torch)
+                          sharded, torch)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "dcp")
 WORLD = 2
@@ -47,14 +47,6 @@ def full_tensors():
     }
 
 
-def sharded(full, spec, rank):
-    st = sharded_tensor.empty(spec, *full.shape, dtype=full.dtype)
-    for shard in st.local_shards():
-        o, z = shard.metadata.shard_offsets, shard.metadata.shard_sizes
-        shard.tensor.copy_(full[tuple(slice(a, a + b) for a, b in zip(o, z))])
-    return st
-
-
 def rank_main(rank, store, out):
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD)
     full = full_tensors()
@@ -65,9 +57,9 @@ def rank_main(rank, store, out):
         ShardMetadata(shard_offsets=[2, 0, 0], shard_sizes=[1, 4, 5], placement="rank:1/cpu"),
     ])
     sd = {
-        "model.w": sharded(full["model.w"], rows, rank),
-        "model.emb": sharded(full["model.emb"], cols, rank),
-        "model.norm": sharded(full["model.norm"], uneven, rank),
+        "model.w": sharded(full["model.w"], rows),
+        "model.emb": sharded(full["model.emb"], cols),
+        "model.norm": sharded(full["model.norm"], uneven),
         "model.b": full["model.b"],
         "model.i": full["model.i"],
         "optim.step": 7,

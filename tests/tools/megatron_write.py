@@ -26,7 +26,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixture_output import finish  # noqa: E402
-from torch113_dcp import EnumerableShardingSpec, ShardMetadata, dcp, dist, mp, sharded_tensor, torch  # noqa: E402
+from torch113_dcp import EnumerableShardingSpec, ShardMetadata, dcp, dist, mp, sharded, torch  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "fixtures", "megatron")
 WORLD = 2
@@ -75,14 +75,6 @@ def spec(shape, dim, stacked):
             offsets[dim], sizes[dim] = r * part, part
             shards.append(ShardMetadata(shard_offsets=offsets, shard_sizes=sizes, placement=f"rank:{r}/cpu"))
     return EnumerableShardingSpec(shards)
-
-
-def sharded(full, s):
-    st = sharded_tensor.empty(s, *full.shape, dtype=full.dtype)
-    for shard in st.local_shards():
-        o, z = shard.metadata.shard_offsets, shard.metadata.shard_sizes
-        shard.tensor.copy_(full[tuple(slice(a, a + b) for a, b in zip(o, z))])
-    return st
 
 
 def rank_main(rank, store, out):

@@ -26,3 +26,12 @@ import torch.multiprocessing as mp  # noqa: E402,F401
 import torch.distributed._shard.checkpoint as dcp  # noqa: E402,F401
 from torch.distributed._shard import sharded_tensor  # noqa: E402,F401
 from torch.distributed._shard.sharding_spec import ChunkShardingSpec, EnumerableShardingSpec, ShardMetadata  # noqa: E402,F401
+
+
+def sharded(full, spec):
+    """This rank's ShardedTensor of `full` under the sharding spec: each local shard holds its slice of full."""
+    st = sharded_tensor.empty(spec, *full.shape, dtype=full.dtype)
+    for shard in st.local_shards():
+        o, z = shard.metadata.shard_offsets, shard.metadata.shard_sizes
+        shard.tensor.copy_(full[tuple(slice(a, a + b) for a, b in zip(o, z))])
+    return st
