@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "formats/deepspeed_zero.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"
 #include "formats/zip_archive.h"
@@ -77,7 +78,9 @@ void check_file(const std::string& name) {
     const bool is_int = !dtype_is_float(*t.dtype);
     std::vector<double> values;
     for (uint64_t i = 0; i < t.elements; ++i) values.push_back(element_to_double(*t.dtype, p + i * dtype_size(*t.dtype)));
-    if (w.contains("values")) EXPECT_EQ(values, w["values"].get<std::vector<double>>());
+    if (w.contains("values")) {
+      EXPECT_EQ(values, w["values"].get<std::vector<double>>());
+    }
     for (size_t i = 0; i < w["first"].size(); ++i) {
       if (*t.dtype == DType::I64) {  // exact, beyond what a double holds
         int64_t v;
@@ -453,6 +456,55 @@ TEST(Zip, OverlapsPastTheEndAndZip64Lies) {
   // Every truncation of a real file is a clear error.
   const auto f = read_all(kDir + "/tensor.pt");
   for (size_t n = 0; n < f.size(); ++n) error_of([&] { parse_torch_save(f.data(), n, "tensor.pt"); });
+}
+
+// DeepSpeed ZeRO files whose structure lies: each refused with the entry named (hand-made archives; the
+// fixtures of tests/fixtures/zero cover the well-formed stages).
+std::string zero_error(const std::string& pickle, bool optim) {
+  ZipFile z;
+  z.entries = {{"a/data.pkl", pickle}, {"a/byteorder", "little"}};
+  const std::string b = z.bytes();
+  const auto* p = reinterpret_cast<const uint8_t*>(b.data());
+  return error_of([&] {
+    if (optim) parse_zero_optim_states(p, b.size(), "o.pt", false);
+    else parse_zero_model_states(p, b.size(), "m.pt");
+  });
+}
+// A protocol-2 dict of (key, pickled value) pairs.
+std::string pdict(const std::vector<std::pair<std::string, std::string>>& items) {
+  std::string out = "}(";
+  for (const auto& [k, v] : items) out += pstr(k) + v;
+  return out + "u";
+}
+std::string ptuple(const std::vector<uint32_t>& v) {
+  std::string out = "(";
+  for (uint32_t x : v) out += pint(x);
+  return out + "t";
+}
+std::string pickled(const std::string& value) { return "\x80\x02" + value + "."; }
+
+TEST(ZeroFiles, LyingStructureIsNamed) {
+  EXPECT_NE(zero_error(pickled(pdict({})), false).find("m.pt: no param_shapes entry"), std::string::npos);
+  EXPECT_NE(zero_error(pickled(pdict({{"param_shapes", pint(3)}})), false).find("param_shapes is a int, not a list of dicts"), std::string::npos);
+  EXPECT_NE(zero_error(pickled(pdict({{"param_shapes", "](" + pdict({{"w", pstr("x")}}) + "e"}})), false).find("param_shapes: 'w' has no shape"),
+            std::string::npos);
+  const std::string huge = ptuple({0x7FFFFFFFu, 0x7FFFFFFFu, 0x7FFFFFFFu});  // BININT is signed
+  EXPECT_NE(zero_error(pickled(pdict({{"param_shapes", "](" + pdict({{"w", huge}}) + "e"}})), false).find("'w': its element count overflows"),
+            std::string::npos);
+  EXPECT_NE(zero_error(pickled(pdict({})), true).find("o.pt: no optimizer_state_dict entry"), std::string::npos);
+  auto osd = [](const std::vector<std::pair<std::string, std::string>>& items) { return pickled(pdict({{"optimizer_state_dict", pdict(items)}})); };
+  EXPECT_NE(zero_error(osd({}), true).find("has no zero_stage"), std::string::npos);
+  EXPECT_NE(zero_error(osd({{"zero_stage", pint(7)}}), true).find("zero_stage is 7 (expected 1, 2 or 3)"), std::string::npos);
+  EXPECT_NE(zero_error(osd({{"zero_stage", pint(2)}}), true).find("partition_count is missing"), std::string::npos);
+  EXPECT_NE(zero_error(osd({{"zero_stage", pint(2)}, {"partition_count", pint(2)}}), true).find("single_partition_of_fp32_groups is missing"),
+            std::string::npos);
+  // A group that is not a tensor; stage 3 given as DeepSpeed pickles its enum: getattr(ZeroStageEnum, "weights").
+  const std::string enum3 = "c__builtin__\ngetattr\n(cdeepspeed.runtime.zero.config\nZeroStageEnum\n" + pstr("weights") + "tR";
+  EXPECT_NE(zero_error(osd({{"zero_stage", enum3}, {"partition_count", pint(2)}, {"fp32_flat_groups", "](" + pstr("x") + "e"}}), true)
+                .find("fp32_flat_groups[0] is not a tensor"),
+            std::string::npos);
+  // A global outside the allow-list (a user's own class as client state) is refused by name.
+  EXPECT_NE(zero_error(pickled(pdict({{"client", "cos\nsystem\n"}})), true).find("global 'os.system' is not on the allow-list"), std::string::npos);
 }
 
 }  // namespace
