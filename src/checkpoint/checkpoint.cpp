@@ -95,6 +95,14 @@ void add_torch(Checkpoint& c, std::shared_ptr<MappedFile> file) {
   c.header_bytes.push_back(f.header_bytes);
 }
 
+// Empty when path exists; else why not: "" when it simply does not, " (File name too long)" and the like
+// when the file system refuses the name (a name from a file may be anything).
+std::optional<std::string> missing(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return std::nullopt;
+  return ec ? " (" + ec.message() + ")" : std::string();
+}
+
 // Tensor names must be unique across the whole checkpoint.
 void check_unique(const Checkpoint& c) {
   std::map<std::string, size_t> seen;
@@ -143,7 +151,7 @@ Checkpoint open_gguf_split(const std::string& path, const SplitName& name) {
     char name[64];
     std::snprintf(name, sizeof name, "-%05d-of-%05d.gguf", i, count);
     const std::string shard = prefix + name;
-    if (!fs::exists(shard)) bad(path, "split set of " + std::to_string(count) + " shards: shard " + shard + " is missing");
+    if (const auto why = missing(shard)) bad(path, "split set of " + std::to_string(count) + " shards: shard " + shard + " is missing" + *why);
     const GgufFile g = add_gguf(c, std::make_shared<MappedFile>(shard));
     const uint64_t no = kv_uint(g, "split.no", shard), n = kv_uint(g, "split.count", shard);
     if (no != static_cast<uint64_t>(i - 1) || n != static_cast<uint64_t>(count))
@@ -195,7 +203,7 @@ Checkpoint open_safetensors_index(const std::string& index_path) {
     if (shard.find('/') != std::string::npos || shard == "..")
       bad(index_path, "weight_map names shard '" + shard + "' outside the checkpoint's directory");
     const std::string file = (dir / shard).string();
-    if (!fs::exists(file)) bad(index_path, "shard " + shard + " (listed in weight_map) is missing");
+    if (const auto why = missing(file)) bad(index_path, "shard " + shard + " (listed in weight_map) is missing" + *why);
     if (torch_shards) add_torch(c, std::make_shared<MappedFile>(file));
     else add_safetensors(c, std::make_shared<MappedFile>(file));
   }

@@ -488,6 +488,12 @@ class ShardedCheckpoints(unittest.TestCase):
         r = run(["stats", self.index])
         self.assertEqual(r.code, 3)
         self.assertIn("weight_map['x'] must be a file name", r.err)
+        # A shard name the file system refuses (longer than a name may be): missing, with the reason, not a crash.
+        long_name = "m" * 300 + ".safetensors"
+        write(self.index, ('{"weight_map": {"x": "%s"}}' % long_name).encode())
+        r = run(["ls", self.index])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("(listed in weight_map) is missing (File name too long)", r.err)
         write(self.index, b"{not json")
         r = run(["stats", self.dir])
         self.assertEqual(r.code, 3)
