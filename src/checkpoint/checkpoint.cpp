@@ -333,7 +333,11 @@ Checkpoint with_packed_tensors(Checkpoint c) {
 
 }  // namespace
 
-std::string checkpoint_layout(const std::string& path) {
+namespace {
+
+// The layout of the directory at path; a run folder's is its `latest` pointer and, under the folder it
+// names, that folder's layout (followed once, as open_directory does).
+std::string directory_layout(const std::string& path, bool follow_latest) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return "";
   const DirectoryFiles d = list_directory(path);
@@ -342,16 +346,20 @@ std::string checkpoint_layout(const std::string& path) {
     for (const auto& f : *list) layout += fs::path(f).filename().string() + "\n";
   if (is_dcp_directory(path)) layout += dcp_layout(path);
   if (layout.empty() && is_zero_directory(path)) layout += zero_layout(path);
-  if (layout.empty()) {
+  if (layout.empty() && follow_latest) {
     if (const auto latest = latest_directory(path)) {
-      layout = "latest -> " + fs::path(*latest).filename().string() + "\n";
-      const std::string below = is_zero_directory(*latest) ? zero_layout(*latest) : is_dcp_directory(*latest) ? dcp_layout(*latest) : "";
-      std::istringstream inner(below);
-      for (std::string line; std::getline(inner, line);) layout += fs::path(*latest).filename().string() + "/" + line + "\n";
+      const std::string tag = fs::path(*latest).filename().string();
+      layout = "latest -> " + tag + "\n";
+      std::istringstream inner(directory_layout(*latest, false));
+      for (std::string line; std::getline(inner, line);) layout += tag + "/" + line + "\n";
     }
   }
   return layout;
 }
+
+}  // namespace
+
+std::string checkpoint_layout(const std::string& path) { return directory_layout(path, true); }
 
 Checkpoint open_checkpoint(const std::string& path) {
   if (path_kind(path) == PathKind::Directory) return with_packed_tensors(open_directory(path));

@@ -22,10 +22,6 @@ namespace {
   throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": " + what));
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // The number after `tag` in a file name ("zero_pp_rank_3_mp_rank_00_optim_states.pt", "zero_pp_rank_") or none.
 std::optional<uint64_t> number_after(const std::string& name, const std::string& tag) {
   const size_t at = name.find(tag);
@@ -46,32 +42,40 @@ ZeroFiles list_zero_files(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (ends_with(name, "model_states.pt")) z.model.push_back(name);
-    else if (ends_with(name, "optim_states.pt")) z.optim.push_back(name);
+    if (name.ends_with("model_states.pt")) z.model.push_back(name);
+    else if (name.ends_with("optim_states.pt")) z.optim.push_back(name);
   }
   std::sort(z.model.begin(), z.model.end());
   std::sort(z.optim.begin(), z.optim.end());
   return z;
 }
 
-// One rank's flat fp32 partition (or a moment of it): per group, where its elements lie in its file
-// and how many of them belong to the partition.
-struct RankFlat {
+// Where a run of fp32 elements of a flat partition lies: its file, the file offset of its first element,
+// and how many of its elements belong to the partition.
+struct Segment {
   size_t file_index = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> groups;  // (file offset of element 0, elements)
+  uint64_t file_offset = 0, elements = 0;
 };
+// Segments taken in order as one flat vector: one rank's groups (stage 3 concatenates them),
+// or one group's partitions across the ranks (stages 1-2).
+using Flat = std::vector<Segment>;
 
-// Appends the chunks that hold elements [pos, pos + n) of r's groups taken in order (stage 3 concatenates
-// them; stages 1-2 pass one group) as elements [dst, dst + n) of a parameter.
-void add_range(const RankFlat& r, uint64_t pos, uint64_t n, uint64_t dst, std::vector<TensorChunk>& out) {
-  for (const auto& [offset, length] : r.groups) {
+uint64_t total(const Flat& f) {
+  uint64_t n = 0;
+  for (const auto& s : f) n += s.elements;
+  return n;
+}
+
+// Appends the chunks that hold elements [pos, pos + n) of f as elements [dst, dst + n) of a parameter.
+void add_range(const Flat& f, uint64_t pos, uint64_t n, uint64_t dst, std::vector<TensorChunk>& out) {
+  for (const auto& s : f) {
     if (n == 0) return;
-    if (pos >= length) {
-      pos -= length;
+    if (pos >= s.elements) {
+      pos -= s.elements;
       continue;
     }
-    const uint64_t take = std::min(n, length - pos);
-    out.push_back(TensorChunk{r.file_index, offset + pos * 4, {dst}, {take}});
+    const uint64_t take = std::min(n, s.elements - pos);
+    out.push_back(TensorChunk{s.file_index, s.file_offset + pos * 4, {dst}, {take}});
     dst += take, n -= take, pos = 0;
   }
 }
@@ -98,8 +102,7 @@ class Assembler {
 
   // Rank r's partition of every group (fp32), or of one moment; the reason when one is not a contiguous
   // fp32 tensor of at least the partition's length.
-  std::string flat(const ZeroOptimStates& o, size_t file_index, const std::string& moment, const std::vector<uint64_t>& lengths, RankFlat& out) {
-    out.file_index = file_index;
+  std::string flat(const ZeroOptimStates& o, size_t file_index, const std::string& moment, const std::vector<uint64_t>& lengths, Flat& out) {
     const std::string& path = c_.files[file_index]->path();
     for (size_t g = 0; g < o.fp32_groups.size(); ++g) {
       size_t ti = o.fp32_groups[g];
@@ -115,7 +118,7 @@ class Assembler {
       if (!v.contiguous) return what + " is a strided view";
       const uint64_t length = lengths.empty() ? v.elements : lengths[g];
       if (v.elements < length) return what + " holds " + std::to_string(v.elements) + " elements, fewer than the partition's " + std::to_string(length);
-      out.groups.emplace_back(s.file_offset + v.storage_offset * 4, length);
+      out.push_back({file_index, s.file_offset + v.storage_offset * 4, length});
     }
     return "";
   }
@@ -130,36 +133,23 @@ class Assembler {
 // the end); stage 3 gives each parameter ceil(n / world) elements of every rank's concatenated groups.
 // Returns per parameter (in param_shapes order, groups flattened) its chunks; the reason when the
 // partitions do not hold the parameters.
-std::string cut(int stage, const std::vector<std::vector<ZeroParamShape>>& shapes, const std::vector<RankFlat>& ranks,
+std::string cut(int stage, const std::vector<std::vector<ZeroParamShape>>& shapes, const std::vector<Flat>& ranks,
                 std::vector<std::vector<TensorChunk>>& out) {
   const uint64_t world = ranks.size();
   if (stage <= 2) {
-    if (shapes.size() != ranks[0].groups.size())
-      return "param_shapes lists " + std::to_string(shapes.size()) + " groups, the optimizer states hold " + std::to_string(ranks[0].groups.size());
+    if (shapes.size() != ranks[0].size())
+      return "param_shapes lists " + std::to_string(shapes.size()) + " groups, the optimizer states hold " + std::to_string(ranks[0].size());
     for (size_t g = 0; g < shapes.size(); ++g) {
-      std::vector<RankFlat> group(world);
-      uint64_t available = 0;
-      for (uint64_t r = 0; r < world; ++r) {
-        group[r] = {ranks[r].file_index, {ranks[r].groups[g]}};
-        available += ranks[r].groups[g].second;
-      }
+      Flat group;  // the ranks' partitions of group g, in rank order
+      for (uint64_t r = 0; r < world; ++r) group.push_back(ranks[r][g]);
+      const uint64_t available = total(group);
       uint64_t offset = 0;
       for (const auto& p : shapes[g]) {
         if (p.elements > available - std::min(offset, available))
           return "group " + std::to_string(g) + ": '" + p.name + "' needs elements [" + std::to_string(offset) + ", " + std::to_string(offset + p.elements) +
                  ") of the group's " + std::to_string(available);
         std::vector<TensorChunk> chunks;
-        uint64_t pos = offset, dst = 0;
-        for (uint64_t r = 0; r < world && dst < p.elements; ++r) {  // the ranks' partitions in order
-          const uint64_t len = group[r].groups[0].second;
-          if (pos >= len) {
-            pos -= len;
-            continue;
-          }
-          const uint64_t take = std::min(p.elements - dst, len - pos);
-          add_range(group[r], pos, take, dst, chunks);
-          dst += take, pos = 0;
-        }
+        add_range(group, offset, p.elements, 0, chunks);
         out.push_back(std::move(chunks));
         offset += p.elements;
       }
@@ -171,11 +161,9 @@ std::string cut(int stage, const std::vector<std::vector<ZeroParamShape>>& shape
     }
     return "";
   }
-  uint64_t per_rank = 0;
-  for (const auto& [o, n] : ranks[0].groups) per_rank += n;
+  const uint64_t per_rank = total(ranks[0]);
   for (uint64_t r = 1; r < world; ++r) {
-    uint64_t n = 0;
-    for (const auto& g : ranks[r].groups) n += g.second;
+    const uint64_t n = total(ranks[r]);
     if (n != per_rank) return "rank " + std::to_string(r) + " holds " + std::to_string(n) + " fp32 elements, rank 0 " + std::to_string(per_rank);
   }
   uint64_t offset = 0;
@@ -289,7 +277,7 @@ Checkpoint open_zero(const std::string& dir) {
     std::string reason = why;
     std::vector<std::vector<TensorChunk>> pieces;
     if (reason.empty()) {
-      std::vector<RankFlat> ranks(optim.size());
+      std::vector<Flat> ranks(optim.size());
       std::vector<std::vector<uint64_t>> lengths(optim.size());
       for (size_t r = 0; r < optim.size() && reason.empty(); ++r) {
         for (size_t ti : optim[r].fp32_groups) lengths[r].push_back(optim[r].file.tensors[ti].elements);

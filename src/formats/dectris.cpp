@@ -34,10 +34,6 @@ constexpr int kBitshuffleLz4 = 2;
 // 4148 x 4362). HDF5 declares extents without storing them, so a file of a few KB can claim any size.
 constexpr uint64_t kMaxMaskPixels = uint64_t{1} << 26;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // H5Lvisit callback: records every dataset with one element (hard links only; entry/data is skipped).
 // `name` is the path relative to the file's root group.
 herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void* out) {
@@ -238,7 +234,7 @@ void collect_masters(const fs::path& dir, std::vector<std::string>& out) {
     if (entry_ec) continue;
     if (fs::is_directory(st)) {
       collect_masters(it->path(), out);
-    } else if (ends_with(it->path().filename().string(), "_master.h5") && it->is_regular_file(entry_ec)) {
+    } else if (it->path().filename().string().ends_with("_master.h5") && it->is_regular_file(entry_ec)) {
       out.push_back(fs::absolute(it->path()).lexically_normal().string());
     }
   }
@@ -275,7 +271,7 @@ Acquisition open_acquisition(const std::string& path_in) {
   const std::string name = fs::path(acq.master).filename().string();
   const size_t data_pos = name.rfind("_data_");
   bool data_file = false;
-  if (data_pos != std::string::npos && ends_with(name, ".h5")) {
+  if (data_pos != std::string::npos && name.ends_with(".h5")) {
     const auto master = fs::path(acq.master).parent_path() / (name.substr(0, data_pos) + "_master.h5");
     if (fs::exists(master, ec)) acq.master = master.string();
     else data_file = true;
