@@ -76,6 +76,16 @@ class StatsStream {
   // whole_tensor: the tensor's first element; may be null when needs_second_pass() is false.
   StatsResult finish(const void* whole_tensor);
 
+  // 8- and 16-bit dtypes whose bit-pattern counts the planner placed on the CPU backend: the caller
+  // may count them instead (indexing's pyramid pass counts every element's pattern while it tiles
+  // them, lod/pattern_tiles.h). Once this returned true (call it before the first feed), feed() counts
+  // no patterns and finish() needs add_pattern_counts() with the counts of every element fed; the
+  // placement report gives `reason`. Returns false, changing nothing, when no counts are wanted or
+  // they are placed on another backend.
+  bool count_patterns_elsewhere(const std::string& reason);
+  // counts: one per raw bit pattern (256 or 65,536), every element fed counted once.
+  void add_pattern_counts(const std::vector<uint64_t>& counts);
+
  private:
   struct State;
   State* state_;

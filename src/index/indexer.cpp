@@ -143,6 +143,15 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   StatsStream stream(planner, dtype, t.elements, options);
   std::optional<PyramidBuilder> lod;
   if (pyramid) lod.emplace(dtype, default_view(t.shape));
+  // 8- and 16-bit dtypes: the pyramid counts every element's bit pattern as it tiles them, so the
+  // statistics take those counts instead of counting the patterns again (the pass is then one count
+  // per element, in tile order; lod/pattern_tiles.h).
+  const bool shared_patterns = lod && lod->pattern_counts() && stream.count_patterns_elsewhere("counted_by_pyramid_pass");
+  // Ends the pyramid, handing its pattern counts to the statistics.
+  auto finish_pyramid = [&] {
+    if (shared_patterns) stream.add_pattern_counts(*lod->pattern_counts());
+    *pyramid = lod->finish();
+  };
   const uint64_t bytes = t.elements * width;
   const uint64_t piece = buffer.size() / width * width;
   // Feeds `n` bytes of the tensor already in memory at p.
@@ -186,7 +195,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       if (lod) lod->feed(band, n * cols);
       bytes_done += n * cols * width;
     }
-    if (lod) *pyramid = lod->finish();
+    if (lod) finish_pyramid();
     return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
   if (t.chunked() && !t.chunks_in_order()) {
@@ -194,7 +203,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     // (Checkpoint::data), fed from that copy.
     const uint8_t* base = c.data(t);
     feed_memory(base, bytes);
-    if (lod) *pyramid = lod->finish();
+    if (lod) finish_pyramid();
     return stream.finish(stream.needs_second_pass() ? base : nullptr);
   }
   if (t.chunked()) {
@@ -204,12 +213,12 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       for (uint64_t d : chunk.sizes) n *= d;
       feed_file(*c.files[chunk.file_index], chunk.file_offset, n);
     }
-    if (lod) *pyramid = lod->finish();
+    if (lod) finish_pyramid();
     // Wider dtypes' histogram and quantile passes need the whole tensor: assembled (Checkpoint::data).
     return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
   feed_file(file, t.file_offset, bytes);
-  if (lod) *pyramid = lod->finish();
+  if (lod) finish_pyramid();
   if (!stream.needs_second_pass()) return stream.finish(nullptr);
   // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages
   // are released afterwards.

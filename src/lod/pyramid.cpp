@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lod/pattern_tiles.h"
 #include "lod/tile_kernels.h"
 #include "tensormorph/error.h"
 
@@ -185,7 +186,9 @@ struct PyramidBuilder::State {
   std::vector<uint8_t> carry;            // the start of a segment split between two feeds
   std::vector<double> values;            // one segment as float64 (the scalar path)
   std::vector<uint8_t> buckets;          // one segment's order buckets (the scalar path)
-  std::vector<TileSums> band;            // the SIMD path: the open tiles of one row of tiles
+  std::vector<TileSums> band;            // the segment path: the open tiles of one row of tiles
+  std::unique_ptr<PatternTiles> patterns;  // the pattern path (pattern_tiles.h), a band at a time
+  std::vector<uint8_t> band_rows;        // the pattern path: the open band's rows before its last
   std::vector<TileStats> level0;         // slice-major, row-major
   std::vector<uint32_t> bucket_counts;   // kBuckets per level-0 tile (finite values only)
 
@@ -231,6 +234,54 @@ struct PyramidBuilder::State {
     order_buckets(dtype, data, n, buckets.data());
     for (uint64_t i = 0; i < n; ++i) counts[buckets[i]] += (values[i] - values[i]) == 0.0;
   }
+
+  // The pattern path: a band (the rows of one row of tiles) is counted tile by tile once its last row
+  // arrives. Its rows before the last are copied into band_rows unless a feed holds the whole band;
+  // the last row's segments close their tiles as they arrive (from the feed, or from carry when split).
+  void feed_patterns(const uint8_t* p, uint64_t elements) {
+    const View2D& v = layout.view;
+    const uint64_t th = layout.tile_rows, tw = layout.tile_cols, stride = v.cols * width;
+    const uint64_t slice_elements = v.rows * v.cols;
+    while (elements > 0) {
+      const uint64_t at = pos - carry.size() / width;  // the first element not yet in a closed tile or band row
+      const uint64_t sl = at / slice_elements, in_slice = at % slice_elements;
+      const uint64_t r = in_slice / v.cols, c = in_slice % v.cols;
+      const uint64_t band_first = r / th * th, band_end = std::min(v.rows, band_first + th);
+      const uint64_t band_height = band_end - band_first, ty = band_first / th;
+      const size_t first_tile = static_cast<size_t>((sl * layout.levels[0].rows + ty) * layout.levels[0].cols);
+      if (r == band_first && c == 0 && carry.empty() && elements >= band_height * v.cols) {
+        for (uint64_t tx = 0; tx < layout.levels[0].cols; ++tx) {
+          const uint64_t c0 = tx * tw, w = std::min(v.cols, c0 + tw) - c0;
+          patterns->add_rows(p + c0 * width, stride, band_height, w);
+          level0[first_tile + tx] = patterns->finish_tile(bucket_counts.data() + (first_tile + tx) * kBuckets);
+        }
+        const uint64_t n = band_height * v.cols;
+        p += n * width, pos += n, elements -= n;
+        continue;
+      }
+      if (r + 1 < band_end) {  // a row before the band's last: kept until the last row arrives
+        const uint64_t n = std::min(elements, (band_end - 1) * v.cols - in_slice);
+        band_rows.insert(band_rows.end(), p, p + n * width);
+        p += n * width, pos += n, elements -= n;
+        continue;
+      }
+      // The band's last row: the segment from column c to its tile's right edge closes that tile.
+      const uint64_t tx = c / tw, seg = std::min(v.cols, (tx + 1) * tw) - c;
+      const uint64_t carried = carry.size() / width, take = std::min(elements, seg - carried);
+      const uint8_t* last_row = p;
+      if (carried > 0 || take < seg) {
+        carry.insert(carry.end(), p, p + take * width);
+        last_row = carry.data();
+      }
+      p += take * width, pos += take, elements -= take;
+      if (carried + take < seg) continue;
+      patterns->add_rows(band_rows.data() + c * width, stride, band_height - 1, seg);
+      patterns->add_rows(last_row, 0, 1, seg);
+      level0[first_tile + tx] = patterns->finish_tile(bucket_counts.data() + (first_tile + tx) * kBuckets);
+      carry.clear();
+      if (c + seg == v.cols) band_rows.clear();
+    }
+  }
 };
 
 PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kernels) : s_(std::make_unique<State>()) {
@@ -243,7 +294,10 @@ PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kern
   const size_t tiles = view.slices * s_->layout.tiles_per_slice(0);
   s_->level0.resize(tiles);
   s_->bucket_counts.assign(tiles * kBuckets, 0);
-  if (kernels == TileKernels::Simd && tile_kernel_supports(dtype)) {
+  const uint64_t band_copy = (std::min<uint64_t>(view.rows, s_->layout.tile_rows) - 1) * view.cols * s_->width;
+  if (kernels == TileKernels::Simd && PatternTiles::supports(dtype) && band_copy <= kMaxBandBytes) {
+    s_->patterns = std::make_unique<PatternTiles>(dtype);
+  } else if (kernels != TileKernels::Scalar && tile_kernel_supports(dtype)) {
     s_->band.resize(s_->layout.levels[0].cols);
   } else {
     s_->values.resize(s_->layout.tile_cols);
@@ -258,6 +312,7 @@ void PyramidBuilder::feed(const void* data, uint64_t elements) {
   if (elements > s.total - s.pos)
     throw Error(ErrorKind::Internal, "pyramid: fed more elements than the tensor holds");
   const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (s.patterns) return s.feed_patterns(p, elements);
   while (elements > 0) {
     const uint64_t carried = s.carry.size() / s.width;
     const State::Segment seg = s.next_segment();
@@ -277,6 +332,10 @@ void PyramidBuilder::feed(const void* data, uint64_t elements) {
     s.pos += take;
     elements -= take;
   }
+}
+
+const std::vector<uint64_t>* PyramidBuilder::pattern_counts() const {
+  return s_->patterns ? &s_->patterns->totals() : nullptr;
 }
 
 Pyramid PyramidBuilder::finish() {

@@ -55,10 +55,18 @@ struct Pyramid {
   size_t level_offset(unsigned level) const;
 };
 
-// How level-0 tiles are computed. Simd: f32, bf16 and f16 through tile_kernels.h (Highway), every other
-// dtype widened to float64 a segment at a time. Scalar: every dtype the float64 way, the reference the
-// SIMD kernels are tested against (same counts, extremes and histograms; sum and m2 to float64 rounding).
-enum class TileKernels { Simd, Scalar };
+// How level-0 tiles are computed.
+// - Simd (the default): 8- and 16-bit floats and 8-bit integers from their bit-pattern counts
+//   (pattern_tiles.h), a band of tile rows at a time, when the band's rows before its last fit in
+//   kMaxBandBytes (else as Segments); otherwise as Segments.
+// - Segments: f32, bf16 and f16 a row segment at a time through tile_kernels.h (Highway), every other
+//   dtype widened to float64 a segment at a time.
+// - Scalar: every dtype the float64 way, the reference the others are tested against (same counts,
+//   extremes and histograms; sum and m2 to float64 rounding).
+enum class TileKernels { Simd, Segments, Scalar };
+
+// The most a builder copies to count a band's tiles in tile order (the band's rows before its last).
+constexpr uint64_t kMaxBandBytes = uint64_t{64} << 20;
 
 // Feeds a tensor's elements in flat (row-major) order, in pieces of any size; the result does not
 // depend on how the elements were cut into pieces.
@@ -72,6 +80,10 @@ class PyramidBuilder {
   void feed(const void* data, uint64_t elements);
   // Throws Error(Internal) unless exactly slices x rows x cols elements were fed.
   Pyramid finish();
+
+  // With pattern tiles, the count of every fed element's raw bit pattern (256 or 65,536 counts: what
+  // stats.bitpattern_histogram counts), complete once every element was fed; else null.
+  const std::vector<uint64_t>* pattern_counts() const;
 
  private:
   struct State;

@@ -182,6 +182,8 @@ struct StatsStream::State {
   bool narrow;                      // 8/16-bit: the bit-pattern counts give histogram and quantiles
   std::vector<uint64_t> patterns;   // counts per bit pattern (narrow dtypes, when wanted)
   std::optional<Placement> pattern_placement;
+  bool patterns_elsewhere = false;  // counted by the caller (count_patterns_elsewhere)
+  bool patterns_added = false;
   // A device copy of the whole tensor, made by the first op placed on a device that needs a transfer
   // (when the whole tensor is at hand); later ops on that device read it instead of moving it again.
   std::unique_ptr<ResidentCopy> resident;
@@ -212,7 +214,8 @@ StatsStream::StatsStream(const Planner& planner, DType dtype, uint64_t total_ele
   const unsigned threads = options.threads ? options.threads : default_thread_count();
   // Owned locally until every placement succeeded: a refused one throws without leaking the state.
   std::unique_ptr<State> s(new State{planner, dtype, total_elements, options, threads,
-                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {}, nullptr, false, nullptr});
+                                     MomentsStream(planner, dtype, total_elements, threads), dtype_size(dtype) <= 2, {}, {},
+                                     false, false, nullptr, false, nullptr});
   if (s->narrow && s->wants_distribution()) {
     s->pattern_placement = planner.place(request_for(TM_OP_STATS_BITPATTERN_HISTOGRAM, dtype, total_elements, &options));
     s->patterns.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
@@ -229,14 +232,34 @@ void StatsStream::feed(const void* data, uint64_t elements) {
   if (elements && elements == s.elements && !s.whole) s.whole = data;  // the whole tensor in one piece
   Placement moments_placement = s.moments.placement();
   s.moments.feed(data, elements, s.copy_for(moments_placement, data, elements));
-  if (s.pattern_placement && elements)
+  if (s.pattern_placement && !s.patterns_elsewhere && elements)
     run_placed_kernel(*s.pattern_placement, TM_OP_STATS_BITPATTERN_HISTOGRAM,
                       {s.dtype, data, elements, nullptr, 0, s.patterns.data(), s.patterns.size() * sizeof(uint64_t), s.threads},
                       s.copy_for(*s.pattern_placement, data, elements));
 }
 
+bool StatsStream::count_patterns_elsewhere(const std::string& reason) {
+  State& s = *state_;
+  if (!s.pattern_placement || s.pattern_placement->backend != "cpu") return false;
+  s.patterns_elsewhere = true;
+  s.pattern_placement->reason = reason;
+  s.pattern_placement->rejected.clear();
+  s.pattern_placement->estimated_seconds = 0;
+  return true;
+}
+
+void StatsStream::add_pattern_counts(const std::vector<uint64_t>& counts) {
+  State& s = *state_;
+  if (!s.patterns_elsewhere || counts.size() != s.patterns.size())
+    throw Error(ErrorKind::Internal, "stats: bit-pattern counts were added that this stream did not ask for");
+  for (size_t i = 0; i < counts.size(); ++i) s.patterns[i] += counts[i];
+  s.patterns_added = true;
+}
+
 StatsResult StatsStream::finish(const void* whole_tensor) {
   State& s = *state_;
+  if (s.patterns_elsewhere && !s.patterns_added && s.elements)
+    throw Error(ErrorKind::Internal, "stats: the bit-pattern counts made elsewhere never arrived");
   const StatsOptions& options = s.options;
   if (needs_second_pass() && !whole_tensor && s.elements)
     throw Error(ErrorKind::Internal, "stats: the histogram and quantiles of a wide dtype need the whole tensor");

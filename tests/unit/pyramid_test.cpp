@@ -215,13 +215,17 @@ TEST_P(PyramidKernelsAgree, SimdTilesEqualTheScalarReference) {
   }
   for (const Case& c : cases) {
     const View2D view = default_view(c.shape);
-    const Pyramid simd = build_pyramid(dtype, view, c.raw.data(), TileKernels::Simd);
     const Pyramid ref = build_pyramid(dtype, view, c.raw.data(), TileKernels::Scalar);
-    ASSERT_EQ(simd.tiles.size(), ref.tiles.size());
-    ASSERT_EQ(simd.edges.size(), ref.edges.size());
-    for (size_t i = 0; i < ref.edges.size(); ++i) EXPECT_EQ(bits_of(simd.edges[i]), bits_of(ref.edges[i])) << "edge " << i;
-    for (size_t i = 0; i < ref.tiles.size(); ++i)
-      expect_tile(ref.tiles[i], simd.tiles[i], "shape " + std::to_string(c.shape[0]) + " tile " + std::to_string(i));
+    for (TileKernels kernels : {TileKernels::Simd, TileKernels::Segments}) {
+      const std::string how = kernels == TileKernels::Simd ? "simd" : "segments";
+      const Pyramid simd = build_pyramid(dtype, view, c.raw.data(), kernels);
+      ASSERT_EQ(simd.tiles.size(), ref.tiles.size()) << how;
+      ASSERT_EQ(simd.edges.size(), ref.edges.size()) << how;
+      for (size_t i = 0; i < ref.edges.size(); ++i)
+        EXPECT_EQ(bits_of(simd.edges[i]), bits_of(ref.edges[i])) << how << " edge " << i;
+      for (size_t i = 0; i < ref.tiles.size(); ++i)
+        expect_tile(ref.tiles[i], simd.tiles[i], how + " shape " + std::to_string(c.shape[0]) + " tile " + std::to_string(i));
+    }
   }
 }
 
