@@ -153,7 +153,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     *pyramid = lod->finish();
   };
   const uint64_t bytes = t.elements * width;
-  const uint64_t piece = buffer.size() / width * width;
+  const uint64_t piece = (lod ? lod->piece_elements(buffer.size() / width) : buffer.size() / width) * width;
   // Feeds `n` bytes of the tensor already in memory at p.
   auto feed_memory = [&](const uint8_t* p, uint64_t n) {
     for (uint64_t off = 0; off < n;) {

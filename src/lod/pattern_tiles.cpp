@@ -12,7 +12,6 @@
 #include <limits>
 
 #include "lod/pattern_tiles.h"
-#include "support/simd_f32_loaders-inl.h"
 #include "tensormorph/error.h"
 
 #ifndef TM_LOD_PATTERN_TILES_SHARED
@@ -106,45 +105,58 @@ void CountRows16(const uint8_t* first, uint64_t stride, uint64_t rows, uint64_t 
   *extent = {k_min, k_max, m_low, m_high, nf};
 }
 
-// The float32 values of the kScanGroup-aligned patterns p .. p + Lanes - 1 of one sign half.
-template <bool kF16, class DF>
-hn::Vec<DF> PatternValues(DF df, uint32_t p) {
-  const hn::Rebind<uint32_t, DF> du;
-  if constexpr (!kF16) return hn::BitCast(df, hn::ShiftLeft<16>(hn::Iota(du, p)));
-  const auto v = SmallFloatToF32(du, hn::Iota(du, p & 0x7FFFu), 10, 15);
-  return (p & 0x8000u) ? hn::Neg(v) : v;
-}
+// 2^k as a float64 (k within the normal range).
+inline double pow2(int k) { return std::bit_cast<double>(static_cast<uint64_t>(1023 + k) << 52); }
 
 // Over the finite patterns [begin, end) of one sign half (multiples of kScanGroup): adds count x d and
-// count x d^2 (d = value - shift) into lanes; when kTally, also each pattern's count into totals and
-// each 256-pattern block's count into block_counts[block].
+// count x d^2 (d = value - shift) into lanes and leaves the counts zero; when kTally, also adds each
+// pattern's count into totals and each 256-pattern block's count into block_counts[block]. Groups
+// without a count are skipped. A group
+// never straddles two exponents, so its values are v0 + i x ulp (i < 32, exact) and d = (v0 - shift) +
+// i x ulp: two roundings, the same on every target.
 template <bool kF16, bool kTally>
-void Scan(const uint16_t* even, const uint16_t* odd, uint32_t begin, uint32_t end, double shift, ScanLanes* lanes,
+void Scan(uint16_t* even, uint16_t* odd, uint32_t begin, uint32_t end, double shift, ScanLanes* lanes,
           uint64_t* totals, uint64_t* block_counts) {
   const hn::CappedTag<double, 8> dd;
-  const hn::Rebind<float, decltype(dd)> df;
   const hn::Rebind<uint16_t, decltype(dd)> d16;
   const hn::Rebind<uint32_t, decltype(dd)> du32;
   const hn::Rebind<int32_t, decltype(dd)> di32;
   const hn::Rebind<uint64_t, decltype(dd)> du64;
   const size_t N = hn::Lanes(dd), V = kScanGroup / N;
-  const auto vshift = hn::Set(dd, shift);
+  constexpr int kMantissa = kF16 ? 10 : 7, kBias = kF16 ? 25 : 134;  // value = integer mantissa x 2^(e - kBias)
+  const double sign = (begin & 0x8000u) ? -1.0 : 1.0;
+  HWY_ALIGN double index[kScanGroup];
+  for (uint32_t i = 0; i < kScanGroup; ++i) index[i] = i;
   hn::Vec<decltype(dd)> sum[kScanGroup], sq[kScanGroup];
   for (size_t j = 0; j < V; ++j) sum[j] = hn::LoadU(dd, lanes->sum + j * N), sq[j] = hn::LoadU(dd, lanes->sq + j * N);
   auto block = hn::Zero(du64);
   for (uint32_t g = begin; g < end; g += kScanGroup) {
-    for (size_t j = 0; j < V; ++j) {
-      const uint32_t p = g + static_cast<uint32_t>(j * N);
-      const auto c = hn::Add(hn::PromoteTo(du32, hn::LoadU(d16, even + p)), hn::PromoteTo(du32, hn::LoadU(d16, odd + p)));
-      if constexpr (kTally) {
-        const auto c64 = hn::PromoteTo(du64, c);
-        hn::StoreU(hn::Add(hn::LoadU(du64, totals + p), c64), du64, totals + p);
-        block = hn::Add(block, c64);
+    uint64_t any = 0;
+    for (uint32_t k = 0; k < kScanGroup; k += 4) {
+      uint64_t a, b;
+      std::memcpy(&a, even + g + k, 8);
+      std::memcpy(&b, odd + g + k, 8);
+      any |= a | b;
+    }
+    if (any) {
+      const uint32_t magnitude = g & 0x7FFFu, e = magnitude >> kMantissa, m = magnitude & ((1u << kMantissa) - 1);
+      const double ulp = sign * pow2(static_cast<int>(e ? e : 1) - kBias);
+      const double v0 = static_cast<double>((e ? 1u << kMantissa : 0u) + m) * ulp;
+      const auto vulp = hn::Set(dd, ulp), d0 = hn::Set(dd, v0 - shift);
+      for (size_t j = 0; j < V; ++j) {
+        const uint32_t p = g + static_cast<uint32_t>(j * N);
+        const auto c = hn::Add(hn::PromoteTo(du32, hn::LoadU(d16, even + p)), hn::PromoteTo(du32, hn::LoadU(d16, odd + p)));
+        hn::StoreU(hn::Zero(d16), d16, even + p), hn::StoreU(hn::Zero(d16), d16, odd + p);  // left empty
+        if constexpr (kTally) {
+          const auto c64 = hn::PromoteTo(du64, c);
+          hn::StoreU(hn::Add(hn::LoadU(du64, totals + p), c64), du64, totals + p);
+          block = hn::Add(block, c64);
+        }
+        const auto d = hn::Add(hn::Mul(hn::Load(dd, index + j * N), vulp), d0);
+        const auto cd = hn::Mul(hn::PromoteTo(dd, hn::BitCast(di32, c)), d);
+        sum[j] = hn::Add(sum[j], cd);
+        sq[j] = hn::Add(sq[j], hn::Mul(cd, d));
       }
-      const auto d = hn::Sub(hn::PromoteTo(dd, PatternValues<kF16>(df, p)), vshift);
-      const auto cd = hn::Mul(hn::PromoteTo(dd, hn::BitCast(di32, c)), d);
-      sum[j] = hn::Add(sum[j], cd);
-      sq[j] = hn::Add(sq[j], hn::Mul(cd, d));
     }
     if constexpr (kTally) {
       if ((g + kScanGroup) % 256 == 0 || g + kScanGroup == end) {
@@ -158,7 +170,7 @@ void Scan(const uint16_t* even, const uint16_t* odd, uint32_t begin, uint32_t en
   for (size_t j = 0; j < V; ++j) hn::StoreU(sum[j], dd, lanes->sum + j * N), hn::StoreU(sq[j], dd, lanes->sq + j * N);
 }
 
-void ScanPatterns16(uint32_t dtype, bool tally, const uint16_t* even, const uint16_t* odd, uint32_t begin,
+void ScanPatterns16(uint32_t dtype, bool tally, uint16_t* even, uint16_t* odd, uint32_t begin,
                     uint32_t end, double shift, ScanLanes* lanes, uint64_t* totals, uint64_t* block_counts) {
   const bool f16 = static_cast<DType>(dtype) == DType::F16;
   if (f16 && tally) return Scan<true, true>(even, odd, begin, end, shift, lanes, totals, block_counts);
@@ -254,6 +266,7 @@ void PatternTiles::add_rows(const uint8_t* first, uint64_t stride, uint64_t rows
     shift_set_ = true;
   }
   count_ += rows * cols;
+  parts_.push_back({first, stride, rows, cols});
   if (width_ == 2) {
     RowExtent e{key_min_, key_max_, mag_low_, mag_high_, non_finite_};
     HWY_DYNAMIC_DISPATCH(CountRows16)(first, stride, rows, cols, exponent_mask(dtype_), even_.data(), odd_.data(), &e);
@@ -270,6 +283,7 @@ void PatternTiles::add_rows(const uint8_t* first, uint64_t stride, uint64_t rows
 
 TileStats PatternTiles::finish_tile(uint32_t* buckets) {
   TileStats t = width_ == 2 ? finish_range_scan(buckets) : finish_table_scan(buckets);
+  parts_.clear();
   count_ = 0, shift_ = 0, shift_set_ = false;
   key_min_ = 0xFFFF, key_max_ = 0, mag_low_ = 0xFFFF, mag_high_ = 0, non_finite_ = 0;
   return t;
@@ -352,6 +366,7 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
   const double n = static_cast<double>(finite);
   const bool scan = mag_low_ <= mag_high_;  // a finite value other than zero
   const uint32_t begin = mag_low_ & ~(kScanGroup - 1), end = (mag_high_ | (kScanGroup - 1)) + 1;
+  // Sums of d and d^2 about `shift` over the finite values; the scan leaves the tables empty.
   auto sums_about = [&](double shift, bool tally, double& sum, double& sq) {
     const double z = static_cast<double>(t.zero);
     sum = z * (0.0 - shift), sq = z * shift * shift;
@@ -370,6 +385,16 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
   sums_about(shift_, true, sum, sq);
   double m2 = sq - sum * sum / n;
   if (cancelled(sum, sq, n)) {
+    // Rare (the first value lies far from the rest): the tile's rows, still in memory, are counted
+    // again and summed about the mean.
+    RowExtent scratch{0xFFFF, 0, 0xFFFF, 0, 0};
+    for (const Part& part : parts_)
+      HWY_DYNAMIC_DISPATCH(CountRows16)(part.first, part.stride, part.rows, part.cols, exp_mask, even_.data(),
+                                        odd_.data(), &scratch);
+    for (uint32_t sign : {0u, 0x8000u}) {
+      even_[sign] = odd_[sign] = 0;
+      for (uint32_t p = exp_mask; p <= 0x7FFF; ++p) even_[p | sign] = odd_[p | sign] = 0;
+    }
     double s2, q2;
     sums_about(shift_ + sum / n, false, s2, q2);
     m2 = q2 - s2 * s2 / n;
@@ -380,11 +405,6 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
   t.min = value16(dtype_, pattern_of_key(key_min_));
   t.max = value16(dtype_, pattern_of_key(key_max_));
   t.abs_max = value16(dtype_, mag_high_);
-  if (scan)
-    for (uint32_t sign : {0u, 0x8000u}) {
-      std::fill(even_.begin() + (begin | sign), even_.begin() + (end | sign), 0);
-      std::fill(odd_.begin() + (begin | sign), odd_.begin() + (end | sign), 0);
-    }
   return t;
 }
 

@@ -33,7 +33,8 @@ class PatternTiles {
   explicit PatternTiles(DType dtype);
 
   // Adds `rows` rows of `cols` elements to the open tile: the first row at `first`, each next one
-  // `stride` bytes after the previous. A tile holds at most 65,536 elements.
+  // `stride` bytes after the previous. A tile holds at most 65,536 elements. The rows must stay in
+  // memory until finish_tile() (a tile whose m2 cancels is counted again).
   void add_rows(const uint8_t* first, uint64_t stride, uint64_t rows, uint64_t cols);
 
   // Closes the open tile and returns its statistics (without the histogram); its finite values' order
@@ -53,6 +54,11 @@ class PatternTiles {
   std::vector<uint64_t> totals_;
   std::vector<double> value_;   // 8-bit dtypes: the value of every pattern
   std::vector<uint8_t> key_;    // 8-bit dtypes: the order key of every pattern (= its bucket)
+  struct Part {
+    const uint8_t* first;
+    uint64_t stride, rows, cols;
+  };
+  std::vector<Part> parts_;     // the open tile's rows, as added
   uint64_t count_ = 0;          // elements in the open tile
   double shift_ = 0;
   bool shift_set_ = false;

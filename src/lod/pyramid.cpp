@@ -338,6 +338,13 @@ const std::vector<uint64_t>* PyramidBuilder::pattern_counts() const {
   return s_->patterns ? &s_->patterns->totals() : nullptr;
 }
 
+uint64_t PyramidBuilder::piece_elements(uint64_t max_elements) const {
+  const View2D& v = s_->layout.view;
+  const uint64_t band = std::min<uint64_t>(v.rows, s_->layout.tile_rows) * v.cols;
+  if (!s_->patterns || band == 0 || band > max_elements) return max_elements;
+  return max_elements / band * band;
+}
+
 Pyramid PyramidBuilder::finish() {
   State& s = *s_;
   if (s.pos != s.total || !s.carry.empty())

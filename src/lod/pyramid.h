@@ -85,6 +85,10 @@ class PyramidBuilder {
   // stats.bitpattern_histogram counts), complete once every element was fed; else null.
   const std::vector<uint64_t>* pattern_counts() const;
 
+  // A feed size at most `max_elements`: with pattern tiles, whole bands (a feed that holds a whole band
+  // is tiled where it lies, without a copy) when a band fits; else max_elements.
+  uint64_t piece_elements(uint64_t max_elements) const;
+
  private:
   struct State;
   std::unique_ptr<State> s_;
