@@ -40,9 +40,10 @@ never from a table of device names. Constraints are applied by the same planner:
 strict (fail with every reason, substitute nothing), `--prefer NAME` and `--never NAME` (or the settings
 `compute.prefer`, `compute.never`) steer it. Every result carries a placement report: per op the backend
 and device that served it, the reason (`resident_data`, `cheapest`, `sole_supporter`, `user_pinned`,
-`user_preferred`, `fallback_missing_kernel`, or `derived_from_bitpattern_histogram` for the histogram
+`user_preferred`, `fallback_missing_kernel`, `derived_from_bitpattern_histogram` for the histogram
 of an 8- or 16-bit tensor, binned exactly from the pattern counts already computed instead of a second
-pass over the data), each rejected candidate with its reason, the bytes moved, and whether the device
+pass over the data, or `counted_by_pyramid_pass` for those pattern counts when indexing made them while
+building the tensor's pyramid on the CPU, so that each element is counted once), each rejected candidate with its reason, the bytes moved, and whether the device
 is a software adapter.
 
 Exact kernels always win over approximations. When only an approximation could serve a request (exact

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "lod/order_bucket.h"
 #include "lod/pattern_tiles.h"
 #include "tensormorph/error.h"
 
@@ -203,9 +204,6 @@ uint32_t exponent_mask(DType t) { return t == DType::F16 ? 0x7C00u : 0x7F80u; }
 double value16(DType t, uint32_t pattern) {
   return t == DType::F16 ? f16_to_double(static_cast<uint16_t>(pattern)) : bf16_to_double(static_cast<uint16_t>(pattern));
 }
-
-// The order bucket (pyramid.h) of every pattern whose most significant byte is b.
-uint32_t bucket_of_top_byte(uint32_t b) { return b & 0x80 ? 0xFFu - b : b | 0x80u; }
 
 // An 8-bit pattern's order key, which is also its bucket.
 uint8_t key8(DType t, uint32_t p) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "lod/order_bucket.h"
 #include "lod/tile_kernels.h"
 #include "support/simd_f32_loaders-inl.h"
 
@@ -23,15 +24,12 @@ constexpr int kLanes = TileSums::kLanes;
 // instead of comparing the whole segment once per byte value.
 constexpr int kMaxCompareBytes = 12;
 
-// The order-key bucket (pyramid.h) of an element whose most significant byte is t: negative values
-// (t >= 0x80) have the complement of their bits as key, the others their bits with the sign set.
-inline uint32_t bucket_of_top_byte(uint32_t t) { return t & 0x80 ? 0xFFu - t : t | 0x80u; }
-
-// The same as a table, for counting element by element without a branch on the sign.
+// bucket_of_top_byte (order_bucket.h) as a table, for counting element by element without a branch on
+// the sign.
 struct BucketTable {
   uint8_t of[256];
   constexpr BucketTable() : of() {
-    for (uint32_t t = 0; t < 256; ++t) of[t] = static_cast<uint8_t>(t & 0x80 ? 0xFFu - t : t | 0x80u);
+    for (uint32_t t = 0; t < 256; ++t) of[t] = static_cast<uint8_t>(bucket_of_top_byte(t));
   }
 };
 constexpr BucketTable kBucketOf;

@@ -31,6 +31,8 @@ export function reasonText(reason: string): string {
       return "coloured on this page's WebGPU adapter (heatmap: Colour on auto / page)";
     case "derived_from_bitpattern_histogram":
       return "derived from the bit-pattern counts";
+    case "counted_by_pyramid_pass":
+      return "counted by the pyramid's pass while indexing (each element counted once)";
     default:
       return reason;
   }
