@@ -294,7 +294,8 @@ PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kern
   const size_t tiles = view.slices * s_->layout.tiles_per_slice(0);
   s_->level0.resize(tiles);
   s_->bucket_counts.assign(tiles * kBuckets, 0);
-  const uint64_t band_copy = (std::min<uint64_t>(view.rows, s_->layout.tile_rows) - 1) * view.cols * s_->width;
+  // What the pattern path copies per band: its rows before the last (none when a band is one row).
+  const uint64_t band_copy = (std::clamp<uint64_t>(view.rows, 1, s_->layout.tile_rows) - 1) * view.cols * s_->width;
   if (kernels == TileKernels::Simd && PatternTiles::supports(dtype) && band_copy <= kMaxBandBytes) {
     s_->patterns = std::make_unique<PatternTiles>(dtype);
   } else if (kernels != TileKernels::Scalar && tile_kernel_supports(dtype)) {
