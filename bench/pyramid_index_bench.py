@@ -7,7 +7,8 @@
    --layers 8 --heads 16 --kv-heads 16 --vocab 32000 --shards 4` (1.07 GB of bf16), made once in
    <build>/bench-data/pyramid/bf16. The same values are written again as f16 and f32 safetensors (same
    shards and names) and as one Q4_0 GGUF (2-D tensors quantized in blocks of 32 the way ggml's reference
-   quantizer does, 1-D tensors kept as F32), with numpy.
+   quantizer does, 1-D tensors kept as F32), and as int8 and float8 E4M3FN safetensors scaled per tensor to
+   their range (the two 8-bit layouts of quantized checkpoints), with numpy.
 2. Per dtype, warm page cache, best of --repeats: `cat` of the files to /dev/null, then `tensormorph index`
    into a fresh database with --no-pyramid and with the pyramid, on 1 and 2 threads.
 3. The table: seconds, GB/s of the files' bytes, and pyramid rate / no-pyramid rate (issue 28 asks >= 0.8
@@ -86,8 +87,35 @@ def quantize_q4_0(values):
     return out.reshape(-1)
 
 
+def e4m3fn_codes(x):
+    """float32 -> OCP float8 E4M3FN codes, round to nearest (ties to the even code), finite |x| > 448
+    clipped to 448; NaN and infinities (the format has none) become its NaN, as torch's cast does."""
+    codes = np.arange(0x7F, dtype=np.uint8)  # every finite non-negative code, in value order
+    e, m = codes >> 3, (codes & 7).astype(np.float64)
+    values = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8) * 2.0 ** (e.astype(np.float64) - 7))
+    mid = (values[:-1] + values[1:]) / 2
+    finite = np.isfinite(x)
+    a = np.minimum(np.abs(np.where(finite, x, 0).astype(np.float64)), 448.0)
+    i = np.searchsorted(mid, a)  # a > mid[i-1] and a <= mid[i]
+    tie = (i < len(mid)) & (a == mid[np.minimum(i, len(mid) - 1)]) & (codes[np.minimum(i, len(codes) - 1)] % 2 == 1)
+    i = np.where(tie, i + 1, i)
+    return np.where(finite, codes[i] | np.where(x < 0, 0x80, 0).astype(np.uint8), np.uint8(0x7F))
+
+
+def narrow_copy(kind, values):
+    """The same weights as 8-bit tensors the way such checkpoints hold them: scaled per tensor to the
+    format's range (int8: round(x * 127 / max|x|); float8 E4M3FN: x * 448 / max|x|; max over the finite
+    values), the scale dropped. int8 has no NaN or infinity: those become 0."""
+    finite = np.isfinite(values)
+    top = float(np.max(np.abs(values[finite]))) if finite.any() else 1.0
+    top = top or 1.0
+    if kind == "i8":
+        return np.rint(np.where(finite, values, 0) * (127.0 / top)).astype(np.int8)
+    return ("F8_E4M3", e4m3fn_codes(values * (448.0 / top)))
+
+
 def make_checkpoints(tm, base):
-    dirs = {k: os.path.join(base, k) for k in ("bf16", "f16", "f32")}
+    dirs = {k: os.path.join(base, k) for k in ("bf16", "f16", "f32", "i8", "f8_e4m3")}
     gguf = os.path.join(base, "q4_0.gguf")
     if not glob.glob(os.path.join(dirs["bf16"], "*.safetensors")):
         log("writing the bf16 checkpoint: tensormorph demo " + " ".join(DEMO))
@@ -101,6 +129,17 @@ def make_checkpoints(tm, base):
         for shard in shards:
             tensors = [(name, bf16_to_f32(bits).astype(dtype).reshape(shape)) for name, shape, bits in read_safetensors(shard)]
             write_safetensors(os.path.join(dirs[kind], os.path.basename(shard)), tensors)
+    for kind in ("i8", "f8_e4m3"):
+        if glob.glob(os.path.join(dirs[kind], "*.safetensors")):
+            continue
+        log(f"writing the {kind} copy")
+        os.makedirs(dirs[kind], exist_ok=True)
+        for shard in shards:
+            tensors = []
+            for name, shape, bits in read_safetensors(shard):
+                t = narrow_copy(kind, bf16_to_f32(bits))
+                tensors.append((name, (t[0], t[1].reshape(shape))) if isinstance(t, tuple) else (name, t.reshape(shape)))
+            write_safetensors(os.path.join(dirs[kind], os.path.basename(shard)), tensors)
     if not os.path.exists(gguf):
         log("writing the Q4_0 GGUF")
         tensors = []
@@ -113,7 +152,8 @@ def make_checkpoints(tm, base):
                 else:
                     tensors.append((name, "F32", ne, v))
         write_gguf(gguf, [("general.architecture", "STRING", "llama")], tensors)
-    return [("bf16", dirs["bf16"]), ("f16", dirs["f16"]), ("f32", dirs["f32"]), ("Q4_0 GGUF", gguf)]
+    return [("bf16", dirs["bf16"]), ("f16", dirs["f16"]), ("f32", dirs["f32"]), ("Q4_0 GGUF", gguf),
+            ("i8", dirs["i8"]), ("f8_e4m3", dirs["f8_e4m3"])]
 
 
 def files_of(path):
@@ -141,7 +181,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", help="comma-separated dtypes (bf16,f16,f32,q4_0)")
+    ap.add_argument("--only", help="comma-separated dtypes (bf16,f16,f32,q4_0,i8,f8_e4m3)")
     args = ap.parse_args()
     tm = os.path.join(args.build, "tensormorph")
     base = os.path.join(args.build, "bench-data", "pyramid")
@@ -168,7 +208,8 @@ def main():
         "",
         f"{datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores · warm page cache, best of {args.repeats}",
         "",
-        "Checkpoint: `tensormorph demo " + " ".join(DEMO) + "` (bf16), the same values as f16, f32 and a Q4_0 GGUF.",
+        "Checkpoint: `tensormorph demo " + " ".join(DEMO) + "` (bf16), the same values as f16, f32, a Q4_0 GGUF, "
+        "and int8 and float8 E4M3FN scaled per tensor to their range.",
         "",
         "| dtype | GB | cat s (GB/s) | threads | --no-pyramid s (GB/s) | pyramid s (GB/s) | pyramid rate / no-pyramid rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
