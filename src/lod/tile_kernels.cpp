@@ -284,14 +284,15 @@ void start_tile(TileSums& s) {
 
 void add_tile_segment(DType dtype, const uint8_t* data, uint64_t n, TileSums& s, uint32_t* buckets) {
   if (s.count == 0) {
-    // The shift: the first finite value of the tile's first segment.
+    // The shift: the mean of the finite values of the tile's first segment, rounded to f32 (one outlier
+    // among them moves it by outlier / n, where a single value as the shift could be the outlier itself).
+    double sum = 0;
+    uint64_t finite = 0;
     for (uint64_t i = 0; i < n; ++i) {
       const float x = HWY_STATIC_DISPATCH(element)(dtype, data, i);
-      if (std::isfinite(x)) {
-        s.shift = x;
-        break;
-      }
+      if (std::isfinite(x)) sum += x, ++finite;
     }
+    s.shift = finite ? static_cast<float>(sum / static_cast<double>(finite)) : 0.0f;
   }
   HWY_DYNAMIC_DISPATCH(AddTileSegment)(static_cast<uint32_t>(dtype), data, n, &s, buckets);
 }

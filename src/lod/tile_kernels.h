@@ -15,9 +15,10 @@
 
 namespace tmorph {
 
-// Running statistics of one tile. Sums are of d = x - shift over the finite x, with shift the tile's
-// first finite value of its first segment (0 when that segment has none), so m2 = sum d^2 - (sum d)^2 / n
-// loses no more than float64 rounding relative to sum d^2.
+// Running statistics of one tile. Sums are of d = x - shift over the finite x, with shift the mean of
+// the finite values of the tile's first segment rounded to f32 (0 when it has none), so m2 = sum d^2 -
+// (sum d)^2 / n loses float64 rounding relative to sum d^2, which stays near m2 unless the first segment
+// lies far from the rest of the tile.
 struct TileSums {
   static constexpr int kLanes = 16;
   alignas(64) double sum[kLanes];
