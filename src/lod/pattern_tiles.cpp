@@ -13,6 +13,7 @@
 
 #include "lod/order_bucket.h"
 #include "lod/pattern_tiles.h"
+#include "lod/pyramid.h"
 #include "tensormorph/error.h"
 
 #ifndef TM_LOD_PATTERN_TILES_SHARED
@@ -205,13 +206,6 @@ double value16(DType t, uint32_t pattern) {
   return t == DType::F16 ? f16_to_double(static_cast<uint16_t>(pattern)) : bf16_to_double(static_cast<uint16_t>(pattern));
 }
 
-// An 8-bit pattern's order key, which is also its bucket.
-uint8_t key8(DType t, uint32_t p) {
-  if (t == DType::I8) return static_cast<uint8_t>(p ^ 0x80u);
-  if (t == DType::U8 || t == DType::BOOL) return static_cast<uint8_t>(p);
-  return static_cast<uint8_t>(p & 0x80 ? ~p : p | 0x80u);  // the float8 formats
-}
-
 double reduce(const double* lanes) {
   double s = 0;
   for (uint32_t l = 0; l < kScanGroup; ++l) s += lanes[l];
@@ -235,14 +229,13 @@ PatternTiles::PatternTiles(DType dtype) : dtype_(dtype), width_(dtype_size(dtype
   even_.assign(patterns, 0);
   odd_.assign(patterns, 0);
   totals_.assign(patterns, 0);
-  if (width_ == 1) {
+  if (width_ == 1) {  // every pattern's value and order key (= its bucket), by the pyramid's own rules
+    uint8_t all[256];
+    for (uint32_t p = 0; p < 256; ++p) all[p] = static_cast<uint8_t>(p);
     value_.resize(256);
     key_.resize(256);
-    for (uint32_t p = 0; p < 256; ++p) {
-      const uint8_t b = static_cast<uint8_t>(p);
-      value_[p] = dtype == DType::BOOL ? (b ? 1.0 : 0.0) : element_to_double(dtype, &b);
-      key_[p] = key8(dtype, p);
-    }
+    decode_to_double(dtype, all, 256, value_.data());
+    order_buckets(dtype, all, 256, key_.data());
   }
 }
 

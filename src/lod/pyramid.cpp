@@ -67,6 +67,24 @@ void int_buckets(const uint8_t* src, uint64_t n, bool is_signed, uint8_t* dst) {
   for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(U(load<U>(src + i * sizeof(U)) ^ flip) >> (bits - 8));
 }
 
+
+// The smallest value whose order key lies in bucket b.
+double bucket_start(DType t, unsigned b) {
+  const size_t width = dtype_size(t);
+  const unsigned bits = static_cast<unsigned>(width * 8);
+  const uint64_t key = uint64_t{b} << (bits - 8);
+  const uint64_t sign = uint64_t{1} << (bits - 1);
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  uint64_t pattern = key;
+  if (dtype_is_float(t)) pattern = (key & sign) ? key ^ sign : ~key & mask;
+  else if (dtype_is_signed_int(t)) pattern = key ^ sign;
+  uint8_t element[8];
+  std::memcpy(element, &pattern, width);  // little-endian host
+  return element_to_double(t == DType::BOOL ? DType::U8 : t, element);
+}
+
+}  // namespace
+
 void order_buckets(DType t, const uint8_t* src, uint64_t n, uint8_t* dst) {
   switch (t) {
     case DType::F64: return float_buckets<uint64_t>(src, n, dst);
@@ -86,23 +104,6 @@ void order_buckets(DType t, const uint8_t* src, uint64_t n, uint8_t* dst) {
     case DType::U64: return int_buckets<uint64_t>(src, n, false, dst);
   }
 }
-
-// The smallest value whose order key lies in bucket b.
-double bucket_start(DType t, unsigned b) {
-  const size_t width = dtype_size(t);
-  const unsigned bits = static_cast<unsigned>(width * 8);
-  const uint64_t key = uint64_t{b} << (bits - 8);
-  const uint64_t sign = uint64_t{1} << (bits - 1);
-  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-  uint64_t pattern = key;
-  if (dtype_is_float(t)) pattern = (key & sign) ? key ^ sign : ~key & mask;
-  else if (dtype_is_signed_int(t)) pattern = key ^ sign;
-  uint8_t element[8];
-  std::memcpy(element, &pattern, width);  // little-endian host
-  return element_to_double(t == DType::BOOL ? DType::U8 : t, element);
-}
-
-}  // namespace
 
 void decode_to_double(DType t, const uint8_t* src, uint64_t n, double* dst) {
   switch (t) {

@@ -100,4 +100,7 @@ Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, TileKer
 // n elements of dtype at src as float64 (exact for every dtype but 64-bit integers beyond 2^53).
 void decode_to_double(DType dtype, const uint8_t* src, uint64_t n, double* dst);
 
+// The histogram bucket of each of n elements of dtype at src: the top 8 bits of its order key (above).
+void order_buckets(DType dtype, const uint8_t* src, uint64_t n, uint8_t* dst);
+
 }  // namespace tmorph
