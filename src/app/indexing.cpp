@@ -36,7 +36,8 @@ nlohmann::json indexing_report_json(const std::string& path, const CheckpointInd
           {"bytes_per_second", r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0},
           {"workers", r.workers},
           {"window_bytes", r.window_bytes},
-          {"readahead_bytes", r.readahead_bytes}};
+          {"readahead_bytes", r.readahead_bytes},
+          {"ranks", r.ranks}};
 }
 
 }  // namespace tmorph::app

@@ -26,7 +26,7 @@ IndexingOptions indexing_options(const Runtime& rt, const std::vector<size_t>& o
 
 // The document `index --json` prints and tm.Checkpoint.index() returns: {path, database, persisted, warning, reused,
 // reindexed_files, tensors, computed, already_indexed, unavailable, bytes, seconds, bytes_per_second, workers,
-// window_bytes, readahead_bytes}.
+// window_bytes, readahead_bytes, ranks}.
 nlohmann::json indexing_report_json(const std::string& path, const CheckpointIndex& index, const IndexingReport& r);
 
 }  // namespace tmorph::app

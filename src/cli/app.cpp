@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/ranks.h"
+#include "distributed/world.h"
 #include "tensormorph/error.h"
 
 #ifndef TM_VERSION
@@ -11,7 +13,29 @@
 
 namespace tmorph::cli {
 
-int run_app(int argc, char** argv) {
+namespace {
+
+// An error on stderr. In a job of several ranks, every rank parses the same arguments: a usage error is
+// printed by rank 0 alone; another rank's own error (failures while serving rank 0 travel to rank 0,
+// which names them) is printed with its rank.
+template <class... Args>
+void report_error(bool same_on_every_rank, const char* format, Args... args) {
+  const World& world = World::instance();
+  if (world.rank() == 0) std::fprintf(stderr, format, args...);
+  else if (!same_on_every_rank) {
+    std::fprintf(stderr, "[rank %d] ", world.rank());
+    std::fprintf(stderr, format, args...);
+  }
+}
+
+// The subcommand's name: the first argument that is not an option ("" when none).
+std::string subcommand_name(int argc, char** argv) {
+  for (int k = 1; k < argc; ++k)
+    if (argv[k][0] != '-') return argv[k];
+  return "";
+}
+
+int run_command(int argc, char** argv) {
   CLI::App app{"tensormorph: exact statistics and views of tensor data too large to load naively"};
   app.set_version_flag("--version", TM_VERSION);
   app.require_subcommand(1);
@@ -28,28 +52,38 @@ int run_app(int argc, char** argv) {
   add_render_commands(app);
   add_serve_command(app);
   try {
+    join_ranks(&argc, &argv, subcommand_name(argc, argv));
+  } catch (const Error& e) {
+    report_error(true, "tensormorph: error: %s\n", e.what());
+    return e.exit_code();
+  }
+  try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return World::instance().rank() == 0 ? app.exit(e) : 0;  // --help, --version
     // A usage error: the same prefix and exit code as every other invalid argument (CLI11's own codes,
     // 104..109, mean nothing to a caller).
-    std::fprintf(stderr, "tensormorph: error: %s\nRun with --help for more information.\n", e.what());
+    report_error(true, "tensormorph: error: %s\nRun with --help for more information.\n", e.what());
     return Error(ErrorKind::InvalidArgument, "").exit_code();
   } catch (const Error& e) {
-    std::fprintf(stderr, "tensormorph: error: %s\n", e.what());
+    report_error(false, "tensormorph: error: %s\n", e.what());
     return e.exit_code();
   } catch (const std::filesystem::filesystem_error& e) {  // e.g. a symbolic-link loop met by a path query
     const std::string path = e.path1().empty() ? std::string("a path") : e.path1().string();
-    std::fprintf(stderr, "tensormorph: error: %s: %s\n", path.c_str(), e.code().message().c_str());
+    report_error(false, "tensormorph: error: %s: %s\n", path.c_str(), e.code().message().c_str());
     return Error(ErrorKind::Io, "").exit_code();
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tensormorph: error: out of memory\n");
+    report_error(false, "tensormorph: error: out of memory\n");
     return 70;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tensormorph: internal error: %s\n", e.what());
+    report_error(false, "tensormorph: internal error: %s\n", e.what());
     return 70;
   }
   return 0;
 }
+
+}  // namespace
+
+int run_app(int argc, char** argv) { return leave_ranks(run_command(argc, argv)); }
 
 }  // namespace tmorph::cli

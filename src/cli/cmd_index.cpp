@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "cli/index_access.h"
 #include "cli/compute_flags.h"
+#include "cli/ranks.h"
 #include "app/indexing.h"
 #include "core/format.h"
 
@@ -25,6 +26,7 @@ struct IndexArgs {
 };
 
 void run_index(const IndexArgs& a) {
+  if (serve_as_other_rank(a.compute)) return;  // under mpirun: ranks > 0 compute what rank 0 sends
   auto rt = make_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
   const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid);
@@ -37,8 +39,9 @@ void run_index(const IndexArgs& a) {
   std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),
               index->checkpoint().tensors.size(), r.computed, r.already_indexed, r.unavailable);
   if (r.computed)
-    std::printf("  read %s in %.2f s (%s/s) with %u worker(s), %s reads, %s read ahead\n",
+    std::printf("  read %s in %.2f s (%s/s) with %u worker(s)%s, %s reads, %s read ahead\n",
                 format_bytes(static_cast<double>(r.bytes)).c_str(), r.seconds, format_bytes(rate).c_str(), r.workers,
+                r.ranks > 1 ? (" on " + std::to_string(r.ranks) + " MPI ranks").c_str() : "",
                 format_bytes(static_cast<double>(r.window_bytes)).c_str(), format_bytes(static_cast<double>(r.readahead_bytes)).c_str());
   for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", f.c_str());
   std::printf("  index: %s%s\n", o.database.c_str(), o.persisted ? "" : " (not saved)");

@@ -9,6 +9,7 @@
 #include "cli/index_access.h"
 #include "cli/output.h"
 #include "cli/compute_flags.h"
+#include "cli/ranks.h"
 #include "core/format.h"
 #include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
@@ -159,6 +160,9 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
   std::optional<Checkpoint> direct;
   if (from_index) index = open_index(a.path, a.index_path);
   else direct = open_checkpoint(a.path);
+  if (!from_index && leads_ranks())
+    std::fprintf(stderr, "tensormorph: warning: statistics with these flags are not the indexed ones: rank 0 computes them "
+                         "alone (only indexing is shared across MPI ranks)\n");
   const Checkpoint& c = from_index ? index->checkpoint() : *direct;
   std::vector<size_t> selected;
   for (const auto& name : a.tensors) selected.push_back(tensor_index(c, a.path, name));
@@ -226,6 +230,9 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
 }
 
 void run_stats(const StatsArgs& a) {
+  if (serve_as_other_rank(a.compute)) return;  // under mpirun: ranks > 0 compute what rank 0 sends
+  if (leads_ranks() && !a.raw.empty())
+    throw Error(ErrorKind::InvalidArgument, "stats --raw reads one file in one process: run it without mpirun");
   if (a.raw.empty() == a.path.empty())
     throw Error(ErrorKind::InvalidArgument, "stats: give either a checkpoint PATH or --raw FILE with --dtype");
   if (!a.path.empty()) {

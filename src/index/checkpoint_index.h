@@ -45,6 +45,8 @@ class CheckpointIndex {
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const IndexOpenReport& report() const { return report_; }
+  // The checkpoint's absolute path (what the index is keyed by).
+  const std::string& checkpoint_path() const { return checkpoint_key_; }
 
   // Tensor i is checkpoint().tensors[i].
   bool has_stats(size_t i) const { return has_stats_[i]; }

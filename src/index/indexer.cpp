@@ -39,13 +39,6 @@ void release(const uint8_t* p, uint64_t n) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-struct Done {
-  size_t tensor;
-  StatsResult result;
-  std::optional<Pyramid> pyramid;
-  double seconds;
-};
-
 // Work shared by the workers and the committing thread.
 class Run {
  public:
@@ -65,7 +58,7 @@ class Run {
     return std::nullopt;
   }
 
-  void finish(Done d) {
+  void finish(TensorResult d) {
     std::lock_guard<std::mutex> lock(mu_);
     done_.push_back(std::move(d));
     cv_.notify_one();
@@ -85,10 +78,10 @@ class Run {
 
   // Waits up to `wait` for results; returns them (possibly none). `all_exited` tells whether the
   // workers are gone, so nothing more will come.
-  std::deque<Done> take(std::chrono::milliseconds wait, unsigned workers, bool& all_exited, std::exception_ptr& failed) {
+  std::deque<TensorResult> take(std::chrono::milliseconds wait, unsigned workers, bool& all_exited, std::exception_ptr& failed) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, wait, [&] { return !done_.empty() || exited_ == workers || failed_; });
-    std::deque<Done> out;
+    std::deque<TensorResult> out;
     out.swap(done_);
     all_exited = exited_ == workers;
     failed = failed_;
@@ -102,7 +95,7 @@ class Run {
   std::vector<std::deque<size_t>> queues_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Done> done_;
+  std::deque<TensorResult> done_;
   std::exception_ptr failed_;
   unsigned exited_ = 0;
 };
@@ -230,28 +223,30 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
 
 }  // namespace
 
-IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options) {
+std::vector<size_t> tensors_to_index(const CheckpointIndex& index, const Planner& planner, const IndexingOptions& options,
+                                     IndexingReport& report) {
   const Checkpoint& c = index.checkpoint();
-  const auto start = Clock::now();
-  IndexingReport report;
   std::vector<size_t> wanted = options.only;
   if (wanted.empty())
     for (size_t i = 0; i < c.tensors.size(); ++i) wanted.push_back(i);
-
-  std::vector<std::deque<size_t>> queues(std::max<size_t>(1, c.files.size()));
-  IndexingProgress progress;
+  std::vector<size_t> todo;
   for (size_t i : wanted) {
-    const CheckpointTensor& t = c.tensors[i];
-    if (unreadable_reason(t, planner)) ++report.unavailable;
+    if (unreadable_reason(c.tensors[i], planner)) ++report.unavailable;
     else if (index.has_stats(i)) ++report.already_indexed;
-    else {
-      queues[t.file_index].push_back(i);  // wanted is in checkpoint order: each queue ascends in offset
-      progress.bytes_total += t.bytes;
-      ++progress.tensors_total;
-    }
+    else todo.push_back(i);
   }
+  return todo;
+}
+
+IndexingReport compute_tensors(const Checkpoint& c, const Planner& planner, const IndexingOptions& options,
+                               const std::vector<size_t>& tensors, const std::function<void(TensorResult&&)>& done,
+                               const std::function<void(uint64_t bytes_done)>& tick) {
+  const auto start = Clock::now();
+  IndexingReport report;
+  std::vector<std::deque<size_t>> queues(std::max<size_t>(1, c.files.size()));
+  for (size_t i : tensors) queues[c.tensors[i].file_index].push_back(i);  // checkpoint order: each queue ascends in offset
   const unsigned threads = options.threads ? options.threads : default_thread_count();
-  report.workers = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, progress.tensors_total)));
+  report.workers = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, tensors.size())));
   const uint64_t budget = options.memory_budget ? options.memory_budget : uint64_t{1} << 30;
   // Per worker: half its share of the budget for data being read ahead, the other half for the kernels'
   // workspace; reads of whole 64 Ki-element blocks of the widest dtype (512 KiB), at most 4 MiB, so a
@@ -268,7 +263,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
   Run run(c, std::move(queues));
   ReadPacer pacer(options.max_bytes_per_s);
   std::vector<std::thread> workers;
-  if (progress.tensors_total > 0) {
+  if (!tensors.empty()) {
     for (unsigned w = 0; w < report.workers; ++w)
       workers.emplace_back([&, w] {
         try {
@@ -303,24 +298,50 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
     }
   } joiner{workers};
 
-  // This thread commits: one connection, one writer; every finished tensor is durable at once.
+  // This thread hands results on (to the one writer, or to the rank that commits them).
   std::exception_ptr failed;
   for (bool all_exited = workers.empty(); !all_exited || failed;) {
-    auto done = run.take(std::chrono::milliseconds(100), report.workers, all_exited, failed);
-    for (auto& d : done) {
-      index.store_stats(d.tensor, d.result, d.seconds, d.pyramid ? &*d.pyramid : nullptr);
-      ++report.computed;
-      ++progress.tensors_done;
+    auto results = run.take(std::chrono::milliseconds(100), report.workers, all_exited, failed);
+    try {
+      for (auto& d : results) {
+        done(std::move(d));
+        ++report.computed;
+      }
+      tick(run.bytes_done.load());
+    } catch (...) {
+      run.fail(std::current_exception());  // the workers stop taking tensors; rethrown below once they exited
+      failed = std::current_exception();
     }
-    progress.bytes_done = run.bytes_done.load();
-    progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (options.progress) options.progress(progress);
     if (failed && all_exited) break;
   }
   if (failed) std::rethrow_exception(failed);
-  report.cancelled = report.computed < progress.tensors_total;
+  report.cancelled = report.computed < tensors.size();
   report.bytes = run.bytes_done.load();
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options) {
+  const auto start = Clock::now();
+  IndexingReport counted;
+  const std::vector<size_t> todo = tensors_to_index(index, planner, options, counted);
+  IndexingProgress progress;
+  progress.tensors_total = todo.size();
+  for (size_t i : todo) progress.bytes_total += index.checkpoint().tensors[i].bytes;
+  // One connection, one writer: every finished tensor is durable at once.
+  IndexingReport report = compute_tensors(
+      index.checkpoint(), planner, options, todo,
+      [&](TensorResult&& d) {
+        index.store_stats(d.tensor, d.stats, d.seconds, d.pyramid ? &*d.pyramid : nullptr);
+        ++progress.tensors_done;
+      },
+      [&](uint64_t bytes_done) {
+        progress.bytes_done = bytes_done;
+        progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        if (options.progress) options.progress(progress);
+      });
+  report.unavailable = counted.unavailable;
+  report.already_indexed = counted.already_indexed;
   return report;
 }
 

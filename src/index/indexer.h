@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ struct IndexingProgress {
   uint64_t bytes_done = 0, bytes_total = 0;  // tensor bytes of this run
   size_t tensors_done = 0, tensors_total = 0;
   double seconds = 0;
+  // A run across the ranks of an MPI job (distributed_indexer.h): each rank's share, rank 0 first.
+  struct Rank {
+    uint64_t bytes_done = 0, bytes_total = 0;
+  };
+  std::vector<Rank> ranks;
 };
 
 struct IndexingOptions {
@@ -58,8 +64,32 @@ struct IndexingReport {
   uint64_t window_bytes = 0;     // per worker: bytes per read (the buffer the kernels run on)
   uint64_t readahead_bytes = 0;  // per worker: how far ahead of the current read the kernel is asked to read
   bool cancelled = false;        // options.cancel was set before every tensor was taken
+  unsigned ranks = 1;            // processes of the job that computed (distributed_indexer.h)
+};
+
+// One tensor's computed statistics and pyramid, before they are committed.
+struct TensorResult {
+  size_t tensor = 0;  // index into checkpoint().tensors
+  StatsResult stats;
+  std::optional<Pyramid> pyramid;
+  double seconds = 0;  // computing it
 };
 
 IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options);
+
+// The tensors of options.only (empty: all) that a run computes, in checkpoint order: readable here and
+// not in the index. Counts the others into report (unavailable, already_indexed).
+std::vector<size_t> tensors_to_index(const CheckpointIndex& index, const Planner& planner, const IndexingOptions& options,
+                                     IndexingReport& report);
+
+// Computes `tensors` of c with the workers options.threads allows (options.progress is not called).
+// On the calling thread: `done` receives each result as it completes, and `tick` is called about ten
+// times a second and once at the end with the tensor bytes read so far. Returns the computing part of
+// the report (computed, bytes, seconds, workers, window_bytes, readahead_bytes, cancelled). When a
+// worker fails, or `done` or `tick` throws, the workers take no further tensor and the first error is
+// rethrown once they stopped.
+IndexingReport compute_tensors(const Checkpoint& c, const Planner& planner, const IndexingOptions& options,
+                               const std::vector<size_t>& tensors, const std::function<void(TensorResult&&)>& done,
+                               const std::function<void(uint64_t bytes_done)>& tick);
 
 }  // namespace tmorph
