@@ -11,7 +11,9 @@
 #include "cli/compute_flags.h"
 #include "cli/ranks.h"
 #include "app/indexing.h"
+#include "core/byte_size.h"
 #include "core/format.h"
+#include "tensormorph/error.h"
 
 namespace tmorph::cli {
 
@@ -22,6 +24,7 @@ struct IndexArgs {
   std::string index_path;
   bool json = false;
   bool no_pyramid = false;
+  std::string max_rate;  // --max-read-rate
   ComputeFlags compute;
 };
 
@@ -29,7 +32,10 @@ void run_index(const IndexArgs& a) {
   if (serve_as_other_rank(a.compute)) return;  // under mpirun: ranks > 0 compute what rank 0 sends
   auto rt = make_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
-  const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid);
+  uint64_t max_rate = 0;
+  if (!a.max_rate.empty() && (max_rate = parse_bytes(a.max_rate, "--max-read-rate")) == 0)
+    throw Error(ErrorKind::InvalidArgument, "--max-read-rate: expected more than 0 bytes per second");
+  const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid, max_rate);
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
   if (a.json) {
@@ -57,6 +63,9 @@ void add_index_command(CLI::App& app) {
   add_index_option(cmd, args->index_path);
   cmd->add_flag("--json", args->json, "print one JSON document (no progress bar)");
   cmd->add_flag("--no-pyramid", args->no_pyramid, "skip the statistics pyramids (render then reads the values)");
+  cmd->add_option("--max-read-rate", args->max_rate,
+                  "average read rate of tensor data, bytes per second with a K/M/G suffix (default: unlimited; "
+                  "across MPI ranks: per rank), to leave the disk to other work");
   args->compute.add_to(cmd);
   cmd->callback([args] { run_index(*args); });
 }

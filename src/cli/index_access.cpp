@@ -74,8 +74,9 @@ void add_index_option(CLI::App* cmd, std::string& index_path) {
 }
 
 IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet,
-                          bool pyramids) {
+                          bool pyramids, uint64_t max_bytes_per_s) {
   IndexingOptions opt = app::indexing_options(rt, only, pyramids);
+  opt.max_bytes_per_s = max_bytes_per_s;
   const bool terminal = isatty(STDERR_FILENO);
   if (!quiet && terminal) {
     opt.progress = [](const IndexingProgress& p) {

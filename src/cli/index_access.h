@@ -30,7 +30,8 @@ void add_index_option(CLI::App* cmd, std::string& index_path);
 // bar shows on stderr when it is a terminal and `quiet` is false. Indexing's memory budget is 1 GiB
 // unless --memory-budget or compute.memory_budget says otherwise.
 // `pyramids`: build statistics pyramids with the statistics (index --no-pyramid turns them off).
+// max_bytes_per_s: the average read rate (index --max-read-rate; per rank across MPI ranks), 0: unlimited.
 IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::vector<size_t>& only, bool quiet,
-                          bool pyramids = true);
+                          bool pyramids = true, uint64_t max_bytes_per_s = 0);
 
 }  // namespace tmorph::cli

@@ -31,6 +31,7 @@ struct RankPlan {
   std::string checkpoint_path;  // absolute
   uint64_t checkpoint_tensors = 0;
   bool pyramids = true;
+  uint64_t max_bytes_per_s = 0;  // per rank; 0: unlimited
   std::vector<std::string> allowed_approx_steps;
   struct Item {
     uint64_t tensor = 0, bytes = 0, file_offset = 0;
@@ -41,7 +42,7 @@ struct RankPlan {
 
 std::vector<uint8_t> encode_plan(const RankPlan& p) {
   WireWriter w;
-  w.put_string(p.checkpoint_path).put(p.checkpoint_tensors).put<uint8_t>(p.pyramids);
+  w.put_string(p.checkpoint_path).put(p.checkpoint_tensors).put<uint8_t>(p.pyramids).put(p.max_bytes_per_s);
   w.put<uint64_t>(p.allowed_approx_steps.size());
   for (const auto& s : p.allowed_approx_steps) w.put_string(s);
   w.put<uint64_t>(p.items.size());
@@ -55,6 +56,7 @@ RankPlan decode_plan(const std::vector<uint8_t>& bytes) {
   p.checkpoint_path = in.get_string();
   p.checkpoint_tensors = in.get<uint64_t>();
   p.pyramids = in.get<uint8_t>() != 0;
+  p.max_bytes_per_s = in.get<uint64_t>();
   for (uint64_t k = 0, n = in.get<uint64_t>(); k < n; ++k) p.allowed_approx_steps.push_back(in.get_string());
   for (uint64_t k = 0, n = in.get<uint64_t>(); k < n; ++k) {
     RankPlan::Item it;
@@ -79,9 +81,9 @@ std::vector<uint8_t> encode_progress(uint64_t bytes_done) {
   return std::move(w.bytes());
 }
 
-std::vector<uint8_t> encode_fail(const Error& e) {
+std::vector<uint8_t> encode_fail(const Error& e, const std::string& host) {
   WireWriter w;
-  w.put(static_cast<int32_t>(e.kind())).put_string(e.what());
+  w.put(static_cast<int32_t>(e.kind())).put_string(e.what()).put_string(host);
   return std::move(w.bytes());
 }
 
@@ -92,20 +94,22 @@ std::vector<uint8_t> encode_code(int code) {
 }
 
 // Checks that `c` (this rank's view of the checkpoint) holds the tensors rank 0 planned with.
-void check_same_checkpoint(const Checkpoint& c, const RankPlan& p, const std::string& here) {
-  const std::string where = "checkpoint " + p.checkpoint_path + " as " + here + " reads it";
+void check_same_checkpoint(const Checkpoint& c, const RankPlan& p) {
+  const std::string same = " (every rank must see the same files)";
   if (c.tensors.size() != p.checkpoint_tensors)
-    throw Error(ErrorKind::BadInput, where + ": " + std::to_string(c.tensors.size()) + " tensors, rank 0 read " +
-                                         std::to_string(p.checkpoint_tensors) + " (every rank must see the same files)");
+    throw Error(ErrorKind::BadInput, p.checkpoint_path + ": " + std::to_string(c.tensors.size()) + " tensors here, rank 0 read " +
+                                         std::to_string(p.checkpoint_tensors) + same);
   for (const auto& it : p.items) {
+    if (it.tensor >= c.tensors.size())
+      throw Error(ErrorKind::Internal, "the plan from rank 0 names tensor " + std::to_string(it.tensor) + " of " +
+                                           std::to_string(c.tensors.size()));
     const CheckpointTensor& t = c.tensors[static_cast<size_t>(it.tensor)];
     if (t.name != it.name || t.bytes != it.bytes || t.file_offset != it.file_offset)
-      throw Error(ErrorKind::BadInput, where + ": tensor " + std::to_string(it.tensor) + " is '" + t.name + "' (" +
+      throw Error(ErrorKind::BadInput, p.checkpoint_path + ": tensor " + std::to_string(it.tensor) + " is '" + t.name + "' (" +
                                            std::to_string(t.bytes) + " bytes at offset " + std::to_string(t.file_offset) +
                                            ") here but '" + it.name + "' (" + std::to_string(it.bytes) + " bytes at offset " +
-                                           std::to_string(it.file_offset) + ") on rank 0 (every rank must see the same files)");
+                                           std::to_string(it.file_offset) + ") on rank 0" + same);
   }
-  if (p.items.size() > c.tensors.size()) throw Error(ErrorKind::BadInput, where + ": more planned tensors than it holds");
 }
 
 // Rank 0's view of the job while it runs.
@@ -158,7 +162,8 @@ class Coordinator {
     report.ranks = static_cast<unsigned>(ranks_.size());
     for (size_t r = 0; r < ranks_.size(); ++r)
       if (ranks_[r].failure) {
-        std::string text = rank_name(static_cast<int>(r), world_.size()) + " failed: " + ranks_[r].failure->what();
+        std::string text = rank_name(static_cast<int>(r), world_.size()) + " on " +
+                           (r == 0 ? world_.host() : ranks_[r].host) + " failed: " + ranks_[r].failure->what();
         size_t others = 0;
         for (size_t k = 0; k < ranks_.size(); ++k) others += k != r && ranks_[k].failure;
         if (others) text += " (and " + std::to_string(others) + " other rank(s) failed)";
@@ -175,6 +180,7 @@ class Coordinator {
     uint64_t bytes = 0;
     unsigned workers = 0;
     std::optional<Error> failure;
+    std::string host;  // where it failed
   };
 
   void handle(const RankMessage& m) {
@@ -213,7 +219,10 @@ class Coordinator {
       case kFail: {
         WireReader in(m.bytes, "failure report from " + from);
         const auto kind = static_cast<ErrorKind>(in.get<int32_t>());
-        s.failure = Error(kind, in.get_string());
+        const std::string what = in.get_string();
+        s.host = in.get_string();
+        in.expect_end();
+        s.failure = Error(kind, what);
         s.finished = true;
         return;
       }
@@ -258,6 +267,7 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
   plan.checkpoint_path = index.checkpoint_path();
   plan.checkpoint_tensors = c.tensors.size();
   plan.pyramids = options.pyramids;
+  plan.max_bytes_per_s = options.max_bytes_per_s;
   plan.allowed_approx_steps.assign(options.allowed_approx_steps.begin(), options.allowed_approx_steps.end());
   for (int r = 1; r < world.size(); ++r) {
     plan.items.clear();
@@ -301,6 +311,7 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
 
 int serve_indexing_requests(const Planner& planner, const IndexingOptions& base, World& world) {
   const std::string here = rank_name(world.rank(), world.size()) + " on " + world.host();
+  const std::string host = world.host();
   std::unique_ptr<Checkpoint> checkpoint;
   std::string open_path;
   for (;;) {
@@ -318,9 +329,10 @@ int serve_indexing_requests(const Planner& planner, const IndexingOptions& base,
         checkpoint = std::make_unique<Checkpoint>(open_checkpoint(plan.checkpoint_path));
         open_path = plan.checkpoint_path;
       }
-      check_same_checkpoint(*checkpoint, plan, here);
+      check_same_checkpoint(*checkpoint, plan);
       IndexingOptions options = base;
       options.pyramids = plan.pyramids;
+      options.max_bytes_per_s = plan.max_bytes_per_s;
       options.allowed_approx_steps = {plan.allowed_approx_steps.begin(), plan.allowed_approx_steps.end()};
       options.progress = nullptr;
       std::vector<size_t> tensors;
@@ -336,11 +348,11 @@ int serve_indexing_requests(const Planner& planner, const IndexingOptions& base,
           });
       world.send(0, kDone, encode_done(r));
     } catch (const Error& e) {
-      world.send(0, kFail, encode_fail(Error(e.kind(), here + ": " + e.what())));
+      world.send(0, kFail, encode_fail(e, host));
     } catch (const std::bad_alloc&) {
-      world.send(0, kFail, encode_fail(Error(ErrorKind::Io, here + ": out of memory")));
+      world.send(0, kFail, encode_fail(Error(ErrorKind::Io, "out of memory"), host));
     } catch (const std::exception& e) {
-      world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, here + ": " + e.what())));
+      world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, e.what()), host));
     }
   }
 }

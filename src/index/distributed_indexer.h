@@ -29,7 +29,7 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
                                              World& world);
 
 // Ranks > 0: computes the runs rank 0 sends until rank 0 ends the service; returns the exit code rank 0
-// sent. `base` gives this rank's threads and memory budget; the plan gives the checkpoint, the tensors,
+// sent. `base` gives this rank's threads and memory budget; the plan gives the checkpoint, the tensors, the read rate,
 // whether to build pyramids and the approximations consented to. A failure is reported to rank 0 and
 // the rank waits for the next request.
 int serve_indexing_requests(const Planner& planner, const IndexingOptions& base, World& world);
