@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/ranks.h"
@@ -28,11 +30,12 @@ void report_error(bool same_on_every_rank, const char* format, Args... args) {
   }
 }
 
-// The subcommand's name: the first argument that is not an option ("" when none).
-std::string subcommand_name(int argc, char** argv) {
+// The command line's words that are not options (the subcommands come first).
+std::vector<std::string> command_words(int argc, char** argv) {
+  std::vector<std::string> words;
   for (int k = 1; k < argc; ++k)
-    if (argv[k][0] != '-') return argv[k];
-  return "";
+    if (argv[k][0] != '-') words.push_back(argv[k]);
+  return words;
 }
 
 int run_command(int argc, char** argv) {
@@ -52,7 +55,7 @@ int run_command(int argc, char** argv) {
   add_render_commands(app);
   add_serve_command(app);
   try {
-    join_ranks(&argc, &argv, subcommand_name(argc, argv));
+    join_ranks(&argc, &argv, command_words(argc, argv));
   } catch (const Error& e) {
     report_error(true, "tensormorph: error: %s\n", e.what());
     return e.exit_code();

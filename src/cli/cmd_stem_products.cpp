@@ -15,6 +15,7 @@
 
 #include "cli/output.h"
 #include "cli/product_output.h"
+#include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
 #include "stem/product_kind.h"
@@ -77,6 +78,7 @@ void write_product(const ProductArgs& a, const std::string& descr, const std::ve
 
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
 void run_prepare(const ProductArgs& a) {
+  if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 compute the bands rank 0 sends
   const auto rt = make_runtime(&a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
   const Planner planner = rt->planner();
@@ -99,6 +101,7 @@ void run_prepare(const ProductArgs& a) {
 }
 
 void run_product(const ProductArgs& a) {
+  if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 compute the bands rank 0 sends
   LazyRuntime lazy(a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
   ProductSpec spec;

@@ -3,6 +3,7 @@
 #include "app/indexing.h"
 #include "distributed/world.h"
 #include "index/distributed_indexer.h"
+#include "stem/distributed_products.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -12,24 +13,49 @@ namespace {
 bool g_served = false;
 int g_served_code = 0;
 
+// The commands that run across ranks: the first two words of the command line that are not options.
+bool runs_across_ranks(const std::vector<std::string>& words) {
+  if (words.empty()) return false;
+  if (words[0] == "index" || words[0] == "stats") return true;
+  if (words[0] != "stem" || words.size() < 2) return false;
+  for (const char* s : {"bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp", "prepare"})
+    if (words[1] == s) return true;
+  return false;
+}
+
 }  // namespace
 
-void join_ranks(int* argc, char*** argv, const std::string& command) {
+void join_ranks(int* argc, char*** argv, const std::vector<std::string>& words) {
   World& world = World::instance();
   if (World::launched_by_mpi() && !World::built_with_mpi())
     throw Error(ErrorKind::Unavailable, "started by an MPI launcher, but this build of tensormorph has no MPI "
                                         "(install libopenmpi-dev and rebuild), so each rank would run alone");
   world.init(argc, argv);
-  if (world.distributed() && command != "index" && command != "stats")
+  if (world.distributed() && !runs_across_ranks(words)) {
+    std::string command;
+    for (size_t k = 0; k < std::min<size_t>(words.size(), 2); ++k) command += (k ? " " : "") + words[k];
     throw Error(ErrorKind::InvalidArgument, "'" + command + "' does not run across MPI ranks (" + std::to_string(world.size()) +
-                                                " here): only index and stats of a checkpoint do; run it without mpirun");
+                                                " here): index, stats and the 4D-STEM products (stem bf|abf|adf|haadf|df|mask|"
+                                                "com|dpc|idpc|fft|mean-dp|prepare) do; run it without mpirun");
+  }
 }
 
 bool serve_as_other_rank(const ComputeFlags& flags) {
   World& world = World::instance();
   if (world.rank() == 0) return false;
   const auto rt = make_runtime(&flags);
-  g_served_code = serve_indexing_requests(rt->planner(), app::indexing_options(*rt, {}, true), world);
+  const Planner planner = rt->planner();
+  const IndexingOptions indexing = app::indexing_options(*rt, {}, true);
+  for (;;) {
+    const RankMessage m = world.receive(0);
+    if (m.tag == kTagEndOfService) {
+      g_served_code = World::end_of_service_code(m);
+      break;
+    }
+    if (is_indexing_request(m.tag)) serve_indexing_request(m, planner, indexing, world);
+    else if (is_product_request(m.tag)) serve_product_request(m, planner, rt->threads, rt->memory_budget, world);
+    else throw Error(ErrorKind::Internal, "unexpected message tag " + std::to_string(m.tag) + " from rank 0");
+  }
   g_served = true;
   return true;
 }
@@ -41,7 +67,7 @@ int leave_ranks(int code) {
   if (world.distributed()) {
     if (world.rank() == 0) {
       if (ranks_are_working()) world.abort(code);  // the error is printed; the others cannot be waited for
-      end_indexing_service(world, code);
+      world.end_service(code);
     } else if (g_served) {
       code = g_served_code;
     }

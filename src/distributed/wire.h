@@ -22,26 +22,30 @@ class WireWriter {
   template <class T>
   WireWriter& put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    append(&v, sizeof(T));
     return *this;
   }
   WireWriter& put_string(const std::string& s) {
     put<uint64_t>(s.size());
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    append(s.data(), s.size());
     return *this;
   }
   template <class T>
   WireWriter& put_vector(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
-    bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
+    append(v.data(), v.size() * sizeof(T));
     return *this;
   }
   std::vector<uint8_t>& bytes() { return bytes_; }
 
  private:
+  void append(const void* p, size_t n) {
+    if (n == 0) return;
+    const size_t at = bytes_.size();
+    bytes_.resize(at + n);
+    std::memcpy(bytes_.data() + at, p, n);
+  }
   std::vector<uint8_t> bytes_;
 };
 

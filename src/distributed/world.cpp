@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "distributed/wire.h"
 #include "tensormorph/error.h"
 
 #ifdef TM_HAVE_MPI
@@ -30,6 +31,19 @@ bool World::launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
     if (std::getenv(name)) return true;
   return false;
+}
+
+void World::end_service(int code) {
+  WireWriter w;
+  w.put(static_cast<int32_t>(code));
+  for (int r = 1; r < size_; ++r) send(r, kTagEndOfService, w.bytes());
+}
+
+int World::end_of_service_code(const RankMessage& m) {
+  WireReader in(m.bytes, "end of service from rank 0");
+  const int code = in.get<int32_t>();
+  in.expect_end();
+  return code;
 }
 
 #ifdef TM_HAVE_MPI

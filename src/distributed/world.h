@@ -12,6 +12,10 @@
 
 namespace tmorph {
 
+// Tags every protocol shares: rank 0 ends the other ranks' service with the job's exit code (an int32).
+// Protocols number their own tags from 16 (indexing) and 32 (4D-STEM products) up.
+constexpr int kTagEndOfService = 1;
+
 struct RankMessage {
   int source = 0, tag = 0;
   std::vector<uint8_t> bytes;
@@ -48,6 +52,10 @@ class World {
   bool poll(RankMessage& out);
   // Waits for the next message from `source`.
   RankMessage receive(int source);
+  // Rank 0: ends every other rank's service with the job's exit code (kTagEndOfService).
+  void end_service(int code);
+  // The exit code an end-of-service message carries.
+  static int end_of_service_code(const RankMessage& m);
   // Ends every rank of the job with `code` (MPI_Abort); in a one-process world, exits.
   [[noreturn]] void abort(int code);
 

@@ -17,7 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum Tag : int { kPlan = 1, kEnd = 2, kResult = 3, kProgress = 4, kDone = 5, kFail = 6 };
+enum Tag : int { kPlan = 16, kResult = 17, kProgress = 18, kDone = 19, kFail = 20 };
 
 bool g_ranks_working = false;
 
@@ -87,11 +87,6 @@ std::vector<uint8_t> encode_fail(const Error& e, const std::string& host) {
   return std::move(w.bytes());
 }
 
-std::vector<uint8_t> encode_code(int code) {
-  WireWriter w;
-  w.put(static_cast<int32_t>(code));
-  return std::move(w.bytes());
-}
 
 // Checks that `c` (this rank's view of the checkpoint) holds the tensors rank 0 planned with.
 void check_same_checkpoint(const Checkpoint& c, const RankPlan& p) {
@@ -309,56 +304,46 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
   return report;
 }
 
-int serve_indexing_requests(const Planner& planner, const IndexingOptions& base, World& world) {
-  const std::string here = rank_name(world.rank(), world.size()) + " on " + world.host();
+bool is_indexing_request(int tag) { return tag == kPlan; }
+
+void serve_indexing_request(const RankMessage& m, const Planner& planner, const IndexingOptions& base, World& world) {
+  // The checkpoint of the last request stays open: a command may send several (render's one tensor, then more).
+  static std::unique_ptr<Checkpoint> checkpoint;
+  static std::string open_path;
   const std::string host = world.host();
-  std::unique_ptr<Checkpoint> checkpoint;
-  std::string open_path;
-  for (;;) {
-    const RankMessage m = world.receive(0);
-    if (m.tag == kEnd) {
-      WireReader in(m.bytes, "end of service from rank 0");
-      const int code = in.get<int32_t>();
-      in.expect_end();
-      return code;
+  try {
+    const RankPlan plan = decode_plan(m.bytes);
+    if (!checkpoint || open_path != plan.checkpoint_path) {
+      checkpoint.reset();
+      checkpoint = std::make_unique<Checkpoint>(open_checkpoint(plan.checkpoint_path));
+      open_path = plan.checkpoint_path;
     }
-    if (m.tag != kPlan) throw Error(ErrorKind::Internal, here + ": unexpected message tag " + std::to_string(m.tag) + " from rank 0");
-    try {
-      const RankPlan plan = decode_plan(m.bytes);
-      if (!checkpoint || open_path != plan.checkpoint_path) {
-        checkpoint = std::make_unique<Checkpoint>(open_checkpoint(plan.checkpoint_path));
-        open_path = plan.checkpoint_path;
-      }
-      check_same_checkpoint(*checkpoint, plan);
-      IndexingOptions options = base;
-      options.pyramids = plan.pyramids;
-      options.max_bytes_per_s = plan.max_bytes_per_s;
-      options.allowed_approx_steps = {plan.allowed_approx_steps.begin(), plan.allowed_approx_steps.end()};
-      options.progress = nullptr;
-      std::vector<size_t> tensors;
-      for (const auto& it : plan.items) tensors.push_back(static_cast<size_t>(it.tensor));
-      auto last = Clock::now();
-      const IndexingReport r = compute_tensors(
-          *checkpoint, planner, options, tensors,
-          [&](TensorResult&& d) { world.send(0, kResult, encode_tensor_result(d)); },
-          [&](uint64_t bytes_done) {
-            if (since(last) < 0.2) return;
-            world.send(0, kProgress, encode_progress(bytes_done));
-            last = Clock::now();
-          });
-      world.send(0, kDone, encode_done(r));
-    } catch (const Error& e) {
-      world.send(0, kFail, encode_fail(e, host));
-    } catch (const std::bad_alloc&) {
-      world.send(0, kFail, encode_fail(Error(ErrorKind::Io, "out of memory"), host));
-    } catch (const std::exception& e) {
-      world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, e.what()), host));
-    }
+    check_same_checkpoint(*checkpoint, plan);
+    IndexingOptions options = base;
+    options.pyramids = plan.pyramids;
+    options.max_bytes_per_s = plan.max_bytes_per_s;
+    options.allowed_approx_steps = {plan.allowed_approx_steps.begin(), plan.allowed_approx_steps.end()};
+    options.progress = nullptr;
+    std::vector<size_t> tensors;
+    for (const auto& it : plan.items) tensors.push_back(static_cast<size_t>(it.tensor));
+    auto last = Clock::now();
+    const IndexingReport r = compute_tensors(
+        *checkpoint, planner, options, tensors, [&](TensorResult&& d) { world.send(0, kResult, encode_tensor_result(d)); },
+        [&](uint64_t bytes_done) {
+          if (since(last) < 0.2) return;
+          world.send(0, kProgress, encode_progress(bytes_done));
+          last = Clock::now();
+        });
+    world.send(0, kDone, encode_done(r));
+  } catch (const Error& e) {
+    world.send(0, kFail, encode_fail(e, host));
+  } catch (const std::bad_alloc&) {
+    world.send(0, kFail, encode_fail(Error(ErrorKind::Io, "out of memory"), host));
+  } catch (const std::exception& e) {
+    world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, e.what()), host));
   }
 }
 
-void end_indexing_service(World& world, int code) {
-  for (int r = 1; r < world.size(); ++r) world.send(r, kEnd, encode_code(code));
-}
+
 
 }  // namespace tmorph

@@ -8,8 +8,8 @@
 // on one rank, so a result is committed only when all of it arrived; a rank that fails, or a job that
 // is killed, leaves a valid index that the next run completes.
 //
-// Ranks > 0 do not run the command: they serve rank 0's requests (serve_indexing_requests) until rank 0
-// ends the service with the job's exit code.
+// Ranks > 0 do not run the command: they serve rank 0's requests (serve_indexing_request, and the
+// 4D-STEM products' stem/distributed_products.h) until rank 0 ends the service with the job's exit code.
 //
 // Messages (tagged byte strings, distributed/world.h): rank 0 -> r: plan, end; r -> 0: result,
 // progress (bytes read, about five times a second), done (the rank's report), fail (the error, with
@@ -28,14 +28,14 @@ namespace tmorph {
 IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options,
                                              World& world);
 
-// Ranks > 0: computes the runs rank 0 sends until rank 0 ends the service; returns the exit code rank 0
-// sent. `base` gives this rank's threads and memory budget; the plan gives the checkpoint, the tensors, the read rate,
-// whether to build pyramids and the approximations consented to. A failure is reported to rank 0 and
-// the rank waits for the next request.
-int serve_indexing_requests(const Planner& planner, const IndexingOptions& base, World& world);
+// Whether `tag` is an indexing request of this protocol.
+bool is_indexing_request(int tag);
 
-// Rank 0: ends every other rank's service with the job's exit code.
-void end_indexing_service(World& world, int code);
+// Ranks > 0: computes the run that message m (from rank 0) asks for, sending each tensor's result as it
+// completes and then the rank's report, or the failure, to rank 0. `base` gives this rank's threads and
+// memory budget; the plan gives the checkpoint, the tensors, the read rate, whether to build pyramids
+// and the approximations consented to.
+void serve_indexing_request(const RankMessage& m, const Planner& planner, const IndexingOptions& base, World& world);
 
 // Rank 0: whether other ranks are computing a plan now (an error that escapes then cannot wait for them:
 // the job must be aborted).

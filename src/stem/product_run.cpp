@@ -70,6 +70,7 @@ ProductOutput compute_product(const Acquisition& acq, const ProductSpec& spec, c
     report["seconds"] = r.seconds;
     report["decoded_bytes"] = r.decoded_bytes;
     report["provenance"] = r.load_provenance;
+    if (!r.ranks.empty()) report["ranks"] = r.ranks;
   };
 
   if (source == ProductKind::mean_dp) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/kernel_call.h"
+#include "stem/distributed_products.h"
 #include "stem/virtual_detector.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
@@ -12,6 +13,12 @@
 namespace tmorph {
 
 ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
+  World& world = World::instance();
+  if (world.distributed() && world.rank() == 0) return compute_products_across_ranks(acq, req, planner, world);
+  return compute_products_here(acq, req, planner);
+}
+
+ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
   const auto t0 = std::chrono::steady_clock::now();
   StemLoader loader(acq, req.load);
   const LoadPlan& plan = loader.plan();

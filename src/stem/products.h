@@ -43,12 +43,19 @@ struct ProductResult {
   nlohmann::json load_provenance;
   double seconds = 0;
   uint64_t decoded_bytes = 0;
+  // Across MPI ranks (distributed_products.h): per rank {rank, host, output_scan_rows, positions, seconds,
+  // decoded_bytes, placement}; empty in one process.
+  nlohmann::json ranks = nlohmann::json::array();
 };
 
 // Runs the request. Dense detectors (more than half the frame) are summed as total − complement, so a
 // big annulus costs like a small one. Throws InvalidArgument when the sums could overflow uint64 or the
 // binned frames would need uint64 pixels; planner errors (e.g. --backend that cannot serve) propagate.
+// Rank 0 of an MPI job with several ranks shares the scan rows with the other ranks
+// (distributed_products.h); the result is the same bit for bit.
 ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner);
+// The same in this process alone.
+ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner);
 
 // The mean pattern (sum / positions) as float64.
 std::vector<double> mean_pattern(const ProductResult& r);
