@@ -69,6 +69,7 @@ bench: build
 	@/usr/bin/python3 bench/viewer_bench.py --build build
 	@/usr/bin/python3 bench/server_load_bench.py --build build
 	@/usr/bin/python3 bench/python_bench.py --build build
+	@/usr/bin/python3 bench/mpi_bench.py --build build
 
 docs: build
 	@/usr/bin/python3 scripts/gen-backends-doc.py

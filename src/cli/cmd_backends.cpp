@@ -9,6 +9,7 @@
 #include "app/parity_matrix.h"
 #include "cli/compute_flags.h"
 #include "core/format.h"
+#include "distributed/world.h"
 
 namespace tmorph::cli {
 
@@ -78,7 +79,14 @@ void print_backends(const Runtime& rt) {
   std::printf("plugin directory: %s (%s)\n", rt.plugin_dir.c_str(), rt.plugin_dir_source.c_str());
   std::printf("calibration: %s (%zu entries%s)\n", rt.calibration_path.c_str(), rt.costs.size(),
               rt.costs.size() ? "" : "; uncalibrated kernels use one conservative default; run 'tensormorph calibrate'");
+  std::printf("MPI: %s\n", World::built_with_mpi()
+                               ? "built in: index, stats and the 4D-STEM products run across the ranks of "
+                                 "'mpirun -np N tensormorph ...' (docs/scaling.md)"
+                               : "not in this build: one process (install libopenmpi-dev and rebuild for mpirun)");
 }
+
+// Whether this build runs across MPI ranks ({"built": bool}), beside the backends.
+nlohmann::json mpi_json() { return {{"built", World::built_with_mpi()}}; }
 
 }  // namespace
 
@@ -91,7 +99,11 @@ void add_backends_command(CLI::App& app) {
   cmd->add_option("--never", flags->never, "show this backend as disabled by policy (repeatable)");
   cmd->callback([json, flags] {
     auto rt = make_runtime(flags.get());
-    if (*json) print_json(backends_json(*rt));
+    if (*json) {
+      nlohmann::json doc = backends_json(*rt);
+      doc["mpi"] = mpi_json();
+      print_json(doc);
+    }
     else print_backends(*rt);
   });
 }
