@@ -32,8 +32,7 @@ void join_ranks(int* argc, char*** argv, const std::vector<std::string>& words) 
                                         "(install libopenmpi-dev and rebuild), so each rank would run alone");
   world.init(argc, argv);
   if (world.distributed() && !runs_across_ranks(words)) {
-    std::string command;
-    for (size_t k = 0; k < std::min<size_t>(words.size(), 2); ++k) command += (k ? " " : "") + words[k];
+    const std::string command = words.empty() ? "" : words[0] == "stem" && words.size() > 1 ? "stem " + words[1] : words[0];
     throw Error(ErrorKind::InvalidArgument, "'" + command + "' does not run across MPI ranks (" + std::to_string(world.size()) +
                                                 " here): index, stats and the 4D-STEM products (stem bf|abf|adf|haadf|df|mask|"
                                                 "com|dpc|idpc|fft|mean-dp|prepare) do; run it without mpirun");

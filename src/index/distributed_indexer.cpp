@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "distributed/rank_failure.h"
 #include "distributed/wire.h"
 #include "index/rank_plan.h"
 #include "index/tensor_result_codec.h"
@@ -81,11 +82,6 @@ std::vector<uint8_t> encode_progress(uint64_t bytes_done) {
   return std::move(w.bytes());
 }
 
-std::vector<uint8_t> encode_fail(const Error& e, const std::string& host) {
-  WireWriter w;
-  w.put(static_cast<int32_t>(e.kind())).put_string(e.what()).put_string(host);
-  return std::move(w.bytes());
-}
 
 
 // Checks that `c` (this rank's view of the checkpoint) holds the tensors rank 0 planned with.
@@ -212,12 +208,8 @@ class Coordinator {
         return;
       }
       case kFail: {
-        WireReader in(m.bytes, "failure report from " + from);
-        const auto kind = static_cast<ErrorKind>(in.get<int32_t>());
-        const std::string what = in.get_string();
-        s.host = in.get_string();
-        in.expect_end();
-        s.failure = Error(kind, what);
+        RankFailure f = decode_rank_failure(m.bytes, "failure report from " + from);
+        s.failure = std::move(f.error), s.host = std::move(f.host);
         s.finished = true;
         return;
       }
@@ -310,8 +302,7 @@ void serve_indexing_request(const RankMessage& m, const Planner& planner, const 
   // The checkpoint of the last request stays open: a command may send several (render's one tensor, then more).
   static std::unique_ptr<Checkpoint> checkpoint;
   static std::string open_path;
-  const std::string host = world.host();
-  try {
+  send_failure_to_rank0(world, kFail, [&] {
     const RankPlan plan = decode_plan(m.bytes);
     if (!checkpoint || open_path != plan.checkpoint_path) {
       checkpoint.reset();
@@ -335,13 +326,7 @@ void serve_indexing_request(const RankMessage& m, const Planner& planner, const 
           last = Clock::now();
         });
     world.send(0, kDone, encode_done(r));
-  } catch (const Error& e) {
-    world.send(0, kFail, encode_fail(e, host));
-  } catch (const std::bad_alloc&) {
-    world.send(0, kFail, encode_fail(Error(ErrorKind::Io, "out of memory"), host));
-  } catch (const std::exception& e) {
-    world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, e.what()), host));
-  }
+  });
 }
 
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "distributed/rank_failure.h"
 #include "distributed/wire.h"
 #include "ops/placement_json.h"
 #include "tensormorph/error.h"
@@ -109,11 +110,6 @@ ProductResult decode_result(const std::vector<uint8_t>& bytes, const std::string
   return r;
 }
 
-std::vector<uint8_t> encode_fail(const Error& e, const std::string& host) {
-  WireWriter w;
-  w.put(static_cast<int32_t>(e.kind())).put_string(e.what()).put_string(host);
-  return std::move(w.bytes());
-}
 
 template <class T>
 void append(std::vector<T>& to, const std::vector<T>& from) {
@@ -177,11 +173,8 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
     if (m.tag == kResult) {
       bands[k] = decode_result(m.bytes, what, hosts[k]);
     } else if (m.tag == kFail) {
-      WireReader in(m.bytes, what);
-      const auto kind = static_cast<ErrorKind>(in.get<int32_t>());
-      const std::string text = in.get_string();
-      hosts[k] = in.get_string();
-      failures[k] = Error(kind, text);
+      RankFailure f = decode_rank_failure(m.bytes, what);
+      failures[k] = std::move(f.error), hosts[k] = std::move(f.host);
     } else {
       throw Error(ErrorKind::Internal, what + ": unexpected message tag " + std::to_string(m.tag));
     }
@@ -217,7 +210,7 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
 
 void serve_product_request(const RankMessage& m, const Planner& planner, unsigned threads, uint64_t memory_budget, World& world) {
   const std::string host = world.host();
-  try {
+  send_failure_to_rank0(world, kFail, [&] {
     BandRequest b = decode_request(m.bytes);
     const Acquisition acq = open_acquisition(b.master);
     if (acq.signature != b.signature)
@@ -226,13 +219,7 @@ void serve_product_request(const RankMessage& m, const Planner& planner, unsigne
     b.req.load.threads = threads;
     b.req.load.memory_budget = memory_budget;
     world.send(0, kResult, encode_result(compute_products_here(acq, b.req, planner), host));
-  } catch (const Error& e) {
-    world.send(0, kFail, encode_fail(e, host));
-  } catch (const std::bad_alloc&) {
-    world.send(0, kFail, encode_fail(Error(ErrorKind::Io, "out of memory"), host));
-  } catch (const std::exception& e) {
-    world.send(0, kFail, encode_fail(Error(ErrorKind::Internal, e.what()), host));
-  }
+  });
 }
 
 }  // namespace tmorph

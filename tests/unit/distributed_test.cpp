@@ -65,8 +65,9 @@ TEST(RankPlan, ContiguousAndAsBalancedAsAnyContiguousSplit) {
     EXPECT_EQ(largest_run(bytes, plan), best_contiguous(bytes, 0, ranks)) << "trial " << trial;
     EXPECT_EQ(plan, plan_ranks(bytes, ranks)) << "deterministic";
     // Every rank works while there are tensors enough.
-    if (n >= static_cast<size_t>(ranks))
+    if (n >= static_cast<size_t>(ranks)) {
       for (const auto& run : plan) EXPECT_FALSE(run.empty()) << "trial " << trial;
+    }
   }
 }
 
