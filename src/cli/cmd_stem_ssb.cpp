@@ -17,6 +17,7 @@
 #include "cli/compute_flags.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
+#include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
 #include "stem/ssb_fit.h"
@@ -88,6 +89,7 @@ SsbFitOptions fit_options(const SsbArgs& a) {
 // Parses the flags into the domain's request, runs it (stem/ssb_run.h: set-up, rotation, fit, and the
 // detector-binning approximation with consent), writes the phase and its report, prints.
 void run_ssb(const SsbArgs& a) {
+  if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 read the bands rank 0 sends
   const auto t_start = std::chrono::steady_clock::now();
   SsbRunRequest request;
   request.fit = a.fit ? std::optional<SsbFitOptions>(fit_options(a)) : std::nullopt;

@@ -4,6 +4,7 @@
 #include "distributed/world.h"
 #include "index/distributed_indexer.h"
 #include "stem/distributed_products.h"
+#include "stem/distributed_ssb.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -18,7 +19,7 @@ bool runs_across_ranks(const std::vector<std::string>& words) {
   if (words.empty()) return false;
   if (words[0] == "index" || words[0] == "stats") return true;
   if (words[0] != "stem" || words.size() < 2) return false;
-  for (const char* s : {"bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp", "prepare"})
+  for (const char* s : {"bf", "abf", "adf", "haadf", "df", "mask", "com", "dpc", "idpc", "fft", "mean-dp", "prepare", "ssb"})
     if (words[1] == s) return true;
   return false;
 }
@@ -35,7 +36,7 @@ void join_ranks(int* argc, char*** argv, const std::vector<std::string>& words) 
     const std::string command = words.empty() ? "" : words[0] == "stem" && words.size() > 1 ? "stem " + words[1] : words[0];
     throw Error(ErrorKind::InvalidArgument, "'" + command + "' does not run across MPI ranks (" + std::to_string(world.size()) +
                                                 " here): index, stats and the 4D-STEM products (stem bf|abf|adf|haadf|df|mask|"
-                                                "com|dpc|idpc|fft|mean-dp|prepare) do; run it without mpirun");
+                                                "com|dpc|idpc|fft|mean-dp|prepare|ssb) do; run it without mpirun");
   }
 }
 
@@ -53,6 +54,7 @@ bool serve_as_other_rank(const ComputeFlags& flags) {
     }
     if (is_indexing_request(m.tag)) serve_indexing_request(m, planner, indexing, world);
     else if (is_product_request(m.tag)) serve_product_request(m, planner, rt->threads, rt->memory_budget, world);
+    else if (is_ssb_band_request(m.tag)) serve_ssb_band_request(m, rt->threads, rt->memory_budget, world);
     else throw Error(ErrorKind::Internal, "unexpected message tag " + std::to_string(m.tag) + " from rank 0");
   }
   g_served = true;

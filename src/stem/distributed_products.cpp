@@ -7,6 +7,7 @@
 #include "distributed/rank_failure.h"
 #include "distributed/wire.h"
 #include "ops/placement_json.h"
+#include "stem/rank_bands.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -15,31 +16,10 @@ namespace {
 
 enum Tag : int { kRequest = 32, kResult = 33, kFail = 34 };
 
-std::string rank_name(int rank, int size) { return "rank " + std::to_string(rank) + " of " + std::to_string(size); }
-
-void put_box(WireWriter& w, const std::optional<Box>& b) {
-  w.put<uint8_t>(b.has_value());
-  if (b) w.put(b->r0).put(b->r1).put(b->c0).put(b->c1);
-}
-
-std::optional<Box> get_box(WireReader& in) {
-  if (!in.get<uint8_t>()) return std::nullopt;
-  Box b;
-  b.r0 = in.get<uint64_t>(), b.r1 = in.get<uint64_t>(), b.c0 = in.get<uint64_t>(), b.c1 = in.get<uint64_t>();
-  return b;
-}
-
 // The request for one band. Threads and memory budget are the serving rank's own.
 std::vector<uint8_t> encode_request(const Acquisition& acq, const ProductRequest& req) {
   WireWriter w;
-  w.put_string(acq.master).put_string(acq.signature);
-  const LoadRequest& l = req.load;
-  w.put<uint8_t>(l.scan_shape.has_value());
-  if (l.scan_shape) w.put((*l.scan_shape)[0]).put((*l.scan_shape)[1]);
-  put_box(w, l.scan_region);
-  put_box(w, l.detector_region);
-  w.put(l.scan_bin[0]).put(l.scan_bin[1]).put(l.detector_bin[0]).put(l.detector_bin[1]);
-  w.put_string(l.dtype).put<uint8_t>(l.mask_bad_pixels);
+  put_load_request(w, acq, req.load);
   w.put<uint64_t>(req.detectors.size());
   for (const auto& d : req.detectors) w.put_vector(d);
   w.put_vector(req.com_pixels).put<uint8_t>(req.frame_sums).put<uint8_t>(req.com).put<uint8_t>(req.pattern).put(req.batch_bytes);
@@ -47,25 +27,15 @@ std::vector<uint8_t> encode_request(const Acquisition& acq, const ProductRequest
 }
 
 struct BandRequest {
-  std::string master, signature;
+  RankLoad source;
   ProductRequest req;
 };
 
 BandRequest decode_request(const std::vector<uint8_t>& bytes) {
   WireReader in(bytes, "4D-STEM product request from rank 0");
   BandRequest b;
-  b.master = in.get_string(), b.signature = in.get_string();
-  LoadRequest& l = b.req.load;
-  if (in.get<uint8_t>()) {
-    const uint64_t rows = in.get<uint64_t>(), cols = in.get<uint64_t>();
-    l.scan_shape = std::array<uint64_t, 2>{rows, cols};
-  }
-  l.scan_region = get_box(in);
-  l.detector_region = get_box(in);
-  l.scan_bin[0] = in.get<uint64_t>(), l.scan_bin[1] = in.get<uint64_t>();
-  l.detector_bin[0] = in.get<uint64_t>(), l.detector_bin[1] = in.get<uint64_t>();
-  l.dtype = in.get_string();
-  l.mask_bad_pixels = in.get<uint8_t>() != 0;
+  b.source = get_load_request(in);
+  b.req.load = b.source.load;
   for (uint64_t k = 0, n = in.get<uint64_t>(); k < n; ++k) b.req.detectors.push_back(in.get_vector<uint32_t>());
   b.req.com_pixels = in.get_vector<uint32_t>();
   b.req.frame_sums = in.get<uint8_t>() != 0, b.req.com = in.get<uint8_t>() != 0, b.req.pattern = in.get<uint8_t>() != 0;
@@ -133,11 +103,6 @@ void merge_band(ProductResult& into, const ProductResult& band, const std::strin
   into.decoded_bytes += band.decoded_bytes;
 }
 
-uint64_t zeroed_sentinels(const nlohmann::json& provenance) {
-  const auto& b = provenance.value("bad_pixels", nlohmann::json::object());
-  return b.value("sentinel_values_zeroed", uint64_t{0});
-}
-
 }  // namespace
 
 bool is_product_request(int tag) { return tag == kRequest; }
@@ -146,15 +111,12 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
                                             World& world) {
   const auto t0 = std::chrono::steady_clock::now();
   const LoadPlan plan = plan_load(acq, req.load);  // throws for a malformed request before any rank starts
-  const uint64_t rows = plan.output_shape[0], bin = req.load.scan_bin[0];
-  const Box region = plan.scan_region;
-  const uint64_t ranks = std::min<uint64_t>(static_cast<uint64_t>(world.size()), std::max<uint64_t>(rows, 1));
-  // Band k: output rows [rows*k/ranks, rows*(k+1)/ranks), i.e. the input rows of those whole scan bins.
+  const uint64_t ranks = band_count(plan.output_shape[0], world.size());
   auto band_request = [&](uint64_t k) {
-    ProductRequest band = req;
-    const uint64_t a = rows * k / ranks, e = rows * (k + 1) / ranks;
-    band.load.scan_region = Box{region.r0 + a * bin, std::min(region.r0 + e * bin, region.r1), region.c0, region.c1};
-    return std::pair{band, std::array<uint64_t, 2>{a, e}};
+    ScanBand band = scan_band(plan, req.load, k, ranks);
+    ProductRequest r = req;
+    r.load = band.load;
+    return std::pair{r, band.rows};
   };
   for (uint64_t k = 1; k < ranks; ++k) world.send(static_cast<int>(k), kRequest, encode_request(acq, band_request(k).first));
 
@@ -198,12 +160,7 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
     zeroed += zeroed_sentinels(bands[k]->load_provenance);
   }
   r.ranks = std::move(per_rank);
-  // The provenance of the whole request: rank 0's, with the whole region and output and every rank's count
-  // of zeroed sentinel values.
-  auto& prov = r.load_provenance;
-  prov["scan_region"] = nlohmann::json::array({region.r0, region.r1, region.c0, region.c1});
-  if (prov.contains("output")) prov["output"]["shape"] = plan.output_shape;
-  if (prov.contains("bad_pixels")) prov["bad_pixels"]["sentinel_values_zeroed"] = zeroed;
+  describe_whole_request(r.load_provenance, plan, zeroed);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -212,10 +169,7 @@ void serve_product_request(const RankMessage& m, const Planner& planner, unsigne
   const std::string host = world.host();
   send_failure_to_rank0(world, kFail, [&] {
     BandRequest b = decode_request(m.bytes);
-    const Acquisition acq = open_acquisition(b.master);
-    if (acq.signature != b.signature)
-      throw Error(ErrorKind::BadInput, b.master + ": signature " + acq.signature + " here but " + b.signature +
-                                           " on rank 0 (the files differ in name, size, time or header; every rank must see the same files)");
+    const Acquisition acq = open_rank0_acquisition(b.source);
     b.req.load.threads = threads;
     b.req.load.memory_budget = memory_budget;
     world.send(0, kResult, encode_result(compute_products_here(acq, b.req, planner), host));

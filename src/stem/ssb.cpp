@@ -46,21 +46,63 @@ uint64_t needed_bytes(uint64_t B, uint64_t rows, uint64_t cols, uint64_t batch_b
          B * (rows + cols) * 16 + N * 32;
 }
 
+// Calls f(T{}) with T the C++ type of an SsbFrames dtype (U8, U16, U32, U64, F32, else F64).
+template <class F>
+void with_frame_type(DType dt, F&& f) {
+  switch (dt) {
+    case DType::U8: f(uint8_t{}); break;
+    case DType::U16: f(uint16_t{}); break;
+    case DType::U32: f(uint32_t{}); break;
+    case DType::U64: f(uint64_t{}); break;
+    case DType::F32: f(float{}); break;
+    default: f(double{}); break;
+  }
+}
+
+// One frame's bright-field values, converted to float32, to dst[b · dst_stride].
 template <class T>
-void gather(const uint8_t* frames, uint64_t count, uint64_t frame_pixels, uint64_t first, uint64_t cols,
+void pick_bright_field(const T* frame, const std::vector<uint32_t>& pixels, float* dst, uint64_t dst_stride) {
+  for (size_t b = 0; b < pixels.size(); ++b) dst[b * dst_stride] = static_cast<float>(frame[pixels[b]]);
+}
+
+// Frames [first, first + count) into G's real layout: pixel b's value at scan (r, c) goes to
+// g[b·2·stride + r·padded_cols + c].
+void gather(const uint8_t* frames, DType dt, uint64_t count, uint64_t frame_pixels, uint64_t first, uint64_t cols,
             const std::vector<uint32_t>& pixels, float* g, uint64_t stride, uint64_t padded_cols, ThreadPool& pool) {
-  const auto* f = reinterpret_cast<const T*>(frames);
+  with_frame_type(dt, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* f = reinterpret_cast<const T*>(frames);
+    pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned) {
+      for (uint64_t p = begin; p < end; ++p) {
+        const uint64_t pos = first + p;
+        pick_bright_field(f + p * frame_pixels, pixels, g + pos / cols * padded_cols + pos % cols, stride * 2);
+      }
+    });
+  });
+}
+
+// Bright-field values (count × B, position-major, as fill_bright_field writes them) into G's real layout.
+void scatter(const float* values, uint64_t count, uint64_t first, uint64_t cols, uint64_t B, float* g, uint64_t stride,
+             uint64_t padded_cols, ThreadPool& pool) {
   pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned) {
     for (uint64_t p = begin; p < end; ++p) {
-      const uint64_t pos = first + p, r = pos / cols, c = pos % cols;
-      const T* frame = f + p * frame_pixels;
-      float* dst = g + r * padded_cols + c;
-      for (size_t b = 0; b < pixels.size(); ++b) dst[b * stride * 2] = static_cast<float>(frame[pixels[b]]);
+      const uint64_t pos = first + p;
+      float* dst = g + pos / cols * padded_cols + pos % cols;
+      for (uint64_t b = 0; b < B; ++b) dst[b * stride * 2] = values[p * B + b];
     }
   });
 }
 
 }  // namespace
+
+void ssb_extract_bright_field(const uint8_t* frames, DType dtype, uint64_t count, uint64_t frame_pixels,
+                              const std::vector<uint32_t>& pixels, float* out) {
+  with_frame_type(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* f = reinterpret_cast<const T*>(frames);
+    for (uint64_t p = 0; p < count; ++p) pick_bright_field(f + p * frame_pixels, pixels, out + p * pixels.size(), 1);
+  });
+}
 
 SsbFrames ssb_frames_from_loader(StemLoader& loader) {
   SsbFrames f;
@@ -161,7 +203,7 @@ SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t sca
   const DType dt = frames.dtype;
   if (dt != DType::U8 && dt != DType::U16 && dt != DType::U32 && dt != DType::U64 && dt != DType::F32 && dt != DType::F64)
     invalid("frames must be uint8, uint16, uint32, uint64, float32 or float64");
-  if (!frames.fill) invalid("no frame source");
+  if (!frames.fill && !frames.fill_bright_field) invalid("no frame source");
   threads = std::max(1u, threads);
 
   State& S = *s_;
@@ -246,20 +288,20 @@ SsbProblem::SsbProblem(const SsbFrames& frames, uint64_t scan_rows, uint64_t sca
 
   // Stream the frames once, keeping the BF pixels' intensities (float32).
   {
-    LargeBuffer batch_buf(batch * frame_bytes);
-    for (uint64_t first = 0; first < N; first += batch) {
-      const uint64_t n = std::min(batch, N - first);
-      frames.fill(first, n, batch_buf.get());
-      auto* gr = reinterpret_cast<float*>(g);
-      const uint64_t fp = det_rows * det_cols;
-      const auto& px = S.pixels;
-      switch (dt) {
-        case DType::U8: gather<uint8_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
-        case DType::U16: gather<uint16_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
-        case DType::U32: gather<uint32_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
-        case DType::U64: gather<uint64_t>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
-        case DType::F32: gather<float>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
-        default: gather<double>(batch_buf.get(), n, fp, first, C, px, gr, stride, padded_cols, pool); break;
+    auto* gr = reinterpret_cast<float*>(g);
+    if (frames.fill_bright_field) {
+      std::vector<float> values(batch * B);
+      for (uint64_t first = 0; first < N; first += batch) {
+        const uint64_t n = std::min(batch, N - first);
+        frames.fill_bright_field(first, n, S.pixels, values.data());
+        scatter(values.data(), n, first, C, B, gr, stride, padded_cols, pool);
+      }
+    } else {
+      LargeBuffer batch_buf(batch * frame_bytes);
+      for (uint64_t first = 0; first < N; first += batch) {
+        const uint64_t n = std::min(batch, N - first);
+        frames.fill(first, n, batch_buf.get());
+        gather(batch_buf.get(), dt, n, det_rows * det_cols, first, C, S.pixels, gr, stride, padded_cols, pool);
       }
     }
   }

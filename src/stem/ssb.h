@@ -113,7 +113,17 @@ struct SsbFrames {
   // Frames per fill call (counted by the memory admission). Small enough that the one batch buffer, reused
   // for every call, stays cheap to fault in (fresh pages are zeroed by the kernel at first touch).
   uint64_t batch_bytes = uint64_t{8} << 20;
+  // When set, used instead of fill (frames read elsewhere, e.g. on other MPI ranks: distributed_ssb.h): writes
+  // the values of `pixels` (the bright-field pixels, ssb_bright_field_pixels) at positions [first, first + count)
+  // as count × pixels.size() float32, position-major, exactly as ssb_extract_bright_field makes them from the
+  // frames. Called in position order with the batches fill would get (the admission counts one frame batch).
+  std::function<void(uint64_t first, uint64_t count, const std::vector<uint32_t>& pixels, float* out)> fill_bright_field;
 };
+
+// What SSB keeps of `count` frames of `frame_pixels` pixels of `dtype` (SsbFrames' dtypes): the values of
+// `pixels`, each converted to float32 (round to nearest), as count × pixels.size() floats, position-major.
+void ssb_extract_bright_field(const uint8_t* frames, DType dtype, uint64_t count, uint64_t frame_pixels,
+                              const std::vector<uint32_t>& pixels, float* out);
 
 // The loader's frames (bad pixels already zeroed by the load contract; pass their indices in
 // excluded_pixels if they fall inside the disk). The loader must outlive the call.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/json_number.h"
+#include "stem/distributed_ssb.h"
 #include "stem/dpc.h"
 #include "stem/products.h"
 #include "tensormorph/error.h"
@@ -43,9 +44,9 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
   const uint64_t det_rows = plan.output_shape[2], det_cols = plan.output_shape[3];
 
   run.setup = resolve_ssb_setup(acq, request.load, request.setup, planner, &run.placements);
-  const auto problem_for = [&](const LoadRequest& load, StemLoader& loader) {
+  const auto problem_for = [&](const LoadRequest& load, SsbFrameSource& source) {
     const LoadPlan p = plan_load(acq, load);
-    SsbFrames frames = ssb_frames_from_loader(loader);
+    SsbFrames frames = source.frames();
     frames.excluded_pixels = run.setup.excluded_pixels;
     return std::make_unique<SsbProblem>(frames, p.output_shape[0], p.output_shape[1], det_rows, det_cols, run.setup.calibration(0),
                                         load.threads, load.memory_budget, planner);
@@ -67,8 +68,8 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
     const std::optional<LoadRequest> part = fit_part(plan, request.load, request.fit_crop, &run.fit_part);
     {
       const LoadRequest& load = part ? *part : request.load;
-      StemLoader loader(acq, load);
-      const std::unique_ptr<SsbProblem> problem = problem_for(load, loader);
+      SsbFrameSource source(acq, load);
+      const std::unique_ptr<SsbProblem> problem = problem_for(load, source);
       if (!request.scan_rotation_deg) dpc = find_dpc();
       const double theta0 = request.scan_rotation_deg ? *request.scan_rotation_deg : ssb_rotation_candidates(*dpc)[0];
       SsbFitOptions fit_options = *request.fit;
@@ -80,7 +81,10 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
       run.prepare_seconds += problem->prepare_seconds();
       if (!part) {
         run.result = std::move(run.branch->images);
-        run.provenance = loader.provenance();
+        run.provenance = source.provenance();
+        run.ranks = source.ranks();
+      } else if (!source.ranks().is_null()) {
+        run.fit_part["ranks"] = source.ranks();
       }
       run.branch->images = SsbResult{};
     }
@@ -100,20 +104,21 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
       run.rotation_search = s;
     }
     if (part) {
-      StemLoader loader(acq, request.load);
-      const std::unique_ptr<SsbProblem> problem = problem_for(request.load, loader);
+      SsbFrameSource source(acq, request.load);
+      const std::unique_ptr<SsbProblem> problem = problem_for(request.load, source);
       run.result = problem->evaluate(run.aberrations, run.rotation.value);
       run.reconstruct_seconds = run.result.seconds;
       run.prepare_seconds += problem->prepare_seconds();
-      run.provenance = loader.provenance();
+      run.provenance = source.provenance();
+      run.ranks = source.ranks();
     }
     run.placements.push_back(run.result.placement);
     return run;
   }
 
   // Preview: the given aberrations, at the given rotation or the DPC candidate with the lower loss.
-  StemLoader loader(acq, request.load);
-  const std::unique_ptr<SsbProblem> problem = problem_for(request.load, loader);
+  SsbFrameSource source(acq, request.load);
+  const std::unique_ptr<SsbProblem> problem = problem_for(request.load, source);
   if (request.scan_rotation_deg) {
     run.rotation = {*request.scan_rotation_deg, "degree", request.scan_rotation_source, ""};
     run.result = problem->evaluate(request.given, run.rotation.value);
@@ -130,7 +135,8 @@ SsbRun run_ssb(const Acquisition& acq, const SsbRunRequest& request, const Plann
   run.aberrations = request.given;
   run.placements.push_back(run.result.placement);  // the per-pixel work (every evaluation ran where this one did)
   run.prepare_seconds = problem->prepare_seconds();
-  run.provenance = loader.provenance();
+  run.provenance = source.provenance();
+  run.ranks = source.ranks();
   return run;
 }
 
@@ -185,6 +191,7 @@ nlohmann::json to_json(const SsbRun& run) {
   report["timings"] = {{"prepare_s", run.prepare_seconds}, {"fit_s", run.fit_seconds}, {"reconstruct_s", run.reconstruct_seconds}};
   report["provenance"] = run.provenance;
   report["approximation"] = run.approximation;
+  if (!run.ranks.is_null()) report["ranks"] = run.ranks;
   return report;
 }
 

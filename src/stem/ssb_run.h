@@ -60,6 +60,7 @@ struct SsbRun {
   std::vector<Placement> placements;          // set-up, DPC sums, then the per-pixel work
   nlohmann::json provenance;                  // of the frames read
   nlohmann::json approximation;               // null, or {step, detector_bin, refused_without}
+  nlohmann::json ranks;                       // across MPI ranks: each rank's read of G (distributed_ssb.h); else null
 };
 
 // Runs the reconstruction (see the contract above). Throws Error(PrecisionRefused) when G does not fit.
@@ -73,7 +74,8 @@ SsbRun run_ssb_with_consent(const Acquisition& acq, const SsbRunRequest& request
 // The report: disk, rotation_search (when searched), shape, aberrations (+ unit, source), fit (when fitted:
 // trials, seed, search_space, tpe_best, tpe_best_loss, nelder_mead, evaluations, seconds), calibration,
 // loss, bright_field_pixels, memory_bytes, seconds, timings {prepare_s, fit_s, reconstruct_s}, provenance,
-// approximation. Numbers follow core/json_number.h's rule.
+// approximation, and ranks across MPI ranks (fit.part.ranks for a fit part read across them). Numbers follow
+// core/json_number.h's rule.
 nlohmann::json to_json(const SsbRun& run);
 
 }  // namespace tmorph

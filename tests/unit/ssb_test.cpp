@@ -124,6 +124,26 @@ TEST(Ssb, ResultsDoNotDependOnThreadsOrTheFrameSource) {
   ab.C10_A = 50;
   const SsbResult r = ssb_reconstruct(f, d.p.scan_rows, d.p.scan_cols, K, K, d.calibration(), ab, 1, 0, cpu_planner());
   EXPECT_EQ(r.phase, one.phase);
+  // Bright-field values handed over in odd-sized pieces (as other MPI ranks send them, distributed_ssb.h) give the
+  // same phase, amplitude and loss bit for bit; the pieces arrive in position order with the frame batches.
+  SsbFrames values;
+  values.dtype = DType::U16;
+  values.excluded_pixels = f.excluded_pixels;
+  values.batch_bytes = 7 * K * K * 2;  // 7 frames per batch: batches straddle scan rows
+  uint64_t next = 0;
+  values.fill_bright_field = [&](uint64_t first, uint64_t count, const std::vector<uint32_t>& pixels, float* out) {
+    ASSERT_EQ(first, next);
+    ASSERT_EQ(pixels, ssb_bright_field_pixels(K, K, d.calibration(), f.excluded_pixels));
+    for (uint64_t p = 0; p < count; p += 3)
+      ssb_extract_bright_field(a.data.get() + (first + p) * K * K * 2, DType::U16, std::min<uint64_t>(3, count - p), K * K, pixels,
+                               out + p * pixels.size());
+    next = first + count;
+  };
+  const SsbResult v = ssb_reconstruct(values, d.p.scan_rows, d.p.scan_cols, K, K, d.calibration(), ab, 3, 0, cpu_planner());
+  EXPECT_EQ(next, N);
+  EXPECT_EQ(v.phase, r.phase);
+  EXPECT_EQ(v.amplitude, r.amplitude);
+  EXPECT_EQ(v.loss, r.loss);
 }
 
 TEST(Ssb, ChiConventions) {
