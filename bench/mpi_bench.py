@@ -10,6 +10,8 @@ first). Measured, best of N (wall time of the whole command, process start and M
   index: `tensormorph index` into a fresh index database, one process with 1 and 2 threads, and
          `mpirun -np 2 tensormorph index --threads 1` (two ranks of one worker each);
   stem:  `tensormorph stem haadf --no-cache` with --disk given (one pass), the same three ways;
+  ssb:   `tensormorph stem ssb` with the disk and scan rotation given (one read of G, one reconstruction; across
+         ranks only the read is split, rank 0 does the FFTs), the same three ways;
   start: mpirun -np 2 of `index` over a checkpoint already indexed (no work: the price of starting MPI).
 "net" subtracts the start cost of the same way (the work alone). Efficiency = net rate with 2 ranks / (2 × net
 rate of one process with one thread). Two ranks on this 2-vCPU VM compete
@@ -93,7 +95,7 @@ def main():
     for label, argv in ways(["index", ckpt, "--index", done_db]):
         start[label], _ = best_of(args.repeats, lambda: subprocess.run(argv + ["--json"], check=True, env=env, capture_output=True))
 
-    rows = []
+    rows, ssb_parts = [], []
     for label, argv in ways(["index", ckpt]):
         s, _ = best_of(args.repeats, lambda: run_index(argv))
         rows.append(("index", label, s, ckpt_bytes, start[label]))
@@ -102,6 +104,15 @@ def main():
     for label, argv in ways(["stem", "haadf", master, "-o", os.path.join(work, "h.npy"), "--no-cache", "--json"] + disk):
         s, out = best_of(args.repeats, lambda: subprocess.run(argv, check=True, env=env, capture_output=True, text=True).stdout)
         rows.append(("stem haadf", label, s, json.loads(out)["decoded_bytes"], start[label]))
+    # SSB with the disk, rotation and aberrations given: one read of G (797 bright-field pixels) and one
+    # reconstruction; bytes = the same decoded frames. Across ranks only the read is split (distributed_ssb.h).
+    frames = rows[-1][3]
+    ssb = ["stem", "ssb", master, "-o", os.path.join(work, "s.npy"), "--json", "--scan-rotation-deg", "0"] + disk
+    for label, argv in ways(ssb):
+        s, out = best_of(args.repeats, lambda: subprocess.run(argv, check=True, env=env, capture_output=True, text=True).stdout)
+        t = json.loads(out)["timings"]
+        rows.append(("stem ssb", label, s, frames, start[label]))
+        ssb_parts.append((label, t["prepare_s"], t["reconstruct_s"]))
     shutil.rmtree(work, True)
 
     lines = ["# MPI: 1 vs 2 ranks on one machine", "",
@@ -110,7 +121,7 @@ def main():
                  os.cpu_count(), "warm page cache"), "",
              "| job | how | seconds (best of %d) | start s | GB/s | net GB/s | net vs 1 thread | net vs 2 threads |" % args.repeats,
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for job in ("index", "stem haadf"):
+    for job in ("index", "stem haadf", "stem ssb"):
         mine = [r for r in rows if r[0] == job]
         net = [b / max(s - st, 1e-9) / 1e9 for _, _, s, b, st in mine]
         for (_, label, s, b, st), n in zip(mine, net):
@@ -121,6 +132,9 @@ def main():
                      "%.2f net" % (job, net[2] / (2 * net[0]), (mine[2][3] / mine[2][2]) / (2 * mine[0][3] / mine[0][2]),
                                    net[2] / net[1]))
         lines.append("")
+    lines.append("stem ssb, the last run of each way: " + "; ".join(
+        "%s: G read %.3f s, reconstruction %.3f s" % part for part in ssb_parts))
+    lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "last-run-mpi.md"), "w") as f:
