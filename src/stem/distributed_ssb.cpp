@@ -273,7 +273,9 @@ void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t mem
       ssb_extract_bright_field(frames.get(), dtype, n, frame_pixels, pixels, v + first * B);
     }
     const double seconds = since(t0);
-    const uint64_t per_message = std::max<uint64_t>(1, kMessageBytes / row_bytes);
+    // At most 64 MiB, and at least four messages per band when it has the positions (so that the framing rank 0
+    // reassembles is exercised by every band, a test's small ones included).
+    const uint64_t per_message = std::max<uint64_t>(1, std::min(kMessageBytes / row_bytes, (positions + 3) / 4));
     for (uint64_t first = 0; first < positions; first += per_message) {
       const uint64_t n = std::min(per_message, positions - first);
       const uint8_t* at = values.get() + first * row_bytes;

@@ -8,7 +8,7 @@
 //   rank its band and the bright-field pixel list.
 // - Each rank reads and decodes only its band's chunks, keeps the bright-field values as float32 with
 //   ssb_extract_bright_field (the conversion one process makes), holds them until rank 0 takes them, and sends
-//   them in messages of whole positions (at most 64 MiB each), then a summary.
+//   them in messages of whole positions (at most 64 MiB each, at least four per band), then a summary.
 // - Rank 0 reads its own band meanwhile, then takes the other bands' values in band order. G, and so the
 //   phase, amplitude and loss, are bit-identical to one process's; the FFTs, the evaluations and any fit then
 //   run on rank 0 (its planner places stem.ssb_overlap).
