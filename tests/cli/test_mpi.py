@@ -173,6 +173,17 @@ class MpiTestCase(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("stats --raw reads one file in one process", r.stderr)
 
+    def test_stats_with_custom_flags_warns_that_rank_0_computes_alone(self):
+        demo = os.path.join(self.dir, "demo")
+        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500"]).code, 0)
+        args = ["stats", demo, "--bins", "17", "--quantiles", "0.25,0.75", "--json"]
+        ref = run(args)
+        self.assertEqual(ref.code, 0, ref.err)
+        r = mpirun(2, args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("rank 0 computes them alone"), 1, r.stderr)
+        self.assertEqual(without_seconds(json.loads(r.stdout)), without_seconds(ref.json()))
+
     def slow_checkpoint(self):
         """40 f32 tensors of 256 KiB: with --max-read-rate 2M each rank reads for ~2.5 s."""
         rng = np.random.default_rng(9)
