@@ -1,5 +1,6 @@
 #include "index/distributed_indexer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -114,9 +115,12 @@ class Coordinator {
       for (size_t i : shares_[r]) owner_[i] = static_cast<int>(r);
   }
 
-  void store(TensorResult&& d) {
+  // Stores rank `rank`'s result for one tensor: its bytes count as read by that rank from now on, even before
+  // the rank's own (throttled) progress message says so.
+  void store(TensorResult&& d, int rank) {
     index_.store_stats(d.tensor, d.stats, d.seconds, d.pyramid ? &*d.pyramid : nullptr);
     ++progress_.tensors_done;
+    stored_bytes_[static_cast<size_t>(rank)] += index_.checkpoint().tensors[d.tensor].bytes;
   }
 
   // Handles every message that has arrived.
@@ -140,7 +144,11 @@ class Coordinator {
 
   void report_progress(Clock::time_point start) {
     progress_.bytes_done = 0;
-    for (const auto& r : progress_.ranks) progress_.bytes_done += r.bytes_done;
+    for (size_t r = 0; r < progress_.ranks.size(); ++r) {
+      auto& rank = progress_.ranks[r];
+      rank.bytes_done = std::max(rank.bytes_done, stored_bytes_[r]);
+      progress_.bytes_done += rank.bytes_done;
+    }
     progress_.seconds = since(start);
     if (options_.progress) options_.progress(progress_);
   }
@@ -186,7 +194,7 @@ class Coordinator {
         if (it == owner_.end() || it->second != m.source)
           throw Error(ErrorKind::Internal, from + " sent tensor " + std::to_string(d.tensor) + ", which is not in its plan");
         owner_.erase(it);  // a second copy would be refused above
-        store(std::move(d));
+        store(std::move(d), m.source);
         return;
       }
       case kProgress: {
@@ -225,6 +233,7 @@ class Coordinator {
   IndexingProgress progress_;
   std::vector<RankState> ranks_;
   std::map<size_t, int> owner_;  // tensors still expected from other ranks
+  std::vector<uint64_t> stored_bytes_ = std::vector<uint64_t>(static_cast<size_t>(world_.size()));  // per rank
 };
 
 }  // namespace
@@ -269,7 +278,7 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
   own.progress = nullptr;
   try {
     const IndexingReport mine = compute_tensors(
-        c, planner, own, shares[0], [&](TensorResult&& d) { job.store(std::move(d)); },
+        c, planner, own, shares[0], [&](TensorResult&& d) { job.store(std::move(d), 0); },
         [&](uint64_t bytes_done) {
           job.own_bytes(bytes_done);
           job.poll();
