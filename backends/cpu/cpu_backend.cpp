@@ -120,7 +120,7 @@ tm_status device_info(uint32_t index, tm_device_info_v1* out) {
   if (index != 0) return TM_ERR_INVALID_ARGUMENT;
   const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   *out = {sizeof(tm_device_info_v1), TM_DEVICE_CPU, g_cpu_name.c_str(), "host-cpu", ram, ram, ram,
-          TM_FEATURE_F64 | TM_FEATURE_F16 | TM_FEATURE_INT64_ATOMICS | TM_FEATURE_INT64, 0.0};
+          TM_FEATURE_F64 | TM_FEATURE_F16 | TM_FEATURE_INT64_ATOMICS | TM_FEATURE_INT64, 0.0, nullptr};
   return TM_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensormorph/plugin_abi.h"
+#include "tensormorph/self_test.h"
 
 namespace tmorph {
 
@@ -20,6 +21,7 @@ struct DeviceInfo {
   uint64_t max_buffer_binding_bytes = 0;
   uint64_t features = 0;
   double host_link_bytes_per_s = 0;  // 0: works on host memory directly
+  std::string driver_version;        // as the plugin reports it (empty when it does not)
 };
 
 struct KernelInfo {
@@ -75,12 +77,15 @@ class BackendRegistry {
   const std::vector<PluginLoadFailure>& load_failures() const { return failures_; }
   const std::vector<std::string>& searched_dirs() const { return searched_; }
   const Backend* find(const std::string& name) const;
+  // Kernel self-test admission (self_test.h): the planner asks before a plugin kernel serves a call.
+  const SelfTests& self_tests() const { return self_tests_; }
 
  private:
   std::vector<Backend> backends_;
   std::vector<PluginLoadFailure> failures_;
   std::vector<std::string> searched_;
   std::vector<void*> handles_;
+  SelfTests self_tests_;
 };
 
 // Names of ABI enums as used in reports and JSON.

@@ -35,6 +35,10 @@ struct OpRequest {
   // TM_PACKED_* scheme) and its name, for the report.
   uint32_t format_id = 0;
   std::string format_name;
+  // ggml block formats: elements and bytes of one block, so a kernel's self-test can build an input of
+  // the format (0: unknown, and such a kernel is not self-tested for it).
+  uint32_t format_block_elements = 0;
+  uint32_t format_block_bytes = 0;
 };
 
 // User constraints: the same planner honours them; nothing is decided outside it.

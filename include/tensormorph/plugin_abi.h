@@ -110,6 +110,10 @@ typedef struct tm_device_info_v1 {
   /* Bytes/s to move data between host memory and this device; 0 means the device works on host
    * memory directly (no transfer is ever needed). */
   double host_link_bytes_per_s;
+  /* Since the driver-version extension (core reads it only when struct_size covers it; a plugin writes
+   * no more than the caller's struct_size): the driver's version as the API reports it, or NULL. Core
+   * keys cached kernel self-test verdicts by it, so a driver update tests again. */
+  const char* driver_version;
 } tm_device_info_v1;
 
 /* ---- availability --------------------------------------------------------------------------------- */

@@ -21,6 +21,9 @@ DeviceInfo to_device(uint32_t index, const tm_device_info_v1& d) {
   out.max_buffer_binding_bytes = d.max_buffer_binding_bytes;
   out.features = d.features;
   out.host_link_bytes_per_s = d.host_link_bytes_per_s;
+  // The driver-version extension: read only when the plugin's struct covers it.
+  if (d.struct_size >= offsetof(tm_device_info_v1, driver_version) + sizeof d.driver_version && d.driver_version)
+    out.driver_version = d.driver_version;
   return out;
 }
 

@@ -193,31 +193,50 @@ Placement Planner::place(const OpRequest& req) const {
   auto cheapest = [](const std::vector<Candidate>& cs) {
     return *std::min_element(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.total() < b.total(); });
   };
-  Candidate pick = cheapest(pool);
+  // Picks from pool by the constraints, then asks self-test admission (self_test.h): a plugin kernel
+  // whose known-answer test fails is rejected with self_test_failed and the pick is made again without it.
+  Candidate pick{};
   std::string reason;
-  if (!constraints_.strict_backend.empty()) {
-    reason = "user_pinned";
-  } else {
-    bool honoured = false;
-    for (const auto& name : constraints_.prefer) {
-      std::vector<Candidate> mine;
-      for (const auto& c : pool)
-        if (c.backend->name == name) mine.push_back(c);
-      if (!mine.empty()) {
-        pick = cheapest(mine);
-        reason = "user_preferred";
-        honoured = true;
-        break;
+  for (;;) {
+    if (pool.empty()) {
+      std::ostringstream msg;
+      msg << out.op << " on " << (req.format_name.empty() ? std::string(dtype_name(req.dtype)) : req.format_name)
+          << ": every kernel that could serve it failed its self-test against the CPU reference; nothing was substituted:";
+      for (const auto& r : out.rejected)
+        if (r.reason == "self_test_failed") msg << "\n  " << r.backend << "/" << r.device << ": " << r.detail;
+      throw Error(ErrorKind::Unavailable, msg.str());
+    }
+    pick = cheapest(pool);
+    if (!constraints_.strict_backend.empty()) {
+      reason = "user_pinned";
+    } else {
+      bool honoured = false;
+      for (const auto& name : constraints_.prefer) {
+        std::vector<Candidate> mine;
+        for (const auto& c : pool)
+          if (c.backend->name == name) mine.push_back(c);
+        if (!mine.empty()) {
+          pick = cheapest(mine);
+          reason = "user_preferred";
+          honoured = true;
+          break;
+        }
+      }
+      if (!honoured && any_preferred_present) reason = "fallback_missing_kernel";
+      else if (!honoured && pool.size() == 1) reason = "sole_supporter";
+      else if (!honoured) {
+        const bool others_compute_faster = std::any_of(pool.begin(), pool.end(), [&](const Candidate& c) {
+          return c.compute_seconds < pick.compute_seconds;
+        });
+        reason = (pick.transfer_bytes == 0 && others_compute_faster) ? "resident_data" : "cheapest";
       }
     }
-    if (!honoured && any_preferred_present) reason = "fallback_missing_kernel";
-    else if (!honoured && pool.size() == 1) reason = "sole_supporter";
-    else if (!honoured) {
-      const bool others_compute_faster = std::any_of(pool.begin(), pool.end(), [&](const Candidate& c) {
-        return c.compute_seconds < pick.compute_seconds;
-      });
-      reason = (pick.transfer_bytes == 0 && others_compute_faster) ? "resident_data" : "cheapest";
-    }
+    std::string why;
+    if (registry_.self_tests().admit(registry_, *pick.backend, *pick.device, *pick.kernel, req, &why)) break;
+    out.rejected.push_back({pick.backend->name, pick.device->name, "self_test_failed", why});
+    pool.erase(std::remove_if(pool.begin(), pool.end(), [&](const Candidate& c) {
+      return c.backend == pick.backend && c.device == pick.device && c.kernel == pick.kernel;
+    }), pool.end());
   }
   for (const auto& c : pool) {
     if (c.backend == pick.backend && c.device == pick.device) continue;

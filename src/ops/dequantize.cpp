@@ -26,6 +26,8 @@ OpRequest block_format_request(tm_op op, const QuantizedTensor& t) {
   r.bytes = t.elements / t.block_elements * t.block_bytes;
   r.format_id = t.ggml_type;
   r.format_name = t.format;
+  r.format_block_elements = t.block_elements;
+  r.format_block_bytes = t.block_bytes;
   return r;
 }
 

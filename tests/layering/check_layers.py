@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SOURCE_ROOTS = ("src", "backends", "include", "python")
 INCLUDE_DIRS = ("include", "src", "backends")  # what the build puts on the include path, in order
-SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".in")
+SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".c", ".in", ".cu", ".inl")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]')
 CALL_RE = re.compile(r"\b(tm_module|target_link_libraries)\s*\(([^)]*)\)", re.S)
 

@@ -1,0 +1,563 @@
+// The tm_backend_v1 table of a GPU backend, one source for CUDA, HIP and the host emulation. The
+// including translation unit defines TM_GPU_CUDA / TM_GPU_HIP / TM_GPU_HOST (gpu_runtime.h) and:
+//   TM_GPU_BACKEND_NAME         short name ("cuda", "hip", "gpuemu")
+//   TM_GPU_BACKEND_DESCRIPTION  one sentence for `tensormorph backends`
+//   TM_GPU_DEVICE_KIND          tm_device_kind of its devices
+//   TM_GPU_LINK_BYTES_PER_S     declared host link bandwidth (calibration measures the real one)
+// Everything device-specific stays behind the table; no exception crosses it. Calls are serialised by
+// one mutex (a device's buffers serve one call at a time).
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu_chunks.h"
+#include "gpu_kernels.inl"
+#include "gpu_runtime.h"
+#include "tensormorph/op_contracts.h"
+#include "tensormorph/plugin_abi.h"
+
+namespace tmorph::gpu {
+namespace {
+
+// A failure with the ABI status it maps to.
+class GpuError : public std::runtime_error {
+ public:
+  GpuError(tm_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  tm_status status() const { return status_; }
+
+ private:
+  tm_status status_;
+};
+
+void check(gpuError_t e, const char* what) {
+  if (e == gpuSuccess) return;
+  throw GpuError(TM_ERR_DEVICE, std::string(TM_GPU_API_NAME) + " " + what + " failed: " + gpuGetErrorName(e) + " (" +
+                                    gpuGetErrorString(e) + ")");
+}
+
+// Device memory owned for the length of a call (or of a resident copy).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(uint64_t bytes) : bytes_(bytes) {
+    if (gpuMalloc(&ptr_, bytes ? bytes : 1) != gpuSuccess) {
+      ptr_ = nullptr;
+      (void)gpuGetLastError();  // clear the sticky allocation error
+      throw GpuError(TM_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of device memory");
+    }
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_), std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_) (void)gpuFree(ptr_);
+  }
+  template <class T = unsigned char>
+  T* get() const { return static_cast<T*>(ptr_); }
+  uint64_t bytes() const { return bytes_; }
+  // Gives up ownership (a resident copy outlives the call).
+  unsigned char* release() {
+    auto* p = static_cast<unsigned char*>(ptr_);
+    ptr_ = nullptr;
+    return p;
+  }
+
+  void upload(const void* host, uint64_t bytes, uint64_t offset = 0) {
+    if (bytes) check(gpuMemcpyHostToDevice(get() + offset, host, bytes), "copy to the device");
+  }
+  void download(void* host, uint64_t bytes) const {
+    if (bytes) check(gpuMemcpyDeviceToHost(host, ptr_, bytes), "copy from the device");
+  }
+  void zero() { check(gpuMemset(ptr_, 0, bytes_ ? bytes_ : 1), "memset"); }
+
+ private:
+  void* ptr_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+void finish_launch(const char* kernel) {
+  check(gpuGetLastError(), kernel);
+  check(gpuDeviceSynchronize(), kernel);
+}
+
+// A resident copy: plain data (clang-15's HIP front end crashes instantiating a std::map node that holds a
+// move-only member), freed by release and shutdown.
+struct Resident {
+  uint32_t device;
+  unsigned char* ptr;
+  uint64_t bytes;
+};
+void free_resident(const Resident& r) { (void)gpuFree(r.ptr); }
+
+struct DeviceRecord {
+  std::string name, id, driver;
+  uint64_t memory = 0;
+};
+
+struct State {
+  std::mutex mutex;
+  bool ready = false;
+  std::vector<DeviceRecord> devices;
+  std::map<uint64_t, Resident> residents;
+  uint64_t next_handle = 1;
+  int current_device = -1;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+void write_message(tm_message* msg, const std::string& text) {
+  if (!msg) return;
+  const size_t n = std::min(text.size(), sizeof msg->text - 1);
+  text.copy(msg->text, n);
+  msg->text[n] = 0;
+}
+
+constexpr uint64_t bit(unsigned t) { return uint64_t{1} << t; }
+constexpr uint64_t kNarrowFloats = bit(TM_DTYPE_F32) | bit(TM_DTYPE_F16) | bit(TM_DTYPE_BF16) |
+                                   bit(TM_DTYPE_F8_E4M3FN) | bit(TM_DTYPE_F8_E5M2);
+constexpr uint64_t kNarrowInts = bit(TM_DTYPE_I8) | bit(TM_DTYPE_I16) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U8) |
+                                 bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32) | bit(TM_DTYPE_BOOL);
+constexpr uint64_t kWide = bit(TM_DTYPE_F64) | bit(TM_DTYPE_I64) | bit(TM_DTYPE_U64);
+constexpr uint64_t kBitpatternDtypes = bit(TM_DTYPE_F16) | bit(TM_DTYPE_BF16) | bit(TM_DTYPE_F8_E4M3FN) |
+                                       bit(TM_DTYPE_F8_E5M2) | bit(TM_DTYPE_I8) | bit(TM_DTYPE_I16) |
+                                       bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_BOOL);
+constexpr uint64_t kFrameDtypes = bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32);
+constexpr uint64_t kLegacyGgml = bit(kQ4_0) | bit(kQ4_1) | bit(kQ5_0) | bit(kQ5_1) | bit(kQ8_0);
+constexpr uint64_t kFeatures = TM_FEATURE_F64 | TM_FEATURE_F16 | TM_FEATURE_INT64 | TM_FEATURE_INT64_ATOMICS;
+// Input bytes one piece of a call moves to the device (each piece also needs its outputs): 256 MiB, or
+// TENSORMORPH_GPU_CHUNK_BYTES (the parity tests shrink it to exercise pieces; at least 4 KiB).
+constexpr uint64_t kChunkBytes = 256ull << 20;
+uint64_t chunk_bytes() {
+  const char* v = std::getenv("TENSORMORPH_GPU_CHUNK_BYTES");
+  const uint64_t n = v && *v ? std::strtoull(v, nullptr, 10) : 0;
+  return n >= 4096 ? n : kChunkBytes;
+}
+
+// A call's input on the device: the resident copy, or this piece uploaded.
+struct Input {
+  const unsigned char* ptr = nullptr;
+  DeviceBuffer owned;
+};
+
+void run_moments(const tm_kernel_call_v1&, const unsigned char*);
+void run_histogram(const tm_kernel_call_v1&, const unsigned char*);
+void run_bitpattern(const tm_kernel_call_v1&, const unsigned char*);
+void run_frame_sums(const tm_kernel_call_v1&, const unsigned char*);
+void run_pattern_reduce(const tm_kernel_call_v1&, const unsigned char*);
+void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
+void run_dequantize(const tm_kernel_call_v1&, const unsigned char*);
+
+struct KernelEntry {
+  tm_op op;
+  uint64_t mask;  // dtypes, or formats for a format op
+  void (*run)(const tm_kernel_call_v1&, const unsigned char* resident);
+};
+// i64/u64 moments stay on the CPU: their reference rounds a 128-bit sum through long double, which no
+// device has. f64/i64/u64 histograms are exact here (comparisons of the CPU's own double conversions).
+const KernelEntry kKernels[] = {
+    {TM_OP_STATS_MOMENTS, kNarrowFloats | kNarrowInts | bit(TM_DTYPE_F64), run_moments},
+    {TM_OP_STATS_HISTOGRAM, kNarrowFloats | kNarrowInts | kWide, run_histogram},
+    {TM_OP_STATS_BITPATTERN_HISTOGRAM, kBitpatternDtypes, run_bitpattern},
+    {TM_OP_STEM_FRAME_SUMS, kFrameDtypes, run_frame_sums},
+    {TM_OP_STEM_PATTERN_REDUCE, kFrameDtypes, run_pattern_reduce},
+    {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
+    {TM_OP_DEQUANTIZE_GGML, kLegacyGgml, run_dequantize},
+};
+constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
+
+uint64_t element_bytes(const tm_kernel_call_v1& c) { return c.element_count * dtype_width(c.dtype); }
+
+template <class P>
+const P& params_of(const tm_kernel_call_v1& c) {
+  if (!c.params || c.params_size < sizeof(P))
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "params missing or shorter than the op's params struct");
+  return *static_cast<const P*>(c.params);
+}
+void need_output(const tm_kernel_call_v1& c, uint64_t bytes) {
+  if (!c.output || c.output_size < bytes)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "output of " + std::to_string(c.output_size) + " bytes, the op needs " +
+                                                std::to_string(bytes));
+}
+
+// Piece [first, first + count) of the call's input on the device.
+Input input_piece(const tm_kernel_call_v1& c, const unsigned char* resident, uint64_t first, uint64_t count,
+                  uint64_t width) {
+  Input in;
+  if (resident) {
+    in.ptr = resident + first * width;
+  } else {
+    in.owned = DeviceBuffer(count * width);
+    in.owned.upload(static_cast<const unsigned char*>(c.input) + first * width, count * width);
+    in.ptr = in.owned.get();
+  }
+  return in;
+}
+
+void run_moments(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const uint64_t blocks = (c.element_count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+  need_output(c, blocks * sizeof(tm_moments_partial_v1));
+  const unsigned width = dtype_width(c.dtype);
+  auto* out = static_cast<tm_moments_partial_v1*>(c.output);
+  for (const Chunk& piece : plan_chunks(c.element_count, TM_STATS_BLOCK_ELEMENTS, uint64_t{TM_STATS_BLOCK_ELEMENTS} * width, chunk_bytes())) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, width);
+    const uint64_t nb = (piece.count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+    DeviceBuffer lanes(nb * TM_STATS_LANES * sizeof(LaneSums)), partials(nb * sizeof(tm_moments_partial_v1)),
+        states(nb * sizeof(BlockState));
+    const unsigned lane_grid = grid_for(nb * TM_STATS_LANES, 64), block_grid = grid_for(nb, 64);
+    TM_GPU_LAUNCH(moments_lanes_kernel, lane_grid, 64, in.ptr, piece.count, unsigned(c.dtype), nb, lanes.get<LaneSums>());
+    finish_launch("moments_lanes_kernel");
+    TM_GPU_LAUNCH(moments_reduce_kernel, block_grid, 64, piece.count, unsigned(c.dtype), nb,
+                  static_cast<const LaneSums*>(lanes.get<LaneSums>()), partials.get<tm_moments_partial_v1>(),
+                  states.get<BlockState>());
+    finish_launch("moments_reduce_kernel");
+    TM_GPU_LAUNCH(moments_deviation_kernel, lane_grid, 64, in.ptr, piece.count, unsigned(c.dtype), nb,
+                  static_cast<const BlockState*>(states.get<BlockState>()), lanes.get<LaneSums>());
+    finish_launch("moments_deviation_kernel");
+    TM_GPU_LAUNCH(moments_finish_kernel, block_grid, 64, nb, static_cast<const BlockState*>(states.get<BlockState>()),
+                  static_cast<const LaneSums*>(lanes.get<LaneSums>()), partials.get<tm_moments_partial_v1>());
+    finish_launch("moments_finish_kernel");
+    partials.download(out + piece.first / TM_STATS_BLOCK_ELEMENTS, nb * sizeof(tm_moments_partial_v1));
+  }
+}
+
+// Adds a device array of uint64 counts into the caller's (the ops whose counts are ADDED).
+void add_counts(const DeviceBuffer& counts, uint64_t n, uint64_t* host) {
+  std::vector<uint64_t> part(n);
+  counts.download(part.data(), n * sizeof(uint64_t));
+  for (uint64_t i = 0; i < n; ++i) host[i] += part[i];
+}
+
+void run_histogram(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const auto& p = params_of<tm_histogram_params_v1>(c);
+  if (p.bins < 1 || p.bins > 65536 || !p.edges)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "histogram needs 1..65536 bins and their edges");
+  for (uint32_t i = 0; i < p.bins; ++i)
+    if (!(p.edges[i] < p.edges[i + 1]))
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "histogram edges must be finite and strictly increasing (edge " +
+                                                  std::to_string(i + 1) + ")");
+  const uint64_t slots = uint64_t{p.bins} + 2;
+  need_output(c, slots * sizeof(uint64_t));
+  DeviceBuffer edges((p.bins + 1) * sizeof(double)), counts(slots * sizeof(uint64_t));
+  edges.upload(p.edges, (p.bins + 1) * sizeof(double));
+  counts.zero();
+  const unsigned width = dtype_width(c.dtype);
+  for (const Chunk& piece : plan_chunks(c.element_count, 1, width, chunk_bytes())) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, width);
+    TM_GPU_LAUNCH(histogram_kernel, grid_for(piece.count), kThreads, in.ptr, piece.count, unsigned(c.dtype),
+                  static_cast<const double*>(edges.get<double>()), unsigned(p.bins), counts.get<u64>());
+    finish_launch("histogram_kernel");
+  }
+  add_counts(counts, slots, static_cast<uint64_t*>(c.output));
+}
+
+void run_bitpattern(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const unsigned width = dtype_width(c.dtype);
+  const uint64_t slots = uint64_t{1} << (8 * width);
+  need_output(c, slots * sizeof(uint64_t));
+  DeviceBuffer counts(slots * sizeof(uint64_t));
+  counts.zero();
+  for (const Chunk& piece : plan_chunks(c.element_count, 1, width, chunk_bytes())) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, width);
+    TM_GPU_LAUNCH(bitpattern_kernel, grid_for(piece.count), kThreads, in.ptr, piece.count, width, counts.get<u64>());
+    finish_launch("bitpattern_kernel");
+  }
+  add_counts(counts, slots, static_cast<uint64_t*>(c.output));
+}
+
+// Frames of a 4D-STEM call: element_count must be a whole number of frames.
+uint64_t frame_count(const tm_kernel_call_v1& c, uint64_t pixels) {
+  if (pixels == 0 || c.element_count % pixels)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::to_string(c.element_count) + " elements are not whole frames of " +
+                                                std::to_string(pixels) + " pixels");
+  return c.element_count / pixels;
+}
+
+void run_frame_sums(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const auto& p = params_of<tm_stem_frame_sums_params_v1>(c);
+  const uint64_t frames = frame_count(c, p.pixels_per_frame);
+  if (p.cols == 0 || p.pixels_per_frame % p.cols)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "frame of " + std::to_string(p.pixels_per_frame) + " pixels is not whole rows of " +
+                                                std::to_string(p.cols));
+  if (p.list_count && (!p.list_offsets || !p.list_pixels))
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "pixel lists given without offsets or pixels");
+  if (p.com_list != TM_STEM_ALL_PIXELS && p.com_list >= p.list_count)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "com_list " + std::to_string(p.com_list) + " names no list");
+  const uint64_t entries = p.list_count ? p.list_offsets[p.list_count] : 0;
+  for (uint32_t j = 0; j < p.list_count; ++j)
+    if (p.list_offsets[j] > p.list_offsets[j + 1] || (j == 0 && p.list_offsets[0] != 0))
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "list offsets must start at 0 and not decrease (list " + std::to_string(j) + ")");
+  for (uint64_t k = 0; k < entries; ++k)  // the kernel reads these pixels: never outside the frame
+    if (p.list_pixels[k] >= p.pixels_per_frame)
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "list pixel " + std::to_string(p.list_pixels[k]) + " is outside the frame of " +
+                                                  std::to_string(p.pixels_per_frame) + " pixels");
+  const uint64_t row = TM_STEM_FRAME_SUMS_FIXED + p.list_count;
+  need_output(c, frames * row * sizeof(uint64_t));
+  DeviceBuffer offsets((p.list_count + 1) * sizeof(uint64_t)), pixels((entries ? entries : 1) * sizeof(uint32_t));
+  if (p.list_count) offsets.upload(p.list_offsets, (p.list_count + 1) * sizeof(uint64_t));
+  else offsets.zero();
+  pixels.upload(p.list_pixels, entries * sizeof(uint32_t));
+  const unsigned width = dtype_width(c.dtype);
+  for (const Chunk& piece : plan_chunks(c.element_count, p.pixels_per_frame, p.pixels_per_frame * width, chunk_bytes())) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, width);
+    const uint64_t nf = piece.count / p.pixels_per_frame;
+    DeviceBuffer sums(nf * row * sizeof(uint64_t));
+    sums.zero();
+    TM_GPU_LAUNCH(frame_sums_kernel, grid_for(nf * kFrameSegments, 64), 64, in.ptr, nf, unsigned(c.dtype),
+                  p.pixels_per_frame, unsigned(p.cols), unsigned(p.list_count),
+                  static_cast<const uint64_t*>(offsets.get<uint64_t>()), static_cast<const uint32_t*>(pixels.get<uint32_t>()),
+                  unsigned(p.com_list), unsigned(p.flags), sums.get<u64>());
+    finish_launch("frame_sums_kernel");
+    sums.download(static_cast<uint64_t*>(c.output) + (piece.first / p.pixels_per_frame) * row, nf * row * sizeof(uint64_t));
+  }
+}
+
+void run_pattern_reduce(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const auto& p = params_of<tm_stem_pattern_params_v1>(c);
+  frame_count(c, p.pixels_per_frame);
+  const uint64_t n = p.pixels_per_frame;
+  need_output(c, n * (sizeof(uint64_t) + sizeof(uint32_t)));
+  DeviceBuffer sums(n * sizeof(uint64_t)), maxima(n * sizeof(uint32_t));
+  auto* host_sums = static_cast<uint64_t*>(c.output);
+  auto* host_max = reinterpret_cast<uint32_t*>(host_sums + n);
+  sums.upload(host_sums, n * sizeof(uint64_t));  // accumulated: start from the caller's values
+  maxima.upload(host_max, n * sizeof(uint32_t));
+  const unsigned width = dtype_width(c.dtype);
+  for (const Chunk& piece : plan_chunks(c.element_count, n, n * width, chunk_bytes())) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, width);
+    TM_GPU_LAUNCH(pattern_reduce_kernel, grid_for(n), kThreads, in.ptr, piece.count / n, unsigned(c.dtype), n,
+                  sums.get<u64>(), maxima.get<uint32_t>());
+    finish_launch("pattern_reduce_kernel");
+  }
+  sums.download(host_sums, n * sizeof(uint64_t));
+  maxima.download(host_max, n * sizeof(uint32_t));
+}
+
+void run_colorize(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const auto& p = params_of<tm_display_colorize_params_v1>(c);
+  if (p.key_mode > TM_DISPLAY_KEY_MAGNITUDE) throw GpuError(TM_ERR_INVALID_ARGUMENT, "unknown key_mode");
+  for (uint32_t i = 0; i < TM_DISPLAY_THRESHOLDS; ++i)
+    if (p.thresholds[i] != p.thresholds[i] || (i && p.thresholds[i] < p.thresholds[i - 1]))
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "thresholds must be non-decreasing and never NaN (threshold " +
+                                                  std::to_string(i) + ")");
+  const uint64_t counts_bytes = TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t);
+  need_output(c, counts_bytes + c.element_count * 4);
+  DeviceBuffer params(sizeof p), counts(counts_bytes);
+  params.upload(&p, sizeof p);
+  counts.zero();
+  auto* rgba = static_cast<unsigned char*>(c.output) + counts_bytes;
+  for (const Chunk& piece : plan_chunks(c.element_count, 1, 8, chunk_bytes() / 2)) {
+    const Input in = input_piece(c, resident, piece.first, piece.count, 8);
+    DeviceBuffer colours(piece.count * 4);
+    TM_GPU_LAUNCH(colorize_kernel, grid_for(piece.count), kThreads, reinterpret_cast<const double*>(in.ptr), piece.count,
+                  static_cast<const tm_display_colorize_params_v1*>(params.get<tm_display_colorize_params_v1>()),
+                  counts.get<u64>(), colours.get());
+    finish_launch("colorize_kernel");
+    colours.download(rgba + piece.first * 4, piece.count * 4);
+  }
+  add_counts(counts, TM_DISPLAY_COLORIZE_COUNTS, static_cast<uint64_t*>(c.output));
+}
+
+void run_dequantize(const tm_kernel_call_v1& c, const unsigned char*) {
+  const auto& p = params_of<tm_dequantize_ggml_params_v1>(c);
+  const unsigned bytes = p.ggml_type < 64 && (kLegacyGgml & bit(p.ggml_type)) ? legacy_block_bytes(p.ggml_type) : 0;
+  if (!bytes) throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " kernel for ggml type " + std::to_string(p.ggml_type));
+  if (c.element_count % 32)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::to_string(c.element_count) + " elements are not whole 32-element blocks");
+  need_output(c, c.element_count * sizeof(float));
+  for (const Chunk& piece : plan_chunks(c.element_count, 32, bytes, chunk_bytes())) {
+    DeviceBuffer blocks(piece.count / 32 * bytes), out(piece.count * sizeof(float));
+    blocks.upload(static_cast<const unsigned char*>(c.input) + piece.first / 32 * bytes, piece.count / 32 * bytes);
+    TM_GPU_LAUNCH(dequantize_legacy_kernel, grid_for(piece.count), kThreads,
+                  static_cast<const unsigned char*>(blocks.get()), piece.count, unsigned(p.ggml_type), out.get<float>());
+    finish_launch("dequantize_legacy_kernel");
+    out.download(static_cast<float*>(c.output) + piece.first, piece.count * sizeof(float));
+  }
+}
+
+// ---- the table ------------------------------------------------------------------------------------------
+tm_unavailable_reason reason_for(gpuError_t e) {
+  if (e == gpuErrorNoDevice) return TM_REASON_NO_DEVICE;
+  if (e == gpuErrorInsufficientDriver) {
+    int driver = 0;
+    (void)gpuDriverGetVersion(&driver);
+    return driver == 0 ? TM_REASON_NO_DRIVER : TM_REASON_DRIVER_TOO_OLD;
+  }
+  return TM_REASON_NO_DRIVER;
+}
+
+tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
+  *reason = TM_AVAILABLE;
+  int count = 0;
+  const gpuError_t e = gpuGetDeviceCount(&count);
+  if (e != gpuSuccess || count <= 0) {
+    int driver = 0, runtime = 0;
+    (void)gpuDriverGetVersion(&driver);
+    (void)gpuRuntimeGetVersion(&runtime);
+    *reason = e == gpuSuccess ? TM_REASON_NO_DEVICE : reason_for(e);
+    write_message(msg, std::string(TM_GPU_API_NAME) + " reports " +
+                           (e == gpuSuccess ? std::string("no device")
+                                            : std::string(gpuGetErrorName(e)) + " (" + gpuGetErrorString(e) + ")") +
+                           "; driver version " + std::to_string(driver) + ", runtime version " + std::to_string(runtime));
+    return TM_OK;  // listed as unavailable with the reason
+  }
+  int driver = 0;
+  (void)gpuDriverGetVersion(&driver);
+  for (int i = 0; i < count; ++i) {
+    gpuDeviceProp_t p;
+    if (gpuGetDeviceProperties(&p, i) != gpuSuccess) continue;
+    DeviceRecord d;
+    d.name = p.name;
+    d.memory = p.totalGlobalMem;
+    d.driver = std::to_string(driver);
+    d.id = std::string(TM_GPU_BACKEND_NAME) + ":" + std::to_string(i) + ":" + p.name + ":cc" + std::to_string(p.major) +
+           "." + std::to_string(p.minor);
+    state().devices.push_back(d);
+  }
+  state().ready = true;
+  return TM_OK;
+}
+
+void shutdown() {
+  for (const auto& [handle, r] : state().residents) free_resident(r);
+  state().residents.clear();
+  state().devices.clear();
+  state().ready = false;
+}
+
+uint32_t device_count() { return static_cast<uint32_t>(state().devices.size()); }
+
+tm_status device_info(uint32_t index, tm_device_info_v1* out) {
+  if (index >= device_count() || !out) return TM_ERR_INVALID_ARGUMENT;
+  const DeviceRecord& d = state().devices[index];
+  const uint32_t caller_size = out->struct_size;
+  tm_device_info_v1 info{};
+  info.struct_size = sizeof info;
+  info.kind = TM_GPU_DEVICE_KIND;
+  info.name = d.name.c_str();
+  info.id = d.id.c_str();
+  info.memory_bytes = d.memory;
+  info.max_allocation_bytes = d.memory;
+  info.max_buffer_binding_bytes = d.memory;
+  info.features = kFeatures;
+  info.host_link_bytes_per_s = TM_GPU_LINK_BYTES_PER_S;
+  info.driver_version = d.driver.c_str();
+  // A caller built before driver_version gets the fields it knows.
+  std::memcpy(out, &info, caller_size && caller_size < sizeof info ? caller_size : sizeof info);
+  if (caller_size && caller_size < sizeof info) out->struct_size = caller_size;
+  return TM_OK;
+}
+
+uint32_t kernel_count() { return kKernelCount; }
+
+tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
+  if (index >= kKernelCount || !out) return TM_ERR_INVALID_ARGUMENT;
+  *out = tm_kernel_cap_v1{};
+  out->struct_size = sizeof *out;
+  out->op = kKernels[index].op;
+  out->dtype_mask = kKernels[index].mask;
+  out->required_features = kFeatures & ~TM_FEATURE_F16;
+  out->precision = TM_PRECISION_EXACT;
+  out->workspace_fixed_bytes = 2 * kChunkBytes;
+  return TM_OK;
+}
+
+template <class F>
+tm_status guarded(tm_message* msg, F f) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  try {
+    f();
+    return TM_OK;
+  } catch (const GpuError& e) {
+    write_message(msg, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    write_message(msg, "out of host memory");
+    return TM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(msg, e.what());
+    return TM_ERR_INTERNAL;
+  }
+}
+
+void select_device(uint32_t index) {
+  if (index >= device_count())
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "no " TM_GPU_BACKEND_NAME " device " + std::to_string(index));
+  if (state().current_device != static_cast<int>(index)) {
+    check(gpuSetDevice(static_cast<int>(index)), "set device");
+    state().current_device = static_cast<int>(index);
+  }
+}
+
+tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
+  return guarded(msg, [&] {
+    if (!call || !state().ready) throw GpuError(TM_ERR_INVALID_ARGUMENT, "no call, or the backend is unavailable");
+    if (call->kernel_index >= kKernelCount || kKernels[call->kernel_index].op != call->op)
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "kernel " + std::to_string(call->kernel_index) + " does not run op " +
+                                                  std::to_string(call->op));
+    const KernelEntry& k = kKernels[call->kernel_index];
+    if (!tm_op_takes_format(call->op) && (static_cast<unsigned>(call->dtype) >= 64 || !(k.mask & bit(call->dtype))))
+      throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " kernel for dtype " + std::to_string(call->dtype));
+    if (call->element_count && !call->input) throw GpuError(TM_ERR_INVALID_ARGUMENT, "null input");
+    select_device(call->device_index);
+    const unsigned char* resident = nullptr;
+    const bool has_residency_fields =
+        call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
+    if (has_residency_fields && call->input_buffer && !tm_op_takes_format(call->op)) {
+      auto it = state().residents.find(call->input_buffer);
+      if (it == state().residents.end() || it->second.device != call->device_index)
+        throw GpuError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +
+                                                    " is not a resident copy on device " + std::to_string(call->device_index));
+      const uint64_t bytes = element_bytes(*call), size = it->second.bytes;
+      if (call->input_offset % 65536 || call->input_offset > size || bytes > size - call->input_offset)
+        throw GpuError(TM_ERR_INVALID_ARGUMENT, "the call reads outside its resident copy (offset " +
+                                                    std::to_string(call->input_offset) + ", " + std::to_string(bytes) +
+                                                    " bytes of " + std::to_string(size) + ")");
+      resident = it->second.ptr + call->input_offset;
+    }
+    if (call->element_count) k.run(*call, resident);
+  });
+}
+
+tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
+  return guarded(msg, [&] {
+    if (!state().ready || !data || !buffer || bytes == 0) throw GpuError(TM_ERR_INVALID_ARGUMENT, "nothing to upload");
+    select_device(device_index);
+    DeviceBuffer copy(bytes);
+    copy.upload(data, bytes);
+    *buffer = state().next_handle++;
+    state().residents.emplace(*buffer, Resident{device_index, copy.release(), bytes});
+  });
+}
+
+void release(uint64_t buffer) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().residents.find(buffer);
+  if (it == state().residents.end()) return;
+  free_resident(it->second);
+  state().residents.erase(it);
+}
+
+const tm_backend_v1 kTable = {
+    TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), TM_GPU_BACKEND_NAME, TM_GPU_BACKEND_DESCRIPTION,
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release,
+};
+
+}  // namespace
+}  // namespace tmorph::gpu
+
+extern "C" TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
+  return abi_version == TM_PLUGIN_ABI_VERSION ? &tmorph::gpu::kTable : nullptr;
+}

@@ -1,0 +1,344 @@
+// The GPU backends' kernels, one source for CUDA, HIP and the host emulation (host_grid.h states the
+// rules they follow: 1-D grids, no shared memory or barriers; threads meet only through global memory
+// between launches and through integer atomics, so their results do not depend on scheduling).
+// Included once by each backend's translation unit; launchers take device pointers.
+//
+// Contracts are op_contracts.h's; every kernel here is exact (bit-identical to the CPU reference):
+// integer counts and sums do not depend on order, and the moments follow the reference's 16-lane order.
+#include <cstdint>
+
+#include "gpu_values.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph::gpu {
+
+constexpr unsigned kThreads = 256;          // threads per block for element-wise kernels
+constexpr unsigned kMaxGrid = 65535;        // grid-stride loops cover larger inputs
+using u64 = unsigned long long;             // the type CUDA's and HIP's 64-bit atomicAdd take
+
+__device__ inline uint64_t global_id() { return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline uint64_t grid_threads() { return static_cast<uint64_t>(gridDim.x) * blockDim.x; }
+inline unsigned grid_for(uint64_t work, unsigned threads = kThreads) {
+  const uint64_t g = (work + threads - 1) / threads;
+  return static_cast<unsigned>(g == 0 ? 1 : g > kMaxGrid ? kMaxGrid : g);
+}
+
+// ---- stats.histogram ------------------------------------------------------------------------------
+// Slot of a finite x: bins for x < edges[0], bins + 1 for x > edges[bins], else the bin (numpy).
+__device__ inline unsigned histogram_slot(double x, const double* edges, unsigned bins) {
+  if (x < edges[0]) return bins;
+  if (x > edges[bins]) return bins + 1;
+  if (x == edges[bins]) return bins - 1;
+  unsigned lo = 0, hi = bins + 1;  // upper_bound over edges[0..bins]
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    if (edges[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+__global__ void histogram_kernel(const unsigned char* data, uint64_t n, unsigned dt, const double* edges,
+                                 unsigned bins, u64* counts) {
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) {
+    unsigned cls;
+    const double x = load_value(data, i, dt, &cls);
+    if (cls == kFinite) atomicAdd(&counts[histogram_slot(x, edges, bins)], u64{1});
+  }
+}
+
+// ---- stats.bitpattern_histogram -----------------------------------------------------------------------
+__global__ void bitpattern_kernel(const unsigned char* data, uint64_t n, unsigned width, u64* counts) {
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) atomicAdd(&counts[load_bits(data, i, width)], u64{1});
+}
+
+// ---- stats.moments ------------------------------------------------------------------------------------
+// Four launches per chunk, each thread one (block, lane) or one block: lane sums in element order
+// (lane l takes elements l, l + 16, ...), the pairwise lane reduction, the optional deviation pass, and
+// its reduction: the order of backends/cpu/block_contract.h and the Vulkan shader moments.comp.
+struct LaneSums {
+  double sum, sq, lo, hi, amax, m2;
+  int64_t isum, imin, imax;
+  uint64_t nan, finite, zero;
+};
+struct BlockState {
+  double mean;
+  int second_pass;
+};
+
+__device__ inline double reduce_lane_values(double* l) {
+  for (unsigned w = TM_STATS_LANES; w > 1; w /= 2)
+    for (unsigned i = 0; i < w / 2; ++i) l[i] = l[2 * i] + l[2 * i + 1];
+  return l[0];
+}
+__device__ inline double positive_infinity() { return bits_to_double(0x7FF0000000000000ull); }
+
+__global__ void moments_lanes_kernel(const unsigned char* data, uint64_t n, unsigned dt, uint64_t blocks,
+                                     LaneSums* lanes) {
+  const uint64_t t = global_id();
+  if (t >= blocks * TM_STATS_LANES) return;
+  const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
+  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+  LaneSums s{0, 0, positive_infinity(), -positive_infinity(), 0, 0, 0, INT64_MAX, INT64_MIN, 0, 0, 0};
+  if (dtype_is_float(dt)) {
+    for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+      unsigned cls;
+      const double x = load_value(data, start + i, dt, &cls);
+      if (cls == kNan) { ++s.nan; continue; }
+      if (cls == kInf) continue;
+      if (x == 0.0) ++s.zero;
+      ++s.finite;
+      s.sum += x;
+      s.sq += x * x;
+      s.lo = min_of(s.lo, x), s.hi = max_of(s.hi, x), s.amax = max_of(s.amax, x < 0 ? -x : x);
+    }
+  } else {
+    for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+      const int64_t x = load_int(data, start + i, dt);
+      s.isum += x;
+      s.imin = x < s.imin ? x : s.imin, s.imax = x > s.imax ? x : s.imax;
+      if (x == 0) ++s.zero;
+    }
+  }
+  lanes[t] = s;
+}
+
+__global__ void moments_reduce_kernel(uint64_t n, unsigned dt, uint64_t blocks, const LaneSums* lanes,
+                                      tm_moments_partial_v1* out, BlockState* state) {
+  const uint64_t block = global_id();
+  if (block >= blocks) return;
+  const LaneSums* l = lanes + block * TM_STATS_LANES;
+  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+  tm_moments_partial_v1 p;
+  p.int_min = INT64_MAX, p.int_max = INT64_MIN, p.uint_min = UINT64_MAX, p.uint_max = 0;
+  p.int_sum_lo = 0, p.int_sum_hi = 0, p.sum_err = 0, p.m2 = 0;
+  p.count = count;
+  if (dtype_is_float(dt)) {
+    uint64_t nans = 0, fin = 0, zeros = 0;
+    double mn = positive_infinity(), mx = -positive_infinity(), am = 0, sums[TM_STATS_LANES], sqs[TM_STATS_LANES];
+    for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
+      nans += l[i].nan, fin += l[i].finite, zeros += l[i].zero;
+      mn = min_of(mn, l[i].lo), mx = max_of(mx, l[i].hi), am = max_of(am, l[i].amax);
+      sums[i] = l[i].sum, sqs[i] = l[i].sq;
+    }
+    const double total = reduce_lane_values(sums), total_sq = reduce_lane_values(sqs);
+    const double mean = fin > 0 ? total / static_cast<double>(fin) : 0.0;
+    p.finite_count = fin, p.nan_count = nans, p.inf_count = count - fin - nans, p.zero_count = zeros;
+    p.min = fin > 0 ? mn : positive_infinity(), p.max = fin > 0 ? mx : -positive_infinity();
+    p.abs_max = fin > 0 ? am : 0.0;
+    p.sum = total, p.mean = mean;
+    // Single-pass m2 only for floats narrower than f64 (their squares are exact) when the product keeps
+    // at least half of sumsq (block_contract.h single_pass_m2); else the deviation pass.
+    const double s_mean = total * mean;
+    const bool single = dt != TM_DTYPE_F64 && s_mean <= total_sq / 2;
+    if (single) p.m2 = total_sq - s_mean;
+    state[block] = BlockState{mean, single ? 0 : 1};
+  } else {
+    int64_t total = 0, mn = INT64_MAX, mx = INT64_MIN;
+    uint64_t zeros = 0;
+    for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
+      total += l[i].isum, zeros += l[i].zero;
+      mn = l[i].imin < mn ? l[i].imin : mn, mx = l[i].imax > mx ? l[i].imax : mx;
+    }
+    // |total| < 2^53 for the dtypes taken here (at most 65,536 values of 32 bits): exact in double, and
+    // one division rounds the exact mean once, as the CPU reference does.
+    const double mean = static_cast<double>(total) / static_cast<double>(count);
+    p.finite_count = count, p.nan_count = 0, p.inf_count = 0, p.zero_count = zeros;
+    p.min = static_cast<double>(mn), p.max = static_cast<double>(mx);
+    const double amn = p.min < 0 ? -p.min : p.min, amx = p.max < 0 ? -p.max : p.max;
+    p.abs_max = amn < amx ? amx : amn;
+    p.sum = static_cast<double>(total), p.mean = mean;
+    if (dtype_is_signed_int(dt)) p.int_min = mn, p.int_max = mx;
+    else p.uint_min = static_cast<uint64_t>(mn), p.uint_max = static_cast<uint64_t>(mx);
+    p.int_sum_lo = static_cast<uint64_t>(total), p.int_sum_hi = total < 0 ? -1 : 0;
+    state[block] = BlockState{mean, 1};
+  }
+  out[block] = p;
+}
+
+__global__ void moments_deviation_kernel(const unsigned char* data, uint64_t n, unsigned dt, uint64_t blocks,
+                                         const BlockState* state, LaneSums* lanes) {
+  const uint64_t t = global_id();
+  if (t >= blocks * TM_STATS_LANES) return;
+  const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
+  if (!state[block].second_pass) return;
+  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+  const double mean = state[block].mean;
+  double m2 = 0;
+  for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+    unsigned cls;
+    const double x = load_value(data, start + i, dt, &cls);
+    if (cls != kFinite) continue;
+    const double d = x - mean;
+    m2 += d * d;
+  }
+  lanes[t].m2 = m2;
+}
+
+__global__ void moments_finish_kernel(uint64_t blocks, const BlockState* state, const LaneSums* lanes,
+                                      tm_moments_partial_v1* out) {
+  const uint64_t block = global_id();
+  if (block >= blocks || !state[block].second_pass) return;
+  double m2[TM_STATS_LANES];
+  for (unsigned i = 0; i < TM_STATS_LANES; ++i) m2[i] = lanes[block * TM_STATS_LANES + i].m2;
+  out[block].m2 = reduce_lane_values(m2);
+}
+
+// ---- stem.frame_sums ------------------------------------------------------------------------------------
+// Thread (frame, segment) adds every kSegments-th pixel (or list entry) of its frame and adds its share
+// to the frame's uint64 sums atomically: integer sums, so the result is the CPU's whatever the order.
+constexpr unsigned kFrameSegments = 64;
+
+__global__ void frame_sums_kernel(const unsigned char* data, uint64_t frames, unsigned dt, uint64_t pixels,
+                                  unsigned cols, unsigned list_count, const uint64_t* list_offsets,
+                                  const uint32_t* list_pixels, unsigned com_list, unsigned flags, u64* out) {
+  const uint64_t t = global_id();
+  if (t >= frames * kFrameSegments) return;
+  const uint64_t frame = t / kFrameSegments, seg = t % kFrameSegments;
+  const unsigned width = dtype_width(dt);
+  const unsigned char* f = data + frame * pixels * width;
+  u64* row = out + frame * (TM_STEM_FRAME_SUMS_FIXED + list_count);
+  if (!(flags & TM_STEM_LISTS_ONLY)) {
+    u64 total = 0, w = 0, sr = 0, sc = 0;
+    for (uint64_t i = seg; i < pixels; i += kFrameSegments) {
+      const u64 v = load_bits(f, i, width);
+      total += v;
+      if (com_list == TM_STEM_ALL_PIXELS) w += v, sr += (i / cols) * v, sc += (i % cols) * v;
+    }
+    if (com_list != TM_STEM_ALL_PIXELS)
+      for (uint64_t k = list_offsets[com_list] + seg; k < list_offsets[com_list + 1]; k += kFrameSegments) {
+        const uint64_t i = list_pixels[k];
+        const u64 v = load_bits(f, i, width);
+        w += v, sr += (i / cols) * v, sc += (i % cols) * v;
+      }
+    atomicAdd(&row[0], total), atomicAdd(&row[1], w), atomicAdd(&row[2], sr), atomicAdd(&row[3], sc);
+  }
+  for (unsigned j = 0; j < list_count; ++j) {
+    u64 s = 0;
+    for (uint64_t k = list_offsets[j] + seg; k < list_offsets[j + 1]; k += kFrameSegments)
+      s += load_bits(f, list_pixels[k], width);
+    atomicAdd(&row[TM_STEM_FRAME_SUMS_FIXED + j], s);
+  }
+}
+
+// ---- stem.pattern_reduce ------------------------------------------------------------------------------
+// Thread per pixel: adds its value over every frame to sums and keeps the maximum (accumulated).
+__global__ void pattern_reduce_kernel(const unsigned char* data, uint64_t frames, unsigned dt, uint64_t pixels,
+                                      u64* sums, uint32_t* maxima) {
+  const unsigned width = dtype_width(dt);
+  for (uint64_t p = global_id(); p < pixels; p += grid_threads()) {
+    u64 s = sums[p];
+    uint32_t m = maxima[p];
+    for (uint64_t f = 0; f < frames; ++f) {
+      const uint64_t v = load_bits(data, f * pixels + p, width);
+      s += v;
+      m = v > m ? static_cast<uint32_t>(v) : m;
+    }
+    sums[p] = s, maxima[p] = m;
+  }
+}
+
+// ---- display.colorize ---------------------------------------------------------------------------------
+__global__ void colorize_kernel(const double* values, uint64_t n, const tm_display_colorize_params_v1* params,
+                                u64* counts, unsigned char* rgba) {
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) {
+    const double x = values[i];
+    unsigned k;
+    if (x != x) {
+      atomicAdd(&counts[256], u64{1});
+      rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = rgba[4 * i + 3] = 0;
+      continue;
+    }
+    const double key = params->key_mode == TM_DISPLAY_KEY_MAGNITUDE && x < 0 ? -x : x;
+    const bool infinite = key - key != 0.0;
+    if (infinite) {
+      k = key > 0 ? 255 : 0;
+      atomicAdd(&counts[x > 0 ? 257 : 258], u64{1});
+    } else {
+      unsigned lo = 0, hi = TM_DISPLAY_THRESHOLDS;  // the number of thresholds <= key
+      while (lo < hi) {
+        const unsigned mid = (lo + hi) / 2;
+        if (params->thresholds[mid] <= key) lo = mid + 1;
+        else hi = mid;
+      }
+      k = lo;
+      atomicAdd(&counts[k], u64{1});
+    }
+    for (unsigned c = 0; c < 4; ++c) rgba[4 * i + c] = params->table[k][c];
+  }
+}
+
+// ---- dequantize.ggml: ggml's 32-element legacy blocks ---------------------------------------------------
+// Each output is formed as ggml forms it: the integer level converted to float, times the scale, plus the
+// min where the format has one (float32 operations, no fused multiply-add: nvcc runs with -fmad=false,
+// clang with -ffp-contract=off).
+enum : unsigned { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8 };
+__host__ __device__ inline unsigned legacy_block_bytes(unsigned type) {
+  switch (type) {
+    case kQ4_0: return 18;
+    case kQ4_1: return 20;
+    case kQ5_0: return 22;
+    case kQ5_1: return 24;
+    case kQ8_0: return 34;
+    default: return 0;
+  }
+}
+__device__ inline float load_half(const unsigned char* p) {
+  unsigned cls;
+  const uint16_t bits = static_cast<uint16_t>(p[0] | (p[1] << 8));
+  const double v = load_value(reinterpret_cast<const unsigned char*>(&bits), 0, TM_DTYPE_F16, &cls);
+  if (cls == kFinite) return static_cast<float>(v);
+  const uint32_t f = (bits & 0x8000u) << 16 | 0x7F800000u | ((bits & 0x3FFu) << 13);  // ±Inf, NaN payload kept
+  float out;
+  memcpy(&out, &f, sizeof out);
+  return out;
+}
+__device__ inline uint32_t load_u32_le(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Thread per output element.
+__global__ void dequantize_legacy_kernel(const unsigned char* blocks, uint64_t n, unsigned type, float* out) {
+  const unsigned bytes = legacy_block_bytes(type);
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) {
+    const unsigned char* b = blocks + (i / 32) * bytes;
+    const unsigned j = static_cast<unsigned>(i % 32), byte = j % 16;
+    const bool high = j >= 16;
+    switch (type) {
+      case kQ4_0: {
+        const int q = high ? b[2 + byte] >> 4 : b[2 + byte] & 0x0F;
+        out[i] = static_cast<float>(q - 8) * load_half(b);
+        break;
+      }
+      case kQ4_1: {
+        const int q = high ? b[4 + byte] >> 4 : b[4 + byte] & 0x0F;
+        const float prod = static_cast<float>(q) * load_half(b);
+        out[i] = prod + load_half(b + 2);
+        break;
+      }
+      case kQ5_0: {
+        const uint32_t qh = load_u32_le(b + 2);
+        const int q = (high ? b[6 + byte] >> 4 : b[6 + byte] & 0x0F) | static_cast<int>((qh >> j) & 1u) << 4;
+        out[i] = static_cast<float>(q - 16) * load_half(b);
+        break;
+      }
+      case kQ5_1: {
+        const uint32_t qh = load_u32_le(b + 4);
+        const int q = (high ? b[8 + byte] >> 4 : b[8 + byte] & 0x0F) | static_cast<int>((qh >> j) & 1u) << 4;
+        const float prod = static_cast<float>(q) * load_half(b);
+        out[i] = prod + load_half(b + 2);
+        break;
+      }
+      default: {  // Q8_0
+        out[i] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * load_half(b);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace tmorph::gpu

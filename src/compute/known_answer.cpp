@@ -1,0 +1,182 @@
+#include "compute/known_answer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "tensormorph/backend_registry.h"
+#include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph {
+
+namespace {
+
+// SplitMix64: the same bytes on every machine and every run.
+struct Bytes {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::vector<uint8_t> fill(uint64_t n) {
+    std::vector<uint8_t> out(n);
+    for (uint64_t i = 0; i < n; i += 8) {
+      const uint64_t v = next();
+      std::memcpy(out.data() + i, &v, n - i < 8 ? n - i : 8);
+    }
+    return out;
+  }
+};
+
+template <class P>
+std::vector<uint8_t> params_bytes(const P& p) {
+  std::vector<uint8_t> out(sizeof p);
+  std::memcpy(out.data(), &p, sizeof p);
+  return out;
+}
+
+// Random bit patterns cover every class of value (NaN, ±Inf, ±0, subnormals) of a float dtype. A few
+// exact zeros and repeated values are written in as well.
+std::vector<uint8_t> element_bytes(DType dtype, uint64_t n, uint64_t seed) {
+  Bytes gen{seed};
+  std::vector<uint8_t> out = gen.fill(n * dtype_size(dtype));
+  const size_t w = dtype_size(dtype);
+  for (uint64_t i = 0; i < n; i += 97) std::memset(out.data() + i * w, 0, w);
+  return out;
+}
+
+}  // namespace
+
+tm_kernel_call_v1 KnownAnswer::call(uint32_t kernel_index, uint32_t device_index, void* output) const {
+  tm_kernel_call_v1 c{};
+  c.struct_size = sizeof c;
+  c.op = op_;
+  c.kernel_index = kernel_index;
+  c.device_index = device_index;
+  c.dtype = dtype_;
+  c.input = input_.data();
+  c.element_count = elements_;
+  c.params = params_.empty() ? nullptr : params_.data();
+  c.params_size = params_.size();
+  c.output = output;
+  c.output_size = initial_output_.size();
+  c.threads = 1;
+  return c;
+}
+
+std::string KnownAnswer::compare(const std::vector<uint8_t>& reference, const std::vector<uint8_t>& candidate) const {
+  if (reference.size() != candidate.size()) return "output sizes differ";
+  const size_t unit = float32_output_ ? 4 : 1;
+  for (size_t i = 0; i < reference.size(); i += unit) {
+    if (std::memcmp(reference.data() + i, candidate.data() + i, unit) == 0) continue;
+    if (float32_output_) {
+      float a, b;
+      std::memcpy(&a, reference.data() + i, 4);
+      std::memcpy(&b, candidate.data() + i, 4);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      return "value " + std::to_string(i / 4) + " is " + std::to_string(b) + ", the CPU gives " + std::to_string(a);
+    }
+    return "output byte " + std::to_string(i) + " of " + std::to_string(reference.size()) + " differs from the CPU's";
+  }
+  return {};
+}
+
+std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& req) {
+  auto k = std::make_unique<KnownAnswer>();
+  k->op_ = req.op;
+  k->dtype_ = static_cast<tm_dtype>(req.dtype);
+  const std::string on = " on " + std::string(req.format_name.empty() ? dtype_name(req.dtype) : req.format_name);
+  const uint64_t seed = (static_cast<uint64_t>(req.op) << 32) ^ (tm_op_takes_format(req.op) ? req.format_id : static_cast<uint32_t>(req.dtype));
+  switch (req.op) {
+    case TM_OP_STATS_MOMENTS: {
+      // Two canonical blocks, the second short: the block boundary and a short tail are both exercised.
+      k->elements_ = TM_STATS_BLOCK_ELEMENTS + 4463;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      k->initial_output_.assign(2 * sizeof(tm_moments_partial_v1), 0);
+      break;
+    }
+    case TM_OP_STATS_HISTOGRAM: {
+      k->elements_ = 20000;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      const uint32_t bins = 40;  // edges across the range of every dtype's small values
+      for (uint32_t i = 0; i <= bins; ++i) k->doubles_.push_back(-200.0 + 10.0 * i + (i == 20 ? 0.5 : 0.0));
+      k->params_ = params_bytes(tm_histogram_params_v1{bins, k->doubles_.data()});
+      k->initial_output_.assign((bins + 2) * sizeof(uint64_t), 0);
+      break;
+    }
+    case TM_OP_STATS_BITPATTERN_HISTOGRAM: {
+      if (dtype_size(req.dtype) > 2) return nullptr;
+      k->elements_ = 20000;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      k->initial_output_.assign((size_t{1} << (8 * dtype_size(req.dtype))) * sizeof(uint64_t), 0);
+      break;
+    }
+    case TM_OP_STATS_QUANTILES: {
+      k->elements_ = 5000;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      k->doubles_ = {0.0, 0.001, 0.25, 0.5, 0.9, 1.0};
+      k->params_ = params_bytes(tm_quantiles_params_v1{6, k->doubles_.data(), 64u << 20});
+      k->initial_output_.assign(6 * sizeof(tm_quantile_value_v1), 0);
+      break;
+    }
+    case TM_OP_STEM_FRAME_SUMS:
+    case TM_OP_STEM_PATTERN_REDUCE: {
+      // 6 frames of 24 x 20 pixels; lists: a disk-like run set, an annulus-like one, and one empty.
+      const uint64_t rows = 24, cols = 20, pixels = rows * cols, frames = 6;
+      k->elements_ = frames * pixels;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      if (req.op == TM_OP_STEM_PATTERN_REDUCE) {
+        k->params_ = params_bytes(tm_stem_pattern_params_v1{pixels});
+        k->initial_output_ = Bytes{seed + 1}.fill(pixels * 4);  // accumulated: start from nonzero sums
+        k->initial_output_.resize(pixels * 12, 0);
+        break;
+      }
+      k->u64s_ = {0};
+      for (uint64_t p = 0; p < pixels; ++p)
+        if ((p / cols - 12) * (p / cols - 12) + (p % cols - 10) * (p % cols - 10) < 30) k->u32s_.push_back(static_cast<uint32_t>(p));
+      k->u64s_.push_back(k->u32s_.size());
+      for (uint64_t p = 0; p < pixels; p += 3) k->u32s_.push_back(static_cast<uint32_t>(p));
+      k->u64s_.push_back(k->u32s_.size());
+      k->u64s_.push_back(k->u32s_.size());
+      tm_stem_frame_sums_params_v1 p{pixels, static_cast<uint32_t>(cols), 3, k->u64s_.data(), k->u32s_.data(), 0, 0};
+      k->params_ = params_bytes(p);
+      k->initial_output_.assign(frames * (TM_STEM_FRAME_SUMS_FIXED + 3) * sizeof(uint64_t), 0);
+      break;
+    }
+    case TM_OP_DISPLAY_COLORIZE: {
+      if (req.dtype != DType::F64) return nullptr;
+      k->elements_ = 3000;
+      k->input_ = element_bytes(req.dtype, k->elements_, seed);
+      double* v = reinterpret_cast<double*>(k->input_.data());
+      for (uint64_t i = 0; i < k->elements_; i += 7) v[i] = static_cast<double>(static_cast<int64_t>(i % 600) - 300) / 3;
+      tm_display_colorize_params_v1 p{};
+      p.key_mode = seed & 1 ? TM_DISPLAY_KEY_MAGNITUDE : TM_DISPLAY_KEY_VALUE;
+      p.thresholds[0] = -INFINITY;
+      for (uint32_t t = 1; t < TM_DISPLAY_THRESHOLDS; ++t) p.thresholds[t] = -100.0 + t * (200.0 / TM_DISPLAY_THRESHOLDS);
+      for (uint32_t c = 0; c < 256; ++c)
+        for (uint32_t j = 0; j < 4; ++j) p.table[c][j] = static_cast<uint8_t>(c * (j + 1) + 7);
+      k->params_ = params_bytes(p);
+      k->initial_output_.assign(TM_DISPLAY_COLORIZE_COUNTS * 8 + k->elements_ * 4, 0);
+      break;
+    }
+    case TM_OP_DEQUANTIZE_GGML: {
+      if (!req.format_block_elements || !req.format_block_bytes) return nullptr;
+      const uint64_t blocks = 8;
+      k->dtype_ = TM_DTYPE_F32;
+      k->elements_ = blocks * req.format_block_elements;
+      k->input_ = Bytes{seed}.fill(blocks * req.format_block_bytes);
+      k->params_ = params_bytes(tm_dequantize_ggml_params_v1{req.format_id, 0});
+      k->initial_output_.assign(k->elements_ * 4, 0);
+      k->float32_output_ = true;
+      break;
+    }
+    default:
+      return nullptr;  // no case for this op yet: its kernels are listed as not self-tested
+  }
+  k->description_ = op_name(req.op) + on + " (" + std::to_string(k->elements_) + " elements)";
+  return k;
+}
+
+}  // namespace tmorph

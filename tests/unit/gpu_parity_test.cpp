@@ -1,0 +1,210 @@
+// Parity of the CUDA/HIP kernel source with the CPU reference (backends/gpu), for each GPU backend: under
+// the host grid emulation in CI (gpuemu), and on real devices where they exist (cuda, hip; see
+// gpu_fixture.h). Data: salted random values (NaN, ±Inf, subnormals, ±0), blocks whose mean dwarfs their
+// spread (the two-pass m2), sizes that are not multiples of the block or the launch, and pieces shrunk to
+// a few KiB (TENSORMORPH_GPU_CHUNK_BYTES) so one call spans several uploads and launches.
+#include "gpu_fixture.h"
+
+#include <random>
+
+namespace tmorph::gpu_test {
+namespace {
+
+// Restores an environment variable at the end of a scope.
+struct ScopedChunk {
+  explicit ScopedChunk(const char* bytes) { setenv("TENSORMORPH_GPU_CHUNK_BYTES", bytes, 1); }
+  ~ScopedChunk() { unsetenv("TENSORMORPH_GPU_CHUNK_BYTES"); }
+};
+
+std::vector<uint8_t> offset_f32(uint64_t n, uint64_t seed) {
+  std::vector<uint8_t> raw = test::salted_data(DType::F32, n, seed);
+  for (uint64_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, raw.data() + i * 4, 4);
+    if (std::isfinite(f)) f = 1000.0f + f * 1e-3f;
+    std::memcpy(raw.data() + i * 4, &f, 4);
+  }
+  return raw;
+}
+
+std::vector<uint64_t> sizes() { return {1, 15, 17, 257, 65535, 65536, 65537, 2 * 65536 + 12345}; }
+
+TEST_P(GpuParity, MomentsBitIdenticalForEveryDtypeAndSize) {
+  ScopedChunk chunk(GetParam() == "gpuemu" ? "262144" : "1048576");
+  const auto dts = dtypes_of(TM_OP_STATS_MOMENTS);
+  ASSERT_EQ(dts.size(), 13u);  // every dtype but i64 and u64
+  for (DType dt : dts)
+    for (uint64_t n : sizes())
+      for (int variant = 0; variant < 2; ++variant) {
+        if (variant == 1 && dt != DType::F32) continue;
+        const auto data = variant == 0 ? test::salted_data(dt, n, n * 31 + 7) : offset_f32(n, n + 3);
+        const uint64_t blocks = (n + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+        std::vector<tm_moments_partial_v1> g(blocks), c(blocks);
+        run(GetParam(), TM_OP_STATS_MOMENTS, dt, data, nullptr, 0, &g);
+        run("cpu", TM_OP_STATS_MOMENTS, dt, data, nullptr, 0, &c);
+        for (uint64_t b = 0; b < blocks; ++b)
+          test::expect_same_partial(g[b], c[b], std::string(dtype_name(dt)) + " n=" + std::to_string(n) + " block " +
+                                                    std::to_string(b) + " variant " + std::to_string(variant));
+        if (HasFailure()) return;
+      }
+}
+
+TEST_P(GpuParity, HistogramCountsEqualForEveryDtypeIncludingWideOnes) {
+  ScopedChunk chunk("65536");
+  const auto dts = dtypes_of(TM_OP_STATS_HISTOGRAM);
+  ASSERT_EQ(dts.size(), 15u);
+  for (DType dt : dts)
+    for (uint64_t n : {uint64_t{17}, uint64_t{65537}, uint64_t{70001}}) {
+      const auto data = test::salted_data(dt, n, n + 5);
+      const auto values = test::to_doubles(dt, data);
+      double lo = INFINITY, hi = -INFINITY;
+      for (double x : values)
+        if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+      if (!(lo < hi)) lo = -1, hi = 1;
+      for (uint32_t bins : {1u, 256u, 5000u}) {
+        std::vector<double> edges(bins + 1);
+        for (uint32_t i = 0; i <= bins; ++i) edges[i] = lo / 2 + (hi / 2 - lo / 2) * i / bins;
+        if (!(edges[0] < edges[bins])) continue;
+        bool increasing = true;
+        for (uint32_t i = 0; i < bins; ++i) increasing = increasing && edges[i] < edges[i + 1];
+        if (!increasing) continue;
+        const tm_histogram_params_v1 params{bins, edges.data()};
+        std::vector<uint64_t> g(bins + 2, 3), c(bins + 2, 3);  // counts are ADDED to what is there
+        run(GetParam(), TM_OP_STATS_HISTOGRAM, dt, data, &params, sizeof params, &g);
+        run("cpu", TM_OP_STATS_HISTOGRAM, dt, data, &params, sizeof params, &c);
+        ASSERT_EQ(g, c) << dtype_name(dt) << " n=" << n << " bins=" << bins;
+      }
+    }
+}
+
+TEST_P(GpuParity, BitPatternCountsEqual) {
+  ScopedChunk chunk("4096");
+  for (DType dt : dtypes_of(TM_OP_STATS_BITPATTERN_HISTOGRAM)) {
+    const auto data = test::salted_data(dt, 50001, 9);
+    std::vector<uint64_t> g(size_t{1} << (8 * dtype_size(dt)), 1), c(g.size(), 1);
+    run(GetParam(), TM_OP_STATS_BITPATTERN_HISTOGRAM, dt, data, nullptr, 0, &g);
+    run("cpu", TM_OP_STATS_BITPATTERN_HISTOGRAM, dt, data, nullptr, 0, &c);
+    ASSERT_EQ(g, c) << dtype_name(dt);
+  }
+}
+
+TEST_P(GpuParity, StemFrameSumsAndPatternReduceEqualTheCpu) {
+  ScopedChunk chunk("8192");  // a few frames per piece
+  const uint64_t rows = 40, cols = 33, pixels = rows * cols, frames = 37;
+  std::vector<uint32_t> a, b;
+  for (uint32_t i = 0; i < pixels; ++i) {
+    if ((i / cols) % 3 == 0 && i % cols > 20) a.push_back(i);
+    if (i % 7 == 0 || (i > 600 && i < 700)) b.push_back(i);
+  }
+  std::vector<uint64_t> offsets = {0, a.size(), a.size() + b.size(), a.size() + b.size()};  // list 2 empty
+  std::vector<uint32_t> lists(a);
+  lists.insert(lists.end(), b.begin(), b.end());
+  ASSERT_EQ(dtypes_of(TM_OP_STEM_FRAME_SUMS).size(), 3u);
+  for (DType dt : dtypes_of(TM_OP_STEM_FRAME_SUMS)) {
+    for (const uint32_t com_list : {TM_STEM_ALL_PIXELS, 1u})
+      for (const uint32_t flags : {0u, TM_STEM_LISTS_ONLY}) {
+        const auto data = test::salted_data(dt, frames * pixels, 11 + flags + com_list % 7);
+        const tm_stem_frame_sums_params_v1 params{pixels, static_cast<uint32_t>(cols), 3, offsets.data(), lists.data(), com_list, flags};
+        std::vector<uint64_t> g(frames * 7, 1), c(frames * 7, 2);
+        run(GetParam(), TM_OP_STEM_FRAME_SUMS, dt, data, &params, sizeof params, &g);
+        run("cpu", TM_OP_STEM_FRAME_SUMS, dt, data, &params, sizeof params, &c);
+        ASSERT_EQ(g, c) << dtype_name(dt) << " com_list " << com_list << " flags " << flags;
+      }
+    const auto data = test::salted_data(dt, frames * pixels, 5);
+    const tm_stem_pattern_params_v1 params{pixels};
+    std::vector<uint32_t> g(pixels * 3, 0), c(pixels * 3, 0);  // uint64 sums then uint32 maxima, accumulated
+    for (uint64_t i = 0; i < pixels * 2; ++i) g[i] = c[i] = static_cast<uint32_t>(i * 7);
+    run(GetParam(), TM_OP_STEM_PATTERN_REDUCE, dt, data, &params, sizeof params, &g);
+    run("cpu", TM_OP_STEM_PATTERN_REDUCE, dt, data, &params, sizeof params, &c);
+    ASSERT_EQ(g, c) << dtype_name(dt);
+  }
+}
+
+TEST_P(GpuParity, DisplayColorizeEqualsTheCpu) {
+  ScopedChunk chunk("8192");
+  std::mt19937_64 rng(3);
+  std::vector<double> v(20011);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int64_t>(rng() % 4001) - 2000) / 7;
+  v[3] = NAN, v[4] = INFINITY, v[5] = -INFINITY, v[6] = -0.0, v[7] = 1e300;
+  std::vector<uint8_t> data(v.size() * 8);
+  std::memcpy(data.data(), v.data(), data.size());
+  for (uint32_t key : {TM_DISPLAY_KEY_VALUE, TM_DISPLAY_KEY_MAGNITUDE}) {
+    tm_display_colorize_params_v1 p{};
+    p.key_mode = key;
+    for (uint32_t t = 0; t < TM_DISPLAY_THRESHOLDS; ++t) p.thresholds[t] = -250.0 + t * 2.0 - (t > 200 ? 0.0 : 0.5);
+    p.thresholds[0] = -INFINITY, p.thresholds[254] = INFINITY;
+    for (uint32_t c = 0; c < 256; ++c)
+      for (uint32_t j = 0; j < 4; ++j) p.table[c][j] = static_cast<uint8_t>(c * 3 + j);
+    const size_t bytes = TM_DISPLAY_COLORIZE_COUNTS * 8 + v.size() * 4;
+    std::vector<uint8_t> g(bytes, 0), c(bytes, 0);
+    run(GetParam(), TM_OP_DISPLAY_COLORIZE, DType::F64, data, &p, sizeof p, &g);
+    run("cpu", TM_OP_DISPLAY_COLORIZE, DType::F64, data, &p, sizeof p, &c);
+    ASSERT_EQ(g, c) << "key mode " << key;
+  }
+}
+
+// The legacy ggml blocks decode bit for bit, scales of every class included (subnormal, zero, ±Inf, NaN).
+TEST_P(GpuParity, DequantizeLegacyGgmlBlocksBitIdentical) {
+  ScopedChunk chunk("4096");
+  std::mt19937_64 rng(77);
+  const uint16_t special[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00};
+  struct Format { uint32_t type, bytes; };
+  for (const Format f : {Format{2, 18}, Format{3, 20}, Format{6, 22}, Format{7, 24}, Format{8, 34}}) {
+    for (uint64_t blocks : {uint64_t{1}, uint64_t{33}, uint64_t{1000}}) {
+      std::vector<uint8_t> data(blocks * f.bytes);
+      for (auto& b : data) b = static_cast<uint8_t>(rng());
+      for (uint64_t k = 0; k < blocks; k += 3) std::memcpy(&data[k * f.bytes], &special[(k / 3) % 9], 2);
+      const tm_dequantize_ggml_params_v1 params{f.type, 0};
+      std::vector<float> g(blocks * 32), c(blocks * 32);
+      run(GetParam(), TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &g, f.type);
+      run("cpu", TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &c, f.type);
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (std::isnan(c[i])) {
+          ASSERT_TRUE(std::isnan(g[i])) << "type " << f.type << " value " << i;
+          continue;
+        }
+        uint32_t x, y;
+        std::memcpy(&x, &g[i], 4), std::memcpy(&y, &c[i], 4);
+        ASSERT_EQ(x, y) << "type " << f.type << " value " << i << ": " << g[i] << " vs " << c[i];
+      }
+    }
+  }
+}
+
+// A resident copy serves moments without the host input, and reads outside it are refused.
+TEST_P(GpuParity, ResidentCopyServesCallsAndBoundsAreChecked) {
+  const uint64_t n = 3 * 65536;
+  const auto data = test::salted_data(DType::F16, n, 4);
+  uint64_t handle = 0;
+  tm_message msg{};
+  ASSERT_EQ(backend_->table->upload(0, data.data(), data.size(), &handle, &msg), TM_OK) << msg.text;
+  const Placement p = [&] {
+    OpRequest r;
+    r.op = TM_OP_STATS_MOMENTS, r.dtype = DType::F16, r.elements = n, r.bytes = data.size();
+    Constraints c;
+    c.strict_backend = GetParam();
+    return Planner(*registry_, costs_, c).place(r);
+  }();
+  std::vector<tm_moments_partial_v1> g(2), c(2);
+  tm_kernel_call_v1 call{};
+  call.struct_size = sizeof call;
+  call.op = TM_OP_STATS_MOMENTS, call.kernel_index = p.kernel_index, call.dtype = TM_DTYPE_F16;
+  call.input = data.data() + 65536 * 2, call.element_count = 2 * 65536;
+  call.output = g.data(), call.output_size = g.size() * sizeof g[0], call.threads = 1;
+  call.input_buffer = handle, call.input_offset = 65536 * 2;
+  ASSERT_EQ(backend_->table->run(&call, &msg), TM_OK) << msg.text;
+  run("cpu", TM_OP_STATS_MOMENTS, DType::F16, std::vector<uint8_t>(data.begin() + 65536 * 2, data.end()), nullptr, 0, &c);
+  for (int b = 0; b < 2; ++b) test::expect_same_partial(g[b], c[b], "resident block " + std::to_string(b));
+  call.input_offset = 65536 * 4;  // the call would read past the copy
+  EXPECT_EQ(backend_->table->run(&call, &msg), TM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(msg.text).find("outside its resident copy"), std::string::npos) << msg.text;
+  backend_->table->release(handle);
+  call.input_offset = 0;
+  EXPECT_EQ(backend_->table->run(&call, &msg), TM_ERR_INVALID_ARGUMENT);  // released: no such copy
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GpuParity, ::testing::Values("gpuemu", "cuda", "hip"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace tmorph::gpu_test
