@@ -13,7 +13,7 @@ MATRIX = os.path.join(ROOT, "tests", "parity", "backend_matrix.json")
 DOC = os.path.join(ROOT, "docs", "backends.md")
 
 MARK = {"reference": "reference", "required": "required", "required-hardware": "required (hardware)",
-        "partial": "partial", "not-implemented": "—"}
+        "compiled": "compiled", "partial": "partial", "not-implemented": "—"}
 
 INTRO = """# Backends
 
@@ -98,6 +98,41 @@ strict `--backend vulkan` request. Parity tests (`VulkanParity.*`) compare every
 salted random data (NaN, ±Inf, subnormals, ±0), sizes off the workgroup, block and chunk, in a CI
 profile; `TM_VULKAN_PARITY_PROFILE=large` adds tensors of 40 Mi elements for a real GPU. CI sets
 `TM_REQUIRE_VULKAN=1`, so an unavailable Vulkan fails those tests instead of skipping them.
+
+**Kernel self-test admission (every plugin).** Before a plugin's kernel serves its first call in a
+process, the planner runs a small known-answer case of its op for that dtype or format (salted random
+bytes: NaN, ±Inf, ±0, subnormals; two statistics blocks, one short; a few frames with pixel lists; eight
+ggml blocks) on the kernel and on the CPU reference and compares the outputs under the op's contract
+(bytes, NaN payloads aside for float32 outputs). A mismatch or a failing call refuses that kernel for that
+input with `self_test_failed` (in the placement report and in `tensormorph backends`), and the op is placed
+elsewhere, reported; a strict `--backend` request fails naming the test. Verdicts are kept per backend,
+device, driver version, kernel and input for the life of the process (on lavapipe a test takes 2-15 ms).
+`tensormorph backends --self-test` runs every one now (exit 1 if one fails). Ops without a known-answer
+case yet (`stem.ssb_overlap`, packed and block-statistics formats, diff moments) are admitted and listed as
+`not_tested`; approximate kernels are judged by their stated bounds, not by equality.
+(`SelfTest.*`, with the test plugin `testwrong`, whose moments kernel is deliberately wrong.)
+
+**CUDA and ROCm/HIP: one kernel source, level `compiled`.** `backends/gpu` holds the kernels
+(`gpu_kernels.inl`) and the plugin table (`gpu_backend.inl`) once. nvcc builds them as
+`libtensormorph-backend-cuda.so` (sm_80 and sm_90, CUDA runtime linked statically, `--fmad=false`), Debian's
+clang-15 as `libtensormorph-backend-hip.so` (`-x hip`, gfx90a/gfx908/gfx1030, `-ffp-contract=off`), and g++
+as the test plugin `gpuemu`, which runs every thread of every launch one after another on the host
+(`host_grid.h`: kernels use no shared memory or barriers, only global memory between launches and integer
+atomics, so the order of threads cannot change a result). CI builds both real plugins and runs the parity
+tests (`Backends/GpuParity.*`) on `gpuemu`; the same tests run on `cuda` and `hip` where a device exists
+(skipped with the reason otherwise; `TM_REQUIRE_CUDA=1` / `TM_REQUIRE_HIP=1` make that a failure, as
+`scripts/device-check` does). Kernels: moments (every dtype but i64/u64, the 16-lane contract in four
+barrier-free launches), histograms (every dtype), bit-pattern counts, `stem.frame_sums`,
+`stem.pattern_reduce`, `display.colorize`, and the legacy ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. Calls
+move at most 256 MiB of input per piece (`TENSORMORPH_GPU_CHUNK_BYTES`), in whole statistics blocks, frames
+or ggml blocks; resident copies (upload/release) serve later calls without a transfer. Without a device
+the plugins load and are listed unavailable with the runtime's reason: `no_driver` (CUDA's
+`cudaErrorInsufficientDriver` with driver version 0, as on the CI machine), `driver_too_old` (the same error
+with an older driver), `no_device` (HIP's `hipErrorNoDevice`); a plugin whose runtime library is missing
+is `missing_dependency`. Nothing else changes: every op is placed on the CPU. A `compiled` kernel has
+never run on its hardware here; the self-test is what stands between it and a user until
+`scripts/device-check` passes its gates on a real GPU and the matrix records `required-hardware` with
+the device and date.
 
 With the test plugin directory (`build/tests/plugins`) the simulated device `testaccel` joins:
 uncalibrated, the CPU wins on host-resident data because the device would first need a transfer;

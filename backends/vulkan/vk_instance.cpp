@@ -33,6 +33,9 @@ PhysicalDevice describe(VkPhysicalDevice handle) {
   d.name = p.deviceName;
   char id[96];
   std::snprintf(id, sizeof id, "vulkan:%x:%x:%x", p.vendorID, p.deviceID, p.driverVersion);
+  char driver[16];
+  std::snprintf(driver, sizeof driver, "%x", p.driverVersion);
+  d.driver_version = driver;
   d.id = id;
   d.kind = kind_of(p.deviceType);
   d.api_version = p.apiVersion;

@@ -16,6 +16,7 @@ struct PhysicalDevice {
   VkPhysicalDevice handle = VK_NULL_HANDLE;
   std::string name;                 // as the driver reports it
   std::string id;                   // "vulkan:<vendor>:<device>:<driver version>", hex
+  std::string driver_version;       // the driver's version number as it reports it, hex
   tm_device_kind kind = TM_DEVICE_GPU;
   uint32_t api_version = 0;
   uint64_t device_local_bytes = 0;  // sum of the DEVICE_LOCAL heaps

@@ -2,6 +2,7 @@
 // without knowing its name. Everything Vulkan-specific stays behind this table; no exception crosses it.
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,19 +123,24 @@ uint32_t device_count() { return state().instance ? static_cast<uint32_t>(state(
 tm_status device_info(uint32_t index, tm_device_info_v1* out) {
   if (!state().instance || index >= device_count()) return TM_ERR_INVALID_ARGUMENT;
   const PhysicalDevice& d = state().instance->devices()[index];
-  *out = tm_device_info_v1{};
-  out->struct_size = sizeof *out;
-  out->kind = d.kind;
-  out->name = d.name.c_str();
-  out->id = d.id.c_str();
-  out->memory_bytes = d.device_local_bytes;
-  out->max_allocation_bytes = d.max_allocation_bytes;
-  out->max_buffer_binding_bytes = d.max_storage_buffer_range;
-  out->features = d.features;
+  const uint32_t caller_size = out->struct_size;  // a core built before an extension knows fewer fields
+  tm_device_info_v1 info{};
+  info.struct_size = sizeof info;
+  info.kind = d.kind;
+  info.name = d.name.c_str();
+  info.id = d.id.c_str();
+  info.memory_bytes = d.device_local_bytes;
+  info.max_allocation_bytes = d.max_allocation_bytes;
+  info.max_buffer_binding_bytes = d.max_storage_buffer_range;
+  info.features = d.features;
   // Declared, not measured: a discrete GPU sits behind PCIe (16 GB/s, a conservative PCIe 4.0 x16);
   // an integrated GPU or a software adapter still receives a copy of the data in host memory (about
   // one memcpy, 10 GB/s). `tensormorph calibrate` measures the kernels, transfer included.
-  out->host_link_bytes_per_s = d.kind == TM_DEVICE_GPU ? 16e9 : 10e9;
+  info.host_link_bytes_per_s = d.kind == TM_DEVICE_GPU ? 16e9 : 10e9;
+  info.driver_version = d.driver_version.c_str();
+  const size_t n = caller_size && caller_size < sizeof info ? caller_size : sizeof info;
+  std::memcpy(out, &info, n);
+  out->struct_size = static_cast<uint32_t>(n);
   return TM_OK;
 }
 

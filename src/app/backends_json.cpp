@@ -17,7 +17,41 @@ nlohmann::json device_json(const DeviceInfo& d) {
           {"max_allocation_bytes", d.max_allocation_bytes},
           {"max_buffer_binding_bytes", d.max_buffer_binding_bytes},
           {"features", split_list(feature_names(d.features))},
-          {"host_link_bytes_per_s", d.host_link_bytes_per_s}};
+          {"host_link_bytes_per_s", d.host_link_bytes_per_s},
+          {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)}};
+}
+
+nlohmann::json self_test_json(const SelfTestVerdict& v) {
+  return {{"backend", v.backend}, {"device", v.device},   {"driver_version", v.driver_version},
+          {"op", v.op},           {"input", v.input},     {"status", v.status},
+          {"detail", v.detail},   {"seconds", v.seconds}};
+}
+
+std::vector<SelfTestVerdict> run_all_self_tests(const BackendRegistry& registry) {
+  for (const Backend& b : registry.backends()) {
+    if (!b.available || b.origin == "static") continue;
+    for (const DeviceInfo& d : b.devices)
+      for (const KernelInfo& k : b.kernels)
+        for (uint32_t id = 0; id < 64; ++id) {
+          if (!(k.dtype_mask & (uint64_t{1} << id))) continue;
+          OpRequest r;
+          r.op = k.op;
+          r.elements = 1024, r.bytes = 4096;
+          if (tm_op_takes_format(k.op)) {
+            r.dtype = DType::F32, r.format_id = id;
+            KernelInfo one = k;
+            one.dtype_mask = uint64_t{1} << id;
+            r.format_name = kernel_inputs(one).at(0);
+            if (k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_QUANT_MOMENTS || k.op == TM_OP_GGML_BLOCK_STATS)
+              if (const GgmlType* g = ggml_type(id)) r.format_block_elements = g->block_size, r.format_block_bytes = g->type_size;
+          } else {
+            r.dtype = static_cast<DType>(id);
+          }
+          std::string why;
+          registry.self_tests().admit(registry, b, d, k, r, &why);
+        }
+  }
+  return registry.self_tests().verdicts();
 }
 
 std::vector<std::string> kernel_inputs(const KernelInfo& k) {

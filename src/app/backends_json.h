@@ -6,7 +6,7 @@
 // - kernel_json: op, dtypes (what kernel_inputs names), precision, max_elements, required_features,
 //   workspace_fixed_bytes, workspace_bytes_per_element, approx_step (null when exact), approx_description.
 // - backend_json: name, description, origin, available, reason (null when available), detail, devices,
-//   kernels.
+//   kernels; device_json also driver_version (null when the plugin does not report one).
 #pragma once
 
 #include <string>
@@ -25,5 +25,11 @@ nlohmann::json device_json(const DeviceInfo& d);
 std::vector<std::string> kernel_inputs(const KernelInfo& k);
 nlohmann::json kernel_json(const KernelInfo& k);
 nlohmann::json backend_json(const Backend& b);
+
+// A kernel self-test verdict (self_test.h): backend, device, driver_version, op, input, status, detail, seconds.
+nlohmann::json self_test_json(const SelfTestVerdict& v);
+// Runs the self-test of every kernel of every available plugin, on each of its devices, for every dtype or
+// format it declares (ggml formats with their block layout), and returns every verdict of the registry.
+std::vector<SelfTestVerdict> run_all_self_tests(const BackendRegistry& registry);
 
 }  // namespace tmorph::app

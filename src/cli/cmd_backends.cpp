@@ -1,6 +1,7 @@
 // tensormorph backends: every backend, its devices and kernels, and why an unavailable one is so.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.h"
@@ -10,6 +11,7 @@
 #include "cli/compute_flags.h"
 #include "core/format.h"
 #include "distributed/world.h"
+#include "tensormorph/error.h"
 
 namespace tmorph::cli {
 
@@ -35,9 +37,33 @@ nlohmann::json not_installed(const Runtime& rt) {
   return out;
 }
 
+// A backend's level for each capability of the parity matrix (empty when the matrix does not list it).
+nlohmann::json parity_levels(const std::string& name) {
+  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
+  nlohmann::json levels = nlohmann::json::object();
+  if (!matrix.at("backends").contains(name)) return levels;
+  for (const auto& cap : matrix.at("capabilities"))
+    if (cap.at("backends").contains(name)) levels[cap.at("id").get<std::string>()] = cap.at("backends").at(name).at("level");
+  return levels;
+}
+
+// "3 compiled, 2 required, 40 not-implemented": how much of the matrix a backend covers, by level.
+std::string level_summary(const nlohmann::json& levels) {
+  std::map<std::string, int> counts;
+  for (const auto& [cap, level] : levels.items()) ++counts[level.get<std::string>()];
+  std::string out;
+  for (const auto& [level, n] : counts) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + level;
+  return out;
+}
+
 nlohmann::json backends_json(const Runtime& rt) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& b : rt.registry.backends()) list.push_back(app::backend_json(b));
+  for (const auto& b : rt.registry.backends()) {
+    list.push_back(app::backend_json(b));
+    list.back()["parity_levels"] = parity_levels(b.name);
+  }
+  nlohmann::json tests = nlohmann::json::array();
+  for (const auto& v : rt.registry.self_tests().verdicts()) tests.push_back(app::self_test_json(v));
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : rt.registry.load_failures())
     failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});
@@ -47,7 +73,8 @@ nlohmann::json backends_json(const Runtime& rt) {
           {"plugin_dir_source", rt.plugin_dir_source},
           {"calibration_file", rt.calibration_path},
           {"calibrated_entries", rt.costs.size()},
-          {"not_installed", not_installed(rt)}};
+          {"not_installed", not_installed(rt)},
+          {"self_tests", tests}};
 }
 
 void print_backends(const Runtime& rt) {
@@ -56,6 +83,11 @@ void print_backends(const Runtime& rt) {
                 b.description.c_str());
     if (!b.available && !b.unavailable_detail.empty()) std::printf("  why: %s\n", b.unavailable_detail.c_str());
     std::printf("  origin: %s\n", b.origin.c_str());
+    if (const auto levels = parity_levels(b.name); !levels.empty())
+      std::printf("  parity (tests/parity/backend_matrix.json): %s%s\n", level_summary(levels).c_str(),
+                  levels.dump().find("\"compiled\"") != std::string::npos
+                      ? "; compiled = built and tested on the host (emulated), never run on this hardware in CI"
+                      : "");
     for (const auto& d : b.devices)
       std::printf("  device %u: %s (%s), memory %s, max allocation %s, max binding %s, features %s\n", d.index,
                   d.name.c_str(), device_kind_name(d.kind).c_str(), format_bytes(static_cast<double>(d.memory_bytes)).c_str(),
@@ -66,6 +98,10 @@ void print_backends(const Runtime& rt) {
                   join(app::kernel_inputs(k)).c_str(),
                   k.approx_step.empty() ? "" : ("  [approx step: " + k.approx_step + "]").c_str());
   }
+  for (const auto& v : rt.registry.self_tests().verdicts())
+    std::printf("self-test %s/%s %s on %s: %s (%.3f s)%s%s\n", v.backend.c_str(), v.device.c_str(), v.op.c_str(),
+                v.input.c_str(), v.status.c_str(), v.seconds, v.status == "passed" ? "" : ": ",
+                v.status == "passed" ? "" : v.detail.c_str());
   for (const auto& f : rt.registry.load_failures())
     std::printf("plugin %s  [not loaded: %s]  %s\n", f.path.c_str(), f.reason.c_str(), f.detail.c_str());
   for (const auto& b : not_installed(rt)) {
@@ -97,14 +133,22 @@ void add_backends_command(CLI::App& app) {
                                                  "unavailable backend is unavailable");
   cmd->add_flag("--json", *json, "print one JSON document");
   cmd->add_option("--never", flags->never, "show this backend as disabled by policy (repeatable)");
-  cmd->callback([json, flags] {
+  auto self_test = std::make_shared<bool>(false);
+  cmd->add_flag("--self-test", *self_test,
+                "run every plugin kernel's known-answer self-test against the CPU now, for every dtype or format it "
+                "declares, and list the verdicts (exit 1 when one fails)");
+  cmd->callback([json, flags, self_test] {
     auto rt = make_runtime(flags.get());
+    bool failed = false;
+    if (*self_test)
+      for (const auto& v : app::run_all_self_tests(rt->registry)) failed = failed || v.status == "failed";
     if (*json) {
       nlohmann::json doc = backends_json(*rt);
       doc["mpi"] = mpi_json();
       print_json(doc);
     }
     else print_backends(*rt);
+    if (failed) throw Error(ErrorKind::Unavailable, "a kernel failed its self-test against the CPU reference: it will not serve calls");
   });
 }
 
