@@ -59,7 +59,9 @@ bench: build
 	@/usr/bin/python3 bench/index_bench.py --build build
 	@/usr/bin/python3 bench/header_bench.py --build build
 	@/usr/bin/python3 bench/run_dequant_bench.py --build build
-	@/usr/bin/python3 bench/vulkan_bench.py --build build
+	@/usr/bin/python3 bench/backend_bench.py --build build --backend vulkan
+	@/usr/bin/python3 bench/backend_bench.py --build build --backend cuda
+	@/usr/bin/python3 bench/backend_bench.py --build build --backend hip
 	@/usr/bin/python3 bench/stem_bench.py --build build
 	@/usr/bin/python3 bench/lod_bench.py --build build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
