@@ -1,5 +1,7 @@
 #include "app/backends_json.h"
 
+#include "app/parity_matrix.h"
+
 #include "checkpoint/packed_tensor.h"
 #include "formats/gguf.h"
 #include "tensormorph/op_contracts.h"
@@ -91,6 +93,15 @@ nlohmann::json kernel_json(const KernelInfo& k) {
           {"approx_description", k.approx_description}};
 }
 
+nlohmann::json parity_levels(const std::string& name) {
+  static const nlohmann::json matrix = nlohmann::json::parse(kParityMatrixJson);
+  nlohmann::json levels = nlohmann::json::object();
+  if (!matrix.at("backends").contains(name)) return levels;
+  for (const auto& cap : matrix.at("capabilities"))
+    if (cap.at("backends").contains(name)) levels[cap.at("id").get<std::string>()] = cap.at("backends").at(name).at("level");
+  return levels;
+}
+
 nlohmann::json backend_json(const Backend& b) {
   nlohmann::json devices = nlohmann::json::array(), kernels = nlohmann::json::array();
   for (const auto& d : b.devices) devices.push_back(device_json(d));
@@ -102,7 +113,8 @@ nlohmann::json backend_json(const Backend& b) {
           {"reason", b.available ? nlohmann::json(nullptr) : nlohmann::json(b.unavailable_reason)},
           {"detail", b.unavailable_detail},
           {"devices", devices},
-          {"kernels", kernels}};
+          {"kernels", kernels},
+          {"parity_levels", parity_levels(b.name)}};
 }
 
 }  // namespace tmorph::app

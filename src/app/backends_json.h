@@ -6,7 +6,7 @@
 // - kernel_json: op, dtypes (what kernel_inputs names), precision, max_elements, required_features,
 //   workspace_fixed_bytes, workspace_bytes_per_element, approx_step (null when exact), approx_description.
 // - backend_json: name, description, origin, available, reason (null when available), detail, devices,
-//   kernels; device_json also driver_version (null when the plugin does not report one).
+//   kernels, parity_levels (capability -> level in the parity matrix); device_json also driver_version (null when the plugin does not report one).
 #pragma once
 
 #include <string>
@@ -25,6 +25,9 @@ nlohmann::json device_json(const DeviceInfo& d);
 std::vector<std::string> kernel_inputs(const KernelInfo& k);
 nlohmann::json kernel_json(const KernelInfo& k);
 nlohmann::json backend_json(const Backend& b);
+// A backend's level for each capability of tests/parity/backend_matrix.json ({} when the matrix does not list
+// it): "reference", "required", "compiled", ...
+nlohmann::json parity_levels(const std::string& name);
 
 // A kernel self-test verdict (self_test.h): backend, device, driver_version, op, input, status, detail, seconds.
 nlohmann::json self_test_json(const SelfTestVerdict& v);

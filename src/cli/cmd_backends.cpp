@@ -37,16 +37,6 @@ nlohmann::json not_installed(const Runtime& rt) {
   return out;
 }
 
-// A backend's level for each capability of the parity matrix (empty when the matrix does not list it).
-nlohmann::json parity_levels(const std::string& name) {
-  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
-  nlohmann::json levels = nlohmann::json::object();
-  if (!matrix.at("backends").contains(name)) return levels;
-  for (const auto& cap : matrix.at("capabilities"))
-    if (cap.at("backends").contains(name)) levels[cap.at("id").get<std::string>()] = cap.at("backends").at(name).at("level");
-  return levels;
-}
-
 // "3 compiled, 2 required, 40 not-implemented": how much of the matrix a backend covers, by level.
 std::string level_summary(const nlohmann::json& levels) {
   std::map<std::string, int> counts;
@@ -60,7 +50,6 @@ nlohmann::json backends_json(const Runtime& rt) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
     list.push_back(app::backend_json(b));
-    list.back()["parity_levels"] = parity_levels(b.name);
   }
   nlohmann::json tests = nlohmann::json::array();
   for (const auto& v : rt.registry.self_tests().verdicts()) tests.push_back(app::self_test_json(v));
@@ -83,7 +72,7 @@ void print_backends(const Runtime& rt) {
                 b.description.c_str());
     if (!b.available && !b.unavailable_detail.empty()) std::printf("  why: %s\n", b.unavailable_detail.c_str());
     std::printf("  origin: %s\n", b.origin.c_str());
-    if (const auto levels = parity_levels(b.name); !levels.empty())
+    if (const auto levels = app::parity_levels(b.name); !levels.empty())
       std::printf("  parity (tests/parity/backend_matrix.json): %s%s\n", level_summary(levels).c_str(),
                   levels.dump().find("\"compiled\"") != std::string::npos
                       ? "; compiled = built and tested on the host (emulated), never run on this hardware in CI"
