@@ -86,6 +86,13 @@ std::set<std::string> known_steps(const app::Runtime& rt) {
   return steps;
 }
 
+// The kernel self-test verdicts reached so far in this server (self_test.h).
+nlohmann::json self_tests_json(const app::Runtime& rt) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : rt.registry.self_tests().verdicts()) out.push_back(app::self_test_json(v));
+  return out;
+}
+
 nlohmann::json compute_json(const app::Runtime& rt, const nlohmann::json& known_backends, const std::set<std::string>& consent) {
   nlohmann::json backends = nlohmann::json::array();
   for (const auto& b : rt.registry.backends()) {
@@ -118,6 +125,7 @@ nlohmann::json compute_json(const app::Runtime& rt, const nlohmann::json& known_
           {"constraints", {{"prefer", saved("compute.prefer")}, {"never", saved("compute.never")}}},
           {"effective", {{"prefer", rt.constraints.prefer}, {"never", never}}},
           {"placement_preview", placement_preview(rt, consent)},
+          {"self_tests", self_tests_json(rt)},  // after the previews: braced lists evaluate in order
           {"consent", {{"allow_approx", consent}, {"scope", "session"}, {"known_steps", known_steps(rt)}}},
           {"settings_file", s.path()}};
 }

@@ -205,6 +205,20 @@ export interface ComputeBackend {
   kernels: ComputeKernel[];
   /** One line per op (the precision of its first kernel). */
   ops: { op: string; precision: string }[];
+  /** Capability -> level in tests/parity/backend_matrix.json ("compiled": tested on the host only). */
+  parity_levels?: Record<string, string>;
+}
+
+/** A kernel self-test verdict: a plugin kernel compared with the CPU on a known-answer case. */
+export interface SelfTestVerdict {
+  backend: string;
+  device: string;
+  driver_version: string;
+  op: string;
+  input: string;
+  status: "passed" | "failed" | "not_tested";
+  detail: string;
+  seconds: number;
 }
 
 /** The planner's decision for one op under the effective constraints, for a representative request. */
@@ -241,6 +255,8 @@ export interface ComputeDoc {
   constraints: ComputeConstraints; // what the settings file holds
   effective: ComputeConstraints; // what the planner applies now
   placement_preview: PlacementPreview[];
+  /** Kernel self-tests run so far in this server (the previews run those of the kernels they pick). */
+  self_tests?: SelfTestVerdict[];
   /** Approximations consented to for this server session (never saved), and every step kernels here declare. */
   consent?: { allow_approx: string[]; scope: string; known_steps: string[] };
   settings_file: string;

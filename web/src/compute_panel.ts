@@ -93,6 +93,28 @@ function backendCard(b: ComputeBackend, doc: ComputeDoc): HTMLElement {
     card.append(el("p", { class: "hint" }, "No device."));
   }
   card.append(b.kernels.length ? kernelList(b.kernels) : el("p", { class: "hint" }, "Implements no op."));
+  const levels = Object.values(b.parity_levels ?? {});
+  const compiled = levels.filter((l) => l === "compiled").length;
+  if (compiled)
+    card.append(
+      el("p", { class: "backend-parity", "data-compiled": String(compiled) },
+        `Parity: ${compiled} capabilities compiled (tested on the host under emulation, never run on this hardware in CI); ` +
+          "each kernel is self-tested against the CPU before its first call."),
+    );
+  const tests = (doc.self_tests ?? []).filter((v) => v.backend === b.name);
+  if (tests.length) {
+    const failed = tests.filter((v) => v.status === "failed");
+    const p = el("div", { class: "backend-self-tests", "data-failed": String(failed.length) },
+      `Self-tests so far: ${tests.filter((v) => v.status === "passed").length} passed, ${failed.length} failed, ` +
+        `${tests.filter((v) => v.status === "not_tested").length} not tested.`);
+    if (failed.length) {
+      const ul = el("ul", {});
+      for (const v of failed)
+        ul.append(el("li", { "data-op": v.op }, el("b", {}, `${v.op} on ${v.input}`), ` refused (self_test_failed): ${v.detail}`));
+      p.append(ul);
+    }
+    card.append(p);
+  }
   return card;
 }
 

@@ -27,6 +27,8 @@ export function reasonText(reason: string): string {
       return "preferred by the user";
     case "fallback_missing_kernel":
       return "fallback: no preferred backend has a kernel for it";
+    case "self_test_failed":
+      return "refused: the kernel's self-test differed from the CPU";
     case "page_adapter":
       return "coloured on this page's WebGPU adapter (heatmap: Colour on auto / page)";
     case "derived_from_bitpattern_histogram":
