@@ -79,6 +79,8 @@ class BackendRegistry {
   const Backend* find(const std::string& name) const;
   // Kernel self-test admission (self_test.h): the planner asks before a plugin kernel serves a call.
   const SelfTests& self_tests() const { return self_tests_; }
+  // Where verdicts persist across processes (SelfTests::set_cache_file); the runtime sets it.
+  void set_self_test_cache_file(const std::string& path) { self_tests_.set_cache_file(path); }
 
  private:
   std::vector<Backend> backends_;

@@ -4,7 +4,8 @@
 // refuses that kernel for that input with the reason self_test_failed; the planner then places the op
 // elsewhere and reports why. This is what lets a kernel that was compiled but never run on its hardware
 // in CI reach a user without risking a wrong number. Verdicts are kept per backend, device, driver
-// version, kernel and input (dtype or format), so each costs once per process.
+// version, plugin file, kernel and input (dtype or format): once per process, and across processes in the
+// cache file the runtime names (cache_dir()/self-tests.json).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct SelfTestVerdict {
   std::string status;   // "passed", "failed", or "not_tested" (no known-answer case for it yet)
   std::string detail;   // what differed, or why it was not tested
   double seconds = 0;   // the test's wall time (both runs)
+  bool cached = false;  // read from the verdict cache file, not run in this process
 };
 
 class SelfTests {
@@ -45,7 +47,18 @@ class SelfTests {
   // Every verdict so far, in the order they were reached.
   std::vector<SelfTestVerdict> verdicts() const;
 
+  // Keeps passed and failed verdicts in this JSON file across processes (empty: this process only), keyed
+  // also by the plugin file's size and modification time, so a rebuilt plugin or another driver is tested
+  // again. A damaged file is ignored (tests run again and rewrite it). Set before the first admit.
+  void set_cache_file(const std::string& path) { cache_file_ = path; }
+
  private:
+  void load_cache() const;
+  void save_cache() const;
+
+  std::string cache_file_;
+  mutable bool cache_loaded_ = false;
+  mutable std::map<std::string, SelfTestVerdict> cached_;  // from the file, by key
   mutable std::mutex mutex_;
   mutable std::map<std::string, size_t> index_;  // key -> position in verdicts_
   mutable std::vector<SelfTestVerdict> verdicts_;

@@ -26,7 +26,7 @@ nlohmann::json device_json(const DeviceInfo& d) {
 nlohmann::json self_test_json(const SelfTestVerdict& v) {
   return {{"backend", v.backend}, {"device", v.device},   {"driver_version", v.driver_version},
           {"op", v.op},           {"input", v.input},     {"status", v.status},
-          {"detail", v.detail},   {"seconds", v.seconds}};
+          {"detail", v.detail},   {"seconds", v.seconds}, {"cached", v.cached}};
 }
 
 std::vector<SelfTestVerdict> run_all_self_tests(const BackendRegistry& registry) {

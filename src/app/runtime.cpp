@@ -32,6 +32,8 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   }
   rt->registry.register_table(tmorph::cpu::cpu_backend_table(), "static");
   rt->registry.load_plugins_from(rt->plugin_dir);
+  // Kernel self-test verdicts persist per device, driver and plugin build (include/tensormorph/self_test.h).
+  rt->registry.set_self_test_cache_file(cache_dir() + "/self-tests.json");
 
   rt->calibration_path = config_dir() + "/calibration.json";
   rt->costs.load(rt->calibration_path);

@@ -1,8 +1,15 @@
 #include "tensormorph/self_test.h"
 
 #include <chrono>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "compute/known_answer.h"
+#include "core/json_file.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/op_contracts.h"
 
@@ -39,19 +46,74 @@ tm_status run_case(const Backend& b, uint32_t device, uint32_t kernel, const Kno
   return st;
 }
 
+// What identifies a plugin build: its file's size and modification time ("static" for the linked one).
+std::string plugin_identity(const Backend& b) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(b.origin, ec);
+  if (ec) return b.origin;
+  const auto mtime = std::filesystem::last_write_time(b.origin, ec);
+  return b.origin + "@" + std::to_string(size) + "@" + std::to_string(ec ? 0 : mtime.time_since_epoch().count());
+}
+
+nlohmann::json to_json(const SelfTestVerdict& v) {
+  return {{"backend", v.backend}, {"device", v.device}, {"driver_version", v.driver_version}, {"op", v.op},
+          {"input", v.input},     {"status", v.status}, {"detail", v.detail},                 {"seconds", v.seconds}};
+}
+
 }  // namespace
+
+void SelfTests::load_cache() const {
+  cache_loaded_ = true;
+  if (cache_file_.empty()) return;
+  try {
+    const auto doc = read_json_file(cache_file_);
+    if (!doc || doc->value("version", 0) != 1) return;
+    for (const auto& [key, v] : doc->at("verdicts").items()) {
+      SelfTestVerdict out{v.at("backend"), v.at("device"), v.at("driver_version"), v.at("op"), v.at("input"),
+                          v.at("status"),  v.at("detail"), v.at("seconds"),        true};
+      if (out.status == "passed" || out.status == "failed") cached_[key] = out;
+    }
+  } catch (const std::exception&) {
+    cached_.clear();  // damaged: every kernel is tested again, and the file rewritten
+  }
+}
+
+void SelfTests::save_cache() const {
+  if (cache_file_.empty()) return;
+  nlohmann::json verdicts = nlohmann::json::object();
+  for (const auto& [key, v] : cached_) verdicts[key] = to_json(v);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cache_file_).parent_path(), ec);
+  const std::string tmp = cache_file_ + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return;  // a read-only cache costs a test per process, nothing else
+    out << nlohmann::json{{"version", 1}, {"verdicts", verdicts}}.dump(1) << "\n";
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, cache_file_, ec);  // atomic: concurrent processes never read half a file
+  if (ec) std::filesystem::remove(tmp, ec);
+}
 
 bool SelfTests::admit(const BackendRegistry& registry, const Backend& b, const DeviceInfo& d, const KernelInfo& k,
                       const OpRequest& req, std::string* why) const {
   const Backend* ref = reference_backend(registry);
   if (!ref || &b == ref) return true;  // the reference is what the others are judged against
   const std::string input = input_name(req);
-  const std::string key = b.name + "\x1f" + d.id + "\x1f" + d.driver_version + "\x1f" + std::to_string(k.index) + "\x1f" + input;
+  const std::string key = b.name + "|" + d.id + "|" + d.driver_version + "|" + plugin_identity(b) + "|" +
+                          std::to_string(k.index) + "|" + input;
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) {
     const SelfTestVerdict& v = verdicts_[it->second];
     if (why) *why = v.detail;
     return v.status != "failed";
+  }
+  if (!cache_loaded_) load_cache();
+  if (auto it = cached_.find(key); it != cached_.end()) {
+    index_[key] = verdicts_.size();
+    verdicts_.push_back(it->second);
+    if (why) *why = it->second.detail;
+    return it->second.status != "failed";
   }
   SelfTestVerdict v{b.name, d.name, d.driver_version, op_name(req.op), input, "not_tested", "", 0};
   const auto start = std::chrono::steady_clock::now();
@@ -87,6 +149,11 @@ bool SelfTests::admit(const BackendRegistry& registry, const Backend& b, const D
   v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   index_[key] = verdicts_.size();
   verdicts_.push_back(v);
+  if (v.status != "not_tested") {
+    cached_[key] = v;
+    cached_[key].cached = true;
+    save_cache();
+  }
   if (why) *why = v.detail;
   return v.status != "failed";
 }

@@ -4,7 +4,11 @@
 // stats.bitpattern_histogram kernel (admitted); a strict request for the wrong kernel fails naming it.
 #include "test_support.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "tensormorph/error.h"
 
@@ -95,6 +99,51 @@ TEST(SelfTest, ReferenceKernelsAreNotTestedAndOtherPluginsPass) {
   ASSERT_EQ(verdicts.size(), 1u);  // nothing recorded for the CPU's own kernels
   EXPECT_EQ(verdicts[0].backend, "testaccel");
   EXPECT_EQ(verdicts[0].status, "passed") << verdicts[0].detail;
+}
+
+}  // namespace
+}  // namespace tmorph
+
+namespace tmorph {
+namespace {
+
+// Verdicts persist in the cache file: a second registry (another process, in effect) reads the failed verdict
+// instead of running the test, and a damaged cache file is ignored.
+TEST(SelfTest, VerdictsPersistInTheCacheFileAndADamagedFileIsIgnored) {
+  const std::string dir = ::testing::TempDir() + "/tm-self-test-cache-" + std::to_string(::getpid());
+  const std::string file = dir + "/self-tests.json";
+  std::filesystem::remove_all(dir);
+  CostModel costs;
+  Constraints prefer;
+  prefer.prefer = {"testwrong"};
+  {
+    auto registry = wrong_registry();
+    registry->set_self_test_cache_file(file);
+    EXPECT_EQ(Planner(*registry, costs, prefer).place(u8_request(TM_OP_STATS_MOMENTS)).backend, "cpu");
+    ASSERT_FALSE(registry->self_tests().verdicts().at(0).cached);
+  }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  {
+    auto registry = wrong_registry();
+    registry->set_self_test_cache_file(file);
+    const Placement p = Planner(*registry, costs, prefer).place(u8_request(TM_OP_STATS_MOMENTS));
+    EXPECT_EQ(p.backend, "cpu");
+    const auto v = registry->self_tests().verdicts();
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_TRUE(v[0].cached);
+    EXPECT_EQ(v[0].status, "failed");
+  }
+  { std::ofstream(file, std::ios::trunc) << "{\"version\": 1, \"verdicts\": [tru"; }
+  {
+    auto registry = wrong_registry();
+    registry->set_self_test_cache_file(file);
+    EXPECT_EQ(Planner(*registry, costs, prefer).place(u8_request(TM_OP_STATS_MOMENTS)).backend, "cpu");
+    const auto v = registry->self_tests().verdicts();
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_FALSE(v[0].cached);  // tested again
+    EXPECT_EQ(v[0].status, "failed");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
