@@ -123,7 +123,10 @@ tests (`Backends/GpuParity.*`) on `gpuemu`; the same tests run on `cuda` and `hi
 (skipped with the reason otherwise; `TM_REQUIRE_CUDA=1` / `TM_REQUIRE_HIP=1` make that a failure, as
 `scripts/device-check` does). Kernels: moments (every dtype but i64/u64, the 16-lane contract in four
 barrier-free launches), histograms (every dtype), bit-pattern counts, `stem.frame_sums`,
-`stem.pattern_reduce`, `display.colorize`, and the legacy ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. Calls
+`stem.pattern_reduce`, `display.colorize`, and the ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K, Q3_K,
+Q4_K, Q5_K, Q6_K, Q8_K (one thread per value, ggml's float order). Not yet on these backends: quantiles,
+quant.moments, the IQ and ternary formats, SSB (cuFFT/hipFFT) and bitshuffle+LZ4 decoding on the device:
+those ops run on the CPU (or Vulkan), reported. Calls
 move at most 256 MiB of input per piece (`TENSORMORPH_GPU_CHUNK_BYTES`), in whole statistics blocks, frames
 or ggml blocks; resident copies (upload/release) serve later calls without a transfer. Without a device
 the plugins load and are listed unavailable with the runtime's reason: `no_driver` (CUDA's

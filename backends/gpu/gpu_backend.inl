@@ -136,6 +136,7 @@ constexpr uint64_t kBitpatternDtypes = bit(TM_DTYPE_F16) | bit(TM_DTYPE_BF16) | 
                                        bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_BOOL);
 constexpr uint64_t kFrameDtypes = bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32);
 constexpr uint64_t kLegacyGgml = bit(kQ4_0) | bit(kQ4_1) | bit(kQ5_0) | bit(kQ5_1) | bit(kQ8_0);
+constexpr uint64_t kKQuants = bit(kQ2_K) | bit(kQ3_K) | bit(kQ4_K) | bit(kQ5_K) | bit(kQ6_K) | bit(kQ8_K);
 constexpr uint64_t kFeatures = TM_FEATURE_F64 | TM_FEATURE_F16 | TM_FEATURE_INT64 | TM_FEATURE_INT64_ATOMICS;
 // Input bytes one piece of a call moves to the device (each piece also needs its outputs): 256 MiB, or
 // TENSORMORPH_GPU_CHUNK_BYTES (the parity tests shrink it to exercise pieces; at least 4 KiB).
@@ -174,7 +175,7 @@ const KernelEntry kKernels[] = {
     {TM_OP_STEM_FRAME_SUMS, kFrameDtypes, run_frame_sums},
     {TM_OP_STEM_PATTERN_REDUCE, kFrameDtypes, run_pattern_reduce},
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
-    {TM_OP_DEQUANTIZE_GGML, kLegacyGgml, run_dequantize},
+    {TM_OP_DEQUANTIZE_GGML, kLegacyGgml | kKQuants, run_dequantize},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -372,17 +373,25 @@ void run_colorize(const tm_kernel_call_v1& c, const unsigned char* resident) {
 
 void run_dequantize(const tm_kernel_call_v1& c, const unsigned char*) {
   const auto& p = params_of<tm_dequantize_ggml_params_v1>(c);
-  const unsigned bytes = p.ggml_type < 64 && (kLegacyGgml & bit(p.ggml_type)) ? legacy_block_bytes(p.ggml_type) : 0;
-  if (!bytes) throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " kernel for ggml type " + std::to_string(p.ggml_type));
-  if (c.element_count % 32)
-    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::to_string(c.element_count) + " elements are not whole 32-element blocks");
+  const bool legacy = p.ggml_type < 64 && (kLegacyGgml & bit(p.ggml_type));
+  const bool kquant = p.ggml_type < 64 && (kKQuants & bit(p.ggml_type));
+  if (!legacy && !kquant)
+    throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " kernel for ggml type " + std::to_string(p.ggml_type));
+  const uint64_t block = legacy ? 32 : 256, bytes = legacy ? legacy_block_bytes(p.ggml_type) : kquant_block_bytes(p.ggml_type);
+  if (c.element_count % block)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::to_string(c.element_count) + " elements are not whole " +
+                                                std::to_string(block) + "-element blocks");
   need_output(c, c.element_count * sizeof(float));
-  for (const Chunk& piece : plan_chunks(c.element_count, 32, bytes, chunk_bytes())) {
-    DeviceBuffer blocks(piece.count / 32 * bytes), out(piece.count * sizeof(float));
-    blocks.upload(static_cast<const unsigned char*>(c.input) + piece.first / 32 * bytes, piece.count / 32 * bytes);
-    TM_GPU_LAUNCH(dequantize_legacy_kernel, grid_for(piece.count), kThreads,
-                  static_cast<const unsigned char*>(blocks.get()), piece.count, unsigned(p.ggml_type), out.get<float>());
-    finish_launch("dequantize_legacy_kernel");
+  for (const Chunk& piece : plan_chunks(c.element_count, block, bytes, chunk_bytes())) {
+    DeviceBuffer blocks(piece.count / block * bytes), out(piece.count * sizeof(float));
+    blocks.upload(static_cast<const unsigned char*>(c.input) + piece.first / block * bytes, piece.count / block * bytes);
+    if (legacy)
+      TM_GPU_LAUNCH(dequantize_legacy_kernel, grid_for(piece.count), kThreads,
+                    static_cast<const unsigned char*>(blocks.get()), piece.count, unsigned(p.ggml_type), out.get<float>());
+    else
+      TM_GPU_LAUNCH(dequantize_kquant_kernel, grid_for(piece.count), kThreads,
+                    static_cast<const unsigned char*>(blocks.get()), piece.count, unsigned(p.ggml_type), out.get<float>());
+    finish_launch("dequantize kernel");
     out.download(static_cast<float*>(c.output) + piece.first, piece.count * sizeof(float));
   }
 }

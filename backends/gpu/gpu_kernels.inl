@@ -341,4 +341,96 @@ __global__ void dequantize_legacy_kernel(const unsigned char* blocks, uint64_t n
   }
 }
 
+// ---- dequantize.ggml: the 256-element K-quant super-blocks -------------------------------------------------
+// The order of float operations of ggml's dequantize_row_q*_k (backends/cpu/dequant/ggml_kquants.cpp): the
+// sub-block products d * scale and dmin * min first, then (d * scale) * q - (dmin * min).
+enum : unsigned { kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15 };
+__host__ __device__ inline unsigned kquant_block_bytes(unsigned type) {
+  switch (type) {
+    case kQ2_K: return 84;
+    case kQ3_K: return 110;
+    case kQ4_K: return 144;
+    case kQ5_K: return 176;
+    case kQ6_K: return 210;
+    case kQ8_K: return 292;
+    default: return 0;
+  }
+}
+// Q4_K/Q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes.
+__device__ inline void k4_scale_min(const unsigned char* packed, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = packed[j] & 63, *min = packed[j + 4] & 63;
+  } else {
+    *scale = (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4);
+    *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+// Q3_K: signed 6-bit scale i (-32 .. 31) from the 12 packed bytes.
+__device__ inline int q3k_scale(const unsigned char* packed, int i) {
+  const int low = i < 8 ? (packed[i] & 0x0F) : (packed[i - 8] >> 4);
+  const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// Thread per output element.
+__global__ void dequantize_kquant_kernel(const unsigned char* blocks, uint64_t n, unsigned type, float* out) {
+  const unsigned bytes = kquant_block_bytes(type);
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) {
+    const unsigned char* b = blocks + (i / 256) * bytes;
+    const int j = static_cast<int>(i % 256);
+    switch (type) {
+      case kQ2_K: {
+        const int s = j / 16, l = j % 16;
+        const float dl = load_half(b + 80) * static_cast<float>(b[s] & 0x0F);
+        const float ml = load_half(b + 82) * static_cast<float>(b[s] >> 4);
+        const unsigned char* q = b + 16 + 32 * (s / 8) + 16 * (s % 2);
+        const float prod = dl * static_cast<float>((q[l] >> (2 * ((s % 8) / 2))) & 3);
+        out[i] = prod - ml;
+        break;
+      }
+      case kQ3_K: {
+        const int s = j / 16, l = j % 16, half = s / 8, pass = (s % 8) / 2, at = 16 * (s % 2) + l;
+        const float dl = load_half(b + 108) * static_cast<float>(q3k_scale(b + 96, s));
+        const int low = (b[32 + 32 * half + at] >> (2 * pass)) & 3;
+        const int minus = (((b[at] >> (4 * half + pass)) & 1) ^ 1) << 2;
+        out[i] = dl * static_cast<float>(low - minus);
+        break;
+      }
+      case kQ4_K:
+      case kQ5_K: {
+        const int c = j / 64, r = j % 64, l = r % 32, sub = 2 * c + (r >= 32);
+        int scale, min;
+        k4_scale_min(b + 4, sub, &scale, &min);
+        const float d1 = load_half(b) * static_cast<float>(scale), m1 = load_half(b + 2) * static_cast<float>(min);
+        int q;
+        if (type == kQ4_K) {
+          const unsigned char byte = b[16 + 32 * c + l];
+          q = r < 32 ? byte & 0x0F : byte >> 4;
+        } else {
+          const unsigned char byte = b[48 + 32 * c + l];
+          q = (r < 32 ? byte & 0x0F : byte >> 4) | (((b[16 + l] >> sub) & 1) << 4);
+        }
+        const float prod = d1 * static_cast<float>(q);
+        out[i] = prod - m1;
+        break;
+      }
+      case kQ6_K: {
+        const int h = j / 128, r = j % 128, k = r / 32, l = r % 32;
+        const int lo4 = (b[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
+        const int hi2 = (b[128 + 32 * h + l] >> (2 * k)) & 3;
+        const float scale = load_half(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + 8 * h + 2 * k + l / 16]));
+        out[i] = scale * static_cast<float>((lo4 | (hi2 << 4)) - 32);
+        break;
+      }
+      default: {  // Q8_K: float32 d, int8 codes
+        float d;
+        const uint32_t bits = load_u32_le(b);
+        memcpy(&d, &bits, sizeof d);
+        out[i] = d * static_cast<float>(static_cast<int8_t>(b[4 + j]));
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace tmorph::gpu

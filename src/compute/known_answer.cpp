@@ -135,7 +135,8 @@ std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& req) {
       }
       k->u64s_ = {0};
       for (uint64_t p = 0; p < pixels; ++p)
-        if ((p / cols - 12) * (p / cols - 12) + (p % cols - 10) * (p % cols - 10) < 30) k->u32s_.push_back(static_cast<uint32_t>(p));
+        if (const int64_t r = static_cast<int64_t>(p / cols) - 12, c = static_cast<int64_t>(p % cols) - 10; r * r + c * c < 30)
+          k->u32s_.push_back(static_cast<uint32_t>(p));
       k->u64s_.push_back(k->u32s_.size());
       for (uint64_t p = 0; p < pixels; p += 3) k->u32s_.push_back(static_cast<uint32_t>(p));
       k->u64s_.push_back(k->u32s_.size());

@@ -56,7 +56,8 @@ class GpuPluginsCli(unittest.TestCase):
                 self.assertIn(b["reason"], REASONS, b)
                 self.assertTrue(b["detail"], b)
                 self.assertEqual(b["parity_levels"]["stats.moments"], "compiled")
-                self.assertEqual(b["parity_levels"]["dequantize.ggml.Q4_K"], "not-implemented")
+                self.assertEqual(b["parity_levels"]["dequantize.ggml.Q4_K"], "compiled")
+                self.assertEqual(b["parity_levels"]["dequantize.ggml.IQ2_XXS"], "not-implemented")
         text = run(["backends"]).out
         self.assertIn("compiled = built and tested on the host (emulated), never run on this hardware in CI", text)
 

@@ -112,7 +112,7 @@ TEST_F(GpuValidation, MalformedCallsAreRefusedWithAReason) {
             TM_ERR_UNSUPPORTED);
   EXPECT_NE(message().find("no gpuemu kernel for dtype"), std::string::npos) << message();
   // ggml: a format it has no kernel for, and a count that is not whole blocks.
-  tm_dequantize_ggml_params_v1 q{12, 0};
+  tm_dequantize_ggml_params_v1 q{16, 0};  // IQ2_XXS
   std::vector<float> f(64);
   EXPECT_EQ(call(TM_OP_DEQUANTIZE_GGML, TM_DTYPE_F32, frames.data(), 32, &q, sizeof q, f.data(), 256), TM_ERR_UNSUPPORTED);
   q.ggml_type = 8;

@@ -171,6 +171,36 @@ TEST_P(GpuParity, DequantizeLegacyGgmlBlocksBitIdentical) {
   }
 }
 
+// The K-quant super-blocks decode bit for bit, scales of every class included.
+TEST_P(GpuParity, DequantizeKQuantsBitIdentical) {
+  ScopedChunk chunk("4096");
+  std::mt19937_64 rng(78);
+  const uint16_t special[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00};
+  struct Format { uint32_t type, bytes, scale_at; };  // scale_at: an fp16 scale's offset (Q8_K: none)
+  for (const Format f : {Format{10, 84, 80}, Format{11, 110, 108}, Format{12, 144, 0}, Format{13, 176, 2},
+                         Format{14, 210, 208}, Format{15, 292, 0}}) {
+    for (uint64_t blocks : {uint64_t{1}, uint64_t{17}, uint64_t{300}}) {
+      std::vector<uint8_t> data(blocks * f.bytes);
+      for (auto& b : data) b = static_cast<uint8_t>(rng());
+      if (f.type != 15)
+        for (uint64_t k = 0; k < blocks; k += 3) std::memcpy(&data[k * f.bytes + f.scale_at], &special[(k / 3) % 9], 2);
+      const tm_dequantize_ggml_params_v1 params{f.type, 0};
+      std::vector<float> g(blocks * 256), c(blocks * 256);
+      run(GetParam(), TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &g, f.type);
+      run("cpu", TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &c, f.type);
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (std::isnan(c[i])) {
+          ASSERT_TRUE(std::isnan(g[i])) << "type " << f.type << " value " << i;
+          continue;
+        }
+        uint32_t x, y;
+        std::memcpy(&x, &g[i], 4), std::memcpy(&y, &c[i], 4);
+        ASSERT_EQ(x, y) << "type " << f.type << " value " << i << ": " << g[i] << " vs " << c[i];
+      }
+    }
+  }
+}
+
 // A resident copy serves moments without the host input, and reads outside it are refused.
 TEST_P(GpuParity, ResidentCopyServesCallsAndBoundsAreChecked) {
   const uint64_t n = 3 * 65536;
