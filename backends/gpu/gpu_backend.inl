@@ -20,6 +20,7 @@
 #include "gpu_chunks.h"
 #include "gpu_kernels.inl"
 #include "gpu_runtime.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/plugin_abi.h"
 
@@ -156,6 +157,7 @@ struct Input {
 void run_moments(const tm_kernel_call_v1&, const unsigned char*);
 void run_histogram(const tm_kernel_call_v1&, const unsigned char*);
 void run_bitpattern(const tm_kernel_call_v1&, const unsigned char*);
+void run_quantiles(const tm_kernel_call_v1&, const unsigned char*);
 void run_frame_sums(const tm_kernel_call_v1&, const unsigned char*);
 void run_pattern_reduce(const tm_kernel_call_v1&, const unsigned char*);
 void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
@@ -172,6 +174,7 @@ const KernelEntry kKernels[] = {
     {TM_OP_STATS_MOMENTS, kNarrowFloats | kNarrowInts | bit(TM_DTYPE_F64), run_moments},
     {TM_OP_STATS_HISTOGRAM, kNarrowFloats | kNarrowInts | kWide, run_histogram},
     {TM_OP_STATS_BITPATTERN_HISTOGRAM, kBitpatternDtypes, run_bitpattern},
+    {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32) | kWide, run_quantiles},
     {TM_OP_STEM_FRAME_SUMS, kFrameDtypes, run_frame_sums},
     {TM_OP_STEM_PATTERN_REDUCE, kFrameDtypes, run_pattern_reduce},
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
@@ -276,6 +279,90 @@ void run_bitpattern(const tm_kernel_call_v1& c, const unsigned char* resident) {
     finish_launch("bitpattern_kernel");
   }
   add_counts(counts, slots, static_cast<uint64_t*>(c.output));
+}
+
+// Exact quantiles (the CPU's definition, contract_math.h): each wanted rank's key is found digit by digit,
+// 16 bits a pass, from counts of the keys that share its higher digits; at most 16 prefixes per launch.
+void run_quantiles(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  const auto& p = params_of<tm_quantiles_params_v1>(c);
+  if (p.count && !p.probabilities) throw GpuError(TM_ERR_INVALID_ARGUMENT, "quantiles without probabilities");
+  for (uint32_t q = 0; q < p.count; ++q)
+    if (!(p.probabilities[q] >= 0 && p.probabilities[q] <= 1))
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "probability " + std::to_string(q) + " is not in [0, 1]");
+  need_output(c, uint64_t{p.count} * sizeof(tm_quantile_value_v1));
+  auto* out = static_cast<tm_quantile_value_v1*>(c.output);
+  const unsigned width = dtype_width(c.dtype), key_bits = 8 * width, passes = key_bits / 16;
+  constexpr unsigned kTargetsPerLaunch = 16;
+  // Counts digit `pass` of the keys under each of targets (sorted prefixes), summed over the input's pieces.
+  auto count = [&](unsigned pass, const std::vector<uint64_t>& targets) {
+    const unsigned groups = pass == 0 ? 1 : static_cast<unsigned>(targets.size());
+    DeviceBuffer dev_targets(std::max<size_t>(1, targets.size()) * sizeof(uint64_t)), counts(uint64_t{groups} * 65536 * 8);
+    dev_targets.upload(targets.data(), targets.size() * sizeof(uint64_t));
+    counts.zero();
+    for (const Chunk& piece : plan_chunks(c.element_count, 1, width, chunk_bytes())) {
+      const Input in = input_piece(c, resident, piece.first, piece.count, width);
+      TM_GPU_LAUNCH(radix_count_kernel, grid_for(piece.count), kThreads, in.ptr, piece.count, unsigned(c.dtype), key_bits,
+                    pass, static_cast<const uint64_t*>(dev_targets.get<uint64_t>()), groups, counts.get<u64>());
+      finish_launch("radix_count_kernel");
+    }
+    std::vector<uint64_t> host(uint64_t{groups} * 65536);
+    counts.download(host.data(), host.size() * sizeof(uint64_t));
+    return host;
+  };
+  const std::vector<uint64_t> top = count(0, {});
+  uint64_t n = 0;
+  for (uint64_t v : top) n += v;
+  if (n == 0) {
+    for (uint32_t q = 0; q < p.count; ++q) out[q] = {NAN, NAN, NAN, 0};
+    return;
+  }
+  const std::vector<uint64_t> ranks = ranks_read(p.probabilities, p.count, n);
+  // Per rank: the key digits found so far, and how many finite keys lie below that prefix.
+  std::vector<uint64_t> prefix(ranks.size(), 0), below(ranks.size(), 0);
+  // The digit under which rank r lies, given the counts of the digits under its prefix; `below` grows by
+  // the keys of the smaller digits. Returns the prefix extended by that digit.
+  auto descend = [&](size_t r, const uint64_t* counts) {
+    uint64_t seen = below[r];
+    unsigned d = 0;
+    for (; d < 65535; ++d) {
+      if (seen + counts[d] > ranks[r]) break;
+      seen += counts[d];
+    }
+    below[r] = seen;
+    return (prefix[r] << 16) | d;
+  };
+  for (size_t r = 0; r < ranks.size(); ++r) prefix[r] = descend(r, top.data());
+  for (unsigned pass = 1; pass < passes; ++pass) {
+    std::vector<uint64_t> wanted(prefix), next(prefix);
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    for (size_t first = 0; first < wanted.size(); first += kTargetsPerLaunch) {
+      const std::vector<uint64_t> targets(wanted.begin() + first, wanted.begin() + std::min(wanted.size(), first + kTargetsPerLaunch));
+      const std::vector<uint64_t> counts = count(pass, targets);
+      for (size_t r = 0; r < ranks.size(); ++r) {  // every rank's prefix is in exactly one launch's targets
+        const auto t = std::lower_bound(targets.begin(), targets.end(), prefix[r]);
+        if (t != targets.end() && *t == prefix[r]) next[r] = descend(r, counts.data() + (t - targets.begin()) * 65536);
+      }
+    }
+    prefix = next;
+  }
+  // Keys back to values: the inverse of order_key, widened as the CPU widens them.
+  auto value_of_key = [&](uint64_t key) {
+    const uint64_t sign = uint64_t{1} << (key_bits - 1);
+    uint64_t bits = key;
+    if (c.dtype == TM_DTYPE_F32 || c.dtype == TM_DTYPE_F64)
+      bits = (key & sign) ? (key & ~sign) : (~key & (key_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << 32) - 1));
+    else if (c.dtype == TM_DTYPE_I32 || c.dtype == TM_DTYPE_I64)
+      bits = key ^ sign;
+    unsigned cls;
+    return load_value(reinterpret_cast<const unsigned char*>(&bits), 0, c.dtype, &cls);
+  };
+  for (uint32_t q = 0; q < p.count; ++q) {
+    const double value = quantile_of(p.probabilities[q], n, [&](uint64_t r) {
+      return value_of_key(prefix[std::lower_bound(ranks.begin(), ranks.end(), r) - ranks.begin()]);
+    });
+    out[q] = {value, value, value, n};
+  }
 }
 
 // Frames of a 4D-STEM call: element_count must be a whole number of frames.

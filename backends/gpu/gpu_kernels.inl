@@ -187,6 +187,49 @@ __global__ void moments_finish_kernel(uint64_t blocks, const BlockState* state, 
   out[block].m2 = reduce_lane_values(m2);
 }
 
+// ---- stats.quantiles (exact): radix counting over order keys ----------------------------------------------
+// A finite element's order key is an unsigned integer whose order is the values' (floats: negative values
+// all bits flipped, the others the sign bit set, so -0 sorts just below +0; signed ints: the sign bit flipped).
+// Pass p counts digit p (16 bits, most significant first) of the keys whose higher digits equal one of the
+// sorted `targets` prefixes: counts[t * 65536 + digit]. Pass 0 has one empty prefix (every finite key).
+__host__ __device__ inline bool order_key(const unsigned char* data, uint64_t i, unsigned dt, uint64_t* key) {
+  const unsigned width = dtype_width(dt);
+  const uint64_t b = load_bits(data, i, width);
+  const uint64_t sign = uint64_t{1} << (8 * width - 1);
+  if (dt == TM_DTYPE_F32 || dt == TM_DTYPE_F64) {
+    unsigned cls;
+    load_value(data, i, dt, &cls);
+    const uint64_t mask = width == 8 ? ~uint64_t{0} : (uint64_t{1} << 32) - 1;
+    *key = (b & sign) ? (~b & mask) : (b | sign);
+    return cls == kFinite;
+  }
+  *key = (dt == TM_DTYPE_I32 || dt == TM_DTYPE_I64) ? (b ^ sign) : b;
+  return true;
+}
+
+__global__ void radix_count_kernel(const unsigned char* data, uint64_t n, unsigned dt, unsigned key_bits, unsigned pass,
+                                   const uint64_t* targets, unsigned target_count, u64* counts) {
+  const unsigned digit_shift = key_bits - 16 * (pass + 1);
+  for (uint64_t i = global_id(); i < n; i += grid_threads()) {
+    uint64_t key;
+    if (!order_key(data, i, dt, &key)) continue;
+    const unsigned digit = static_cast<unsigned>((key >> digit_shift) & 0xFFFF);
+    unsigned t = 0;
+    if (pass > 0) {
+      const uint64_t prefix = key >> (digit_shift + 16);
+      unsigned lo = 0, hi = target_count;
+      while (lo < hi) {
+        const unsigned mid = (lo + hi) / 2;
+        if (targets[mid] < prefix) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo == target_count || targets[lo] != prefix) continue;
+      t = lo;
+    }
+    atomicAdd(&counts[uint64_t{t} * 65536 + digit], u64{1});
+  }
+}
+
 // ---- stem.frame_sums ------------------------------------------------------------------------------------
 // Thread (frame, segment) adds every kSegments-th pixel (or list entry) of its frame and adds its share
 // to the frame's uint64 sums atomically: integer sums, so the result is the CPU's whatever the order.

@@ -29,7 +29,7 @@ __host__ __device__ inline bool dtype_is_signed_int(unsigned dt) {
   return dt == TM_DTYPE_I8 || dt == TM_DTYPE_I16 || dt == TM_DTYPE_I32 || dt == TM_DTYPE_I64;
 }
 
-__device__ inline uint64_t load_bits(const unsigned char* data, uint64_t i, unsigned width) {
+__host__ __device__ inline uint64_t load_bits(const unsigned char* data, uint64_t i, unsigned width) {
   switch (width) {
     case 8: return reinterpret_cast<const uint64_t*>(data)[i];
     case 4: return reinterpret_cast<const uint32_t*>(data)[i];
@@ -38,20 +38,20 @@ __device__ inline uint64_t load_bits(const unsigned char* data, uint64_t i, unsi
   }
 }
 
-__device__ inline double bits_to_double(uint64_t bits) {
+__host__ __device__ inline double bits_to_double(uint64_t bits) {
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;
 }
 
-__device__ inline int leading_bit(uint32_t f) {  // index of the highest set bit of f > 0
+__host__ __device__ inline int leading_bit(uint32_t f) {  // index of the highest set bit of f > 0
   int p = 0;
   while (f >> (p + 1)) ++p;
   return p;
 }
 
 // A narrow float's layout: mantissa bits, exponent bias, total bits.
-__device__ inline void float_layout(unsigned dt, unsigned* mant, int* bias, unsigned* bits) {
+__host__ __device__ inline void float_layout(unsigned dt, unsigned* mant, int* bias, unsigned* bits) {
   switch (dt) {
     case TM_DTYPE_F32: *mant = 23, *bias = 127, *bits = 32; return;
     case TM_DTYPE_F16: *mant = 10, *bias = 15, *bits = 16; return;
@@ -62,7 +62,7 @@ __device__ inline void float_layout(unsigned dt, unsigned* mant, int* bias, unsi
 }
 
 // Element i's value as a double and its class; non-finite values return 0.
-__device__ inline double load_value(const unsigned char* data, uint64_t i, unsigned dt, unsigned* cls) {
+__host__ __device__ inline double load_value(const unsigned char* data, uint64_t i, unsigned dt, unsigned* cls) {
   const uint64_t raw = load_bits(data, i, dtype_width(dt));
   *cls = kFinite;
   switch (dt) {
@@ -107,7 +107,7 @@ __device__ inline double load_value(const unsigned char* data, uint64_t i, unsig
 }
 
 // An integer (or bool) element's value.
-__device__ inline int64_t load_int(const unsigned char* data, uint64_t i, unsigned dt) {
+__host__ __device__ inline int64_t load_int(const unsigned char* data, uint64_t i, unsigned dt) {
   const uint64_t raw = load_bits(data, i, dtype_width(dt));
   switch (dt) {
     case TM_DTYPE_I8: return static_cast<int8_t>(raw);

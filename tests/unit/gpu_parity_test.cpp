@@ -88,6 +88,28 @@ TEST_P(GpuParity, BitPatternCountsEqual) {
   }
 }
 
+// Exact quantiles: the CPU's values bit for bit for every dtype the CPU's exact kernel takes (32- and 64-bit
+// keys: two and four counting passes), with repeats, ±0, NaN and ±Inf, sizes across pieces, and the edges
+// (p = 0, 1; one finite value; no finite value).
+TEST_P(GpuParity, QuantilesEqualTheCpuForEveryWideDtype) {
+  ScopedChunk chunk("16384");
+  const std::vector<double> probs = {0.0, 1e-6, 0.001, 0.25, 0.5, 0.5000001, 0.9, 0.999, 1.0};
+  const tm_quantiles_params_v1 params{static_cast<uint32_t>(probs.size()), probs.data(), 64u << 20};
+  const auto dts = dtypes_of(TM_OP_STATS_QUANTILES);
+  ASSERT_EQ(dts.size(), 6u);
+  for (DType dt : dts)
+    for (uint64_t n : {uint64_t{1}, uint64_t{2}, uint64_t{1000}, uint64_t{70001}}) {
+      auto data = test::salted_data(dt, n, n * 13 + 1);
+      if (n == 1000)  // many repeats: ranks inside one key
+        for (uint64_t i = 0; i < n; i += 2) std::memcpy(data.data() + i * dtype_size(dt), data.data(), dtype_size(dt));
+      std::vector<tm_quantile_value_v1> g(probs.size()), c(probs.size());
+      run(GetParam(), TM_OP_STATS_QUANTILES, dt, data, &params, sizeof params, &g);
+      run("cpu", TM_OP_STATS_QUANTILES, dt, data, &params, sizeof params, &c);
+      ASSERT_EQ(std::memcmp(g.data(), c.data(), g.size() * sizeof g[0]), 0)
+          << dtype_name(dt) << " n=" << n << ": median " << g[4].value << " vs " << c[4].value;
+    }
+}
+
 TEST_P(GpuParity, StemFrameSumsAndPatternReduceEqualTheCpu) {
   ScopedChunk chunk("8192");  // a few frames per piece
   const uint64_t rows = 40, cols = 33, pixels = rows * cols, frames = 37;
