@@ -33,42 +33,25 @@ class GpuParity : public ::testing::TestWithParam<std::string> {
     GTEST_SKIP() << GetParam() << " backend unavailable (" << why << ")";
   }
 
-  // Runs op on backend `name` (strict placement; the kernel's self-test runs first) over data.
+  // Runs op on backend `name` (strict placement; the kernel's self-test runs first) over data. Format ops
+  // (ggml) pass the format; their element count is the output's float count.
   template <class Out>
   void run(const std::string& name, tm_op op, DType dt, const std::vector<uint8_t>& data, const void* params,
            uint64_t params_size, std::vector<Out>* out, uint32_t format = 0) const {
-    OpRequest r;
-    r.op = op, r.dtype = dt, r.bytes = data.size();
-    r.elements = tm_op_takes_format(op) ? out->size() * sizeof(Out) / 4 : data.size() / dtype_size(dt);
-    r.format_id = format;
-    Constraints c;
-    c.strict_backend = name;
-    const Placement p = Planner(*registry_, costs_, c).place(r);
-    tm_kernel_call_v1 call{};
-    call.struct_size = sizeof call;
-    call.op = op;
-    call.kernel_index = p.kernel_index;
-    call.device_index = p.device_index;
-    call.dtype = static_cast<tm_dtype>(dt);
-    call.input = data.data();
-    call.element_count = r.elements;
-    call.params = params;
-    call.params_size = params_size;
-    call.output = out->data();
-    call.output_size = out->size() * sizeof(Out);
-    call.threads = 2;
-    tm_message msg{};
-    ASSERT_EQ(p.backend_ref->table->run(&call, &msg), TM_OK) << name << ": " << msg.text;
+    const uint64_t elements = tm_op_takes_format(op) ? out->size() * sizeof(Out) / 4 : 0;
+    test::run_kernel_on(*registry_, costs_, name, op, dt, data, params, params_size, out, elements, format);
   }
 
-  std::vector<DType> dtypes_of(tm_op op) const {
-    std::vector<DType> out;
-    for (const auto& k : backend_->kernels)
-      if (k.op == op)
-        for (DType t : kAllDTypes)
-          if (k.dtype_mask & dtype_bit(t)) out.push_back(t);
-    return out;
+  std::vector<DType> dtypes_of(tm_op op) const { return test::kernel_dtypes(*backend_, op); }
+
+ public:
+  // dequantize.ggml of `format` blocks on backend `name`.
+  void run_on(const std::string& name, const std::vector<uint8_t>& blocks, const tm_dequantize_ggml_params_v1& params,
+              std::vector<float>* out, uint32_t format) const {
+    run(name, TM_OP_DEQUANTIZE_GGML, DType::F32, blocks, &params, sizeof params, out, format);
   }
+
+ protected:
 
   std::unique_ptr<BackendRegistry> registry_ = std::make_unique<BackendRegistry>();
   CostModel costs_;

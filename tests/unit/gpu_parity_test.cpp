@@ -16,17 +16,6 @@ struct ScopedChunk {
   ~ScopedChunk() { unsetenv("TENSORMORPH_GPU_CHUNK_BYTES"); }
 };
 
-std::vector<uint8_t> offset_f32(uint64_t n, uint64_t seed) {
-  std::vector<uint8_t> raw = test::salted_data(DType::F32, n, seed);
-  for (uint64_t i = 0; i < n; ++i) {
-    float f;
-    std::memcpy(&f, raw.data() + i * 4, 4);
-    if (std::isfinite(f)) f = 1000.0f + f * 1e-3f;
-    std::memcpy(raw.data() + i * 4, &f, 4);
-  }
-  return raw;
-}
-
 std::vector<uint64_t> sizes() { return {1, 15, 17, 257, 65535, 65536, 65537, 2 * 65536 + 12345}; }
 
 TEST_P(GpuParity, MomentsBitIdenticalForEveryDtypeAndSize) {
@@ -37,7 +26,7 @@ TEST_P(GpuParity, MomentsBitIdenticalForEveryDtypeAndSize) {
     for (uint64_t n : sizes())
       for (int variant = 0; variant < 2; ++variant) {
         if (variant == 1 && dt != DType::F32) continue;
-        const auto data = variant == 0 ? test::salted_data(dt, n, n * 31 + 7) : offset_f32(n, n + 3);
+        const auto data = variant == 0 ? test::salted_data(dt, n, n * 31 + 7) : test::offset_data(dt, n, n + 3);
         const uint64_t blocks = (n + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
         std::vector<tm_moments_partial_v1> g(blocks), c(blocks);
         run(GetParam(), TM_OP_STATS_MOMENTS, dt, data, nullptr, 0, &g);
@@ -165,51 +154,25 @@ TEST_P(GpuParity, DisplayColorizeEqualsTheCpu) {
   }
 }
 
-// The legacy ggml blocks decode bit for bit, scales of every class included (subnormal, zero, ±Inf, NaN).
-TEST_P(GpuParity, DequantizeLegacyGgmlBlocksBitIdentical) {
-  ScopedChunk chunk("4096");
-  std::mt19937_64 rng(77);
+// Decodes random blocks of each format on the backend and the CPU: every value bit for bit (NaN payloads aside),
+// fp16 scales of every class included (subnormal, zero, ±Inf, NaN) at scale_at in a third of the blocks.
+struct BlockFormat {
+  uint32_t type, bytes, scale_at;  // scale_at: an fp16 scale's offset in the block (UINT32_MAX: none)
+};
+void expect_decoding_bit_identical(const GpuParity& t, const std::string& backend, const std::vector<BlockFormat>& formats,
+                                   uint32_t block_elements, uint64_t seed) {
+  std::mt19937_64 rng(seed);
   const uint16_t special[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00};
-  struct Format { uint32_t type, bytes; };
-  for (const Format f : {Format{2, 18}, Format{3, 20}, Format{6, 22}, Format{7, 24}, Format{8, 34}}) {
-    for (uint64_t blocks : {uint64_t{1}, uint64_t{33}, uint64_t{1000}}) {
+  for (const BlockFormat f : formats)
+    for (uint64_t blocks : {uint64_t{1}, uint64_t{33}, uint64_t{300}}) {
       std::vector<uint8_t> data(blocks * f.bytes);
       for (auto& b : data) b = static_cast<uint8_t>(rng());
-      for (uint64_t k = 0; k < blocks; k += 3) std::memcpy(&data[k * f.bytes], &special[(k / 3) % 9], 2);
-      const tm_dequantize_ggml_params_v1 params{f.type, 0};
-      std::vector<float> g(blocks * 32), c(blocks * 32);
-      run(GetParam(), TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &g, f.type);
-      run("cpu", TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &c, f.type);
-      for (size_t i = 0; i < g.size(); ++i) {
-        if (std::isnan(c[i])) {
-          ASSERT_TRUE(std::isnan(g[i])) << "type " << f.type << " value " << i;
-          continue;
-        }
-        uint32_t x, y;
-        std::memcpy(&x, &g[i], 4), std::memcpy(&y, &c[i], 4);
-        ASSERT_EQ(x, y) << "type " << f.type << " value " << i << ": " << g[i] << " vs " << c[i];
-      }
-    }
-  }
-}
-
-// The K-quant super-blocks decode bit for bit, scales of every class included.
-TEST_P(GpuParity, DequantizeKQuantsBitIdentical) {
-  ScopedChunk chunk("4096");
-  std::mt19937_64 rng(78);
-  const uint16_t special[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x3C00, 0xBC00};
-  struct Format { uint32_t type, bytes, scale_at; };  // scale_at: an fp16 scale's offset (Q8_K: none)
-  for (const Format f : {Format{10, 84, 80}, Format{11, 110, 108}, Format{12, 144, 0}, Format{13, 176, 2},
-                         Format{14, 210, 208}, Format{15, 292, 0}}) {
-    for (uint64_t blocks : {uint64_t{1}, uint64_t{17}, uint64_t{300}}) {
-      std::vector<uint8_t> data(blocks * f.bytes);
-      for (auto& b : data) b = static_cast<uint8_t>(rng());
-      if (f.type != 15)
+      if (f.scale_at != UINT32_MAX)
         for (uint64_t k = 0; k < blocks; k += 3) std::memcpy(&data[k * f.bytes + f.scale_at], &special[(k / 3) % 9], 2);
       const tm_dequantize_ggml_params_v1 params{f.type, 0};
-      std::vector<float> g(blocks * 256), c(blocks * 256);
-      run(GetParam(), TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &g, f.type);
-      run("cpu", TM_OP_DEQUANTIZE_GGML, DType::F32, data, &params, sizeof params, &c, f.type);
+      std::vector<float> g(blocks * block_elements), c(blocks * block_elements);
+      t.run_on(backend, data, params, &g, f.type);
+      t.run_on("cpu", data, params, &c, f.type);
       for (size_t i = 0; i < g.size(); ++i) {
         if (std::isnan(c[i])) {
           ASSERT_TRUE(std::isnan(g[i])) << "type " << f.type << " value " << i;
@@ -220,7 +183,18 @@ TEST_P(GpuParity, DequantizeKQuantsBitIdentical) {
         ASSERT_EQ(x, y) << "type " << f.type << " value " << i << ": " << g[i] << " vs " << c[i];
       }
     }
-  }
+}
+
+TEST_P(GpuParity, DequantizeLegacyGgmlBlocksBitIdentical) {
+  ScopedChunk chunk("4096");
+  expect_decoding_bit_identical(*this, GetParam(), {{2, 18, 0}, {3, 20, 0}, {6, 22, 0}, {7, 24, 0}, {8, 34, 0}}, 32, 77);
+}
+
+TEST_P(GpuParity, DequantizeKQuantsBitIdentical) {
+  ScopedChunk chunk("4096");
+  expect_decoding_bit_identical(*this, GetParam(),
+                                {{10, 84, 80}, {11, 110, 108}, {12, 144, 0}, {13, 176, 2}, {14, 210, 208}, {15, 292, UINT32_MAX}},
+                                256, 78);
 }
 
 // A resident copy serves moments without the host input, and reads outside it are refused.

@@ -29,6 +29,45 @@ inline std::unique_ptr<BackendRegistry> make_registry(bool with_plugins) {
   return r;
 }
 
+// Runs op over data on backend `name` (a strict placement through the planner, so a plugin kernel's
+// self-test runs first) and writes into *out. elements: the call's element count (0: data's elements of dt).
+template <class Out>
+void run_kernel_on(const BackendRegistry& registry, const CostModel& costs, const std::string& name, tm_op op, DType dt,
+                   const std::vector<uint8_t>& data, const void* params, uint64_t params_size, std::vector<Out>* out,
+                   uint64_t elements = 0, uint32_t format = 0) {
+  OpRequest r;
+  r.op = op, r.dtype = dt, r.bytes = data.size(), r.format_id = format;
+  r.elements = elements ? elements : data.size() / dtype_size(dt);
+  Constraints c;
+  c.strict_backend = name;
+  const Placement p = Planner(registry, costs, c).place(r);
+  tm_kernel_call_v1 call{};
+  call.struct_size = sizeof call;
+  call.op = op;
+  call.kernel_index = p.kernel_index;
+  call.device_index = p.device_index;
+  call.dtype = static_cast<tm_dtype>(dt);
+  call.input = data.data();
+  call.element_count = r.elements;
+  call.params = params;
+  call.params_size = params_size;
+  call.output = out->data();
+  call.output_size = out->size() * sizeof(Out);
+  call.threads = 2;
+  tm_message msg{};
+  ASSERT_EQ(p.backend_ref->table->run(&call, &msg), TM_OK) << name << ": " << msg.text;
+}
+
+// The dtypes backend b's kernels for op take.
+inline std::vector<DType> kernel_dtypes(const Backend& b, tm_op op) {
+  std::vector<DType> out;
+  for (const auto& k : b.kernels)
+    if (k.op == op)
+      for (DType t : kAllDTypes)
+        if (k.dtype_mask & dtype_bit(t)) out.push_back(t);
+  return out;
+}
+
 // Raw little-endian bytes of `n` random elements of dtype. Floats are salted with NaN, ±Inf,
 // subnormals and ±0 (about 1% each); integers span the full range including both extremes.
 inline std::vector<uint8_t> salted_data(DType dtype, uint64_t n, uint64_t seed) {
@@ -72,6 +111,20 @@ inline std::vector<uint8_t> salted_data(DType dtype, uint64_t n, uint64_t seed) 
 
 // Two blocks' partials are equal: counts and integers exactly, floating fields bit for bit (min and
 // max compare by value: the sign of a zero extreme is not part of the contract).
+// salted_data, but f32 values moved to 1000 + x / 1000: blocks whose mean is far larger than their spread,
+// so the single-pass m2 is refused and the second pass runs (other dtypes unchanged).
+inline std::vector<uint8_t> offset_data(DType dt, uint64_t n, uint64_t seed) {
+  std::vector<uint8_t> raw = salted_data(dt, n, seed);
+  if (dt != DType::F32) return raw;
+  for (uint64_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, raw.data() + i * 4, 4);
+    if (std::isfinite(f)) f = 1000.0f + f * 1e-3f;
+    std::memcpy(raw.data() + i * 4, &f, 4);
+  }
+  return raw;
+}
+
 inline void expect_same_partial(const tm_moments_partial_v1& v, const tm_moments_partial_v1& c, const std::string& where) {
   EXPECT_EQ(v.count, c.count) << where;
   EXPECT_EQ(v.finite_count, c.finite_count) << where;

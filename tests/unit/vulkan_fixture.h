@@ -76,51 +76,16 @@ class VulkanParity : public ::testing::Test {
   template <class Out>
   void run(const std::string& name, tm_op op, DType dt, const std::vector<uint8_t>& data, const void* params,
            uint64_t params_size, std::vector<Out>* out) const {
-    const uint64_t n = data.size() / dtype_size(dt);
-    const Placement p = place(name, op, dt, n);
-    tm_kernel_call_v1 call{};
-    call.struct_size = sizeof call;
-    call.op = op;
-    call.kernel_index = p.kernel_index;
-    call.device_index = p.device_index;
-    call.dtype = static_cast<tm_dtype>(dt);
-    call.input = data.data();
-    call.element_count = n;
-    call.params = params;
-    call.params_size = params_size;
-    call.output = out->data();
-    call.output_size = out->size() * sizeof(Out);
-    call.threads = 2;
-    tm_message msg{};
-    ASSERT_EQ(p.backend_ref->table->run(&call, &msg), TM_OK) << name << ": " << msg.text;
+    test::run_kernel_on(*registry_, costs_, name, op, dt, data, params, params_size, out);
   }
 
-  std::vector<DType> dtypes_of(tm_op op) const {
-    std::vector<DType> out;
-    for (const auto& k : vulkan_->kernels)
-      if (k.op == op)
-        for (DType t : kAllDTypes)
-          if (k.dtype_mask & dtype_bit(t)) out.push_back(t);
-    return out;
-  }
+  std::vector<DType> dtypes_of(tm_op op) const { return test::kernel_dtypes(*vulkan_, op); }
 
   std::unique_ptr<BackendRegistry> registry_ = std::make_unique<BackendRegistry>();
   CostModel costs_;
   const Backend* vulkan_ = nullptr;
 };
 
-// Values whose mean is far larger than their spread: the single-pass m2 is refused, the second pass runs.
-inline std::vector<uint8_t> offset_data(DType dt, uint64_t n, uint64_t seed) {
-  std::vector<uint8_t> raw = test::salted_data(dt, n, seed);
-  if (dt != DType::F32) return raw;
-  for (uint64_t i = 0; i < n; ++i) {
-    float f;
-    std::memcpy(&f, raw.data() + i * 4, 4);
-    if (std::isfinite(f)) f = 1000.0f + f * 1e-3f;
-    std::memcpy(raw.data() + i * 4, &f, 4);
-  }
-  return raw;
-}
-
+using test::offset_data;
 
 }  // namespace tmorph::vulkan_test
