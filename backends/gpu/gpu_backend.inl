@@ -515,11 +515,16 @@ tm_status init(tm_unavailable_reason* reason, tm_message* msg) {
     gpuDeviceProp_t p;
     if (gpuGetDeviceProperties(&p, i) != gpuSuccess) continue;
     DeviceRecord d;
-    d.name = p.name;
+    // The architecture the kernels were built for must match: CUDA's compute capability, HIP's gfx name.
+#if defined(TM_GPU_HIP)
+    const std::string arch = p.gcnArchName;
+#else
+    const std::string arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+#endif
+    d.name = std::string(p.name) + " (" + arch + ")";
     d.memory = p.totalGlobalMem;
     d.driver = std::to_string(driver);
-    d.id = std::string(TM_GPU_BACKEND_NAME) + ":" + std::to_string(i) + ":" + p.name + ":cc" + std::to_string(p.major) +
-           "." + std::to_string(p.minor);
+    d.id = std::string(TM_GPU_BACKEND_NAME) + ":" + std::to_string(i) + ":" + p.name + ":" + arch;
     state().devices.push_back(d);
   }
   state().ready = true;
