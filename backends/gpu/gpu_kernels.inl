@@ -53,7 +53,7 @@ __global__ void bitpattern_kernel(const unsigned char* data, uint64_t n, unsigne
 }
 
 // ---- stats.moments ------------------------------------------------------------------------------------
-// Four launches per chunk, each thread one (block, lane) or one block: lane sums in element order
+// Four launches per chunk, each thread one (block, lane) or one block at a time (grid-stride loops): lane sums in element order
 // (lane l takes elements l, l + 16, ...), the pairwise lane reduction, the optional deviation pass, and
 // its reduction: the order of backends/cpu/block_contract.h and the Vulkan shader moments.comp.
 struct LaneSums {
@@ -75,116 +75,117 @@ __device__ inline double positive_infinity() { return bits_to_double(0x7FF000000
 
 __global__ void moments_lanes_kernel(const unsigned char* data, uint64_t n, unsigned dt, uint64_t blocks,
                                      LaneSums* lanes) {
-  const uint64_t t = global_id();
-  if (t >= blocks * TM_STATS_LANES) return;
-  const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
-  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
-  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
-  LaneSums s{0, 0, positive_infinity(), -positive_infinity(), 0, 0, 0, INT64_MAX, INT64_MIN, 0, 0, 0};
-  if (dtype_is_float(dt)) {
-    for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
-      unsigned cls;
-      const double x = load_value(data, start + i, dt, &cls);
-      if (cls == kNan) { ++s.nan; continue; }
-      if (cls == kInf) continue;
-      if (x == 0.0) ++s.zero;
-      ++s.finite;
-      s.sum += x;
-      s.sq += x * x;
-      s.lo = min_of(s.lo, x), s.hi = max_of(s.hi, x), s.amax = max_of(s.amax, x < 0 ? -x : x);
+  for (uint64_t t = global_id(); t < blocks * TM_STATS_LANES; t += grid_threads()) {
+    const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
+    const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+    const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+    LaneSums s{0, 0, positive_infinity(), -positive_infinity(), 0, 0, 0, INT64_MAX, INT64_MIN, 0, 0, 0};
+    if (dtype_is_float(dt)) {
+      for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+        unsigned cls;
+        const double x = load_value(data, start + i, dt, &cls);
+        if (cls == kNan) { ++s.nan; continue; }
+        if (cls == kInf) continue;
+        if (x == 0.0) ++s.zero;
+        ++s.finite;
+        s.sum += x;
+        s.sq += x * x;
+        s.lo = min_of(s.lo, x), s.hi = max_of(s.hi, x), s.amax = max_of(s.amax, x < 0 ? -x : x);
+      }
+    } else {
+      for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+        const int64_t x = load_int(data, start + i, dt);
+        s.isum += x;
+        s.imin = x < s.imin ? x : s.imin, s.imax = x > s.imax ? x : s.imax;
+        if (x == 0) ++s.zero;
+      }
     }
-  } else {
-    for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
-      const int64_t x = load_int(data, start + i, dt);
-      s.isum += x;
-      s.imin = x < s.imin ? x : s.imin, s.imax = x > s.imax ? x : s.imax;
-      if (x == 0) ++s.zero;
-    }
+    lanes[t] = s;
   }
-  lanes[t] = s;
 }
 
 __global__ void moments_reduce_kernel(uint64_t n, unsigned dt, uint64_t blocks, const LaneSums* lanes,
                                       tm_moments_partial_v1* out, BlockState* state) {
-  const uint64_t block = global_id();
-  if (block >= blocks) return;
-  const LaneSums* l = lanes + block * TM_STATS_LANES;
-  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
-  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
-  tm_moments_partial_v1 p;
-  p.int_min = INT64_MAX, p.int_max = INT64_MIN, p.uint_min = UINT64_MAX, p.uint_max = 0;
-  p.int_sum_lo = 0, p.int_sum_hi = 0, p.sum_err = 0, p.m2 = 0;
-  p.count = count;
-  if (dtype_is_float(dt)) {
-    uint64_t nans = 0, fin = 0, zeros = 0;
-    double mn = positive_infinity(), mx = -positive_infinity(), am = 0, sums[TM_STATS_LANES], sqs[TM_STATS_LANES];
-    for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
-      nans += l[i].nan, fin += l[i].finite, zeros += l[i].zero;
-      mn = min_of(mn, l[i].lo), mx = max_of(mx, l[i].hi), am = max_of(am, l[i].amax);
-      sums[i] = l[i].sum, sqs[i] = l[i].sq;
+  for (uint64_t block = global_id(); block < blocks; block += grid_threads()) {
+    const LaneSums* l = lanes + block * TM_STATS_LANES;
+    const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+    const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+    tm_moments_partial_v1 p;
+    p.int_min = INT64_MAX, p.int_max = INT64_MIN, p.uint_min = UINT64_MAX, p.uint_max = 0;
+    p.int_sum_lo = 0, p.int_sum_hi = 0, p.sum_err = 0, p.m2 = 0;
+    p.count = count;
+    if (dtype_is_float(dt)) {
+      uint64_t nans = 0, fin = 0, zeros = 0;
+      double mn = positive_infinity(), mx = -positive_infinity(), am = 0, sums[TM_STATS_LANES], sqs[TM_STATS_LANES];
+      for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
+        nans += l[i].nan, fin += l[i].finite, zeros += l[i].zero;
+        mn = min_of(mn, l[i].lo), mx = max_of(mx, l[i].hi), am = max_of(am, l[i].amax);
+        sums[i] = l[i].sum, sqs[i] = l[i].sq;
+      }
+      const double total = reduce_lane_values(sums), total_sq = reduce_lane_values(sqs);
+      const double mean = fin > 0 ? total / static_cast<double>(fin) : 0.0;
+      p.finite_count = fin, p.nan_count = nans, p.inf_count = count - fin - nans, p.zero_count = zeros;
+      p.min = fin > 0 ? mn : positive_infinity(), p.max = fin > 0 ? mx : -positive_infinity();
+      p.abs_max = fin > 0 ? am : 0.0;
+      p.sum = total, p.mean = mean;
+      // Single-pass m2 only for floats narrower than f64 (their squares are exact) when the product keeps
+      // at least half of sumsq (block_contract.h single_pass_m2); else the deviation pass.
+      const double s_mean = total * mean;
+      const bool single = dt != TM_DTYPE_F64 && s_mean <= total_sq / 2;
+      if (single) p.m2 = total_sq - s_mean;
+      state[block] = BlockState{mean, single ? 0 : 1};
+    } else {
+      int64_t total = 0, mn = INT64_MAX, mx = INT64_MIN;
+      uint64_t zeros = 0;
+      for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
+        total += l[i].isum, zeros += l[i].zero;
+        mn = l[i].imin < mn ? l[i].imin : mn, mx = l[i].imax > mx ? l[i].imax : mx;
+      }
+      // |total| < 2^53 for the dtypes taken here (at most 65,536 values of 32 bits): exact in double, and
+      // one division rounds the exact mean once, as the CPU reference does.
+      const double mean = static_cast<double>(total) / static_cast<double>(count);
+      p.finite_count = count, p.nan_count = 0, p.inf_count = 0, p.zero_count = zeros;
+      p.min = static_cast<double>(mn), p.max = static_cast<double>(mx);
+      const double amn = p.min < 0 ? -p.min : p.min, amx = p.max < 0 ? -p.max : p.max;
+      p.abs_max = amn < amx ? amx : amn;
+      p.sum = static_cast<double>(total), p.mean = mean;
+      if (dtype_is_signed_int(dt)) p.int_min = mn, p.int_max = mx;
+      else p.uint_min = static_cast<uint64_t>(mn), p.uint_max = static_cast<uint64_t>(mx);
+      p.int_sum_lo = static_cast<uint64_t>(total), p.int_sum_hi = total < 0 ? -1 : 0;
+      state[block] = BlockState{mean, 1};
     }
-    const double total = reduce_lane_values(sums), total_sq = reduce_lane_values(sqs);
-    const double mean = fin > 0 ? total / static_cast<double>(fin) : 0.0;
-    p.finite_count = fin, p.nan_count = nans, p.inf_count = count - fin - nans, p.zero_count = zeros;
-    p.min = fin > 0 ? mn : positive_infinity(), p.max = fin > 0 ? mx : -positive_infinity();
-    p.abs_max = fin > 0 ? am : 0.0;
-    p.sum = total, p.mean = mean;
-    // Single-pass m2 only for floats narrower than f64 (their squares are exact) when the product keeps
-    // at least half of sumsq (block_contract.h single_pass_m2); else the deviation pass.
-    const double s_mean = total * mean;
-    const bool single = dt != TM_DTYPE_F64 && s_mean <= total_sq / 2;
-    if (single) p.m2 = total_sq - s_mean;
-    state[block] = BlockState{mean, single ? 0 : 1};
-  } else {
-    int64_t total = 0, mn = INT64_MAX, mx = INT64_MIN;
-    uint64_t zeros = 0;
-    for (unsigned i = 0; i < TM_STATS_LANES; ++i) {
-      total += l[i].isum, zeros += l[i].zero;
-      mn = l[i].imin < mn ? l[i].imin : mn, mx = l[i].imax > mx ? l[i].imax : mx;
-    }
-    // |total| < 2^53 for the dtypes taken here (at most 65,536 values of 32 bits): exact in double, and
-    // one division rounds the exact mean once, as the CPU reference does.
-    const double mean = static_cast<double>(total) / static_cast<double>(count);
-    p.finite_count = count, p.nan_count = 0, p.inf_count = 0, p.zero_count = zeros;
-    p.min = static_cast<double>(mn), p.max = static_cast<double>(mx);
-    const double amn = p.min < 0 ? -p.min : p.min, amx = p.max < 0 ? -p.max : p.max;
-    p.abs_max = amn < amx ? amx : amn;
-    p.sum = static_cast<double>(total), p.mean = mean;
-    if (dtype_is_signed_int(dt)) p.int_min = mn, p.int_max = mx;
-    else p.uint_min = static_cast<uint64_t>(mn), p.uint_max = static_cast<uint64_t>(mx);
-    p.int_sum_lo = static_cast<uint64_t>(total), p.int_sum_hi = total < 0 ? -1 : 0;
-    state[block] = BlockState{mean, 1};
+    out[block] = p;
   }
-  out[block] = p;
 }
 
 __global__ void moments_deviation_kernel(const unsigned char* data, uint64_t n, unsigned dt, uint64_t blocks,
                                          const BlockState* state, LaneSums* lanes) {
-  const uint64_t t = global_id();
-  if (t >= blocks * TM_STATS_LANES) return;
-  const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
-  if (!state[block].second_pass) return;
-  const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
-  const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
-  const double mean = state[block].mean;
-  double m2 = 0;
-  for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
-    unsigned cls;
-    const double x = load_value(data, start + i, dt, &cls);
-    if (cls != kFinite) continue;
-    const double d = x - mean;
-    m2 += d * d;
+  for (uint64_t t = global_id(); t < blocks * TM_STATS_LANES; t += grid_threads()) {
+    const uint64_t block = t / TM_STATS_LANES, lane = t % TM_STATS_LANES;
+    if (!state[block].second_pass) continue;
+    const uint64_t start = block * TM_STATS_BLOCK_ELEMENTS;
+    const uint64_t count = n - start < TM_STATS_BLOCK_ELEMENTS ? n - start : TM_STATS_BLOCK_ELEMENTS;
+    const double mean = state[block].mean;
+    double m2 = 0;
+    for (uint64_t i = lane; i < count; i += TM_STATS_LANES) {
+      unsigned cls;
+      const double x = load_value(data, start + i, dt, &cls);
+      if (cls != kFinite) continue;
+      const double d = x - mean;
+      m2 += d * d;
+    }
+    lanes[t].m2 = m2;
   }
-  lanes[t].m2 = m2;
 }
 
 __global__ void moments_finish_kernel(uint64_t blocks, const BlockState* state, const LaneSums* lanes,
                                       tm_moments_partial_v1* out) {
-  const uint64_t block = global_id();
-  if (block >= blocks || !state[block].second_pass) return;
-  double m2[TM_STATS_LANES];
-  for (unsigned i = 0; i < TM_STATS_LANES; ++i) m2[i] = lanes[block * TM_STATS_LANES + i].m2;
-  out[block].m2 = reduce_lane_values(m2);
+  for (uint64_t block = global_id(); block < blocks; block += grid_threads()) {
+    if (!state[block].second_pass) continue;
+    double m2[TM_STATS_LANES];
+    for (unsigned i = 0; i < TM_STATS_LANES; ++i) m2[i] = lanes[block * TM_STATS_LANES + i].m2;
+    out[block].m2 = reduce_lane_values(m2);
+  }
 }
 
 // ---- stats.quantiles (exact): radix counting over order keys ----------------------------------------------
@@ -238,32 +239,32 @@ constexpr unsigned kFrameSegments = 64;
 __global__ void frame_sums_kernel(const unsigned char* data, uint64_t frames, unsigned dt, uint64_t pixels,
                                   unsigned cols, unsigned list_count, const uint64_t* list_offsets,
                                   const uint32_t* list_pixels, unsigned com_list, unsigned flags, u64* out) {
-  const uint64_t t = global_id();
-  if (t >= frames * kFrameSegments) return;
-  const uint64_t frame = t / kFrameSegments, seg = t % kFrameSegments;
-  const unsigned width = dtype_width(dt);
-  const unsigned char* f = data + frame * pixels * width;
-  u64* row = out + frame * (TM_STEM_FRAME_SUMS_FIXED + list_count);
-  if (!(flags & TM_STEM_LISTS_ONLY)) {
-    u64 total = 0, w = 0, sr = 0, sc = 0;
-    for (uint64_t i = seg; i < pixels; i += kFrameSegments) {
-      const u64 v = load_bits(f, i, width);
-      total += v;
-      if (com_list == TM_STEM_ALL_PIXELS) w += v, sr += (i / cols) * v, sc += (i % cols) * v;
-    }
-    if (com_list != TM_STEM_ALL_PIXELS)
-      for (uint64_t k = list_offsets[com_list] + seg; k < list_offsets[com_list + 1]; k += kFrameSegments) {
-        const uint64_t i = list_pixels[k];
+  for (uint64_t t = global_id(); t < frames * kFrameSegments; t += grid_threads()) {
+    const uint64_t frame = t / kFrameSegments, seg = t % kFrameSegments;
+    const unsigned width = dtype_width(dt);
+    const unsigned char* f = data + frame * pixels * width;
+    u64* row = out + frame * (TM_STEM_FRAME_SUMS_FIXED + list_count);
+    if (!(flags & TM_STEM_LISTS_ONLY)) {
+      u64 total = 0, w = 0, sr = 0, sc = 0;
+      for (uint64_t i = seg; i < pixels; i += kFrameSegments) {
         const u64 v = load_bits(f, i, width);
-        w += v, sr += (i / cols) * v, sc += (i % cols) * v;
+        total += v;
+        if (com_list == TM_STEM_ALL_PIXELS) w += v, sr += (i / cols) * v, sc += (i % cols) * v;
       }
-    atomicAdd(&row[0], total), atomicAdd(&row[1], w), atomicAdd(&row[2], sr), atomicAdd(&row[3], sc);
-  }
-  for (unsigned j = 0; j < list_count; ++j) {
-    u64 s = 0;
-    for (uint64_t k = list_offsets[j] + seg; k < list_offsets[j + 1]; k += kFrameSegments)
-      s += load_bits(f, list_pixels[k], width);
-    atomicAdd(&row[TM_STEM_FRAME_SUMS_FIXED + j], s);
+      if (com_list != TM_STEM_ALL_PIXELS)
+        for (uint64_t k = list_offsets[com_list] + seg; k < list_offsets[com_list + 1]; k += kFrameSegments) {
+          const uint64_t i = list_pixels[k];
+          const u64 v = load_bits(f, i, width);
+          w += v, sr += (i / cols) * v, sc += (i % cols) * v;
+        }
+      atomicAdd(&row[0], total), atomicAdd(&row[1], w), atomicAdd(&row[2], sr), atomicAdd(&row[3], sc);
+    }
+    for (unsigned j = 0; j < list_count; ++j) {
+      u64 s = 0;
+      for (uint64_t k = list_offsets[j] + seg; k < list_offsets[j + 1]; k += kFrameSegments)
+        s += load_bits(f, list_pixels[k], width);
+      atomicAdd(&row[TM_STEM_FRAME_SUMS_FIXED + j], s);
+    }
   }
 }
 

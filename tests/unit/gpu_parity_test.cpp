@@ -131,6 +131,18 @@ TEST_P(GpuParity, StemFrameSumsAndPatternReduceEqualTheCpu) {
   }
 }
 
+// More work items than one launch's grid holds (65,535 blocks): 70,000 one-pixel frames (64 segments each)
+// are covered by the frame kernel's grid-stride loop (as are the moments kernels').
+TEST_P(GpuParity, LaunchesLargerThanTheGridCoverEveryItem) {
+  const uint64_t frames = 70000;
+  const auto data = test::salted_data(DType::U8, frames, 21);
+  const tm_stem_frame_sums_params_v1 params{1, 1, 0, nullptr, nullptr, TM_STEM_ALL_PIXELS, 0};
+  std::vector<uint64_t> g(frames * 4, 9), c(frames * 4, 8);
+  run(GetParam(), TM_OP_STEM_FRAME_SUMS, DType::U8, data, &params, sizeof params, &g);
+  run("cpu", TM_OP_STEM_FRAME_SUMS, DType::U8, data, &params, sizeof params, &c);
+  ASSERT_EQ(g, c);
+}
+
 TEST_P(GpuParity, DisplayColorizeEqualsTheCpu) {
   ScopedChunk chunk("8192");
   std::mt19937_64 rng(3);
