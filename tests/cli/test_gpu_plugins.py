@@ -50,7 +50,10 @@ class GpuPluginsCli(unittest.TestCase):
         return b
 
     def test_plugins_are_listed_unavailable_with_the_runtimes_reason_and_level_compiled(self):
-        for name in ("cuda", "hip"):
+        listed = [name for name in ("cuda", "hip") if name in self.backends]
+        if not listed:
+            self.skipTest("neither plugin is built here (the sanitizer build, or no toolkit)")
+        for name in listed:
             with self.subTest(name):
                 b = self.gpu(name)
                 self.assertIn(b["reason"], REASONS, b)
