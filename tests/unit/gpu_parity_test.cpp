@@ -10,10 +10,9 @@
 namespace tmorph::gpu_test {
 namespace {
 
-// Restores an environment variable at the end of a scope.
-struct ScopedChunk {
-  explicit ScopedChunk(const char* bytes) { setenv("TENSORMORPH_GPU_CHUNK_BYTES", bytes, 1); }
-  ~ScopedChunk() { unsetenv("TENSORMORPH_GPU_CHUNK_BYTES"); }
+// TENSORMORPH_GPU_CHUNK_BYTES for one test: pieces of a few KiB, so one call spans several uploads and launches.
+struct ScopedChunk : test::ScopedEnv {
+  explicit ScopedChunk(const char* bytes) : test::ScopedEnv("TENSORMORPH_GPU_CHUNK_BYTES", bytes) {}
 };
 
 std::vector<uint64_t> sizes() { return {1, 15, 17, 257, 65535, 65536, 65537, 2 * 65536 + 12345}; }
@@ -45,11 +44,8 @@ TEST_P(GpuParity, HistogramCountsEqualForEveryDtypeIncludingWideOnes) {
   for (DType dt : dts)
     for (uint64_t n : {uint64_t{17}, uint64_t{65537}, uint64_t{70001}}) {
       const auto data = test::salted_data(dt, n, n + 5);
-      const auto values = test::to_doubles(dt, data);
-      double lo = INFINITY, hi = -INFINITY;
-      for (double x : values)
-        if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
-      if (!(lo < hi)) lo = -1, hi = 1;
+      double lo, hi;
+      test::finite_range(dt, data, &lo, &hi);
       for (uint32_t bins : {1u, 256u, 5000u}) {
         std::vector<double> edges(bins + 1);
         for (uint32_t i = 0; i <= bins; ++i) edges[i] = lo / 2 + (hi / 2 - lo / 2) * i / bins;

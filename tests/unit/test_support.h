@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -28,6 +30,28 @@ inline std::unique_ptr<BackendRegistry> make_registry(bool with_plugins) {
   if (with_plugins) r->load_plugins_from(TM_TEST_PLUGIN_DIR);
   return r;
 }
+
+// Sets an environment variable for the scope of one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// The smallest and largest finite value of raw elements of dt in lo, hi; -1 and 1 when fewer than two distinct
+// finite values exist (a range histogram edges can span).
+inline void finite_range(DType dt, const std::vector<uint8_t>& raw, double* lo, double* hi);
 
 // Runs op over data on backend `name` (a strict placement through the planner, so a plugin kernel's
 // self-test runs first) and writes into *out. elements: the call's element count (0: data's elements of dt).
@@ -152,6 +176,13 @@ inline std::vector<double> to_doubles(DType dtype, const std::vector<uint8_t>& r
   std::vector<double> v(raw.size() / w);
   for (size_t i = 0; i < v.size(); ++i) v[i] = element_to_double(dtype, raw.data() + i * w);
   return v;
+}
+
+inline void finite_range(DType dt, const std::vector<uint8_t>& raw, double* lo, double* hi) {
+  *lo = INFINITY, *hi = -INFINITY;
+  for (double x : to_doubles(dt, raw))
+    if (std::isfinite(x)) *lo = std::min(*lo, x), *hi = std::max(*hi, x);
+  if (!(*lo < *hi)) *lo = -1, *hi = 1;
 }
 
 }  // namespace tmorph::test
