@@ -59,6 +59,7 @@ class SelfTests {
   std::string cache_file_;
   mutable bool cache_loaded_ = false;
   mutable std::map<std::string, SelfTestVerdict> cached_;  // from the file, by key
+  mutable std::map<std::string, std::string> plugin_identities_;  // plugin file -> its path, size and mtime
   mutable std::mutex mutex_;
   mutable std::map<std::string, size_t> index_;  // key -> position in verdicts_
   mutable std::vector<SelfTestVerdict> verdicts_;

@@ -23,12 +23,6 @@ nlohmann::json device_json(const DeviceInfo& d) {
           {"driver_version", d.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.driver_version)}};
 }
 
-nlohmann::json self_test_json(const SelfTestVerdict& v) {
-  return {{"backend", v.backend}, {"device", v.device},   {"driver_version", v.driver_version},
-          {"op", v.op},           {"input", v.input},     {"status", v.status},
-          {"detail", v.detail},   {"seconds", v.seconds}, {"cached", v.cached}};
-}
-
 std::vector<SelfTestVerdict> run_all_self_tests(const BackendRegistry& registry) {
   for (const Backend& b : registry.backends()) {
     if (!b.available || b.origin == "static") continue;

@@ -29,9 +29,6 @@ nlohmann::json backend_json(const Backend& b);
 // it): "reference", "required", "compiled", ...
 nlohmann::json parity_levels(const std::string& name);
 
-// A kernel self-test verdict (self_test.h): backend, device, driver_version, op, input, status, detail, seconds,
-// cached (read from the verdict cache, not run by this process).
-nlohmann::json self_test_json(const SelfTestVerdict& v);
 // Runs the self-test of every kernel of every available plugin, on each of its devices, for every dtype or
 // format it declares (ggml formats with their block layout), and returns every verdict of the registry.
 std::vector<SelfTestVerdict> run_all_self_tests(const BackendRegistry& registry);

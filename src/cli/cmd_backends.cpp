@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "app/backends_json.h"
+#include "compute/self_test_json.h"
 #include "app/parity_matrix.h"
 #include "cli/compute_flags.h"
 #include "core/format.h"
@@ -29,10 +30,8 @@ nlohmann::json not_installed(const Runtime& rt) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, info] : matrix.at("backends").items()) {
     if (rt.registry.find(name)) continue;
-    nlohmann::json caps = nlohmann::json::object();
-    for (const auto& cap : matrix.at("capabilities")) caps[cap.at("id").get<std::string>()] = cap.at("backends").at(name).at("level");
     out.push_back({{"name", name}, {"kind", info.at("kind")}, {"issue", info.at("issue")},
-                   {"description", info.at("description")}, {"capability_levels", caps}});
+                   {"description", info.at("description")}, {"capability_levels", app::parity_levels(name)}});
   }
   return out;
 }
@@ -52,7 +51,7 @@ nlohmann::json backends_json(const Runtime& rt) {
     list.push_back(app::backend_json(b));
   }
   nlohmann::json tests = nlohmann::json::array();
-  for (const auto& v : rt.registry.self_tests().verdicts()) tests.push_back(app::self_test_json(v));
+  for (const auto& v : rt.registry.self_tests().verdicts()) tests.push_back(self_test_verdict_json(v));
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : rt.registry.load_failures())
     failures.push_back({{"path", f.path}, {"reason", f.reason}, {"detail", f.detail}});

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compute/known_answer.h"
+#include "compute/self_test_json.h"
 #include "core/json_file.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/op_contracts.h"
@@ -55,12 +56,18 @@ std::string plugin_identity(const Backend& b) {
   return b.origin + "@" + std::to_string(size) + "@" + std::to_string(ec ? 0 : mtime.time_since_epoch().count());
 }
 
-nlohmann::json to_json(const SelfTestVerdict& v) {
-  return {{"backend", v.backend}, {"device", v.device}, {"driver_version", v.driver_version}, {"op", v.op},
-          {"input", v.input},     {"status", v.status}, {"detail", v.detail},                 {"seconds", v.seconds}};
+}  // namespace
+
+nlohmann::json self_test_verdict_json(const SelfTestVerdict& v) {
+  return {{"backend", v.backend}, {"device", v.device}, {"driver_version", v.driver_version},
+          {"op", v.op},           {"input", v.input},   {"status", v.status},
+          {"detail", v.detail},   {"seconds", v.seconds}, {"cached", v.cached}};
 }
 
-}  // namespace
+SelfTestVerdict self_test_verdict_from_json(const nlohmann::json& j) {
+  return {j.at("backend"), j.at("device"), j.at("driver_version"), j.at("op"),     j.at("input"),
+          j.at("status"),  j.at("detail"), j.at("seconds"),        j.at("cached")};
+}
 
 void SelfTests::load_cache() const {
   cache_loaded_ = true;
@@ -69,8 +76,8 @@ void SelfTests::load_cache() const {
     const auto doc = read_json_file(cache_file_);
     if (!doc || doc->value("version", 0) != 1) return;
     for (const auto& [key, v] : doc->at("verdicts").items()) {
-      SelfTestVerdict out{v.at("backend"), v.at("device"), v.at("driver_version"), v.at("op"), v.at("input"),
-                          v.at("status"),  v.at("detail"), v.at("seconds"),        true};
+      SelfTestVerdict out = self_test_verdict_from_json(v);
+      out.cached = true;
       if (out.status == "passed" || out.status == "failed") cached_[key] = out;
     }
   } catch (const std::exception&) {
@@ -81,7 +88,7 @@ void SelfTests::load_cache() const {
 void SelfTests::save_cache() const {
   if (cache_file_.empty()) return;
   nlohmann::json verdicts = nlohmann::json::object();
-  for (const auto& [key, v] : cached_) verdicts[key] = to_json(v);
+  for (const auto& [key, v] : cached_) verdicts[key] = self_test_verdict_json(v);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(cache_file_).parent_path(), ec);
   const std::string tmp = cache_file_ + ".tmp" + std::to_string(::getpid());
@@ -100,9 +107,12 @@ bool SelfTests::admit(const BackendRegistry& registry, const Backend& b, const D
   const Backend* ref = reference_backend(registry);
   if (!ref || &b == ref) return true;  // the reference is what the others are judged against
   const std::string input = input_name(req);
-  const std::string key = b.name + "|" + d.id + "|" + d.driver_version + "|" + plugin_identity(b) + "|" +
-                          std::to_string(k.index) + "|" + input;
   std::lock_guard<std::mutex> lock(mutex_);
+  // Every placement asks: the plugin file is looked at once per process, not once per call.
+  auto identity = plugin_identities_.find(b.origin);
+  if (identity == plugin_identities_.end()) identity = plugin_identities_.emplace(b.origin, plugin_identity(b)).first;
+  const std::string key = b.name + "|" + d.id + "|" + d.driver_version + "|" + identity->second + "|" +
+                          std::to_string(k.index) + "|" + input;
   if (auto it = index_.find(key); it != index_.end()) {
     const SelfTestVerdict& v = verdicts_[it->second];
     if (why) *why = v.detail;

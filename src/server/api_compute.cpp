@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/backends_json.h"
+#include "compute/self_test_json.h"
 #include "ops/placement_json.h"
 #include "tensormorph/op_contracts.h"
 #include "server/http_util.h"
@@ -89,7 +90,7 @@ std::set<std::string> known_steps(const app::Runtime& rt) {
 // The kernel self-test verdicts reached so far in this server (self_test.h).
 nlohmann::json self_tests_json(const app::Runtime& rt) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& v : rt.registry.self_tests().verdicts()) out.push_back(app::self_test_json(v));
+  for (const auto& v : rt.registry.self_tests().verdicts()) out.push_back(self_test_verdict_json(v));
   return out;
 }
 
