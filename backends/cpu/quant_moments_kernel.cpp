@@ -255,9 +255,11 @@ struct Lanes {
   V64 sum, sq_lo, sq_hi, zeros;
 };
 
-// Adds four blocks (lane k is the block at base + offsets[k]) whose packed facts are `facts`. Returns
-// false, adding nothing, when a scale is inf or NaN (the caller adds those blocks one by one).
-HWY_INLINE bool add_four(const uint8_t* base, const uint64_t* offsets, V64 facts, uint64_t bias, Lanes& l, Accumulator& acc) {
+// Adds four blocks (lane k is the block at base + offsets[k]; block j is in lane lane_of[j]) whose packed
+// facts are `facts`. Returns false, adding nothing, when a scale is inf or NaN (the caller adds those blocks
+// one by one).
+HWY_INLINE bool add_four(const uint8_t* base, const uint64_t* offsets, const int* lane_of, V64 facts, uint64_t bias,
+                         Lanes& l, Accumulator& acc) {
   const D64 d64;
   const hn::RebindToSigned<D64> di64;
   const hn::Repartition<int32_t, D64> di32;
@@ -286,9 +288,10 @@ HWY_INLINE bool add_four(const uint8_t* base, const uint64_t* offsets, V64 facts
   l.sq_hi = hn::Sub(hn::Add(l.sq_hi, hi_add), carry);
   l.zeros = hn::Add(l.zeros, hn::IfThenElse(hn::Eq(m, hn::Zero(d64)), hn::Set(d64, kBlockElements), zeros));
   acc.finite += 4 * kBlockElements;
-  // Min and max: only blocks whose scale reaches the threshold are looked at.
+  // Min and max: only blocks whose scale reaches the threshold are looked at, in block order (as every
+  // other path and backend does: which of +0 and -0 an extreme keeps depends on the order).
   if (!hn::AllTrue(d64, hn::Lt(hn::And(h, hn::Set(d64, 0x7fff)), hn::Set(d64, acc.threshold)))) {
-    for (int k = 0; k < 4; ++k) acc.extremes(base + offsets[k], static_cast<uint16_t>(hv[k]));
+    for (int j = 0; j < 4; ++j) acc.extremes(base + offsets[lane_of[j]], static_cast<uint16_t>(hv[lane_of[j]]));
   }
   return true;
 }
@@ -300,6 +303,8 @@ void AccumulateBlocks(uint32_t type, const uint8_t* src, uint64_t n, Accumulator
   const uint64_t q8_order[4] = {0, bytes, 2 * bytes, 3 * bytes};
   const uint64_t q4_order[4] = {0, 2 * bytes, bytes, 3 * bytes};
   const uint64_t* offsets = type == kQ8_0 ? q8_order : q4_order;
+  static constexpr int kQ8Lanes[4] = {0, 1, 2, 3}, kQ4Lanes[4] = {0, 2, 1, 3};  // the lane of block j
+  const int* lane_of = type == kQ8_0 ? kQ8Lanes : kQ4Lanes;
   const uint64_t bias = type == kQ8_0 ? 128 * kBlockElements : 8 * kBlockElements;
   Lanes l{hn::Zero(d64), hn::Zero(d64), hn::Zero(d64), hn::Zero(d64)};
   for (uint64_t g = 0; g < groups; ++g) {
@@ -315,7 +320,7 @@ void AccumulateBlocks(uint32_t type, const uint8_t* src, uint64_t n, Accumulator
       const auto p01 = q4_lanes(base, base + bytes), p23 = q4_lanes(base + 2 * bytes, base + 3 * bytes);
       facts = hn::Add(hn::InterleaveLower(d64, p01, p23), hn::InterleaveUpper(d64, p01, p23));
     }
-    if (add_four(base, offsets, facts, bias, l, acc)) continue;
+    if (add_four(base, offsets, lane_of, facts, bias, l, acc)) continue;
     for (uint64_t k = 0; k < 4; ++k) acc.add_block(base + k * bytes, scalar_sums(type, base + k * bytes));
   }
   for (uint64_t i = 4 * groups; i < n; ++i) acc.add_block(src + i * bytes, scalar_sums(type, src + i * bytes));

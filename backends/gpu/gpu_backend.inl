@@ -162,6 +162,7 @@ void run_frame_sums(const tm_kernel_call_v1&, const unsigned char*);
 void run_pattern_reduce(const tm_kernel_call_v1&, const unsigned char*);
 void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
 void run_dequantize(const tm_kernel_call_v1&, const unsigned char*);
+void run_quant_moments(const tm_kernel_call_v1&, const unsigned char*);
 
 struct KernelEntry {
   tm_op op;
@@ -179,6 +180,7 @@ const KernelEntry kKernels[] = {
     {TM_OP_STEM_PATTERN_REDUCE, kFrameDtypes, run_pattern_reduce},
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
     {TM_OP_DEQUANTIZE_GGML, kLegacyGgml | kKQuants, run_dequantize},
+    {TM_OP_QUANT_MOMENTS, bit(kQ4_0) | bit(kQ8_0), run_quant_moments},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -480,6 +482,32 @@ void run_dequantize(const tm_kernel_call_v1& c, const unsigned char*) {
                     static_cast<const unsigned char*>(blocks.get()), piece.count, unsigned(p.ggml_type), out.get<float>());
     finish_launch("dequantize kernel");
     out.download(static_cast<float*>(c.output) + piece.first, piece.count * sizeof(float));
+  }
+}
+
+// One partial per canonical block of 65,536 values (2,048 ggml blocks); pieces are whole canonical blocks.
+void run_quant_moments(const tm_kernel_call_v1& c, const unsigned char*) {
+  const auto& p = params_of<tm_dequantize_ggml_params_v1>(c);
+  if (p.ggml_type != kQ4_0 && p.ggml_type != kQ8_0)
+    throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " quant.moments kernel for ggml type " + std::to_string(p.ggml_type));
+  if (c.element_count % 32)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::to_string(c.element_count) + " elements are not whole 32-element blocks");
+  const uint64_t canonical = (c.element_count + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+  need_output(c, canonical * sizeof(tm_moments_partial_v1));
+  const uint64_t bytes = legacy_block_bytes(p.ggml_type), per = TM_STATS_BLOCK_ELEMENTS / 32;
+  auto* out = static_cast<tm_moments_partial_v1*>(c.output);
+  for (const Chunk& piece : plan_chunks(c.element_count, TM_STATS_BLOCK_ELEMENTS, per * bytes, chunk_bytes())) {
+    const uint64_t n = piece.count / 32, nc = (n + per - 1) / per;
+    DeviceBuffer blocks(n * bytes), totals(nc * sizeof(QuantTotals)), partials(nc * sizeof(tm_moments_partial_v1));
+    blocks.upload(static_cast<const unsigned char*>(c.input) + piece.first / 32 * bytes, n * bytes);
+    totals.zero();
+    const auto* in = static_cast<const unsigned char*>(blocks.get());
+    TM_GPU_LAUNCH(quant_moments_blocks_kernel, grid_for(n), kThreads, in, n, unsigned(p.ggml_type), totals.get<QuantTotals>());
+    finish_launch("quant_moments_blocks_kernel");
+    TM_GPU_LAUNCH(quant_moments_finish_kernel, grid_for(nc, 64), 64, in, n, unsigned(p.ggml_type),
+                  static_cast<const QuantTotals*>(totals.get<QuantTotals>()), nc, partials.get<tm_moments_partial_v1>());
+    finish_launch("quant_moments_finish_kernel");
+    partials.download(out + piece.first / TM_STATS_BLOCK_ELEMENTS, nc * sizeof(tm_moments_partial_v1));
   }
 }
 

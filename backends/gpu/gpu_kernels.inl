@@ -5,6 +5,7 @@
 //
 // Contracts are op_contracts.h's; every kernel here is exact (bit-identical to the CPU reference):
 // integer counts and sums do not depend on order, and the moments follow the reference's 16-lane order.
+#include <cmath>
 #include <cstdint>
 
 #include "gpu_values.h"
@@ -382,6 +383,127 @@ __global__ void dequantize_legacy_kernel(const unsigned char* blocks, uint64_t n
         break;
       }
     }
+  }
+}
+
+// ---- quant.moments: Q4_0 and Q8_0 moments from codes and scales, exact ----------------------------------
+// The CPU's arithmetic (backends/cpu/quant_moments_kernel.cpp): an fp16 scale is m * 2^(shift - 24) with
+// m < 2^11 and shift <= 29, so each block adds the integer m * sum(q) << shift to sum(x) * 2^24 and
+// m^2 * sum(q^2) << 2 * shift to sum(x^2) * 2^48. Launch 1, a thread per ggml block, adds those to its
+// canonical block's totals with integer atomics (order-free); launch 2, a thread per canonical block,
+// finds min and max walking its ggml blocks in order (the CPU's rule: only blocks whose scale could pass
+// the running extremes are decoded) and rounds the exact sums as the CPU does.
+struct QuantTotals {
+  u64 sum;             // sum(x) * 2^24, two's complement (|total| < 2^63 for 2,048 blocks)
+  u64 sq_lo, sq_hi;    // sum(x^2) * 2^48, 128 bits
+  u64 finite, nan, inf, zeros;
+};
+__device__ inline int32_t quant_code(unsigned type, const unsigned char* block, unsigned i) {
+  return type == kQ8_0 ? static_cast<int8_t>(block[2 + i])
+                       : static_cast<int32_t>((block[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0x0f) - 8;
+}
+
+__global__ void quant_moments_blocks_kernel(const unsigned char* blocks, uint64_t n, unsigned type, QuantTotals* totals) {
+  const unsigned bytes = legacy_block_bytes(type);
+  for (uint64_t b = global_id(); b < n; b += grid_threads()) {
+    const unsigned char* block = blocks + b * bytes;
+    QuantTotals& t = totals[b / (TM_STATS_BLOCK_ELEMENTS / 32)];
+    int32_t sum = 0, sum_sq = 0, zeros = 0;
+    for (unsigned i = 0; i < 32; ++i) {
+      const int32_t q = quant_code(type, block, i);
+      sum += q, sum_sq += q * q, zeros += q == 0;
+    }
+    const uint32_t h = block[0] | static_cast<uint32_t>(block[1]) << 8;
+    const uint32_t exponent = (h >> 10) & 31u, fraction = h & 1023u;
+    if (exponent == 31) {  // inf or NaN scale: inf * 0 is NaN, inf * q is +-inf, NaN * q is NaN
+      if (fraction) atomicAdd(&t.nan, u64{32});
+      else atomicAdd(&t.nan, u64(zeros)), atomicAdd(&t.inf, u64(32 - zeros));
+      continue;
+    }
+    const int64_t m = exponent ? 1024 + fraction : fraction;
+    const unsigned shift = exponent ? exponent - 1 : 0, twice = 2 * shift;
+    const int64_t t1 = (h & 0x8000u) ? -(m * sum) : m * sum;
+    atomicAdd(&t.sum, static_cast<u64>(t1) << shift);
+    const u64 x = static_cast<u64>(m * m) * static_cast<u64>(sum_sq);  // < 2^41
+    const u64 lo = x << twice, hi = twice ? x >> (64 - twice) : 0;
+    const u64 before = atomicAdd(&t.sq_lo, lo);
+    atomicAdd(&t.sq_hi, hi + (before + lo < before ? 1 : 0));  // the carry out of the low word
+    atomicAdd(&t.finite, u64{32});
+    atomicAdd(&t.zeros, m ? u64(zeros) : u64{32});
+  }
+}
+
+// The largest fp16 magnitude (bits, sign cleared) whose value is <= v; 0 for v <= 0 or NaN.
+__device__ inline uint32_t fp16_magnitude_at_most(float v) {
+  if (!(v > 0)) return 0;
+  if (v >= 65504.0f) return 0x7bffu;
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  const int exponent = static_cast<int>(bits >> 23) - 127;
+  if (exponent < -24) return 0;
+  if (exponent < -14) return static_cast<uint32_t>(v * 0x1p24f);  // subnormal: m * 2^-24, truncated
+  return static_cast<uint32_t>(exponent + 15) << 10 | (bits & 0x7fffffu) >> 13;
+}
+// An unsigned 128-bit integer rounded to the nearest double (ties to even), without a device conversion
+// routine for 128-bit types: the top 64 bits with the rest folded into a sticky bit round exactly alike.
+__device__ inline double u128_to_double(unsigned __int128 v) {
+  const u64 hi = static_cast<u64>(v >> 64), lo = static_cast<u64>(v);
+  if (hi == 0) return static_cast<double>(lo);
+  unsigned s = 64;  // bits of hi
+  while (!(hi >> (s - 1))) --s;
+  const u64 top = (s == 64 ? hi : hi << (64 - s) | lo >> s) | ((s == 64 ? lo : lo << (64 - s)) != 0 ? 1 : 0);
+  return ldexp(static_cast<double>(top), static_cast<int>(s));
+}
+
+__global__ void quant_moments_finish_kernel(const unsigned char* blocks, uint64_t n, unsigned type, const QuantTotals* totals,
+                                            uint64_t canonical, tm_moments_partial_v1* out) {
+  constexpr uint64_t kPer = TM_STATS_BLOCK_ELEMENTS / 32;
+  const unsigned bytes = legacy_block_bytes(type);
+  const float max_code = type == kQ8_0 ? 128.0f : 8.0f;
+  for (uint64_t k = global_id(); k < canonical; k += grid_threads()) {
+    const QuantTotals& t = totals[k];
+    const uint64_t first = k * kPer, count = n - first < kPer ? n - first : kPer;
+    tm_moments_partial_v1 p;
+    memset(&p, 0, sizeof p);
+    p.count = count * 32, p.finite_count = t.finite, p.nan_count = t.nan, p.inf_count = t.inf, p.zero_count = t.zeros;
+    p.min = positive_infinity(), p.max = -positive_infinity();
+    if (t.finite) {
+      float lo = static_cast<float>(positive_infinity()), hi = -lo;
+      uint32_t threshold = 0;
+      for (uint64_t b = first; b < first + count; ++b) {
+        const unsigned char* block = blocks + b * bytes;
+        const uint32_t h = block[0] | static_cast<uint32_t>(block[1]) << 8;
+        if (((h >> 10) & 31u) == 31 || (h & 0x7fffu) < threshold) continue;
+        const float d = load_half(block);
+        int32_t qlo = 127, qhi = -128;
+        for (unsigned i = 0; i < 32; ++i) {
+          const int32_t q = quant_code(type, block, i);
+          qlo = q < qlo ? q : qlo, qhi = q > qhi ? q : qhi;
+        }
+        const float a = d * static_cast<float>(qlo), c = d * static_cast<float>(qhi);
+        const float mn = c < a ? c : a, mx = a < c ? c : a;  // std::min / std::max
+        lo = mn < lo ? mn : lo, hi = hi < mx ? mx : hi;
+        const float nearer = hi < -lo ? hi : -lo;
+        threshold = fp16_magnitude_at_most(nearer / max_code);
+      }
+      p.min = lo, p.max = hi;
+      const double amin = fabs(p.min), amax = fabs(p.max);
+      p.abs_max = amin < amax ? amax : amin;  // std::max
+      const int64_t s1 = static_cast<int64_t>(t.sum);
+      const double scaled = static_cast<double>(s1);  // rounded to nearest
+      // The exact remainder s1 - scaled (scaled may be 2^63, one past int64).
+      const int64_t rest = scaled >= 9223372036854775808.0 ? (s1 - (int64_t{1} << 62)) - (int64_t{1} << 62)
+                                                            : s1 - static_cast<int64_t>(scaled);
+      p.sum = ldexp(scaled, -24);
+      p.sum_err = ldexp(static_cast<double>(rest), -24);
+      p.mean = p.sum / static_cast<double>(t.finite);
+      const unsigned __int128 s2 = static_cast<unsigned __int128>(t.sq_hi) << 64 | t.sq_lo;
+      const u64 mag = s1 < 0 ? 0 - static_cast<u64>(s1) : static_cast<u64>(s1);
+      const unsigned __int128 numerator = static_cast<unsigned __int128>(t.finite) * s2 -
+                                          static_cast<unsigned __int128>(mag) * mag;  // >= 0, exact
+      p.m2 = ldexp(u128_to_double(numerator) / static_cast<double>(t.finite), -48);
+    }
+    out[k] = p;
   }
 }
 

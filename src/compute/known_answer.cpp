@@ -173,6 +173,17 @@ std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& req) {
       k->float32_output_ = true;
       break;
     }
+    case TM_OP_QUANT_MOMENTS: {
+      if (!req.format_block_elements || !req.format_block_bytes) return nullptr;
+      // Two canonical blocks, the second short; random codes and fp16 scales of every class (NaN, Inf, subnormal).
+      const uint64_t blocks = TM_STATS_BLOCK_ELEMENTS / req.format_block_elements + 37;
+      k->dtype_ = TM_DTYPE_F32;
+      k->elements_ = blocks * req.format_block_elements;
+      k->input_ = Bytes{seed}.fill(blocks * req.format_block_bytes);
+      k->params_ = params_bytes(tm_dequantize_ggml_params_v1{req.format_id, 0});
+      k->initial_output_.assign(2 * sizeof(tm_moments_partial_v1), 0);
+      break;
+    }
     default:
       return nullptr;  // no case for this op yet: its kernels are listed as not self-tested
   }

@@ -205,6 +205,47 @@ TEST_P(GpuParity, DequantizeKQuantsBitIdentical) {
                                 256, 78);
 }
 
+// quant.moments: the CPU's exact partials bit for bit, min and max with their zero signs, for Q4_0 and Q8_0:
+// random codes and fp16 scales of every class; a whole and a short canonical block; and positive values
+// whose minimum is a zero whose sign depends on the block order. Pieces smaller than a canonical block.
+TEST_P(GpuParity, QuantMomentsBitIdentical) {
+  ScopedChunk chunk("4096");
+  std::mt19937_64 rng(79);
+  const uint16_t special[] = {0x0001, 0x03FF, 0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7BFF, 0xFBFF};
+  for (const uint32_t type : {2u, 8u}) {
+    const uint32_t bytes = type == 8 ? 34 : 18;
+    for (const uint64_t blocks : {uint64_t{1}, uint64_t{2048}, uint64_t{2 * 2048 + 37}})
+      for (int variant = 0; variant < 3; ++variant) {
+        std::vector<uint8_t> data(blocks * bytes);
+        for (auto& b : data) b = static_cast<uint8_t>(rng());
+        for (uint64_t k = 0; k < blocks; ++k) {
+          uint8_t* block = &data[k * bytes];
+          if (variant == 1 && k % 3 == 0) std::memcpy(block, &special[(k / 3) % 9], 2);
+          if (variant == 2) {  // codes > 0, scales >= 0 (block 1: -0, block 2: +0)
+            for (uint32_t i = 2; i < bytes; ++i) block[i] = type == 8 ? 1 + block[i] % 127 : 0x99 | (block[i] & 0x66);
+            block[1] &= 0x3b;
+            if (k == 1 || k == 2) block[0] = 0, block[1] = k == 1 ? 0x80 : 0;
+          }
+        }
+        const uint64_t canonical = (blocks * 32 + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS;
+        std::vector<tm_moments_partial_v1> g(canonical), c(canonical);
+        const tm_dequantize_ggml_params_v1 params{type, 0};
+        test::run_kernel_on(*registry_, costs_, GetParam(), TM_OP_QUANT_MOMENTS, DType::F32, data, &params, sizeof params, &g,
+                            blocks * 32, type);
+        test::run_kernel_on(*registry_, costs_, "cpu", TM_OP_QUANT_MOMENTS, DType::F32, data, &params, sizeof params, &c,
+                            blocks * 32, type);
+        for (uint64_t b = 0; b < canonical; ++b) {
+          const std::string where = "type " + std::to_string(type) + " blocks " + std::to_string(blocks) + " variant " +
+                                    std::to_string(variant) + " canonical block " + std::to_string(b);
+          test::expect_same_partial(g[b], c[b], where);
+          EXPECT_EQ(std::signbit(g[b].min), std::signbit(c[b].min)) << where;
+          EXPECT_EQ(std::signbit(g[b].max), std::signbit(c[b].max)) << where;
+        }
+        if (HasFailure()) return;
+      }
+  }
+}
+
 // A resident copy serves moments without the host input, and reads outside it are refused.
 TEST_P(GpuParity, ResidentCopyServesCallsAndBoundsAreChecked) {
   const uint64_t n = 3 * 65536;

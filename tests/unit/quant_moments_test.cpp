@@ -116,6 +116,28 @@ TEST_P(QuantMoments, FiniteScalesOnly) {
   expect_moments_of_decoded_values(type, bytes);
 }
 
+// Which zero an extreme keeps depends on the order blocks are looked at: every SIMD target (and every
+// backend) looks in block order. Block 0 is positive, block 1 all -0, block 2 all +0: the minimum is -0.
+TEST_P(QuantMoments, ZeroExtremesFollowBlockOrderOnEverySimdTarget) {
+  const uint32_t type = GetParam();
+  const uint32_t bb = cpu::ggml_block_format(type)->block_bytes;
+  std::vector<uint8_t> bytes(8 * bb, type == 8 ? 0x05 : 0x9a);  // positive codes
+  const uint16_t scales[8] = {0x3c00, 0x8000, 0x0000, 0x3c00, 0x4000, 0x3800, 0x0000, 0x3c00};
+  for (int i = 0; i < 8; ++i) std::memcpy(&bytes[i * bb], &scales[i], 2);
+  test::for_each_simd_target([&](const std::string& target, bool) {
+    SCOPED_TRACE(target);
+    auto registry = test::make_registry(false);
+    CostModel costs;
+    Planner planner(*registry, costs, {});
+    StatsOptions options;
+    options.histogram = false;
+    options.quantiles = false;
+    const StatsResult r = compute_quantized_stats(quantized_tensor(type, bytes.data(), 8 * 32), planner, options);
+    EXPECT_EQ(r.moments.min, 0.0);
+    EXPECT_TRUE(std::signbit(r.moments.min)) << "block 1's -0 came first";
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMoments, ::testing::Values(2u, 8u),
                          [](const auto& info) { return info.param == 2 ? std::string("Q4_0") : std::string("Q8_0"); });
 
