@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/thread_pool.h"
+#include "decode_chunks_kernel.h"
 #include "dequant_kernel.h"
 #include "packed_kernel.h"
 #include "quant_moments_kernel.h"
@@ -43,7 +44,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -81,6 +82,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     // stem.ssb_overlap, both variants (format bits TM_SSB_QUADRATIC, TM_SSB_DIRECT): the reference.
     {sizeof(tm_kernel_cap_v1), TM_OP_STEM_SSB_OVERLAP, (1ull << TM_SSB_QUADRATIC) | (1ull << TM_SSB_DIRECT), 0, 0,
      TM_PRECISION_DETERMINISTIC, 0, 0, 0, nullptr, nullptr},
+    // decode.bitshuffle_lz4: elements of every dtype (only the width matters).
+    {sizeof(tm_kernel_cap_v1), TM_OP_DECODE_BITSHUFFLE_LZ4, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -252,7 +255,8 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STEM_FRAME_SUMS:
       case TM_OP_STEM_PATTERN_REDUCE:
       case TM_OP_DISPLAY_COLORIZE:
-      case TM_OP_STEM_SSB_OVERLAP: {
+      case TM_OP_STEM_SSB_OVERLAP:
+      case TM_OP_DECODE_BITSHUFFLE_LZ4: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
                              : k.op == TM_OP_DISPLAY_COLORIZE  ? run_display_colorize(*call, &error)
@@ -262,6 +266,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                              : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
                              : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)
                              : k.op == TM_OP_STEM_SSB_OVERLAP  ? run_stem_ssb_overlap(*call, &error)
+                             : k.op == TM_OP_DECODE_BITSHUFFLE_LZ4 ? run_decode_bitshuffle_lz4(*call, &error)
                                                                : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;

@@ -163,6 +163,7 @@ void run_pattern_reduce(const tm_kernel_call_v1&, const unsigned char*);
 void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
 void run_dequantize(const tm_kernel_call_v1&, const unsigned char*);
 void run_quant_moments(const tm_kernel_call_v1&, const unsigned char*);
+void run_decode_chunks(const tm_kernel_call_v1&, const unsigned char*);
 
 struct KernelEntry {
   tm_op op;
@@ -181,6 +182,7 @@ const KernelEntry kKernels[] = {
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
     {TM_OP_DEQUANTIZE_GGML, kLegacyGgml | kKQuants, run_dequantize},
     {TM_OP_QUANT_MOMENTS, bit(kQ4_0) | bit(kQ8_0), run_quant_moments},
+    {TM_OP_DECODE_BITSHUFFLE_LZ4, kNarrowFloats | kNarrowInts | kWide, run_decode_chunks},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -511,6 +513,134 @@ void run_quant_moments(const tm_kernel_call_v1& c, const unsigned char*) {
   }
 }
 
+// ---- decode.bitshuffle_lz4 --------------------------------------------------------------------------------
+// The message for chunk-relative failure f (the CPU decoder's wording where the facts are the same).
+std::string chunk_failure_message(const ChunkFailure& f, uint64_t tail_elements) {
+  const std::string at = "block " + std::to_string(f.block) + " (chunk byte " + std::to_string(f.offset) + ")";
+  switch (f.code) {
+    case kPrefixTruncated: return at + ": size prefix truncated (chunk ends at byte " + std::to_string(f.a) + ")";
+    case kBlockOverruns:
+      return at + ": says " + std::to_string(f.a) + " compressed bytes, only " + std::to_string(f.b) + " remain";
+    case kTailMismatch:
+      return "after " + std::to_string(f.block) + " blocks at chunk byte " + std::to_string(f.offset) + ", " +
+             std::to_string(f.a) + " bytes remain where the " + std::to_string(tail_elements) + " raw tail elements need " +
+             std::to_string(f.b);
+    case kLz4Short: return at + ": LZ4 block decoded to " + std::to_string(f.a) + " bytes, expected " + std::to_string(f.b);
+    case kLz4OffsetZero:
+      return at + ": LZ4 match offset 0 at byte " + std::to_string(f.a) + " of the block (undefined in LZ4; refused)";
+    default:
+      return at + ": LZ4 error at byte " + std::to_string(f.a) + " decoding " + std::to_string(f.b) +
+             " bytes (corrupt or truncated block)";
+  }
+}
+
+// A chunk's header, read on the host: its block size in elements, or what is wrong (the CPU's wording).
+std::string chunk_header(const unsigned char* chunk, uint64_t length, unsigned es, uint64_t chunk_elements, uint64_t* block_elements) {
+  if (length < 12) return "header needs 12 bytes, chunk has " + std::to_string(length);
+  const uint64_t total = load_be(chunk, 8), block_bytes = load_be(chunk + 8, 4);
+  if (total != chunk_elements * es)
+    return "header (byte 0) says " + std::to_string(total) + " uncompressed bytes, the frame has " + std::to_string(chunk_elements * es);
+  if (block_bytes == 0 || block_bytes % es != 0 || (block_bytes / es) % 8 != 0)
+    return "header (byte 8) block size " + std::to_string(block_bytes) + " bytes is not a positive multiple of 8 " +
+           std::to_string(es) + "-byte elements";
+  *block_elements = block_bytes / es;
+  return {};
+}
+
+// Decodes chunks [first, last) of the call (their headers checked) into the output; returns the first
+// failure's message naming its chunk, or "".
+std::string decode_chunk_piece(const tm_kernel_call_v1& c, const tm_decode_bitshuffle_lz4_params_v1& p, unsigned es,
+                               uint64_t first, uint64_t last, const std::vector<uint64_t>& block_elements) {
+  const uint64_t chunks = last - first, base = p.chunk_offsets[first], whole = p.chunk_elements - p.chunk_elements % 8;
+  std::vector<uint64_t> offsets(chunks + 1), bases(chunks + 1, 0), per_chunk(chunks);
+  for (uint64_t i = 0; i <= chunks; ++i) offsets[i] = p.chunk_offsets[first + i] - base;
+  for (uint64_t i = 0; i < chunks; ++i) {
+    per_chunk[i] = block_elements[first + i];
+    bases[i + 1] = bases[i] + (whole + per_chunk[i] - 1) / per_chunk[i];
+  }
+  const uint64_t blocks = bases[chunks], out_bytes = chunks * p.chunk_elements * es;
+  DeviceBuffer input(offsets[chunks]), dev_offsets((chunks + 1) * 8), dev_be(chunks * 8), dev_bases((chunks + 1) * 8),
+      table((blocks ? blocks : 1) * sizeof(Lz4Block)), tails(chunks * 8), chunk_failures(chunks * sizeof(ChunkFailure)),
+      block_failures((blocks ? blocks : 1) * sizeof(ChunkFailure)), failed(sizeof(unsigned)), scratch(out_bytes), out(out_bytes);
+  input.upload(static_cast<const unsigned char*>(c.input) + base, offsets[chunks]);
+  dev_offsets.upload(offsets.data(), (chunks + 1) * 8);
+  dev_be.upload(per_chunk.data(), chunks * 8);
+  dev_bases.upload(bases.data(), (chunks + 1) * 8);
+  table.zero(), failed.zero();
+  const auto* in = static_cast<const unsigned char*>(input.get());
+  TM_GPU_LAUNCH(bslz4_walk_kernel, grid_for(chunks, 64), 64, in, static_cast<const uint64_t*>(dev_offsets.get<uint64_t>()), chunks,
+                p.chunk_elements, es, static_cast<const uint64_t*>(dev_be.get<uint64_t>()),
+                static_cast<const uint64_t*>(dev_bases.get<uint64_t>()), table.get<Lz4Block>(), tails.get<uint64_t>(),
+                chunk_failures.get<ChunkFailure>(), failed.get<unsigned>());
+  finish_launch("bslz4_walk_kernel");
+  if (blocks) {
+    TM_GPU_LAUNCH(bslz4_blocks_kernel, grid_for(blocks, 64), 64, in, static_cast<const Lz4Block*>(table.get<Lz4Block>()), blocks,
+                  scratch.get(), block_failures.get<ChunkFailure>(), failed.get<unsigned>());
+    finish_launch("bslz4_blocks_kernel");
+  }
+  unsigned failures = 0;
+  failed.download(&failures, sizeof failures);
+  if (failures) {
+    // The CPU meets a chunk's failures in order: block k's size prefix, then its LZ4 data, then block k + 1.
+    std::vector<ChunkFailure> walk(chunks), lz4(blocks);
+    chunk_failures.download(walk.data(), chunks * sizeof(ChunkFailure));
+    block_failures.download(lz4.data(), blocks * sizeof(ChunkFailure));
+    for (uint64_t i = 0; i < chunks; ++i) {
+      const ChunkFailure* f = walk[i].code != kChunkOk ? &walk[i] : nullptr;
+      for (uint64_t b = bases[i]; b < bases[i + 1]; ++b)
+        if (lz4[b].code != kChunkOk && (!f || lz4[b].block < f->block)) {
+          f = &lz4[b];
+          break;
+        }
+      if (f) return "chunk " + std::to_string(first + i) + ": " + chunk_failure_message(*f, p.chunk_elements % 8);
+    }
+  }
+  const uint64_t n = chunks * p.chunk_elements;
+  TM_GPU_LAUNCH(bslz4_unshuffle_kernel, grid_for(n), kThreads, in, static_cast<const unsigned char*>(scratch.get()), n,
+                p.chunk_elements, es, static_cast<const uint64_t*>(dev_be.get<uint64_t>()),
+                static_cast<const uint64_t*>(dev_bases.get<uint64_t>()), static_cast<const Lz4Block*>(table.get<Lz4Block>()),
+                static_cast<const uint64_t*>(tails.get<uint64_t>()), out.get());
+  finish_launch("bslz4_unshuffle_kernel");
+  out.download(static_cast<unsigned char*>(c.output) + first * p.chunk_elements * es, out_bytes);
+  return {};
+}
+
+// Pieces of whole chunks of at most chunk_bytes() compressed and decoded; headers are read on the host
+// first, and a piece stops before a chunk whose header is wrong (a lower chunk's failure is reported first).
+void run_decode_chunks(const tm_kernel_call_v1& c, const unsigned char*) {
+  const auto& p = params_of<tm_decode_bitshuffle_lz4_params_v1>(c);
+  const unsigned es = dtype_width(c.dtype);
+  if (p.chunk_count && !p.chunk_offsets) throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk offsets missing");
+  if (p.chunk_elements == 0 || c.element_count > UINT64_MAX / es || p.chunk_count > c.element_count / p.chunk_elements ||
+      p.chunk_count * p.chunk_elements != c.element_count)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, "element_count " + std::to_string(c.element_count) + " is not chunk_count " +
+                                                std::to_string(p.chunk_count) + " x chunk_elements " + std::to_string(p.chunk_elements));
+  need_output(c, c.element_count * es);
+  for (uint64_t i = 0; i < p.chunk_count; ++i)
+    if (p.chunk_offsets[i + 1] < p.chunk_offsets[i] || (i == 0 && p.chunk_offsets[0] != 0))
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk offsets must start at 0 and never decrease (chunk " + std::to_string(i) + ")");
+  const auto* in = static_cast<const unsigned char*>(c.input);
+  std::vector<uint64_t> block_elements(p.chunk_count, 0);
+  const uint64_t limit = chunk_bytes(), decoded = p.chunk_elements * es;
+  for (uint64_t first = 0; first < p.chunk_count;) {
+    uint64_t last = first, compressed = 0;
+    std::string header_problem;
+    while (last < p.chunk_count) {
+      const uint64_t length = p.chunk_offsets[last + 1] - p.chunk_offsets[last];
+      if (last > first && (compressed + length > limit || (last - first + 1) * decoded > limit)) break;
+      header_problem = chunk_header(in + p.chunk_offsets[last], length, es, p.chunk_elements, &block_elements[last]);
+      if (!header_problem.empty()) break;
+      compressed += length, ++last;
+    }
+    if (last > first) {
+      const std::string problem = decode_chunk_piece(c, p, es, first, last, block_elements);
+      if (!problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, problem);
+    }
+    if (!header_problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk " + std::to_string(last) + ": " + header_problem);
+    first = last;
+  }
+}
+
 // ---- the table ------------------------------------------------------------------------------------------
 tm_unavailable_reason reason_for(gpuError_t e) {
   if (e == gpuErrorNoDevice) return TM_REASON_NO_DEVICE;
@@ -644,7 +774,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
     const unsigned char* resident = nullptr;
     const bool has_residency_fields =
         call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
-    if (has_residency_fields && call->input_buffer && !tm_op_takes_format(call->op)) {
+    if (has_residency_fields && call->input_buffer && !tm_op_takes_format(call->op) && call->op != TM_OP_DECODE_BITSHUFFLE_LZ4) {
       auto it = state().residents.find(call->input_buffer);
       if (it == state().residents.end() || it->second.device != call->device_index)
         throw GpuError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +

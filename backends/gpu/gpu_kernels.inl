@@ -507,6 +507,148 @@ __global__ void quant_moments_finish_kernel(const unsigned char* blocks, uint64_
   }
 }
 
+// ---- decode.bitshuffle_lz4: HDF5 filter 32008 chunks (bitshuffle + LZ4) ------------------------------------
+// Three launches per piece of chunks, after the host has read and checked each chunk's 12-byte header:
+// a thread per chunk walks its blocks' size prefixes into a table; a thread per LZ4 block decodes it into
+// scratch (the bit-shuffled bytes); a thread per element gathers its bits back (support/bitshuffle.h's
+// layout). Every read and write is bounds-checked against the chunk and the block; a failure is recorded
+// (the first one a chunk meets, in the CPU's order, is reported by the host) and nothing is unshuffled.
+struct Lz4Block {
+  uint64_t src;     // input offset of the LZ4 bytes
+  uint64_t dst;     // byte offset of the decoded block in scratch (= of its elements in the output)
+  uint64_t prefix;  // chunk byte of the block's size prefix (for messages)
+  uint32_t csize, raw, index;  // compressed and decoded bytes; the block's index in its chunk
+};
+enum : uint32_t { kChunkOk = 0, kPrefixTruncated, kBlockOverruns, kTailMismatch, kLz4Corrupt, kLz4Short, kLz4OffsetZero };
+struct ChunkFailure {
+  uint32_t code, block;
+  uint64_t offset, a, b;  // chunk byte; two numbers the message needs
+};
+
+__host__ __device__ inline uint64_t load_be(const unsigned char* p, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes; ++i) v = v << 8 | p[i];
+  return v;
+}
+
+// Chunk c's blocks: block k of n = min(block_elements, rest rounded down to 8) elements.
+__global__ void bslz4_walk_kernel(const unsigned char* in, const uint64_t* offsets, uint64_t chunks, uint64_t chunk_elements,
+                                  unsigned es, const uint64_t* block_elements, const uint64_t* block_base, Lz4Block* blocks,
+                                  uint64_t* tail_src, ChunkFailure* failures, unsigned* failed) {
+  for (uint64_t c = global_id(); c < chunks; c += grid_threads()) {
+    const unsigned char* chunk = in + offsets[c];
+    const uint64_t length = offsets[c + 1] - offsets[c], be = block_elements[c], whole = chunk_elements - chunk_elements % 8;
+    uint64_t pos = 12, done = 0;
+    uint32_t k = 0;
+    ChunkFailure f{kChunkOk, 0, 0, 0, 0};
+    for (; done < whole; ++k) {
+      const uint64_t n = whole - done < be ? whole - done : be;
+      if (length - pos < 4) { f = ChunkFailure{kPrefixTruncated, k, pos, length, 0}; break; }
+      const uint64_t csize = load_be(chunk + pos, 4);
+      pos += 4;
+      if (csize > length - pos) { f = ChunkFailure{kBlockOverruns, k, pos - 4, csize, length - pos}; break; }
+      blocks[block_base[c] + k] = Lz4Block{offsets[c] + pos, (c * chunk_elements + done) * es, pos - 4,
+                                           static_cast<uint32_t>(csize), static_cast<uint32_t>(n * es), k};
+      pos += csize, done += n;
+    }
+    const uint64_t tail_bytes = (chunk_elements - whole) * es;
+    if (f.code == kChunkOk && length - pos != tail_bytes) f = ChunkFailure{kTailMismatch, k, pos, length - pos, tail_bytes};
+    tail_src[c] = offsets[c] + pos;
+    failures[c] = f;
+    if (f.code != kChunkOk) atomicAdd(failed, 1u);
+  }
+}
+
+// One LZ4 block (the format's rules as liblz4 1.9 applies them: a literal run that reaches within 12 bytes of
+// the output's end or 8 of the input's must end the block exactly; a match must end at least 5 bytes before
+// the output's end). Returns kChunkOk, kLz4Corrupt or kLz4OffsetZero with *at the compressed byte; *got the
+// bytes written.
+__device__ inline uint32_t lz4_decode_block(const unsigned char* in, uint64_t csize, unsigned char* out, uint64_t raw,
+                                            uint64_t* got, uint64_t* at) {
+  uint64_t ip = 0, op = 0;
+  *got = 0;
+  if (csize == 0) return *at = 0, kLz4Corrupt;
+  for (;;) {
+    if (ip >= csize) return *at = ip, kLz4Corrupt;
+    const unsigned token = in[ip++];
+    uint64_t lit = token >> 4;
+    if (lit == 15) {
+      if (ip + 15 >= csize) return *at = ip, kLz4Corrupt;
+      unsigned s;
+      do {
+        s = in[ip++];
+        lit += s;
+        if (ip + 15 > csize) return *at = ip, kLz4Corrupt;
+      } while (s == 255);
+    }
+    if (op + lit + 12 > raw || ip + lit + 8 > csize) {  // the last literals
+      if (ip + lit != csize || op + lit > raw) return *at = ip, kLz4Corrupt;
+      for (uint64_t i = 0; i < lit; ++i) out[op + i] = in[ip + i];
+      *got = op + lit;
+      return kChunkOk;
+    }
+    for (uint64_t i = 0; i < lit; ++i) out[op + i] = in[ip + i];
+    ip += lit, op += lit;
+    const uint64_t offset = in[ip] | static_cast<uint64_t>(in[ip + 1]) << 8;
+    if (offset == 0) return *at = ip, kLz4OffsetZero;
+    if (offset > op) return *at = ip, kLz4Corrupt;
+    ip += 2;
+    uint64_t length = token & 15u;
+    if (length == 15) {
+      unsigned s;
+      do {
+        s = in[ip++];
+        length += s;
+        if (ip + 4 > csize) return *at = ip, kLz4Corrupt;
+      } while (s == 255);
+    }
+    length += 4;
+    if (op + length + 5 > raw) return *at = ip, kLz4Corrupt;
+    for (uint64_t i = 0; i < length; ++i) out[op + i] = out[op - offset + i];  // overlapping copies repeat
+    op += length;
+    *got = op;
+  }
+}
+
+__global__ void bslz4_blocks_kernel(const unsigned char* in, const Lz4Block* blocks, uint64_t count, unsigned char* scratch,
+                                    ChunkFailure* failures, unsigned* failed) {
+  for (uint64_t b = global_id(); b < count; b += grid_threads()) {
+    const Lz4Block& k = blocks[b];
+    if (k.raw == 0) {  // never written: its chunk's walk failed before this block
+      failures[b] = ChunkFailure{kChunkOk, 0, 0, 0, 0};
+      continue;
+    }
+    uint64_t got = 0, at = 0;
+    uint32_t code = lz4_decode_block(in + k.src, k.csize, scratch + k.dst, k.raw, &got, &at);
+    if (code == kChunkOk && got != k.raw) code = kLz4Short, at = got;
+    failures[b] = ChunkFailure{code, k.index, k.prefix, at, code == kLz4Short ? uint64_t{k.raw} : uint64_t{k.csize}};
+    if (code != kChunkOk) atomicAdd(failed, 1u);
+  }
+}
+
+__global__ void bslz4_unshuffle_kernel(const unsigned char* in, const unsigned char* scratch, uint64_t n, uint64_t chunk_elements,
+                                       unsigned es, const uint64_t* block_elements, const uint64_t* block_base,
+                                       const Lz4Block* blocks, const uint64_t* tail_src, unsigned char* out) {
+  const uint64_t whole = chunk_elements - chunk_elements % 8;
+  for (uint64_t e = global_id(); e < n; e += grid_threads()) {
+    const uint64_t c = e / chunk_elements, j = e % chunk_elements;
+    unsigned char* dst = out + e * es;
+    if (j >= whole) {
+      for (unsigned b = 0; b < es; ++b) dst[b] = in[tail_src[c] + (j - whole) * es + b];
+      continue;
+    }
+    const uint64_t k = j / block_elements[c], m = j - k * block_elements[c];
+    const Lz4Block& blk = blocks[block_base[c] + k];
+    const uint64_t row = blk.raw / es / 8;  // bytes per bit plane
+    const unsigned char* planes = scratch + blk.dst;
+    for (unsigned b = 0; b < es; ++b) {
+      unsigned v = 0;
+      for (unsigned i = 0; i < 8; ++i) v |= ((planes[(8 * b + i) * row + m / 8] >> (m % 8)) & 1u) << i;
+      dst[b] = static_cast<unsigned char>(v);
+    }
+  }
+}
+
 // ---- dequantize.ggml: the 256-element K-quant super-blocks -------------------------------------------------
 // The order of float operations of ggml's dequantize_row_q*_k (backends/cpu/dequant/ggml_kquants.cpp): the
 // sub-block products d * scale and dmin * min first, then (d * scale) * q - (dmin * min).

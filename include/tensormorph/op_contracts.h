@@ -366,6 +366,29 @@ typedef struct tm_stem_ssb_params_v1 {
   void* workspace;
   uint64_t workspace_bytes;
 } tm_stem_ssb_params_v1;
+
+/* ---- TM_OP_DECODE_BITSHUFFLE_LZ4 ---------------------------------------------------------------------
+ * Decodes chunks of HDF5 filter 32008 with LZ4 (bitshuffle; the layout: src/support/bitshuffle_lz4_decode.h),
+ * e.g. a batch of 4D-STEM frames as Dectris detectors write them. dtype: the element type, whose width
+ * (1, 2, 4 or 8 bytes) is bitshuffle's element size. element_count = chunk_count * chunk_elements.
+ * Input: the chunks back to back; chunk i is input bytes [chunk_offsets[i], chunk_offsets[i + 1]), the
+ * offsets starting at 0 and never decreasing (the input holds chunk_offsets[chunk_count] bytes).
+ * Output: chunk i's elements at output element i * chunk_elements, WRITTEN. Exact: every backend writes the
+ * bytes the LZ4 library and the bit transpose give.
+ * A chunk that does not decode to exactly chunk_elements elements (a header that disagrees, a block size
+ * that is not a positive multiple of 8 elements, a truncated size prefix or block, an LZ4 error, a short
+ * block, bytes left over) fails the call with TM_ERR_INVALID_ARGUMENT and a message that begins
+ * "chunk <i>: " for the lowest such chunk and names its block and byte offset in the chunk; the output is
+ * then unspecified. A backend never reads outside the input nor writes outside the output, whatever the
+ * bytes say. One difference no compressor produces: a match offset of 0 (undefined in the LZ4 format) is
+ * refused by the device backends ("offset 0"), while liblz4 1.9 (the CPU's decoder) copies whatever its
+ * output buffer held there.
+ */
+typedef struct tm_decode_bitshuffle_lz4_params_v1 {
+  uint64_t chunk_count;
+  uint64_t chunk_elements;        /* elements of every chunk, decoded                                  */
+  const uint64_t* chunk_offsets;  /* chunk_count + 1 byte offsets into the input                       */
+} tm_decode_bitshuffle_lz4_params_v1;
 /* The CPU kernel's scratch: per reduction group a complex64 plane and four float64 sums per position. */
 static inline uint64_t tm_ssb_cpu_workspace_bytes(uint64_t pixels, uint64_t rows, uint64_t cols) {
   const uint64_t groups = pixels < 16 ? pixels : 16;

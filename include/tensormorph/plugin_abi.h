@@ -81,7 +81,8 @@ typedef enum tm_op {
   TM_OP_STEM_PATTERN_REDUCE = 11,      /* per-pixel sum and maximum over frames (4D-STEM)            */
   TM_OP_DISPLAY_COLORIZE = 12,         /* RGBA colours and a 256-bin histogram of float64 values (display) */
   TM_OP_STEM_SSB_OVERLAP = 13,         /* SSB ptychography: per bright-field pixel correction, inverse FFT, reduction */
-  TM_OP_COUNT_ = 14
+  TM_OP_DECODE_BITSHUFFLE_LZ4 = 14,    /* chunks of HDF5 filter 32008 (bitshuffle + LZ4), e.g. 4D-STEM frames */
+  TM_OP_COUNT_ = 15
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -170,6 +170,7 @@ std::string op_name(tm_op op) {
     case TM_OP_STEM_PATTERN_REDUCE: return "stem.pattern_reduce";
     case TM_OP_DISPLAY_COLORIZE: return "display.colorize";
     case TM_OP_STEM_SSB_OVERLAP: return "stem.ssb_overlap";
+    case TM_OP_DECODE_BITSHUFFLE_LZ4: return "decode.bitshuffle_lz4";
     default: return "op#" + std::to_string(static_cast<int>(op));
   }
 }

@@ -1,8 +1,10 @@
 #include "compute/known_answer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "support/bitshuffle_lz4_decode.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
@@ -182,6 +184,22 @@ std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& req) {
       k->input_ = Bytes{seed}.fill(blocks * req.format_block_bytes);
       k->params_ = params_bytes(tm_dequantize_ggml_params_v1{req.format_id, 0});
       k->initial_output_.assign(2 * sizeof(tm_moments_partial_v1), 0);
+      break;
+    }
+    case TM_OP_DECODE_BITSHUFFLE_LZ4: {
+      // Three chunks of 1,003 elements (a 3-element raw tail) in blocks of 64 elements (15 whole, one of 40).
+      const uint64_t chunks = 3, per_chunk = 1003;
+      const uint32_t width = static_cast<uint32_t>(dtype_size(req.dtype));
+      Bytes gen{seed};
+      k->u64s_ = {0};
+      for (uint64_t c = 0; c < chunks; ++c) {
+        const auto chunk = bitshuffle_lz4_chunk_without_compressor(per_chunk, width, 64, gen.fill(4096));
+        k->input_.insert(k->input_.end(), chunk.begin(), chunk.end());
+        k->u64s_.push_back(k->input_.size());
+      }
+      k->elements_ = chunks * per_chunk;
+      k->params_ = params_bytes(tm_decode_bitshuffle_lz4_params_v1{chunks, per_chunk, k->u64s_.data()});
+      k->initial_output_.assign(k->elements_ * width, 0);
       break;
     }
     default:

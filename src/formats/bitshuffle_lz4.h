@@ -1,12 +1,6 @@
 // The chunk format of HDF5 filter 32008 (bitshuffle) with LZ4 compression, as Dectris detectors write it.
 //
-// Chunk layout (all integers big-endian):
-//   [0, 8)   uncompressed size of the chunk in bytes
-//   [8, 12)  block size in BYTES (elements × element size); the element count is a multiple of 8
-//   then, for each full block and for the final partial block (the leftover elements rounded down to a
-//   multiple of 8, if any): a 4-byte compressed size followed by that many bytes of one LZ4 block, whose
-//   decompressed bytes are the block bit-shuffled (formats/bitshuffle.h);
-//   then the last (elements % 8) elements, stored raw.
+// Chunk layout: support/bitshuffle_lz4_decode.h, whose decoder this wraps with errors naming the file and frame.
 // Without compression (filter option 0) the same blocks appear shuffled but uncompressed, with no
 // header and no size prefixes.
 #pragma once
@@ -15,11 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace tmorph {
+#include "support/bitshuffle_lz4_decode.h"  // bitshuffle_default_block_elements, the decoder itself
 
-// bitshuffle's default block (elements) when the filter options give 0: 8192 bytes' worth, a multiple
-// of 8, at least 128.
-uint32_t bitshuffle_default_block_elements(uint32_t element_size);
+namespace tmorph {
 
 // Decodes one LZ4 chunk into out, which must hold exactly out_bytes (the frame's bytes, a multiple of
 // element_size). `where` names the chunk in errors ("<file>, frame 12"). Every inconsistency — header

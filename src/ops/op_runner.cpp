@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/kernel_call.h"
+#include "support/bitshuffle_lz4_decode.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 
@@ -57,6 +58,9 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
     ssb.kmax2 = 1, ssb.pixel_k = ssb_k.data(), ssb.dc = ssb_dc.data(), ssb.nu = ssb_nu.data(), ssb.e_chi = ssb_e.data();
     ssb.row_factor = ssb_row.data(), ssb.col_factor = ssb_col.data();
   }
+  std::vector<uint8_t> chunk_bytes;  // decode.bitshuffle_lz4's chunks and their offsets
+  std::vector<uint64_t> chunk_offsets;
+  tm_decode_bitshuffle_lz4_params_v1 decode{};
   switch (op) {
     case TM_OP_STATS_MOMENTS:
       output.resize((elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1));
@@ -123,6 +127,21 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.params = &ssb, args.params_size = sizeof ssb;
       output.resize(kSsbScan * kSsbScan * 32);
       break;
+    case TM_OP_DECODE_BITSHUFFLE_LZ4: {  // the data's bytes as 64 KiB frames of uint16 (literal-heavy chunks)
+      const uint64_t per_chunk = 32768, chunks = std::max<uint64_t>(1, elements * dtype_size(dtype) / (per_chunk * 2));
+      const std::vector<uint8_t> literals(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + std::min<uint64_t>(elements * dtype_size(dtype), 1 << 20));
+      chunk_offsets.assign(1, 0);
+      for (uint64_t c = 0; c < chunks; ++c) {
+        const auto chunk = bitshuffle_lz4_chunk_without_compressor(per_chunk, 2, bitshuffle_default_block_elements(2), literals);
+        chunk_bytes.insert(chunk_bytes.end(), chunk.begin(), chunk.end());
+        chunk_offsets.push_back(chunk_bytes.size());
+      }
+      decode = tm_decode_bitshuffle_lz4_params_v1{chunks, per_chunk, chunk_offsets.data()};
+      args.input = chunk_bytes.data(), args.elements = chunks * per_chunk, args.dtype = DType::U16;
+      args.params = &decode, args.params_size = sizeof decode;
+      output.resize(chunks * per_chunk * 2);
+      break;
+    }
     default:
       throw Error(ErrorKind::Internal, "run_op_once: unknown op");
   }

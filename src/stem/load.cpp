@@ -8,7 +8,7 @@
 
 #include "support/cancel.h"
 #include "support/thread_pool.h"
-#include "formats/bitshuffle.h"
+#include "support/bitshuffle.h"
 #include "stem/frame_reader.h"
 #include "tensormorph/error.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "formats/bitshuffle.h"
+#include "support/bitshuffle.h"
 #include "formats/bitshuffle_lz4.h"
 #include "formats/dectris.h"
 #include "simd_targets.h"

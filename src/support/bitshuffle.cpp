@@ -1,11 +1,11 @@
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "formats/bitshuffle.cpp"
+#define HWY_TARGET_INCLUDE "support/bitshuffle.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cstring>
 
-#include "formats/bitshuffle.h"
+#include "support/bitshuffle.h"
 
 #ifndef TM_BITSHUFFLE_SCALAR_ONCE
 #define TM_BITSHUFFLE_SCALAR_ONCE
