@@ -22,6 +22,8 @@ class Planner {
   std::vector<LadderStep> ladder(const OpRequest& request) const;
 
   const Constraints& constraints() const { return constraints_; }
+  // The same registry and costs under other constraints.
+  Planner with(Constraints constraints) const { return Planner(registry_, costs_, std::move(constraints)); }
 
  private:
   double holder_link_bytes_per_s(const OpRequest& request) const;

@@ -118,11 +118,21 @@ void FrameReader::read(uint64_t frame, Stored& stored) const {
   stored.raw = filter_mask != 0 || d.codec == ChunkCodec::Uncompressed;
 }
 
+bool FrameReader::takes_lz4_op(uint64_t frame, const Stored& stored) const {
+  uint32_t index = 0;
+  return !stored.raw && part_of(frame, &index).info->codec == ChunkCodec::BitshuffleLz4;
+}
+
+std::string FrameReader::where(uint64_t frame) const {
+  uint32_t index = 0;
+  return part_of(frame, &index).info->file + ", frame " + std::to_string(frame);
+}
+
 void FrameReader::decode(uint64_t frame, const Stored& stored, uint8_t* out, std::vector<uint8_t>& scratch) const {
   uint32_t index = 0;
   const Part& part = part_of(frame, &index);
   const DataPart& d = *part.info;
-  const std::string where = d.file + ", frame " + std::to_string(frame);
+  const std::string where = this->where(frame);
   if (d.codec == ChunkCodec::Hdf5Pipeline) {
     auto guard = h5::lock();
     const hsize_t start[3] = {frame - d.first_frame, 0, 0};

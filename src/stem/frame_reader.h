@@ -45,6 +45,12 @@ class FrameReader {
   // calling thread's reusable buffer. Codecs HDF5 must run (Hdf5Pipeline) read and decode here, locked.
   void decode(uint64_t frame, const Stored& stored, uint8_t* out, std::vector<uint8_t>& scratch) const;
 
+  // True when frame's stored chunk, as read, is one TM_OP_DECODE_BITSHUFFLE_LZ4 takes (bitshuffle+LZ4, not
+  // stored raw); decode() serves the others.
+  bool takes_lz4_op(uint64_t frame, const Stored& stored) const;
+  // How errors name a frame: "<data file>, frame <n>".
+  std::string where(uint64_t frame) const;
+
   uint64_t frame_bytes() const { return frame_bytes_; }
   // The codec name of each part in use (for provenance), deduplicated.
   std::vector<std::string> codecs() const;

@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
 
+#include "ops/kernel_call.h"
 #include "support/cancel.h"
 #include "support/thread_pool.h"
 #include "support/bitshuffle.h"
 #include "stem/frame_reader.h"
 #include "tensormorph/error.h"
+#include "tensormorph/op_contracts.h"
 
 #ifndef TM_VERSION
 #define TM_VERSION "dev"
@@ -204,6 +207,7 @@ struct StemLoader::State {
   bool direct = false;                        // output frames are decoded frames as they are
   bool narrowing = false;
   uint64_t zeroed = 0, stored = 0, decoded = 0;
+  Placement decode_at;                        // decode.bitshuffle_lz4's placement (empty: this CPU's threads)
   State(const Acquisition& a, const LoadRequest& r) : acq(a), req(r) {}
 };
 
@@ -247,69 +251,164 @@ uint64_t StemLoader::position_bytes() const {
 uint64_t StemLoader::stored_bytes_read() const { return s_->stored; }
 uint64_t StemLoader::decoded_bytes() const { return s_->decoded; }
 
+// What becomes of each decoded frame, for one run of output positions: its bad pixels zeroed, then added
+// into its output position's bin (or, direct, it is the output position). Frames arrive in order.
+class StemLoader::FrameSink {
+ public:
+  FrameSink(const State& st, uint64_t first, uint8_t* out)
+      : st_(st), first_(first), out_(out), out_frame_bytes_(st.plan.output_shape[2] * st.plan.output_shape[3] *
+                                                            dtype_size(st.plan.output_dtype)) {
+    if (!st.direct) frame_.resize(st.acq.detector_rows * st.acq.detector_cols * st.acq.element_size),
+                    acc_.resize(st.plan.output_shape[2] * st.plan.output_shape[3]);
+  }
+  // Where frame g (of output position `position`) is to be decoded: its output bytes when direct.
+  uint8_t* target(uint64_t g, uint64_t position) {
+    if (st_.direct) return out_ + (position - first_) * out_frame_bytes_;
+    if (g == st_.group_start[position]) std::fill(acc_.begin(), acc_.end(), 0);
+    return frame_.data();
+  }
+  // Frame g's pixels are at px (target(g, position), or the caller's copy): masks and bins them. Returns the
+  // position the next frame belongs to.
+  uint64_t take(uint64_t g, uint64_t position, uint8_t* px) {
+    const Acquisition& acq = st_.acq;
+    const uint64_t frame_pixels = acq.detector_rows * acq.detector_cols;
+    const uint32_t es = acq.element_size;
+    const Box& d = st_.plan.detector_region;
+    const std::array<uint64_t, 2>& bin = st_.req.detector_bin;
+    const uint64_t oc = st_.plan.output_shape[3];
+    if (st_.direct && px != target(g, position)) std::memcpy(target(g, position), px, out_frame_bytes_);
+    if (st_.direct) px = target(g, position);
+    if (st_.req.mask_bad_pixels)
+      zeroed += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, st_.bad)
+                : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, st_.bad)
+                          : zero_bad<uint32_t>(px, frame_pixels, st_.bad);
+    if (!st_.direct) {
+      if (g == st_.group_start[position] && px != frame_.data()) std::fill(acc_.begin(), acc_.end(), 0);
+      if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
+      else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
+      else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
+    }
+    if (g + 1 < st_.group_start[position + 1]) return position;  // more frames in this output position's bin
+    if (!st_.direct) {
+      uint8_t* dst = out_ + (position - first_) * out_frame_bytes_;
+      const uint64_t n = acc_.size();
+      switch (st_.plan.output_dtype) {
+        case DType::U8: store<uint8_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U8); break;
+        case DType::U16: store<uint16_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U16); break;
+        case DType::U32: store<uint32_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U32); break;
+        default: store<uint64_t>(acc_.data(), n, dst, false, position, oc, st_.plan.output_dtype); break;
+      }
+    }
+    return position + 1;
+  }
+  uint64_t zeroed = 0;
+
+ private:
+  const State& st_;
+  uint64_t first_;
+  uint8_t* out_;
+  uint64_t out_frame_bytes_;
+  std::vector<uint8_t> frame_;
+  std::vector<uint64_t> acc_;
+};
+
+void StemLoader::decode_with(const Placement& placement) { s_->decode_at = placement; }
+
 void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
   State& st = *s_;
-  const Acquisition& acq = st.acq;
-  const LoadRequest& req = st.req;
-  const LoadPlan& plan = st.plan;
-  const Box& d = plan.detector_region;
+  if (!st.decode_at.backend.empty() && st.decode_at.backend != "cpu") return fill_placed(first, count, out_bytes);
   const FrameReader& reader = *st.reader;
-  const uint64_t frame_pixels = acq.detector_rows * acq.detector_cols;
-  const uint64_t frame_bytes = reader.frame_bytes();
-  const uint64_t out_frame_pixels = plan.output_shape[2] * plan.output_shape[3];
-  const uint64_t out_frame_bytes = position_bytes();
-  const uint32_t es = acq.element_size;
-  const bool direct = st.direct;
-  const DType out_dtype = plan.output_dtype;
   const std::vector<uint64_t>& frames = st.frames;
   const std::vector<uint64_t>& group_start = st.group_start;
-
-  ThreadPool& pool = ThreadPool::shared(std::max(1u, req.threads));
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, st.req.threads));
   std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
   // Each task owns a contiguous run of output positions (so integer sums need no atomics); it reads the
   // stored chunks of its frames kReadBatch at a time under one HDF5 lock, then decodes them unlocked.
   constexpr size_t kReadBatch = 32;
-  const uint64_t oc = plan.output_shape[3];
   pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
     begin += first, end += first;
-    std::vector<uint8_t> scratch, frame(direct ? 0 : frame_bytes);
-    std::vector<uint64_t> acc(direct ? 0 : out_frame_pixels);
+    FrameSink sink(st, first, out_bytes);
+    std::vector<uint8_t> scratch;
     std::vector<FrameReader::Stored> batch(kReadBatch);
     uint64_t pos = begin;
     for (uint64_t g = group_start[begin]; g < group_start[end];) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadBatch, group_start[end] - g));
-      check_cancel(req.cancel);
+      check_cancel(st.req.cancel);
       reader.read_batch(&frames[g], n, batch.data());
       for (size_t i = 0; i < n; ++i, ++g) {
-        uint8_t* dst = out_bytes + (pos - first) * out_frame_bytes;
-        if (!direct && g == group_start[pos]) std::fill(acc.begin(), acc.end(), 0);
-        uint8_t* px = direct ? dst : frame.data();
+        uint8_t* px = sink.target(g, pos);
         reader.decode(frames[g], batch[i], px, scratch);
         stored[part] += batch[i].bytes.size();
-        if (req.mask_bad_pixels)
-          zeroed[part] += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, st.bad)
-                          : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, st.bad)
-                                    : zero_bad<uint32_t>(px, frame_pixels, st.bad);
-        if (!direct) {
-          if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-          else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-          else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, req.detector_bin[0], req.detector_bin[1], oc, acc.data());
-        }
-        if (g + 1 < group_start[pos + 1]) continue;  // more frames in this output position's bin
-        if (!direct) {
-          switch (out_dtype) {
-            case DType::U8: store<uint8_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
-            case DType::U16: store<uint16_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
-            case DType::U32: store<uint32_t>(acc.data(), out_frame_pixels, dst, st.narrowing, pos, oc, out_dtype); break;
-            default: store<uint64_t>(acc.data(), out_frame_pixels, dst, false, pos, oc, out_dtype); break;
-          }
-        }
-        ++pos;
+        pos = sink.take(g, pos, px);
       }
     }
+    zeroed[part] = sink.zeroed;
   });
   for (unsigned i = 0; i < pool.size(); ++i) st.zeroed += zeroed[i], st.stored += stored[i];
-  st.decoded += (group_start[first + count] - group_start[first]) * frame_bytes;
+  st.decoded += (group_start[first + count] - group_start[first]) * reader.frame_bytes();
+}
+
+// Decoding placed on another backend (decode.bitshuffle_lz4): the stored chunks of up to kPlacedBatchBytes
+// of frames are read under the HDF5 lock and decoded in one call; chunks the op does not take (stored raw,
+// or another codec) are decoded here. Masking and binning follow on this thread.
+void StemLoader::fill_placed(uint64_t first, uint64_t count, uint8_t* out_bytes) {
+  State& st = *s_;
+  const FrameReader& reader = *st.reader;
+  const uint64_t frame_bytes = reader.frame_bytes(), frame_pixels = st.acq.detector_rows * st.acq.detector_cols;
+  constexpr uint64_t kPlacedBatchBytes = 256ull << 20;
+  const uint64_t per_call = std::max<uint64_t>(1, kPlacedBatchBytes / std::max<uint64_t>(frame_bytes, 1));
+  FrameSink sink(st, first, out_bytes);
+  std::vector<uint8_t> scratch, input, decoded;
+  std::vector<uint64_t> offsets, chunk_frames;
+  std::vector<FrameReader::Stored> batch;
+  uint64_t pos = first;
+  const uint64_t g_end = st.group_start[first + count];
+  for (uint64_t g0 = st.group_start[first]; g0 < g_end;) {
+    check_cancel(st.req.cancel);
+    const uint64_t n = std::min(per_call, g_end - g0);
+    batch.resize(n);
+    reader.read_batch(&st.frames[g0], n, batch.data());
+    input.clear(), offsets.assign(1, 0), chunk_frames.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      st.stored += batch[i].bytes.size();
+      if (!reader.takes_lz4_op(st.frames[g0 + i], batch[i])) continue;
+      input.insert(input.end(), batch[i].bytes.begin(), batch[i].bytes.end());
+      offsets.push_back(input.size()), chunk_frames.push_back(i);
+    }
+    const uint64_t chunks = chunk_frames.size();
+    decoded.resize(chunks * frame_bytes);
+    if (chunks) {
+      const tm_decode_bitshuffle_lz4_params_v1 params{chunks, frame_pixels, offsets.data()};
+      try {
+        run_placed_kernel(st.decode_at, TM_OP_DECODE_BITSHUFFLE_LZ4,
+                          {st.acq.dtype, input.data(), chunks * frame_pixels, &params, sizeof params, decoded.data(),
+                           decoded.size(), std::max(1u, st.req.threads)});
+      } catch (const Error& e) {  // "... chunk <i>: what" names a frame of this batch
+        const std::string text = e.what();
+        const size_t at = text.find("chunk ");
+        const uint64_t i = at == std::string::npos ? 0 : std::strtoull(text.c_str() + at + 6, nullptr, 10);
+        if (at == std::string::npos || i >= chunks) throw;
+        const size_t colon = text.find(": ", at);
+        throw Error(ErrorKind::BadInput, reader.where(st.frames[g0 + chunk_frames[i]]) + ": bitshuffle/LZ4 chunk: " +
+                                             (colon == std::string::npos ? text : text.substr(colon + 2)) + " (decoded on " +
+                                             st.decode_at.backend + ")");
+      }
+    }
+    for (uint64_t i = 0, k = 0; i < n; ++i) {
+      const uint64_t g = g0 + i;
+      uint8_t* px;
+      if (k < chunks && chunk_frames[k] == i) {
+        px = decoded.data() + k++ * frame_bytes;
+      } else {
+        px = sink.target(g, pos);
+        reader.decode(st.frames[g], batch[i], px, scratch);
+      }
+      pos = sink.take(g, pos, px);
+    }
+    g0 += n;
+  }
+  st.zeroed += sink.zeroed;
+  st.decoded += (g_end - st.group_start[first]) * frame_bytes;
 }
 
 nlohmann::json StemLoader::provenance() const {
@@ -318,6 +417,7 @@ nlohmann::json StemLoader::provenance() const {
   const LoadPlan& plan = st.plan;
   const auto box_json = [](const Box& b) { return nlohmann::json::array({b.r0, b.r1, b.c0, b.c1}); };
   nlohmann::json codecs = st.reader->codecs();
+  const bool placed = !st.decode_at.backend.empty() && st.decode_at.backend != "cpu";
   return {{"source",
            {{"signature", acq.signature},
             {"master", acq.master},
@@ -339,10 +439,36 @@ nlohmann::json StemLoader::provenance() const {
             {"pixel_mask_pixels", st.bad.size()},
             {"sentinel", unsigned_max(acq.dtype)},
             {"sentinel_values_zeroed", st.zeroed}}},
-          {"backend", "cpu"},
-          {"device", "host CPU, " + std::to_string(ThreadPool::shared(std::max(1u, st.req.threads)).size()) + " threads"},
-          {"decoder", std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
+          {"backend", placed ? st.decode_at.backend : "cpu"},
+          {"device", placed ? st.decode_at.device
+                            : "host CPU, " + std::to_string(ThreadPool::shared(std::max(1u, st.req.threads)).size()) + " threads"},
+          {"decoder", placed ? "decode.bitshuffle_lz4 on " + st.decode_at.backend + " (chunks it does not take: tensormorph on the CPU)"
+                             : std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
           {"software", {{"name", "tensormorph"}, {"version", TM_VERSION}, {"revision", TM_REVISION}}}};
+}
+
+std::optional<Placement> place_decode(const Acquisition& acq, StemLoader& loader, const Planner& planner) {
+  const bool lz4 = std::any_of(acq.parts.begin(), acq.parts.end(),
+                               [](const DataPart& d) { return d.present && d.codec == ChunkCodec::BitshuffleLz4; });
+  if (!lz4) return std::nullopt;
+  OpRequest op;
+  op.op = TM_OP_DECODE_BITSHUFFLE_LZ4;
+  op.dtype = acq.dtype;
+  op.elements = loader.plan().frames * acq.detector_rows * acq.detector_cols;
+  op.bytes = op.elements * acq.element_size;  // decoded bytes (the op's throughput is counted in them)
+  Placement at;
+  const Constraints& c = planner.constraints();
+  try {
+    at = planner.place(op);
+  } catch (const Error&) {
+    if (c.strict_backend.empty()) throw;
+    Constraints relaxed = c;
+    relaxed.prefer.insert(relaxed.prefer.begin(), c.strict_backend);
+    relaxed.strict_backend.clear();
+    at = planner.with(relaxed).place(op);
+  }
+  loader.decode_with(at);
+  return at;
 }
 
 StemArray load_stem(const Acquisition& acq, const LoadRequest& req) {

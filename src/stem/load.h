@@ -26,6 +26,8 @@
 
 #include "support/large_buffer.h"
 #include "formats/dectris.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
 
 namespace tmorph {
 
@@ -81,6 +83,13 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req);
 // Loads per the contract above.
 StemArray load_stem(const Acquisition& acq, const LoadRequest& req);
 
+class StemLoader;
+// Places decode.bitshuffle_lz4 for the loader's frames when the acquisition stores bitshuffle+LZ4 chunks and
+// tells the loader where it runs; nullopt for other codecs (the loader decodes those itself). Decoding is
+// input preparation: under --backend NAME it runs on NAME when NAME has the kernel, else where the planner
+// places it with NAME preferred (the CPU), reported like every placement.
+std::optional<Placement> place_decode(const Acquisition& acq, StemLoader& loader, const Planner& planner);
+
 // The loading machinery, a batch of output positions at a time (products stream through it without
 // holding the 4-D array). Construction plans the request and checks that every frame it needs is
 // readable; no memory admission (load_stem does that for the whole output).
@@ -97,6 +106,10 @@ class StemLoader {
   // Writes output positions [first, first + count) (row-major) into out, count × position_bytes() bytes,
   // on the request's threads. Exactly what load_stem returns for those positions.
   void fill(uint64_t first, uint64_t count, uint8_t* out);
+  // Decode bitshuffle+LZ4 chunks where `placement` (of TM_OP_DECODE_BITSHUFFLE_LZ4) says: on another backend,
+  // fill reads a batch of chunks and decodes them in one call there; on the CPU (the default) each thread
+  // decodes its own frames. The output is the same bytes either way.
+  void decode_with(const Placement& placement);
   // The provenance of the request (bad-pixel counts and bytes cover every fill so far).
   nlohmann::json provenance() const;
   uint64_t stored_bytes_read() const;
@@ -104,6 +117,8 @@ class StemLoader {
 
  private:
   struct State;
+  class FrameSink;
+  void fill_placed(uint64_t first, uint64_t count, uint8_t* out);
   std::unique_ptr<State> s_;
 };
 

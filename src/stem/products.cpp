@@ -69,6 +69,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   Placement sums_at, pattern_at;
   if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = planner.place(op), r.placements.push_back(sums_at);
   if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = planner.place(op), r.placements.push_back(pattern_at);
+  if (const auto decode_at = place_decode(acq, loader, planner)) r.placements.push_back(*decode_at);
 
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + list_count;
   std::vector<uint64_t> sums;

@@ -113,6 +113,29 @@ class GpuPluginsCli(unittest.TestCase):
         self.assertIn("self-test testwrong/testwrong device stats.moments on u8: failed", r.out)
         self.assertIn("failed its self-test", r.err)
 
+    def test_stem_products_decode_their_chunks_on_the_gpu_backend_with_the_same_numbers(self):
+        stem = os.path.join(self.dir, "stem")
+        r = run(["stem", "demo", "--out", stem, "--scan", "6,5", "--detector", "24", "--files", "2"])
+        self.assertEqual(r.code, 0, r.err)
+        master = os.path.join(stem, "demo_master.h5")
+        env = {"TENSORMORPH_PLUGIN_DIR": EMULATED_DIR}
+        outs = {}
+        for backend in ("cpu", "gpuemu"):
+            out = os.path.join(self.dir, backend + ".npy")
+            r = run(["stem", "mask", master, "--center", "12,12", "--inner", "2", "--outer", "8", "-o", out, "--json",
+                     "--backend", backend], env_extra=env)
+            self.assertEqual(r.code, 0, r.err)
+            placed = {p["op"]: p["backend"] for p in r.json()["placement"]}
+            self.assertEqual(placed, {"stem.pattern_reduce": backend, "stem.frame_sums": backend, "decode.bitshuffle_lz4": backend})
+            with open(out, "rb") as f:
+                outs[backend] = f.read()
+        self.assertEqual(outs["gpuemu"], outs["cpu"])  # the same .npy bytes
+        # --prefer: decoding goes where the preference says, like every other op.
+        r = run(["stem", "mask", master, "--center", "12,12", "--inner", "2", "--outer", "8", "-o",
+                 os.path.join(self.dir, "t.npy"), "--json", "--prefer", "gpuemu"], env_extra=env)
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual({p["op"]: p["backend"] for p in r.json()["placement"]}["decode.bitshuffle_lz4"], "gpuemu")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -89,7 +89,8 @@ class StemProducts(unittest.TestCase):
                 self.assertAlmostEqual(rep["disk"]["row"], self.centre[0], places=9)
                 m = annulus((K, K), self.centre, inner, outer)
                 np.testing.assert_array_equal(img, self.data[:, :, m].sum(axis=2))
-                self.assertEqual([p["op"] for p in rep["placement"]], ["stem.pattern_reduce", "stem.frame_sums"])  # disk pass, then sums
+                self.assertEqual([p["op"] for p in rep["placement"]],  # disk pass, then sums, each with its chunks' decoding
+                                 ["stem.pattern_reduce", "decode.bitshuffle_lz4", "stem.frame_sums", "decode.bitshuffle_lz4"])
                 self.assertEqual(rep["detector"]["evaluated_as"], "total - complement" if m.sum() > K * K / 2 else "direct")
 
     def test_mask_in_pixels_mrad_and_from_files(self):
@@ -207,7 +208,7 @@ class StemProducts(unittest.TestCase):
         # --prefer: frame sums run on Vulkan, the pattern (no Vulkan kernel) falls back to the CPU, reported.
         _, rep = self.product("bf", "--prefer", "vulkan")
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
-        self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan"})
+        self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan", "decode.bitshuffle_lz4": "cpu"})
 
     def test_a_turned_scan_gives_the_known_dpc_angle(self):
         """Simulated with the scan's axes turned by theta against the detector's: the DPC rotation that

@@ -393,8 +393,10 @@ TEST(StemSsbSetup, ProductsAndSsbResolveTheSameGeometry) {
   std::vector<Placement> placements;
   const DetectorGeometry g = resolve_detector_geometry(acq, load, {}, {std::nullopt, "--semiangle-mrad"},
                                                        {std::nullopt, "--detector-mrad-per-px"}, cpu_planner(), &placements);
-  ASSERT_EQ(placements.size(), 1u);
+  ASSERT_EQ(placements.size(), 2u);  // the pattern pass, and where its chunks were decoded
   EXPECT_EQ(placements[0].op, "stem.pattern_reduce");
+  EXPECT_EQ(placements[1].op, "decode.bitshuffle_lz4");
+  EXPECT_EQ(placements[1].backend, "cpu");
   EXPECT_EQ(g.disk.source, "detected");
   EXPECT_EQ(g.angle_per_pixel.source, "file: entry/sample/simulation/detector_angle_per_pixel");
   EXPECT_DOUBLE_EQ(g.angle_per_pixel.value, 2 * sim.detector_mrad_per_px());

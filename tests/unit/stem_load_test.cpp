@@ -7,11 +7,13 @@
 #include <fstream>
 
 #include "core/utf8.h"
+#include "cpu/cpu_backend.h"
 #include "formats/dectris.h"
 #include "stem/load.h"
 #include "stem/simulate.h"
 #include "stem_fixture.h"
 #include "tensormorph/error.h"
+#include "tensormorph/planner.h"
 
 namespace tmorph {
 namespace {
@@ -317,9 +319,8 @@ TEST_F(StemLoad, ATruncatedDataFileIsNamed) {
   EXPECT_THROW(load_stem(acq, r), Error);
 }
 
-TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
-  // Overwrite the LZ4 stream of frame 3's first block (data file 1) in place.
-  const std::string f = dir.file("demo_data_000001.h5");
+// Overwrites the LZ4 stream of frame 3's first block (data file f) in place.
+void corrupt_frame_3(const std::string& f) {
   haddr_t addr = 0;
   {
     auto guard = h5::lock();
@@ -336,6 +337,11 @@ TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
     const char junk[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
     io.write(junk, 8);
   }
+}
+
+TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
+  const std::string f = dir.file("demo_data_000001.h5");
+  corrupt_frame_3(f);
   const Acquisition acq = open_acquisition(master);
   LoadRequest r = base();
   r.scan_region = Box{0, 1, 0, 9};
@@ -565,6 +571,65 @@ TEST(StemSimulation, FramesAreDeterministicAndThePhysicsIsVisible) {
   EXPECT_GT(inside, total * 8 / 10);
   EXPECT_NEAR(electron_wavelength_A(300e3), 0.019687, 1e-5);
   EXPECT_NEAR(electron_wavelength_A(200e3), 0.025079, 1e-5);
+}
+
+// Decoding placed on a GPU backend (gpuemu: the CUDA/HIP kernel source under the host grid emulation) gives
+// the bytes the CPU path gives, for whole frames, crops, bins and unmasked loads, reported in the provenance.
+struct GpuemuDecode {
+  BackendRegistry registry;
+  CostModel costs;
+  GpuemuDecode() {
+    registry.register_table(cpu::cpu_backend_table(), "static");
+    registry.load_plugins_from(TM_GPUEMU_PLUGIN_DIR);
+  }
+  Planner planner() const {
+    Constraints c;
+    c.strict_backend = "gpuemu";
+    return Planner(registry, costs, c);
+  }
+  std::vector<uint8_t> load(const Acquisition& acq, const LoadRequest& r, nlohmann::json* provenance = nullptr) const {
+    StemLoader loader(acq, r);
+    const auto at = place_decode(acq, loader, planner());
+    EXPECT_TRUE(at && at->backend == "gpuemu");
+    std::vector<uint8_t> out(loader.positions() * loader.position_bytes());
+    loader.fill(0, loader.positions(), out.data());
+    if (provenance) *provenance = loader.provenance();
+    return out;
+  }
+};
+
+TEST_F(StemLoad, DecodingPlacedOnAGpuBackendGivesTheSameBytes) {
+  const GpuemuDecode gpu;
+  const Acquisition acq = open_acquisition(master);
+  std::vector<LoadRequest> requests(4, base());
+  requests[1].detector_bin = {2, 2}, requests[1].scan_bin = {2, 1};
+  requests[2].scan_region = Box{1, 5, 2, 8}, requests[2].detector_region = Box{3, 17, 0, 20};
+  requests[3].mask_bad_pixels = false;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const StemArray cpu = load_stem(acq, requests[i]);
+    nlohmann::json provenance;
+    const std::vector<uint8_t> placed = gpu.load(acq, requests[i], &provenance);
+    ASSERT_EQ(placed.size(), cpu.bytes) << "request " << i;
+    EXPECT_EQ(std::memcmp(placed.data(), cpu.data.get(), cpu.bytes), 0) << "request " << i;
+    EXPECT_EQ(provenance["backend"], "gpuemu");
+    EXPECT_EQ(provenance["bad_pixels"]["sentinel_values_zeroed"], cpu.provenance["bad_pixels"]["sentinel_values_zeroed"]);
+  }
+}
+
+TEST_F(StemLoad, ACorruptedChunkDecodedOnAGpuBackendNamesFileFrameAndBlock) {
+  const std::string f = dir.file("demo_data_000001.h5");
+  corrupt_frame_3(f);
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r = base();
+  r.scan_region = Box{0, 1, 0, 9};
+  try {
+    GpuemuDecode().load(acq, r);
+    FAIL() << "the corrupted block decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find(f + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(decoded on gpuemu)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
