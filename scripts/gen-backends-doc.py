@@ -125,9 +125,14 @@ tests (`Backends/GpuParity.*`) on `gpuemu`; the same tests run on `cuda` and `hi
 barrier-free launches), histograms (every dtype), bit-pattern counts, exact quantiles (f32, i32, u32, f64,
 i64, u64: radix counting of order keys, 16 bits a pass), `stem.frame_sums`,
 `stem.pattern_reduce`, `display.colorize`, and the ggml blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K, Q3_K,
-Q4_K, Q5_K, Q6_K, Q8_K (one thread per value, ggml's float order), and `quant.moments` of Q4_0 and Q8_0
-(exact: integer atomics per ggml block, then each canonical block's extremes in block order). Not yet on
-these backends: the IQ and ternary formats, SSB (cuFFT/hipFFT) and bitshuffle+LZ4 decoding on the device:
+Q4_K, Q5_K, Q6_K, Q8_K (one thread per value, ggml's float order), `quant.moments` of Q4_0 and Q8_0
+(exact: integer atomics per ggml block, then each canonical block's extremes in block order), and
+`decode.bitshuffle_lz4`, the new placed op that decodes 4D-STEM chunks (HDF5 filter 32008) on the device: a
+thread per chunk walks the size prefixes, a thread per LZ4 block decodes it with liblz4's edge rules and
+bounds checks, a thread per element gathers its bits; damaged chunks are refused naming the same chunk as the
+CPU (400 damaged cases in the parity suite). The decoded frames come back to the host (resident
+decoded acquisitions are not built yet). Not yet on these backends: the IQ and ternary formats and SSB
+(cuFFT/hipFFT):
 those ops run on the CPU (or Vulkan), reported. Calls
 move at most 256 MiB of input per piece (`TENSORMORPH_GPU_CHUNK_BYTES`), in whole statistics blocks, frames
 or ggml blocks; resident copies (upload/release) serve later calls without a transfer. Without a device

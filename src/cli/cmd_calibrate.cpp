@@ -52,7 +52,8 @@ void run_calibrate(const CalibrateArgs& a) {
         const bool dequant = k.op == TM_OP_DEQUANTIZE_GGML || k.op == TM_OP_GGML_BLOCK_STATS || k.op == TM_OP_QUANT_MOMENTS;  // on Q8_0
         const bool packed = k.op == TM_OP_DEQUANTIZE_PACKED;                                   // timed on FP8 codes
         const bool ssb = k.op == TM_OP_STEM_SSB_OVERLAP;  // 64 pixels' spectra over a 16 x 16 scan (op_runner.cpp)
-        const DType dt = dequant || packed || ssb ? DType::F32 : calibration_dtype(k.dtype_mask);
+        const bool decode = k.op == TM_OP_DECODE_BITSHUFFLE_LZ4;  // uint16 frames of 64 KiB (op_runner.cpp)
+        const DType dt = dequant || packed || ssb ? DType::F32 : decode ? DType::U16 : calibration_dtype(k.dtype_mask);
         const uint64_t elements = dequant ? bytes / 34 * 32 : packed ? bytes : ssb ? 2 * 64 * 144 : bytes / dtype_size(dt);
         Placement pl;
         pl.backend = b.name, pl.backend_ref = &b, pl.device_index = d.index, pl.kernel_index = k.index;

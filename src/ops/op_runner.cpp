@@ -127,19 +127,21 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
       args.params = &ssb, args.params_size = sizeof ssb;
       output.resize(kSsbScan * kSsbScan * 32);
       break;
-    case TM_OP_DECODE_BITSHUFFLE_LZ4: {  // the data's bytes as 64 KiB frames of uint16 (literal-heavy chunks)
-      const uint64_t per_chunk = 32768, chunks = std::max<uint64_t>(1, elements * dtype_size(dtype) / (per_chunk * 2));
-      const std::vector<uint8_t> literals(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + std::min<uint64_t>(elements * dtype_size(dtype), 1 << 20));
+    case TM_OP_DECODE_BITSHUFFLE_LZ4: {  // 64 KiB frames of `dtype` elements as the data's bytes would decode to
+      // (chunks written without a compressor: each 8 KiB block is literals and one long match, support/)
+      const uint32_t width = static_cast<uint32_t>(dtype_size(dtype));
+      const uint64_t per_chunk = 65536 / width, chunks = std::max<uint64_t>(1, elements / per_chunk);
+      const std::vector<uint8_t> literals(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + std::min<uint64_t>(elements * width, 1 << 20));
       chunk_offsets.assign(1, 0);
+      const auto chunk = bitshuffle_lz4_chunk_without_compressor(per_chunk, width, bitshuffle_default_block_elements(width), literals);
       for (uint64_t c = 0; c < chunks; ++c) {
-        const auto chunk = bitshuffle_lz4_chunk_without_compressor(per_chunk, 2, bitshuffle_default_block_elements(2), literals);
         chunk_bytes.insert(chunk_bytes.end(), chunk.begin(), chunk.end());
         chunk_offsets.push_back(chunk_bytes.size());
       }
       decode = tm_decode_bitshuffle_lz4_params_v1{chunks, per_chunk, chunk_offsets.data()};
-      args.input = chunk_bytes.data(), args.elements = chunks * per_chunk, args.dtype = DType::U16;
+      args.input = chunk_bytes.data(), args.elements = chunks * per_chunk;
       args.params = &decode, args.params_size = sizeof decode;
-      output.resize(chunks * per_chunk * 2);
+      output.resize(chunks * per_chunk * width);
       break;
     }
     default:
