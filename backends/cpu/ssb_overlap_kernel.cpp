@@ -13,6 +13,7 @@
 #include "support/fftw_lock.h"
 #include "support/large_buffer.h"
 #include "support/thread_pool.h"
+#include "tensormorph/contract_math.h"
 
 namespace tmorph::cpu {
 
@@ -36,25 +37,6 @@ double chi_of(const tm_stem_ssb_params_v1& p, double r, double c) {
   return chi;
 }
 
-// Checks the call against the contract; empty when it holds.
-std::string invalid(const tm_kernel_call_v1& c, const tm_stem_ssb_params_v1& p) {
-  if (p.variant != TM_SSB_QUADRATIC && p.variant != TM_SSB_DIRECT) return "unknown variant " + std::to_string(p.variant);
-  if (p.rows < 2 || p.cols < 2 || p.rows > (1u << 20) || p.cols > (1u << 20) || p.rows * p.cols > (uint64_t{1} << 31))
-    return "scan " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " outside 2 .. 2^31 positions";
-  const uint64_t half = p.rows * (p.cols / 2 + 1);
-  if (p.pixels == 0 || p.slice_stride < half || p.pixels > (uint64_t{1} << 40) / p.slice_stride)
-    return "pixels or slice_stride out of range";
-  if (c.element_count != 2 * p.pixels * p.slice_stride)
-    return "element_count must be 2 * pixels * slice_stride = " + std::to_string(2 * p.pixels * p.slice_stride);
-  if (c.output_size < p.rows * p.cols * 32) return "output too small: need rows * cols * 32 bytes";
-  if (!p.pixel_k || !p.dc || !p.nu) return "pixel_k, dc and nu are required";
-  if (p.variant == TM_SSB_QUADRATIC && (!p.e_chi || !p.row_factor || !p.col_factor))
-    return "the quadratic variant needs e_chi, row_factor and col_factor";
-  if (p.variant == TM_SSB_DIRECT && p.chi_term_count && !p.chi_terms) return "chi_terms missing";
-  if (!(p.kmax2 > 0) || !std::isfinite(p.kmax2)) return "kmax2 must be positive";
-  return {};
-}
-
 // Destroys an FFTW plan under the planner lock.
 struct PlanGuard {
   fftwf_plan plan = nullptr;
@@ -73,7 +55,7 @@ tm_status run_stem_ssb_overlap(const tm_kernel_call_v1& c, std::string* error) {
     return TM_ERR_INVALID_ARGUMENT;
   }
   const auto& p = *static_cast<const tm_stem_ssb_params_v1*>(c.params);
-  if (std::string why = invalid(c, p); !why.empty()) {
+  if (std::string why = ssb_call_problem(c, p); !why.empty()) {
     *error = "stem.ssb_overlap: " + why;
     return TM_ERR_INVALID_ARGUMENT;
   }

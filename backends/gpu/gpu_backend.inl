@@ -92,6 +92,12 @@ void finish_launch(const char* kernel) {
   check(gpuDeviceSynchronize(), kernel);
 }
 
+}  // namespace
+}  // namespace tmorph::gpu
+#include "gpu_fft.inl"  // GpuFft, TM_GPU_HAS_FFT (needs GpuError)
+namespace tmorph::gpu {
+namespace {
+
 // A resident copy: plain data (clang-15's HIP front end crashes instantiating a std::map node that holds a
 // move-only member), freed by release and shutdown.
 struct Resident {
@@ -164,11 +170,16 @@ void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
 void run_dequantize(const tm_kernel_call_v1&, const unsigned char*);
 void run_quant_moments(const tm_kernel_call_v1&, const unsigned char*);
 void run_decode_chunks(const tm_kernel_call_v1&, const unsigned char*);
+#if TM_GPU_HAS_FFT
+void run_ssb(const tm_kernel_call_v1&, const unsigned char*);
+#endif
 
 struct KernelEntry {
   tm_op op;
   uint64_t mask;  // dtypes, or formats for a format op
   void (*run)(const tm_kernel_call_v1&, const unsigned char* resident);
+  tm_precision_class precision = TM_PRECISION_EXACT;
+  double tolerance = 0;  // of a bounded kernel (op_contracts.h states what it bounds)
 };
 // i64/u64 moments stay on the CPU: their reference rounds a 128-bit sum through long double, which no
 // device has. f64/i64/u64 histograms are exact here (comparisons of the CPU's own double conversions).
@@ -183,6 +194,10 @@ const KernelEntry kKernels[] = {
     {TM_OP_DEQUANTIZE_GGML, kLegacyGgml | kKQuants, run_dequantize},
     {TM_OP_QUANT_MOMENTS, bit(kQ4_0) | bit(kQ8_0), run_quant_moments},
     {TM_OP_DECODE_BITSHUFFLE_LZ4, kNarrowFloats | kNarrowInts | kWide, run_decode_chunks},
+#if TM_GPU_HAS_FFT
+    // Both variants; complex64 planes and FFTs, float64 masks and sums: the Vulkan kernel's stated bound.
+    {TM_OP_STEM_SSB_OVERLAP, bit(TM_SSB_QUADRATIC) | bit(TM_SSB_DIRECT), run_ssb, TM_PRECISION_BOUNDED, 2e-4},
+#endif
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 
@@ -641,6 +656,48 @@ void run_decode_chunks(const tm_kernel_call_v1& c, const unsigned char*) {
   }
 }
 
+#if TM_GPU_HAS_FFT
+// ---- stem.ssb_overlap -----------------------------------------------------------------------------------
+// Pixels in batches whose complex64 planes fit one piece: spectra uploaded, C_b built, inverse FFTs, then the
+// batch added to the float64 sums in pixel order.
+void run_ssb(const tm_kernel_call_v1& c, const unsigned char*) {
+  const auto& p = params_of<tm_stem_ssb_params_v1>(c);
+  if (const std::string why = ssb_call_problem(c, p); !why.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, why);
+  const uint64_t R = p.rows, C = p.cols, N = R * C, B = p.pixels;
+  const bool quadratic = p.variant == TM_SSB_QUADRATIC;
+  auto upload = [](const void* host, uint64_t bytes) {
+    DeviceBuffer d(bytes ? bytes : 8);
+    if (host && bytes) d.upload(host, bytes);
+    return d;
+  };
+  DeviceBuffer k = upload(p.pixel_k, 16 * B), dc = upload(p.dc, 8 * B), nu = upload(p.nu, 16 * N),
+               e = upload(quadratic ? p.e_chi : nullptr, quadratic ? 16 * N : 0),
+               rows = upload(quadratic ? p.row_factor : nullptr, quadratic ? 16 * B * R : 0),
+               cols = upload(quadratic ? p.col_factor : nullptr, quadratic ? 16 * B * C : 0),
+               terms = upload(quadratic ? nullptr : p.chi_terms, quadratic ? 0 : p.chi_term_count * sizeof(tm_ssb_chi_term_v1)),
+               sums(32 * N);
+  sums.zero();
+  SsbArgs a{p.variant, quadratic ? 0u : p.chi_term_count, R, C, p.slice_stride, p.kmax2, k.get<double>(), dc.get<double>(),
+            nu.get<double>(), e.get<double>(), rows.get<double>(), cols.get<double>(), terms.get<tm_ssb_chi_term_v1>()};
+  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(B, chunk_bytes() / (8 * N)));
+  DeviceBuffer spectra(batch * p.slice_stride * 8), planes(batch * N * 8);
+  GpuFft fft(R, C, batch);
+  for (uint64_t first = 0; first < B; first += batch) {
+    const uint64_t count = std::min(batch, B - first);
+    spectra.upload(static_cast<const float*>(c.input) + 2 * first * p.slice_stride, count * p.slice_stride * 8);
+    TM_GPU_LAUNCH(ssb_build_kernel, grid_for(count * N), kThreads, static_cast<const float*>(spectra.get<float>()), a, first,
+                  count, planes.get<float>());
+    finish_launch("ssb_build_kernel");
+    fft.inverse(planes.get<float>());  // planes past `count` hold the last batch's values: transformed, never read
+    check(gpuDeviceSynchronize(), "the inverse FFTs");
+    TM_GPU_LAUNCH(ssb_reduce_kernel, grid_for(N), kThreads, static_cast<const float*>(planes.get<float>()), count, N,
+                  sums.get<double>());
+    finish_launch("ssb_reduce_kernel");
+  }
+  sums.download(c.output, 32 * N);
+}
+#endif
+
 // ---- the table ------------------------------------------------------------------------------------------
 tm_unavailable_reason reason_for(gpuError_t e) {
   if (e == gpuErrorNoDevice) return TM_REASON_NO_DEVICE;
@@ -727,8 +784,13 @@ tm_status kernel_info(uint32_t index, tm_kernel_cap_v1* out) {
   out->struct_size = sizeof *out;
   out->op = kKernels[index].op;
   out->dtype_mask = kKernels[index].mask;
+#if defined(TM_GPU_CUDA)
+  // Without libcufft the SSB kernel takes nothing, so the planner places SSB elsewhere (reported).
+  if (out->op == TM_OP_STEM_SSB_OVERLAP && !cufft().missing.empty()) out->dtype_mask = 0;
+#endif
   out->required_features = kFeatures & ~TM_FEATURE_F16;
-  out->precision = TM_PRECISION_EXACT;
+  out->precision = kKernels[index].precision;
+  out->tolerance = kKernels[index].tolerance;
   out->workspace_fixed_bytes = 2 * kChunkBytes;
   return TM_OK;
 }

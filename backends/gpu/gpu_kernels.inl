@@ -649,6 +649,99 @@ __global__ void bslz4_unshuffle_kernel(const unsigned char* in, const unsigned c
   }
 }
 
+// ---- stem.ssb_overlap: the per-pixel overlap correction and the reduction (the FFT between is gpu_fft.inl) ----
+// The CPU reference's arithmetic (backends/cpu/ssb_overlap_kernel.cpp) in float64, planes in complex64;
+// pixels are summed in order (deterministic; bounded against the CPU, whose groups sum in another order).
+struct SsbArgs {
+  uint32_t variant, chi_terms_count;
+  uint64_t rows, cols, stride;
+  double kmax2;
+  const double *pixel_k, *dc, *nu, *e_chi, *row_factor, *col_factor;
+  const tm_ssb_chi_term_v1* chi_terms;
+};
+struct Cplx {
+  double re, im;
+};
+__device__ inline Cplx cmul(Cplx a, Cplx b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+__device__ inline Cplx conj_of(Cplx a) { return {a.re, -a.im}; }
+__device__ inline Cplx polar_unit(double angle) { return {cos(angle), sin(angle)}; }
+
+__device__ inline double ssb_chi(const SsbArgs& a, double r, double c) {
+  const double mag2 = r * r + c * c;
+  if (mag2 == 0) return 0;
+  const double phi = atan2(r, c), mag = sqrt(mag2);
+  double chi = 0;
+  for (uint32_t t = 0; t < a.chi_terms_count; ++t) {
+    const tm_ssb_chi_term_v1& term = a.chi_terms[t];
+    const double radial = term.power == 2 ? mag2 : pow(mag, term.power);
+    chi += term.coefficient * radial * (term.fold == 0 ? 1.0 : cos(term.fold * (phi - term.angle)));
+  }
+  return chi;
+}
+
+// Thread per (pixel of the batch, scan frequency): C_b(q) into planes[local pixel][q] (complex64).
+__global__ void ssb_build_kernel(const float* spectra, SsbArgs a, uint64_t first, uint64_t count, float* planes) {
+  const uint64_t R = a.rows, C = a.cols, N = R * C, half_cols = C / 2 + 1;
+  for (uint64_t t = global_id(); t < count * N; t += grid_threads()) {
+    const uint64_t local = t / N, q = t % N, b = first + local, i = q / C, j = q % C;
+    const float* gh = spectra + 2 * local * a.stride;
+    const double kr = a.pixel_k[2 * b], kc = a.pixel_k[2 * b + 1];
+    const bool inside = kr * kr + kc * kc <= a.kmax2;
+    Cplx cv{0, 0};
+    if (inside && q != 0) {
+      const double mr = kr - a.nu[2 * q], mc = kc - a.nu[2 * q + 1], pr = kr + a.nu[2 * q], pc = kc + a.nu[2 * q + 1];
+      const bool minus = mr * mr + mc * mc <= a.kmax2, plus = pr * pr + pc * pc <= a.kmax2;
+      if (minus || plus) {
+        Cplx g;
+        if (j < half_cols) g = {gh[2 * (i * half_cols + j)], gh[2 * (i * half_cols + j) + 1]};
+        else {  // G(−ν) = conj G(ν)
+          const uint64_t at = ((R - i) % R) * half_cols + (C - j);
+          g = {gh[2 * at], -gh[2 * at + 1]};
+        }
+        if (a.variant == TM_SSB_QUADRATIC) {
+          const Cplx e{a.e_chi[2 * q], a.e_chi[2 * q + 1]};
+          Cplx w;
+          if (minus && plus) {
+            const double two_sin = 2 * e.im, mag = two_sin < 0 ? -two_sin : two_sin;
+            w = {0.0, two_sin / (mag > 1e-8 ? mag : 1e-8)};
+          } else {
+            w = minus ? e : Cplx{-e.re, e.im};
+          }
+          const Cplx rf{a.row_factor[2 * (b * R + i)], a.row_factor[2 * (b * R + i) + 1]};
+          const Cplx cf{a.col_factor[2 * (b * C + j)], a.col_factor[2 * (b * C + j) + 1]};
+          cv = cmul(cmul(g, cmul(rf, cf)), w);
+        } else {  // Γ = P(k − ν)·P*(k) − P*(k + ν)·P(k), P = A·e^{−iχ}
+          const Cplx p0 = polar_unit(-ssb_chi(a, kr, kc));
+          const Cplx pm = minus ? polar_unit(-ssb_chi(a, mr, mc)) : Cplx{0, 0};
+          const Cplx pp = plus ? polar_unit(-ssb_chi(a, pr, pc)) : Cplx{0, 0};
+          const Cplx x = cmul(pm, conj_of(p0)), y = cmul(conj_of(pp), p0);
+          const Cplx gamma{x.re - y.re, x.im - y.im};
+          const double mag = sqrt(gamma.re * gamma.re + gamma.im * gamma.im), d = mag > 1e-8 ? mag : 1e-8;
+          const Cplx num = cmul(g, conj_of(gamma));
+          cv = {num.re / d, num.im / d};
+        }
+      }
+    }
+    if (q == 0) cv = {a.dc[b], 0.0};  // the DC term (Γ := 1)
+    planes[2 * t] = static_cast<float>(cv.re);
+    planes[2 * t + 1] = static_cast<float>(cv.im);
+  }
+}
+
+// Thread per scan position: adds Re, Im, arg and arg² of O_b = IFFT2(C_b) / N over the batch's pixels in order.
+__global__ void ssb_reduce_kernel(const float* planes, uint64_t count, uint64_t n, double* sums) {
+  const double inv_n = 1.0 / static_cast<double>(n);
+  for (uint64_t q = global_id(); q < n; q += grid_threads()) {
+    double s0 = sums[4 * q], s1 = sums[4 * q + 1], s2 = sums[4 * q + 2], s3 = sums[4 * q + 3];
+    for (uint64_t b = 0; b < count; ++b) {
+      const double re = planes[2 * (b * n + q)] * inv_n, im = planes[2 * (b * n + q) + 1] * inv_n;
+      const double a = atan2(im, re);
+      s0 += re, s1 += im, s2 += a, s3 += a * a;
+    }
+    sums[4 * q] = s0, sums[4 * q + 1] = s1, sums[4 * q + 2] = s2, sums[4 * q + 3] = s3;
+  }
+}
+
 // ---- dequantize.ggml: the 256-element K-quant super-blocks -------------------------------------------------
 // The order of float operations of ggml's dequantize_row_q*_k (backends/cpu/dequant/ggml_kquants.cpp): the
 // sub-block products d * scale and dmin * min first, then (d * scale) * q - (dmin * min).

@@ -1,12 +1,13 @@
 // C++ statements of op contracts (op_contracts.h) that the core and every backend evaluate the same way:
-// the quantile definition (TM_OP_STATS_QUANTILES) and the identity of the moments partial
-// (TM_OP_STATS_MOMENTS). Header-only, depends on the ABI alone, so a backend may include it.
+// the quantile definition (TM_OP_STATS_QUANTILES), the identity of the moments partial
+// (TM_OP_STATS_MOMENTS) and the checks of a TM_OP_STEM_SSB_OVERLAP call. Header-only, depends on the ABI alone, so a backend may include it.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tensormorph/op_contracts.h"
@@ -66,6 +67,26 @@ double quantile_of(double p, uint64_t n, ValueOfRank value_of_rank) {
   const double a = value_of_rank(k);
   const double b = k + 1 < n ? value_of_rank(k + 1) : a;
   return numpy_lerp(a, b, t);
+}
+
+// What is wrong with a TM_OP_STEM_SSB_OVERLAP call (op_contracts.h), or "" when it holds; every backend
+// refuses the same calls with the same words before touching any array.
+inline std::string ssb_call_problem(const tm_kernel_call_v1& c, const tm_stem_ssb_params_v1& p) {
+  if (p.variant != TM_SSB_QUADRATIC && p.variant != TM_SSB_DIRECT) return "unknown variant " + std::to_string(p.variant);
+  if (p.rows < 2 || p.cols < 2 || p.rows > (1u << 20) || p.cols > (1u << 20) || p.rows * p.cols > (uint64_t{1} << 31))
+    return "scan " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " outside 2 .. 2^31 positions";
+  const uint64_t half = p.rows * (p.cols / 2 + 1);
+  if (p.pixels == 0 || p.slice_stride < half || p.pixels > (uint64_t{1} << 40) / p.slice_stride)
+    return "pixels or slice_stride out of range";
+  if (c.element_count != 2 * p.pixels * p.slice_stride)
+    return "element_count must be 2 * pixels * slice_stride = " + std::to_string(2 * p.pixels * p.slice_stride);
+  if (c.output_size < p.rows * p.cols * 32) return "output too small: need rows * cols * 32 bytes";
+  if (!p.pixel_k || !p.dc || !p.nu) return "pixel_k, dc and nu are required";
+  if (p.variant == TM_SSB_QUADRATIC && (!p.e_chi || !p.row_factor || !p.col_factor))
+    return "the quadratic variant needs e_chi, row_factor and col_factor";
+  if (p.variant == TM_SSB_DIRECT && p.chi_term_count && !p.chi_terms) return "chi_terms missing";
+  if (!(p.kmax2 > 0) || !std::isfinite(p.kmax2)) return "kmax2 must be positive";
+  return {};
 }
 
 }  // namespace tmorph

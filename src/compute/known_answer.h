@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensormorph/placement.h"
+#include "tensormorph/op_contracts.h"
 #include "tensormorph/plugin_abi.h"
 
 namespace tmorph {
@@ -25,6 +26,8 @@ class KnownAnswer {
   std::string compare(const std::vector<uint8_t>& reference, const std::vector<uint8_t>& candidate) const;
   // "stats.moments on f16 (70000 elements)"
   const std::string& description() const { return description_; }
+  // How a passing candidate relates to the reference: "equal to" it, or within the op's bound (SSB).
+  std::string agreement() const { return ssb_sums_ ? "within the op's bound of the CPU reference" : "equal to the CPU reference"; }
 
  private:
   friend std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& request);
@@ -38,6 +41,8 @@ class KnownAnswer {
   std::vector<uint32_t> u32s_;
   std::vector<uint8_t> initial_output_;
   bool float32_output_ = false;
+  bool ssb_sums_ = false;  // TM_OP_STEM_SSB_OVERLAP's float64 sums: compared within the op's bound
+  std::vector<tm_ssb_chi_term_v1> chi_terms_;
   std::string description_;
 };
 

@@ -14,7 +14,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run, require_vulkan  # noqa: E402
+from cli_harness import PLUGIN_DIR, run, require_vulkan  # noqa: E402
 
 SCAN, K, STEP = 48, 64, 2  # the simulator's scan step is 2 real-space pixels
 
@@ -90,6 +90,24 @@ class StemSsb(unittest.TestCase):
         at = {p["op"]: p for p in rep["placement"]}["stem.ssb_overlap"]
         self.assertEqual(at["backend"], "cpu")
         self.assertIn("vulkan", [r["backend"] for r in at["rejected"]])
+
+    def test_gpu_kernel_source_reconstructs_within_the_stated_bound(self):
+        """--backend gpuemu (the CUDA kernel source under the host grid emulation, FFTW standing in for cuFFT):
+        both variants' phase within 2e-4 rad of the CPU's, placement reported as bounded."""
+        env = {"TENSORMORPH_PLUGIN_DIR": os.path.join(os.path.dirname(PLUGIN_DIR), "gpu-emulated")}
+        master = self.demo("emu", "--C12-nm", "3", "--phi12-deg", "20")
+        common = ["--C10", "50", "--C12", "30", "--phi12", "20", "--scan-rotation-deg", "0", "--center", "32,32", "--radius", "8"]
+        for extra in ([], ["--aberration", "C30=1e5"]):  # quadratic, then the direct variant
+            with self.subTest(extra=extra):
+                cpu, rep_cpu = self.ssb(master, *common, *extra)
+                out = os.path.join(self.dir, "phase-emu.npy")
+                r = run(["stem", "ssb", master, "-o", out, "--json", *common, *extra, "--backend", "gpuemu"], env_extra=env)
+                self.assertEqual(r.code, 0, r.err)
+                rep = r.json()
+                at = {p["op"]: p for p in rep["placement"]}["stem.ssb_overlap"]
+                self.assertEqual((at["backend"], at["precision"]), ("gpuemu", "bounded(0.0002)"))
+                self.assertLessEqual(float(np.abs(np.load(out) - cpu).max()), 2e-4)
+                self.assertLessEqual(abs(rep["loss"] - rep_cpu["loss"]), 1e-5 * rep_cpu["loss"])
 
     def test_scan_rotation_is_found(self):
         master = self.demo("turned", "--scan-rotation-deg", "30")
