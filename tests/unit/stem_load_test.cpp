@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 // A 6 x 9 scan (not square) of 20 x 20 uint16 frames over 3 data files, with dead pixels.
 class StemLoad : public ::testing::Test {
- protected:
+ public:  // the corrupted-row helper below reads the fixture
   static constexpr uint64_t kRows = 6, kCols = 9, kK = 20;
   TempFolder dir{"load"};
   std::string master;
@@ -339,19 +339,26 @@ void corrupt_frame_3(const std::string& f) {
   }
 }
 
-TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
-  const std::string f = dir.file("demo_data_000001.h5");
-  corrupt_frame_3(f);
-  const Acquisition acq = open_acquisition(master);
-  LoadRequest r = base();
+// Loads the first scan row after corrupting frame 3 with `load` and returns the error it raised ("" if none).
+template <class Load>
+std::string error_of_corrupted_row(StemLoad& t, Load load) {
+  corrupt_frame_3(t.dir.file("demo_data_000001.h5"));
+  const Acquisition acq = open_acquisition(t.master);
+  LoadRequest r = t.base();
   r.scan_region = Box{0, 1, 0, 9};
   try {
-    load_stem(acq, r);
-    FAIL() << "the corrupted block decoded";
+    load(acq, r);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput);
-    EXPECT_NE(std::string(e.what()).find(f + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos) << e.what();
+    return e.what();
   }
+  return {};
+}
+
+TEST_F(StemLoad, ACorruptedChunkNamesFileFrameAndBlock) {
+  const std::string what = error_of_corrupted_row(*this, [](const Acquisition& acq, const LoadRequest& r) { load_stem(acq, r); });
+  EXPECT_NE(what.find(dir.file("demo_data_000001.h5") + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos)
+      << what;
 }
 
 TEST_F(StemLoad, AChunkLargerThanAnyEncodingOfItsFrameIsRefusedBeforeAllocating) {
@@ -617,19 +624,11 @@ TEST_F(StemLoad, DecodingPlacedOnAGpuBackendGivesTheSameBytes) {
 }
 
 TEST_F(StemLoad, ACorruptedChunkDecodedOnAGpuBackendNamesFileFrameAndBlock) {
-  const std::string f = dir.file("demo_data_000001.h5");
-  corrupt_frame_3(f);
-  const Acquisition acq = open_acquisition(master);
-  LoadRequest r = base();
-  r.scan_region = Box{0, 1, 0, 9};
-  try {
-    GpuemuDecode().load(acq, r);
-    FAIL() << "the corrupted block decoded";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
-    EXPECT_NE(std::string(e.what()).find(f + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(decoded on gpuemu)"), std::string::npos) << e.what();
-  }
+  const std::string what =
+      error_of_corrupted_row(*this, [](const Acquisition& acq, const LoadRequest& r) { GpuemuDecode().load(acq, r); });
+  EXPECT_NE(what.find(dir.file("demo_data_000001.h5") + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos)
+      << what;
+  EXPECT_NE(what.find("(decoded on gpuemu)"), std::string::npos) << what;
 }
 
 }  // namespace
