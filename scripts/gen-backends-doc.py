@@ -131,8 +131,10 @@ Q4_K, Q5_K, Q6_K, Q8_K (one thread per value, ggml's float order), `quant.moment
 `decode.bitshuffle_lz4`, the new placed op that decodes 4D-STEM chunks (HDF5 filter 32008) on the device: a
 thread per chunk walks the size prefixes, a thread per LZ4 block decodes it with liblz4's edge rules and
 bounds checks, a thread per element gathers its bits; damaged chunks are refused naming the same chunk as the
-CPU (400 damaged cases in the parity suite). The decoded frames come back to the host (resident
-decoded acquisitions are not built yet). `stem.ssb_overlap` (both variants, bounded 2e-4 rad like Vulkan) runs
+CPU (400 damaged cases in the parity suite). With the device-output extension (`allocate`, and
+`output_buffer` on a call) the frames a product needs are decoded into device memory, masked there, and read
+there by `stem.frame_sums` and `stem.pattern_reduce` (`input_buffer`): only compressed chunks go to the
+device and only sums come back. `stem.ssb_overlap` (both variants, bounded 2e-4 rad like Vulkan) runs
 on CUDA with cuFFT, loaded with dlopen so the plugin still loads without the toolkit's libcufft (only that
 kernel then fails, naming the library); the host emulation uses FFTW in its place; Debian 12 ships no hipFFT,
 so the HIP build leaves SSB out. Not yet on these backends: the IQ and ternary formats:

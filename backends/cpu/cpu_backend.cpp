@@ -286,7 +286,7 @@ const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "cpu",
     "Tier-1 CPU backend: Highway SIMD with dynamic dispatch, all cores",
     init, shutdown, device_count, device_info, kernel_count, kernel_info, run,
-    nullptr, nullptr};  // works on host memory: no residency extension
+    nullptr, nullptr, nullptr};  // works on host memory: no residency or device-output extension
 
 }  // namespace
 

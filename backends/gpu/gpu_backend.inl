@@ -118,6 +118,9 @@ struct State {
   std::vector<DeviceRecord> devices;
   std::map<uint64_t, Resident> residents;
   uint64_t next_handle = 1;
+  // The device output of the call now running (output_buffer from output_offset on), else null.
+  unsigned char* device_output = nullptr;
+  uint64_t device_output_bytes = 0;
   int current_device = -1;
 };
 State& state() {
@@ -562,10 +565,12 @@ std::string chunk_header(const unsigned char* chunk, uint64_t length, unsigned e
   return {};
 }
 
-// Decodes chunks [first, last) of the call (their headers checked) into the output; returns the first
-// failure's message naming its chunk, or "".
+// Decodes chunks [first, last) of the call (their headers checked) into the output (the device output when
+// the call has one, else the host's), masked per the call; returns the first failure's message naming its
+// chunk (and sets *failed to it), or "".
 std::string decode_chunk_piece(const tm_kernel_call_v1& c, const tm_decode_bitshuffle_lz4_params_v1& p, unsigned es,
-                               uint64_t first, uint64_t last, const std::vector<uint64_t>& block_elements) {
+                               uint64_t first, uint64_t last, const std::vector<uint64_t>& block_elements,
+                               const DecodeMasking& masking, uint64_t* failed_chunk, uint64_t* all_ones) {
   const uint64_t chunks = last - first, base = p.chunk_offsets[first], whole = p.chunk_elements - p.chunk_elements % 8;
   std::vector<uint64_t> offsets(chunks + 1), bases(chunks + 1, 0), per_chunk(chunks);
   for (uint64_t i = 0; i <= chunks; ++i) offsets[i] = p.chunk_offsets[first + i] - base;
@@ -576,7 +581,9 @@ std::string decode_chunk_piece(const tm_kernel_call_v1& c, const tm_decode_bitsh
   const uint64_t blocks = bases[chunks], out_bytes = chunks * p.chunk_elements * es;
   DeviceBuffer input(offsets[chunks]), dev_offsets((chunks + 1) * 8), dev_be(chunks * 8), dev_bases((chunks + 1) * 8),
       table((blocks ? blocks : 1) * sizeof(Lz4Block)), tails(chunks * 8), chunk_failures(chunks * sizeof(ChunkFailure)),
-      block_failures((blocks ? blocks : 1) * sizeof(ChunkFailure)), failed(sizeof(unsigned)), scratch(out_bytes), out(out_bytes);
+      block_failures((blocks ? blocks : 1) * sizeof(ChunkFailure)), failed(sizeof(unsigned)), scratch(out_bytes),
+      out(state().device_output ? 0 : out_bytes);
+  unsigned char* dst = state().device_output ? state().device_output + first * p.chunk_elements * es : out.get();
   input.upload(static_cast<const unsigned char*>(c.input) + base, offsets[chunks]);
   dev_offsets.upload(offsets.data(), (chunks + 1) * 8);
   dev_be.upload(per_chunk.data(), chunks * 8);
@@ -607,33 +614,42 @@ std::string decode_chunk_piece(const tm_kernel_call_v1& c, const tm_decode_bitsh
           f = &lz4[b];
           break;
         }
-      if (f) return "chunk " + std::to_string(first + i) + ": " + chunk_failure_message(*f, p.chunk_elements % 8);
+      if (f) {
+        *failed_chunk = first + i;
+        return "chunk " + std::to_string(first + i) + ": " + chunk_failure_message(*f, p.chunk_elements % 8);
+      }
     }
   }
   const uint64_t n = chunks * p.chunk_elements;
   TM_GPU_LAUNCH(bslz4_unshuffle_kernel, grid_for(n), kThreads, in, static_cast<const unsigned char*>(scratch.get()), n,
                 p.chunk_elements, es, static_cast<const uint64_t*>(dev_be.get<uint64_t>()),
                 static_cast<const uint64_t*>(dev_bases.get<uint64_t>()), static_cast<const Lz4Block*>(table.get<Lz4Block>()),
-                static_cast<const uint64_t*>(tails.get<uint64_t>()), out.get());
+                static_cast<const uint64_t*>(tails.get<uint64_t>()), dst);
   finish_launch("bslz4_unshuffle_kernel");
-  out.download(static_cast<unsigned char*>(c.output) + first * p.chunk_elements * es, out_bytes);
+  if (masking.flags & TM_DECODE_ZERO_ALL_ONES) {
+    DeviceBuffer count(sizeof(u64));
+    count.zero();
+    TM_GPU_LAUNCH(bslz4_zero_all_ones_kernel, grid_for(n), kThreads, dst, n, es, count.get<u64>());
+    finish_launch("bslz4_zero_all_ones_kernel");
+    u64 zeroed = 0;
+    count.download(&zeroed, sizeof zeroed);
+    *all_ones += zeroed;
+  }
+  if (masking.zero_element_count) {
+    DeviceBuffer listed(masking.zero_element_count * sizeof(uint32_t));
+    listed.upload(masking.zero_elements, masking.zero_element_count * sizeof(uint32_t));
+    TM_GPU_LAUNCH(bslz4_zero_listed_kernel, grid_for(chunks * masking.zero_element_count), kThreads, dst, chunks,
+                  p.chunk_elements, es, static_cast<const uint32_t*>(listed.get<uint32_t>()), masking.zero_element_count);
+    finish_launch("bslz4_zero_listed_kernel");
+  }
+  if (!state().device_output) out.download(static_cast<unsigned char*>(c.output) + first * p.chunk_elements * es, out_bytes);
   return {};
 }
 
 // Pieces of whole chunks of at most chunk_bytes() compressed and decoded; headers are read on the host
 // first, and a piece stops before a chunk whose header is wrong (a lower chunk's failure is reported first).
-void run_decode_chunks(const tm_kernel_call_v1& c, const unsigned char*) {
-  const auto& p = params_of<tm_decode_bitshuffle_lz4_params_v1>(c);
-  const unsigned es = dtype_width(c.dtype);
-  if (p.chunk_count && !p.chunk_offsets) throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk offsets missing");
-  if (p.chunk_elements == 0 || c.element_count > UINT64_MAX / es || p.chunk_count > c.element_count / p.chunk_elements ||
-      p.chunk_count * p.chunk_elements != c.element_count)
-    throw GpuError(TM_ERR_INVALID_ARGUMENT, "element_count " + std::to_string(c.element_count) + " is not chunk_count " +
-                                                std::to_string(p.chunk_count) + " x chunk_elements " + std::to_string(p.chunk_elements));
-  need_output(c, c.element_count * es);
-  for (uint64_t i = 0; i < p.chunk_count; ++i)
-    if (p.chunk_offsets[i + 1] < p.chunk_offsets[i] || (i == 0 && p.chunk_offsets[0] != 0))
-      throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk offsets must start at 0 and never decrease (chunk " + std::to_string(i) + ")");
+void decode_chunks(const tm_kernel_call_v1& c, const tm_decode_bitshuffle_lz4_params_v1& p, unsigned es,
+                   const DecodeMasking& masking, uint64_t* failed, uint64_t* all_ones) {
   const auto* in = static_cast<const unsigned char*>(c.input);
   std::vector<uint64_t> block_elements(p.chunk_count, 0);
   const uint64_t limit = chunk_bytes(), decoded = p.chunk_elements * es;
@@ -648,14 +664,33 @@ void run_decode_chunks(const tm_kernel_call_v1& c, const unsigned char*) {
       compressed += length, ++last;
     }
     if (last > first) {
-      const std::string problem = decode_chunk_piece(c, p, es, first, last, block_elements);
+      const std::string problem = decode_chunk_piece(c, p, es, first, last, block_elements, masking, failed, all_ones);
       if (!problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, problem);
     }
-    if (!header_problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk " + std::to_string(last) + ": " + header_problem);
+    if (!header_problem.empty()) {
+      *failed = last;
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "chunk " + std::to_string(last) + ": " + header_problem);
+    }
     first = last;
   }
 }
 
+void run_decode_chunks(const tm_kernel_call_v1& c, const unsigned char*) {
+  const unsigned es = dtype_width(c.dtype);
+  const std::string problem =
+      decode_call_problem(c, es, state().device_output ? state().device_output_bytes : c.output ? c.output_size : 0);
+  if (!problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, problem);
+  const auto& p = *static_cast<const tm_decode_bitshuffle_lz4_params_v1*>(c.params);
+  const DecodeMasking masking = decode_masking(c);
+  uint64_t failed = UINT64_MAX, all_ones = 0;
+  try {
+    decode_chunks(c, p, es, masking, &failed, &all_ones);
+  } catch (...) {
+    if (failed != UINT64_MAX && masking.failed_chunk) *masking.failed_chunk = failed;
+    throw;
+  }
+  if (masking.all_ones_zeroed) *masking.all_ones_zeroed += all_ones;
+}
 #if TM_GPU_HAS_FFT
 // ---- stem.ssb_overlap -----------------------------------------------------------------------------------
 // Pixels in batches whose complex64 planes fit one piece: spectra uploaded, C_b built, inverse FFTs, then the
@@ -813,6 +848,15 @@ tm_status guarded(tm_message* msg, F f) {
   }
 }
 
+// A buffer from upload or allocate on `device` (`field` names the call's field in the refusal).
+const Resident& resident_buffer(uint64_t handle, uint32_t device, const char* field) {
+  auto it = state().residents.find(handle);
+  if (it == state().residents.end() || it->second.device != device)
+    throw GpuError(TM_ERR_INVALID_ARGUMENT, std::string(field) + " " + std::to_string(handle) +
+                                                " is not a buffer on device " + std::to_string(device));
+  return it->second;
+}
+
 void select_device(uint32_t index) {
   if (index >= device_count())
     throw GpuError(TM_ERR_INVALID_ARGUMENT, "no " TM_GPU_BACKEND_NAME " device " + std::to_string(index));
@@ -831,23 +875,39 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
     const KernelEntry& k = kKernels[call->kernel_index];
     if (!tm_op_takes_format(call->op) && (static_cast<unsigned>(call->dtype) >= 64 || !(k.mask & bit(call->dtype))))
       throw GpuError(TM_ERR_UNSUPPORTED, "no " TM_GPU_BACKEND_NAME " kernel for dtype " + std::to_string(call->dtype));
-    if (call->element_count && !call->input) throw GpuError(TM_ERR_INVALID_ARGUMENT, "null input");
     select_device(call->device_index);
     const unsigned char* resident = nullptr;
     const bool has_residency_fields =
         call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
-    if (has_residency_fields && call->input_buffer && !tm_op_takes_format(call->op) && call->op != TM_OP_DECODE_BITSHUFFLE_LZ4) {
-      auto it = state().residents.find(call->input_buffer);
-      if (it == state().residents.end() || it->second.device != call->device_index)
-        throw GpuError(TM_ERR_INVALID_ARGUMENT, "input_buffer " + std::to_string(call->input_buffer) +
-                                                    " is not a resident copy on device " + std::to_string(call->device_index));
-      const uint64_t bytes = element_bytes(*call), size = it->second.bytes;
-      if (call->input_offset % 65536 || call->input_offset > size || bytes > size - call->input_offset)
+    const bool reads_resident = has_residency_fields && call->input_buffer && !tm_op_takes_format(call->op) &&
+                                call->op != TM_OP_DECODE_BITSHUFFLE_LZ4;
+    if (call->element_count && !call->input && !reads_resident) throw GpuError(TM_ERR_INVALID_ARGUMENT, "null input");
+    if (reads_resident) {
+      const Resident& r = resident_buffer(call->input_buffer, call->device_index, "input_buffer");
+      const uint64_t bytes = element_bytes(*call);
+      if (call->input_offset % 65536 || call->input_offset > r.bytes || bytes > r.bytes - call->input_offset)
         throw GpuError(TM_ERR_INVALID_ARGUMENT, "the call reads outside its resident copy (offset " +
                                                     std::to_string(call->input_offset) + ", " + std::to_string(bytes) +
-                                                    " bytes of " + std::to_string(size) + ")");
-      resident = it->second.ptr + call->input_offset;
+                                                    " bytes of " + std::to_string(r.bytes) + ")");
+      resident = r.ptr + call->input_offset;
     }
+    // A device output (the device-output extension): only decode.bitshuffle_lz4 writes one.
+    struct DeviceOutput {
+      DeviceOutput(unsigned char* p, uint64_t n) { state().device_output = p, state().device_output_bytes = n; }
+      ~DeviceOutput() { state().device_output = nullptr, state().device_output_bytes = 0; }
+    };
+    unsigned char* out_ptr = nullptr;
+    uint64_t out_bytes = 0;
+    if (call->struct_size >= offsetof(tm_kernel_call_v1, output_offset) + sizeof call->output_offset && call->output_buffer) {
+      if (call->op != TM_OP_DECODE_BITSHUFFLE_LZ4)
+        throw GpuError(TM_ERR_INVALID_ARGUMENT, "op " + std::to_string(call->op) + " does not write to a device buffer");
+      const Resident& r = resident_buffer(call->output_buffer, call->device_index, "output_buffer");
+      if (call->output_offset % 65536 || call->output_offset > r.bytes)
+        throw GpuError(TM_ERR_INVALID_ARGUMENT, "output_offset " + std::to_string(call->output_offset) +
+                                                    " is not a multiple of 65536 inside the buffer's " + std::to_string(r.bytes) + " bytes");
+      out_ptr = r.ptr + call->output_offset, out_bytes = r.bytes - call->output_offset;
+    }
+    const DeviceOutput device_output(out_ptr, out_bytes);
     if (call->element_count) k.run(*call, resident);
   });
 }
@@ -863,6 +923,17 @@ tm_status upload(uint32_t device_index, const void* data, uint64_t bytes, uint64
   });
 }
 
+tm_status allocate(uint32_t device_index, uint64_t bytes, uint64_t* buffer, tm_message* msg) {
+  return guarded(msg, [&] {
+    if (!state().ready || !buffer || bytes == 0) throw GpuError(TM_ERR_INVALID_ARGUMENT, "nothing to allocate");
+    select_device(device_index);
+    DeviceBuffer space(bytes);
+    space.zero();
+    *buffer = state().next_handle++;
+    state().residents.emplace(*buffer, Resident{device_index, space.release(), bytes});
+  });
+}
+
 void release(uint64_t buffer) {
   std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().residents.find(buffer);
@@ -873,7 +944,7 @@ void release(uint64_t buffer) {
 
 const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), TM_GPU_BACKEND_NAME, TM_GPU_BACKEND_DESCRIPTION,
-    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release,
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release, allocate,
 };
 
 }  // namespace

@@ -649,6 +649,29 @@ __global__ void bslz4_unshuffle_kernel(const unsigned char* in, const unsigned c
   }
 }
 
+// The masking extension (op_contracts.h) over n decoded elements of width es: all-ones elements become 0 and
+// are counted; then the listed element indices become 0 in every chunk (one thread per (chunk, index)).
+__global__ void bslz4_zero_all_ones_kernel(unsigned char* data, uint64_t n, unsigned es, u64* zeroed) {
+  u64 count = 0;
+  for (uint64_t e = global_id(); e < n; e += grid_threads()) {
+    unsigned char* px = data + e * es;
+    bool ones = true;
+    for (unsigned b = 0; b < es; ++b) ones = ones && px[b] == 0xFF;
+    if (!ones) continue;
+    for (unsigned b = 0; b < es; ++b) px[b] = 0;
+    ++count;
+  }
+  if (count) atomicAdd(zeroed, count);
+}
+
+__global__ void bslz4_zero_listed_kernel(unsigned char* data, uint64_t chunks, uint64_t chunk_elements, unsigned es,
+                                         const uint32_t* listed, uint64_t listed_count) {
+  for (uint64_t t = global_id(); t < chunks * listed_count; t += grid_threads()) {
+    unsigned char* px = data + ((t / listed_count) * chunk_elements + listed[t % listed_count]) * es;
+    for (unsigned b = 0; b < es; ++b) px[b] = 0;
+  }
+}
+
 // ---- stem.ssb_overlap: the per-pixel overlap correction and the reduction (the FFT between is gpu_fft.inl) ----
 // The CPU reference's arithmetic (backends/cpu/ssb_overlap_kernel.cpp) in float64, planes in complex64;
 // pixels are summed in order (deterministic; bounded against the CPU, whose groups sum in another order).

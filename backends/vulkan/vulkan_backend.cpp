@@ -242,6 +242,7 @@ const tm_backend_v1 kTable = {
     run,
     upload,
     release,
+    nullptr,  // allocate: no op of this backend writes to a device buffer
 };
 
 }  // namespace

@@ -49,6 +49,7 @@ struct Backend {
   std::vector<KernelInfo> kernels;
   const tm_backend_v1* table = nullptr;  // null when the plugin could not be loaded at all
   bool can_upload = false;               // the table has the residency extension (upload, release)
+  bool can_allocate = false;             // and the device-output extension (allocate; decoded frames stay there)
 };
 
 // A plugin file that was found but could not become a backend (bad symbol, ABI mismatch, dlopen error).

@@ -1,6 +1,6 @@
 // C++ statements of op contracts (op_contracts.h) that the core and every backend evaluate the same way:
 // the quantile definition (TM_OP_STATS_QUANTILES), the identity of the moments partial
-// (TM_OP_STATS_MOMENTS) and the checks of a TM_OP_STEM_SSB_OVERLAP call. Header-only, depends on the ABI alone, so a backend may include it.
+// (TM_OP_STATS_MOMENTS) and the checks of TM_OP_STEM_SSB_OVERLAP and TM_OP_DECODE_BITSHUFFLE_LZ4 calls. Header-only, depends on the ABI alone, so a backend may include it.
 #pragma once
 
 #include <algorithm>
@@ -87,6 +87,76 @@ inline std::string ssb_call_problem(const tm_kernel_call_v1& c, const tm_stem_ss
   if (p.variant == TM_SSB_DIRECT && p.chi_term_count && !p.chi_terms) return "chi_terms missing";
   if (!(p.kmax2 > 0) || !std::isfinite(p.kmax2)) return "kmax2 must be positive";
   return {};
+}
+
+// A TM_OP_DECODE_BITSHUFFLE_LZ4 call's params without masking.
+inline tm_decode_bitshuffle_lz4_params_v1 decode_params(uint64_t chunk_count, uint64_t chunk_elements, const uint64_t* offsets) {
+  tm_decode_bitshuffle_lz4_params_v1 p{};
+  p.chunk_count = chunk_count, p.chunk_elements = chunk_elements, p.chunk_offsets = offsets;
+  return p;
+}
+
+// The masking extension of a TM_OP_DECODE_BITSHUFFLE_LZ4 call (op_contracts.h): all zeros when params_size
+// ends before it (the first version of the params).
+struct DecodeMasking {
+  uint32_t flags = 0;
+  const uint32_t* zero_elements = nullptr;
+  uint64_t zero_element_count = 0;
+  uint64_t* all_ones_zeroed = nullptr;
+  uint64_t* failed_chunk = nullptr;
+};
+
+inline DecodeMasking decode_masking(const tm_kernel_call_v1& c) {
+  DecodeMasking m;
+  if (c.params_size < sizeof(tm_decode_bitshuffle_lz4_params_v1)) return m;
+  const auto& p = *static_cast<const tm_decode_bitshuffle_lz4_params_v1*>(c.params);
+  m.flags = p.flags, m.zero_elements = p.zero_elements, m.zero_element_count = p.zero_element_count;
+  m.all_ones_zeroed = p.all_ones_zeroed, m.failed_chunk = p.failed_chunk;
+  return m;
+}
+
+// What is wrong with a TM_OP_DECODE_BITSHUFFLE_LZ4 call (op_contracts.h), or "" when it holds; every backend
+// refuses the same calls with the same words before decoding anything. `element_size` is the dtype's width;
+// `output_bytes` what the call may write (the host output, or the device buffer from output_offset on).
+inline std::string decode_call_problem(const tm_kernel_call_v1& c, uint32_t element_size, uint64_t output_bytes) {
+  if (!c.params || c.params_size < TM_DECODE_BITSHUFFLE_LZ4_PARAMS_BASE_SIZE) return "params missing";
+  const auto& p = *static_cast<const tm_decode_bitshuffle_lz4_params_v1*>(c.params);
+  if (p.chunk_count && !p.chunk_offsets) return "chunk offsets missing";
+  if (element_size == 0 || p.chunk_elements == 0 || c.element_count > UINT64_MAX / element_size ||
+      p.chunk_count > c.element_count / p.chunk_elements || p.chunk_count * p.chunk_elements != c.element_count)
+    return "element_count " + std::to_string(c.element_count) + " is not chunk_count " + std::to_string(p.chunk_count) +
+           " x chunk_elements " + std::to_string(p.chunk_elements);
+  if (output_bytes < c.element_count * element_size)
+    return "output of " + std::to_string(output_bytes) + " bytes, the chunks decode to " +
+           std::to_string(c.element_count * element_size);
+  for (uint64_t i = 0; i < p.chunk_count; ++i)
+    if (p.chunk_offsets[i + 1] < p.chunk_offsets[i] || (i == 0 && p.chunk_offsets[0] != 0))
+      return "chunk offsets must start at 0 and never decrease (chunk " + std::to_string(i) + ")";
+  const DecodeMasking m = decode_masking(c);
+  if (m.flags & ~uint32_t{TM_DECODE_ZERO_ALL_ONES}) return "unknown flags " + std::to_string(m.flags);
+  if (m.zero_element_count && !m.zero_elements) return "zero_elements missing";
+  for (uint64_t i = 0; i < m.zero_element_count; ++i)
+    if (m.zero_elements[i] >= p.chunk_elements)
+      return "zero_elements[" + std::to_string(i) + "] = " + std::to_string(m.zero_elements[i]) + " lies outside a chunk of " +
+             std::to_string(p.chunk_elements) + " elements";
+  return {};
+}
+
+// Applies the masking extension to one decoded chunk of n elements of type T; returns how many elements
+// were all ones (and zeroed).
+template <class T>
+uint64_t mask_decoded_chunk(T* px, uint64_t n, const DecodeMasking& m) {
+  uint64_t zeroed = 0;
+  if (m.flags & TM_DECODE_ZERO_ALL_ONES) {
+    const T ones = static_cast<T>(~T{0});
+    for (uint64_t i = 0; i < n; ++i) {
+      const bool s = px[i] == ones;
+      zeroed += s;
+      px[i] = s ? T{0} : px[i];
+    }
+  }
+  for (uint64_t i = 0; i < m.zero_element_count; ++i) px[m.zero_elements[i]] = 0;
+  return zeroed;
 }
 
 }  // namespace tmorph

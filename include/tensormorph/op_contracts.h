@@ -373,8 +373,9 @@ typedef struct tm_stem_ssb_params_v1 {
  * (1, 2, 4 or 8 bytes) is bitshuffle's element size. element_count = chunk_count * chunk_elements.
  * Input: the chunks back to back; chunk i is input bytes [chunk_offsets[i], chunk_offsets[i + 1]), the
  * offsets starting at 0 and never decreasing (the input holds chunk_offsets[chunk_count] bytes).
- * Output: chunk i's elements at output element i * chunk_elements, WRITTEN. Exact: every backend writes the
- * bytes the LZ4 library and the bit transpose give.
+ * Output: chunk i's elements at output element i * chunk_elements, WRITTEN; on a backend with `allocate`
+ * the output may be a device buffer instead (output_buffer, plugin_abi.h), so decoded frames stay there for
+ * the next ops. Exact: every backend writes the bytes the LZ4 library and the bit transpose give.
  * A chunk that does not decode to exactly chunk_elements elements (a header that disagrees, a block size
  * that is not a positive multiple of 8 elements, a truncated size prefix or block, an LZ4 error, a short
  * block, bytes left over) fails the call with TM_ERR_INVALID_ARGUMENT and a message that begins
@@ -388,7 +389,24 @@ typedef struct tm_decode_bitshuffle_lz4_params_v1 {
   uint64_t chunk_count;
   uint64_t chunk_elements;        /* elements of every chunk, decoded                                  */
   const uint64_t* chunk_offsets;  /* chunk_count + 1 byte offsets into the input                       */
+  /* The masking extension, read when params_size covers it (the first version ends at chunk_offsets;
+   * core passes it only to a plugin whose table has `allocate`, and to the CPU). After a chunk decodes:
+   * with TM_DECODE_ZERO_ALL_ONES, every element whose bits are all ones (an unsigned dtype's maximum, the
+   * value Dectris writes for a masked pixel) becomes 0 and is counted into *all_ones_zeroed (host memory,
+   * added to; may be NULL); then the elements listed in zero_elements (indices into a chunk, each below
+   * chunk_elements, else the call is refused) become 0 in every chunk. On a failed chunk, *failed_chunk
+   * (host memory; may be NULL) is set to the index the message names; it is left alone otherwise. */
+  uint32_t flags;
+  uint32_t reserved;              /* 0                                                                 */
+  const uint32_t* zero_elements;
+  uint64_t zero_element_count;
+  uint64_t* all_ones_zeroed;
+  uint64_t* failed_chunk;
 } tm_decode_bitshuffle_lz4_params_v1;
+
+/* Size of the first version of the params (without the masking extension). */
+#define TM_DECODE_BITSHUFFLE_LZ4_PARAMS_BASE_SIZE (3 * 8)
+enum { TM_DECODE_ZERO_ALL_ONES = 1u };
 /* The CPU kernel's scratch: per reduction group a complex64 plane and four float64 sums per position. */
 static inline uint64_t tm_ssb_cpu_workspace_bytes(uint64_t pixels, uint64_t rows, uint64_t cols) {
   const uint64_t groups = pixels < 16 ? pixels : 16;

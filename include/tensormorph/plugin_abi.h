@@ -172,6 +172,14 @@ typedef struct tm_kernel_call_v1 {
    * at the same data on the host. 0: the input is on the host only. */
   uint64_t input_buffer;
   uint64_t input_offset;
+  /* Since the device-output extension (read only by a plugin whose table has `allocate`):
+   * nonzero input_buffer may also name a buffer an earlier call wrote on the device (output_buffer), whose
+   * bytes have no host copy; `input` is then NULL. Nonzero output_buffer names a buffer from upload or
+   * allocate on this call's device: an op whose contract allows it (TM_OP_DECODE_BITSHUFFLE_LZ4) writes its
+   * output there from output_offset on (a multiple of 65,536 bytes) instead of to `output`, which may then
+   * be NULL; every other op refuses the call (TM_ERR_INVALID_ARGUMENT). 0: the output is on the host. */
+  uint64_t output_buffer;
+  uint64_t output_offset;
 } tm_kernel_call_v1;
 
 /* ---- the backend table ----------------------------------------------------------------------------- */
@@ -199,6 +207,12 @@ typedef struct tm_backend_v1 {
    * whose devices work on host memory leaves both NULL. */
   tm_status (*upload)(uint32_t device_index, const void* data, uint64_t bytes, uint64_t* buffer, tm_message* msg);
   void (*release)(uint64_t buffer);
+
+  /* Device-output extension (core uses it only when struct_size covers it and it is non-NULL):
+   * allocate reserves `bytes` zeroed bytes on device `device_index` and returns a handle like upload's
+   * (released by release), for calls to write into (output_buffer) and later calls to read (input_buffer),
+   * so data made on the device stays there. TM_ERR_OUT_OF_MEMORY when the device cannot hold it. */
+  tm_status (*allocate)(uint32_t device_index, uint64_t bytes, uint64_t* buffer, tm_message* msg);
 } tm_backend_v1;
 
 typedef const tm_backend_v1* (*tm_plugin_entry_fn)(uint32_t abi_version);

@@ -152,6 +152,12 @@ void run_product(const ProductArgs& a) {
                                     (report["rotation"]["transpose"].get<bool>() ? ", transposed" : "") + " (" +
                                     report["rotation"]["source"].get<std::string>() + ")"});
   rows.push_back({"values", report["summary"].dump()});
+  if (report.contains("provenance") && report["provenance"].contains("frames_on_device")) {
+    const nlohmann::json& f = report["provenance"]["frames_on_device"];
+    if (f.value("resident", false))
+      rows.push_back({"frames", "decoded into device memory on " + f["where"].get<std::string>() + ", read there (" +
+                                    std::to_string(f["batches_decoded_there"].get<uint64_t>()) + " batches)"});
+  }
   rows.push_back({"time", fmt(report["seconds"].get<double>()) + " s"});
   print_rows(rows, 0);
   print_placements(placements);

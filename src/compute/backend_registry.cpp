@@ -71,7 +71,9 @@ void BackendRegistry::register_table(const tm_backend_v1* table, const std::stri
   b.description = table->description ? table->description : "";
   b.origin = origin;
   b.table = table;
-  b.can_upload = table->struct_size >= sizeof(tm_backend_v1) && table->upload && table->release;
+  const auto covers = [&](size_t end) { return table->struct_size >= end; };
+  b.can_upload = covers(offsetof(tm_backend_v1, release) + sizeof table->release) && table->upload && table->release;
+  b.can_allocate = b.can_upload && covers(offsetof(tm_backend_v1, allocate) + sizeof table->allocate) && table->allocate;
   tm_unavailable_reason reason = TM_AVAILABLE;
   tm_message msg{};
   const tm_status st = table->init ? table->init(&reason, &msg) : TM_ERR_INTERNAL;

@@ -6,6 +6,7 @@
 
 #include "support/bitshuffle_lz4_decode.h"
 #include "tensormorph/backend_registry.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 
@@ -222,7 +223,7 @@ std::unique_ptr<KnownAnswer> make_known_answer(const OpRequest& req) {
         k->u64s_.push_back(k->input_.size());
       }
       k->elements_ = chunks * per_chunk;
-      k->params_ = params_bytes(tm_decode_bitshuffle_lz4_params_v1{chunks, per_chunk, k->u64s_.data()});
+      k->params_ = params_bytes(decode_params(chunks, per_chunk, k->u64s_.data()));
       k->initial_output_.assign(k->elements_ * width, 0);
       break;
     }

@@ -29,6 +29,39 @@ std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, con
   return copy;
 }
 
+std::unique_ptr<ResidentCopy> ResidentCopy::allocate(const Placement& placement, uint64_t bytes, uint64_t memory_budget,
+                                                      std::string* why) {
+  const Backend* b = placement.backend_ref;
+  if (!b || !b->can_allocate || placement.device_index >= b->devices.size() || bytes == 0) {
+    *why = (b ? b->name : placement.backend) + " cannot keep data made on its device (no allocate)";
+    return nullptr;
+  }
+  const DeviceInfo& device = b->devices[placement.device_index];
+  if (device.host_link_bytes_per_s == 0) {
+    *why = device.name + " works on host memory";
+    return nullptr;
+  }
+  if ((memory_budget && bytes > memory_budget) || bytes > device.memory_bytes / 2) {
+    *why = std::to_string(bytes) + " bytes exceed " + (memory_budget && bytes > memory_budget ? "the memory budget" : "half of " + device.name + "'s memory");
+    return nullptr;
+  }
+  std::unique_ptr<ResidentCopy> space(new ResidentCopy());
+  tm_message msg{};
+  const tm_status st = b->table->allocate(placement.device_index, bytes, &space->handle_, &msg);
+  msg.text[sizeof msg.text - 1] = 0;
+  if (st == TM_ERR_OUT_OF_MEMORY) {
+    *why = device.name + ": " + msg.text;
+    return nullptr;
+  }
+  if (st != TM_OK || space->handle_ == 0)
+    throw Error(ErrorKind::Internal, b->name + " could not reserve " + std::to_string(bytes) + " bytes on " + device.name + ": " + msg.text);
+  space->backend_ = b;
+  space->device_index_ = placement.device_index;
+  space->bytes_ = bytes;
+  space->location_ = b->name + "/" + device.id;
+  return space;
+}
+
 ResidentCopy::~ResidentCopy() {
   if (handle_) backend_->table->release(handle_);
 }

@@ -18,6 +18,12 @@ class ResidentCopy {
   // tensor chunk by chunk, as without residency. Throws tmorph::Error when the upload fails otherwise.
   static std::unique_ptr<ResidentCopy> make(const Placement& placement, const void* data, uint64_t bytes,
                                             uint64_t memory_budget);
+  // Reserves `bytes` on the placement's device (the device-output extension) for ops to write and later ops
+  // to read there; no host copy exists. Null when the backend cannot (no allocate, a device reading host
+  // memory), when it would not fit (memory_budget, 0: unlimited; half the device's memory) or the device
+  // runs out of memory, with *why saying which. Throws tmorph::Error when the allocation fails otherwise.
+  static std::unique_ptr<ResidentCopy> allocate(const Placement& placement, uint64_t bytes, uint64_t memory_budget,
+                                                std::string* why);
   ~ResidentCopy();
   ResidentCopy(const ResidentCopy&) = delete;
   ResidentCopy& operator=(const ResidentCopy&) = delete;
@@ -28,6 +34,11 @@ class ResidentCopy {
   // and device, inside the copied range, at an offset the ABI allows (a multiple of 65,536 bytes).
   bool serves(const Placement& placement, const void* p, uint64_t bytes) const;
   uint64_t handle() const { return handle_; }
+  uint64_t bytes() const { return bytes_; }
+  // True when this is device memory ops write (allocate), and it is on the placement's backend and device.
+  bool on(const Placement& placement) const {
+    return placement.backend_ref == backend_ && placement.device_index == device_index_;
+  }
   uint64_t offset_of(const void* p) const { return static_cast<uint64_t>(static_cast<const uint8_t*>(p) - data_); }
 
  private:

@@ -27,4 +27,15 @@ class ResidentCopy;
 void run_placed_kernel(const Placement& placement, tm_op op, const KernelArgs& args,
                        const ResidentCopy* resident = nullptr);
 
+// Device memory a call reads or writes instead of host memory (the device-output extension, plugin_abi.h):
+// `input` (args.input may then be null) and/or `output` (args.output may then be null), each from its
+// offset on (a multiple of 65,536 bytes). Both must be on the placement's backend and device.
+struct DeviceOperands {
+  const ResidentCopy* input = nullptr;
+  uint64_t input_offset = 0;
+  const ResidentCopy* output = nullptr;
+  uint64_t output_offset = 0;
+};
+void run_placed_kernel_on_device(const Placement& placement, tm_op op, const KernelArgs& args, const DeviceOperands& on);
+
 }  // namespace tmorph

@@ -7,6 +7,7 @@
 
 #include "ops/kernel_call.h"
 #include "support/bitshuffle_lz4_decode.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 
@@ -138,7 +139,7 @@ void run_op_once(const Placement& placement, tm_op op, DType dtype, const void* 
         chunk_bytes.insert(chunk_bytes.end(), chunk.begin(), chunk.end());
         chunk_offsets.push_back(chunk_bytes.size());
       }
-      decode = tm_decode_bitshuffle_lz4_params_v1{chunks, per_chunk, chunk_offsets.data()};
+      decode = decode_params(chunks, per_chunk, chunk_offsets.data());
       args.input = chunk_bytes.data(), args.elements = chunks * per_chunk;
       args.params = &decode, args.params_size = sizeof decode;
       output.resize(chunks * per_chunk * width);

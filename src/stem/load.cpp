@@ -7,11 +7,14 @@
 #include <limits>
 #include <sstream>
 
+#include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
 #include "support/cancel.h"
 #include "support/thread_pool.h"
 #include "support/bitshuffle.h"
 #include "stem/frame_reader.h"
+#include "tensormorph/backend_registry.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 
@@ -209,6 +212,43 @@ struct StemLoader::State {
   uint64_t zeroed = 0, stored = 0, decoded = 0;
   Placement decode_at;                        // decode.bitshuffle_lz4's placement (empty: this CPU's threads)
   State(const Acquisition& a, const LoadRequest& r) : acq(a), req(r) {}
+
+  // Reads the stored chunks of frames [g0, g0 + n) into `batch` (counting their bytes); the ones the op takes
+  // are appended to `input`, `offsets` (starting at 0) marking them and `taken` holding their indices in the batch.
+  void gather_chunks(uint64_t g0, uint64_t n, std::vector<FrameReader::Stored>& batch, std::vector<uint8_t>& input,
+                     std::vector<uint64_t>& offsets, std::vector<uint64_t>& taken) {
+    batch.resize(n);
+    reader->read_batch(&frames[g0], n, batch.data());
+    input.clear(), offsets.assign(1, 0), taken.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      stored += batch[i].bytes.size();
+      if (!reader->takes_lz4_op(frames[g0 + i], batch[i])) continue;
+      input.insert(input.end(), batch[i].bytes.begin(), batch[i].bytes.end());
+      offsets.push_back(input.size()), taken.push_back(i);
+    }
+  }
+
+  // Runs decode.bitshuffle_lz4 where it is placed over the chunks gathered from frames g0…, into host_out or
+  // device memory; a damaged chunk's error names its file, frame and block, and the backend.
+  void run_decode(uint64_t g0, const std::vector<uint64_t>& taken, tm_decode_bitshuffle_lz4_params_v1& params,
+                  const std::vector<uint8_t>& input, void* host_out, const ResidentCopy* device_out) {
+    const uint64_t pixels = acq.detector_rows * acq.detector_cols, elements = taken.size() * pixels;
+    uint64_t failed = UINT64_MAX;
+    params.failed_chunk = &failed;
+    const KernelArgs args{acq.dtype, input.data(), elements, &params, sizeof params, host_out,
+                          host_out ? elements * acq.element_size : 0, std::max(1u, req.threads)};
+    try {
+      if (device_out) run_placed_kernel_on_device(decode_at, TM_OP_DECODE_BITSHUFFLE_LZ4, args, {nullptr, 0, device_out, 0});
+      else run_placed_kernel(decode_at, TM_OP_DECODE_BITSHUFFLE_LZ4, args);
+    } catch (const Error& e) {  // "... chunk <i>: what": chunk i (failed) is a frame of this batch
+      if (failed >= taken.size()) throw;
+      const std::string text = e.what(), tag = "chunk " + std::to_string(failed) + ": ";
+      const size_t at = text.find(tag);
+      throw Error(ErrorKind::BadInput, reader->where(frames[g0 + taken[failed]]) + ": bitshuffle/LZ4 chunk: " +
+                                           (at == std::string::npos ? text : text.substr(at + tag.size())) + " (decoded on " +
+                                           decode_at.backend + ")");
+    }
+  }
 };
 
 StemLoader::StemLoader(const Acquisition& acq, const LoadRequest& req) : s_(std::make_unique<State>(acq, req)) {
@@ -366,33 +406,12 @@ void StemLoader::fill_placed(uint64_t first, uint64_t count, uint8_t* out_bytes)
   for (uint64_t g0 = st.group_start[first]; g0 < g_end;) {
     check_cancel(st.req.cancel);
     const uint64_t n = std::min(per_call, g_end - g0);
-    batch.resize(n);
-    reader.read_batch(&st.frames[g0], n, batch.data());
-    input.clear(), offsets.assign(1, 0), chunk_frames.clear();
-    for (uint64_t i = 0; i < n; ++i) {
-      st.stored += batch[i].bytes.size();
-      if (!reader.takes_lz4_op(st.frames[g0 + i], batch[i])) continue;
-      input.insert(input.end(), batch[i].bytes.begin(), batch[i].bytes.end());
-      offsets.push_back(input.size()), chunk_frames.push_back(i);
-    }
+    st.gather_chunks(g0, n, batch, input, offsets, chunk_frames);
     const uint64_t chunks = chunk_frames.size();
     decoded.resize(chunks * frame_bytes);
     if (chunks) {
-      const tm_decode_bitshuffle_lz4_params_v1 params{chunks, frame_pixels, offsets.data()};
-      try {
-        run_placed_kernel(st.decode_at, TM_OP_DECODE_BITSHUFFLE_LZ4,
-                          {st.acq.dtype, input.data(), chunks * frame_pixels, &params, sizeof params, decoded.data(),
-                           decoded.size(), std::max(1u, st.req.threads)});
-      } catch (const Error& e) {  // "... chunk <i>: what" names a frame of this batch
-        const std::string text = e.what();
-        const size_t at = text.find("chunk ");
-        const uint64_t i = at == std::string::npos ? 0 : std::strtoull(text.c_str() + at + 6, nullptr, 10);
-        if (at == std::string::npos || i >= chunks) throw;
-        const size_t colon = text.find(": ", at);
-        throw Error(ErrorKind::BadInput, reader.where(st.frames[g0 + chunk_frames[i]]) + ": bitshuffle/LZ4 chunk: " +
-                                             (colon == std::string::npos ? text : text.substr(colon + 2)) + " (decoded on " +
-                                             st.decode_at.backend + ")");
-      }
+      tm_decode_bitshuffle_lz4_params_v1 params = decode_params(chunks, frame_pixels, offsets.data());
+      st.run_decode(g0, chunk_frames, params, input, decoded.data(), nullptr);
     }
     for (uint64_t i = 0, k = 0; i < n; ++i) {
       const uint64_t g = g0 + i;
@@ -409,6 +428,40 @@ void StemLoader::fill_placed(uint64_t first, uint64_t count, uint8_t* out_bytes)
   }
   st.zeroed += sink.zeroed;
   st.decoded += (g_end - st.group_start[first]) * frame_bytes;
+}
+
+const Placement* StemLoader::device_decode() const {
+  const State& st = *s_;
+  const bool elsewhere = !st.decode_at.backend.empty() && st.decode_at.backend != "cpu" && st.decode_at.backend_ref &&
+                         st.decode_at.backend_ref->can_allocate;
+  return elsewhere && st.direct ? &st.decode_at : nullptr;
+}
+
+bool StemLoader::fill_device(uint64_t first, uint64_t count, const ResidentCopy& frames) {
+  State& st = *s_;
+  if (!device_decode()) throw Error(ErrorKind::Internal, "fill_device: decoding is not placed on a device");
+  const uint64_t g0 = st.group_start[first], n = st.group_start[first + count] - g0;
+  const uint64_t frame_bytes = st.reader->frame_bytes(), stored_before = st.stored;
+  if (n * frame_bytes > frames.bytes()) throw Error(ErrorKind::Internal, "fill_device: the device buffer is too small");
+  check_cancel(st.req.cancel);
+  std::vector<FrameReader::Stored> batch;
+  std::vector<uint8_t> input;
+  std::vector<uint64_t> offsets, taken;
+  st.gather_chunks(g0, n, batch, input, offsets, taken);
+  if (taken.size() != n) {
+    st.stored = stored_before;  // fill reads them again
+    return false;
+  }
+  tm_decode_bitshuffle_lz4_params_v1 params = decode_params(n, st.acq.detector_rows * st.acq.detector_cols, offsets.data());
+  uint64_t zeroed = 0;
+  if (st.req.mask_bad_pixels) {
+    params.flags = TM_DECODE_ZERO_ALL_ONES, params.all_ones_zeroed = &zeroed;
+    params.zero_elements = st.bad.data(), params.zero_element_count = st.bad.size();
+  }
+  st.run_decode(g0, taken, params, input, nullptr, &frames);
+  st.zeroed += zeroed;
+  st.decoded += n * frame_bytes;
+  return true;
 }
 
 nlohmann::json StemLoader::provenance() const {

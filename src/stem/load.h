@@ -84,6 +84,7 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req);
 StemArray load_stem(const Acquisition& acq, const LoadRequest& req);
 
 class StemLoader;
+class ResidentCopy;
 // Places decode.bitshuffle_lz4 for the loader's frames when the acquisition stores bitshuffle+LZ4 chunks and
 // tells the loader where it runs; nullopt for other codecs (the loader decodes those itself). Decoding is
 // input preparation: under --backend NAME it runs on NAME when NAME has the kernel, else where the planner
@@ -110,6 +111,15 @@ class StemLoader {
   // fill reads a batch of chunks and decodes them in one call there; on the CPU (the default) each thread
   // decodes its own frames. The output is the same bytes either way.
   void decode_with(const Placement& placement);
+  // The placement decode_with was given when it is another backend's and the output frames are the decoded
+  // frames as they are (whole detector, no binning, the stored dtype), so fill_device can decode them into
+  // that backend's memory; null otherwise.
+  const Placement* device_decode() const;
+  // Decodes output positions [first, first + count) into `frames` (device memory on device_decode()'s
+  // backend and device, from byte 0), masked there as fill masks: exactly fill's bytes, never on the host.
+  // Returns false, having read nothing, when a frame of the run is not a bitshuffle+LZ4 chunk the op takes
+  // (stored raw, another codec): the caller fills those positions on the host instead.
+  bool fill_device(uint64_t first, uint64_t count, const ResidentCopy& frames);
   // The provenance of the request (bad-pixel counts and bytes cover every fill so far).
   nlohmann::json provenance() const;
   uint64_t stored_bytes_read() const;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
 #include "stem/distributed_products.h"
 #include "stem/virtual_detector.h"
@@ -17,6 +18,39 @@ ProductResult compute_products(const Acquisition& acq, const ProductRequest& req
   if (world.distributed() && world.rank() == 0) return compute_products_across_ranks(acq, req, planner, world);
   return compute_products_here(acq, req, planner);
 }
+
+namespace {
+
+// Device memory for a batch of decoded frames when decoding and every product run on one device: the frames are
+// then decoded there and read there, never crossing to the host. Null (with *why) otherwise.
+std::unique_ptr<ResidentCopy> frames_on_device(const StemLoader& loader, const ProductRequest& req, const Placement& sums_at,
+                                               const Placement& pattern_at, uint64_t bytes, std::string* why) {
+  const Placement* decode_at = loader.device_decode();
+  if (!decode_at) {
+    *why = "decoding is not placed on a device, or the frames are cropped, binned or converted on the host";
+    return nullptr;
+  }
+  const auto same = [&](const Placement& p) { return p.backend_ref == decode_at->backend_ref && p.device_index == decode_at->device_index; };
+  if ((req.frame_sums && !same(sums_at)) || (req.pattern && !same(pattern_at))) {
+    *why = "a product is placed on another backend or device than decoding";
+    return nullptr;
+  }
+  // The device's own limit (half its memory) bounds the batch; the host budget does not apply to device memory.
+  return ResidentCopy::allocate(*decode_at, bytes, 0, why);
+}
+
+nlohmann::json device_frames_report(const ResidentCopy* frames, const std::string& why, uint64_t resident_batches,
+                                    uint64_t host_batches) {
+  if (!frames) return {{"resident", false}, {"why", why}};
+  return {{"resident", true},
+          {"where", frames->location()},
+          {"batch_bytes", frames->bytes()},
+          {"batches_decoded_there", resident_batches},
+          {"batches_decoded_here", host_batches},
+          {"read_there_by", {"stem.frame_sums", "stem.pattern_reduce"}}};
+}
+
+}  // namespace
 
 ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -70,26 +104,41 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = planner.place(op), r.placements.push_back(sums_at);
   if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = planner.place(op), r.placements.push_back(pattern_at);
   if (const auto decode_at = place_decode(acq, loader, planner)) r.placements.push_back(*decode_at);
+  const uint64_t batch = std::max<uint64_t>(1, req.batch_bytes / loader.position_bytes());
+  const uint64_t batch_positions = std::min(batch, r.positions);
+  std::string not_resident;
+  const std::unique_ptr<ResidentCopy> device_frames =
+      frames_on_device(loader, req, sums_at, pattern_at, batch_positions * loader.position_bytes(), &not_resident);
 
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + list_count;
   std::vector<uint64_t> sums;
   if (req.frame_sums) sums.resize(r.positions * row_values);
   if (req.pattern) r.pattern_sum.assign(pixels, 0), r.pattern_max.assign(pixels, 0);
   std::vector<uint8_t> pattern_out(pixels * (sizeof(uint64_t) + sizeof(uint32_t)), 0);
-  const uint64_t batch = std::max<uint64_t>(1, req.batch_bytes / loader.position_bytes());
-  LargeBuffer frames(std::min(batch, r.positions) * loader.position_bytes());
+  LargeBuffer frames;  // host frames, for batches not decoded on the device
   const unsigned threads = std::max(1u, req.load.threads);
+  uint64_t resident_batches = 0, host_batches = 0;
   for (uint64_t first = 0; first < r.positions; first += batch) {
     const uint64_t n = std::min(batch, r.positions - first);
-    loader.fill(first, n, frames.get());
+    const bool resident = device_frames && loader.fill_device(first, n, *device_frames);
+    if (!resident) {
+      if (!frames.get()) frames = LargeBuffer(batch_positions * loader.position_bytes());
+      loader.fill(first, n, frames.get());
+    }
+    ++(resident ? resident_batches : host_batches);
+    const DeviceOperands on{device_frames.get(), 0, nullptr, 0};
+    const auto run = [&](const Placement& at, tm_op op, const KernelArgs& args) {
+      if (resident) run_placed_kernel_on_device(at, op, args, on);
+      else run_placed_kernel(at, op, args);
+    };
+    const void* input = resident ? nullptr : frames.get();
     if (req.frame_sums)
-      run_placed_kernel(sums_at, TM_OP_STEM_FRAME_SUMS,
-                        {dtype, frames.get(), n * pixels, &sums_params, sizeof sums_params, sums.data() + first * row_values,
-                         n * row_values * sizeof(uint64_t), threads});
+      run(sums_at, TM_OP_STEM_FRAME_SUMS,
+          {dtype, input, n * pixels, &sums_params, sizeof sums_params, sums.data() + first * row_values,
+           n * row_values * sizeof(uint64_t), threads});
     if (req.pattern)
-      run_placed_kernel(pattern_at, TM_OP_STEM_PATTERN_REDUCE,
-                        {dtype, frames.get(), n * pixels, &pattern_params, sizeof pattern_params, pattern_out.data(),
-                         pattern_out.size(), threads});
+      run(pattern_at, TM_OP_STEM_PATTERN_REDUCE,
+          {dtype, input, n * pixels, &pattern_params, sizeof pattern_params, pattern_out.data(), pattern_out.size(), threads});
   }
   if (req.pattern) {
     std::memcpy(r.pattern_sum.data(), pattern_out.data(), pixels * sizeof(uint64_t));
@@ -108,6 +157,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
     }
   }
   r.load_provenance = loader.provenance();
+  r.load_provenance["frames_on_device"] = device_frames_report(device_frames.get(), not_resident, resident_batches, host_batches);
   r.decoded_bytes = loader.decoded_bytes();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -127,6 +127,8 @@ class GpuPluginsCli(unittest.TestCase):
             self.assertEqual(r.code, 0, r.err)
             placed = {p["op"]: p["backend"] for p in r.json()["placement"]}
             self.assertEqual(placed, {"stem.pattern_reduce": backend, "stem.frame_sums": backend, "decode.bitshuffle_lz4": backend})
+            # On the device backend the frames are decoded into its memory and read there, never on the host.
+            self.assertEqual(r.json()["provenance"]["frames_on_device"]["resident"], backend == "gpuemu")
             with open(out, "rb") as f:
                 outs[backend] = f.read()
         self.assertEqual(outs["gpuemu"], outs["cpu"])  # the same .npy bytes

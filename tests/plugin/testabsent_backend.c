@@ -18,7 +18,7 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* m) { (void)c, (void
 
 static const tm_backend_v1 kTable = {TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "testabsent",
                                      "test plugin: a backend whose driver is missing",
-                                     init, shutdown, zero, no_device, zero, no_kernel, run, NULL, NULL};
+                                     init, shutdown, zero, no_device, zero, no_kernel, run, NULL, NULL, NULL};
 
 TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
   return abi_version == TM_PLUGIN_ABI_VERSION ? &kTable : NULL;

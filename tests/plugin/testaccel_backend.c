@@ -193,7 +193,7 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
 static const tm_backend_v1 kTable = {
     TM_PLUGIN_ABI_VERSION, sizeof(tm_backend_v1), "testaccel",
     "test plugin: a simulated discrete device with two kernels (stats.moments on u8, dequantize.ggml on Q8_0)",
-    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release};
+    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, upload, release, NULL};
 
 TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
   return abi_version == TM_PLUGIN_ABI_VERSION ? &kTable : NULL;

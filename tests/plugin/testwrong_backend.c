@@ -79,7 +79,7 @@ static tm_status run(const tm_kernel_call_v1* c, tm_message* msg) {
 
 static const tm_backend_v1 table = {TM_PLUGIN_ABI_VERSION, offsetof(tm_backend_v1, upload), "testwrong",
                                     "test plugin: a deliberately wrong kernel that self-test admission must refuse",
-                                    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, NULL, NULL};
+                                    init, shutdown, device_count, device_info, kernel_count, kernel_info, run, NULL, NULL, NULL};
 
 TM_PLUGIN_EXPORT const tm_backend_v1* tensormorph_backend_entry(uint32_t abi_version) {
   return abi_version == TM_PLUGIN_ABI_VERSION ? &table : NULL;

@@ -10,6 +10,7 @@
 #include "cpu/cpu_backend.h"
 #include "formats/dectris.h"
 #include "stem/load.h"
+#include "stem/products.h"
 #include "stem/simulate.h"
 #include "stem_fixture.h"
 #include "tensormorph/error.h"
@@ -626,6 +627,74 @@ TEST_F(StemLoad, DecodingPlacedOnAGpuBackendGivesTheSameBytes) {
 TEST_F(StemLoad, ACorruptedChunkDecodedOnAGpuBackendNamesFileFrameAndBlock) {
   const std::string what =
       error_of_corrupted_row(*this, [](const Acquisition& acq, const LoadRequest& r) { GpuemuDecode().load(acq, r); });
+  EXPECT_NE(what.find(dir.file("demo_data_000001.h5") + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos)
+      << what;
+  EXPECT_NE(what.find("(decoded on gpuemu)"), std::string::npos) << what;
+}
+
+// 4D-STEM products with decoding and both product ops on one device: each batch of frames is decoded into
+// device memory, masked there, and read there by stem.frame_sums and stem.pattern_reduce. Every number equals
+// the CPU's; the provenance says the frames stayed on the device. Binned frames are made on the host, so
+// that request is not resident, and says why, with the same numbers.
+ProductRequest products_request(const LoadRequest& load) {
+  ProductRequest req;
+  req.load = load;
+  req.detectors = {{0, 1, 21, 210, 399}, std::vector<uint32_t>()};
+  for (uint32_t p = 0; p < 300; ++p) req.detectors[1].push_back(p);  // dense: total - complement
+  req.pattern = true;
+  req.batch_bytes = 4 * StemLoad::kK * StemLoad::kK * 2;  // 4 frames a batch: 14 batches, the last partial
+  return req;
+}
+
+void expect_same_products(const ProductResult& a, const ProductResult& b, const std::string& what) {
+  EXPECT_EQ(a.totals, b.totals) << what;
+  EXPECT_EQ(a.com_weight, b.com_weight) << what;
+  EXPECT_EQ(a.com_row, b.com_row) << what;
+  EXPECT_EQ(a.com_col, b.com_col) << what;
+  EXPECT_EQ(a.images, b.images) << what;
+  EXPECT_EQ(a.pattern_sum, b.pattern_sum) << what;
+  EXPECT_EQ(a.pattern_max, b.pattern_max) << what;
+  EXPECT_EQ(a.load_provenance["bad_pixels"]["sentinel_values_zeroed"], b.load_provenance["bad_pixels"]["sentinel_values_zeroed"])
+      << what;
+}
+
+TEST_F(StemLoad, ProductsReadFramesDecodedOnTheDevice) {
+  const GpuemuDecode gpu;
+  const Acquisition acq = open_acquisition(master);
+  Constraints on_cpu;
+  on_cpu.strict_backend = "cpu";
+  for (bool masked : {true, false}) {
+    LoadRequest load = base();
+    load.mask_bad_pixels = masked;
+    const ProductRequest req = products_request(load);
+    const ProductResult cpu = compute_products_here(acq, req, Planner(gpu.registry, gpu.costs, on_cpu));
+    const ProductResult dev = compute_products_here(acq, req, gpu.planner());
+    expect_same_products(dev, cpu, masked ? "masked" : "unmasked");
+    const nlohmann::json& f = dev.load_provenance["frames_on_device"];
+    EXPECT_EQ(f["resident"], true) << f.dump();
+    EXPECT_EQ(f["batches_decoded_there"], 14) << f.dump();
+    EXPECT_EQ(f["batches_decoded_here"], 0) << f.dump();
+    EXPECT_EQ(cpu.load_provenance["frames_on_device"]["resident"], false);
+    if (masked) {
+      EXPECT_GT(cpu.load_provenance["bad_pixels"]["sentinel_values_zeroed"].get<uint64_t>(), 0u);
+    }
+  }
+  LoadRequest binned = base();
+  binned.detector_bin = {2, 2};
+  ProductRequest req = products_request(binned);
+  req.detectors = {{0, 1, 21}};
+  const ProductResult cpu = compute_products_here(acq, req, Planner(gpu.registry, gpu.costs, on_cpu));
+  const ProductResult dev = compute_products_here(acq, req, gpu.planner());
+  expect_same_products(dev, cpu, "binned");
+  EXPECT_EQ(dev.load_provenance["frames_on_device"]["resident"], false);
+  EXPECT_NE(dev.load_provenance["frames_on_device"]["why"].get<std::string>().find("binned"), std::string::npos);
+}
+
+TEST_F(StemLoad, ACorruptedChunkDecodedIntoDeviceMemoryNamesFileFrameAndBlock) {
+  const std::string what = error_of_corrupted_row(*this, [](const Acquisition& acq, const LoadRequest& r) {
+    const GpuemuDecode gpu;
+    compute_products_here(acq, products_request(r), gpu.planner());
+  });
   EXPECT_NE(what.find(dir.file("demo_data_000001.h5") + ", frame 3: bitshuffle/LZ4 chunk: block 0 (chunk byte 12)"), std::string::npos)
       << what;
   EXPECT_NE(what.find("(decoded on gpuemu)"), std::string::npos) << what;
