@@ -8,6 +8,7 @@
 #include "ops/kernel_call.h"
 #include "stem/distributed_products.h"
 #include "stem/virtual_detector.h"
+#include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 
@@ -156,6 +157,9 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
       }
     }
   }
+  if (device_frames && host_batches == 0)  // what crossed the link: the chunks up, the sums back; no frames
+    for (Placement& p : r.placements)
+      p.bytes_transferred = p.op == op_name(TM_OP_DECODE_BITSHUFFLE_LZ4) ? loader.stored_bytes_read() : 0;
   r.load_provenance = loader.provenance();
   r.load_provenance["frames_on_device"] = device_frames_report(device_frames.get(), not_resident, resident_batches, host_batches);
   r.decoded_bytes = loader.decoded_bytes();

@@ -674,6 +674,9 @@ TEST_F(StemLoad, ProductsReadFramesDecodedOnTheDevice) {
     EXPECT_EQ(f["resident"], true) << f.dump();
     EXPECT_EQ(f["batches_decoded_there"], 14) << f.dump();
     EXPECT_EQ(f["batches_decoded_here"], 0) << f.dump();
+    for (const Placement& p : dev.placements)  // what crossed: the chunks up, the sums back, no frames
+      if (p.op == "decode.bitshuffle_lz4") EXPECT_GT(p.bytes_transferred, 0u);
+      else EXPECT_EQ(p.bytes_transferred, 0u) << p.op;
     EXPECT_EQ(cpu.load_provenance["frames_on_device"]["resident"], false);
     if (masked) {
       EXPECT_GT(cpu.load_provenance["bad_pixels"]["sentinel_values_zeroed"].get<uint64_t>(), 0u);
