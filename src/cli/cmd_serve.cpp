@@ -35,7 +35,8 @@ void add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "serve the viewer and its JSON API (docs/api.md) for checkpoints, indexing "
                                               "them first");
-  cmd->add_option("paths", a->request.paths, "checkpoints: files, shard directories, index JSONs or GGUF split shards")->required();
+  cmd->add_option("paths", a->request.paths, "checkpoints (files, shard directories, index JSONs or GGUF split shards) and 4D-STEM acquisitions (a master or data "
+                  "file, or a folder with one master)")->required();
   cmd->add_option("--port", a->request.port, "TCP port (default 8765; 0: pick a free one, printed)");
   cmd->add_option("--host", a->request.host, "address to bind (default 127.0.0.1; any other needs a token)");
   cmd->add_option("--token", a->request.token, "require this token on every request (Bearer header, ?token= or cookie)");

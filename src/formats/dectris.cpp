@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 
@@ -249,6 +250,18 @@ std::vector<std::string> discover_masters(const std::string& folder) {
   collect_masters(folder, out);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+bool looks_like_acquisition(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> masters;
+    collect_masters(path, masters);
+    return !masters.empty();
+  }
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".h5" || ext == ".hdf5" || ext == ".nxs";
 }
 
 Acquisition open_acquisition(const std::string& path_in) {

@@ -80,6 +80,10 @@ struct Acquisition {
 // no master or several.
 Acquisition open_acquisition(const std::string& path);
 
+// Whether `path` names a 4D-STEM acquisition rather than a checkpoint: a file ending in .h5, .hdf5 or .nxs, or a
+// folder holding a `*_master.h5` (at any depth). Reads no file contents.
+bool looks_like_acquisition(const std::string& path);
+
 // Every `*_master.h5` below folder (recursive, sorted).
 std::vector<std::string> discover_masters(const std::string& folder);
 

@@ -12,6 +12,7 @@
 #include "app/indexing.h"
 #include "app/parity_matrix.h"
 #include "app/runtime.h"
+#include "formats/dectris.h"
 #include "server/auth.h"
 #include "server/indexing_queue.h"
 #include "server/server.h"
@@ -88,6 +89,16 @@ void launch(const LaunchRequest& request) {
   // Opening reads every header (a damaged or missing file fails here, before serving); computing the
   // statistics is a job per checkpoint, run in the background once the server listens.
   for (const auto& path : request.paths) {
+    if (looks_like_acquisition(path)) {  // 4D-STEM: opened (headers) now, products computed on request
+      auto sa = std::make_unique<ServedAcquisition>();
+      sa->id = std::to_string(state.acquisitions.size()).insert(0, 1, 'a');
+      sa->path = path;
+      sa->acq = open_acquisition(path);
+      std::fprintf(stderr, "tensormorph: acquisition %s: %s (%s)\n", sa->id.c_str(), path.c_str(),
+                   sa->acq.complete() ? "complete" : "incomplete: readiness is reported per request");
+      state.acquisitions.push_back(std::move(sa));
+      continue;
+    }
     auto sc = std::make_unique<ServedCheckpoint>();
     sc->id = std::to_string(state.checkpoints.size());
     sc->path = path;

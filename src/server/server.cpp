@@ -75,6 +75,7 @@ void configure(BoundedServer& svr, ServerState& state, const ServeOptions& o) {
   add_tile_routes(svr, state);
   add_compute_routes(svr, state);
   add_job_routes(svr, state);
+  add_stem_routes(svr, state);
   add_static_routes(svr, state);
 }
 
@@ -120,7 +121,9 @@ void serve(ServerState& state, const ServeOptions& o) {
   if (o.on_listening) o.on_listening();
   std::string url = "http://" + url_host(o.host) + ":" + std::to_string(port) + "/";
   if (!o.token.empty()) url += "?token=" + o.token;
-  std::printf("tensormorph: serving %zu checkpoint(s) on %s\n", state.checkpoints.size(), url.c_str());
+  if (state.acquisitions.empty()) std::printf("tensormorph: serving %zu checkpoint(s) on %s\n", state.checkpoints.size(), url.c_str());
+  else std::printf("tensormorph: serving %zu checkpoint(s) and %zu acquisition(s) on %s\n", state.checkpoints.size(),
+                   state.acquisitions.size(), url.c_str());
   std::fflush(stdout);
 
   pollfd p{g_signal_pipe[0], POLLIN, 0};

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/runtime.h"
+#include "formats/dectris.h"
 #include "index/checkpoint_index.h"
 #include "server/fifo_mutex.h"
 #include "server/jobs.h"
@@ -66,6 +67,15 @@ struct ServedCheckpoint {
   std::string job_, failure_;
 };
 
+// One 4D-STEM acquisition named on the command line (a master file, a data file, or a folder holding one
+// master). Its files may still be being written: requests reopen it (headers only) so its readiness is current.
+struct ServedAcquisition {
+  std::string id;    // "a0", "a1", ... in command-line order (checkpoints are "0", "1", ...)
+  std::string path;  // as given on the command line
+  std::mutex mutex;  // guards acq
+  Acquisition acq;   // the latest opening
+};
+
 // One row of GET /api/tensors, built once at start from the index.
 struct TensorRow {
   size_t checkpoint = 0, tensor = 0;
@@ -102,6 +112,7 @@ class ComputeHolder {
 struct ServerState {
   explicit ServerState(RuntimeFactory factory) : compute(std::move(factory)) {}
   std::vector<std::unique_ptr<ServedCheckpoint>> checkpoints;
+  std::vector<std::unique_ptr<ServedAcquisition>> acquisitions;
   std::vector<TensorRow> rows;  // every tensor of every checkpoint, in checkpoint then file order
   mutable std::shared_mutex rows_mutex;
   JobRegistry jobs;

@@ -82,7 +82,7 @@ class Server:
             if not line:
                 raise AssertionError("serve exited early: " + self.proc.stderr.read())
             self.lines.append(line)
-            m = re.search(r"serving \d+ checkpoint\(s\) on (http://\S+)", line)
+            m = re.search(r"serving \d+ checkpoint\(s\)(?: and \d+ acquisition\(s\))? on (http://\S+)", line)
             if m:
                 self.url = m.group(1)
                 parsed = urllib.parse.urlsplit(self.url)

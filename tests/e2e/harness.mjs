@@ -163,7 +163,7 @@ export function startServing(args, env) {
     const timer = setTimeout(() => reject(new Error(`serve printed no URL within 300 s\n${out}\n${err}`)), 300_000);
     proc.stdout.on("data", (d) => {
       out += d;
-      const m = /serving \d+ checkpoint\(s\) on (http:\/\/\S+)/.exec(out);
+      const m = /serving \d+ checkpoint\(s\)(?: and \d+ acquisition\(s\))? on (http:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolvePromise({ proc, url: m[1] });

@@ -1,0 +1,230 @@
+// The 4D-STEM endpoints: the acquisitions served (with their readiness, current while files are still being
+// written), one in detail, any product the CLI's `stem bf|…|mean-dp|fft` computes (the same domain call, placed
+// on the server's backends by the planner and reported), and one scan position's diffraction pattern. The face
+// parses and prints; the science is stem/'s.
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "core/npy.h"
+#include "ops/placement_json.h"
+#include "stem/calibration_document.h"
+#include "stem/inspect_document.h"
+#include "stem/load.h"
+#include "stem/product_run.h"
+
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace tmorph::server {
+
+namespace {
+
+ServedAcquisition& find_acquisition(ServerState& state, const std::string& id) {
+  for (auto& a : state.acquisitions)
+    if (a->id == id) return *a;
+  throw HttpError(404, "no acquisition '" + id + "' (GET /api/acquisitions lists them)");
+}
+
+// Reopens the acquisition (headers only), so readiness follows files still being written, and returns a copy.
+Acquisition reopen(ServedAcquisition& a) {
+  std::lock_guard<std::mutex> lock(a.mutex);
+  a.acq = open_acquisition(a.path);
+  return a.acq;
+}
+
+std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name) {
+  const auto text = text_param(req, name);
+  if (!text) return std::nullopt;
+  const size_t comma = text->find(',');
+  if (comma == std::string::npos) throw HttpError(400, std::string("parameter '") + name + "': expected ROW,COL, got '" + *text + "'");
+  std::array<uint64_t, 2> out{};
+  for (int i = 0; i < 2; ++i) {
+    const std::string part = i == 0 ? text->substr(0, comma) : text->substr(comma + 1);
+    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw HttpError(400, std::string("parameter '") + name + "': expected two unsigned integers ROW,COL, got '" + *text + "'");
+    out[i] = std::stoull(part);
+  }
+  return out;
+}
+
+std::optional<double> number_param(const httplib::Request& req, const char* name) {
+  const auto text = text_param(req, name);
+  return text ? std::optional<double>(parse_double(*text, name)) : std::nullopt;
+}
+
+nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq) {
+  nlohmann::json j = inspect_document(acq, std::nullopt, "scan_shape");
+  j["id"] = a.id;
+  j["path"] = a.path;
+  j["name"] = std::filesystem::path(acq.master).filename().string();
+  return j;
+}
+
+// Products and frames read complete acquisitions only: a scan still being written is reported, not guessed at.
+void require_complete(const Acquisition& acq) {
+  if (acq.complete()) return;
+  std::string why;
+  for (const auto& p : acq.problems) why += (why.empty() ? "" : "; ") + p;
+  throw HttpError(409, "the acquisition is not complete (" + (why.empty() ? std::string("frames missing") : why) + ")");
+}
+
+template <class T>
+void send_values(httplib::Response& res, const std::string& format, const std::string& descr, const std::vector<uint64_t>& shape,
+                 const std::vector<T>& values, nlohmann::json doc) {
+  if (format == "npy") {
+    std::string body = npy_preamble(descr, shape);
+    const size_t head = body.size();
+    body.resize(head + values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(body.data() + head, values.data(), values.size() * sizeof(T));
+    res.set_content(std::move(body), "application/octet-stream");
+    return;
+  }
+  doc["shape"] = shape;
+  doc["dtype"] = descr;
+  doc["values"] = values;
+  send_json(res, doc);
+}
+
+std::string format_param(const httplib::Request& req) {
+  const std::string format = text_param(req, "format").value_or("json");
+  if (format != "json" && format != "npy") throw HttpError(400, "parameter 'format': expected json or npy, got '" + format + "'");
+  return format;
+}
+
+// GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&center=ROW,COL&radius=
+//     &max=1&of=KIND&scan_shape=ROWS,COLS&format=json|npy
+// The product `kind` (mean-dp, bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft; docs/api.md), as
+// `tensormorph stem KIND` computes it.
+void get_product(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const std::string kind_name = req.matches[2];
+  const auto kind = product_kind_from_name(kind_name);
+  if (!kind) throw HttpError(404, "no product '" + kind_name + "' (expected mean-dp, bf, abf, adf, haadf, df, mask, com, dpc, idpc or fft)");
+  const std::string format = format_param(req);
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  const auto rt = state.compute.current();
+  ProductSpec spec;
+  spec.kind = *kind;
+  spec.load.scan_shape = pair_param(req, "scan_shape");
+  spec.load.threads = rt->threads;
+  spec.load.memory_budget = rt->memory_budget;
+  if (const auto of = text_param(req, "of")) {
+    spec.of = product_kind_from_name(*of);
+    if (!spec.of) throw HttpError(400, "parameter 'of': no product '" + *of + "'");
+  }
+  spec.max_pattern = text_param(req, "max").value_or("0") == "1";
+  if (const auto c = text_param(req, "center")) {
+    const size_t comma = c->find(',');
+    if (comma == std::string::npos) throw HttpError(400, "parameter 'center': expected ROW,COL in detector pixels, got '" + *c + "'");
+    spec.disk.center = std::array<double, 2>{parse_double(c->substr(0, comma), "center"), parse_double(c->substr(comma + 1), "center")};
+  }
+  spec.disk.radius = number_param(req, "radius");
+  spec.disk.radius_name = "radius";
+  spec.detector.inner_px = number_param(req, "inner");
+  spec.detector.outer_px = number_param(req, "outer");
+  spec.detector.inner_mrad = number_param(req, "inner_mrad");
+  spec.detector.outer_mrad = number_param(req, "outer_mrad");
+  spec.detector.kind = product_source(spec);
+  const DetectorRequest& d = spec.detector;
+  if (product_source(spec) == ProductKind::mask && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad)
+    throw HttpError(400, "product mask: give inner/outer (pixels) or inner_mrad/outer_mrad");
+  const Planner planner = rt->planner();
+  ProductOutput out;
+  {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
+    out = compute_product(acq, spec, std::nullopt, [&]() -> const Planner& { return planner; });
+  }
+  nlohmann::json doc = std::move(out.report);
+  doc["acquisition"] = served.id;
+  doc["product"] = product_name(*kind);
+  doc["placement"] = placements_json(out.placements);
+  std::visit([&](const auto& values) { send_values(res, format, out.npy_descr, out.shape, values, std::move(doc)); }, out.values);
+}
+
+// GET /api/acquisitions/{id}/calibration[?scan_shape=ROWS,COLS]: every calibration value the products and SSB use,
+// each with its unit and source (or why it is missing), and the bright-field disk (one pattern pass, placed).
+void get_calibration(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  const auto rt = state.compute.current();
+  LoadRequest load;
+  load.scan_shape = pair_param(req, "scan_shape");
+  load.threads = rt->threads;
+  load.memory_budget = rt->memory_budget;
+  const Planner planner = rt->planner();
+  std::vector<Placement> placements;
+  nlohmann::json doc;
+  {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
+    doc = calibration_document(acq, load, DiskRequest{}, CalibrationOverrides{}, planner, &placements);
+  }
+  doc["acquisition"] = served.id;
+  doc["placement"] = placements_json(placements);
+  send_json(res, doc);
+}
+
+// GET /api/acquisitions/{id}/frame?row=&col=[&scan_shape=ROWS,COLS][&masked=0][&format=json|npy]: the diffraction
+// pattern at one scan position, decoded on the server (bad pixels and sentinels zeroed unless masked=0).
+void get_frame(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const std::string format = format_param(req);
+  const auto row = uint_param(req, "row"), col = uint_param(req, "col");
+  if (!row || !col) throw HttpError(400, "parameters 'row' and 'col' (the scan position) are required");
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  LoadRequest load;
+  load.scan_shape = pair_param(req, "scan_shape");
+  const std::array<uint64_t, 2> scan = resolve_scan_shape(acq, load.scan_shape);
+  if (*row >= scan[0] || *col >= scan[1])
+    throw HttpError(400, "scan position (" + std::to_string(*row) + ", " + std::to_string(*col) + ") is outside the " +
+                             std::to_string(scan[0]) + " x " + std::to_string(scan[1]) + " scan");
+  load.scan_shape = scan;
+  load.scan_region = Box{*row, *row + 1, *col, *col + 1};
+  load.mask_bad_pixels = text_param(req, "masked").value_or("1") != "0";
+  const StemArray frame = load_stem(acq, load);
+  const std::vector<uint64_t> shape = {frame.shape[2], frame.shape[3]};
+  const nlohmann::json doc = {{"acquisition", served.id}, {"position", {*row, *col}}, {"provenance", frame.provenance}};
+  bool widen = false;
+  const std::string descr = npy_descr(frame.dtype, &widen);
+  const uint8_t* p = frame.data.get();
+  switch (frame.dtype) {
+    case DType::U8: send_values(res, format, descr, shape, std::vector<uint8_t>(p, p + frame.bytes), doc); break;
+    case DType::U16: {
+      std::vector<uint16_t> v(frame.bytes / 2);
+      std::memcpy(v.data(), p, frame.bytes);
+      send_values(res, format, descr, shape, v, doc);
+      break;
+    }
+    default: {
+      std::vector<uint32_t> v(frame.bytes / 4);
+      std::memcpy(v.data(), p, frame.bytes);
+      send_values(res, format, descr, shape, v, doc);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+void add_stem_routes(httplib::Server& svr, ServerState& state) {
+  svr.Get("/api/acquisitions", guarded([&state](const httplib::Request&, httplib::Response& res) {
+            nlohmann::json list = nlohmann::json::array();
+            for (auto& a : state.acquisitions) list.push_back(summary_json(*a, reopen(*a)));
+            send_json(res, {{"acquisitions", list}});
+          }));
+  svr.Get(R"(/api/acquisitions/([^/]+))", guarded([&state](const httplib::Request& req, httplib::Response& res) {
+            ServedAcquisition& a = find_acquisition(state, req.matches[1]);
+            send_json(res, summary_json(a, reopen(a)));
+          }));
+  svr.Get(R"(/api/acquisitions/([^/]+)/products/([^/]+))",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_product(state, req, res); }));
+  svr.Get(R"(/api/acquisitions/([^/]+)/calibration)",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_calibration(state, req, res); }));
+  svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
+}
+
+}  // namespace tmorph::server
