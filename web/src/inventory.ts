@@ -6,11 +6,12 @@
 // checkpoint is still being indexed: then #indexing (jobs.ts) shows its progress, and when every job has
 // ended the page fetches the rows again (their statistics are there now) and redraws.
 import { api, type CheckpointInfo, type TensorRow } from "./api";
-import { el } from "./dom";
+import { el, showError } from "./dom";
 import { fmtBytes, fmtInt } from "./format";
 import { failedIndexingPanel, indexingPanel } from "./jobs";
 import { listView, MAX_ROWS } from "./inventory_list";
 import { MAX_LINES, treeView } from "./inventory_tree";
+import { acquisitionList } from "./stem/acquisition_page";
 import { buildTree, type Tree } from "./tree";
 
 export type InventoryView = "tree" | "list";
@@ -78,7 +79,10 @@ export async function renderInventory(root: HTMLElement, choice?: InventoryView)
   }
   const checkpointsBox = el("div", { class: "checkpoints-box" });
   const holder = el("div", { class: "inventory-holder" });
-  root.replaceChildren(el("h2", {}, "Tensors"), checkpointsBox, el("div", { class: "toolbar" }, toggle, search, status), holder);
+  const acquisitions = el("div", {});
+  root.replaceChildren(acquisitions, el("h2", {}, "Tensors"), checkpointsBox, el("div", { class: "toolbar" }, toggle, search, status), holder);
+  // 4D-STEM acquisitions served beside the checkpoints (links to their pages); shown when the list arrives.
+  acquisitionList().then((box) => acquisitions.replaceWith(box), (e) => showError(e, "cannot list the acquisitions"));
 
   if (!state.rows || !state.checkpoints) {
     const [list, cks] = await Promise.all([api.tensors(), api.checkpoints()]);

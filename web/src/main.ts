@@ -5,6 +5,7 @@ import { renderComputePanel } from "./compute_panel";
 import { clearErrors, el, showError } from "./dom";
 import { renderInventory } from "./inventory";
 import { indexingPanel } from "./jobs";
+import { renderAcquisitionPage } from "./stem/acquisition_page";
 import { renderTensorPage } from "./tensor_page";
 import { gpuColorizer } from "./webgpu/colorize";
 import { exposeDisplay } from "./webgpu/display";
@@ -17,6 +18,7 @@ async function navigate(): Promise<void> {
   clearErrors();
   const hash = window.location.hash.replace(/^#\/?/, "");
   const m = /^tensor\/([^/]+)\/(.+)$/.exec(hash);
+  const stem = /^acquisition\/([^/]+)$/.exec(hash);
   const compute = hash === "compute";
   document.getElementById("nav-compute")?.classList.toggle("active", compute);
   document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m);
@@ -24,6 +26,8 @@ async function navigate(): Promise<void> {
     if (compute) {
       document.title = "Compute · Tensormorph";
       await renderComputePanel(root);
+    } else if (stem) {
+      await renderAcquisitionPage(root, decodeURIComponent(stem[1]));
     } else if (m) {
       const ckpt = decodeURIComponent(m[1]);
       const name = decodeURIComponent(m[2]);
@@ -36,7 +40,7 @@ async function navigate(): Promise<void> {
   } catch (e) {
     if (seq !== route) return;
     if (m && e instanceof ApiError && e.status === 503 && (await showIndexing(decodeURIComponent(m[1]), seq))) return;
-    showError(e, compute ? "cannot list the compute backends" : m ? "cannot open the tensor" : "cannot list the tensors");
+    showError(e, compute ? "cannot list the compute backends" : stem ? "cannot open the acquisition" : m ? "cannot open the tensor" : "cannot list the tensors");
     if (!root.textContent?.trim() || root.querySelector(".status")) {
       root.replaceChildren();
       const p = document.createElement("p");

@@ -1,0 +1,149 @@
+// End-to-end test of the 4D-STEM acquisition page (web/src/stem/acquisition_page.ts) in Debian's Chromium
+// (headless, playwright-core from web/'s node_modules): writes a `stem demo` acquisition, serves it, opens the
+// inventory (the acquisition is listed with its readiness) and the acquisition page, and checks:
+//   - the calibration table shows the beam energy and the disk from GET /api/acquisitions/a0/calibration;
+//   - the mean pattern and the virtual image are drawn (not blank), the image's numbers (window.tmStem) equal
+//     the CLI's `stem mask --inner X --outer Y` .npy for the annulus the page shows;
+//   - dragging the outer ring on the pattern (pointer events) changes the annulus and the image, which again
+//     equals the CLI's for the new radii; the read-out gives px and mrad;
+//   - a preset button (ADF) sets the annulus the server's preset uses;
+//   - clicking the virtual image shows that scan position's pattern, equal to `stem export --frame R,C`;
+//   - no page errors; screenshot build/e2e/stem.png (not blank).
+// The products are computed on the server (WGSL kernels on the page's adapter are not built yet).
+//
+// Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default
+// /usr/lib/chromium/chromium or /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is
+// not installed.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, tm, watchErrors } from "./harness.mjs";
+
+const chromiumPath = chromiumOrSkip();
+let step = "setup";
+const { log, check } = checker("[e2e stem]", () => step);
+
+/** The values of a little-endian .npy file (u2, u4, u8 as Numbers; f8) and its shape. */
+function readNpy(path) {
+  const b = readFileSync(path);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").filter((s) => s.trim()).map(Number);
+  const data = b.subarray(10 + headerLen);
+  const width = Number(descr.slice(2));
+  const values = [];
+  for (let i = 0; i + width <= data.length; i += width) {
+    if (descr === "<u2") values.push(data.readUInt16LE(i));
+    else if (descr === "<u4") values.push(data.readUInt32LE(i));
+    else if (descr === "<u8") values.push(Number(data.readBigUInt64LE(i)));
+    else if (descr === "<f8") values.push(data.readDoubleLE(i));
+    else throw new Error(`unexpected dtype ${descr}`);
+  }
+  return { descr, shape, values };
+}
+
+function sameValues(a, b) {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+async function main() {
+  const { chromium, tmp, env } = e2eSetup("stem", check);
+  let server = null;
+  let context = null;
+  try {
+    step = "acquisition";
+    const acq = join(tmp, "stem");
+    tm(["stem", "demo", "--out", acq, "--scan", "12,10", "--detector", "48", "--files", "2"], env);
+    const master = join(acq, "demo_master.h5");
+    server = await startServer([master, "--web-root", WEB_DIST], env);
+    const base = server.url;
+    const cliMask = (inner, outer) => {
+      const out = join(tmp, `mask-${inner}-${outer}.npy`);
+      tm(["stem", "mask", master, "--inner", inner, "--outer", outer, "-o", out], env);
+      return readNpy(out);
+    };
+
+    step = "browser";
+    context = await launchBrowser(chromium, chromiumPath, join(tmp, "profile"));
+    const page = context.pages()[0] ?? (await context.newPage());
+    const errors = watchErrors(page);
+    await page.setViewportSize({ width: 1100, height: 900 });
+
+    step = "inventory";
+    await page.goto(base);
+    await page.locator("#acquisitions a").first().waitFor({ timeout: 60_000 });
+    const listed = await page.locator("#acquisitions li").first().textContent();
+    check(listed.includes("demo_master.h5") && listed.includes("complete"), `the inventory lists the acquisition: "${listed}"`);
+
+    step = "acquisition page";
+    await page.locator("#acquisitions a").first().click();
+    await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+    const cal = await getJson(base, "/api/acquisitions/a0/calibration");
+    const facts = await page.locator("#stem-calibration").textContent();
+    check(facts.includes("300000") && facts.includes(cal.disk.source), "the calibration table shows the energy and the disk's source");
+    const mean = await pngStats(page, (await page.locator("#stem-pattern").screenshot()).toString("base64"));
+    check(mean.colours > 8, `the mean pattern is drawn (${mean.colours} colours)`);
+
+    const shown = async () => page.evaluate(() => ({ inner: window.tmStem.inner, outer: window.tmStem.outer, values: window.tmStem.image.values, requests: window.tmStem.requests, inner_q: document.querySelector("#stem-image").dataset.inner, outer_q: document.querySelector("#stem-image").dataset.outer }));
+    let s = await shown();
+    let want = cliMask(s.inner_q, s.outer_q);
+    check(sameValues(s.values, want.values), `the virtual image equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (${want.values.length} positions)`);
+
+    step = "drag the outer ring";
+    const box = await page.locator("#stem-ring").boundingBox();
+    const scale = box.width / 48;
+    const cx = box.x + (cal.disk.col + 0.5) * scale;
+    const cy = box.y + (cal.disk.row + 0.5) * scale;
+    const before = s;
+    await page.mouse.move(cx + s.outer * scale, cy);
+    await page.mouse.down();
+    for (let k = 1; k <= 10; k++) await page.mouse.move(cx + (s.outer + 1.4 * k) * scale, cy, { steps: 2 });
+    await page.mouse.up();
+    await page.waitForFunction((o) => {
+      const img = document.querySelector("#stem-image");
+      return img.dataset.state === "ready" && Number(img.dataset.outer) > o + 5;
+    }, before.outer, { timeout: 120_000 });
+    s = await shown();
+    const readout = await page.locator("#stem-detector").textContent();
+    check(s.outer > before.outer + 5, `dragging moved the outer radius ${before.outer.toFixed(2)} → ${s.outer.toFixed(2)} px (${s.requests - before.requests} requests while dragging)`);
+    check(/mrad/.test(readout), `the read-out gives px and mrad: "${readout}"`);
+    check(!sameValues(s.values, before.values), "the virtual image changed");
+    want = cliMask(s.inner_q, s.outer_q);
+    check(sameValues(s.values, want.values), `after the drag the image equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q}`);
+
+    step = "preset";
+    const adf = await getJson(base, "/api/acquisitions/a0/products/adf");
+    await page.locator("#stem-preset-adf").click();
+    await page.waitForFunction((inner) => Math.abs(window.tmStem.inner - inner) < 1e-9 && document.querySelector("#stem-image").dataset.state === "ready", adf.detector.inner_px, { timeout: 120_000 });
+    check(true, `ADF sets the server preset's inner radius ${adf.detector.inner_px} px`);
+
+    step = "click a scan position";
+    const ib = await page.locator("#stem-image").boundingBox();
+    const row = 7;
+    const col = 3;
+    await page.locator("#stem-image").click({ position: { x: (col + 0.5) * (ib.width / 10), y: (row + 0.5) * (ib.height / 12) } });  // 12 x 10 scan
+    try {
+      await page.waitForFunction(() => window.tmStem.frame !== null, null, { timeout: 60_000 });
+    } catch (e) {
+      throw new Error(`no frame shown after the click (${e.message}); page errors: ${errors.join("; ")}`);
+    }
+    const frame = await page.evaluate(() => window.tmStem.frame);
+    const exported = join(tmp, "frame.npy");
+    tm(["stem", "export", master, "--frame", `${row},${col}`, "-o", exported], env);
+    check(frame.position[0] === row && frame.position[1] === col, `the click chose scan position (${frame.position})`);
+    check(sameValues(frame.values, readNpy(exported).values), "its pattern equals stem export --frame");
+    check((await page.locator("#stem-pattern-caption").textContent()).includes(`(${row}, ${col})`), "the caption names the position");
+
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: join(OUT_DIR, "stem.png"), fullPage: true });
+    const shot = await pngStats(page, (await page.screenshot()).toString("base64"));
+    check(shot.colours > 16, `screenshot ${join(OUT_DIR, "stem.png")} is not blank (${shot.colours} colours)`);
+    check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join("; ") : ""}`);
+    log(`products computed on the server: ${(await page.locator("#stem-image-caption").textContent())}`);
+    console.log("PASS: stem e2e");
+  } finally {
+    await e2eTeardown(tmp, server, context);
+  }
+}
+
+runTest(main, () => step, 540_000);
