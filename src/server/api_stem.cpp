@@ -207,6 +207,35 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
   }
 }
 
+// The most bytes GET …/block serves (the whole acquisition, decoded): the page keeps the block in its adapter's
+// memory, whose limits it checks itself; beyond this the server's products are the way.
+constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
+
+// GET /api/acquisitions/{id}/block[?scan_shape=R,C]: every frame, decoded and masked as the products see them
+// (bad pixels and sentinels zeroed), row-major [scan row, scan col, detector row, detector col] in the stored
+// dtype, little-endian, zero-padded to a multiple of 4 bytes: the layout the page's WGSL kernels read as u32
+// words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB.
+void get_block(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  LoadRequest load;
+  load.scan_shape = pair_param(req, "scan_shape");
+  load.threads = state.compute.current()->threads;
+  const LoadPlan plan = plan_load(acq, load);
+  if (plan.output_bytes > kMaxBlockBytes)
+    throw HttpError(409, "the decoded acquisition is " + std::to_string(plan.output_bytes) + " bytes, over the " +
+                             std::to_string(kMaxBlockBytes) + " bytes a block may have: use the server's products");
+  const StemArray block = load_stem(acq, load);
+  std::string body(static_cast<size_t>((block.bytes + 3) / 4 * 4), '\0');
+  if (block.bytes) std::memcpy(body.data(), block.data.get(), block.bytes);
+  const auto& sh = block.shape;
+  res.set_header("X-Block-Shape", std::to_string(sh[0]) + "," + std::to_string(sh[1]) + "," + std::to_string(sh[2]) + "," +
+                                      std::to_string(sh[3]));
+  res.set_header("X-Block-Dtype", std::string(dtype_name(block.dtype)));
+  res.set_content(std::move(body), "application/octet-stream");
+}
+
 }  // namespace
 
 void add_stem_routes(httplib::Server& svr, ServerState& state) {
@@ -223,6 +252,8 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_product(state, req, res); }));
   svr.Get(R"(/api/acquisitions/([^/]+)/calibration)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_calibration(state, req, res); }));
+  svr.Get(R"(/api/acquisitions/([^/]+)/block)",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_block(state, req, res); }));
   svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
 }

@@ -2,14 +2,18 @@
 // (headless, playwright-core from web/'s node_modules): writes a `stem demo` acquisition, serves it, opens the
 // inventory (the acquisition is listed with its readiness) and the acquisition page, and checks:
 //   - the calibration table shows the beam energy and the disk from GET /api/acquisitions/a0/calibration;
-//   - the mean pattern and the virtual image are drawn (not blank), the image's numbers (window.tmStem) equal
-//     the CLI's `stem mask --inner X --outer Y` .npy for the annulus the page shows;
+//   - the mean pattern and the virtual image are drawn (not blank); the image is computed on the page's WebGPU
+//     adapter (SwiftShader here; TM_ALLOW_NO_WEBGPU=1 accepts a Chromium without one) from the block uploaded
+//     once, and its numbers (window.tmStem) equal the CLI's `stem mask --inner X --outer Y` .npy for the annulus
+//     the page shows; "Compute on: server" gives the same numbers and names its placement;
 //   - dragging the outer ring on the pattern (pointer events) changes the annulus and the image, which again
 //     equals the CLI's for the new radii; the read-out gives px and mrad;
 //   - a preset button (ADF) sets the annulus the server's preset uses;
 //   - clicking the virtual image shows that scan position's pattern, equal to `stem export --frame R,C`;
+//   - with the adapter's limit lowered below the block (localStorage tm.stem.maxBlockBytes) the page refuses the
+//     block naming what would fit (the ladder), says the server computes the images, and they equal the CLI's;
 //   - no page errors; screenshot build/e2e/stem.png (not blank).
-// The products are computed on the server (WGSL kernels on the page's adapter are not built yet).
+// Image times while dragging are logged (a smoke figure on SwiftShader), not asserted.
 //
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default
 // /usr/lib/chromium/chromium or /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is
@@ -19,6 +23,7 @@ import { join } from "node:path";
 import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, tm, watchErrors } from "./harness.mjs";
 
 const chromiumPath = chromiumOrSkip();
+const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
 let step = "setup";
 const { log, check } = checker("[e2e stem]", () => step);
 
@@ -85,9 +90,22 @@ async function main() {
     check(mean.colours > 8, `the mean pattern is drawn (${mean.colours} colours)`);
 
     const shown = async () => page.evaluate(() => ({ inner: window.tmStem.inner, outer: window.tmStem.outer, values: window.tmStem.image.values, requests: window.tmStem.requests, inner_q: document.querySelector("#stem-image").dataset.inner, outer_q: document.querySelector("#stem-image").dataset.outer }));
+    const path = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
+    const note = await page.locator("#stem-compute-note").textContent();
+    if (ALLOW_NO_WEBGPU && path !== "page") log(`no WebGPU adapter (${note}): the page path is not checked`);
+    else check(path === "page", `the virtual image is computed on the page's adapter: "${note}"`);
     let s = await shown();
     let want = cliMask(s.inner_q, s.outer_q);
-    check(sameValues(s.values, want.values), `the virtual image equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (${want.values.length} positions)`);
+    check(sameValues(s.values, want.values), `the virtual image (${path}) equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (${want.values.length} positions)`);
+
+    step = "compute on the server";
+    await page.selectOption("#stem-compute-on", "server");
+    await page.waitForFunction(() => document.querySelector("#stem-image").dataset.path === "server" && document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 60_000 });
+    const server_values = (await shown()).values;
+    check(sameValues(server_values, want.values), "the server's image for the same annulus is the same");
+    check((await page.locator("#stem-image-caption").textContent()).includes("stem.frame_sums on cpu"), "and says where it ran (its placement)");
+    if (path === "page") await page.selectOption("#stem-compute-on", "page");
+    await page.waitForFunction((p) => document.querySelector("#stem-image").dataset.path === p && document.querySelector("#stem-image").dataset.state === "ready", path, { timeout: 60_000 });
 
     step = "drag the outer ring";
     const box = await page.locator("#stem-ring").boundingBox();
@@ -109,7 +127,10 @@ async function main() {
     check(/mrad/.test(readout), `the read-out gives px and mrad: "${readout}"`);
     check(!sameValues(s.values, before.values), "the virtual image changed");
     want = cliMask(s.inner_q, s.outer_q);
-    check(sameValues(s.values, want.values), `after the drag the image equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q}`);
+    check(sameValues(s.values, want.values), `after the drag the image (${path}) equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (a dense detector: total - complement)`);
+    const ms = await page.evaluate(() => window.tmStem.imageMs.slice());
+    const sorted = ms.slice(-(s.requests - before.requests)).sort((a, b) => a - b);
+    log(`image time while dragging (${path}): median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} ms, max ${sorted[sorted.length - 1].toFixed(1)} ms over ${sorted.length} images (12 x 10 x 48 x 48, SwiftShader, headless: a smoke figure)`);
 
     step = "preset";
     const adf = await getJson(base, "/api/acquisitions/a0/products/adf");
@@ -133,6 +154,21 @@ async function main() {
     check(frame.position[0] === row && frame.position[1] === col, `the click chose scan position (${frame.position})`);
     check(sameValues(frame.values, readNpy(exported).values), "its pattern equals stem export --frame");
     check((await page.locator("#stem-pattern-caption").textContent()).includes(`(${row}, ${col})`), "the caption names the position");
+
+    step = "an adapter too small for the block";
+    const small = await context.newPage();
+    const smallErrors = watchErrors(small);
+    await small.addInitScript(() => localStorage.setItem("tm.stem.maxBlockBytes", "65536"));
+    await small.goto(new URL("#/acquisition/a0", base).href);
+    await small.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+    const refusal = await small.locator("#stem-compute-note").textContent();
+    check(/binds at most 0\.1 MiB/.test(refusal) && /detector bin of 2/.test(refusal) && /scan crop/.test(refusal),
+      `the page refuses the block and names the ladder: "${refusal}"`);
+    check((await small.evaluate(() => document.querySelector("#stem-image").dataset.path)) === "server", "and the server computes the image instead (shown)");
+    const smallValues = await small.evaluate(() => window.tmStem.image.values);
+    check(sameValues(smallValues, cliMask("0.000", "5.997").values), "with the same numbers as the CLI");
+    check(smallErrors.length === 0, `no page errors there${smallErrors.length ? ": " + smallErrors.join("; ") : ""}`);
+    await small.close();
 
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(OUT_DIR, "stem.png"), fullPage: true });

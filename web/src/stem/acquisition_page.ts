@@ -3,10 +3,14 @@
 // image of that detector (recomputed while dragging, one request in flight, the latest wins), the pattern at a
 // clicked scan position, and exports (.npy as the CLI writes it, PNG of the canvas). Every number comes from the
 // server (GET /api/acquisitions/…, docs/api.md), computed by the same domain calls as `tensormorph stem`, and
-// each product says where it ran (its placement). WebGPU kernels for the page's adapter are not built yet.
+// each product says where it ran (its placement). With a WebGPU adapter whose limits hold the decoded block, the
+// virtual images are computed on the page instead (stem/webgpu/masked_sums.ts: the block is uploaded once, the
+// same numbers as the CLI's); "Compute on" switches between the page and the server, and says why the page
+// cannot when it cannot.
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { colormapTable } from "../webgpu/colormap_tables";
+import { annulusPixels, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
 
 interface Sourced {
   value?: number;
@@ -52,6 +56,11 @@ interface StemState {
   pattern: Product | null;
   frame: { position: [number, number]; values: number[] } | null;
   requests: number;
+  /** Where the virtual image is computed: "page" (the adapter) or "server"; why not the page, when it is not. */
+  computeOn: "page" | "server";
+  pageRefused: string;
+  /** Milliseconds of each virtual image computed (request to drawn), for the frame-time measurement. */
+  imageMs: number[];
 }
 
 const PATTERN_PX = 320;
@@ -122,7 +131,10 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   fact("detector angle per pixel", sourcedText(cal.detector_angle_per_pixel));
   fact("bright-field disk", `centre (${cal.disk.row.toFixed(2)}, ${cal.disk.col.toFixed(2)}), radius ${cal.disk.radius.toFixed(2)} px (${cal.disk.source})`);
 
-  const st: StemState = { id, inner: 0, outer: cal.disk.radius, center: [cal.disk.row, cal.disk.col], image: null, pattern: null, frame: null, requests: 0 };
+  const st: StemState = {
+    id, inner: 0, outer: cal.disk.radius, center: [cal.disk.row, cal.disk.col], image: null, pattern: null, frame: null, requests: 0,
+    computeOn: "server", pageRefused: "not tried yet", imageMs: [],
+  };
   (window as unknown as { tmStem: StemState }).tmStem = st;
 
   const pattern = el("canvas", { id: "stem-pattern", width: String(PATTERN_PX), height: String(PATTERN_PX), "data-state": "loading" });
@@ -135,9 +147,13 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   const npy = el("a", { id: "stem-export-npy", download: `${acq.name}-virtual.npy` }, "virtual image .npy");
   const png = el("a", { id: "stem-export-png", download: `${acq.name}-virtual.png`, href: "#" }, "virtual image PNG");
   const meanButton = el("button", { type: "button", id: "stem-show-mean" }, "Mean pattern");
+  const computeOn = el("select", { id: "stem-compute-on", title: "where the virtual images are computed" },
+    el("option", { value: "page" }, "Compute on: page adapter"), el("option", { value: "server" }, "Compute on: server"));
+  const computeNote = el("p", { class: "status", id: "stem-compute-note" });
   root.append(
     facts,
-    el("div", { class: "toolbar" }, presets, meanButton, npy, png),
+    el("div", { class: "toolbar" }, presets, meanButton, computeOn, npy, png),
+    computeNote,
     el("div", { class: "stem-panels" },
       el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring), patternCaption, readout),
       el("figure", { class: "stem-figure" }, image, imageCaption)),
@@ -178,12 +194,16 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
         pending = false;
         const params = productParams();
         st.requests++;
-        const p = await getJson<Product>(`${path}/products/mask`, params);
+        const t0 = performance.now();
+        const p = gpu && st.computeOn === "page" ? await pageImage(gpu, params) : await getJson<Product>(`${path}/products/mask`, params);
         st.image = p;
+        image.dataset.path = gpu && st.computeOn === "page" ? "page" : "server";
         const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
         if (image.getAttribute("height") !== height) image.setAttribute("height", height);
         drawGrid(image, p.values, p.shape[0], p.shape[1], false, "gray");
-        imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ${placementText(p.placement)}`;
+        st.imageMs.push(performance.now() - t0);
+        imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
+          (image.dataset.path === "page" ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
         image.dataset.inner = params.inner;
         image.dataset.outer = params.outer;
         npy.href = apiUrl(`${path}/products/mask`, { ...params, format: "npy" });
@@ -196,6 +216,35 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
       inFlight = false;
     }
   };
+
+  // The page path: the block uploaded once to the adapter, each annulus one dispatch.
+  let gpu: GpuMaskedSums | null = null;
+  const pageImage = async (g: GpuMaskedSums, params: { inner: string; outer: string }): Promise<Product> => {
+    const pixels = annulusPixels(detRows, detCols, st.center[0], st.center[1], Number(params.inner), Number(params.outer));
+    if (!pixels.length) throw new Error(`virtual detector: no pixel of the ${detRows}x${detCols} detector lies between radius ${params.inner} and ${params.outer}`);
+    const r = await g.image(pixels);
+    return { shape: [g.block.shape[0], g.block.shape[1]], dtype: "<u8", values: r.values, placement: [], detector: { inner_px: Number(params.inner), outer_px: Number(params.outer), pixels: pixels.length } };
+  };
+  const openPagePath = async () => {
+    try {
+      const opened = await GpuMaskedSums.open(await fetchBlock(path));
+      if (typeof opened === "string") st.pageRefused = opened;
+      else (gpu = opened), (st.pageRefused = "");
+    } catch (e) {
+      st.pageRefused = e instanceof Error ? e.message : String(e);
+    }
+    st.computeOn = gpu ? "page" : "server";
+    computeOn.value = st.computeOn;
+    (computeOn.querySelector("option[value=page]") as HTMLOptionElement).disabled = !gpu;
+    computeNote.textContent = gpu
+      ? `virtual images on the page's adapter (${gpu.adapter}): the decoded block (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB) was uploaded once`
+      : `virtual images on the server: the page cannot (${st.pageRefused})`;
+    computeOn.dataset.ready = "1";
+  };
+  computeOn.addEventListener("change", () => {
+    st.computeOn = computeOn.value === "page" && gpu ? "page" : "server";
+    void refreshImage();
+  });
 
   const showMean = async () => {
     const p = st.pattern ?? (st.pattern = await getJson<Product>(`${path}/products/mean-dp`));
@@ -273,6 +322,7 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
 
   drawRing();
   await showMean();
+  await openPagePath();
   await refreshImage();
 }
 

@@ -1,0 +1,161 @@
+// Virtual-detector sums of a resident block of 4D-STEM frames on the page's WebGPU adapter (masked_sums.wgsl.ts):
+// the block (GET /api/acquisitions/{id}/block: every frame decoded and masked by the server, as the products
+// see them) is uploaded once; each detector is then one dispatch, one thread per scan position, its sum exact as
+// a u32 pair. The detector's pixels follow the server's annulus rule (annulusPixels: float32 distances, both
+// ends inclusive, src/stem/virtual_detector.cpp), and a detector covering more than half the frame is summed as
+// total − complement, as the CLI does, so the numbers equal `tensormorph stem mask`'s.
+import { apiUrl } from "../../api";
+import { MASKED_SUMS_WGSL } from "./masked_sums.wgsl";
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const BU = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 };
+const SOFTWARE = /swiftshader|llvmpipe|lavapipe|software|microsoft basic render|warp/i;
+
+export interface StemBlock {
+  shape: [number, number, number, number]; // scan rows, scan cols, detector rows, detector cols
+  dtype: "u8" | "u16" | "u32";
+  words: Uint32Array; // the values packed little-endian in u32 words
+}
+
+const WIDTH = { u8: 1, u16: 2, u32: 4 } as const;
+
+/** The block of acquisition `path` (/api/acquisitions/{id}), or throws with the server's reason. */
+export async function fetchBlock(path: string): Promise<StemBlock> {
+  const res = await fetch(apiUrl(`${path}/block`));
+  if (!res.ok) {
+    let why = `${res.status}`;
+    try {
+      why = (await res.json()).error ?? why;
+    } catch {
+      /* not JSON */
+    }
+    throw new Error(`block: ${why}`);
+  }
+  const shape = (res.headers.get("X-Block-Shape") ?? "").split(",").map(Number) as StemBlock["shape"];
+  const dtype = res.headers.get("X-Block-Dtype") as StemBlock["dtype"];
+  if (shape.length !== 4 || !(dtype in WIDTH)) throw new Error(`block: unexpected shape ${shape} or dtype ${dtype}`);
+  return { shape, dtype, words: new Uint32Array(await res.arrayBuffer()) };
+}
+
+/** The pixels (row-major indices) of an annulus, exactly as the server's annulus_pixels selects them. */
+export function annulusPixels(rows: number, cols: number, centerRow: number, centerCol: number, inner: number, outer: number): Uint32Array {
+  const f = Math.fround;
+  const cr = f(centerRow);
+  const cc = f(centerCol);
+  const lo = f(inner);
+  const hi = Number.isFinite(outer) ? f(outer) : Infinity;
+  const out: number[] = [];
+  for (let k = 0; k < rows; k++)
+    for (let l = 0; l < cols; l++) {
+      const dr = f(k - cr);
+      const dc = f(l - cc);
+      const d = f(Math.sqrt(f(f(dr * dr) + f(dc * dc))));
+      if (d >= lo && d <= hi) out.push(k * cols + l);
+    }
+  return Uint32Array.from(out);
+}
+
+/** Why the page cannot hold `bytes` on an adapter with these limits, or "" when it can. */
+export function blockRefusal(bytes: number, limits: { maxStorageBufferBindingSize: number; maxBufferSize: number }): string {
+  const limit = Math.min(Number(limits.maxStorageBufferBindingSize), Number(limits.maxBufferSize));
+  if (bytes <= limit) return "";
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  return `the decoded block is ${mib(bytes)}, the adapter binds at most ${mib(limit)}; ` +
+    `what would fit: a detector bin of 2 (${mib(bytes / 4)}) or a scan crop of ${Math.floor((100 * limit) / bytes)}% — ` +
+    "neither is offered on the page yet, so the server computes the images";
+}
+
+export class GpuMaskedSums {
+  private total: number[] | null = null;
+  private constructor(
+    private readonly device: any,
+    private readonly pipeline: any,
+    private readonly frames: any,
+    readonly block: StemBlock,
+    readonly adapter: string,
+  ) {}
+
+  /** Uploads the block to the page's adapter; the reason (no adapter, limits) when it cannot. */
+  static async open(block: StemBlock): Promise<GpuMaskedSums | string> {
+    const gpu = (globalThis.navigator as any)?.gpu;
+    if (!gpu) return "no WebGPU in this browser";
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) return "requestAdapter() returned no adapter";
+    // localStorage "tm.stem.maxBlockBytes" lowers the limit (to try the refusal on a large adapter, as the e2e test does).
+    const cap = Number(globalThis.localStorage?.getItem("tm.stem.maxBlockBytes") ?? NaN);
+    const limits = {
+      maxStorageBufferBindingSize: Math.min(Number(adapter.limits.maxStorageBufferBindingSize), cap > 0 ? cap : Infinity),
+      maxBufferSize: Number(adapter.limits.maxBufferSize),
+    };
+    const refusal = blockRefusal(block.words.byteLength, limits);
+    if (refusal) return refusal;
+    const info = adapter.info ?? {};
+    const all = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ");
+    const name = /swiftshader/i.test(all) ? "SwiftShader" : info.description || all || "unnamed adapter";
+    const software = Boolean(info.isFallbackAdapter) || SOFTWARE.test(all);
+    const device = await adapter.requestDevice({
+      requiredLimits: {
+        maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+        maxBufferSize: adapter.limits.maxBufferSize,
+      },
+    });
+    device.pushErrorScope("validation");
+    const module = device.createShaderModule({ code: MASKED_SUMS_WGSL });
+    const pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+    const err = await device.popErrorScope();
+    if (err) return `WGSL pipeline: ${err.message}`;
+    const frames = device.createBuffer({ size: Math.max(16, block.words.byteLength), usage: BU.STORAGE | BU.COPY_DST });
+    device.queue.writeBuffer(frames, 0, block.words.buffer, block.words.byteOffset, block.words.byteLength);
+    return new GpuMaskedSums(device, pipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
+  }
+
+  /** Per scan position, the sum over `pixels` (null: every pixel), exact while below 2^53. */
+  async sums(pixels: Uint32Array | null): Promise<number[]> {
+    const [rows, cols, kr, kc] = this.block.shape;
+    const positions = rows * cols;
+    const d = this.device;
+    const list = pixels && pixels.length ? pixels : new Uint32Array(1);
+    const listBuf = d.createBuffer({ size: Math.max(16, list.byteLength), usage: BU.STORAGE | BU.COPY_DST });
+    d.queue.writeBuffer(listBuf, 0, list.buffer, list.byteOffset, list.byteLength);
+    const out = d.createBuffer({ size: Math.max(16, 8 * positions), usage: BU.STORAGE | BU.COPY_SRC });
+    const read = d.createBuffer({ size: Math.max(16, 8 * positions), usage: BU.MAP_READ | BU.COPY_DST });
+    const params = d.createBuffer({ size: 32, usage: BU.UNIFORM | BU.COPY_DST });
+    try {
+      d.queue.writeBuffer(params, 0, new Uint32Array([positions, 0, kr * kc, pixels ? pixels.length : 0, WIDTH[this.block.dtype], pixels ? 0 : 1, 0, 0]));
+      const group = d.createBindGroup({
+        layout: this.pipeline.getBindGroupLayout(0),
+        entries: [this.frames, listBuf, out, params].map((buffer, binding) => ({ binding, resource: { buffer } })),
+      });
+      const enc = d.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(this.pipeline);
+      pass.setBindGroup(0, group);
+      pass.dispatchWorkgroups(Math.ceil(positions / 64));
+      pass.end();
+      enc.copyBufferToBuffer(out, 0, read, 0, 8 * positions);
+      d.queue.submit([enc.finish()]);
+      await read.mapAsync(0x1, 0, 8 * positions);
+      const w = new Uint32Array(read.getMappedRange(0, 8 * positions));
+      const sums = new Array<number>(positions);
+      for (let p = 0; p < positions; p++) sums[p] = w[2 * p] + w[2 * p + 1] * 2 ** 32;
+      read.unmap();
+      return sums;
+    } finally {
+      for (const b of [listBuf, out, read, params]) b.destroy();
+    }
+  }
+
+  /** The virtual image of a detector: direct sums, or total − complement when it covers over half the frame. */
+  async image(pixels: Uint32Array): Promise<{ values: number[]; evaluatedAs: string }> {
+    const [, , kr, kc] = this.block.shape;
+    const n = kr * kc;
+    if (pixels.length <= n / 2) return { values: await this.sums(pixels), evaluatedAs: "direct" };
+    const inside = new Uint8Array(n);
+    for (const p of pixels) inside[p] = 1;
+    const complement: number[] = [];
+    for (let p = 0; p < n; p++) if (!inside[p]) complement.push(p);
+    this.total ??= await this.sums(null);
+    const rest = complement.length ? await this.sums(Uint32Array.from(complement)) : this.total.map(() => 0);
+    return { values: this.total.map((t, i) => t - rest[i]), evaluatedAs: "total - complement" };
+  }
+}

@@ -1,0 +1,46 @@
+// WGSL: masked sums of 4D-STEM frames (the contract of TM_OP_STEM_FRAME_SUMS' detector sums, op_contracts.h):
+// for each scan position p, S[p] = sum of the frame's values over a pixel list (or over every pixel), exact as a
+// 64-bit integer carried in a u32 pair (lo, hi) since WGSL has no 64-bit integers. Frames are read from u32 words
+// in the block layout GET /api/acquisitions/{id}/block serves: u8, u16 or u32 values, little-endian, packed.
+export const MASKED_SUMS_WGSL = /* wgsl */ `
+struct Params {
+  positions: u32,      // scan positions in this dispatch
+  first: u32,          // the first position's index in the block
+  pixels: u32,         // pixels per frame
+  list_len: u32,       // entries of list (ignored when all_pixels == 1)
+  width: u32,          // bytes per value: 1, 2 or 4
+  all_pixels: u32,     // 1: sum every pixel of the frame
+  pad0: u32,
+  pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> frames: array<u32>;
+@group(0) @binding(1) var<storage, read> list: array<u32>;
+@group(0) @binding(2) var<storage, read_write> sums: array<u32>;   // 2 per position: lo, hi
+@group(0) @binding(3) var<uniform> params: Params;
+
+fn value_at(e: u32) -> u32 {
+  if (params.width == 4u) { return frames[e]; }
+  if (params.width == 2u) { return (frames[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu; }
+  return (frames[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let p = gid.x;
+  if (p >= params.positions) { return; }
+  let base = (params.first + p) * params.pixels;
+  var lo = 0u;
+  var hi = 0u;
+  let n = select(params.list_len, params.pixels, params.all_pixels == 1u);
+  for (var i = 0u; i < n; i = i + 1u) {
+    let pixel = select(list[i], i, params.all_pixels == 1u);
+    let v = value_at(base + pixel);
+    let before = lo;
+    lo = lo + v;
+    if (lo < before) { hi = hi + 1u; }
+  }
+  sums[2u * p] = lo;
+  sums[2u * p + 1u] = hi;
+}
+`;
