@@ -5,13 +5,29 @@
 
 namespace tmorph {
 
+namespace {
+
+// Why `bytes` of device memory are not kept on the placement's device ("" when they are): the backend lacks
+// the extension (`capable`), the device reads host memory directly, or the bytes exceed memory_budget (0:
+// unlimited) or half the device's memory.
+std::string refusal(const Placement& placement, bool capable, const char* extension, uint64_t bytes, uint64_t memory_budget) {
+  const Backend* b = placement.backend_ref;
+  if (!b || !capable || placement.device_index >= b->devices.size() || bytes == 0)
+    return (b ? b->name : placement.backend) + " cannot keep data on its device (no " + extension + ")";
+  const DeviceInfo& device = b->devices[placement.device_index];
+  if (device.host_link_bytes_per_s == 0) return device.name + " works on host memory";
+  if (memory_budget && bytes > memory_budget) return std::to_string(bytes) + " bytes exceed the memory budget";
+  if (bytes > device.memory_bytes / 2) return std::to_string(bytes) + " bytes exceed half of " + device.name + "'s memory";
+  return {};
+}
+
+}  // namespace
+
 std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, const void* data, uint64_t bytes,
                                                   uint64_t memory_budget) {
   const Backend* b = placement.backend_ref;
-  if (!b || !b->can_upload || placement.device_index >= b->devices.size() || bytes == 0) return nullptr;
+  if (!refusal(placement, b && b->can_upload, "upload", bytes, memory_budget).empty()) return nullptr;
   const DeviceInfo& device = b->devices[placement.device_index];
-  if (device.host_link_bytes_per_s == 0) return nullptr;  // it reads host memory directly
-  if ((memory_budget && bytes > memory_budget) || bytes > device.memory_bytes / 2) return nullptr;
   std::unique_ptr<ResidentCopy> copy(new ResidentCopy());
   tm_message msg{};
   const tm_status st = b->table->upload(placement.device_index, data, bytes, &copy->handle_, &msg);
@@ -32,19 +48,9 @@ std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, con
 std::unique_ptr<ResidentCopy> ResidentCopy::allocate(const Placement& placement, uint64_t bytes, uint64_t memory_budget,
                                                       std::string* why) {
   const Backend* b = placement.backend_ref;
-  if (!b || !b->can_allocate || placement.device_index >= b->devices.size() || bytes == 0) {
-    *why = (b ? b->name : placement.backend) + " cannot keep data made on its device (no allocate)";
-    return nullptr;
-  }
+  *why = refusal(placement, b && b->can_allocate, "allocate", bytes, memory_budget);
+  if (!why->empty()) return nullptr;
   const DeviceInfo& device = b->devices[placement.device_index];
-  if (device.host_link_bytes_per_s == 0) {
-    *why = device.name + " works on host memory";
-    return nullptr;
-  }
-  if ((memory_budget && bytes > memory_budget) || bytes > device.memory_bytes / 2) {
-    *why = std::to_string(bytes) + " bytes exceed " + (memory_budget && bytes > memory_budget ? "the memory budget" : "half of " + device.name + "'s memory");
-    return nullptr;
-  }
   std::unique_ptr<ResidentCopy> space(new ResidentCopy());
   tm_message msg{};
   const tm_status st = b->table->allocate(placement.device_index, bytes, &space->handle_, &msg);

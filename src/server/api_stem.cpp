@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/npy.h"
+#include "formats/dectris.h"
 #include "ops/placement_json.h"
 #include "stem/calibration_document.h"
 #include "stem/inspect_document.h"
@@ -26,12 +27,8 @@ ServedAcquisition& find_acquisition(ServerState& state, const std::string& id) {
   throw HttpError(404, "no acquisition '" + id + "' (GET /api/acquisitions lists them)");
 }
 
-// Reopens the acquisition (headers only), so readiness follows files still being written, and returns a copy.
-Acquisition reopen(ServedAcquisition& a) {
-  std::lock_guard<std::mutex> lock(a.mutex);
-  a.acq = open_acquisition(a.path);
-  return a.acq;
-}
+// Opens the acquisition again (headers only), so readiness follows files still being written.
+Acquisition reopen(const ServedAcquisition& a) { return open_acquisition(a.path); }
 
 std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name) {
   const auto text = text_param(req, name);
@@ -189,22 +186,14 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
   const nlohmann::json doc = {{"acquisition", served.id}, {"position", {*row, *col}}, {"provenance", frame.provenance}};
   bool widen = false;
   const std::string descr = npy_descr(frame.dtype, &widen);
-  const uint8_t* p = frame.data.get();
-  switch (frame.dtype) {
-    case DType::U8: send_values(res, format, descr, shape, std::vector<uint8_t>(p, p + frame.bytes), doc); break;
-    case DType::U16: {
-      std::vector<uint16_t> v(frame.bytes / 2);
-      std::memcpy(v.data(), p, frame.bytes);
-      send_values(res, format, descr, shape, v, doc);
-      break;
-    }
-    default: {
-      std::vector<uint32_t> v(frame.bytes / 4);
-      std::memcpy(v.data(), p, frame.bytes);
-      send_values(res, format, descr, shape, v, doc);
-      break;
-    }
-  }
+  const auto send = [&]<class T>(T) {  // the frame's values as T (its stored dtype: u8, u16 or u32)
+    std::vector<T> values(frame.bytes / sizeof(T));
+    if (frame.bytes) std::memcpy(values.data(), frame.data.get(), frame.bytes);
+    send_values(res, format, descr, shape, values, doc);
+  };
+  if (frame.dtype == DType::U8) send(uint8_t{});
+  else if (frame.dtype == DType::U16) send(uint16_t{});
+  else send(uint32_t{});
 }
 
 // The most bytes GET …/block serves (the whole acquisition, decoded): the page keeps the block in its adapter's

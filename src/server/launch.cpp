@@ -93,9 +93,9 @@ void launch(const LaunchRequest& request) {
       auto sa = std::make_unique<ServedAcquisition>();
       sa->id = std::to_string(state.acquisitions.size()).insert(0, 1, 'a');
       sa->path = path;
-      sa->acq = open_acquisition(path);
+      const Acquisition acq = open_acquisition(path);  // refused here when it is no acquisition at all
       std::fprintf(stderr, "tensormorph: acquisition %s: %s (%s)\n", sa->id.c_str(), path.c_str(),
-                   sa->acq.complete() ? "complete" : "incomplete: readiness is reported per request");
+                   acq.complete() ? "complete" : "incomplete: readiness is reported per request");
       state.acquisitions.push_back(std::move(sa));
       continue;
     }

@@ -24,7 +24,6 @@
 #include <nlohmann/json.hpp>
 
 #include "app/runtime.h"
-#include "formats/dectris.h"
 #include "index/checkpoint_index.h"
 #include "server/fifo_mutex.h"
 #include "server/jobs.h"
@@ -68,12 +67,11 @@ struct ServedCheckpoint {
 };
 
 // One 4D-STEM acquisition named on the command line (a master file, a data file, or a folder holding one
-// master). Its files may still be being written: requests reopen it (headers only) so its readiness is current.
+// master). Its files may still be being written: each request opens it again (headers only), so nothing of it
+// is kept here and its readiness is always current.
 struct ServedAcquisition {
   std::string id;    // "a0", "a1", ... in command-line order (checkpoints are "0", "1", ...)
   std::string path;  // as given on the command line
-  std::mutex mutex;  // guards acq
-  Acquisition acq;   // the latest opening
 };
 
 // One row of GET /api/tensors, built once at start from the index.

@@ -59,23 +59,31 @@ export function gpuColorizer(): Promise<GpuColorizer | null> {
   return pending;
 }
 
+/** What the page says of an adapter: its name (SwiftShader, else its description or vendor / architecture /
+ * device), and whether it is a fallback or a known software rasteriser. */
+export async function describeAdapter(adapter: any): Promise<{
+  vendor: string; architecture: string; device: string; description: string; fallback: boolean; name: string; software: boolean;
+}> {
+  const info = adapter.info ?? (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
+  const vendor = String(info.vendor ?? "");
+  const architecture = String(info.architecture ?? "");
+  const device = String(info.device ?? "");
+  const description = String(info.description ?? "");
+  const fallback = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false);
+  const all = [vendor, architecture, device, description].join(" ");
+  const name = /swiftshader/i.test(all)
+    ? "SwiftShader"
+    : description || [vendor, architecture, device].filter(Boolean).join(" ") || "unnamed adapter";
+  return { vendor, architecture, device, description, fallback, name, software: fallback || SOFTWARE.test(all) };
+}
+
 async function open(): Promise<GpuColorizer | null> {
   const gpu = (globalThis.navigator as any)?.gpu;
   try {
     if (!gpu) throw new Error("navigator.gpu is absent (no WebGPU in this browser, or not a secure context)");
     const adapter = await gpu.requestAdapter();
     if (!adapter) throw new Error("requestAdapter() returned no adapter");
-    const info = adapter.info ?? (adapter.requestAdapterInfo ? await adapter.requestAdapterInfo() : {});
-    const vendor = String(info.vendor ?? "");
-    const architecture = String(info.architecture ?? "");
-    const device = String(info.device ?? "");
-    const description = String(info.description ?? "");
-    const fallback = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false);
-    const all = [vendor, architecture, device, description].join(" ");
-    const name = /swiftshader/i.test(all)
-      ? "SwiftShader"
-      : description || [vendor, architecture, device].filter(Boolean).join(" ") || "unnamed adapter";
-    const software = fallback || SOFTWARE.test(all);
+    const { vendor, architecture, device, description, fallback, name, software } = await describeAdapter(adapter);
     const gpuDevice: GPUDevice = await adapter.requestDevice({
       requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize },
     });

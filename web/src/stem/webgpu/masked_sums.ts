@@ -5,11 +5,11 @@
 // ends inclusive, src/stem/virtual_detector.cpp), and a detector covering more than half the frame is summed as
 // total − complement, as the CLI does, so the numbers equal `tensormorph stem mask`'s.
 import { apiUrl } from "../../api";
+import { describeAdapter } from "../../webgpu/colorize";
 import { MASKED_SUMS_WGSL } from "./masked_sums.wgsl";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const BU = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 };
-const SOFTWARE = /swiftshader|llvmpipe|lavapipe|software|microsoft basic render|warp/i;
 
 export interface StemBlock {
   shape: [number, number, number, number]; // scan rows, scan cols, detector rows, detector cols
@@ -89,10 +89,7 @@ export class GpuMaskedSums {
     };
     const refusal = blockRefusal(block.words.byteLength, limits);
     if (refusal) return refusal;
-    const info = adapter.info ?? {};
-    const all = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ");
-    const name = /swiftshader/i.test(all) ? "SwiftShader" : info.description || all || "unnamed adapter";
-    const software = Boolean(info.isFallbackAdapter) || SOFTWARE.test(all);
+    const { name, software } = await describeAdapter(adapter);
     const device = await adapter.requestDevice({
       requiredLimits: {
         maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
