@@ -125,6 +125,18 @@ class ServeStemTest(unittest.TestCase):
                 self.assertIn(words, doc["error"])
         self.assertEqual(self.get_json("/api/health")["status"], "ok")
 
+    def test_a_path_that_is_no_acquisition_stops_serve_before_it_listens(self):
+        junk = os.path.join(self.tmp, "junk.h5")
+        with open(junk, "wb") as f:
+            f.write(b"not an HDF5 file")
+        for path, words in ((junk, junk + ": cannot open as HDF5: file signature not found"),
+                            (os.path.join(self.tmp, "absent.h5"), os.path.join(self.tmp, "absent.h5") + ": no such file")):
+            with self.subTest(path=path):
+                r = self.tm("serve", "--port", "0", path)
+                self.assertEqual(r.returncode, 6, r.stdout + r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertNotIn("serving", r.stdout)
+
     def test_an_acquisition_being_written_reports_readiness_and_updates(self):
         doc = self.get_json("/api/acquisitions/a1/products/bf", expect=409)
         self.assertIn("not complete", doc["error"])
