@@ -17,7 +17,8 @@ void add_job_routes(httplib::Server& svr, ServerState& state);
 // GET and PUT /api/compute.
 void add_compute_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions, /api/acquisitions/{id}, /api/acquisitions/{id}/calibration,
-// /api/acquisitions/{id}/products/{kind}, /api/acquisitions/{id}/frame (4D-STEM, computed on the server's backends).
+// /api/acquisitions/{id}/products/{kind}, /api/acquisitions/{id}/frame, /api/acquisitions/{id}/block (4D-STEM,
+// computed on the server's backends).
 void add_stem_routes(httplib::Server& svr, ServerState& state);
 // Every other GET: /api/... is 404 JSON; the rest are static files under state.web_root, or the
 // built-in page at / when there is no web root.
