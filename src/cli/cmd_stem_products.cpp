@@ -30,7 +30,7 @@ namespace {
 struct ProductArgs {
   LoadArgs load;
   ProductKind kind = ProductKind::bf;
-  std::string center, mask, of = "mean-dp";
+  std::string center, mask, of = "mean-dp", rect;
   // NaN: not given.
   double radius = NAN, inner = NAN, outer = NAN, inner_mrad = NAN, outer_mrad = NAN, semiangle_mrad = NAN, mrad_per_px = NAN,
          rotation_deg = NAN;
@@ -40,7 +40,9 @@ struct ProductArgs {
   bool no_cache = false;
 
   DiskRequest disk() const { return disk_request(center, radius); }
-  DetectorRequest detector(ProductKind k) const { return {k, mask, given(inner_mrad), given(outer_mrad), given(inner), given(outer)}; }
+  DetectorRequest detector(ProductKind k) const {
+    return {k, mask, given(inner_mrad), given(outer_mrad), given(inner), given(outer), parse_rect(rect, "--rect")};
+  }
   Override semiangle() const { return {given(semiangle_mrad), "--semiangle-mrad"}; }
   Override angle_per_pixel() const { return {given(mrad_per_px), "--detector-mrad-per-px"}; }
 };
@@ -117,8 +119,13 @@ void run_product(const ProductArgs& a) {
   spec.angle_per_pixel = a.angle_per_pixel();
   spec.rotation = {given(a.rotation_deg), a.transpose};
   const DetectorRequest& d = spec.detector;
-  if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad)
-    throw Error(ErrorKind::InvalidArgument, "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE");
+  if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad &&
+      !d.rect)
+    throw Error(ErrorKind::InvalidArgument,
+                "stem mask: give --inner/--outer (pixels), --inner-mrad/--outer-mrad, --mask FILE, or --rect R0,C0,R1,C1");
+  if (d.rect && product_source(spec) != ProductKind::mask)
+    throw Error(ErrorKind::InvalidArgument, std::string("--rect: only stem mask (or fft --of mask) takes a rectangle, not ") +
+                                                product_name(product_source(spec)));
   nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
   const std::optional<PreparedProducts> cached =
       !a.no_cache && product_served_by_prepared(spec) ? lookup_prepared(a.cache_path, acq, spec.load, cache_lookup) : std::nullopt;
@@ -176,7 +183,7 @@ void add_stem_product_commands(CLI::App* stem) {
       {"adf", "annular dark field: [r, 2r]"},
       {"haadf", "high-angle annular dark field: [2r, 4r]"},
       {"df", "dark field: [r, inf)"},
-      {"mask", "virtual image through --inner/--outer (pixels), --inner-mrad/--outer-mrad, or --mask FILE.npy|FILE.png"},
+      {"mask", "virtual image through --inner/--outer (pixels), --inner-mrad/--outer-mrad, --mask FILE.npy|FILE.png, or --rect R0,C0,R1,C1"},
       {"com", "centre of mass (μ_r, μ_c) in detector pixels, mean-subtracted: float64 [2, R, C]"},
       {"dpc", "centre of mass rotated by the angle (and transpose) that minimises the mean squared curl, or a given one"},
       {"idpc", "integrated DPC: the phase from the rotated field (FFT integration): float64 [R, C]"},
@@ -201,6 +208,8 @@ void add_stem_product_commands(CLI::App* stem) {
     cmd->add_option("--detector-mrad-per-px", a->mrad_per_px,
                     "detector angle per unbinned pixel (default: the file's, else semi-angle / disk radius)");
     cmd->add_option("--mask", a->mask, "a user mask of the (binned) detector: .npy or .png, nonzero = inside");
+    cmd->add_option("--rect", a->rect, "mask: R0,C0,R1,C1, the detector pixels (k, l) with R0 <= k < R1 and C0 <= l < C1 "
+                                       "(half-open; excludes --inner/--outer/--mask)");
     cmd->add_option("--rotation-deg", a->rotation_deg, "dpc/idpc: use this rotation instead of finding it");
     cmd->add_flag("--transpose", a->transpose, "dpc/idpc with --rotation-deg: swap the components before rotating");
     cmd->add_option("--of", a->of, "fft: mean-dp (default), bf, abf, adf, haadf, df or mask");

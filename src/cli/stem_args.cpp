@@ -20,6 +20,12 @@ std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& fl
   return {v[0], v[1]};
 }
 
+std::optional<DetectorRect> parse_rect(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::nullopt;
+  const auto v = parse_list(text, 4, flag);
+  return DetectorRect{v[0], v[1], v[2], v[3]};
+}
+
 std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag) {
   if (text.empty()) return std::nullopt;
   const auto v = parse_list(text, 2, flag);

@@ -20,6 +20,8 @@ namespace tmorph::cli {
 std::optional<Box> parse_box(const std::string& text, const std::string& flag);
 // "N" (N x N) or "R,C" (empty: 1 x 1).
 std::array<uint64_t, 2> parse_bin(const std::string& text, const std::string& flag);
+// "R0,C0,R1,C1" (empty: nullopt): a rectangle of detector pixels, rows [R0, R1), columns [C0, C1).
+std::optional<DetectorRect> parse_rect(const std::string& text, const std::string& flag);
 // "A,B" (empty: nullopt).
 std::optional<std::array<uint64_t, 2>> parse_pair(const std::string& text, const std::string& flag);
 

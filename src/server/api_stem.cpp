@@ -45,6 +45,23 @@ std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, c
   return out;
 }
 
+// rect=R0,C0,R1,C1: a rectangle of detector pixels, rows [R0, R1), columns [C0, C1) (stem/virtual_detector.h).
+std::optional<DetectorRect> rect_param(const httplib::Request& req) {
+  const auto text = text_param(req, "rect");
+  if (!text) return std::nullopt;
+  std::array<uint64_t, 4> v{};
+  size_t at = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t end = i < 3 ? text->find(',', at) : text->size();
+    const std::string part = end == std::string::npos ? "" : text->substr(at, end - at);
+    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos || (i == 3 && text->find(',', at) != std::string::npos))
+      throw HttpError(400, "parameter 'rect': expected four unsigned integers R0,C0,R1,C1 (detector pixels, half-open), got '" + *text + "'");
+    v[i] = std::stoull(part);
+    at = end + 1;
+  }
+  return DetectorRect{v[0], v[1], v[2], v[3]};
+}
+
 std::optional<double> number_param(const httplib::Request& req, const char* name) {
   const auto text = text_param(req, name);
   return text ? std::optional<double>(parse_double(*text, name)) : std::nullopt;
@@ -89,8 +106,8 @@ std::string format_param(const httplib::Request& req) {
   return format;
 }
 
-// GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&center=ROW,COL&radius=
-//     &max=1&of=KIND&scan_shape=ROWS,COLS&format=json|npy
+// GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&rect=R0,C0,R1,C1&center=ROW,COL&radius=
+//     &max=1&of=KIND&rotation_deg=&transpose=1&scan_shape=ROWS,COLS&format=json|npy
 // The product `kind` (mean-dp, bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft; docs/api.md), as
 // `tensormorph stem KIND` computes it.
 void get_product(ServerState& state, const httplib::Request& req, httplib::Response& res) {
@@ -112,6 +129,7 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
     if (!spec.of) throw HttpError(400, "parameter 'of': no product '" + *of + "'");
   }
   spec.max_pattern = text_param(req, "max").value_or("0") == "1";
+  spec.rotation = {number_param(req, "rotation_deg"), text_param(req, "transpose").value_or("0") == "1"};  // dpc, idpc
   if (const auto c = text_param(req, "center")) {
     const size_t comma = c->find(',');
     if (comma == std::string::npos) throw HttpError(400, "parameter 'center': expected ROW,COL in detector pixels, got '" + *c + "'");
@@ -123,10 +141,13 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   spec.detector.outer_px = number_param(req, "outer");
   spec.detector.inner_mrad = number_param(req, "inner_mrad");
   spec.detector.outer_mrad = number_param(req, "outer_mrad");
+  spec.detector.rect = rect_param(req);
   spec.detector.kind = product_source(spec);
   const DetectorRequest& d = spec.detector;
-  if (product_source(spec) == ProductKind::mask && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad)
-    throw HttpError(400, "product mask: give inner/outer (pixels) or inner_mrad/outer_mrad");
+  if (product_source(spec) == ProductKind::mask && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad && !d.rect)
+    throw HttpError(400, "product mask: give inner/outer (pixels), inner_mrad/outer_mrad, or rect=R0,C0,R1,C1");
+  if (d.rect && product_source(spec) != ProductKind::mask)
+    throw HttpError(400, std::string("parameter 'rect': only mask (or fft of=mask) takes a rectangle, not ") + product_name(product_source(spec)));
   const Planner planner = rt->planner();
   ProductOutput out;
   {

@@ -86,6 +86,16 @@ ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const 
                                           const std::array<uint64_t, 2>& frame, const Sourced& angle_per_pixel) {
   ResolvedDetector d;
   d.angle_per_pixel = angle_per_pixel;
+  if (request.rect) {
+    if (request.kind != ProductKind::mask)
+      throw Error(ErrorKind::InvalidArgument, std::string("virtual detector: a rectangle is a mask's detector, not ") + product_name(request.kind) + "'s");
+    if (!request.mask_file.empty() || request.inner_px || request.outer_px || request.inner_mrad || request.outer_mrad)
+      throw Error(ErrorKind::InvalidArgument, "virtual detector: give a rectangle or inner/outer radii or a mask file, not both "
+                                              "(--rect excludes --inner, --outer, --inner-mrad, --outer-mrad and --mask)");
+    d.kind = "rectangle", d.rect = *request.rect;
+    d.pixels = rectangle_pixels(frame[0], frame[1], d.rect);
+    return d;
+  }
   if (request.kind == ProductKind::mask && !request.mask_file.empty()) {
     d.kind = "user mask", d.mask_file = request.mask_file;
     d.pixels = mask_pixels_from_file(request.mask_file, frame[0], frame[1]);
@@ -131,6 +141,9 @@ nlohmann::json annulus_json(double inner_px, double outer_px, const std::string&
 
 nlohmann::json to_json(const ResolvedDetector& d) {
   if (d.kind == "user mask") return {{"kind", d.kind}, {"file", d.mask_file}, {"pixels", d.pixels.size()}};
+  if (d.kind == "rectangle")
+    return {{"kind", d.kind}, {"rect", {d.rect.r0, d.rect.c0, d.rect.r1, d.rect.c1}}, {"rows", {d.rect.r0, d.rect.r1}},
+            {"cols", {d.rect.c0, d.rect.c1}}, {"pixels", d.pixels.size()}};
   return annulus_json(d.inner_px, d.outer_px, d.given_in, d.pixels.size(), d.angle_per_pixel);
 }
 

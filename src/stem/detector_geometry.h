@@ -13,7 +13,8 @@
 // - Detector: a preset kind takes preset_radii(kind, disk radius); mask takes, in this order, a user mask
 //   file, inner/outer in mrad (converted with the angular pixel size, which must then be known), or inner/outer
 //   in pixels (a missing inner is 0, a missing outer infinite; outer must be > 0 and >= inner). The annulus is
-//   annulus_pixels around the disk centre. When the angular pixel size is known the report also gives the radii
+//   annulus_pixels around the disk centre. A rectangle (mask only; virtual_detector.h's half-open contract, in
+//   output detector pixels) excludes every other detector field and ignores the disk. When the angular pixel size is known the report also gives the radii
 //   in mrad (inner_mrad, outer_mrad) and the size itself with its source (angle_per_pixel).
 #pragma once
 
@@ -77,20 +78,22 @@ struct DetectorRequest {
   std::string mask_file;                         // a user mask (.npy or .png), nonzero = inside
   std::optional<double> inner_mrad, outer_mrad;  // an annulus in mrad
   std::optional<double> inner_px, outer_px;      // an annulus in pixels
+  std::optional<DetectorRect> rect;              // a rectangle of output detector pixels (mask only)
 };
 
 struct ResolvedDetector {
-  std::string kind;                // "annulus" or "user mask"
+  std::string kind;                // "annulus", "user mask" or "rectangle"
   std::vector<uint32_t> pixels;    // sorted row-major indices of the output frame
   double inner_px = 0, outer_px = 0;  // annulus radii (outer may be infinite)
   std::string given_in;            // annulus: "pixels" (presets too) or "mrad"
   std::string mask_file;           // user mask
+  DetectorRect rect;               // rectangle
   Sourced angle_per_pixel;         // may be unknown (then no mrad read-outs)
 };
 
 // The annulus given in mrad, else in pixels, else the product's preset around the disk (a preset product with
 // given radii is that annulus, as on the CLI); for mask, a mask file first. Throws Error(InvalidArgument) for
-// a mask without a detector, bad radii, mrad radii without an angular pixel size (its `missing` text), and
+// a mask without a detector, a rectangle beside radii or a mask file (or on a product other than mask), bad radii, mrad radii without an angular pixel size (its `missing` text), and
 // what annulus_pixels and mask_pixels_from_file throw.
 ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const BrightFieldDisk& disk,
                                           const std::array<uint64_t, 2>& frame, const Sourced& angle_per_pixel);
@@ -99,7 +102,8 @@ ResolvedDetector resolve_virtual_detector(const DetectorRequest& request, const 
 // radius as "inf") and, with a known angular pixel size, "inner_mrad", "outer_mrad" and "angle_per_pixel".
 nlohmann::json annulus_json(double inner_px, double outer_px, const std::string& given_in, uint64_t pixels,
                             const Sourced& angle_per_pixel);
-// annulus_json for an annulus; {"kind": "user mask", "file", "pixels"} for a user mask.
+// annulus_json for an annulus; {"kind": "user mask", "file", "pixels"} for a user mask; {"kind": "rectangle",
+// "rect": [r0, c0, r1, c1], "rows": [r0, r1], "cols": [c0, c1], "pixels"} for a rectangle (half-open ranges).
 nlohmann::json to_json(const ResolvedDetector& d);
 
 }  // namespace tmorph

@@ -43,7 +43,7 @@ void put(SqliteStmt& ins, const std::string& key, const std::string& name, const
 }  // namespace
 
 bool served_by_prepared(ProductKind kind, const DiskRequest& disk, const DetectorRequest& d) {
-  if (disk.center || disk.radius || d.inner_px || d.outer_px || d.inner_mrad || d.outer_mrad || !d.mask_file.empty()) return false;
+  if (disk.center || disk.radius || d.inner_px || d.outer_px || d.inner_mrad || d.outer_mrad || !d.mask_file.empty() || d.rect) return false;
   return cacheable(kind);
 }
 

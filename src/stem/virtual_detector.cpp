@@ -57,6 +57,27 @@ std::vector<uint32_t> annulus_pixels(uint64_t rows, uint64_t cols, double center
   return out;
 }
 
+std::vector<uint32_t> rectangle_pixels(uint64_t rows, uint64_t cols, const DetectorRect& rect) {
+  const auto named = [&] {
+    std::ostringstream m;
+    m << "virtual detector: the rectangle rows [" << rect.r0 << ", " << rect.r1 << "), columns [" << rect.c0 << ", " << rect.c1
+      << ") (R0,C0,R1,C1 = " << rect.r0 << "," << rect.c0 << "," << rect.r1 << "," << rect.c1 << ") ";
+    return m.str();
+  };
+  if (rect.r0 >= rect.r1 || rect.c0 >= rect.c1)
+    throw Error(ErrorKind::InvalidArgument, named() + "is empty: it needs R0 < R1 and C0 < C1 (half-open, on the " +
+                                                std::to_string(rows) + "x" + std::to_string(cols) + " detector)");
+  if (rect.r1 > rows || rect.c1 > cols)
+    throw Error(ErrorKind::InvalidArgument, named() + "is outside the " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                                " detector (R1 <= " + std::to_string(rows) + " and C1 <= " + std::to_string(cols) +
+                                                " needed)");
+  std::vector<uint32_t> out;
+  out.reserve((rect.r1 - rect.r0) * (rect.c1 - rect.c0));
+  for (uint64_t k = rect.r0; k < rect.r1; ++k)
+    for (uint64_t l = rect.c0; l < rect.c1; ++l) out.push_back(static_cast<uint32_t>(k * cols + l));
+  return out;
+}
+
 std::optional<std::pair<double, double>> preset_radii(const std::string& name, double r) {
   const auto kind = product_kind_from_name(name);
   return kind ? preset_radii(*kind, r) : std::nullopt;

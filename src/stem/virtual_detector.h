@@ -4,6 +4,9 @@
 // Contract (docs/stem.md, "Products"):
 // - Annulus: pixel (k, l) belongs when inner <= d <= outer (both ends inclusive), d computed in float32:
 //   d = sqrtf(dr*dr + dc*dc), dr = float(k) - center_row, dc = float(l) - center_col.
+// - Rectangle: pixel (k, l) belongs when r0 <= k < r1 and c0 <= l < c1 (half-open, detector pixel indices of the
+//   output frame; no disk involved). It must be non-empty (r0 < r1, c0 < c1) and lie inside the frame
+//   (r1 <= rows, c1 <= cols).
 // - Presets, from the bright-field radius r: BF [0, r], ABF [r/2, r], ADF [r, 2r], HAADF [2r, 4r], DF [r, inf).
 // - Bright-field disk: threshold the mean pattern at its mean + population std; the disk's centre is the
 //   centroid of the pixels strictly above the threshold (unweighted, in pixel index units) and its radius
@@ -11,6 +14,7 @@
 // - mrad to pixels: r_px = mrad / (semi_angle_mrad / bf_radius_px).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +35,15 @@ BrightFieldDisk detect_bright_field_disk(const std::vector<double>& mean_pattern
 // Validates the radii (inner >= 0, outer > 0, inner <= outer; Error(InvalidArgument) otherwise) and the
 // result (no pixel inside: Error(InvalidArgument) naming the centre, radii and detector size).
 std::vector<uint32_t> annulus_pixels(uint64_t rows, uint64_t cols, double center_row, double center_col, double inner, double outer);
+
+// A rectangle of detector pixels {r0, c0, r1, c1}: rows [r0, r1), columns [c0, c1) (the contract above).
+struct DetectorRect {
+  uint64_t r0 = 0, c0 = 0, r1 = 0, c1 = 0;
+};
+
+// The rectangle's pixels (sorted, row-major). Throws Error(InvalidArgument) naming the rectangle and the detector
+// size when it is empty or reaches outside the rows × cols frame.
+std::vector<uint32_t> rectangle_pixels(uint64_t rows, uint64_t cols, const DetectorRect& rect);
 
 // The preset's [inner, outer] for bright-field radius r; nullopt for a name that is not a preset
 // (preset_radii(ProductKind, r) of product_kind.h, by name).

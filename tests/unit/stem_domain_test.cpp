@@ -245,6 +245,26 @@ DetectorRequest of_kind(ProductKind k) {
   return r;
 }
 
+TEST(StemDetectorGeometry, ARectangleIsAMasksDetectorAlone) {
+  const BrightFieldDisk disk{16, 15, 4, 0, 0};
+  const Sourced angle{0.5, "mrad", "file: x/detector_angle_per_pixel", ""};
+  DetectorRequest rect = of_kind(ProductKind::mask);
+  rect.rect = DetectorRect{2, 3, 5, 7};
+  const ResolvedDetector d = resolve_virtual_detector(rect, disk, {32, 32}, angle);
+  EXPECT_EQ(d.kind, "rectangle");
+  EXPECT_EQ(d.pixels, rectangle_pixels(32, 32, {2, 3, 5, 7}));
+  EXPECT_EQ(d.pixels.size(), 12u);
+  const nlohmann::json j = to_json(d);
+  EXPECT_EQ(j["kind"], "rectangle");
+  EXPECT_EQ(j["rect"], nlohmann::json({2, 3, 5, 7}));
+  EXPECT_EQ(j["pixels"], 12);
+  rect.inner_px = 1;  // with radii: refused, naming both
+  EXPECT_NE(invalid_argument([&] { resolve_virtual_detector(rect, disk, {32, 32}, angle); }).find("--rect excludes"), std::string::npos);
+  DetectorRequest bf = of_kind(ProductKind::bf);
+  bf.rect = DetectorRect{2, 3, 5, 7};
+  EXPECT_NE(invalid_argument([&] { resolve_virtual_detector(bf, disk, {32, 32}, angle); }).find("not bf's"), std::string::npos);
+}
+
 TEST(StemDetectorGeometry, DetectorsInPixelsAndMrad) {
   const BrightFieldDisk disk{16, 15, 4, 0, 0};
   const Sourced angle{0.5, "mrad", "file: x/detector_angle_per_pixel", ""};

@@ -129,6 +129,28 @@ TEST(StemOps, MalformedCallsAreRefused) {
 
 // ---- Geometry
 
+TEST(StemGeometry, RectangleIsHalfOpenAndValidated) {
+  // Rows [1, 3), columns [2, 5) of a 4 x 6 frame: row-major indices 1*6+2.. and 2*6+2..
+  EXPECT_EQ(rectangle_pixels(4, 6, {1, 2, 3, 5}), (std::vector<uint32_t>{8, 9, 10, 14, 15, 16}));
+  EXPECT_EQ(rectangle_pixels(4, 6, {0, 0, 4, 6}).size(), 24u);  // the whole frame: r1 = rows, c1 = cols are inside
+  EXPECT_EQ(rectangle_pixels(4, 6, {3, 5, 4, 6}), (std::vector<uint32_t>{23}));
+  const auto message = [](const DetectorRect& r) {
+    try {
+      rectangle_pixels(4, 6, r);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({1, 2, 1, 5}).find("is empty"), std::string::npos);  // r0 == r1
+  EXPECT_NE(message({1, 5, 3, 2}).find("is empty"), std::string::npos);  // c0 > c1
+  const std::string outside = message({0, 0, 5, 6});                    // one row too many
+  EXPECT_NE(outside.find("outside the 4x6 detector"), std::string::npos) << outside;
+  EXPECT_NE(outside.find("0,0,5,6"), std::string::npos) << outside;
+  EXPECT_NE(message({0, 0, 4, 7}).find("outside"), std::string::npos);
+}
+
 TEST(StemGeometry, AnnulusUsesFloat32DistancesWithBothEndsInclusive) {
   // Centre (2, 2), radius exactly 1: the four neighbours at distance 1 are inside, diagonals (1.414) are not.
   const auto disk = annulus_pixels(5, 5, 2, 2, 0, 1);
