@@ -16,34 +16,11 @@
 
 #include "server/http_util.h"
 #include "server/routes.h"
+#include "server/stem_request.h"
 
 namespace tmorph::server {
 
 namespace {
-
-ServedAcquisition& find_acquisition(ServerState& state, const std::string& id) {
-  for (auto& a : state.acquisitions)
-    if (a->id == id) return *a;
-  throw HttpError(404, "no acquisition '" + id + "' (GET /api/acquisitions lists them)");
-}
-
-// Opens the acquisition again (headers only), so readiness follows files still being written.
-Acquisition reopen(const ServedAcquisition& a) { return open_acquisition(a.path); }
-
-std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name) {
-  const auto text = text_param(req, name);
-  if (!text) return std::nullopt;
-  const size_t comma = text->find(',');
-  if (comma == std::string::npos) throw HttpError(400, std::string("parameter '") + name + "': expected ROW,COL, got '" + *text + "'");
-  std::array<uint64_t, 2> out{};
-  for (int i = 0; i < 2; ++i) {
-    const std::string part = i == 0 ? text->substr(0, comma) : text->substr(comma + 1);
-    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos)
-      throw HttpError(400, std::string("parameter '") + name + "': expected two unsigned integers ROW,COL, got '" + *text + "'");
-    out[i] = std::stoull(part);
-  }
-  return out;
-}
 
 // rect=R0,C0,R1,C1: a rectangle of detector pixels, rows [R0, R1), columns [C0, C1) (stem/virtual_detector.h).
 std::optional<DetectorRect> rect_param(const httplib::Request& req) {
@@ -60,50 +37,6 @@ std::optional<DetectorRect> rect_param(const httplib::Request& req) {
     at = end + 1;
   }
   return DetectorRect{v[0], v[1], v[2], v[3]};
-}
-
-std::optional<double> number_param(const httplib::Request& req, const char* name) {
-  const auto text = text_param(req, name);
-  return text ? std::optional<double>(parse_double(*text, name)) : std::nullopt;
-}
-
-nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq) {
-  nlohmann::json j = inspect_document(acq, std::nullopt, "scan_shape");
-  j["id"] = a.id;
-  j["path"] = a.path;
-  j["name"] = std::filesystem::path(acq.master).filename().string();
-  return j;
-}
-
-// Products and frames read complete acquisitions only: a scan still being written is reported, not guessed at.
-void require_complete(const Acquisition& acq) {
-  if (acq.complete()) return;
-  std::string why;
-  for (const auto& p : acq.problems) why += (why.empty() ? "" : "; ") + p;
-  throw HttpError(409, "the acquisition is not complete (" + (why.empty() ? std::string("frames missing") : why) + ")");
-}
-
-template <class T>
-void send_values(httplib::Response& res, const std::string& format, const std::string& descr, const std::vector<uint64_t>& shape,
-                 const std::vector<T>& values, nlohmann::json doc) {
-  if (format == "npy") {
-    std::string body = npy_preamble(descr, shape);
-    const size_t head = body.size();
-    body.resize(head + values.size() * sizeof(T));
-    if (!values.empty()) std::memcpy(body.data() + head, values.data(), values.size() * sizeof(T));
-    res.set_content(std::move(body), "application/octet-stream");
-    return;
-  }
-  doc["shape"] = shape;
-  doc["dtype"] = descr;
-  doc["values"] = values;
-  send_json(res, doc);
-}
-
-std::string format_param(const httplib::Request& req) {
-  const std::string format = text_param(req, "format").value_or("json");
-  if (format != "json" && format != "npy") throw HttpError(400, "parameter 'format': expected json or npy, got '" + format + "'");
-  return format;
 }
 
 // GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&rect=R0,C0,R1,C1&center=ROW,COL&radius=

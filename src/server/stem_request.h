@@ -1,0 +1,60 @@
+// What every 4D-STEM endpoint of `tensormorph serve` shares: finding a served acquisition by id, reopening it
+// (headers only, so readiness follows files still being written), its readiness summary, query parameters with
+// errors naming the parameter, and sending numbers as JSON or as the bytes of the CLI's .npy.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/npy.h"
+#include "formats/dectris.h"
+#include "server/http_util.h"
+#include "server/server_state.h"
+
+namespace tmorph::server {
+
+// The acquisition with this id; HttpError 404 naming it otherwise.
+ServedAcquisition& find_acquisition(ServerState& state, const std::string& id);
+// Opens the acquisition again (headers only), so readiness follows files still being written.
+Acquisition reopen(const ServedAcquisition& a);
+// `stem inspect --json`'s document (readiness included) plus id, path and name: GET /api/acquisitions/{id}.
+nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq);
+// Products, SSB and frames read complete acquisitions only: a scan still being written is reported (409 listing
+// the readiness problems), not guessed at.
+void require_complete(const Acquisition& acq);
+
+// "ROW,COL" as two unsigned integers; nullopt when absent; 400 naming the parameter otherwise.
+std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name);
+// A finite number; nullopt when absent; 400 naming the parameter otherwise.
+std::optional<double> number_param(const httplib::Request& req, const char* name);
+// format=json (default) or npy; 400 otherwise.
+std::string format_param(const httplib::Request& req);
+
+// format "npy": the bytes `-o FILE.npy` writes (descr, shape, values); else `doc` plus shape, dtype (the descr)
+// and values (row-major).
+template <class T>
+void send_values(httplib::Response& res, const std::string& format, const std::string& descr, const std::vector<uint64_t>& shape,
+                 const std::vector<T>& values, nlohmann::json doc) {
+  if (format == "npy") {
+    std::string body = npy_preamble(descr, shape);
+    const size_t head = body.size();
+    body.resize(head + values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(body.data() + head, values.data(), values.size() * sizeof(T));
+    res.set_content(std::move(body), "application/octet-stream");
+    return;
+  }
+  doc["shape"] = shape;
+  doc["dtype"] = descr;
+  doc["values"] = values;
+  send_json(res, doc);
+}
+
+
+}  // namespace tmorph::server
