@@ -155,6 +155,81 @@ async function main() {
     check(sameValues(frame.values, readNpy(exported).values), "its pattern equals stem export --frame");
     check((await page.locator("#stem-pattern-caption").textContent()).includes(`(${row}, ${col})`), "the caption names the position");
 
+    step = "pattern display";
+    const patternBefore = await pngStats(page, (await page.locator("#stem-pattern").screenshot()).toString("base64"));
+    await page.selectOption("#stem-pattern-of", "max");
+    await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.showing === "max", null, { timeout: 60_000 });
+    await page.selectOption("#stem-pattern-transform", "linear");
+    await page.selectOption("#stem-pattern-cmap", "magma");
+    const patternAfter = await pngStats(page, (await page.locator("#stem-pattern").screenshot()).toString("base64"));
+    const scaleBar = await page.evaluate(() => window.tmStem.scaleBar);
+    check(patternAfter.colours > 8 && patternAfter.variance !== patternBefore.variance, `the max pattern, linear, magma is drawn (${patternAfter.colours} colours)`);
+    check(/^[0-9.]+ mrad$/.test(scaleBar), `the pattern has a scale bar in mrad: "${scaleBar}"`);
+    await page.selectOption("#stem-pattern-limits", "custom");
+    check((await page.locator("#stem-pattern-lo").inputValue()) !== "", "custom limits start from the limits drawn");
+
+    step = "hover a scan position";
+    const hb = await page.locator("#stem-image").boundingBox();
+    await page.mouse.move(hb.x + 2.5 * (hb.width / 10), hb.y + 4.5 * (hb.height / 12));
+    await page.waitForFunction(() => window.tmStem.hover && window.tmStem.hover[0] === 4 && window.tmStem.hover[1] === 2, null, { timeout: 60_000 });
+    check((await page.locator("#stem-pattern-caption").textContent()).includes("(4, 2)"), "hovering shows that position's pattern");
+
+    step = "DF preset";
+    const df = await getJson(base, "/api/acquisitions/a0/products/df");
+    await page.locator("#stem-preset-df").click();
+    await page.waitForFunction((inner) => Math.abs(window.tmStem.inner - inner) < 1e-9 && Number(document.querySelector("#stem-image").dataset.inner) === Number(inner.toFixed(3)) &&
+      document.querySelector("#stem-image").dataset.state === "ready", df.detector.inner_px, { timeout: 120_000 });
+    const dfOut = join(tmp, "df.npy");
+    tm(["stem", "df", master, "-o", dfOut], env);
+    check(sameValues((await shown()).values, readNpy(dfOut).values), `DF (${path}) equals the CLI's stem df`);
+
+    step = "rectangle detector";
+    await page.selectOption("#stem-detector-shape", "rectangle");
+    const rb = await page.locator("#stem-ring").boundingBox();
+    const rs = rb.width / 48;
+    await page.mouse.move(rb.x + (10 + 0.5) * rs, rb.y + (12 + 0.5) * rs);
+    await page.mouse.down();
+    for (let k = 1; k <= 6; k++) await page.mouse.move(rb.x + (10 + 3 * k + 0.5) * rs, rb.y + (12 + 2 * k + 0.5) * rs, { steps: 2 });
+    await page.mouse.up();
+    await page.waitForFunction(() => document.querySelector("#stem-image").dataset.rect === "12,10,25,29" && document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 120_000 });
+    const rectOut = join(tmp, "rect.npy");
+    tm(["stem", "mask", master, "--rect", "12,10,25,29", "-o", rectOut], env);
+    check(sameValues((await shown()).values, readNpy(rectOut).values), `the dragged rectangle rows [12, 25) x columns [10, 29) (${path}) equals the CLI's stem mask --rect`);
+
+    step = "centre of mass and DPC";
+    await page.waitForFunction(() => document.querySelector("#stem-field")?.dataset.state === "ready", null, { timeout: 120_000 });
+    const close = (a, b, rel) => {
+      const scaleAbs = Math.max(...b.map(Math.abs));
+      let worst = 0;
+      for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / scaleAbs);
+      return { ok: a.length === b.length && worst <= rel, worst };
+    };
+    const comOut = join(tmp, "com.npy");
+    tm(["stem", "com", master, "-o", comOut], env);
+    const fieldState = async () => page.evaluate(() => ({ ...window.tmStemFields.shown, comOn: window.tmStemFields.comOn, found: window.tmStemFields.found }));
+    let fs = await fieldState();
+    const comCmp = close(fs.values, readNpy(comOut).values, 1e-5);
+    check(fs.view === "com" && comCmp.ok, `CoM (${fs.comOn}) equals the CLI's stem com within 1e-5 of its largest value (worst ${comCmp.worst.toExponential(2)})`);
+    if (!(ALLOW_NO_WEBGPU && path !== "page")) check(fs.comOn === "page", "CoM sums were computed on the page's adapter");
+    const dpcOut = join(tmp, "dpc.npy");
+    tm(["stem", "dpc", master, "-o", dpcOut], env);
+    const dpcReport = JSON.parse(readFileSync(`${dpcOut}.json`, "utf8"));
+    await page.selectOption("#stem-field-view", "dpc");
+    await page.waitForFunction(() => document.querySelector("#stem-field").dataset.view === "dpc" && document.querySelector("#stem-field").dataset.state === "ready", null, { timeout: 60_000 });
+    fs = await fieldState();
+    const dpcCmp = close(fs.values, readNpy(dpcOut).values, 1e-5);
+    check(Math.abs(fs.found.angleDeg - dpcReport.rotation.angle_deg) < 1e-6 && fs.found.transpose === dpcReport.rotation.transpose,
+      `the DPC rotation found on the page ${fs.found.angleDeg.toFixed(4)}° equals the CLI's ${dpcReport.rotation.angle_deg.toFixed(4)}°`);
+    check(dpcCmp.ok, `DPC equals the CLI's stem dpc within 1e-5 (worst ${dpcCmp.worst.toExponential(2)})`);
+    check(/curl/.test(await page.locator("#stem-dpc-readout").textContent()), "the curl is shown");
+    await page.selectOption("#stem-field-view", "idpc");
+    await page.waitForFunction(() => document.querySelector("#stem-field").dataset.view === "idpc" && document.querySelector("#stem-field").dataset.state === "ready", null, { timeout: 120_000 });
+    fs = await fieldState();
+    const idpcOut = join(tmp, "idpc.npy");
+    tm(["stem", "idpc", master, "-o", idpcOut], env);
+    const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
+    check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
+
     step = "an adapter too small for the block";
     const small = await context.newPage();
     const smallErrors = watchErrors(small);

@@ -1,16 +1,22 @@
-// The acquisition page (#/acquisition/{id}): a 4D-STEM acquisition's readiness and calibration (with sources),
-// its mean diffraction pattern with an annular virtual detector drawn on it and edited by dragging, the virtual
-// image of that detector (recomputed while dragging, one request in flight, the latest wins), the pattern at a
-// clicked scan position, and exports (.npy as the CLI writes it, PNG of the canvas). Every number comes from the
-// server (GET /api/acquisitions/…, docs/api.md), computed by the same domain calls as `tensormorph stem`, and
-// each product says where it ran (its placement). With a WebGPU adapter whose limits hold the decoded block, the
-// virtual images are computed on the page instead (stem/webgpu/masked_sums.ts: the block is uploaded once, the
-// same numbers as the CLI's); "Compute on" switches between the page and the server, and says why the page
-// cannot when it cannot.
+// The acquisition page (#/acquisition/{id}): a 4D-STEM acquisition's readiness (followed by events while it is
+// written) and calibration (with sources); its mean or max diffraction pattern (log/linear, colour map, limits,
+// a scale bar in mrad) with a virtual detector drawn on it and edited by dragging (annulus, disk, rectangle;
+// presets BF/ABF/ADF/HAADF/DF: detector_editor.ts); the virtual image of that detector (recomputed while
+// dragging, one request in flight, the latest wins); the pattern at a hovered or clicked scan position; CoM, DPC,
+// iDPC and FFT views (field_panel.ts); an SSB preview (ssb_panel.ts); and exports (.npy as the CLI writes it, PNG
+// of the canvas). Numbers come from the server (GET /api/acquisitions/…, docs/api.md, the same domain calls as
+// `tensormorph stem`, each product saying where it ran), or, with a WebGPU adapter whose limits hold the decoded
+// block, from the page's adapter (stem/webgpu/masked_sums.ts: the block uploaded once, the same numbers as the
+// CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot.
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
-import { colormapTable } from "../webgpu/colormap_tables";
-import { annulusPixels, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
+import { DetectorEditor, type DetectorShape } from "./detector_editor";
+import { displayControls, showLimits } from "./display_controls";
+import { fieldPanel } from "./field_panel";
+import { drawGrid, drawScaleBar } from "./grid_draw";
+import { followReadiness } from "./readiness_events";
+import { ssbPanel } from "./ssb_panel";
+import { blockFrame, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
 
 interface Sourced {
   value?: number;
@@ -32,6 +38,7 @@ interface Acquisition {
 
 interface Calibration {
   energy: Sourced;
+  wavelength_A?: number | null;
   semiangle: Sourced;
   scan_step: Sourced;
   detector_angle_per_pixel: Sourced;
@@ -61,6 +68,10 @@ interface StemState {
   pageRefused: string;
   /** Milliseconds of each virtual image computed (request to drawn), for the frame-time measurement. */
   imageMs: number[];
+  shape: string;
+  patternOf: "mean" | "max";
+  hover: [number, number] | null;
+  scaleBar: string;
 }
 
 const PATTERN_PX = 320;
@@ -70,33 +81,6 @@ function sourcedText(s: Sourced | undefined, digits = 4): string {
   if (!s) return "—";
   if (s.value === undefined || s.value === null) return `unknown (${s.missing ?? "no source"})`;
   return `${Number(s.value.toPrecision(digits))} ${s.unit ?? ""} (${s.source ?? "?"})`;
-}
-
-/** Draws values (rows × cols) into a canvas of the given size with a colour map; log1p when `log`. */
-function drawGrid(canvas: HTMLCanvasElement, values: number[], rows: number, cols: number, log: boolean, map = "viridis"): void {
-  const off = new OffscreenCanvas(cols, rows);
-  const ctx = off.getContext("2d");
-  if (!ctx) return;
-  const img = ctx.createImageData(cols, rows);
-  const t = values.map((v) => (log ? Math.log1p(Math.max(0, v)) : v));
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const v of t)
-    if (Number.isFinite(v)) {
-      lo = Math.min(lo, v);
-      hi = Math.max(hi, v);
-    }
-  const table = colormapTable(map);
-  for (let i = 0; i < t.length; i++) {
-    const k = hi > lo && Number.isFinite(t[i]) ? Math.min(255, Math.max(0, Math.round(((t[i] - lo) / (hi - lo)) * 255))) : 0;
-    img.data.set(table.subarray(4 * k, 4 * k + 4), 4 * i);
-  }
-  ctx.putImageData(img, 0, 0);
-  const out = canvas.getContext("2d");
-  if (!out) return;
-  out.imageSmoothingEnabled = false;
-  out.clearRect(0, 0, canvas.width, canvas.height);
-  out.drawImage(off, 0, 0, canvas.width, canvas.height);
 }
 
 function placementText(p: Placement[]): string {
@@ -109,31 +93,54 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   const path = `/api/acquisitions/${encodeURIComponent(id)}`;
   const acq = await getJson<Acquisition>(path);
   document.title = `${acq.name} · Tensormorph`;
-  const header = el("h2", {}, `4D-STEM: ${acq.name}`);
-  const readiness = el("p", { class: "status", id: "stem-readiness" },
-    `${acq.readiness.status}: ${acq.readiness.frames_present} of ${acq.readiness.frames_expected ?? "?"} frames` +
-      (acq.readiness.problems.length ? ` — ${acq.readiness.problems.join("; ")}` : ""));
-  root.replaceChildren(header, readiness);
+  const readiness = el("p", { class: "status", id: "stem-readiness" });
+  const showReadiness = (a: Acquisition) => {
+    const r = a.readiness;
+    readiness.textContent = `${r.status}: ${r.frames_present} of ${r.frames_expected ?? "?"} frames` + (r.problems.length ? ` — ${r.problems.join("; ")}` : "");
+    readiness.dataset.status = r.status;
+    readiness.dataset.frames = String(r.frames_present);
+  };
+  showReadiness(acq);
+  root.replaceChildren(el("h2", {}, `4D-STEM: ${acq.name}`), readiness);
+  // Readiness follows the files by events (GET …/events); the page is built once every frame is present.
+  let built = false;
+  const stop = followReadiness(id, (a) => {
+    if (!root.isConnected) return stop();
+    showReadiness(a as unknown as Acquisition);
+    if (a.readiness.status === "complete" && !built && acq.readiness.status !== "complete") {
+      built = true;
+      void buildPage(root, path, a as unknown as Acquisition).catch((e) => showError(e, "acquisition"));
+    }
+  });
   if (acq.readiness.status !== "complete") {
-    root.append(el("p", { class: "notice" }, "Products are computed once every frame is present; reload when the acquisition is written."));
+    root.append(el("p", { class: "notice", id: "stem-waiting" }, "Products are computed once every frame is present: this page follows the files and opens them when they are."));
     return;
   }
+  built = true;
+  await buildPage(root, path, acq);
+}
+
+async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Promise<void> {
+  document.getElementById("stem-waiting")?.remove();
+  const id = acq.id;
   const cal = await getJson<Calibration & { placement: Placement[] }>(`${path}/calibration`);
   const [detRows, detCols] = acq.detector_shape;
-  const scan = acq.scan_shape ?? [0, 0];
+  const scan = (acq.scan_shape ?? [0, 0]) as [number, number];
   const mradPerPx = cal.detector_angle_per_pixel?.value;
   const facts = el("table", { class: "facts", id: "stem-calibration" });
-  const fact = (k: string, v: string) => facts.append(el("tr", {}, el("th", {}, k), el("td", {}, v)));
+  const fact = (k: string, v: string, rowId = "") => facts.append(el("tr", rowId ? { id: rowId } : {}, el("th", {}, k), el("td", {}, v)));
   fact("scan × detector", `${scan.join(" × ")} × ${detRows} × ${detCols} ${acq.dtype}`);
   fact("beam energy", sourcedText(cal.energy));
+  fact("wavelength", cal.wavelength_A ? `${(cal.wavelength_A * 100).toPrecision(5)} pm (from the beam energy, relativistic)` : "unknown (no beam energy)");
   fact("convergence semi-angle", sourcedText(cal.semiangle));
   fact("scan step", sourcedText(cal.scan_step));
   fact("detector angle per pixel", sourcedText(cal.detector_angle_per_pixel));
   fact("bright-field disk", `centre (${cal.disk.row.toFixed(2)}, ${cal.disk.col.toFixed(2)}), radius ${cal.disk.radius.toFixed(2)} px (${cal.disk.source})`);
+  fact("scan rotation", "not recorded in the file; the DPC rotation (below) is found from the CoM field's minimum curl", "stem-scan-rotation");
 
   const st: StemState = {
     id, inner: 0, outer: cal.disk.radius, center: [cal.disk.row, cal.disk.col], image: null, pattern: null, frame: null, requests: 0,
-    computeOn: "server", pageRefused: "not tried yet", imageMs: [],
+    computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "",
   };
   (window as unknown as { tmStem: StemState }).tmStem = st;
 
@@ -141,47 +148,69 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   const ring = el("canvas", { id: "stem-ring", width: String(PATTERN_PX), height: String(PATTERN_PX) });
   const image = el("canvas", { id: "stem-image", width: String(IMAGE_PX), height: String(IMAGE_PX), "data-state": "loading" });
   const readout = el("p", { class: "status", id: "stem-detector" });
-  const patternCaption = el("p", { class: "status", id: "stem-pattern-caption" }, "mean diffraction pattern (log)");
+  const patternCaption = el("p", { class: "status", id: "stem-pattern-caption" }, "mean diffraction pattern");
   const imageCaption = el("p", { class: "status", id: "stem-image-caption" });
+  const hover = el("p", { class: "status", id: "stem-hover" }, "hover the image: a position's pattern; click: keep it");
   const presets = el("span", { class: "view-toggle", role: "group", "aria-label": "detector presets" });
+  const shape = el("select", { id: "stem-detector-shape", title: "detector shape" },
+    ...(["annulus", "disk", "rectangle"] as const).map((s) => el("option", { value: s }, s)));
   const npy = el("a", { id: "stem-export-npy", download: `${acq.name}-virtual.npy` }, "virtual image .npy");
   const png = el("a", { id: "stem-export-png", download: `${acq.name}-virtual.png`, href: "#" }, "virtual image PNG");
-  const meanButton = el("button", { type: "button", id: "stem-show-mean" }, "Mean pattern");
+  const patternOf = el("select", { id: "stem-pattern-of", title: "which pattern" },
+    el("option", { value: "mean" }, "mean pattern"), el("option", { value: "max" }, "max pattern"));
+  const meanButton = el("button", { type: "button", id: "stem-show-mean" }, "Show pattern");
   const computeOn = el("select", { id: "stem-compute-on", title: "where the virtual images are computed" },
     el("option", { value: "page" }, "Compute on: page adapter"), el("option", { value: "server" }, "Compute on: server"));
   const computeNote = el("p", { class: "status", id: "stem-compute-note" });
+  const patternDisplay = displayControls("stem-pattern", { transform: "log", colormap: "viridis", limits: "full" }, () => redrawPattern());
+  const imageDisplay = displayControls("stem-image", { transform: "linear", colormap: "gray", limits: "full" }, () => redrawImage());
+
+  const editor = new DetectorEditor(ring, detRows, detCols, st.center, cal.disk.radius, mradPerPx, readout, () => {
+    syncDetector();
+    void refreshImage();
+  });
+  const syncDetector = () => {
+    st.inner = editor.det.inner;
+    st.outer = editor.det.outer;
+    st.shape = editor.det.shape;
+  };
+  let gpu: GpuMaskedSums | null = null;
+  const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => editor.params(), placementText);
+  const ssb = ssbPanel(path, scan, placementText);
+  (window as unknown as { tmStemFields: unknown }).tmStemFields = fields.state;
+  (window as unknown as { tmStemSsb: unknown }).tmStemSsb = ssb.state;
+
   root.append(
     facts,
-    el("div", { class: "toolbar" }, presets, meanButton, computeOn, npy, png),
+    el("div", { class: "toolbar" }, shape, presets, computeOn, npy, png),
     computeNote,
     el("div", { class: "stem-panels" },
-      el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring), patternCaption, readout),
-      el("figure", { class: "stem-figure" }, image, imageCaption)),
+      el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring),
+        el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout),
+      el("figure", { class: "stem-figure" }, image, el("div", { class: "toolbar" }, imageDisplay.element), imageCaption, hover)),
+    fields.element,
+    ssb.element,
   );
 
-  const scale = PATTERN_PX / Math.max(detRows, detCols);
-  const drawRing = () => {
-    const ctx = ring.getContext("2d");
-    if (!ctx) return;
-    ctx.clearRect(0, 0, ring.width, ring.height);
-    const [cy, cx] = [(st.center[0] + 0.5) * scale, (st.center[1] + 0.5) * scale];
-    ctx.lineWidth = 2;
-    for (const [r, colour] of [[st.inner, "#ff4d4d"], [st.outer, "#4dd2ff"]] as const) {
-      ctx.strokeStyle = colour;
-      ctx.beginPath();
-      ctx.arc(cx, cy, Math.max(0, r * scale), 0, 2 * Math.PI);
-      ctx.stroke();
-    }
-    const mrad = (px: number) => (mradPerPx ? ` (${(px * mradPerPx).toFixed(2)} mrad)` : "");
-    readout.textContent = `annulus: inner ${st.inner.toFixed(2)} px${mrad(st.inner)}, outer ${st.outer.toFixed(2)} px${mrad(st.outer)}`;
-    ring.dataset.inner = String(st.inner);
-    ring.dataset.outer = String(st.outer);
+  // The pattern canvas shows the mean/max pattern or one position's frame, with the display choices and a scale bar.
+  let shownPattern: { values: number[]; rows: number; cols: number; what: string } | null = null;
+  const redrawPattern = () => {
+    if (!shownPattern) return;
+    const d = patternDisplay.get();
+    showLimits("stem-pattern", drawGrid(pattern, shownPattern.values, shownPattern.rows, shownPattern.cols, d));
+    const perCanvasPx = 1 / editor.scale;  // detector pixels per canvas pixel
+    st.scaleBar = mradPerPx ? drawScaleBar(pattern, perCanvasPx * mradPerPx, "mrad") : drawScaleBar(pattern, perCanvasPx, "px");
+    pattern.dataset.scaleBar = st.scaleBar;
+    patternCaption.textContent = `${shownPattern.what} (${d.transform === "log" ? "log1p" : "linear"}, ${d.colormap})`;
+  };
+  const redrawImage = () => {
+    if (!st.image) return;
+    showLimits("stem-image", drawGrid(image, st.image.values, st.image.shape[0], st.image.shape[1], imageDisplay.get()));
   };
 
-  // The virtual image of the current annulus: one request in flight; a newer annulus waits for it, then runs.
+  // The virtual image of the current detector: one request in flight; a newer detector waits for it, then runs.
   let inFlight = false;
   let pending = false;
-  const productParams = () => ({ inner: st.inner.toFixed(3), outer: st.outer.toFixed(3), center: `${st.center[0]},${st.center[1]}` });
   const refreshImage = async (): Promise<void> => {
     if (inFlight) {
       pending = true;
@@ -192,20 +221,22 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
     try {
       do {
         pending = false;
-        const params = productParams();
+        const params = editor.params();
         st.requests++;
         const t0 = performance.now();
-        const p = gpu && st.computeOn === "page" ? await pageImage(gpu, params) : await getJson<Product>(`${path}/products/mask`, params);
+        const onPage = gpu !== null && st.computeOn === "page";
+        const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, params);
         st.image = p;
-        image.dataset.path = gpu && st.computeOn === "page" ? "page" : "server";
+        image.dataset.path = onPage ? "page" : "server";
         const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
         if (image.getAttribute("height") !== height) image.setAttribute("height", height);
-        drawGrid(image, p.values, p.shape[0], p.shape[1], false, "gray");
+        redrawImage();
         st.imageMs.push(performance.now() - t0);
         imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
-          (image.dataset.path === "page" ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
-        image.dataset.inner = params.inner;
-        image.dataset.outer = params.outer;
+          (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
+        image.dataset.inner = params.inner ?? "";
+        image.dataset.outer = params.outer ?? "";
+        image.dataset.rect = params.rect ?? "";
         npy.href = apiUrl(`${path}/products/mask`, { ...params, format: "npy" });
       } while (pending);
       image.dataset.state = "ready";
@@ -217,13 +248,12 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
     }
   };
 
-  // The page path: the block uploaded once to the adapter, each annulus one dispatch.
-  let gpu: GpuMaskedSums | null = null;
-  const pageImage = async (g: GpuMaskedSums, params: { inner: string; outer: string }): Promise<Product> => {
-    const pixels = annulusPixels(detRows, detCols, st.center[0], st.center[1], Number(params.inner), Number(params.outer));
-    if (!pixels.length) throw new Error(`virtual detector: no pixel of the ${detRows}x${detCols} detector lies between radius ${params.inner} and ${params.outer}`);
+  // The page path: the block uploaded once to the adapter, each detector one dispatch.
+  const pageImage = async (g: GpuMaskedSums): Promise<Product> => {
+    const pixels = editor.pixels();
+    if (!pixels.length) throw new Error(`virtual detector: no pixel of the ${detRows}x${detCols} detector lies inside ${JSON.stringify(editor.params())}`);
     const r = await g.image(pixels);
-    return { shape: [g.block.shape[0], g.block.shape[1]], dtype: "<u8", values: r.values, placement: [], detector: { inner_px: Number(params.inner), outer_px: Number(params.outer), pixels: pixels.length } };
+    return { shape: [g.block.shape[0], g.block.shape[1]], dtype: "<u8", values: r.values, placement: [], detector: { inner_px: st.inner, outer_px: st.outer, pixels: pixels.length } };
   };
   const openPagePath = async () => {
     try {
@@ -237,33 +267,43 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
     computeOn.value = st.computeOn;
     (computeOn.querySelector("option[value=page]") as HTMLOptionElement).disabled = !gpu;
     computeNote.textContent = gpu
-      ? `virtual images on the page's adapter (${gpu.adapter}): the decoded block (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB) was uploaded once`
+      ? `virtual images and CoM sums on the page's adapter (${gpu.adapter}): the decoded block (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB) was uploaded once`
       : `virtual images on the server: the page cannot (${st.pageRefused})`;
     computeOn.dataset.ready = "1";
   };
   computeOn.addEventListener("change", () => {
     st.computeOn = computeOn.value === "page" && gpu ? "page" : "server";
+    fields.state.com = null;  // recomputed where the choice says
+    void refreshImage();
+  });
+  shape.addEventListener("change", () => {
+    editor.setShape(shape.value as DetectorShape);
+    syncDetector();
     void refreshImage();
   });
 
-  const showMean = async () => {
-    const p = st.pattern ?? (st.pattern = await getJson<Product>(`${path}/products/mean-dp`));
-    drawGrid(pattern, p.values, p.shape[0], p.shape[1], true);
-    patternCaption.textContent = `mean diffraction pattern (log) — ${placementText(p.placement)}`;
+  const showPattern = async () => {
+    const max = patternOf.value === "max";
+    st.patternOf = max ? "max" : "mean";
+    const p = max ? await getJson<Product>(`${path}/products/mean-dp`, { max: "1" }) : st.pattern ?? (st.pattern = await getJson<Product>(`${path}/products/mean-dp`));
+    shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1], what: `${st.patternOf} diffraction pattern — ${placementText(p.placement)}` };
+    redrawPattern();
     pattern.dataset.state = "ready";
-    pattern.dataset.showing = "mean";
+    pattern.dataset.showing = st.patternOf;
   };
-  meanButton.addEventListener("click", () => void showMean().catch((e) => showError(e, "mean pattern")));
+  meanButton.addEventListener("click", () => void showPattern().catch((e) => showError(e, "pattern")));
+  patternOf.addEventListener("change", () => void showPattern().catch((e) => showError(e, "pattern")));
 
-  for (const name of ["bf", "abf", "adf", "haadf"]) {
+  for (const name of ["bf", "abf", "adf", "haadf", "df"]) {
     const b = el("button", { type: "button", id: `stem-preset-${name}` }, name.toUpperCase());
     b.addEventListener("click", async () => {
       try {
         const p = await getJson<Product>(`${path}/products/${name}`);
         const outer = Number(p.detector?.outer_px);
-        st.inner = Number(p.detector?.inner_px);
-        st.outer = Number.isFinite(outer) ? outer : Math.hypot(detRows, detCols);
-        drawRing();
+        shape.value = "annulus";
+        editor.setShape("annulus");
+        editor.setAnnulus(Number(p.detector?.inner_px), Number.isFinite(outer) ? outer : Math.hypot(detRows, detCols));
+        syncDetector();
         await refreshImage();
       } catch (e) {
         showError(e, `${name} preset`);
@@ -272,58 +312,62 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
     presets.append(b);
   }
 
-  // Dragging on the pattern moves the nearer of the two radii to the pointer's distance from the disk centre.
-  let dragging: "inner" | "outer" | null = null;
-  const radiusAt = (ev: PointerEvent) => {
-    const r = ring.getBoundingClientRect();
-    const x = ((ev.clientX - r.left) / r.width) * ring.width / scale - 0.5;
-    const y = ((ev.clientY - r.top) / r.height) * ring.height / scale - 0.5;
-    return Math.hypot(y - st.center[0], x - st.center[1]);
-  };
-  ring.addEventListener("pointerdown", (ev) => {
-    const d = radiusAt(ev);
-    dragging = Math.abs(d - st.inner) < Math.abs(d - st.outer) ? "inner" : "outer";
-    ring.setPointerCapture?.(ev.pointerId);
-  });
-  ring.addEventListener("pointermove", (ev) => {
-    if (!dragging) return;
-    const d = radiusAt(ev);
-    if (dragging === "inner") st.inner = Math.min(d, st.outer);
-    else st.outer = Math.max(d, st.inner);
-    drawRing();
-    void refreshImage();
-  });
-  const endDrag = () => {
-    dragging = null;
-  };
-  ring.addEventListener("pointerup", endDrag);
-  ring.addEventListener("pointercancel", endDrag);
-
-  // Clicking the virtual image shows that scan position's pattern (decoded on the server).
-  image.addEventListener("click", async (ev) => {
-    if (!st.image) return;
+  // Hovering the virtual image shows that position's pattern (from the resident block when the page holds it, else
+  // decoded on the server, one request in flight); clicking keeps it (st.frame).
+  const positionAt = (ev: MouseEvent): [number, number] | null => {
+    if (!st.image) return null;
     const r = image.getBoundingClientRect();
     const [rows, cols] = st.image.shape;
-    const row = Math.min(rows - 1, Math.floor(((ev.clientY - r.top) / r.height) * rows));
-    const col = Math.min(cols - 1, Math.floor(((ev.clientX - r.left) / r.width) * cols));
-    try {
-      const f = await getJson<{ shape: number[]; values: number[]; position: [number, number] }>(`${path}/frame`, { row, col });
-      st.frame = { position: f.position, values: f.values };
-      drawGrid(pattern, f.values, f.shape[0], f.shape[1], true);
-      patternCaption.textContent = `pattern at scan position (${row}, ${col}) (log), decoded on the server`;
-      pattern.dataset.showing = `frame ${row},${col}`;
-    } catch (e) {
-      showError(e, "diffraction pattern");
+    const row = Math.floor(((ev.clientY - r.top) / r.height) * rows);
+    const col = Math.floor(((ev.clientX - r.left) / r.width) * cols);
+    return row >= 0 && col >= 0 && row < rows && col < cols ? [row, col] : null;
+  };
+  let frameInFlight = false;
+  const showFrame = async (row: number, col: number, keep: boolean) => {
+    const value = st.image ? st.image.values[row * st.image.shape[1] + col] : NaN;
+    hover.textContent = `scan (${row}, ${col}): ${value}`;
+    st.hover = [row, col];
+    let values: number[];
+    let where: string;
+    if (gpu) {
+      values = blockFrame(gpu.block, row, col);
+      where = "from the block resident on the page";
+    } else {
+      if (frameInFlight && !keep) return;
+      frameInFlight = true;
+      try {
+        values = (await getJson<{ values: number[] }>(`${path}/frame`, { row, col })).values;
+      } finally {
+        frameInFlight = false;
+      }
+      where = "decoded on the server";
     }
+    if (keep) st.frame = { position: [row, col], values };
+    shownPattern = { values, rows: detRows, cols: detCols, what: `pattern at scan position (${row}, ${col}), ${where}` };
+    redrawPattern();
+    pattern.dataset.showing = `frame ${row},${col}`;
+  };
+  image.addEventListener("mousemove", (ev) => {
+    const at = positionAt(ev);
+    if (at && (!st.hover || at[0] !== st.hover[0] || at[1] !== st.hover[1])) void showFrame(at[0], at[1], false).catch((e) => showError(e, "diffraction pattern"));
+  });
+  image.addEventListener("click", (ev) => {
+    const at = positionAt(ev);
+    if (at) void showFrame(at[0], at[1], true).catch((e) => showError(e, "diffraction pattern"));
   });
   png.addEventListener("click", () => {
     png.href = image.toDataURL("image/png");
   });
 
-  drawRing();
-  await showMean();
+  editor.draw();
+  syncDetector();
+  await showPattern();
   await openPagePath();
   await refreshImage();
+  await fields.refresh();
+  if (fields.state.found)
+    (facts.querySelector("#stem-scan-rotation td") as HTMLElement).textContent =
+      `not recorded in the file; DPC rotation found ${fields.state.found.angleDeg.toFixed(2)}°${fields.state.found.transpose ? " (transposed)" : ""} (minimum curl of the CoM field)`;
 }
 
 /** The acquisitions the server serves, as links to their pages (empty when there are none). */

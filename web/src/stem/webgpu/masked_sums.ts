@@ -70,6 +70,7 @@ export class GpuMaskedSums {
   private constructor(
     private readonly device: any,
     private readonly pipeline: any,
+    private readonly comPipeline: any,
     private readonly frames: any,
     readonly block: StemBlock,
     readonly adapter: string,
@@ -99,11 +100,12 @@ export class GpuMaskedSums {
     device.pushErrorScope("validation");
     const module = device.createShaderModule({ code: MASKED_SUMS_WGSL });
     const pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+    const comPipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "com_main" } });
     const err = await device.popErrorScope();
     if (err) return `WGSL pipeline: ${err.message}`;
     const frames = device.createBuffer({ size: Math.max(16, block.words.byteLength), usage: BU.STORAGE | BU.COPY_DST });
     device.queue.writeBuffer(frames, 0, block.words.buffer, block.words.byteOffset, block.words.byteLength);
-    return new GpuMaskedSums(device, pipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
+    return new GpuMaskedSums(device, pipeline, comPipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
   }
 
   /** Per scan position, the sum over `pixels` (null: every pixel), exact while below 2^53. */
@@ -142,6 +144,46 @@ export class GpuMaskedSums {
     }
   }
 
+  /** Per scan position, the centre-of-mass sums over every pixel: S = Σ v, R = Σ row·v, C = Σ col·v (each the
+   *  u64 the CPU's stem.frame_sums gives, as the nearest double: the value the CPU's float64 division starts from). */
+  async comSums(): Promise<{ s: Float64Array; r: Float64Array; c: Float64Array }> {
+    const [rows, cols, kr, kc] = this.block.shape;
+    const positions = rows * cols;
+    const d = this.device;
+    const bytes = 24 * positions;
+    const out = d.createBuffer({ size: Math.max(16, bytes), usage: BU.STORAGE | BU.COPY_SRC });
+    const read = d.createBuffer({ size: Math.max(16, bytes), usage: BU.MAP_READ | BU.COPY_DST });
+    const params = d.createBuffer({ size: 32, usage: BU.UNIFORM | BU.COPY_DST });
+    try {
+      d.queue.writeBuffer(params, 0, new Uint32Array([positions, 0, kr * kc, kc, WIDTH[this.block.dtype], 1, 0, 0]));
+      const group = d.createBindGroup({
+        layout: this.comPipeline.getBindGroupLayout(0),
+        entries: [[0, this.frames], [2, out], [3, params]].map(([binding, buffer]) => ({ binding, resource: { buffer } })),
+      });
+      const enc = d.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(this.comPipeline);
+      pass.setBindGroup(0, group);
+      pass.dispatchWorkgroups(Math.ceil(positions / 64));
+      pass.end();
+      enc.copyBufferToBuffer(out, 0, read, 0, bytes);
+      d.queue.submit([enc.finish()]);
+      await read.mapAsync(0x1, 0, bytes);
+      const w = new Uint32Array(read.getMappedRange(0, bytes));
+      const pair = (i: number) => w[i] + w[i + 1] * 2 ** 32;  // one rounding: the u64's nearest double
+      const res = { s: new Float64Array(positions), r: new Float64Array(positions), c: new Float64Array(positions) };
+      for (let p = 0; p < positions; p++) {
+        res.s[p] = pair(6 * p);
+        res.r[p] = pair(6 * p + 2);
+        res.c[p] = pair(6 * p + 4);
+      }
+      read.unmap();
+      return res;
+    } finally {
+      for (const b of [out, read, params]) b.destroy();
+    }
+  }
+
   /** The virtual image of a detector: direct sums, or total − complement when it covers over half the frame. */
   async image(pixels: Uint32Array): Promise<{ values: number[]; evaluatedAs: string }> {
     const [, , kr, kc] = this.block.shape;
@@ -155,4 +197,28 @@ export class GpuMaskedSums {
     const rest = complement.length ? await this.sums(Uint32Array.from(complement)) : this.total.map(() => 0);
     return { values: this.total.map((t, i) => t - rest[i]), evaluatedAs: "total - complement" };
   }
+}
+
+/** The frame at scan position (row, col) of a resident block, read on the page (no request). */
+export function blockFrame(block: StemBlock, row: number, col: number): number[] {
+  const [, cols, kr, kc] = block.shape;
+  const n = kr * kc;
+  const first = (row * cols + col) * n;
+  const out = new Array<number>(n);
+  const w = block.words;
+  for (let i = 0; i < n; i++) {
+    const e = first + i;
+    if (block.dtype === "u32") out[i] = w[e];
+    else if (block.dtype === "u16") out[i] = (w[e >>> 1] >>> ((e & 1) * 16)) & 0xffff;
+    else out[i] = (w[e >>> 2] >>> ((e & 3) * 8)) & 0xff;
+  }
+  return out;
+}
+
+/** The pixels (row-major) of the half-open rectangle [r0, r1) × [c0, c1), clipped to the detector. */
+export function rectanglePixels(rows: number, cols: number, r0: number, c0: number, r1: number, c1: number): Uint32Array {
+  const out: number[] = [];
+  for (let k = Math.max(0, r0); k < Math.min(rows, r1); k++)
+    for (let l = Math.max(0, c0); l < Math.min(cols, c1); l++) out.push(k * cols + l);
+  return Uint32Array.from(out);
 }

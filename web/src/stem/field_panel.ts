@@ -1,0 +1,128 @@
+// The centre-of-mass panel of the acquisition page: CoM as a colour wheel, DPC with its rotation (found by the
+// minimum mean squared curl, or set with the slider and the transpose box; ⟨curl²⟩ and ⟨div²⟩ shown), iDPC and the
+// FFT view of the current virtual image. CoM and DPC are computed on the page when its adapter holds the block
+// (the exact CoM sums in WGSL, the division and rotation in float64 with the CPU's formulas: com_field.ts), else
+// from the server's com product; iDPC (an FFT) and the FFT view are the server's, with the rotation shown here.
+import { apiUrl, getJson, type Placement } from "../api";
+import { el, showError } from "../dom";
+import { centerOfMass, curlMoments, findRotation, rotateField, stacked, type Field } from "./com_field";
+import { displayControls, showLimits } from "./display_controls";
+import { drawColourWheel, drawGrid } from "./grid_draw";
+import type { GpuMaskedSums } from "./webgpu/masked_sums";
+
+export interface FieldState {
+  view: "com" | "dpc" | "idpc" | "fft";
+  com: Field | null;
+  comOn: "page" | "server" | "";
+  rotationDeg: number;
+  transpose: boolean;
+  found: { angleDeg: number; transpose: boolean } | null;
+  curl2: number;
+  div2: number;
+  shown: { view: string; shape: number[]; values: number[]; on: string } | null;
+}
+
+interface Product {
+  shape: number[];
+  values: number[];
+  placement: Placement[];
+}
+
+const PX = 320;
+
+export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuMaskedSums | null, detectorParams: () => Record<string, string>,
+  placementText: (p: Placement[]) => string): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
+  const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null };
+  const canvas = el("canvas", { id: "stem-field", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
+  const caption = el("p", { class: "status", id: "stem-field-caption" });
+  const view = el("select", { id: "stem-field-view", title: "centre-of-mass view" },
+    el("option", { value: "com" }, "CoM (colour wheel)"), el("option", { value: "dpc" }, "DPC (rotated, colour wheel)"),
+    el("option", { value: "idpc" }, "iDPC"), el("option", { value: "fft" }, "FFT of the virtual image"));
+  const slider = el("input", { id: "stem-dpc-rotation", type: "range", min: "0", max: "180", step: "0.1", value: "0", title: "DPC rotation (degrees)" });
+  const transpose = el("input", { id: "stem-dpc-transpose", type: "checkbox", title: "swap the CoM components before rotating" });
+  const useFound = el("button", { type: "button", id: "stem-dpc-found" }, "Found rotation");
+  const rotationText = el("span", { id: "stem-dpc-readout", class: "status" });
+  const displayParams = displayControls("stem-field", { transform: "linear", colormap: "gray", limits: "full" }, () => void refresh());
+  const element = el("section", { class: "stem-field-panel" },
+    el("h3", {}, "Centre of mass, DPC, iDPC, FFT"),
+    el("div", { class: "toolbar" }, view, el("label", {}, "rotation ", slider), el("label", {}, transpose, " transpose"), useFound, rotationText, displayParams.element),
+    canvas, caption);
+
+  const ensureCom = async (): Promise<void> => {
+    if (st.com) return;
+    const g = gpu();
+    if (g) {
+      st.com = centerOfMass(await g.comSums(), scan[0], scan[1]);
+      st.comOn = "page";
+    } else {
+      const p = await getJson<Product>(`${path}/products/com`);
+      const n = scan[0] * scan[1];
+      st.com = { rows: scan[0], cols: scan[1], u: Float64Array.from(p.values.slice(0, n)), v: Float64Array.from(p.values.slice(n)) };
+      st.comOn = "server";
+    }
+    const f = findRotation(st.com);
+    if (f) {
+      st.found = { angleDeg: (f.angle * 180) / Math.PI, transpose: f.transpose };
+      st.rotationDeg = st.found.angleDeg;
+      st.transpose = f.transpose;
+      slider.value = String(st.rotationDeg);
+      transpose.checked = st.transpose;
+    }
+  };
+
+  const refresh = async (): Promise<void> => {
+    canvas.dataset.state = "loading";
+    try {
+      st.view = view.value as FieldState["view"];
+      await ensureCom();
+      const com = st.com as Field;
+      const rotated = rotateField(com, (st.rotationDeg * Math.PI) / 180, st.transpose);
+      const m = curlMoments(rotated);
+      st.curl2 = m ? m.kk : NaN;
+      st.div2 = m ? m.dd : NaN;
+      rotationText.textContent = `rotation ${st.rotationDeg.toFixed(2)}°${st.transpose ? " (transposed)" : ""}` +
+        (st.found ? `; found ${st.found.angleDeg.toFixed(2)}°${st.found.transpose ? " transposed" : ""}` : "") +
+        (m ? `; ⟨curl²⟩ ${m.kk.toExponential(3)}, ⟨div²⟩ ${m.dd.toExponential(3)} px²` : "");
+      const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page` : "CoM from the server";
+      if (st.view === "com" || st.view === "dpc") {
+        const f = st.view === "com" ? com : rotated;
+        const max = drawColourWheel(canvas, f.u, f.v, scan[0], scan[1]);
+        st.shown = { view: st.view, shape: [2, scan[0], scan[1]], values: stacked(f), on: st.comOn };
+        caption.textContent = `${st.view === "com" ? "centre of mass" : "DPC"}: hue = direction, brightness = length (max ${max.toFixed(3)} px) — ${where}`;
+      } else {
+        const params: Record<string, string> = st.view === "idpc"
+          ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0" }
+          : { of: "mask", ...detectorParams() };
+        const p = await getJson<Product>(`${path}/products/${st.view}`, params);
+        const [rows, cols] = p.shape.slice(-2);
+        showLimits("stem-field", drawGrid(canvas, p.values, rows, cols, displayParams.get()));
+        st.shown = { view: st.view, shape: p.shape, values: p.values, on: "server" };
+        caption.textContent = `${st.view === "idpc" ? "iDPC at the rotation above" : "FFT (log1p |FFT2|, shifted) of the virtual image"} — ${placementText(p.placement)}`;
+        canvas.dataset.href = apiUrl(`${path}/products/${st.view}`, { ...params, format: "npy" });
+      }
+      canvas.dataset.view = st.view;
+      canvas.dataset.state = "ready";
+    } catch (e) {
+      canvas.dataset.state = "error";
+      showError(e, "centre-of-mass view");
+    }
+  };
+  view.addEventListener("change", () => void refresh());
+  slider.addEventListener("input", () => {
+    st.rotationDeg = Number(slider.value);
+    void refresh();
+  });
+  transpose.addEventListener("change", () => {
+    st.transpose = transpose.checked;
+    void refresh();
+  });
+  useFound.addEventListener("click", () => {
+    if (!st.found) return;
+    st.rotationDeg = st.found.angleDeg;
+    st.transpose = st.found.transpose;
+    slider.value = String(st.rotationDeg);
+    transpose.checked = st.transpose;
+    void refresh();
+  });
+  return { element, state: st, refresh };
+}

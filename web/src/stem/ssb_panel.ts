@@ -1,0 +1,83 @@
+// The SSB preview of the acquisition page: single-sideband ptychography's phase for the aberrations set with the
+// C10 (defocus), C12 (two-fold astigmatism, both in Å as `tensormorph stem ssb --C10/--C12`) and φ12 (degrees)
+// sliders, computed by the server's backends (GET …/ssb, the CLI's domain call, placed and reported); one request
+// in flight, the latest setting wins. Export of the phase as .npy.
+import { apiUrl, getJson, type Placement } from "../api";
+import { el, showError } from "../dom";
+import { displayControls, showLimits } from "./display_controls";
+import { drawGrid } from "./grid_draw";
+
+interface Phase {
+  shape: number[];
+  values: number[];
+  placement: Placement[];
+}
+
+export interface SsbState {
+  c10: number;
+  c12: number;
+  phi12: number;
+  phase: Phase | null;
+  requests: number;
+}
+
+const PX = 320;
+
+export function ssbPanel(path: string, scan: [number, number], placementText: (p: Placement[]) => string): { element: HTMLElement; state: SsbState } {
+  const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0 };
+  const canvas = el("canvas", { id: "stem-ssb", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
+  const caption = el("p", { class: "status", id: "stem-ssb-caption" }, "press Compute, or move a slider");
+  const slider = (id: string, label: string, min: number, max: number, step: number) => {
+    const input = el("input", { id, type: "range", min: String(min), max: String(max), step: String(step), value: "0" });
+    const out = el("span", { class: "status" }, "0");
+    input.addEventListener("input", () => (out.textContent = input.value));
+    input.addEventListener("change", () => void compute());
+    return { input, element: el("label", {}, `${label} `, input, out) };
+  };
+  const c10 = slider("stem-ssb-c10", "C10 (Å)", -5000, 5000, 10);
+  const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, 2000, 10);
+  const phi12 = slider("stem-ssb-phi12", "φ12 (°)", -90, 90, 1);
+  const go = el("button", { type: "button", id: "stem-ssb-compute" }, "Compute");
+  const npy = el("a", { id: "stem-ssb-npy", download: "ssb-phase.npy" }, "phase .npy");
+  const display = displayControls("stem-ssb", { transform: "linear", colormap: "gray", limits: "robust" }, () => draw());
+  const element = el("section", { class: "stem-ssb-panel" }, el("h3", {}, "SSB preview"),
+    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, npy, display.element), canvas, caption);
+
+  const draw = () => {
+    if (!st.phase) return;
+    const [rows, cols] = st.phase.shape;
+    showLimits("stem-ssb", drawGrid(canvas, st.phase.values, rows, cols, display.get()));
+  };
+  let inFlight = false;
+  let pending = false;
+  const compute = async (): Promise<void> => {
+    if (inFlight) {
+      pending = true;
+      return;
+    }
+    inFlight = true;
+    canvas.dataset.state = "loading";
+    try {
+      do {
+        pending = false;
+        const params = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
+        st.requests++;
+        const t0 = performance.now();
+        st.phase = await getJson<Phase>(`${path}/ssb`, params);
+        [st.c10, st.c12, st.phi12] = [Number(params.c10), Number(params.c12), Number(params.phi12)];
+        draw();
+        caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}° in ` +
+          `${(performance.now() - t0).toFixed(0)} ms — ${placementText(st.phase.placement)}`;
+        npy.href = apiUrl(`${path}/ssb`, { ...params, format: "npy" });
+      } while (pending);
+      canvas.dataset.state = "ready";
+    } catch (e) {
+      canvas.dataset.state = "error";
+      showError(e, "SSB preview");
+    } finally {
+      inFlight = false;
+    }
+  };
+  go.addEventListener("click", () => void compute());
+  return { element, state: st };
+}
