@@ -199,6 +199,7 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_block(state, req, res); }));
   svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
+  add_stem_ssb_routes(svr, state);
 }
 
 }  // namespace tmorph::server

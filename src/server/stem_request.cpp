@@ -30,6 +30,15 @@ std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, c
   return out;
 }
 
+std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name) {
+  const auto text = text_param(req, name);
+  if (!text) return std::nullopt;
+  const size_t comma = text->find(',');
+  if (comma == std::string::npos || text->find(',', comma + 1) != std::string::npos)
+    throw HttpError(400, std::string("parameter '") + name + "': expected ROW,COL in detector pixels, got '" + *text + "'");
+  return std::array<double, 2>{parse_double(text->substr(0, comma), name), parse_double(text->substr(comma + 1), name)};
+}
+
 std::optional<double> number_param(const httplib::Request& req, const char* name) {
   const auto text = text_param(req, name);
   return text ? std::optional<double>(parse_double(*text, name)) : std::nullopt;

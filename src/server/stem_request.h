@@ -32,6 +32,8 @@ void require_complete(const Acquisition& acq);
 
 // "ROW,COL" as two unsigned integers; nullopt when absent; 400 naming the parameter otherwise.
 std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name);
+// "ROW,COL" as two finite numbers (fractional pixels); nullopt when absent; 400 naming the parameter otherwise.
+std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name);
 // A finite number; nullopt when absent; 400 naming the parameter otherwise.
 std::optional<double> number_param(const httplib::Request& req, const char* name);
 // format=json (default) or npy; 400 otherwise.

@@ -1,0 +1,90 @@
+// GET /api/acquisitions/{id}/ssb: the viewer's SSB preview, the phase `tensormorph stem ssb` writes for the same
+// aberrations and calibration (the same domain call, stem/ssb_run.h's run_ssb, with given aberrations: no fit).
+// The face parses the query into an SsbRunRequest, runs it under the render mutex, and sends the phase.
+#include <mutex>
+
+#include "ops/placement_json.h"
+#include "stem/ssb_run.h"
+#include "tensormorph/error.h"
+
+#include "server/http_util.h"
+#include "server/routes.h"
+#include "server/stem_request.h"
+
+namespace tmorph::server {
+
+namespace {
+
+// A parameter that must be a finite number > 0 when given (semi-angle, energy, scan step, angular pixel size).
+std::optional<double> positive_param(const httplib::Request& req, const char* name) {
+  const auto v = number_param(req, name);
+  if (v && !(*v > 0)) throw HttpError(400, std::string("parameter '") + name + "': expected a number > 0, got " + std::to_string(*v));
+  return v;
+}
+
+// GET /api/acquisitions/{id}/ssb?c10=&c12=&phi12=&semiangle_mrad=&kv=&scan_step_A=&detector_mrad_per_px=
+//     &rotation_deg=&center=ROW,COL&radius=&detector_bin=N&scan_shape=ROWS,COLS&format=json|npy
+// Units as the CLI's flags: c10 and c12 in Å (--C10, --C12; c12 >= 0), phi12 in degrees from +column towards
+// +row (--phi12); semiangle_mrad (--semiangle-mrad), kv (--kv), scan_step_A (--scan-step-A),
+// detector_mrad_per_px (--detector-mrad-per-px), rotation_deg (--scan-rotation-deg; absent: chosen from the DPC
+// candidates by the lower loss, as the CLI does), center (R,C) and radius in unbinned detector pixels
+// (--center, --radius), detector_bin (--detector-bin N). Absent: the file's value, as on the CLI.
+// format=npy: the bytes `stem ssb … -o phase.npy` writes (float64 radians, [scan rows, scan cols]); json: the
+// CLI's report (to_json(SsbRun): aberrations, calibration, disk, rotation, loss, timings, …) plus shape, dtype,
+// values, placement, acquisition, product "ssb". No approximation is taken: when G does not fit the memory
+// budget, 409 with what the CLI would ask (--allow-approx ssb.bin_detector) or a coarser detector_bin.
+void get_ssb(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const std::string format = format_param(req);
+  SsbRunRequest request;
+  request.given.C10_A = number_param(req, "c10").value_or(0);
+  request.given.C12_A = number_param(req, "c12").value_or(0);
+  if (request.given.C12_A < 0) throw HttpError(400, "parameter 'c12': the astigmatism magnitude is >= 0 (its direction is phi12)");
+  request.given.phi12_deg = number_param(req, "phi12").value_or(0);
+  const auto kv = positive_param(req, "kv");
+  request.setup.energy_ev = {kv ? std::optional<double>(*kv * 1e3) : std::nullopt, "kv"};
+  request.setup.semiangle_mrad = {positive_param(req, "semiangle_mrad"), "semiangle_mrad"};
+  request.setup.scan_step_A = {positive_param(req, "scan_step_A"), "scan_step_A"};
+  request.setup.detector_mrad_per_px = {positive_param(req, "detector_mrad_per_px"), "detector_mrad_per_px"};
+  if (const auto c = point_param(req, "center")) request.setup.disk.center = *c;
+  request.setup.disk.radius = positive_param(req, "radius");
+  request.setup.disk.radius_name = "radius";
+  request.scan_rotation_deg = number_param(req, "rotation_deg");
+  request.scan_rotation_source = "rotation_deg";
+  if (const auto bin = uint_param(req, "detector_bin")) {
+    if (*bin == 0 || *bin > 64) throw HttpError(400, "parameter 'detector_bin': expected 1 to 64 (N x N detector pixels per output pixel)");
+    request.load.detector_bin = {*bin, *bin};
+  }
+  request.load.scan_shape = pair_param(req, "scan_shape");
+
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  const auto rt = state.compute.current();
+  request.load.threads = rt->threads;
+  request.load.memory_budget = rt->memory_budget;
+  const Planner planner = rt->planner();
+  SsbRun run;
+  try {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
+    run = run_ssb_with_consent(acq, request, planner, false);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::PrecisionRefused) throw;
+    throw HttpError(409, std::string(e.what()) + " The preview takes no approximation: the CLI would ask for consent "
+                                                 "(tensormorph stem ssb --allow-approx " + kSsbBinDetectorStep +
+                                                 "); here, ask for a coarser detector_bin=N.");
+  }
+  nlohmann::json doc = to_json(run);
+  doc["acquisition"] = served.id;
+  doc["product"] = "ssb";
+  doc["placement"] = placements_json(run.placements);
+  send_values(res, format, "<f8", {run.result.rows, run.result.cols}, run.result.phase, std::move(doc));
+}
+
+}  // namespace
+
+void add_stem_ssb_routes(httplib::Server& svr, ServerState& state) {
+  svr.Get(R"(/api/acquisitions/([^/]+)/ssb)",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_ssb(state, req, res); }));
+}
+
+}  // namespace tmorph::server
