@@ -156,9 +156,18 @@ async function main() {
     check((await page.locator("#stem-pattern-caption").textContent()).includes(`(${row}, ${col})`), "the caption names the position");
 
     step = "pattern display";
+    const meanOut = join(tmp, "mean.npy");
+    const maxOut = join(tmp, "max.npy");
+    tm(["stem", "mean-dp", master, "-o", meanOut], env);
+    tm(["stem", "mean-dp", master, "--max", "-o", maxOut], env);
+    const patternPath = await page.evaluate(() => document.querySelector("#stem-pattern").dataset.path);
+    check(sameValues(await page.evaluate(() => window.tmStem.pattern.values), readNpy(meanOut).values),
+      `the mean pattern (${patternPath}) equals the CLI's stem mean-dp`);
+    if (path === "page") check(patternPath === "page", "and was computed on the page's adapter");
     const patternBefore = await pngStats(page, (await page.locator("#stem-pattern").screenshot()).toString("base64"));
     await page.selectOption("#stem-pattern-of", "max");
     await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.showing === "max", null, { timeout: 60_000 });
+    check(sameValues(await page.evaluate(() => window.tmStem.pattern.values), readNpy(maxOut).values), "the max pattern equals the CLI's stem mean-dp --max");
     await page.selectOption("#stem-pattern-transform", "linear");
     await page.selectOption("#stem-pattern-cmap", "magma");
     const patternAfter = await pngStats(page, (await page.locator("#stem-pattern").screenshot()).toString("base64"));

@@ -275,6 +275,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     st.computeOn = computeOn.value === "page" && gpu ? "page" : "server";
     fields.state.com = null;  // recomputed where the choice says
     void refreshImage();
+    void showPattern().catch((e) => showError(e, "pattern"));
   });
   shape.addEventListener("change", () => {
     editor.setShape(shape.value as DetectorShape);
@@ -282,11 +283,24 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     void refreshImage();
   });
 
+  // The mean and max patterns: on the page's adapter when it holds the block (one pass for both), else the server's.
+  let pagePatterns: { mean: number[]; max: number[] } | null = null;
   const showPattern = async () => {
     const max = patternOf.value === "max";
     st.patternOf = max ? "max" : "mean";
-    const p = max ? await getJson<Product>(`${path}/products/mean-dp`, { max: "1" }) : st.pattern ?? (st.pattern = await getJson<Product>(`${path}/products/mean-dp`));
-    shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1], what: `${st.patternOf} diffraction pattern — ${placementText(p.placement)}` };
+    let p: Product;
+    let where: string;
+    if (gpu && st.computeOn === "page") {
+      pagePatterns ??= await gpu.patterns();
+      p = { shape: [detRows, detCols], dtype: max ? "<u4" : "<f8", values: max ? pagePatterns.max : pagePatterns.mean, placement: [] };
+      where = `computed on the page's adapter: ${gpu.adapter}`;
+    } else {
+      p = max ? await getJson<Product>(`${path}/products/mean-dp`, { max: "1" }) : await getJson<Product>(`${path}/products/mean-dp`);
+      where = placementText(p.placement);
+    }
+    st.pattern = p;
+    pattern.dataset.path = where.startsWith("computed on the page") ? "page" : "server";
+    shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1], what: `${st.patternOf} diffraction pattern — ${where}` };
     redrawPattern();
     pattern.dataset.state = "ready";
     pattern.dataset.showing = st.patternOf;
@@ -361,8 +375,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
 
   editor.draw();
   syncDetector();
-  await showPattern();
   await openPagePath();
+  await showPattern();
   await refreshImage();
   await fields.refresh();
   if (fields.state.found)

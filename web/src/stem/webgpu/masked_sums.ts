@@ -65,12 +65,18 @@ export function blockRefusal(bytes: number, limits: { maxStorageBufferBindingSiz
     "neither is offered on the page yet, so the server computes the images";
 }
 
+/** The u64 in words i (lo) and i + 1 (hi) as the nearest double (one rounding, as static_cast<double> of a uint64). */
+function pair(w: Uint32Array, i: number): number {
+  return w[i] + w[i + 1] * 2 ** 32;
+}
+
 export class GpuMaskedSums {
   private total: number[] | null = null;
   private constructor(
     private readonly device: any,
     private readonly pipeline: any,
     private readonly comPipeline: any,
+    private readonly patternPipeline: any,
     private readonly frames: any,
     readonly block: StemBlock,
     readonly adapter: string,
@@ -101,11 +107,12 @@ export class GpuMaskedSums {
     const module = device.createShaderModule({ code: MASKED_SUMS_WGSL });
     const pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
     const comPipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "com_main" } });
+    const patternPipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "pattern_main" } });
     const err = await device.popErrorScope();
     if (err) return `WGSL pipeline: ${err.message}`;
     const frames = device.createBuffer({ size: Math.max(16, block.words.byteLength), usage: BU.STORAGE | BU.COPY_DST });
     device.queue.writeBuffer(frames, 0, block.words.buffer, block.words.byteOffset, block.words.byteLength);
-    return new GpuMaskedSums(device, pipeline, comPipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
+    return new GpuMaskedSums(device, pipeline, comPipeline, patternPipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
   }
 
   /** Per scan position, the sum over `pixels` (null: every pixel), exact while below 2^53. */
@@ -144,44 +151,63 @@ export class GpuMaskedSums {
     }
   }
 
-  /** Per scan position, the centre-of-mass sums over every pixel: S = Σ v, R = Σ row·v, C = Σ col·v (each the
-   *  u64 the CPU's stem.frame_sums gives, as the nearest double: the value the CPU's float64 division starts from). */
-  async comSums(): Promise<{ s: Float64Array; r: Float64Array; c: Float64Array }> {
+  /** Runs `pipeline` (an entry point reading frames and params, writing `words` u32 to sums) over `threads`. */
+  private async run(pipeline: any, threads: number, words: number): Promise<Uint32Array> {
     const [rows, cols, kr, kc] = this.block.shape;
-    const positions = rows * cols;
     const d = this.device;
-    const bytes = 24 * positions;
+    const bytes = 4 * words;
     const out = d.createBuffer({ size: Math.max(16, bytes), usage: BU.STORAGE | BU.COPY_SRC });
     const read = d.createBuffer({ size: Math.max(16, bytes), usage: BU.MAP_READ | BU.COPY_DST });
     const params = d.createBuffer({ size: 32, usage: BU.UNIFORM | BU.COPY_DST });
     try {
-      d.queue.writeBuffer(params, 0, new Uint32Array([positions, 0, kr * kc, kc, WIDTH[this.block.dtype], 1, 0, 0]));
+      d.queue.writeBuffer(params, 0, new Uint32Array([rows * cols, 0, kr * kc, kc, WIDTH[this.block.dtype], 1, 0, 0]));
       const group = d.createBindGroup({
-        layout: this.comPipeline.getBindGroupLayout(0),
+        layout: pipeline.getBindGroupLayout(0),
         entries: [[0, this.frames], [2, out], [3, params]].map(([binding, buffer]) => ({ binding, resource: { buffer } })),
       });
       const enc = d.createCommandEncoder();
       const pass = enc.beginComputePass();
-      pass.setPipeline(this.comPipeline);
+      pass.setPipeline(pipeline);
       pass.setBindGroup(0, group);
-      pass.dispatchWorkgroups(Math.ceil(positions / 64));
+      pass.dispatchWorkgroups(Math.ceil(threads / 64));
       pass.end();
       enc.copyBufferToBuffer(out, 0, read, 0, bytes);
       d.queue.submit([enc.finish()]);
       await read.mapAsync(0x1, 0, bytes);
-      const w = new Uint32Array(read.getMappedRange(0, bytes));
-      const pair = (i: number) => w[i] + w[i + 1] * 2 ** 32;  // one rounding: the u64's nearest double
-      const res = { s: new Float64Array(positions), r: new Float64Array(positions), c: new Float64Array(positions) };
-      for (let p = 0; p < positions; p++) {
-        res.s[p] = pair(6 * p);
-        res.r[p] = pair(6 * p + 2);
-        res.c[p] = pair(6 * p + 4);
-      }
+      const w = new Uint32Array(read.getMappedRange(0, bytes)).slice();
       read.unmap();
-      return res;
+      return w;
     } finally {
       for (const b of [out, read, params]) b.destroy();
     }
+  }
+
+  /** Per scan position, the centre-of-mass sums over every pixel: S = Σ v, R = Σ row·v, C = Σ col·v (each the
+   *  u64 the CPU's stem.frame_sums gives, as the nearest double: the value the CPU's float64 division starts from). */
+  async comSums(): Promise<{ s: Float64Array; r: Float64Array; c: Float64Array }> {
+    const positions = this.block.shape[0] * this.block.shape[1];
+    const w = await this.run(this.comPipeline, positions, 6 * positions);
+    const res = { s: new Float64Array(positions), r: new Float64Array(positions), c: new Float64Array(positions) };
+    for (let p = 0; p < positions; p++) {
+      res.s[p] = pair(w, 6 * p);
+      res.r[p] = pair(w, 6 * p + 2);
+      res.c[p] = pair(w, 6 * p + 4);
+    }
+    return res;
+  }
+
+  /** The mean pattern (Σ over positions / positions, float64 as the CPU divides) and the max pattern, per detector pixel. */
+  async patterns(): Promise<{ mean: number[]; max: number[] }> {
+    const pixels = this.block.shape[2] * this.block.shape[3];
+    const positions = this.block.shape[0] * this.block.shape[1];
+    const w = await this.run(this.patternPipeline, pixels, 3 * pixels);
+    const mean = new Array<number>(pixels);
+    const max = new Array<number>(pixels);
+    for (let i = 0; i < pixels; i++) {
+      mean[i] = pair(w, 3 * i) / positions;
+      max[i] = w[3 * i + 2];
+    }
+    return { mean, max };
   }
 
   /** The virtual image of a detector: direct sums, or total − complement when it covers over half the frame. */

@@ -4,6 +4,8 @@
 // in the block layout GET /api/acquisitions/{id}/block serves: u8, u16 or u32 values, little-endian, packed.
 // com_main: the centre-of-mass sums of the same op over every pixel, S = sum v, R = sum k*v, C = sum l*v (k, l the
 // pixel's detector row and column), each exact as a u32 pair (k*v formed as a full 64-bit product).
+// pattern_main: TM_OP_STEM_PATTERN_REDUCE's contract, one thread per detector pixel: the sum over every scan
+// position (a u32 pair) and the maximum (u32).
 export const MASKED_SUMS_WGSL = /* wgsl */ `
 struct Params {
   positions: u32,      // scan positions in this dispatch
@@ -88,5 +90,22 @@ fn com_main(@builtin(global_invocation_id) gid: vec3<u32>) {
   sums[6u * p + 3u] = r.y;
   sums[6u * p + 4u] = c.x;
   sums[6u * p + 5u] = c.y;
+}
+
+// 3 u32 per detector pixel: sum (lo, hi), max. params.positions: scan positions; params.pixels: pixels per frame.
+@compute @workgroup_size(64)
+fn pattern_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= params.pixels) { return; }
+  var s = vec2<u32>(0u, 0u);
+  var m = 0u;
+  for (var p = 0u; p < params.positions; p = p + 1u) {
+    let v = value_at((params.first + p) * params.pixels + i);
+    s = add64(s, vec2<u32>(v, 0u));
+    m = max(m, v);
+  }
+  sums[3u * i] = s.x;
+  sums[3u * i + 1u] = s.y;
+  sums[3u * i + 2u] = m;
 }
 `;
