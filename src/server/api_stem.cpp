@@ -40,7 +40,7 @@ std::optional<DetectorRect> rect_param(const httplib::Request& req) {
 }
 
 // GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&rect=R0,C0,R1,C1&center=ROW,COL&radius=
-//     &max=1&of=KIND&rotation_deg=&transpose=1&scan_shape=ROWS,COLS&format=json|npy
+//     &max=1&of=KIND&rotation_deg=&transpose=1&scan_shape=ROWS,COLS&scan_region=R0,R1,C0,C1&detector_bin=N&format=json|npy
 // The product `kind` (mean-dp, bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft; docs/api.md), as
 // `tensormorph stem KIND` computes it.
 void get_product(ServerState& state, const httplib::Request& req, httplib::Response& res) {
@@ -55,6 +55,7 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   ProductSpec spec;
   spec.kind = *kind;
   spec.load.scan_shape = pair_param(req, "scan_shape");
+  view_params(req, spec.load);
   spec.load.threads = rt->threads;
   spec.load.memory_budget = rt->memory_budget;
   if (const auto of = text_param(req, "of")) {
@@ -117,7 +118,7 @@ void get_calibration(ServerState& state, const httplib::Request& req, httplib::R
   send_json(res, doc);
 }
 
-// GET /api/acquisitions/{id}/frame?row=&col=[&scan_shape=ROWS,COLS][&masked=0][&format=json|npy]: the diffraction
+// GET /api/acquisitions/{id}/frame?row=&col=[&scan_shape=ROWS,COLS][&detector_bin=N][&masked=0][&format=json|npy]: the diffraction
 // pattern at one scan position, decoded on the server (bad pixels and sentinels zeroed unless masked=0).
 void get_frame(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
@@ -134,6 +135,7 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
                              std::to_string(scan[0]) + " x " + std::to_string(scan[1]) + " scan");
   load.scan_shape = scan;
   load.scan_region = Box{*row, *row + 1, *col, *col + 1};
+  view_params(req, load, false);
   load.mask_bad_pixels = text_param(req, "masked").value_or("1") != "0";
   const StemArray frame = load_stem(acq, load);
   const std::vector<uint64_t> shape = {frame.shape[2], frame.shape[3]};
@@ -154,7 +156,7 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
 // memory, whose limits it checks itself; beyond this the server's products are the way.
 constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
 
-// GET /api/acquisitions/{id}/block[?scan_shape=R,C]: every frame, decoded and masked as the products see them
+// GET /api/acquisitions/{id}/block[?scan_shape=R,C][&scan_region=R0,R1,C0,C1][&detector_bin=N]: every frame (of the region, binned), decoded and masked as the products see them
 // (bad pixels and sentinels zeroed), row-major [scan row, scan col, detector row, detector col] in the stored
 // dtype, little-endian, zero-padded to a multiple of 4 bytes: the layout the page's WGSL kernels read as u32
 // words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB.
@@ -164,6 +166,7 @@ void get_block(ServerState& state, const httplib::Request& req, httplib::Respons
   require_complete(acq);
   LoadRequest load;
   load.scan_shape = pair_param(req, "scan_shape");
+  view_params(req, load);
   load.threads = state.compute.current()->threads;
   const LoadPlan plan = plan_load(acq, load);
   if (plan.output_bytes > kMaxBlockBytes)
@@ -200,6 +203,7 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
   svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
   add_stem_ssb_routes(svr, state);
+  add_stem_event_routes(svr, state);
 }
 
 }  // namespace tmorph::server

@@ -22,6 +22,8 @@ void add_compute_routes(httplib::Server& svr, ServerState& state);
 void add_stem_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/ssb (the SSB preview; api_stem_ssb.cpp). Called by add_stem_routes.
 void add_stem_ssb_routes(httplib::Server& svr, ServerState& state);
+// GET /api/acquisitions/{id}/events (readiness as Server-Sent Events; api_stem_events.cpp). Called by add_stem_routes.
+void add_stem_event_routes(httplib::Server& svr, ServerState& state);
 // Every other GET: /api/... is 404 JSON; the rest are static files under state.web_root, or the
 // built-in page at / when there is no web root.
 void add_static_routes(httplib::Server& svr, ServerState& state);

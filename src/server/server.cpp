@@ -132,6 +132,7 @@ void serve(ServerState& state, const ServeOptions& o) {
   // stop() is a no-op until the listener has started listening, and may be called only once.
   while (!listener_done && !svr.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   state.jobs.shutdown();  // ends the event streams, which would otherwise hold their workers
+  state.readiness_streams.stop();
   if (!listener_done) svr.stop_serving();
   listener.join();
   sigaction(SIGINT, &old_int, nullptr);
