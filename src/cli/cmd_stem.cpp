@@ -310,6 +310,7 @@ void add_stem_command(CLI::App& app) {
 
   add_stem_product_commands(stem);
   add_stem_ssb_command(stem);
+  add_stem_movie_command(stem);
 }
 
 }  // namespace tmorph::cli

@@ -6,8 +6,8 @@
 #include <tuple>
 
 #include "cli/number_lists.h"
-#include "lod/cells.h"
 #include "render/cell_image.h"
+#include "render/product_image.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -18,21 +18,20 @@ void ProductDisplayFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--limits", limits, "PNG: LO,HI in product units (default: the values' finite range)");
 }
 
+ProductDisplay ProductDisplayFlags::display() const {
+  ProductDisplay d;
+  d.colormap = colormap;
+  d.transform = parse_transform(transform);
+  if (!limits.empty()) std::tie(d.lo, d.hi) = parse_limits(limits);
+  return d;
+}
+
 bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
 
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements) {
-  const uint64_t cols = shape.back(), rows = v.size() / cols;
-  CellGrid g = cells_from_values([&](uint64_t r, uint64_t c0, uint64_t c1, double* out) {
-    std::copy(v.begin() + static_cast<std::ptrdiff_t>(r * cols + c0), v.begin() + static_cast<std::ptrdiff_t>(r * cols + c1), out);
-  }, TileRange{0, rows, 0, cols}, 1, 1);
-  DisplayRequest d;
-  d.transform = parse_transform(flags.transform);
-  if (!flags.limits.empty()) std::tie(d.lo, d.hi) = parse_limits(flags.limits);
-  const bool signed_values = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
-  d.colormap = !flags.colormap.empty() ? std::string_view(flags.colormap) : signed_values ? "RdBu_r" : "gray";
-  const CellImage img = render_cells(g, CellStat::Mean, d, planner);
+  const CellImage img = render_product_image(shape, v, flags.display(), planner);
   placements.push_back(img.placement);
   write_png(path, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product},
                                                                     {"tensormorph:shape", nlohmann::json(shape).dump()}}));

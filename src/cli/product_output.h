@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
+#include "render/product_image.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
 
@@ -19,6 +20,8 @@ namespace tmorph::cli {
 struct ProductDisplayFlags {
   std::string colormap, transform = "linear", limits;
   void add_to(CLI::App* cmd);
+  // The flags as the renderer's request; throws InvalidArgument for a bad transform or limits.
+  ProductDisplay display() const;
 };
 
 bool is_png(const std::string& path);

@@ -50,6 +50,9 @@ LoadRequest make_request(const LoadArgs& a);
 // Registers `stem ssb` (single-sideband ptychography).
 void add_stem_ssb_command(CLI::App* stem);
 
+// Registers `stem movie` (GIF/MP4 of patterns along a line or a detector sweep).
+void add_stem_movie_command(CLI::App* stem);
+
 // Registers bf, abf, adf, haadf, df, mask, com, dpc, idpc, fft and mean-dp under `stem`.
 void add_stem_product_commands(CLI::App* stem);
 

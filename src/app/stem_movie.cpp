@@ -1,0 +1,84 @@
+#include "app/stem_movie.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <variant>
+
+#include "render/gif_write.h"
+#include "render/movie_frame.h"
+#include "render/mp4_write.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+MovieFormat movie_format(const std::string& path) {
+  const size_t dot = path.find_last_of('.');
+  std::string ext = dot == std::string::npos || path.find('/', dot) != std::string::npos ? "" : path.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == "gif") return MovieFormat::gif;
+  if (ext == "mp4") return MovieFormat::mp4;
+  throw Error(ErrorKind::InvalidArgument, path + ": a movie is written as .gif or .mp4 (the extension chooses)");
+}
+
+MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
+                             double fps, const std::function<const Planner&()>& planner) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const MovieFormat format = movie_format(out);
+  if (plan.frames.empty()) throw Error(ErrorKind::InvalidArgument, out + ": a movie needs at least one frame");
+  if (!(fps > 0) || !std::isfinite(fps)) throw Error(ErrorKind::InvalidArgument, "--fps must be a positive number");
+  MovieResult result;
+  std::unique_ptr<GifWriter> gif;
+  std::unique_ptr<Mp4Writer> mp4;
+  nlohmann::json labels = nlohmann::json::array(), limits = nlohmann::json::array();
+  nlohmann::json shown;  // colour map and transform as resolved
+  const ScaleBar bar{plan.units_per_pixel, plan.unit};
+  for (const MovieFrameSpec& f : plan.frames) {
+    ProductOutput product = compute_product(acq, f.spec, std::nullopt, planner);
+    std::move(product.placements.begin(), product.placements.end(), std::back_inserter(result.placements));
+    const std::vector<double> values = std::visit([](const auto& v) { return std::vector<double>(v.begin(), v.end()); }, product.values);
+    const CellImage img = render_product_image(product.shape, values, display, planner());
+    result.placements.push_back(img.placement);
+    const RgbaImage frame = movie_frame(img, product.shape.back(), f.label, bar);
+    if (!gif && !mp4) {
+      if (format == MovieFormat::gif) gif = std::make_unique<GifWriter>(out, frame.width, frame.height, fps);
+      else mp4 = std::make_unique<Mp4Writer>(out, frame.width, frame.height, fps);
+      result.report["width"] = frame.width;
+      result.report["height"] = frame.height;
+      shown = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)}};
+    }
+    if (gif) gif->add(frame);
+    else mp4->add(frame);
+    labels.push_back(f.label);
+    limits.push_back({img.params.limits.lo, img.params.limits.hi});
+  }
+  nlohmann::json& r = result.report;
+  r["file"] = out;
+  r["mode"] = plan.mode;
+  r["frames"] = plan.frames.size();
+  r["fps"] = fps;
+  if (gif) {
+    gif->finish();
+    r["format"] = "gif", r["codec"] = "gif";
+    r["delay_cs"] = gif->delay_cs();
+    r["inexact_frames"] = gif->inexact_frames();
+    r["max_error"] = gif->max_error();
+  } else {
+    mp4->finish();
+    r["format"] = "mp4", r["codec"] = "h264 (libx264, yuv420p)";
+    r["coded_width"] = mp4->coded_width();
+    r["coded_height"] = mp4->coded_height();
+  }
+  r["scale_bar"] = {{"units_per_pixel", plan.units_per_pixel}, {"unit", plan.unit}};
+  r["labels"] = std::move(labels);
+  shown["limits"] = std::move(limits);
+  r["display"] = std::move(shown);
+  r["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace tmorph

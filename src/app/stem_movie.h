@@ -1,0 +1,38 @@
+// A movie of 4D-STEM products (`stem movie`, next the viewer's export button): every frame of a MoviePlan
+// (stem/movie_plan.h) computed by compute_product, drawn by render_product_image exactly as `stem <kind>
+// -o OUT.png` draws it, captioned (label, scale bar: render/movie_frame.h) and encoded as GIF (exact
+// colours) or MP4 (H.264).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/dectris.h"
+#include "render/product_image.h"
+#include "stem/movie_plan.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+enum class MovieFormat { gif, mp4 };
+
+// By the path's extension, .gif or .mp4 (any case); Error(InvalidArgument) naming the path otherwise.
+MovieFormat movie_format(const std::string& path);
+
+struct MovieResult {
+  // file, format, codec, frames, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
+  // scale_bar {units_per_pixel, unit}, mode, labels, display {colormap, transform, limits per frame}, seconds.
+  nlohmann::json report;
+  std::vector<Placement> placements;  // what ran (the products' passes, the colour op), frame by frame
+};
+
+// Each frame's limits are the display's, else automatic over that frame's values (as its PNG). The file is
+// written only when every frame is computed and encoded (an unfinished file is removed). `planner` is called
+// when something runs. Throws what compute_product, the renderer and the encoders throw.
+MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
+                             double fps, const std::function<const Planner&()>& planner);
+
+}  // namespace tmorph
