@@ -50,6 +50,8 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
       result.report["width"] = frame.width;
       result.report["height"] = frame.height;
       shown = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)}};
+      const auto [paper, ink] = paper_and_ink(*img.params.colormap);
+      result.report["caption"] = {{"paper", {paper[0], paper[1], paper[2]}}, {"ink", {ink[0], ink[1], ink[2]}}, {"height", kCaptionHeight}};
     }
     if (gif) gif->add(frame);
     else mp4->add(frame);

@@ -24,7 +24,7 @@ MovieFormat movie_format(const std::string& path);
 
 struct MovieResult {
   // file, format, codec, frames, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
-  // scale_bar {units_per_pixel, unit}, mode, labels, display {colormap, transform, limits per frame}, seconds.
+  // scale_bar {units_per_pixel, unit}, caption {paper, ink (RGB), height}, mode, labels, display {colormap, transform, limits per frame}, seconds.
   nlohmann::json report;
   std::vector<Placement> placements;  // what ran (the products' passes, the colour op), frame by frame
 };
