@@ -77,7 +77,9 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   for (const auto& d : req.detectors) {
     for (uint32_t p : d)
       if (p >= pixels) throw Error(ErrorKind::InvalidArgument, "products: a detector pixel lies outside the frame");
-    const bool dense = d.size() > pixels / 2;
+    // A detector of the whole frame is read directly: its complement would be an empty list, and the backends
+    // refuse lists with no pixels at all.
+    const bool dense = d.size() > pixels / 2 && d.size() < pixels;
     const std::vector<uint32_t> list = dense ? complement_pixels(d, pixels) : d;
     r.evaluated_as.push_back(dense ? "total - complement" : "direct");
     list_pixels.insert(list_pixels.end(), list.begin(), list.end());

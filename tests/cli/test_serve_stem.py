@@ -3,12 +3,14 @@
 (current while files come and go), and the products, the calibration and single frames it computes on its
 backends equal what the CLI writes for the same request, number for number. Bad requests get a clear message
 and never take the server down."""
+import http.client
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -160,6 +162,156 @@ class ServeStemTest(unittest.TestCase):
             if os.path.exists(target):
                 os.remove(target)
         self.assertEqual(self.get_json("/api/health")["status"], "ok")
+
+    def read_event(self, response, deadline):
+        """The next (name, data) of a Server-Sent Events response, skipping comment lines; None past the deadline."""
+        name, data = None, None
+        while time.time() < deadline:
+            line = response.fp.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                data = json.loads(line[len("data: "):])
+            elif line == "" and name is not None:
+                return name, data
+        return None
+
+    def open_events(self, server, acquisition):
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("GET", "/api/acquisitions/%s/events" % acquisition)
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.getheader("Content-Type").startswith("text/event-stream"), r.getheader("Content-Type"))
+        return conn, r
+
+    def test_readiness_events_push_the_summary_then_each_change(self):
+        target = os.path.join(self.partial, "demo_data_000002.h5")
+        conn, r = self.open_events(self.server, "a1")
+        try:
+            name, first = self.read_event(r, time.time() + 10)
+            self.assertEqual(name, "readiness")
+            self.assertEqual(first["id"], "a1")
+            self.assertEqual(first["readiness"], self.get_json("/api/acquisitions/a1")["readiness"], "the summary's readiness")
+            self.assertEqual(first["readiness"]["status"], "incomplete")
+            shutil.copy(self.moved, target)  # the writer finishes: an event within a poll or two
+            t0 = time.time()
+            event = self.read_event(r, t0 + 10)
+            self.assertIsNotNone(event, "no event after the data file arrived")
+            name, second = event
+            self.assertEqual(name, "readiness")
+            self.assertEqual(second["readiness"]["status"], "complete", second["readiness"])
+            self.assertGreater(second["readiness"]["frames_present"], first["readiness"]["frames_present"])
+            self.assertLess(time.time() - t0, 5)
+            os.remove(target)  # and gone again
+            name, third = self.read_event(r, time.time() + 10)
+            self.assertEqual(third["readiness"]["status"], "incomplete")
+        finally:
+            conn.close()
+            if os.path.exists(target):
+                os.remove(target)
+        self.get_json("/api/acquisitions/a9/events", expect=404)
+        self.assertEqual(self.get_json("/api/health")["status"], "ok")
+
+    def test_an_open_readiness_stream_does_not_hold_shutdown(self):
+        server = Server([self.partial], self.env)
+        try:
+            conn, r = self.open_events(server, "a0")
+            self.assertEqual(self.read_event(r, time.time() + 10)[0], "readiness")
+            t0 = time.time()
+            code, _ = server.stop()
+            self.assertEqual(code, 0)
+            self.assertLess(time.time() - t0, 5, "the stream ended with the server")
+            conn.close()
+        finally:
+            if server.proc.poll() is None:
+                server.proc.kill()
+
+    def test_ssb_preview_equals_the_clis_stem_ssb(self):
+        cases = [("c10=80&c12=15&phi12=25", ["--C10", "80", "--C12", "15", "--phi12", "25"]),
+                 ("c10=-40&semiangle_mrad=18&rotation_deg=5&kv=200",
+                  ["--C10", "-40", "--semiangle-mrad", "18", "--scan-rotation-deg", "5", "--kv", "200"])]
+        for query, flags in cases:
+            with self.subTest(query=query):
+                cli_file = self.cli_npy("stem", "ssb", self.master, *flags)
+                status, _, body = self.get("/api/acquisitions/a0/ssb?%s&format=npy" % query)
+                self.assertEqual(status, 200, body[:300])
+                with open(cli_file, "rb") as f:
+                    self.assertEqual(body, f.read(), "the .npy bytes")
+                doc = self.get_json("/api/acquisitions/a0/ssb?" + query)
+                want = np.load(cli_file)
+                self.assertEqual(doc["shape"], [8, 8])
+                self.assertEqual(doc["dtype"], "<f8")
+                np.testing.assert_array_equal(np.array(doc["values"], dtype=np.float64).reshape(want.shape), want)
+                with open(cli_file + ".json") as f:
+                    report = json.load(f)
+                self.assertEqual(doc["aberrations"], report["aberrations"])
+                for key, value in report["calibration"].items():  # the same numbers; sources named by each face
+                    self.assertEqual(doc["calibration"][key]["value"] if isinstance(value, dict) else doc["calibration"][key],
+                                     value["value"] if isinstance(value, dict) else value, key)
+                self.assertTrue(doc["placement"])
+        doc = self.get_json("/api/acquisitions/a0/ssb?c10=80&c12=15&phi12=25&semiangle_mrad=18")
+        self.assertEqual(doc["calibration"]["semiangle"]["value"], 18.0)
+        self.assertEqual(doc["calibration"]["semiangle"]["source"], "semiangle_mrad")
+
+    def test_bad_ssb_parameters_are_400_naming_the_parameter(self):
+        cases = [("c10=abc", "'c10'"), ("c12=-1", "'c12'"), ("phi12=inf", "'phi12'"), ("kv=0", "'kv'"),
+                 ("semiangle_mrad=-3", "'semiangle_mrad'"), ("scan_step_A=x", "'scan_step_A'"), ("center=4", "'center'"),
+                 ("radius=0", "'radius'"), ("detector_bin=0", "'detector_bin'"), ("rotation_deg=nan", "'rotation_deg'"),
+                 ("format=png", "'format'"), ("c10=1&c10=2", "'c10'")]
+        for query, words in cases:
+            with self.subTest(query=query):
+                self.assertIn(words, self.get_json("/api/acquisitions/a0/ssb?" + query, expect=400)["error"])
+        self.get_json("/api/acquisitions/a1/ssb", expect=409)  # still being written
+        self.get_json("/api/acquisitions/a9/ssb", expect=404)
+
+    def test_a_rectangle_detector_equals_the_cli_and_a_numpy_sum_of_the_frames(self):
+        frames = np.load(self.cli_npy("stem", "export", self.master))
+        self.assertEqual(frames.shape, (8, 8, 32, 32))
+        for rect in ("2,3,10,12", "0,0,32,32", "31,0,32,1", "12,20,20,31"):
+            with self.subTest(rect=rect):
+                r0, c0, r1, c1 = map(int, rect.split(","))
+                cli_file = self.cli_npy("stem", "mask", self.master, "--rect", rect)
+                status, _, body = self.get("/api/acquisitions/a0/products/mask?rect=%s&format=npy" % rect)
+                self.assertEqual(status, 200, body[:300])
+                with open(cli_file, "rb") as f:
+                    self.assertEqual(body, f.read(), "the .npy bytes")
+                want = frames[:, :, r0:r1, c0:c1].astype(np.uint64).sum(axis=(2, 3))
+                np.testing.assert_array_equal(np.load(cli_file), want)
+                doc = self.get_json("/api/acquisitions/a0/products/mask?rect=" + rect)
+                self.assertEqual(doc["detector"]["kind"], "rectangle")
+                self.assertEqual(doc["detector"]["rect"], [r0, c0, r1, c1])
+                self.assertEqual(doc["detector"]["pixels"], (r1 - r0) * (c1 - c0))
+        # A disk (inner 0) is an annulus too, and so is one covering the whole frame.
+        for outer in ("5", "100"):
+            cli_file = self.cli_npy("stem", "mask", self.master, "--inner", "0", "--outer", outer)
+            status, _, body = self.get("/api/acquisitions/a0/products/mask?inner=0&outer=%s&format=npy" % outer)
+            self.assertEqual(status, 200, body[:300])
+            with open(cli_file, "rb") as f:
+                self.assertEqual(body, f.read())
+        np.testing.assert_array_equal(np.load(cli_file), frames.astype(np.uint64).sum(axis=(2, 3)))
+
+    def test_a_rectangle_outside_the_frame_or_empty_is_refused_clearly(self):
+        cases = [("2,3,40,12", "outside the 32x32 detector"), ("0,0,32,33", "outside the 32x32 detector"),
+                 ("5,3,5,12", "is empty"), ("2,12,10,3", "is empty")]
+        for rect, words in cases:
+            with self.subTest(rect=rect):
+                doc = self.get_json("/api/acquisitions/a0/products/mask?rect=" + rect, expect=400)
+                self.assertIn(words, doc["error"])
+                self.assertIn(rect, doc["error"], "the rectangle is named")
+                r = self.tm("stem", "mask", self.master, "--rect", rect, "-o", os.path.join(self.tmp, "bad.npy"))
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(words, r.stderr)
+        for query, words in (("rect=1,2,3", "'rect'"), ("rect=1,2,3,4,5", "'rect'"), ("rect=a,2,3,4", "'rect'"),
+                             ("rect=0,0,4,4&inner=2", "--rect excludes"), ("rect=0,0,4,4&outer=2", "--rect excludes")):
+            with self.subTest(query=query):
+                self.assertIn(words, self.get_json("/api/acquisitions/a0/products/mask?" + query, expect=400)["error"])
+        self.assertIn("'rect'", self.get_json("/api/acquisitions/a0/products/bf?rect=0,0,4,4", expect=400)["error"])
+        r = self.tm("stem", "mask", self.master, "--rect", "0,0,4,4", "--inner", "2", "-o", os.path.join(self.tmp, "bad.npy"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--rect excludes --inner", r.stderr)
 
 
 if __name__ == "__main__":
