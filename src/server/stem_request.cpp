@@ -65,4 +65,26 @@ std::string format_param(const httplib::Request& req) {
   return format;
 }
 
+void view_params(const httplib::Request& req, LoadRequest& load, bool region) {
+  if (const auto bin = uint_param(req, "detector_bin")) {
+    if (*bin == 0 || *bin > 1024) throw HttpError(400, "parameter 'detector_bin': expected 1 to 1024, got " + std::to_string(*bin));
+    load.detector_bin = {*bin, *bin};
+  }
+  if (!region) return;
+  const auto text = text_param(req, "scan_region");
+  if (!text) return;
+  std::array<uint64_t, 4> v{};
+  size_t at = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t end = i < 3 ? text->find(',', at) : text->size();
+    const std::string part = end == std::string::npos ? std::string() : text->substr(at, end - at);
+    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos ||
+        (i == 3 && text->find(',', at) != std::string::npos))
+      throw HttpError(400, "parameter 'scan_region': expected four unsigned integers R0,R1,C0,C1, got '" + *text + "'");
+    v[i] = std::stoull(part);
+    at = end + 1;
+  }
+  load.scan_region = Box{v[0], v[1], v[2], v[3]};
+}
+
 }  // namespace tmorph::server

@@ -17,6 +17,7 @@
 #include "formats/dectris.h"
 #include "server/http_util.h"
 #include "server/server_state.h"
+#include "stem/load.h"
 
 namespace tmorph::server {
 
@@ -36,6 +37,12 @@ std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, c
 std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name);
 // A finite number; nullopt when absent; 400 naming the parameter otherwise.
 std::optional<double> number_param(const httplib::Request& req, const char* name);
+// The view a page works in, as the CLI's --scan-region and --detector-bin: scan_region=R0,R1,C0,C1 (half-open
+// scan rows and columns) and detector_bin=N (N x N detector pixels summed per pixel; the last bins hold fewer
+// when N does not divide the detector), into `load`, which refuses a region outside the scan. 400 naming the
+// parameter for text that is not unsigned integers, or a bin of 0 or over 1024. `region` false: scan_region is not read (the frame endpoint
+// sets its own).
+void view_params(const httplib::Request& req, LoadRequest& load, bool region = true);
 // format=json (default) or npy; 400 otherwise.
 std::string format_param(const httplib::Request& req);
 

@@ -239,18 +239,54 @@ async function main() {
     const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
     check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
 
+    step = "detector bin on the page's adapter";
+    const viewed = async (pg) => pg.evaluate(() => ({ center: window.tmStem.center, values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner,
+      outer: document.querySelector("#stem-image").dataset.outer, path: document.querySelector("#stem-image").dataset.path, note: document.querySelector("#stem-compute-note").textContent }));
+    const cliView = (v, extra) => {
+      const out = join(tmp, `view-${extra.join("_")}-${v.inner}-${v.outer}.npy`);
+      tm(["stem", "mask", master, "--center", `${v.center[0]},${v.center[1]}`, "--inner", v.inner, "--outer", v.outer, ...extra, "-o", out], env);
+      return readNpy(out).values;
+    };
+    await page.selectOption("#stem-detector-bin", "2");
+    await page.waitForFunction(() => window.tmStem.view.bin === 2 && document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+    let v = await viewed(page);
+    if (path === "page") check(v.path === "page" && /binned 2 × 2 on the adapter/.test(v.note), `the page bins its resident block on the adapter: "${v.note}"`);
+    check(sameValues(v.values, cliView(v, ["--detector-bin", "2"])), `the binned view's image (${v.path}) equals the CLI's stem mask --detector-bin 2 --center ${v.center} --inner ${v.inner} --outer ${v.outer}`);
+    await page.waitForFunction(() => document.querySelector("#stem-field")?.dataset.state === "ready", null, { timeout: 120_000 });
+    const comBinOut = join(tmp, "com-bin2.npy");
+    tm(["stem", "com", master, "--detector-bin", "2", "-o", comBinOut], env);
+    const comBin = close((await fieldState()).values, readNpy(comBinOut).values, 1e-5);
+    check(comBin.ok, `and its CoM equals the CLI's stem com --detector-bin 2 (worst ${comBin.worst.toExponential(2)})`);
+    await page.selectOption("#stem-detector-bin", "1");
+    await page.waitForFunction(() => window.tmStem.view.bin === 1 && document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+
     step = "an adapter too small for the block";
     const small = await context.newPage();
     const smallErrors = watchErrors(small);
-    await small.addInitScript(() => localStorage.setItem("tm.stem.maxBlockBytes", "65536"));
+    await small.addInitScript(() => localStorage.setItem("tm.stem.maxBlockBytes", "300000"));  // the block is 552960 bytes
     await small.goto(new URL("#/acquisition/a0", base).href);
     await small.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
     const refusal = await small.locator("#stem-compute-note").textContent();
-    check(/binds at most 0\.1 MiB/.test(refusal) && /detector bin of 2/.test(refusal) && /scan crop/.test(refusal),
+    check(/binds at most 0\.3 MiB/.test(refusal) && /detector bin of 2/.test(refusal) && /scan crop of 8 × 7/.test(refusal),
       `the page refuses the block and names the ladder: "${refusal}"`);
     check((await small.evaluate(() => document.querySelector("#stem-image").dataset.path)) === "server", "and the server computes the image instead (shown)");
     const smallValues = await small.evaluate(() => window.tmStem.image.values);
     check(sameValues(smallValues, cliMask("0.000", "5.997").values), "with the same numbers as the CLI");
+    for (const [id, extra] of [["bin-2", ["--detector-bin", "2"]], ["crop", null]]) {
+      await small.locator(`#stem-ladder-${id}`).click();
+      await small.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 120_000 });
+      const sv = await viewed(small);
+      const view = await small.evaluate(() => window.tmStem.view);
+      const args = extra ?? ["--scan-region", view.region.join(",")];
+      if (path === "page") check(sv.path === "page", `the ladder's ${id} view is computed on the page: "${sv.note}"`);
+      check((await small.locator("#stem-view").textContent()).length > 6, `the choice is shown: "${await small.locator("#stem-view").textContent()}"`);
+      check(sameValues(sv.values, cliView(sv, args)), `and its image equals the CLI's stem mask ${args.join(" ")} (${sv.values.length} positions)`);
+      if (id === "bin-2") {
+        await small.goto(new URL("#/acquisition/a0", base).href);
+        await small.reload();
+        await small.waitForFunction(() => document.querySelector("#stem-ladder-crop") !== null, null, { timeout: 120_000 });
+      }
+    }
     check(smallErrors.length === 0, `no page errors there${smallErrors.length ? ": " + smallErrors.join("; ") : ""}`);
     await small.close();
 

@@ -16,7 +16,17 @@ import { fieldPanel } from "./field_panel";
 import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
-import { blockFrame, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
+import { BlockRefused, blockFrame, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
+
+/** What the page works on: the whole acquisition, or a scan crop and/or a detector bin (the memory ladder's steps,
+ *  the CLI's --scan-region R0,R1,C0,C1 and --detector-bin N); every server request and page kernel uses it. */
+export interface StemView {
+  bin: number;
+  region: [number, number, number, number] | null;
+}
+
+/** The full block resident on the page's adapter, per acquisition, kept across views (binning it needs no download). */
+const resident = new Map<string, GpuMaskedSums>();
 
 interface Sourced {
   value?: number;
@@ -69,6 +79,8 @@ interface StemState {
   /** Milliseconds of each virtual image computed (request to drawn), for the frame-time measurement. */
   imageMs: number[];
   shape: string;
+  view: StemView;
+  viewText: string;
   patternOf: "mean" | "max";
   hover: [number, number] | null;
   scaleBar: string;
@@ -120,14 +132,25 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   await buildPage(root, path, acq);
 }
 
-async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Promise<void> {
+async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view: StemView = { bin: 1, region: null }): Promise<void> {
   document.getElementById("stem-waiting")?.remove();
+  for (const old of root.querySelectorAll(".stem-built")) old.remove();
   const id = acq.id;
   const cal = await getJson<Calibration & { placement: Placement[] }>(`${path}/calibration`);
-  const [detRows, detCols] = acq.detector_shape;
-  const scan = (acq.scan_shape ?? [0, 0]) as [number, number];
-  const mradPerPx = cal.detector_angle_per_pixel?.value;
-  const facts = el("table", { class: "facts", id: "stem-calibration" });
+  const [fullRows, fullCols] = acq.detector_shape;
+  const fullScan = (acq.scan_shape ?? [0, 0]) as [number, number];
+  const b = view.bin;
+  const [detRows, detCols] = [Math.ceil(fullRows / b), Math.ceil(fullCols / b)];
+  const r = view.region;
+  const scan: [number, number] = r ? [r[1] - r[0], r[3] - r[2]] : fullScan;
+  const viewParams: Record<string, string> = {
+    ...(b > 1 ? { detector_bin: String(b) } : {}),
+    ...(r ? { scan_region: r.join(",") } : {}),
+  };
+  const viewText = [r ? `scan rows ${r[0]}–${r[1] - 1}, columns ${r[2]}–${r[3] - 1}` : "", b > 1 ? `detector binned ${b} × ${b}` : ""].filter(Boolean).join(", ") || "the whole acquisition";
+  const detMrad = cal.detector_angle_per_pixel?.value;
+  const mradPerPx = detMrad ? detMrad * b : undefined;  // per binned pixel
+  const facts = el("table", { class: "facts stem-built", id: "stem-calibration" });
   const fact = (k: string, v: string, rowId = "") => facts.append(el("tr", rowId ? { id: rowId } : {}, el("th", {}, k), el("td", {}, v)));
   fact("scan × detector", `${scan.join(" × ")} × ${detRows} × ${detCols} ${acq.dtype}`);
   fact("beam energy", sourcedText(cal.energy));
@@ -138,8 +161,10 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
   fact("bright-field disk", `centre (${cal.disk.row.toFixed(2)}, ${cal.disk.col.toFixed(2)}), radius ${cal.disk.radius.toFixed(2)} px (${cal.disk.source})`);
   fact("scan rotation", "not recorded in the file; the DPC rotation (below) is found from the CoM field's minimum curl", "stem-scan-rotation");
 
+  // The disk in the view's pixels: a binned pixel i covers [i·b, i·b + b), so centre → (c + 0.5) / b − 0.5.
+  const disk = { row: (cal.disk.row + 0.5) / b - 0.5, col: (cal.disk.col + 0.5) / b - 0.5, radius: cal.disk.radius / b };
   const st: StemState = {
-    id, inner: 0, outer: cal.disk.radius, center: [cal.disk.row, cal.disk.col], image: null, pattern: null, frame: null, requests: 0,
+    id, inner: 0, outer: disk.radius, center: [disk.row, disk.col], view, viewText, image: null, pattern: null, frame: null, requests: 0,
     computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "",
   };
   (window as unknown as { tmStem: StemState }).tmStem = st;
@@ -165,7 +190,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
   const patternDisplay = displayControls("stem-pattern", { transform: "log", colormap: "viridis", limits: "full" }, () => redrawPattern());
   const imageDisplay = displayControls("stem-image", { transform: "linear", colormap: "gray", limits: "full" }, () => redrawImage());
 
-  const editor = new DetectorEditor(ring, detRows, detCols, st.center, cal.disk.radius, mradPerPx, readout, () => {
+  const editor = new DetectorEditor(ring, detRows, detCols, st.center, disk.radius, mradPerPx, readout, () => {
     syncDetector();
     void refreshImage();
   });
@@ -175,22 +200,30 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     st.shape = editor.det.shape;
   };
   let gpu: GpuMaskedSums | null = null;
-  const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => editor.params(), placementText);
+  const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText);
   const ssb = ssbPanel(path, scan, placementText);
   (window as unknown as { tmStemFields: unknown }).tmStemFields = fields.state;
   (window as unknown as { tmStemSsb: unknown }).tmStemSsb = ssb.state;
 
+  const binSelect = el("select", { id: "stem-detector-bin", title: "detector bin (on the page's adapter when it holds the block)" },
+    ...[1, 2, 4, 8].map((n) => el("option", { value: String(n) }, n === 1 ? "detector: full" : `detector bin ${n}`)));
+  binSelect.value = String(b);
+  binSelect.addEventListener("change", () => void buildPage(root, path, acq, { bin: Number(binSelect.value), region: view.region }).catch((e) => showError(e, "view")));
+  const viewLine = el("p", { class: "status", id: "stem-view" }, `view: ${viewText}`);
+  const ladder = el("div", { class: "toolbar", id: "stem-ladder" });
   root.append(
     facts,
-    el("div", { class: "toolbar" }, shape, presets, computeOn, npy, png),
-    computeNote,
-    el("div", { class: "stem-panels" },
+    el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, npy, png),
+    el("div", { class: "stem-built" }, viewLine, computeNote, ladder),
+    el("div", { class: "stem-panels stem-built" },
       el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring),
         el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout),
       el("figure", { class: "stem-figure" }, image, el("div", { class: "toolbar" }, imageDisplay.element), imageCaption, hover)),
     fields.element,
     ssb.element,
   );
+  fields.element.classList.add("stem-built");
+  ssb.element.classList.add("stem-built");
 
   // The pattern canvas shows the mean/max pattern or one position's frame, with the display choices and a scale bar.
   let shownPattern: { values: number[]; rows: number; cols: number; what: string } | null = null;
@@ -225,7 +258,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
         st.requests++;
         const t0 = performance.now();
         const onPage = gpu !== null && st.computeOn === "page";
-        const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, params);
+        const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams });
         st.image = p;
         image.dataset.path = onPage ? "page" : "server";
         const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
@@ -237,7 +270,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
         image.dataset.inner = params.inner ?? "";
         image.dataset.outer = params.outer ?? "";
         image.dataset.rect = params.rect ?? "";
-        npy.href = apiUrl(`${path}/products/mask`, { ...params, format: "npy" });
+        npy.href = apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
       } while (pending);
       image.dataset.state = "ready";
     } catch (e) {
@@ -255,11 +288,36 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     const r = await g.image(pixels);
     return { shape: [g.block.shape[0], g.block.shape[1]], dtype: "<u8", values: r.values, placement: [], detector: { inner_px: st.inner, outer_px: st.outer, pixels: pixels.length } };
   };
+  // The page path for this view: the full block (fetched once per acquisition, kept resident), binned on the
+  // adapter when the view bins it, or a block of the view from the server when the full one does not fit. A block
+  // the adapter cannot hold is refused with the ladder's steps, offered as buttons; the server computes meanwhile.
   const openPagePath = async () => {
+    let how = "";
     try {
-      const opened = await GpuMaskedSums.open(await fetchBlock(path));
-      if (typeof opened === "string") st.pageRefused = opened;
-      else (gpu = opened), (st.pageRefused = "");
+      const full = resident.get(path);
+      if (full && !r) {
+        if (b === 1) (gpu = full), (how = "the decoded block was uploaded once");
+        else {
+          const binned = await full.binned(b);
+          if (typeof binned === "string") st.pageRefused = binned;
+          else (gpu = binned), (how = `the resident block was binned ${b} × ${b} on the adapter (WGSL)`);
+        }
+      } else {
+        const opened = await GpuMaskedSums.open(await fetchBlock(path, viewParams));
+        if (opened instanceof BlockRefused) {
+          st.pageRefused = opened.reason;
+          for (const step of opened.steps) {
+            const button = el("button", { type: "button", id: `stem-ladder-${step.id}` }, `Use ${step.label}`);
+            button.addEventListener("click", () => void buildPage(root, path, acq, step.view).catch((e) => showError(e, "view")));
+            ladder.append(button);
+          }
+        } else {
+          gpu = opened;
+          if (!r && b === 1) resident.set(path, opened);
+          how = `the decoded block${r || b > 1 ? " of this view, made on the server," : ""} was uploaded once`;
+        }
+      }
+      if (gpu) st.pageRefused = "";
     } catch (e) {
       st.pageRefused = e instanceof Error ? e.message : String(e);
     }
@@ -267,7 +325,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     computeOn.value = st.computeOn;
     (computeOn.querySelector("option[value=page]") as HTMLOptionElement).disabled = !gpu;
     computeNote.textContent = gpu
-      ? `virtual images and CoM sums on the page's adapter (${gpu.adapter}): the decoded block (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB) was uploaded once`
+      ? `virtual images, patterns and CoM sums on the page's adapter (${gpu.adapter}): ${how} (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB)`
       : `virtual images on the server: the page cannot (${st.pageRefused})`;
     computeOn.dataset.ready = "1";
   };
@@ -295,7 +353,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
       p = { shape: [detRows, detCols], dtype: max ? "<u4" : "<f8", values: max ? pagePatterns.max : pagePatterns.mean, placement: [] };
       where = `computed on the page's adapter: ${gpu.adapter}`;
     } else {
-      p = max ? await getJson<Product>(`${path}/products/mean-dp`, { max: "1" }) : await getJson<Product>(`${path}/products/mean-dp`);
+      p = await getJson<Product>(`${path}/products/mean-dp`, max ? { max: "1", ...viewParams } : viewParams);
       where = placementText(p.placement);
     }
     st.pattern = p;
@@ -312,7 +370,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
     const b = el("button", { type: "button", id: `stem-preset-${name}` }, name.toUpperCase());
     b.addEventListener("click", async () => {
       try {
-        const p = await getJson<Product>(`${path}/products/${name}`);
+        const p = await getJson<Product>(`${path}/products/${name}`, viewParams);
         const outer = Number(p.detector?.outer_px);
         shape.value = "annulus";
         editor.setShape("annulus");
@@ -350,7 +408,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition): Pro
       if (frameInFlight && !keep) return;
       frameInFlight = true;
       try {
-        values = (await getJson<{ values: number[] }>(`${path}/frame`, { row, col })).values;
+        values = (await getJson<{ values: number[] }>(`${path}/frame`, { row: row + (r ? r[0] : 0), col: col + (r ? r[2] : 0), ...(b > 1 ? { detector_bin: String(b) } : {}) })).values;
       } finally {
         frameInFlight = false;
       }

@@ -3,6 +3,7 @@
 // FFT view of the current virtual image. CoM and DPC are computed on the page when its adapter holds the block
 // (the exact CoM sums in WGSL, the division and rotation in float64 with the CPU's formulas: com_field.ts), else
 // from the server's com product; iDPC (an FFT) and the FFT view are the server's, with the rotation shown here.
+// Every request carries the page's view (scan_region, detector_bin).
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { centerOfMass, curlMoments, findRotation, rotateField, stacked, type Field } from "./com_field";
@@ -31,7 +32,7 @@ interface Product {
 const PX = 320;
 
 export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuMaskedSums | null, detectorParams: () => Record<string, string>,
-  placementText: (p: Placement[]) => string): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
+  viewParams: Record<string, string>, placementText: (p: Placement[]) => string): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
   const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null };
   const canvas = el("canvas", { id: "stem-field", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-field-caption" });
@@ -55,7 +56,7 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
       st.com = centerOfMass(await g.comSums(), scan[0], scan[1]);
       st.comOn = "page";
     } else {
-      const p = await getJson<Product>(`${path}/products/com`);
+      const p = await getJson<Product>(`${path}/products/com`, viewParams);
       const n = scan[0] * scan[1];
       st.com = { rows: scan[0], cols: scan[1], u: Float64Array.from(p.values.slice(0, n)), v: Float64Array.from(p.values.slice(n)) };
       st.comOn = "server";
@@ -91,7 +92,7 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
         caption.textContent = `${st.view === "com" ? "centre of mass" : "DPC"}: hue = direction, brightness = length (max ${max.toFixed(3)} px) — ${where}`;
       } else {
         const params: Record<string, string> = st.view === "idpc"
-          ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0" }
+          ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0", ...viewParams }
           : { of: "mask", ...detectorParams() };
         const p = await getJson<Product>(`${path}/products/${st.view}`, params);
         const [rows, cols] = p.shape.slice(-2);

@@ -6,6 +6,7 @@
 // total − complement, as the CLI does, so the numbers equal `tensormorph stem mask`'s.
 import { apiUrl } from "../../api";
 import { describeAdapter } from "../../webgpu/colorize";
+import { DETECTOR_BIN_WGSL } from "./detector_bin.wgsl";
 import { MASKED_SUMS_WGSL } from "./masked_sums.wgsl";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -19,9 +20,9 @@ export interface StemBlock {
 
 const WIDTH = { u8: 1, u16: 2, u32: 4 } as const;
 
-/** The block of acquisition `path` (/api/acquisitions/{id}), or throws with the server's reason. */
-export async function fetchBlock(path: string): Promise<StemBlock> {
-  const res = await fetch(apiUrl(`${path}/block`));
+/** The block of acquisition `path` (/api/acquisitions/{id}) in a view (scan_region, detector_bin), or throws with the server's reason. */
+export async function fetchBlock(path: string, params: Record<string, string> = {}): Promise<StemBlock> {
+  const res = await fetch(apiUrl(`${path}/block`, params));
   if (!res.ok) {
     let why = `${res.status}`;
     try {
@@ -55,14 +56,56 @@ export function annulusPixels(rows: number, cols: number, centerRow: number, cen
   return Uint32Array.from(out);
 }
 
-/** Why the page cannot hold `bytes` on an adapter with these limits, or "" when it can. */
-export function blockRefusal(bytes: number, limits: { maxStorageBufferBindingSize: number; maxBufferSize: number }): string {
+/** A step of the memory ladder: a smaller view of the acquisition the page could hold instead (the CLI's
+ *  --detector-bin N or --scan-region R0,R1,C0,C1), with its estimated block size. */
+export interface LadderStep {
+  label: string;
+  id: string; // element id suffix: "bin-N" or "crop"
+  view: { bin: number; region: [number, number, number, number] | null };
+  bytes: number;
+}
+
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+
+/** The ladder for a block of `shape` that does not fit in `limit` bytes: the smallest detector bin (2, 4, 8 or 16)
+ *  that fits, and the largest centred scan crop that fits (binned values are counted as u32, what the server
+ *  widens u16 sums to). Empty steps are left out. */
+export function ladderSteps(shape: StemBlock["shape"], dtype: StemBlock["dtype"], limit: number): LadderStep[] {
+  const [rows, cols, kr, kc] = shape;
+  const steps: LadderStep[] = [];
+  for (const bin of [2, 4, 8, 16]) {
+    const bytes = rows * cols * Math.ceil(kr / bin) * Math.ceil(kc / bin) * 4;
+    if (bytes <= limit) {
+      steps.push({ label: `a detector bin of ${bin} (${mib(bytes)})`, id: `bin-${bin}`, view: { bin, region: null }, bytes });
+      break;
+    }
+  }
+  const frame = kr * kc * WIDTH[dtype];
+  const f = Math.sqrt(limit / (rows * cols * frame));
+  let [cr, cc] = [Math.max(1, Math.floor(rows * f)), Math.max(1, Math.floor(cols * f))];
+  while (cr * cc * frame > limit && (cr > 1 || cc > 1)) (cr > cc ? cr-- : cc--);
+  if (cr * cc * frame <= limit) {
+    const r0 = Math.floor((rows - cr) / 2);
+    const c0 = Math.floor((cols - cc) / 2);
+    steps.push({ label: `a scan crop of ${cr} × ${cc} positions (${mib(cr * cc * frame)})`, id: "crop", view: { bin: 1, region: [r0, r0 + cr, c0, c0 + cc] }, bytes: cr * cc * frame });
+  }
+  return steps;
+}
+
+/** A block the page's adapter cannot hold: why, and the ladder's steps that would fit. */
+export class BlockRefused {
+  constructor(readonly reason: string, readonly steps: LadderStep[] = []) {}
+}
+
+/** Why the page cannot hold this block on an adapter with these limits (and what would fit), or null when it can. */
+export function blockRefusal(block: StemBlock, limits: { maxStorageBufferBindingSize: number; maxBufferSize: number }): BlockRefused | null {
+  const bytes = block.words.byteLength;
   const limit = Math.min(Number(limits.maxStorageBufferBindingSize), Number(limits.maxBufferSize));
-  if (bytes <= limit) return "";
-  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-  return `the decoded block is ${mib(bytes)}, the adapter binds at most ${mib(limit)}; ` +
-    `what would fit: a detector bin of 2 (${mib(bytes / 4)}) or a scan crop of ${Math.floor((100 * limit) / bytes)}% — ` +
-    "neither is offered on the page yet, so the server computes the images";
+  if (bytes <= limit) return null;
+  const steps = ladderSteps(block.shape, block.dtype, limit);
+  return new BlockRefused(`the decoded block is ${mib(bytes)}, the adapter binds at most ${mib(limit)}; ` +
+    (steps.length ? `what would fit: ${steps.map((s) => s.label).join(" or ")} — choose one, or the server computes the images` : "nothing smaller fits: the server computes the images"),
+    steps);
 }
 
 /** The u64 in words i (lo) and i + 1 (hi) as the nearest double (one rounding, as static_cast<double> of a uint64). */
@@ -83,18 +126,18 @@ export class GpuMaskedSums {
   ) {}
 
   /** Uploads the block to the page's adapter; the reason (no adapter, limits) when it cannot. */
-  static async open(block: StemBlock): Promise<GpuMaskedSums | string> {
+  static async open(block: StemBlock): Promise<GpuMaskedSums | BlockRefused> {
     const gpu = (globalThis.navigator as any)?.gpu;
-    if (!gpu) return "no WebGPU in this browser";
+    if (!gpu) return new BlockRefused("no WebGPU in this browser");
     const adapter = await gpu.requestAdapter();
-    if (!adapter) return "requestAdapter() returned no adapter";
+    if (!adapter) return new BlockRefused("requestAdapter() returned no adapter");
     // localStorage "tm.stem.maxBlockBytes" lowers the limit (to try the refusal on a large adapter, as the e2e test does).
     const cap = Number(globalThis.localStorage?.getItem("tm.stem.maxBlockBytes") ?? NaN);
     const limits = {
       maxStorageBufferBindingSize: Math.min(Number(adapter.limits.maxStorageBufferBindingSize), cap > 0 ? cap : Infinity),
       maxBufferSize: Number(adapter.limits.maxBufferSize),
     };
-    const refusal = blockRefusal(block.words.byteLength, limits);
+    const refusal = blockRefusal(block, limits);
     if (refusal) return refusal;
     const { name, software } = await describeAdapter(adapter);
     const device = await adapter.requestDevice({
@@ -109,10 +152,53 @@ export class GpuMaskedSums {
     const comPipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "com_main" } });
     const patternPipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "pattern_main" } });
     const err = await device.popErrorScope();
-    if (err) return `WGSL pipeline: ${err.message}`;
+    if (err) return new BlockRefused(`WGSL pipeline: ${err.message}`);
     const frames = device.createBuffer({ size: Math.max(16, block.words.byteLength), usage: BU.STORAGE | BU.COPY_DST });
     device.queue.writeBuffer(frames, 0, block.words.buffer, block.words.byteOffset, block.words.byteLength);
     return new GpuMaskedSums(device, pipeline, comPipeline, patternPipeline, frames, block, `${name}${software ? " (software adapter)" : ""}`);
+  }
+
+  /** The block binned N × N on the adapter (detector_bin.wgsl.ts, the CLI's --detector-bin N), resident there as a new
+   *  u32 block sharing this device (its values also read back, for the page's frame read-outs); the reason when the
+   *  sums could overflow u32 (u32 frames, or N > 256). */
+  async binned(n: number): Promise<GpuMaskedSums | string> {
+    const [rows, cols, kr, kc] = this.block.shape;
+    if (this.block.dtype === "u32" || n > 256) return `binning ${this.block.dtype} frames by ${n} on the page could overflow its u32 sums`;
+    const [orows, ocols] = [Math.ceil(kr / n), Math.ceil(kc / n)];
+    const count = rows * cols * orows * ocols;
+    const d = this.device;
+    const module = d.createShaderModule({ code: DETECTOR_BIN_WGSL });
+    const pipeline = d.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+    const out = d.createBuffer({ size: Math.max(16, 4 * count), usage: BU.STORAGE | BU.COPY_SRC });
+    const read = d.createBuffer({ size: Math.max(16, 4 * count), usage: BU.MAP_READ | BU.COPY_DST });
+    const params = d.createBuffer({ size: 32, usage: BU.UNIFORM | BU.COPY_DST });
+    try {
+      d.queue.writeBuffer(params, 0, new Uint32Array([rows * cols, kr, kc, n, orows, ocols, WIDTH[this.block.dtype], 0]));
+      const group = d.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [this.frames, out, params].map((buffer, binding) => ({ binding, resource: { buffer } })),
+      });
+      const enc = d.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, group);
+      const groups = Math.ceil(count / 64);
+      pass.dispatchWorkgroups(Math.min(groups, 65535), Math.ceil(groups / 65535));
+      pass.end();
+      enc.copyBufferToBuffer(out, 0, read, 0, 4 * count);
+      d.queue.submit([enc.finish()]);
+      await read.mapAsync(0x1, 0, 4 * count);
+      const words = new Uint32Array(read.getMappedRange(0, 4 * count)).slice();
+      read.unmap();
+      const block: StemBlock = { shape: [rows, cols, orows, ocols], dtype: "u32", words };
+      return new GpuMaskedSums(d, this.pipeline, this.comPipeline, this.patternPipeline, out, block, this.adapter);
+    } catch (e) {
+      out.destroy();
+      throw e;
+    } finally {
+      read.destroy();
+      params.destroy();
+    }
   }
 
   /** Per scan position, the sum over `pixels` (null: every pixel), exact while below 2^53. */
