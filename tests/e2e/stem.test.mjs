@@ -18,7 +18,7 @@
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default
 // /usr/lib/chromium/chromium or /usr/bin/chromium). Exits 0 with "SKIPPED: no chromium" only when Chromium is
 // not installed.
-import { readFileSync } from "node:fs";
+import { cpSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, tm, watchErrors } from "./harness.mjs";
 
@@ -60,7 +60,12 @@ async function main() {
     const acq = join(tmp, "stem");
     tm(["stem", "demo", "--out", acq, "--scan", "12,10", "--detector", "48", "--files", "2"], env);
     const master = join(acq, "demo_master.h5");
-    server = await startServer([master, "--web-root", WEB_DIST], env);
+    // A copy still being written: its second data file appears later (moved in during the test).
+    const partial = join(tmp, "partial");
+    cpSync(acq, partial, { recursive: true });
+    const later = join(tmp, "later_data_000002.h5");
+    renameSync(join(partial, "demo_data_000002.h5"), later);
+    server = await startServer([master, join(partial, "demo_master.h5"), "--web-root", WEB_DIST], env);
     const base = server.url;
     const cliMask = (inner, outer) => {
       const out = join(tmp, `mask-${inner}-${outer}.npy`);
@@ -239,6 +244,18 @@ async function main() {
     const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
     check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
 
+    step = "SSB preview";
+    await page.evaluate(() => {
+      for (const [id, v] of [["stem-ssb-c10", "500"], ["stem-ssb-c12", "100"], ["stem-ssb-phi12", "30"]]) document.getElementById(id).value = v;
+    });
+    await page.locator("#stem-ssb-compute").click();
+    await page.waitForFunction(() => document.querySelector("#stem-ssb").dataset.state === "ready" && window.tmStemSsb.c10 === 500, null, { timeout: 180_000 });
+    const ssbOut = join(tmp, "ssb.npy");
+    tm(["stem", "ssb", master, "--C10", "500", "--C12", "100", "--phi12", "30", "-o", ssbOut], env);
+    const ssbPage = await page.evaluate(() => window.tmStemSsb.phase.values);
+    check(sameValues(ssbPage, readNpy(ssbOut).values), `the SSB preview for C10 500 A, C12 100 A, phi12 30 deg equals the CLI's stem ssb (${ssbPage.length} positions)`);
+    check(/computed on the server/.test(await page.locator("#stem-ssb-caption").textContent()), "and says where it ran");
+
     step = "detector bin on the page's adapter";
     const viewed = async (pg) => pg.evaluate(() => ({ center: window.tmStem.center, values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner,
       outer: document.querySelector("#stem-image").dataset.outer, path: document.querySelector("#stem-image").dataset.path, note: document.querySelector("#stem-compute-note").textContent }));
@@ -289,6 +306,19 @@ async function main() {
     }
     check(smallErrors.length === 0, `no page errors there${smallErrors.length ? ": " + smallErrors.join("; ") : ""}`);
     await small.close();
+
+    step = "an acquisition still being written";
+    const writing = await context.newPage();
+    const writingErrors = watchErrors(writing);
+    await writing.goto(new URL("#/acquisition/a1", base).href);
+    await writing.waitForFunction(() => document.querySelector("#stem-readiness")?.dataset.status !== undefined, null, { timeout: 60_000 });
+    const before1 = await writing.locator("#stem-readiness").textContent();
+    check(!/^complete/.test(before1) && (await writing.locator("#stem-waiting").count()) === 1, `the page shows it incomplete and waits: "${before1}"`);
+    renameSync(later, join(partial, "demo_data_000002.h5"));
+    await writing.waitForFunction(() => document.querySelector("#stem-readiness").dataset.status === "complete" && document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+    check(true, `the readiness event arrived and the page opened the products: "${await writing.locator("#stem-readiness").textContent()}"`);
+    check(writingErrors.length === 0, `no page errors there${writingErrors.length ? ": " + writingErrors.join("; ") : ""}`);
+    await writing.close();
 
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(OUT_DIR, "stem.png"), fullPage: true });
