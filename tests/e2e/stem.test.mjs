@@ -244,18 +244,6 @@ async function main() {
     const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
     check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
 
-    step = "SSB preview";
-    await page.evaluate(() => {
-      for (const [id, v] of [["stem-ssb-c10", "500"], ["stem-ssb-c12", "100"], ["stem-ssb-phi12", "30"]]) document.getElementById(id).value = v;
-    });
-    await page.locator("#stem-ssb-compute").click();
-    await page.waitForFunction(() => document.querySelector("#stem-ssb").dataset.state === "ready" && window.tmStemSsb.c10 === 500, null, { timeout: 180_000 });
-    const ssbOut = join(tmp, "ssb.npy");
-    tm(["stem", "ssb", master, "--C10", "500", "--C12", "100", "--phi12", "30", "-o", ssbOut], env);
-    const ssbPage = await page.evaluate(() => window.tmStemSsb.phase.values);
-    check(sameValues(ssbPage, readNpy(ssbOut).values), `the SSB preview for C10 500 A, C12 100 A, phi12 30 deg equals the CLI's stem ssb (${ssbPage.length} positions)`);
-    check(/computed on the server/.test(await page.locator("#stem-ssb-caption").textContent()), "and says where it ran");
-
     step = "detector bin on the page's adapter";
     const viewed = async (pg) => pg.evaluate(() => ({ center: window.tmStem.center, values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner,
       outer: document.querySelector("#stem-image").dataset.outer, path: document.querySelector("#stem-image").dataset.path, note: document.querySelector("#stem-compute-note").textContent }));
@@ -276,6 +264,18 @@ async function main() {
     check(comBin.ok, `and its CoM equals the CLI's stem com --detector-bin 2 (worst ${comBin.worst.toExponential(2)})`);
     await page.selectOption("#stem-detector-bin", "1");
     await page.waitForFunction(() => window.tmStem.view.bin === 1 && document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+
+    step = "SSB preview";
+    await page.evaluate(() => {
+      for (const [id, v] of [["stem-ssb-c10", "500"], ["stem-ssb-c12", "100"], ["stem-ssb-phi12", "30"]]) document.getElementById(id).value = v;
+    });
+    await page.locator("#stem-ssb-compute").click();
+    await page.waitForFunction(() => document.querySelector("#stem-ssb").dataset.state === "ready" && window.tmStemSsb.c10 === 500, null, { timeout: 180_000 });
+    const ssbOut = join(tmp, "ssb.npy");
+    tm(["stem", "ssb", master, "--C10", "500", "--C12", "100", "--phi12", "30", "-o", ssbOut], env);
+    const ssbPage = await page.evaluate(() => window.tmStemSsb.phase.values);
+    check(sameValues(ssbPage, readNpy(ssbOut).values), `the SSB preview for C10 500 A, C12 100 A, phi12 30 deg equals the CLI's stem ssb (${ssbPage.length} positions)`);
+    check(/computed on the server/.test(await page.locator("#stem-ssb-caption").textContent()), "and says where it ran");
 
     step = "an adapter too small for the block";
     const small = await context.newPage();
