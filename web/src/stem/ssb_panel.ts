@@ -1,7 +1,8 @@
 // The SSB preview of the acquisition page: single-sideband ptychography's phase for the aberrations set with the
 // C10 (defocus), C12 (two-fold astigmatism, both in Å as `tensormorph stem ssb --C10/--C12`) and φ12 (degrees)
 // sliders, computed by the server's backends (GET …/ssb, the CLI's domain call, placed and reported); one request
-// in flight, the latest setting wins. Export of the phase as .npy.
+// in flight, the latest setting wins; the scan rotation the first preview chose is passed back to the next ones.
+// Export of the phase as .npy.
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { displayControls, showLimits } from "./display_controls";
@@ -11,6 +12,7 @@ interface Phase {
   shape: number[];
   values: number[];
   placement: Placement[];
+  calibration?: { scan_rotation?: { value?: number; source?: string } };
 }
 
 export interface SsbState {
@@ -19,12 +21,15 @@ export interface SsbState {
   phi12: number;
   phase: Phase | null;
   requests: number;
+  /** The scan rotation the first preview chose (between the DPC candidates, by the lower SSB loss), passed back
+   *  as rotation_deg so that later previews skip that search. */
+  rotationDeg: number | null;
 }
 
 const PX = 320;
 
 export function ssbPanel(path: string, scan: [number, number], placementText: (p: Placement[]) => string): { element: HTMLElement; state: SsbState } {
-  const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0 };
+  const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0, rotationDeg: null };
   const canvas = el("canvas", { id: "stem-ssb", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-ssb-caption" }, "press Compute, or move a slider");
   const slider = (id: string, label: string, min: number, max: number, step: number) => {
@@ -60,13 +65,17 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     try {
       do {
         pending = false;
-        const params = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
+        const params: Record<string, string> = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
+        if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
         st.requests++;
         const t0 = performance.now();
         st.phase = await getJson<Phase>(`${path}/ssb`, params);
         [st.c10, st.c12, st.phi12] = [Number(params.c10), Number(params.c12), Number(params.phi12)];
+        const rotation = st.phase.calibration?.scan_rotation;
+        if (st.rotationDeg === null && typeof rotation?.value === "number") st.rotationDeg = rotation.value;
         draw();
-        caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}° in ` +
+        caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}°, scan rotation ` +
+          `${rotation?.value?.toFixed(2) ?? "?"}° (${rotation?.source ?? "?"}), in ` +
           `${(performance.now() - t0).toFixed(0)} ms — ${placementText(st.phase.placement)}`;
         npy.href = apiUrl(`${path}/ssb`, { ...params, format: "npy" });
       } while (pending);
