@@ -179,10 +179,19 @@ class ServeStemTest(unittest.TestCase):
                 return name, data
         return None
 
-    def open_events(self, server, acquisition):
-        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
-        conn.request("GET", "/api/acquisitions/%s/events" % acquisition)
-        r = conn.getresponse()
+    def open_events(self, server, acquisition, wait_s=10):
+        """A readiness stream, waiting up to wait_s for a slot (a stream whose client left is freed at its next
+        heartbeat, within 2 s)."""
+        deadline = time.time() + wait_s
+        while True:
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+            conn.request("GET", "/api/acquisitions/%s/events" % acquisition)
+            r = conn.getresponse()
+            if r.status != 503 or time.time() > deadline:
+                break
+            r.read()
+            conn.close()
+            time.sleep(0.2)
         self.assertEqual(r.status, 200)
         self.assertTrue(r.getheader("Content-Type").startswith("text/event-stream"), r.getheader("Content-Type"))
         return conn, r
@@ -214,6 +223,22 @@ class ServeStemTest(unittest.TestCase):
                 os.remove(target)
         self.get_json("/api/acquisitions/a9/events", expect=404)
         self.assertEqual(self.get_json("/api/health")["status"], "ok")
+
+    def test_readiness_streams_are_bounded_and_freed_when_their_clients_go(self):
+        streams = [self.open_events(self.server, "a0") for _ in range(4)]
+        try:
+            for _, r in streams:
+                self.assertEqual(self.read_event(r, time.time() + 10)[0], "readiness")
+            doc = self.get_json("/api/acquisitions/a0/events", expect=503)
+            self.assertIn("poll GET /api/acquisitions/a0", doc["error"])
+            self.assertEqual(self.get_json("/api/acquisitions/a0")["id"], "a0", "other requests are still served")
+        finally:
+            for conn, _ in streams:
+                conn.close()
+        # Each is freed at its next write (a heartbeat within 2 s): all four slots again.
+        streams = [self.open_events(self.server, "a0", wait_s=6) for _ in range(4)]
+        for conn, _ in streams:
+            conn.close()
 
     def test_an_open_readiness_stream_does_not_hold_shutdown(self):
         server = Server([self.partial], self.env)
