@@ -287,11 +287,14 @@ async function main() {
     step = "an adapter too small for the block";
     const small = await context.newPage();
     const smallErrors = watchErrors(small);
-    await small.addInitScript(() => localStorage.setItem("tm.stem.maxBlockBytes", "300000"));  // the block is 552960 bytes
+    await small.addInitScript(() => {
+      localStorage.setItem("tm.stem.maxBlockBytes", "300000");  // the block is 552960 bytes
+      localStorage.setItem("tm.stem.maxBindingBytes", "100000");  // the views' blocks then span several device buffers
+    });
     await small.goto(new URL("#/acquisition/a0", base).href);
     await small.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
     const refusal = await small.locator("#stem-compute-note").textContent();
-    check(/binds at most 0\.3 MiB/.test(refusal) && /detector bin of 2/.test(refusal) && /scan crop of 8 × 7/.test(refusal),
+    check(/holds at most 0\.3 MiB/.test(refusal) && /detector bin of 2/.test(refusal) && /scan crop of 8 × 7/.test(refusal),
       `the page refuses the block and names the ladder: "${refusal}"`);
     check((await small.evaluate(() => document.querySelector("#stem-image").dataset.path)) === "server", "and the server computes the image instead (shown)");
     const smallValues = await small.evaluate(() => window.tmStem.image.values);
@@ -302,9 +305,19 @@ async function main() {
       const sv = await viewed(small);
       const view = await small.evaluate(() => window.tmStem.view);
       const args = extra ?? ["--scan-region", view.region.join(",")];
-      if (path === "page") check(sv.path === "page", `the ladder's ${id} view is computed on the page: "${sv.note}"`);
+      if (path === "page") check(sv.path === "page" && /in 3 device buffers/.test(sv.note), `the ladder's ${id} view is computed on the page, its block in 3 buffers: "${sv.note}"`);
       check((await small.locator("#stem-view").textContent()).length > 6, `the choice is shown: "${await small.locator("#stem-view").textContent()}"`);
       check(sameValues(sv.values, cliView(sv, args)), `and its image equals the CLI's stem mask ${args.join(" ")} (${sv.values.length} positions)`);
+      // Chunked patterns and CoM sums (the block spans 3 buffers): equal to the CLI's for the same view.
+      const meanView = join(tmp, `mean-${id}.npy`);
+      const comView = join(tmp, `com-${id}.npy`);
+      tm(["stem", "mean-dp", master, ...args, "-o", meanView], env);
+      tm(["stem", "com", master, ...args, "-o", comView], env);
+      await small.waitForFunction(() => document.querySelector("#stem-field")?.dataset.state === "ready", null, { timeout: 120_000 });
+      const chunkedMean = await small.evaluate(() => window.tmStem.pattern.values);
+      const chunkedCom = close(await small.evaluate(() => window.tmStemFields.shown.values), readNpy(comView).values, 1e-5);
+      check(sameValues(chunkedMean, readNpy(meanView).values) && chunkedCom.ok,
+        `and its mean pattern and CoM (chunked) equal stem mean-dp / stem com ${args.join(" ")} (CoM worst ${chunkedCom.worst.toExponential(2)})`);
       if (id === "bin-2") {
         await small.goto(new URL("#/acquisition/a0", base).href);
         await small.reload();

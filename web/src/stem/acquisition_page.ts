@@ -16,7 +16,9 @@ import { fieldPanel } from "./field_panel";
 import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
-import { BlockRefused, blockFrame, fetchBlock, GpuMaskedSums } from "./webgpu/masked_sums";
+import { blockFrame, fetchBlock } from "./webgpu/block";
+import { BlockRefused } from "./webgpu/ladder";
+import { GpuMaskedSums } from "./webgpu/masked_sums";
 
 /** What the page works on: the whole acquisition, or a scan crop and/or a detector bin (the memory ladder's steps,
  *  the CLI's --scan-region R0,R1,C0,C1 and --detector-bin N); every server request and page kernel uses it. */
@@ -325,7 +327,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     computeOn.value = st.computeOn;
     (computeOn.querySelector("option[value=page]") as HTMLOptionElement).disabled = !gpu;
     computeNote.textContent = gpu
-      ? `virtual images, patterns and CoM sums on the page's adapter (${gpu.adapter}): ${how} (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB)`
+      ? `virtual images, patterns and CoM sums on the page's adapter (${gpu.adapter}): ${how} (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB` +
+        `${gpu.chunkCount > 1 ? ` in ${gpu.chunkCount} device buffers, each within one storage binding` : ""})`
       : `virtual images on the server: the page cannot (${st.pageRefused})`;
     computeOn.dataset.ready = "1";
   };

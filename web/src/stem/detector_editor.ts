@@ -3,7 +3,7 @@
 // or a rectangle (dragging spans it from where the pointer went down, in whole detector pixels, half-open
 // [r0, r1) × [c0, c1) as the server's rect= parameter). It gives the server's request parameters and the pixel list
 // the page's kernels sum, both following the server's rules (webgpu/masked_sums.ts), and the read-out in px and mrad.
-import { annulusPixels, rectanglePixels } from "./webgpu/masked_sums";
+import { annulusPixels, rectanglePixels } from "./webgpu/block";
 
 export type DetectorShape = "annulus" | "disk" | "rectangle";
 
