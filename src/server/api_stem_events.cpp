@@ -28,8 +28,8 @@ constexpr auto kHeartbeat = std::chrono::milliseconds(2000);
 
 // What a change is: the summary's readiness without its per-file list (whose details move while files grow).
 nlohmann::json readiness_key(const nlohmann::json& summary) {
-  const nlohmann::json& r = summary["readiness"];
-  return {r["status"], r["frames_present"], r["frames_expected"], r["problems"]};
+  const nlohmann::json& r = summary.at("readiness");
+  return nlohmann::json::array({r.at("status"), r.at("frames_present"), r.at("frames_expected"), r.at("problems")});
 }
 
 struct ReadinessStream {
