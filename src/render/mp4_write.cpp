@@ -52,12 +52,11 @@ struct Mp4Writer::State {
   std::string path;
   std::unique_ptr<AVFormatContext, OutputDeleter> out;
   std::unique_ptr<AVCodecContext, CodecDeleter> codec;
-  std::unique_ptr<AVFrame, FrameDeleter> yuv;
+  std::unique_ptr<AVFrame, FrameDeleter> yuv, rgba;  // libav-allocated (aligned rows: swscale's SIMD paths need them)
   std::unique_ptr<AVPacket, PacketDeleter> packet;
   std::unique_ptr<SwsContext, SwsDeleter> sws;
   AVStream* stream = nullptr;
   uint32_t width = 0, height = 0, coded_w = 0, coded_h = 0;
-  std::vector<uint8_t> padded;  // coded_w x coded_h RGBA
   uint64_t frames = 0;
   bool open = false, finished = false;
 
@@ -98,8 +97,9 @@ Mp4Writer::Mp4Writer(const std::string& path, uint32_t width, uint32_t height, d
   s.out.reset(raw);
   s.codec.reset(avcodec_alloc_context3(encoder));
   s.yuv.reset(av_frame_alloc());
+  s.rgba.reset(av_frame_alloc());
   s.packet.reset(av_packet_alloc());
-  if (!s.codec || !s.yuv || !s.packet) throw Error(ErrorKind::Io, path + ": out of memory for the encoder");
+  if (!s.codec || !s.yuv || !s.rgba || !s.packet) throw Error(ErrorKind::Io, path + ": out of memory for the encoder");
   const AVRational rate = av_d2q(fps, 1000);
   s.codec->width = static_cast<int>(s.coded_w);
   s.codec->height = static_cast<int>(s.coded_h);
@@ -123,10 +123,13 @@ Mp4Writer::Mp4Writer(const std::string& path, uint32_t width, uint32_t height, d
   s.yuv->width = s.codec->width;
   s.yuv->height = s.codec->height;
   s.check(av_frame_get_buffer(s.yuv.get(), 0), "out of memory for a frame");
+  s.rgba->format = AV_PIX_FMT_RGBA;
+  s.rgba->width = s.codec->width;
+  s.rgba->height = s.codec->height;
+  s.check(av_frame_get_buffer(s.rgba.get(), 0), "out of memory for a frame");
   s.sws.reset(sws_getContext(s.codec->width, s.codec->height, AV_PIX_FMT_RGBA, s.codec->width, s.codec->height, AV_PIX_FMT_YUV420P,
                              SWS_BICUBIC, nullptr, nullptr, nullptr));
   if (!s.sws) throw Error(ErrorKind::Io, path + ": cannot set up the RGBA to yuv420p conversion");
-  s.padded.assign(size_t{s.coded_w} * s.coded_h * 4, 0);
 }
 
 Mp4Writer::~Mp4Writer() {
@@ -148,17 +151,15 @@ void Mp4Writer::add(const RgbaImage& frame) {
                                                 std::to_string(frame.height) + ", the movie " + std::to_string(s.width) + " x " +
                                                 std::to_string(s.height));
   // Pad to even sides by repeating the last column and row.
-  const size_t row = size_t{s.width} * 4, coded_row = size_t{s.coded_w} * 4;
+  const size_t row = size_t{s.width} * 4;
   for (uint32_t y = 0; y < s.coded_h; ++y) {
     const uint8_t* src = frame.pixels.data() + std::min(y, s.height - 1) * row;
-    uint8_t* dst = s.padded.data() + y * coded_row;
+    uint8_t* dst = s.rgba->data[0] + static_cast<ptrdiff_t>(y) * s.rgba->linesize[0];
     std::memcpy(dst, src, row);
     if (s.coded_w != s.width) std::memcpy(dst + row, src + row - 4, 4);
   }
   s.check(av_frame_make_writable(s.yuv.get()), "out of memory for a frame");
-  const uint8_t* planes[1] = {s.padded.data()};
-  const int strides[1] = {static_cast<int>(coded_row)};
-  sws_scale(s.sws.get(), planes, strides, 0, static_cast<int>(s.coded_h), s.yuv->data, s.yuv->linesize);
+  sws_scale(s.sws.get(), s.rgba->data, s.rgba->linesize, 0, static_cast<int>(s.coded_h), s.yuv->data, s.yuv->linesize);
   s.yuv->pts = static_cast<int64_t>(s.frames);
   s.encode(s.yuv.get());
   ++s.frames;

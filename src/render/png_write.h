@@ -15,6 +15,7 @@ struct RgbaImage {
   RgbaImage() = default;
   RgbaImage(uint32_t w, uint32_t h) : width(w), height(h), pixels(size_t{w} * h * 4, 0) {}
   uint8_t* at(uint32_t x, uint32_t y) { return pixels.data() + (size_t{y} * width + x) * 4; }
+  const uint8_t* at(uint32_t x, uint32_t y) const { return pixels.data() + (size_t{y} * width + x) * 4; }
 };
 
 using PngText = std::vector<std::pair<std::string, std::string>>;

@@ -10,7 +10,11 @@ namespace tmorph {
 
 namespace {
 
-std::string position_text(ScanPoint p) { return "(" + std::to_string(p.row) + ", " + std::to_string(p.col) + ")"; }
+std::string position_text(ScanPoint p) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "(%llu, %llu)", static_cast<unsigned long long>(p.row), static_cast<unsigned long long>(p.col));
+  return buf;
+}
 
 std::string radius_text(double r) {
   char buf[32];
