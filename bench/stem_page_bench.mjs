@@ -1,0 +1,93 @@
+// The 4D-STEM acquisition page in Chromium, timed: from opening the page to its first virtual image, and each
+// image while a detector ring is dragged, computed on the page's WebGPU adapter over the resident block (or on the
+// server when the page cannot hold it, which it says). Beside it in one run: the server computing each image
+// (Compute on: server), the CLI (`tensormorph stem mask`, a fresh process) and numpy (h5py + hdf5plugin) from
+// bench/stem_viewer_bench.py. The adapter's name is printed: SwiftShader (a CPU) gives smoke figures only.
+//
+//   TM_BIN=build/tensormorph node bench/stem_page_bench.mjs [--scan 128] [--detector 96] [--steps 24]
+//
+// Prints a Markdown table; writes bench/last-run-stem-page.md.
+import { existsSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { TM_BIN, WEB_DIST, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, startServer, tm } from "../tests/e2e/harness.mjs";
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const SCAN = arg("scan", 128);
+const DETECTOR = arg("detector", 96);
+const STEPS = arg("steps", 24);
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+  const chromiumPath = chromiumOrSkip();
+  const { chromium, tmp, env } = e2eSetup("stem-page-bench", (ok, what) => {
+    if (!ok) throw new Error(what);
+  });
+  const data = join(dirname(TM_BIN), "bench-data", `stem-viewer-${SCAN}-${DETECTOR}`);
+  const master = join(data, "demo_master.h5");
+  if (!existsSync(master)) tm(["stem", "demo", "--out", data, "--scan", `${SCAN},${SCAN}`, "--detector", String(DETECTOR), "--files", "4"], env);
+  let server = null;
+  let context = null;
+  const rows = [];
+  try {
+    server = await startServer([master, "--web-root", WEB_DIST], env);
+    context = await launchBrowser(chromium, chromiumPath, join(tmp, "profile"));
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.setViewportSize({ width: 1100, height: 900 });
+    const t0 = Date.now();
+    await page.goto(new URL("#/acquisition/a0", server.url).href);
+    await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 600_000 });
+    const firstMs = Date.now() - t0;
+    const note = await page.locator("#stem-compute-note").textContent();
+    const where = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
+    rows.push([`open the page → first virtual image (${where})`, firstMs, note]);
+
+    const drag = async (label) => {
+      const box = await page.locator("#stem-ring").boundingBox();
+      const st = await page.evaluate(() => ({ center: window.tmStem.center, outer: window.tmStem.outer, n: window.tmStem.imageMs.length }));
+      const scale = box.width / DETECTOR;
+      const cx = box.x + (st.center[1] + 0.5) * scale;
+      const cy = box.y + (st.center[0] + 0.5) * scale;
+      await page.mouse.move(cx + st.outer * scale, cy);
+      await page.mouse.down();
+      for (let k = 1; k <= STEPS; k++) {
+        await page.mouse.move(cx + (st.outer + k) * scale, cy);
+        await page.waitForFunction(() => document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 600_000 });
+      }
+      await page.mouse.up();
+      const ms = await page.evaluate((n) => window.tmStem.imageMs.slice(n), st.n);
+      rows.push([`each image while dragging the outer ring (${label}; ${ms.length} images)`, median(ms), `max ${Math.max(...ms).toFixed(1)} ms`]);
+    };
+    await drag(where === "page" ? "page adapter, resident block" : "server: the page could not hold the block");
+    if (where === "page") {
+      await page.selectOption("#stem-compute-on", "server");
+      await page.waitForFunction(() => document.querySelector("#stem-image").dataset.path === "server" && document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 600_000 });
+      await drag("Compute on: server");
+    }
+    const adapter = await page.evaluate(async () => {
+      const a = await navigator.gpu?.requestAdapter();
+      return a ? `${a.info?.vendor ?? ""} ${a.info?.architecture ?? ""} ${a.info?.description ?? ""}`.trim() || "unnamed" : "none";
+    });
+    const text = [
+      `# 4D-STEM acquisition page (${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC)\n\n`,
+      `\`TM_BIN=${TM_BIN} node bench/stem_page_bench.mjs --scan ${SCAN} --detector ${DETECTOR} --steps ${STEPS}\`; ${SCAN} x ${SCAN} scan of `,
+      `${DETECTOR} x ${DETECTOR} uint16 frames (${((SCAN * SCAN * DETECTOR * DETECTOR * 2) / 1e6).toFixed(0)} MB decoded); Chromium headless, `,
+      `adapter: ${adapter} (a software adapter gives smoke figures only).\n\n`,
+      "| what | ms | note |\n|---|---:|---|\n",
+      ...rows.map(([what, ms, n]) => `| ${what} | ${ms.toFixed(1)} | ${n.replace(/\|/g, "/")} |\n`),
+    ].join("");
+    console.log(text);
+    writeFileSync(join(dirname(fileURLToPath(import.meta.url)), "last-run-stem-page.md"), text);
+  } finally {
+    await e2eTeardown(tmp, server, context);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
