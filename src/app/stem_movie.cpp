@@ -7,11 +7,13 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "render/gif_write.h"
 #include "render/movie_frame.h"
 #include "render/mp4_write.h"
+#include "stem/detector_sweep.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -37,13 +39,32 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
   nlohmann::json labels = nlohmann::json::array(), limits = nlohmann::json::array();
   nlohmann::json shown;  // colour map and transform as resolved
   const ScaleBar bar{plan.units_per_pixel, plan.unit};
-  for (const MovieFrameSpec& f : plan.frames) {
-    ProductOutput product = compute_product(acq, f.spec, std::nullopt, planner);
-    std::move(product.placements.begin(), product.placements.end(), std::back_inserter(result.placements));
-    const std::vector<double> values = std::visit([](const auto& v) { return std::vector<double>(v.begin(), v.end()); }, product.values);
-    const CellImage img = render_product_image(product.shape, values, display, planner());
+  // A detector sweep's images come from one pass over the frames (detector_sweep.h); patterns one by one.
+  const bool sweep = std::all_of(plan.frames.begin(), plan.frames.end(), [](const MovieFrameSpec& f) { return f.spec.kind == ProductKind::mask; });
+  std::optional<SweepImages> swept;
+  if (sweep) {
+    std::vector<DetectorRequest> detectors;
+    for (const MovieFrameSpec& f : plan.frames) detectors.push_back(f.spec.detector);
+    swept = compute_sweep_images(acq, plan.frames.front().spec, detectors, planner());
+    std::move(swept->placements.begin(), swept->placements.end(), std::back_inserter(result.placements));
+  }
+  for (size_t i = 0; i < plan.frames.size(); ++i) {
+    const MovieFrameSpec& f = plan.frames[i];
+    std::vector<uint64_t> shape;
+    std::vector<double> values;
+    if (swept) {
+      shape = {swept->scan_shape[0], swept->scan_shape[1]};
+      values.assign(swept->images[i].begin(), swept->images[i].end());
+      std::vector<uint64_t>().swap(swept->images[i]);  // drawn: not needed again
+    } else {
+      ProductOutput product = compute_product(acq, f.spec, std::nullopt, planner);
+      std::move(product.placements.begin(), product.placements.end(), std::back_inserter(result.placements));
+      shape = std::move(product.shape);
+      values = std::visit([](const auto& v) { return std::vector<double>(v.begin(), v.end()); }, product.values);
+    }
+    const CellImage img = render_product_image(shape, values, display, planner());
     result.placements.push_back(img.placement);
-    const RgbaImage frame = movie_frame(img, product.shape.back(), f.label, bar);
+    const RgbaImage frame = movie_frame(img, shape.back(), f.label, bar);
     if (!gif && !mp4) {
       if (format == MovieFormat::gif) gif = std::make_unique<GifWriter>(out, frame.width, frame.height, fps);
       else mp4 = std::make_unique<Mp4Writer>(out, frame.width, frame.height, fps);
@@ -63,6 +84,7 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
   r["mode"] = plan.mode;
   r["frames"] = plan.frames.size();
   r["fps"] = fps;
+  r["passes"] = sweep ? 1 : plan.frames.size();  // passes over the acquisition's frames (a pattern reads one frame)
   if (gif) {
     gif->finish();
     r["format"] = "gif", r["codec"] = "gif";

@@ -1,5 +1,5 @@
 // A movie of 4D-STEM products (`stem movie`, next the viewer's export button): every frame of a MoviePlan
-// (stem/movie_plan.h) computed by compute_product, drawn by render_product_image exactly as `stem <kind>
+// (stem/movie_plan.h) computed by compute_product (a detector sweep: all images in one pass, detector_sweep.h), drawn by render_product_image exactly as `stem <kind>
 // -o OUT.png` draws it, captioned (label, scale bar: render/movie_frame.h) and encoded as GIF (exact
 // colours) or MP4 (H.264).
 #pragma once
@@ -23,7 +23,7 @@ enum class MovieFormat { gif, mp4 };
 MovieFormat movie_format(const std::string& path);
 
 struct MovieResult {
-  // file, format, codec, frames, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
+  // file, format, codec, frames, passes, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
   // scale_bar {units_per_pixel, unit}, caption {paper, ink (RGB), height}, mode, labels, display {colormap, transform, limits per frame}, seconds.
   nlohmann::json report;
   std::vector<Placement> placements;  // what ran (the products' passes, the colour op), frame by frame
