@@ -203,6 +203,7 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
   svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
   add_stem_ssb_routes(svr, state);
+  add_stem_movie_routes(svr, state);
   add_stem_event_routes(svr, state);
 }
 

@@ -18,12 +18,14 @@ void add_job_routes(httplib::Server& svr, ServerState& state);
 void add_compute_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions, /api/acquisitions/{id}, /api/acquisitions/{id}/calibration,
 // /api/acquisitions/{id}/products/{kind}, /api/acquisitions/{id}/frame, /api/acquisitions/{id}/block (4D-STEM,
-// computed on the server's backends), and through the two below /ssb and /events.
+// computed on the server's backends), and through the three below /ssb, /events and /movie.
 void add_stem_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/ssb (the SSB preview; api_stem_ssb.cpp). Called by add_stem_routes.
 void add_stem_ssb_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/events (readiness as Server-Sent Events; api_stem_events.cpp). Called by add_stem_routes.
 void add_stem_event_routes(httplib::Server& svr, ServerState& state);
+// GET /api/acquisitions/{id}/movie (GIF/MP4 as `stem movie` writes; api_stem_movie.cpp). Called by add_stem_routes.
+void add_stem_movie_routes(httplib::Server& svr, ServerState& state);
 // Every other GET: /api/... is 404 JSON; the rest are static files under state.web_root, or the
 // built-in page at / when there is no web root.
 void add_static_routes(httplib::Server& svr, ServerState& state);

@@ -292,6 +292,33 @@ class ServeStemTest(unittest.TestCase):
         self.get_json("/api/acquisitions/a1/ssb", expect=409)  # still being written
         self.get_json("/api/acquisitions/a9/ssb", expect=404)
 
+    def test_a_movie_equals_the_clis_stem_movie_and_bad_requests_are_400(self):
+        cases = [("sweep=outer&inner=0&from=2&to=12&steps=5&center=16,16&colormap=magma",
+                  ["--sweep", "outer", "--inner", "0", "--from", "2", "--to", "12", "--steps", "5", "--center", "16,16", "--colormap", "magma"]),
+                 ("along=0,0:7,5&transform=log", ["--patterns-along", "0,0:7,5", "--transform", "log"])]
+        for query, flags in cases:
+            with self.subTest(query=query):
+                out = os.path.join(self.tmp, "movie.gif")
+                r = self.tm("stem", "movie", self.master, *flags, "-o", out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                status, headers, body = self.get("/api/acquisitions/a0/movie?" + query)
+                self.assertEqual(status, 200, body[:300])
+                self.assertEqual(headers["content-type"], "image/gif")
+                with open(out, "rb") as f:
+                    self.assertEqual(body, f.read(), "the GIF bytes stem movie writes")
+        status, headers, body = self.get("/api/acquisitions/a0/movie?along=0,0:3,3&format=mp4")
+        self.assertEqual(status, 200, body[:300])
+        self.assertEqual((headers["content-type"], body[4:8], headers["x-movie-frames"]), ("video/mp4", b"ftyp", "4"))
+        bad = [("", "along"), ("along=0,0", "'along'"), ("along=0,0:9,9", "outside the scan"), ("along=0,0:1,1&steps=0", "'steps'"),
+               ("sweep=middle&from=1&to=2", "'sweep'"), ("sweep=outer&from=1", "'from' and 'to'"), ("along=0,0:1,1&format=avi", "'format'"),
+               ("along=0,0:1,1&fps=0", "'fps'"), ("along=0,0:1,1&sweep=outer", "one of"), ("sweep=outer&inner=5&from=-1&to=3", "finite number >= 0"),
+               ("along=0,0:1,1&colormap=nosuch", "nosuch")]
+        for query, words in bad:
+            with self.subTest(query=query):
+                self.assertIn(words, self.get_json("/api/acquisitions/a0/movie?" + query, expect=400)["error"])
+        self.get_json("/api/acquisitions/a1/movie?along=0,0:1,1", expect=409)  # still being written
+        self.get_json("/api/acquisitions/a9/movie?along=0,0:1,1", expect=404)
+
     def test_a_rectangle_detector_equals_the_cli_and_a_numpy_sum_of_the_frames(self):
         frames = np.load(self.cli_npy("stem", "export", self.master))
         self.assertEqual(frames.shape, (8, 8, 32, 32))

@@ -160,6 +160,24 @@ async function main() {
     check(sameValues(frame.values, readNpy(exported).values), "its pattern equals stem export --frame");
     check((await page.locator("#stem-pattern-caption").textContent()).includes(`(${row}, ${col})`), "the caption names the position");
 
+    step = "movies";
+    // Each movie link's bytes equal `stem movie` with the same request (its query mapped to the CLI's flags).
+    const FLAG = { along: "--patterns-along", sweep: "--sweep", inner: "--inner", from: "--from", to: "--to", steps: "--steps", center: "--center",
+      transform: "--transform", colormap: "--colormap", detector_bin: "--detector-bin" };
+    for (const id of ["stem-movie-line", "stem-movie-sweep"]) {
+      await page.locator(`#${id}`).dispatchEvent("pointerdown");
+      const href = await page.locator(`#${id}`).getAttribute("href");
+      const url = new URL(href, base);
+      const args = [];
+      for (const [k, v] of url.searchParams) if (FLAG[k]) args.push(FLAG[k], v);
+      const out = join(tmp, `${id}.${url.searchParams.get("format")}`);
+      tm(["stem", "movie", master, ...args, "-o", out], env);
+      const bytes = await page.evaluate(async (u) => Array.from(new Uint8Array(await (await fetch(u)).arrayBuffer())), url.href);
+      const want = readFileSync(out);
+      check(bytes.length === want.length && want.every((b, i) => b === bytes[i]), `the ${id} link (${url.search}) gives the bytes of stem movie ${args.join(" ")} (${want.length} bytes)`);
+    }
+    check((await page.locator("#stem-movie-line").textContent()).includes(`row ${row}`), "the patterns movie follows the clicked position's row");
+
     step = "pattern display";
     const meanOut = join(tmp, "mean.npy");
     const maxOut = join(tmp, "max.npy");

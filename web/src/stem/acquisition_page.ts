@@ -183,6 +183,12 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     ...(["annulus", "disk", "rectangle"] as const).map((s) => el("option", { value: s }, s)));
   const npy = el("a", { id: "stem-export-npy", download: `${acq.name}-virtual.npy` }, "virtual image .npy");
   const png = el("a", { id: "stem-export-png", download: `${acq.name}-virtual.png`, href: "#" }, "virtual image PNG");
+  // Movies (GET …/movie: the file `stem movie` writes for the same request), linked for the current detector,
+  // position and display: the outer radius sweeping up to the current one, and the patterns along the scan row of
+  // the kept (clicked) position, else the middle row.
+  const movieFormat = el("select", { id: "stem-movie-format", title: "movie format" }, el("option", { value: "gif" }, "GIF"), el("option", { value: "mp4" }, "MP4"));
+  const movieSweep = el("a", { id: "stem-movie-sweep", href: "#" }, "outer radius sweep");
+  const movieLine = el("a", { id: "stem-movie-line", href: "#" }, "patterns along a scan row");
   const patternOf = el("select", { id: "stem-pattern-of", title: "which pattern" },
     el("option", { value: "mean" }, "mean pattern"), el("option", { value: "max" }, "max pattern"));
   const meanButton = el("button", { type: "button", id: "stem-show-mean" }, "Show pattern");
@@ -216,6 +222,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   root.append(
     facts,
     el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, npy, png),
+    el("div", { class: "toolbar stem-built", id: "stem-movies" }, "Movie: ", movieFormat, movieSweep, movieLine),
     el("div", { class: "stem-built" }, viewLine, computeNote, ladder),
     el("div", { class: "stem-panels stem-built" },
       el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring),
@@ -273,6 +280,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
         image.dataset.outer = params.outer ?? "";
         image.dataset.rect = params.rect ?? "";
         npy.href = apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
+        updateMovies();
       } while (pending);
       image.dataset.state = "ready";
     } catch (e) {
@@ -417,7 +425,10 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       }
       where = "decoded on the server";
     }
-    if (keep) st.frame = { position: [row, col], values };
+    if (keep) {
+      st.frame = { position: [row, col], values };
+      updateMovies();
+    }
     shownPattern = { values, rows: detRows, cols: detCols, what: `pattern at scan position (${row}, ${col}), ${where}` };
     redrawPattern();
     pattern.dataset.showing = `frame ${row},${col}`;
@@ -430,6 +441,31 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     const at = positionAt(ev);
     if (at) void showFrame(at[0], at[1], true).catch((e) => showError(e, "diffraction pattern"));
   });
+  const displayQuery = (d: { transform: string; colormap: string; limits: unknown }): Record<string, string> => ({
+    transform: d.transform, colormap: d.colormap,
+    ...(Array.isArray(d.limits) ? { lo: String(d.limits[0]), hi: String(d.limits[1]) } : {}),
+  });
+  const updateMovies = () => {
+    const format = movieFormat.value;
+    const bin = b > 1 ? { detector_bin: String(b) } : {};
+    const det = editor.det;
+    if (det.shape === "rectangle") {
+      movieSweep.removeAttribute("href");
+      movieSweep.title = "a radius sweep needs an annulus or a disk";
+    } else {
+      const to = Math.max(det.outer, det.inner + 1);
+      const from = det.inner + (to - det.inner) / 16;  // the first frame one step wide, the last the current detector
+      movieSweep.href = apiUrl(`${path}/movie`, { sweep: "outer", inner: det.inner.toFixed(3), from: from.toFixed(3), to: to.toFixed(3), steps: "16",
+        center: `${st.center[0]},${st.center[1]}`, format, ...bin, ...displayQuery(imageDisplay.get()) });
+      movieSweep.title = "";
+    }
+    const row = (st.frame ? st.frame.position[0] : Math.floor(scan[0] / 2)) + (r ? r[0] : 0);
+    const [c0, c1] = r ? [r[2], r[3] - 1] : [0, scan[1] - 1];
+    movieLine.href = apiUrl(`${path}/movie`, { along: `${row},${c0}:${row},${c1}`, format, ...bin, ...displayQuery(patternDisplay.get()) });
+    movieLine.textContent = `patterns along scan row ${row}`;
+    for (const a of [movieSweep, movieLine]) a.setAttribute("download", `${acq.name}-${a === movieSweep ? "sweep" : "row"}.${format}`);
+  };
+  for (const target of [movieFormat, movieSweep, movieLine]) target.addEventListener(target === movieFormat ? "change" : "pointerdown", updateMovies);
   png.addEventListener("click", () => {
     png.href = image.toDataURL("image/png");
   });
