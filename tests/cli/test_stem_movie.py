@@ -125,6 +125,7 @@ class StemMovie(unittest.TestCase):
         self.assertEqual(j["frames"], len(positions))
         self.assertEqual(j["labels"], ["scan (%d, %d)" % p for p in positions])
         self.assertEqual((j["codec"], j["delay_cs"], j["inexact_frames"]), ("gif", 20, 0))
+        self.assertEqual(j["passes"], len(positions))  # one single-position read per pattern
         self.assertEqual(j["scale_bar"], {"units_per_pixel": 5.0, "unit": "mrad"})  # the demo's detector_angle_per_pixel
         self.assertEqual(j["caption"], {"paper": [68, 1, 84], "ink": [253, 231, 37], "height": CAPTION})  # viridis' ends
         frames, info = gif_frames(self.path("line.gif"))
@@ -155,6 +156,7 @@ class StemMovie(unittest.TestCase):
         radii = [3.0, 5.0, 7.0, 9.0]
         self.assertEqual(j["labels"], ["inner 1.0 px, outer %.1f px" % r for r in radii])
         self.assertEqual(j["display"]["transform"], "log")
+        self.assertEqual(j["passes"], 1)  # every annulus summed in one pass over the frames
         frames, _ = gif_frames(self.path("sweep.gif"))
         self.assertEqual(len(frames), 4)
         for r, frame in zip(radii, frames):
