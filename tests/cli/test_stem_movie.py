@@ -150,6 +150,16 @@ class StemMovie(unittest.TestCase):
         j = self.movie("one.gif", "--patterns-along", "5,2:5,2")
         self.assertEqual(j["labels"], ["scan (5, 2)"])
 
+    def test_a_binned_detector_scales_the_bar_and_still_equals_its_png(self):
+        j = self.movie("binned.gif", "--patterns-along", "0,0:0,2", "--detector-bin", "2")
+        self.assertEqual(j["scale_bar"], {"units_per_pixel": 10.0, "unit": "mrad"})
+        frames, _ = gif_frames(self.path("binned.gif"))
+        png = self.png("mean-dp", "--scan-region", "0,1,2,3", "--detector-bin", "2")
+        np.testing.assert_array_equal(frames[2][:png.shape[0]], as_frame(png, j["caption"]["paper"]))
+        # bins unequal on the two axes: no single angular pixel size, the bar is in pixels
+        j = self.movie("binned.gif", "--patterns-along", "0,0:0,2", "--detector-bin", "2,1")
+        self.assertEqual(j["scale_bar"], {"units_per_pixel": 1.0, "unit": "px"})
+
     def test_detector_sweep_equals_stem_mask_and_limits_pass_through(self):
         j = self.movie("sweep.gif", "--sweep", "outer", "--inner", "1", "--from", "3", "--to", "9", "--steps", "4",
                        "--transform", "log", "--colormap", "magma")
