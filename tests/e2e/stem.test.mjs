@@ -183,6 +183,7 @@ async function main() {
     const maxOut = join(tmp, "max.npy");
     tm(["stem", "mean-dp", master, "-o", meanOut], env);
     tm(["stem", "mean-dp", master, "--max", "-o", maxOut], env);
+    if (path === "page") await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.path === "page", null, { timeout: 60_000 });
     const patternPath = await page.evaluate(() => document.querySelector("#stem-pattern").dataset.path);
     check(sameValues(await page.evaluate(() => window.tmStem.pattern.values), readNpy(meanOut).values),
       `the mean pattern (${patternPath}) equals the CLI's stem mean-dp`);
@@ -261,6 +262,12 @@ async function main() {
     tm(["stem", "idpc", master, "-o", idpcOut], env);
     const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
     check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
+
+    await page.selectOption("#stem-field-view", "fft-dp");
+    await page.waitForFunction(() => document.querySelector("#stem-field").dataset.view === "fft-dp" && document.querySelector("#stem-field").dataset.state === "ready", null, { timeout: 120_000 });
+    const fftOut = join(tmp, "fft-dp.npy");
+    tm(["stem", "fft", master, "--of", "mean-dp", "-o", fftOut], env);
+    check(sameValues((await fieldState()).values, readNpy(fftOut).values), "the FFT view of the mean pattern equals stem fft --of mean-dp");
 
     step = "detector bin on the page's adapter";
     const viewed = async (pg) => pg.evaluate(() => ({ center: window.tmStem.center, values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner,

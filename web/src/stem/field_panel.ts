@@ -12,7 +12,7 @@ import { drawColourWheel, drawGrid } from "./grid_draw";
 import type { GpuMaskedSums } from "./webgpu/masked_sums";
 
 export interface FieldState {
-  view: "com" | "dpc" | "idpc" | "fft";
+  view: "com" | "dpc" | "idpc" | "fft" | "fft-dp";
   com: Field | null;
   comOn: "page" | "server" | "";
   rotationDeg: number;
@@ -38,7 +38,8 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
   const caption = el("p", { class: "status", id: "stem-field-caption" });
   const view = el("select", { id: "stem-field-view", title: "centre-of-mass view" },
     el("option", { value: "com" }, "CoM (colour wheel)"), el("option", { value: "dpc" }, "DPC (rotated, colour wheel)"),
-    el("option", { value: "idpc" }, "iDPC"), el("option", { value: "fft" }, "FFT of the virtual image"));
+    el("option", { value: "idpc" }, "iDPC"), el("option", { value: "fft" }, "FFT of the virtual image"),
+    el("option", { value: "fft-dp" }, "FFT of the mean pattern"));
   const slider = el("input", { id: "stem-dpc-rotation", type: "range", min: "0", max: "180", step: "0.1", value: "0", title: "DPC rotation (degrees)" });
   const transpose = el("input", { id: "stem-dpc-transpose", type: "checkbox", title: "swap the CoM components before rotating" });
   const useFound = el("button", { type: "button", id: "stem-dpc-found" }, "Found rotation");
@@ -49,6 +50,10 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
     el("div", { class: "toolbar" }, view, el("label", {}, "rotation ", slider), el("label", {}, transpose, " transpose"), useFound, rotationText, displayParams.element),
     canvas, caption);
 
+  const fitCanvas = (rows: number, cols: number) => {
+    const height = String(Math.max(1, Math.round((PX * rows) / cols)));
+    if (canvas.getAttribute("height") !== height) canvas.setAttribute("height", height);
+  };
   const ensureCom = async (): Promise<void> => {
     if (st.com) return;
     const g = gpu();
@@ -87,19 +92,23 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
       const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page` : "CoM from the server";
       if (st.view === "com" || st.view === "dpc") {
         const f = st.view === "com" ? com : rotated;
+        fitCanvas(scan[0], scan[1]);
         const max = drawColourWheel(canvas, f.u, f.v, scan[0], scan[1]);
         st.shown = { view: st.view, shape: [2, scan[0], scan[1]], values: stacked(f), on: st.comOn };
         caption.textContent = `${st.view === "com" ? "centre of mass" : "DPC"}: hue = direction, brightness = length (max ${max.toFixed(3)} px) — ${where}`;
       } else {
         const params: Record<string, string> = st.view === "idpc"
           ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0", ...viewParams }
-          : { of: "mask", ...detectorParams() };
-        const p = await getJson<Product>(`${path}/products/${st.view}`, params);
+          : st.view === "fft" ? { of: "mask", ...detectorParams() } : { of: "mean-dp", ...viewParams };
+        const product = st.view === "idpc" ? "idpc" : "fft";
+        const p = await getJson<Product>(`${path}/products/${product}`, params);
         const [rows, cols] = p.shape.slice(-2);
+        fitCanvas(rows, cols);
         showLimits("stem-field", drawGrid(canvas, p.values, rows, cols, displayParams.get()));
         st.shown = { view: st.view, shape: p.shape, values: p.values, on: "server" };
-        caption.textContent = `${st.view === "idpc" ? "iDPC at the rotation above" : "FFT (log1p |FFT2|, shifted) of the virtual image"} — ${placementText(p.placement)}`;
-        canvas.dataset.href = apiUrl(`${path}/products/${st.view}`, { ...params, format: "npy" });
+        const what = { idpc: "iDPC at the rotation above", fft: "FFT (log1p |FFT2|, shifted) of the virtual image", "fft-dp": "FFT (log1p |FFT2|, shifted) of the mean pattern" }[st.view];
+        caption.textContent = `${what} — ${placementText(p.placement)}`;
+        canvas.dataset.href = apiUrl(`${path}/products/${product}`, { ...params, format: "npy" });
       }
       canvas.dataset.view = st.view;
       canvas.dataset.state = "ready";
