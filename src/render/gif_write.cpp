@@ -25,8 +25,17 @@ struct GifWriter::State {
   uint64_t frames = 0, inexact = 0;
   uint32_t max_error = 0;
 
+  // An unfinished file (a throw in the constructor or add, or no finish()) is closed and removed: a partial
+  // movie is worse than none.
+  ~State() {
+    if (!gif) return;
+    int err = 0;
+    EGifCloseFile(gif, &err);
+    std::remove(path.c_str());
+  }
   [[noreturn]] void fail(const std::string& what, int code) const {
-    throw Error(ErrorKind::Io, path + ": " + what + " (giflib: " + GifErrorString(code) + ")");
+    const char* reason = GifErrorString(code);  // null for a code giflib does not name
+    throw Error(ErrorKind::Io, path + ": " + what + " (giflib: " + (reason ? reason : "error " + std::to_string(code)) + ")");
   }
   void check(int rc, const std::string& what) const {
     if (rc != GIF_OK) fail(what, gif ? gif->Error : 0);
@@ -72,12 +81,7 @@ GifWriter::GifWriter(const std::string& path, uint32_t width, uint32_t height, d
   s_->check(EGifPutExtensionTrailer(s_->gif), "cannot write the loop extension");
 }
 
-GifWriter::~GifWriter() {
-  if (!s_->gif) return;
-  int err = 0;
-  EGifCloseFile(s_->gif, &err);  // unfinished: a partial file is worse than none
-  std::remove(s_->path.c_str());
-}
+GifWriter::~GifWriter() = default;
 
 uint32_t GifWriter::delay_cs() const { return s_->delay; }
 uint64_t GifWriter::frames() const { return s_->frames; }

@@ -60,6 +60,12 @@ struct Mp4Writer::State {
   uint64_t frames = 0;
   bool open = false, finished = false;
 
+  // An unfinished file (a throw in the constructor or add, or no finish()) is closed and removed.
+  ~State() {
+    if (!open || finished) return;
+    out.reset();
+    std::remove(path.c_str());
+  }
   void check(int rc, const std::string& what) const {
     if (rc < 0) throw Error(ErrorKind::Io, path + ": " + what + " (libav: " + av_reason(rc) + ")");
   }
@@ -132,12 +138,7 @@ Mp4Writer::Mp4Writer(const std::string& path, uint32_t width, uint32_t height, d
   if (!s.sws) throw Error(ErrorKind::Io, path + ": cannot set up the RGBA to yuv420p conversion");
 }
 
-Mp4Writer::~Mp4Writer() {
-  if (s_->open && !s_->finished) {
-    s_->out.reset();  // closes the file
-    std::remove(s_->path.c_str());
-  }
-}
+Mp4Writer::~Mp4Writer() = default;
 
 uint32_t Mp4Writer::coded_width() const { return s_->coded_w; }
 uint32_t Mp4Writer::coded_height() const { return s_->coded_h; }
