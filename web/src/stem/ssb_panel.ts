@@ -35,9 +35,10 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
   const slider = (id: string, label: string, min: number, max: number, step: number) => {
     const input = el("input", { id, type: "range", min: String(min), max: String(max), step: String(step), value: "0" });
     const out = el("span", { class: "status" }, "0");
-    input.addEventListener("input", () => (out.textContent = input.value));
+    const sync = () => (out.textContent = input.value);
+    input.addEventListener("input", sync);
     input.addEventListener("change", () => void compute());
-    return { input, element: el("label", {}, `${label} `, input, out) };
+    return { input, sync, element: el("label", {}, `${label} `, input, out) };
   };
   const c10 = slider("stem-ssb-c10", "C10 (Å)", -5000, 5000, 10);
   const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, 2000, 10);
@@ -65,6 +66,7 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     try {
       do {
         pending = false;
+        for (const s of [c10, c12, phi12]) s.sync();  // the read-outs show what is computed, however the value was set
         const params: Record<string, string> = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
         if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
         st.requests++;
