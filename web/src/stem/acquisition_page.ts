@@ -10,6 +10,7 @@
 // CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot.
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
+import { latestWins } from "./latest_wins";
 import { DetectorEditor, type DetectorShape } from "./detector_editor";
 import { displayControls, showLimits } from "./display_controls";
 import { fieldPanel } from "./field_panel";
@@ -251,45 +252,26 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   };
 
   // The virtual image of the current detector: one request in flight; a newer detector waits for it, then runs.
-  let inFlight = false;
-  let pending = false;
-  const refreshImage = async (): Promise<void> => {
-    if (inFlight) {
-      pending = true;
-      return;
-    }
-    inFlight = true;
-    image.dataset.state = "loading";
-    try {
-      do {
-        pending = false;
-        const params = editor.params();
-        st.requests++;
-        const t0 = performance.now();
-        const onPage = gpu !== null && st.computeOn === "page";
-        const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams });
-        st.image = p;
-        image.dataset.path = onPage ? "page" : "server";
-        const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
-        if (image.getAttribute("height") !== height) image.setAttribute("height", height);
-        redrawImage();
-        st.imageMs.push(performance.now() - t0);
-        imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
-          (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
-        image.dataset.inner = params.inner ?? "";
-        image.dataset.outer = params.outer ?? "";
-        image.dataset.rect = params.rect ?? "";
-        npy.href = apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
-        updateMovies();
-      } while (pending);
-      image.dataset.state = "ready";
-    } catch (e) {
-      image.dataset.state = "error";
-      showError(e, "virtual image");
-    } finally {
-      inFlight = false;
-    }
-  };
+  const refreshImage = latestWins(async () => {
+    const params = editor.params();
+    st.requests++;
+    const t0 = performance.now();
+    const onPage = gpu !== null && st.computeOn === "page";
+    const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams });
+    st.image = p;
+    image.dataset.path = onPage ? "page" : "server";
+    const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
+    if (image.getAttribute("height") !== height) image.setAttribute("height", height);
+    redrawImage();
+    st.imageMs.push(performance.now() - t0);
+    imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
+      (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
+    image.dataset.inner = params.inner ?? "";
+    image.dataset.outer = params.outer ?? "";
+    image.dataset.rect = params.rect ?? "";
+    npy.href = apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
+    updateMovies();
+  }, image, "virtual image");
 
   // The page path: the block uploaded once to the adapter, each detector one dispatch.
   const pageImage = async (g: GpuMaskedSums): Promise<Product> => {

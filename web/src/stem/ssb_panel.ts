@@ -4,7 +4,8 @@
 // in flight, the latest setting wins; the scan rotation the first preview chose is passed back to the next ones.
 // Export of the phase as .npy.
 import { apiUrl, getJson, type Placement } from "../api";
-import { el, showError } from "../dom";
+import { el } from "../dom";
+import { latestWins } from "./latest_wins";
 import { displayControls, showLimits } from "./display_controls";
 import { drawGrid } from "./grid_draw";
 
@@ -54,41 +55,22 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     const [rows, cols] = st.phase.shape;
     showLimits("stem-ssb", drawGrid(canvas, st.phase.values, rows, cols, display.get()));
   };
-  let inFlight = false;
-  let pending = false;
-  const compute = async (): Promise<void> => {
-    if (inFlight) {
-      pending = true;
-      return;
-    }
-    inFlight = true;
-    canvas.dataset.state = "loading";
-    try {
-      do {
-        pending = false;
-        for (const s of [c10, c12, phi12]) s.sync();  // the read-outs show what is computed, however the value was set
-        const params: Record<string, string> = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
-        if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
-        st.requests++;
-        const t0 = performance.now();
-        st.phase = await getJson<Phase>(`${path}/ssb`, params);
-        [st.c10, st.c12, st.phi12] = [Number(params.c10), Number(params.c12), Number(params.phi12)];
-        const rotation = st.phase.calibration?.scan_rotation;
-        if (st.rotationDeg === null && typeof rotation?.value === "number") st.rotationDeg = rotation.value;
-        draw();
-        caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}°, scan rotation ` +
-          `${rotation?.value?.toFixed(2) ?? "?"}° (${rotation?.source ?? "?"}), in ` +
-          `${(performance.now() - t0).toFixed(0)} ms — ${placementText(st.phase.placement)}`;
-        npy.href = apiUrl(`${path}/ssb`, { ...params, format: "npy" });
-      } while (pending);
-      canvas.dataset.state = "ready";
-    } catch (e) {
-      canvas.dataset.state = "error";
-      showError(e, "SSB preview");
-    } finally {
-      inFlight = false;
-    }
-  };
+  const compute = latestWins(async () => {
+    for (const s of [c10, c12, phi12]) s.sync();  // the read-outs show what is computed, however the value was set
+    const params: Record<string, string> = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
+    if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
+    st.requests++;
+    const t0 = performance.now();
+    st.phase = await getJson<Phase>(`${path}/ssb`, params);
+    [st.c10, st.c12, st.phi12] = [Number(params.c10), Number(params.c12), Number(params.phi12)];
+    const rotation = st.phase.calibration?.scan_rotation;
+    if (st.rotationDeg === null && typeof rotation?.value === "number") st.rotationDeg = rotation.value;
+    draw();
+    caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}°, scan rotation ` +
+      `${rotation?.value?.toFixed(2) ?? "?"}° (${rotation?.source ?? "?"}), in ` +
+      `${(performance.now() - t0).toFixed(0)} ms — ${placementText(st.phase.placement)}`;
+    npy.href = apiUrl(`${path}/ssb`, { ...params, format: "npy" });
+  }, canvas, "SSB preview");
   go.addEventListener("click", () => void compute());
   return { element, state: st };
 }
