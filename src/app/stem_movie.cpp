@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include "display/display_kernels.h"
 #include "render/gif_write.h"
 #include "render/movie_frame.h"
 #include "render/mp4_write.h"
@@ -28,7 +29,7 @@ MovieFormat movie_format(const std::string& path) {
 }
 
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
-                             double fps, const std::function<const Planner&()>& planner) {
+                             double fps, bool shared_limits, const std::function<const Planner&()>& planner) {
   const auto t0 = std::chrono::steady_clock::now();
   const MovieFormat format = movie_format(out);
   if (plan.frames.empty()) throw Error(ErrorKind::InvalidArgument, out + ": a movie needs at least one frame");
@@ -48,21 +49,44 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
     swept = compute_sweep_images(acq, plan.frames.front().spec, detectors, planner());
     std::move(swept->placements.begin(), swept->placements.end(), std::back_inserter(result.placements));
   }
-  for (size_t i = 0; i < plan.frames.size(); ++i) {
-    const MovieFrameSpec& f = plan.frames[i];
+  struct FrameValues {
     std::vector<uint64_t> shape;
     std::vector<double> values;
+  };
+  const auto frame_values = [&](size_t i) {
+    FrameValues v;
     if (swept) {
-      shape = {swept->scan_shape[0], swept->scan_shape[1]};
-      values.assign(swept->images[i].begin(), swept->images[i].end());
-      std::vector<uint64_t>().swap(swept->images[i]);  // drawn: not needed again
+      v.shape = {swept->scan_shape[0], swept->scan_shape[1]};
+      v.values.assign(swept->images[i].begin(), swept->images[i].end());
+      std::vector<uint64_t>().swap(swept->images[i]);  // taken: not needed again
     } else {
-      ProductOutput product = compute_product(acq, f.spec, std::nullopt, planner);
+      ProductOutput product = compute_product(acq, plan.frames[i].spec, std::nullopt, planner);
       std::move(product.placements.begin(), product.placements.end(), std::back_inserter(result.placements));
-      shape = std::move(product.shape);
-      values = std::visit([](const auto& v) { return std::vector<double>(v.begin(), v.end()); }, product.values);
+      v.shape = std::move(product.shape);
+      v.values = std::visit([](const auto& x) { return std::vector<double>(x.begin(), x.end()); }, product.values);
     }
-    const CellImage img = render_product_image(shape, values, display, planner());
+    return v;
+  };
+  // Shared limits: every frame's values first, then the union of their automatic limits for the ends not given.
+  ProductDisplay drawn = display;
+  std::vector<FrameValues> held;
+  if (shared_limits && !(display.lo && display.hi)) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < plan.frames.size(); ++i) {
+      held.push_back(frame_values(i));
+      const std::vector<double>& v = held.back().values;
+      const Limits l = resolve_params(v.data(), v.size(), product_display_request(v, display)).limits;
+      lo = std::min(lo, l.lo), hi = std::max(hi, l.hi);
+    }
+    if (!drawn.lo) drawn.lo = lo;
+    if (!drawn.hi) drawn.hi = hi;
+  }
+  for (size_t i = 0; i < plan.frames.size(); ++i) {
+    const MovieFrameSpec& f = plan.frames[i];
+    const FrameValues fv = held.empty() ? frame_values(i) : std::move(held[i]);
+    const std::vector<uint64_t>& shape = fv.shape;
+    const std::vector<double>& values = fv.values;
+    const CellImage img = render_product_image(shape, values, drawn, planner());
     result.placements.push_back(img.placement);
     const RgbaImage frame = movie_frame(img, shape.back(), f.label, bar);
     if (!gif && !mp4) {
@@ -84,6 +108,7 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
   r["mode"] = plan.mode;
   r["frames"] = plan.frames.size();
   r["fps"] = fps;
+  r["shared_limits"] = shared_limits;
   r["passes"] = sweep ? 1 : plan.frames.size();  // passes over the acquisition's frames (a pattern reads one frame)
   if (gif) {
     gif->finish();
@@ -103,6 +128,11 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
   r["display"] = std::move(shown);
   r["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
+}
+
+MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
+                             double fps, const std::function<const Planner&()>& planner) {
+  return write_stem_movie(acq, plan, display, out, fps, false, planner);
 }
 
 }  // namespace tmorph

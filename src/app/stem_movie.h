@@ -23,15 +23,20 @@ enum class MovieFormat { gif, mp4 };
 MovieFormat movie_format(const std::string& path);
 
 struct MovieResult {
-  // file, format, codec, frames, passes, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
+  // file, format, codec, frames, passes, shared_limits, width, height, fps, delay_cs (gif), inexact_frames and max_error (gif),
   // scale_bar {units_per_pixel, unit}, caption {paper, ink (RGB), height}, mode, labels, display {colormap, transform, limits per frame}, seconds.
   nlohmann::json report;
   std::vector<Placement> placements;  // what ran (the products' passes, the colour op), frame by frame
 };
 
-// Each frame's limits are the display's, else automatic over that frame's values (as its PNG). The file is
+// Each frame's limits are the display's, else automatic over that frame's values (as its PNG); with
+// `shared_limits`, the ends not given are the union of every frame's automatic limits (the frames' values are
+// held until then: frames x frame values x 8 bytes), so every frame is its PNG under those --limits. The file is
 // written only when every frame is computed and encoded (an unfinished file is removed). `planner` is called
 // when something runs. Throws what compute_product, the renderer and the encoders throw.
+MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
+                             double fps, bool shared_limits, const std::function<const Planner&()>& planner);
+// The same with each frame's own limits (shared_limits false).
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
                              double fps, const std::function<const Planner&()>& planner);
 

@@ -25,6 +25,7 @@ struct MovieArgs {
   std::string patterns_along, sweep, center;
   double from = NAN, to = NAN, inner = NAN, outer = NAN, radius = NAN, mrad_per_px = NAN, fps = 10;
   int64_t steps = 0;
+  bool shared_limits = false;
   CLI::Option* steps_option = nullptr;
   ProductDisplayFlags display;
 };
@@ -69,7 +70,7 @@ void run_movie(const MovieArgs& a) {
   const Acquisition acq = open_acquisition(a.load.path);
   const MoviePlan plan = plan_movie(acq, movie_request(a, *rt));
   const Planner planner = rt->planner();
-  MovieResult movie = write_stem_movie(acq, plan, display, a.load.out, a.fps, [&]() -> const Planner& { return planner; });
+  MovieResult movie = write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; });
   movie.report["placement"] = placements_json(movie.placements);
   if (a.load.json) {
     print_json(movie.report);
@@ -107,6 +108,8 @@ void add_stem_movie_command(CLI::App* stem) {
   cmd->add_option("--detector-mrad-per-px", a->mrad_per_px, "patterns: detector angle per unbinned pixel for the scale bar "
                                                             "(default: the file's, else pixels)");
   a->display.add_to(cmd);
+  cmd->add_flag("--shared-limits", a->shared_limits, "one range for every frame: the union of the frames' automatic limits "
+                                                      "(default: each frame its own, as its PNG)");
   cmd->callback([a] { run_movie(*a); });
 }
 

@@ -21,6 +21,10 @@ struct ProductDisplay {
   std::optional<double> lo, hi;          // product units; a missing end is the values' (automatic)
 };
 
+// The display request for these values: the given map (else gray, or RdBu_r when a value is negative), the
+// transform and the given limits (resolve_params fills the missing ones from the values).
+DisplayRequest product_display_request(const std::vector<double>& values, const ProductDisplay& display);
+
 // `values` row-major with `shape` (the last entry is the columns; a [2, R, C] field is drawn as its two
 // components one above the other, sharing limits). Throws what render_cells throws (an unknown map, bad limits).
 CellImage render_product_image(const std::vector<uint64_t>& shape, const std::vector<double>& values, const ProductDisplay& display,

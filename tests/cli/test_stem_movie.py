@@ -186,6 +186,24 @@ class StemMovie(unittest.TestCase):
             self.assertTrue(0.5 <= step * 8 / 3 < 1, step)
             self.assert_caption(frame, png.shape[0], round(0.5 / step * 32))
 
+    def test_shared_limits_are_the_union_of_the_frames_limits(self):
+        args = ["--sweep", "outer", "--inner", "0", "--from", "2", "--to", "12", "--steps", "4"]
+        own = self.movie("own.gif", *args)["display"]["limits"]
+        self.assertEqual(len({tuple(l) for l in own}), 4)  # each frame its own range
+        j = self.movie("shared.gif", *args, "--shared-limits")
+        lo, hi = min(l[0] for l in own), max(l[1] for l in own)
+        self.assertTrue(j["shared_limits"])
+        self.assertEqual(j["display"]["limits"], [[lo, hi]] * 4)
+        frames, _ = gif_frames(self.path("shared.gif"))
+        for outer, frame in zip([2, 12], [frames[0], frames[3]]):
+            png = self.png("mask", "--inner", "0", "--outer", str(outer), "--limits", "%r,%r" % (lo, hi))
+            np.testing.assert_array_equal(frame[:png.shape[0]], as_frame(png, j["caption"]["paper"]))
+        # patterns too; given --limits win
+        j = self.movie("shared_line.gif", "--patterns-along", "0,0:3,3", "--shared-limits")
+        self.assertEqual(len({tuple(l) for l in j["display"]["limits"]}), 1)
+        j = self.movie("shared_line.gif", "--patterns-along", "0,0:3,3", "--shared-limits", "--limits", "1,100")
+        self.assertEqual(j["display"]["limits"], [[1, 100]] * 4)
+
     def test_mp4_holds_the_frames_at_even_size(self):
         j = self.movie("line.mp4", "--patterns-along", "0,0:7,7", "--fps", "12")
         self.assertEqual((j["frames"], j["fps"], j["format"]), (8, 12, "mp4"))
