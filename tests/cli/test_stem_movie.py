@@ -186,6 +186,13 @@ class StemMovie(unittest.TestCase):
             self.assertTrue(0.5 <= step * 8 / 3 < 1, step)
             self.assert_caption(frame, png.shape[0], round(0.5 / step * 32))
 
+    def test_a_sweep_to_the_whole_detector_equals_stem_mask(self):
+        j = self.movie("whole.gif", "--sweep", "outer", "--inner", "0", "--from", "20", "--to", "40", "--steps", "2")
+        frames, _ = gif_frames(self.path("whole.gif"))
+        for outer, frame in zip([20, 40], frames):  # 20: dense (total - complement); 40: every pixel, read directly
+            png = self.png("mask", "--inner", "0", "--outer", str(outer))
+            np.testing.assert_array_equal(frame[:png.shape[0]], as_frame(png, j["caption"]["paper"]))
+
     def test_shared_limits_are_the_union_of_the_frames_limits(self):
         args = ["--sweep", "outer", "--inner", "0", "--from", "2", "--to", "12", "--steps", "4"]
         own = self.movie("own.gif", *args)["display"]["limits"]
