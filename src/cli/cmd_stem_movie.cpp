@@ -23,7 +23,7 @@ namespace {
 struct MovieArgs {
   LoadArgs load;
   std::string patterns_along, sweep, center;
-  double from = NAN, to = NAN, inner = NAN, outer = NAN, radius = NAN, mrad_per_px = NAN, fps = 10;
+  double from = NAN, to = NAN, inner = NAN, outer = NAN, radius = NAN, mrad_per_px = NAN, semiangle_mrad = NAN, fps = 10;
   int64_t steps = 0;
   bool shared_limits = false;
   CLI::Option* steps_option = nullptr;
@@ -40,6 +40,7 @@ MovieRequest movie_request(const MovieArgs& a, const Runtime& rt) {
   r.base.load = make_request(a.load, rt);
   r.base.disk = disk_request(a.center, a.radius);
   r.base.angle_per_pixel = {given(a.mrad_per_px), "--detector-mrad-per-px"};
+  r.base.semiangle_mrad = {given(a.semiangle_mrad), "--semiangle-mrad"};
   const bool steps_given = a.steps_option->count() > 0;
   if (steps_given && a.steps < 1) throw Error(ErrorKind::InvalidArgument, "--steps " + std::to_string(a.steps) + ": at least 1 frame");
   if (a.patterns_along.empty() == a.sweep.empty())
@@ -106,7 +107,8 @@ void add_stem_movie_command(CLI::App* stem) {
   cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels (default: detected)");
   cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
   cmd->add_option("--detector-mrad-per-px", a->mrad_per_px, "patterns: detector angle per unbinned pixel for the scale bar "
-                                                            "(default: the file's, else pixels)");
+                                                            "(default: the file's, else semi-angle / --radius, else pixels)");
+  cmd->add_option("--semiangle-mrad", a->semiangle_mrad, "probe convergence semi-angle (default: the file's)");
   a->display.add_to(cmd);
   cmd->add_flag("--shared-limits", a->shared_limits, "one range for every frame: the union of the frames' automatic limits "
                                                       "(default: each frame its own, as its PNG)");

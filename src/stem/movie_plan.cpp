@@ -66,7 +66,9 @@ MoviePlan plan_movie(const Acquisition& acq, const MovieRequest& r) {
       f.spec.load.scan_region = Box{p.row, p.row + 1, p.col, p.col + 1};
       plan.frames.push_back(std::move(f));
     }
-    const Sourced mrad = detector_angle_per_pixel(acq, r.base.load, r.base.angle_per_pixel, Sourced{}, NAN);
+    // THE rule (calibration.h) without a disk pass: the override, the file's, or α / a given disk radius.
+    const Sourced mrad = detector_angle_per_pixel(acq, r.base.load, r.base.angle_per_pixel,
+                                                  convergence_semiangle_mrad(acq, r.base.semiangle_mrad), r.base.disk.radius.value_or(NAN));
     if (mrad.known() && std::isfinite(mrad.value) && mrad.value > 0) plan.units_per_pixel = mrad.value, plan.unit = "mrad";
     return plan;
   }

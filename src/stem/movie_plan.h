@@ -50,8 +50,9 @@ struct MovieFrameSpec {
 
 struct MoviePlan {
   std::vector<MovieFrameSpec> frames;
-  // The physical size of one product value, for a scale bar: mrad per detector pixel (patterns, when the
-  // file or the override gives it; else px), nm or angstrom per scan position (virtual images, when the scan
+  // The physical size of one product value, for a scale bar: mrad per detector pixel (patterns, by the detector
+  // angle rule of calibration.h without a disk detection pass: the override, the file's, or the semi-angle /
+  // a given disk radius; else px), nm or angstrom per scan position (virtual images, when the scan
   // step is known; else px).
   double units_per_pixel = 1;
   std::string unit = "px";

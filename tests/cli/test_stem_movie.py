@@ -19,6 +19,10 @@ try:
     from PIL import Image, ImageSequence
 except ImportError:  # pragma: no cover
     np = None
+try:
+    import h5py
+except ImportError:  # pragma: no cover
+    h5py = None
 
 SCAN, K, CAPTION = 8, 32, 22
 
@@ -95,6 +99,16 @@ class StemMovie(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def copy_acquisition(self, name):
+        """The demo's HDF5 files copied into a new folder; its master file."""
+        folder = self.path(name)
+        os.makedirs(folder)
+        source = os.path.dirname(self.master)
+        for f in os.listdir(source):
+            if f.endswith(".h5"):
+                shutil.copy(os.path.join(source, f), folder)
+        return os.path.join(folder, os.path.basename(self.master))
 
     def movie(self, out, *args):
         r = run(["stem", "movie", self.master, "-o", self.path(out), "--json"] + list(args))
@@ -186,6 +200,21 @@ class StemMovie(unittest.TestCase):
             self.assertTrue(0.5 <= step * 8 / 3 < 1, step)
             self.assert_caption(frame, png.shape[0], round(0.5 / step * 32))
 
+    @unittest.skipIf(h5py is None, "h5py not installed (scripts/install-deps installs it)")
+    def test_the_bar_follows_the_detector_angle_rule_without_a_disk_pass(self):
+        master = self.copy_acquisition("no-angle")
+        with h5py.File(master, "r+") as f:
+            del f["entry/sample/simulation/detector_angle_per_pixel"]
+        cases = [([], {"units_per_pixel": 1.0, "unit": "px"}),                              # nothing to go by
+                 (["--radius", "4"], {"units_per_pixel": 5.0, "unit": "mrad"}),             # the file's 20 mrad / 4 px
+                 (["--radius", "4", "--semiangle-mrad", "30"], {"units_per_pixel": 7.5, "unit": "mrad"}),
+                 (["--detector-mrad-per-px", "2"], {"units_per_pixel": 2.0, "unit": "mrad"})]
+        for args, bar in cases:
+            with self.subTest(args=args):
+                r = run(["stem", "movie", master, "-o", self.path("angle.gif"), "--patterns-along", "0,0:0,1", "--json"] + args)
+                self.assertEqual(r.code, 0, r.err)
+                self.assertEqual(r.json()["scale_bar"], bar)
+
     def test_a_sweep_to_the_whole_detector_equals_stem_mask(self):
         j = self.movie("whole.gif", "--sweep", "outer", "--inner", "0", "--from", "20", "--to", "40", "--steps", "2")
         frames, _ = gif_frames(self.path("whole.gif"))
@@ -259,9 +288,8 @@ class StemMovie(unittest.TestCase):
         self.assertFalse(os.path.exists(gif))
 
     def test_an_incomplete_acquisition_names_the_missing_file_and_leaves_no_movie(self):
-        broken = self.path("broken")
-        shutil.copytree(os.path.dirname(self.master), broken, ignore=shutil.ignore_patterns("*.gif", "*.mp4", "*.png", "*.json", "broken"))
-        master = os.path.join(broken, os.path.basename(self.master))
+        master = self.copy_acquisition("broken")
+        broken = os.path.dirname(master)
         data = sorted(f for f in os.listdir(broken) if "_data_" in f)
         os.remove(os.path.join(broken, data[1]))  # frames 16..31: scan rows 2 and 3
         out = self.path("broken.gif")
