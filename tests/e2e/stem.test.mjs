@@ -353,6 +353,15 @@ async function main() {
     await small.close();
 
     step = "an acquisition still being written";
+    // The server keeps at most 4 readiness streams and frees a closed page's at its next heartbeat (within 2 s):
+    // let the pages closed above release theirs.
+    await new Promise((done) => setTimeout(done, 5000));
+    const inventory = await context.newPage();
+    const inventoryErrors = watchErrors(inventory);
+    await inventory.goto(base);
+    await inventory.locator('#acquisitions li[data-acquisition="a1"]').waitFor({ timeout: 60_000 });
+    const listedA1 = inventory.locator('#acquisitions li[data-acquisition="a1"] .readiness');
+    check((await listedA1.getAttribute("data-status")) === "incomplete", `the inventory lists the copy as "${await listedA1.textContent()}"`);
     const writing = await context.newPage();
     const writingErrors = watchErrors(writing);
     await writing.goto(new URL("#/acquisition/a1", base).href);
@@ -364,6 +373,10 @@ async function main() {
     check(true, `the readiness event arrived and the page opened the products: "${await writing.locator("#stem-readiness").textContent()}"`);
     check(writingErrors.length === 0, `no page errors there${writingErrors.length ? ": " + writingErrors.join("; ") : ""}`);
     await writing.close();
+    await inventory.waitForFunction(() => document.querySelector('#acquisitions li[data-acquisition="a1"] .readiness').dataset.status === "complete", null, { timeout: 60_000 });
+    check(true, `and the inventory's line followed by events: "${await listedA1.textContent()}"`);
+    check(inventoryErrors.length === 0, `no inventory errors${inventoryErrors.length ? ": " + inventoryErrors.join("; ") : ""}`);
+    await inventory.close();
 
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(OUT_DIR, "stem.png"), fullPage: true });

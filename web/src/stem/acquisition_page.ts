@@ -120,13 +120,13 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   // Readiness follows the files by events (GET …/events); the page is built once every frame is present.
   let built = false;
   const stop = followReadiness(id, (a) => {
-    if (!root.isConnected) return stop();
     showReadiness(a as unknown as Acquisition);
     if (a.readiness.status === "complete" && !built && acq.readiness.status !== "complete") {
       built = true;
       void buildPage(root, path, a as unknown as Acquisition).catch((e) => showError(e, "acquisition"));
     }
   });
+  stopOnLeaving(stop);
   if (acq.readiness.status !== "complete") {
     root.append(el("p", { class: "notice", id: "stem-waiting" }, "Products are computed once every frame is present: this page follows the files and opens them when they are."));
     return;
@@ -463,14 +463,38 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       `not recorded in the file; DPC rotation found ${fields.state.found.angleDeg.toFixed(2)}°${fields.state.found.transpose ? " (transposed)" : ""} (minimum curl of the CoM field)`;
 }
 
-/** The acquisitions the server serves, as links to their pages (empty when there are none). */
+/** Closes a readiness stream when the page changes (the server keeps few streams: one left open would hold one). */
+function stopOnLeaving(stop: () => void): void {
+  window.addEventListener("hashchange", stop, { once: true });
+}
+
+/** The most inventory lines that follow readiness events at once: the server keeps at most 4 readiness streams, and
+ *  an acquisition's own page needs one. */
+const kInventoryStreams = 2;
+
+/** The acquisitions the server serves, as links to their pages (empty when there are none). The lines of those
+ *  still being written follow their readiness events (the first kInventoryStreams; the others say to reload). */
 export async function acquisitionList(): Promise<HTMLElement> {
   const box = el("div", { class: "acquisitions-box", id: "acquisitions" });
   const list = (await getJson<{ acquisitions: Acquisition[] }>("/api/acquisitions")).acquisitions;
   if (!list.length) return box;
   const ul = el("ul", {});
-  for (const a of list)
-    ul.append(el("li", {}, el("a", { href: `#/acquisition/${encodeURIComponent(a.id)}` }, a.name), ` — ${a.readiness.status}, ${a.detector_shape.join(" × ")} ${a.dtype} frames`));
+  let streams = 0;
+  for (const a of list) {
+    const status = el("span", { class: "readiness", "data-status": a.readiness.status });
+    const show = (r: Acquisition["readiness"], note = "") => {
+      status.textContent = `${r.status}${r.status === "complete" ? "" : ` (${r.frames_present} of ${r.frames_expected ?? "?"} frames)`}${note}`;
+      status.dataset.status = r.status;
+    };
+    show(a.readiness);
+    if (a.readiness.status !== "complete") {
+      if (streams++ < kInventoryStreams) {
+        stopOnLeaving(followReadiness(a.id, (summary) => show(summary.readiness)));
+      } else show(a.readiness, ", reload to update");
+    }
+    ul.append(el("li", { "data-acquisition": a.id }, el("a", { href: `#/acquisition/${encodeURIComponent(a.id)}` }, a.name), " — ", status,
+      `, ${a.detector_shape.join(" × ")} ${a.dtype} frames`));
+  }
   box.append(el("h2", {}, "4D-STEM acquisitions"), ul);
   return box;
 }
