@@ -2,7 +2,6 @@
 --scan-region` for patterns along a line, `stem mask --inner/--outer` for a detector sweep) above a caption strip
 with the frame's label and scale bar; the MP4 is an ISO-BMFF file whose H.264 track has the frames and size; bad
 input is refused with clear messages and the usual exit codes."""
-import json
 import os
 import shutil
 import struct
