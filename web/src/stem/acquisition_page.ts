@@ -326,7 +326,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     st.computeOn = computeOn.value === "page" && gpu ? "page" : "server";
     fields.state.com = null;  // recomputed where the choice says
     void refreshImage();
-    void showPattern().catch((e) => showError(e, "pattern"));
+    void showPattern();
   });
   shape.addEventListener("change", () => {
     editor.setShape(shape.value as DetectorShape);
@@ -336,7 +336,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
 
   // The mean and max patterns: on the page's adapter when it holds the block (one pass for both), else the server's.
   let pagePatterns: { mean: number[]; max: number[] } | null = null;
-  const showPattern = async () => {
+  // One computation at a time, the latest choice last (a slow server pattern must not overwrite a newer page one).
+  const showPattern = latestWins(async () => {
     const max = patternOf.value === "max";
     st.patternOf = max ? "max" : "mean";
     let p: Product;
@@ -353,11 +354,10 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     pattern.dataset.path = where.startsWith("computed on the page") ? "page" : "server";
     shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1], what: `${st.patternOf} diffraction pattern — ${where}` };
     redrawPattern();
-    pattern.dataset.state = "ready";
     pattern.dataset.showing = st.patternOf;
-  };
-  meanButton.addEventListener("click", () => void showPattern().catch((e) => showError(e, "pattern")));
-  patternOf.addEventListener("change", () => void showPattern().catch((e) => showError(e, "pattern")));
+  }, pattern, "pattern");
+  meanButton.addEventListener("click", () => void showPattern());
+  patternOf.addEventListener("change", () => void showPattern());
 
   for (const name of ["bf", "abf", "adf", "haadf", "df"]) {
     const b = el("button", { type: "button", id: `stem-preset-${name}` }, name.toUpperCase());

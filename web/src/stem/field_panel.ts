@@ -5,7 +5,8 @@
 // from the server's com product; iDPC (an FFT) and the FFT view are the server's, with the rotation shown here.
 // Every request carries the page's view (scan_region, detector_bin).
 import { apiUrl, getJson, type Placement } from "../api";
-import { el, showError } from "../dom";
+import { el } from "../dom";
+import { latestWins } from "./latest_wins";
 import { centerOfMass, curlMoments, findRotation, rotateField, stacked, type Field } from "./com_field";
 import { displayControls, showLimits } from "./display_controls";
 import { drawColourWheel, drawGrid } from "./grid_draw";
@@ -76,47 +77,41 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
     }
   };
 
-  const refresh = async (): Promise<void> => {
-    canvas.dataset.state = "loading";
-    try {
-      st.view = view.value as FieldState["view"];
-      await ensureCom();
-      const com = st.com as Field;
-      const rotated = rotateField(com, (st.rotationDeg * Math.PI) / 180, st.transpose);
-      const m = curlMoments(rotated);
-      st.curl2 = m ? m.kk : NaN;
-      st.div2 = m ? m.dd : NaN;
-      rotationText.textContent = `rotation ${st.rotationDeg.toFixed(2)}°${st.transpose ? " (transposed)" : ""}` +
-        (st.found ? `; found ${st.found.angleDeg.toFixed(2)}°${st.found.transpose ? " transposed" : ""}` : "") +
-        (m ? `; ⟨curl²⟩ ${m.kk.toExponential(3)}, ⟨div²⟩ ${m.dd.toExponential(3)} px²` : "");
-      const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page` : "CoM from the server";
-      if (st.view === "com" || st.view === "dpc") {
-        const f = st.view === "com" ? com : rotated;
-        fitCanvas(scan[0], scan[1]);
-        const max = drawColourWheel(canvas, f.u, f.v, scan[0], scan[1]);
-        st.shown = { view: st.view, shape: [2, scan[0], scan[1]], values: stacked(f), on: st.comOn };
-        caption.textContent = `${st.view === "com" ? "centre of mass" : "DPC"}: hue = direction, brightness = length (max ${max.toFixed(3)} px) — ${where}`;
-      } else {
-        const params: Record<string, string> = st.view === "idpc"
-          ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0", ...viewParams }
-          : st.view === "fft" ? { of: "mask", ...detectorParams() } : { of: "mean-dp", ...viewParams };
-        const product = st.view === "idpc" ? "idpc" : "fft";
-        const p = await getJson<Product>(`${path}/products/${product}`, params);
-        const [rows, cols] = p.shape.slice(-2);
-        fitCanvas(rows, cols);
-        showLimits("stem-field", drawGrid(canvas, p.values, rows, cols, displayParams.get()));
-        st.shown = { view: st.view, shape: p.shape, values: p.values, on: "server" };
-        const what = { idpc: "iDPC at the rotation above", fft: "FFT (log1p |FFT2|, shifted) of the virtual image", "fft-dp": "FFT (log1p |FFT2|, shifted) of the mean pattern" }[st.view];
-        caption.textContent = `${what} — ${placementText(p.placement)}`;
-        canvas.dataset.href = apiUrl(`${path}/products/${product}`, { ...params, format: "npy" });
-      }
-      canvas.dataset.view = st.view;
-      canvas.dataset.state = "ready";
-    } catch (e) {
-      canvas.dataset.state = "error";
-      showError(e, "centre-of-mass view");
+  // One computation at a time, the latest view last (a slow iDPC must not overwrite a newer CoM).
+  const refresh = latestWins(async () => {
+    st.view = view.value as FieldState["view"];
+    await ensureCom();
+    const com = st.com as Field;
+    const rotated = rotateField(com, (st.rotationDeg * Math.PI) / 180, st.transpose);
+    const m = curlMoments(rotated);
+    st.curl2 = m ? m.kk : NaN;
+    st.div2 = m ? m.dd : NaN;
+    rotationText.textContent = `rotation ${st.rotationDeg.toFixed(2)}°${st.transpose ? " (transposed)" : ""}` +
+      (st.found ? `; found ${st.found.angleDeg.toFixed(2)}°${st.found.transpose ? " transposed" : ""}` : "") +
+      (m ? `; ⟨curl²⟩ ${m.kk.toExponential(3)}, ⟨div²⟩ ${m.dd.toExponential(3)} px²` : "");
+    const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page` : "CoM from the server";
+    if (st.view === "com" || st.view === "dpc") {
+      const f = st.view === "com" ? com : rotated;
+      fitCanvas(scan[0], scan[1]);
+      const max = drawColourWheel(canvas, f.u, f.v, scan[0], scan[1]);
+      st.shown = { view: st.view, shape: [2, scan[0], scan[1]], values: stacked(f), on: st.comOn };
+      caption.textContent = `${st.view === "com" ? "centre of mass" : "DPC"}: hue = direction, brightness = length (max ${max.toFixed(3)} px) — ${where}`;
+    } else {
+      const params: Record<string, string> = st.view === "idpc"
+        ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0", ...viewParams }
+        : st.view === "fft" ? { of: "mask", ...detectorParams() } : { of: "mean-dp", ...viewParams };
+      const product = st.view === "idpc" ? "idpc" : "fft";
+      const p = await getJson<Product>(`${path}/products/${product}`, params);
+      const [rows, cols] = p.shape.slice(-2);
+      fitCanvas(rows, cols);
+      showLimits("stem-field", drawGrid(canvas, p.values, rows, cols, displayParams.get()));
+      st.shown = { view: st.view, shape: p.shape, values: p.values, on: "server" };
+      const what = { idpc: "iDPC at the rotation above", fft: "FFT (log1p |FFT2|, shifted) of the virtual image", "fft-dp": "FFT (log1p |FFT2|, shifted) of the mean pattern" }[st.view];
+      caption.textContent = `${what} — ${placementText(p.placement)}`;
+      canvas.dataset.href = apiUrl(`${path}/products/${product}`, { ...params, format: "npy" });
     }
-  };
+    canvas.dataset.view = st.view;
+  }, canvas, "centre-of-mass view");
   view.addEventListener("change", () => void refresh());
   slider.addEventListener("input", () => {
     st.rotationDeg = Number(slider.value);
