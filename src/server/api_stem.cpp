@@ -26,16 +26,7 @@ namespace {
 std::optional<DetectorRect> rect_param(const httplib::Request& req) {
   const auto text = text_param(req, "rect");
   if (!text) return std::nullopt;
-  std::array<uint64_t, 4> v{};
-  size_t at = 0;
-  for (int i = 0; i < 4; ++i) {
-    const size_t end = i < 3 ? text->find(',', at) : text->size();
-    const std::string part = end == std::string::npos ? "" : text->substr(at, end - at);
-    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos || (i == 3 && text->find(',', at) != std::string::npos))
-      throw HttpError(400, "parameter 'rect': expected four unsigned integers R0,C0,R1,C1 (detector pixels, half-open), got '" + *text + "'");
-    v[i] = std::stoull(part);
-    at = end + 1;
-  }
+  const auto v = unsigned_list(*text, 4, "rect", "four unsigned integers R0,C0,R1,C1 (detector pixels, half-open)", *text);
   return DetectorRect{v[0], v[1], v[2], v[3]};
 }
 

@@ -25,15 +25,10 @@ namespace {
 // The most frames one request may ask for: a movie is computed while the request waits.
 constexpr uint64_t kMaxMovieFrames = 512;
 
-ScanPoint position_param(const std::string& text, const std::string& what) {
-  const size_t comma = text.find(',');
-  const auto part = [&](const std::string& p) {
-    if (p.empty() || p.size() > 15 || p.find_first_not_of("0123456789") != std::string::npos)
-      throw HttpError(400, "parameter 'along': expected R0,C0:R1,C1 (unsigned integers), got '" + what + "'");
-    return std::stoull(p);
-  };
-  if (comma == std::string::npos) throw HttpError(400, "parameter 'along': expected R0,C0:R1,C1, got '" + what + "'");
-  return {part(text.substr(0, comma)), part(text.substr(comma + 1))};
+// One end of along=R0,C0:R1,C1 (`whole`: the parameter's text, for the message).
+ScanPoint position_param(const std::string& text, const std::string& whole) {
+  const auto v = unsigned_list(text, 2, "along", "R0,C0:R1,C1 (unsigned integers)", whole);
+  return {v[0], v[1]};
 }
 
 // The MovieRequest of the query: along=R0,C0:R1,C1 (patterns) or sweep=inner|outer&from=&to= (pixels), with

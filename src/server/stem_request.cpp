@@ -15,19 +15,28 @@ ServedAcquisition& find_acquisition(ServerState& state, const std::string& id) {
 
 Acquisition reopen(const ServedAcquisition& a) { return open_acquisition(a.path); }
 
+std::vector<uint64_t> unsigned_list(const std::string& text, size_t count, const char* name, const std::string& expected,
+                                    const std::string& whole) {
+  std::vector<uint64_t> out;
+  size_t at = 0;
+  while (out.size() < count) {
+    const size_t comma = text.find(',', at);
+    const size_t end = comma == std::string::npos ? text.size() : comma;
+    const std::string part = text.substr(at, end - at);
+    const bool last = out.size() + 1 == count;
+    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos || last != (comma == std::string::npos))
+      throw HttpError(400, std::string("parameter '") + name + "': expected " + expected + ", got '" + whole + "'");
+    out.push_back(std::stoull(part));
+    at = end + 1;
+  }
+  return out;
+}
+
 std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name) {
   const auto text = text_param(req, name);
   if (!text) return std::nullopt;
-  const size_t comma = text->find(',');
-  if (comma == std::string::npos) throw HttpError(400, std::string("parameter '") + name + "': expected ROW,COL, got '" + *text + "'");
-  std::array<uint64_t, 2> out{};
-  for (int i = 0; i < 2; ++i) {
-    const std::string part = i == 0 ? text->substr(0, comma) : text->substr(comma + 1);
-    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos)
-      throw HttpError(400, std::string("parameter '") + name + "': expected two unsigned integers ROW,COL, got '" + *text + "'");
-    out[i] = std::stoull(part);
-  }
-  return out;
+  const auto v = unsigned_list(*text, 2, name, "two unsigned integers ROW,COL", *text);
+  return std::array<uint64_t, 2>{v[0], v[1]};
 }
 
 std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name) {
@@ -73,17 +82,7 @@ void view_params(const httplib::Request& req, LoadRequest& load, bool region) {
   if (!region) return;
   const auto text = text_param(req, "scan_region");
   if (!text) return;
-  std::array<uint64_t, 4> v{};
-  size_t at = 0;
-  for (int i = 0; i < 4; ++i) {
-    const size_t end = i < 3 ? text->find(',', at) : text->size();
-    const std::string part = end == std::string::npos ? std::string() : text->substr(at, end - at);
-    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos ||
-        (i == 3 && text->find(',', at) != std::string::npos))
-      throw HttpError(400, "parameter 'scan_region': expected four unsigned integers R0,R1,C0,C1, got '" + *text + "'");
-    v[i] = std::stoull(part);
-    at = end + 1;
-  }
+  const auto v = unsigned_list(*text, 4, "scan_region", "four unsigned integers R0,R1,C0,C1", *text);
   load.scan_region = Box{v[0], v[1], v[2], v[3]};
 }
 

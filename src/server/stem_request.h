@@ -31,6 +31,11 @@ nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq);
 // the readiness problems), not guessed at.
 void require_complete(const Acquisition& acq);
 
+// `text` as exactly `count` comma-separated unsigned integers (decimal, at most 15 digits each); otherwise
+// HttpError 400 "parameter 'NAME': expected EXPECTED, got 'WHOLE'" (`whole`: the parameter's full text, of which
+// `text` may be a part). The one parser of the 4-D STEM endpoints' integer lists.
+std::vector<uint64_t> unsigned_list(const std::string& text, size_t count, const char* name, const std::string& expected,
+                                    const std::string& whole);
 // "ROW,COL" as two unsigned integers; nullopt when absent; 400 naming the parameter otherwise.
 std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name);
 // "ROW,COL" as two finite numbers (fractional pixels); nullopt when absent; 400 naming the parameter otherwise.
