@@ -319,6 +319,30 @@ class ServeStemTest(unittest.TestCase):
         self.get_json("/api/acquisitions/a1/movie?along=0,0:1,1", expect=409)  # still being written
         self.get_json("/api/acquisitions/a9/movie?along=0,0:1,1", expect=404)
 
+    def test_views_equal_the_clis_region_and_bin_and_bad_views_are_400(self):
+        # The page's views: products and the block for a scan region and a detector bin, as the CLI's flags give them.
+        query = "scan_region=1,6,2,7&detector_bin=2"
+        cli_file = self.cli_npy("stem", "mask", self.master, "--inner", "0", "--outer", "5", "--center", "8,8",
+                                "--scan-region", "1,6,2,7", "--detector-bin", "2")
+        status, _, body = self.get("/api/acquisitions/a0/products/mask?inner=0&outer=5&center=8,8&format=npy&" + query)
+        self.assertEqual(status, 200, body[:300])
+        with open(cli_file, "rb") as f:
+            self.assertEqual(body, f.read(), "the .npy bytes of stem mask --scan-region --detector-bin")
+        exported = self.cli_npy("stem", "export", self.master, "--scan-region", "1,6,2,7", "--detector-bin", "2")
+        status, headers, body = self.get("/api/acquisitions/a0/block?" + query)
+        self.assertEqual(status, 200, body[:300])
+        want = np.load(exported)
+        self.assertEqual(headers["x-block-shape"], ",".join(str(n) for n in want.shape))
+        got = np.frombuffer(body[:want.nbytes], dtype=want.dtype).reshape(want.shape)
+        np.testing.assert_array_equal(got, want)
+        bad = [("scan_region=1,2,3", "'scan_region'"), ("scan_region=1,2,3,4,5", "'scan_region'"), ("scan_region=a,b,c,d", "'scan_region'"),
+               ("detector_bin=0", "'detector_bin'"), ("detector_bin=2000", "'detector_bin'"), ("scan_region=0,99,0,8", "99")]
+        for q, words in bad:
+            for endpoint in ("products/bf?", "block?"):
+                with self.subTest(query=q, endpoint=endpoint):
+                    self.assertIn(words, self.get_json("/api/acquisitions/a0/" + endpoint + q, expect=400)["error"])
+        self.assertIn("'detector_bin'", self.get_json("/api/acquisitions/a0/frame?row=0&col=0&detector_bin=0", expect=400)["error"])
+
     def test_a_rectangle_detector_equals_the_cli_and_a_numpy_sum_of_the_frames(self):
         frames = np.load(self.cli_npy("stem", "export", self.master))
         self.assertEqual(frames.shape, (8, 8, 32, 32))
