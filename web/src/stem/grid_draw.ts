@@ -26,7 +26,16 @@ export function displayLimits(t: Float64Array, limits: LimitsChoice): [number, n
   if (Array.isArray(limits)) return limits;
   const finite = Array.from(t).filter(Number.isFinite);
   if (!finite.length) return [0, 0];
-  if (limits === "full") return [Math.min(...finite), Math.max(...finite)];
+  if (limits === "full") {
+    // A loop, not Math.min(...finite): spreading a large scan (512² values) overflows the call stack.
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of finite) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    return [lo, hi];
+  }
   finite.sort((a, b) => a - b);
   const at = (f: number) => finite[Math.min(finite.length - 1, Math.max(0, Math.round(f * (finite.length - 1))))];
   return [at(0.005), at(0.995)];
