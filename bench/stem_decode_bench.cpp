@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "support/thread_pool.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "stem/frame_reader.h"
 
 int main(int argc, char** argv) {

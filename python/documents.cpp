@@ -6,7 +6,8 @@
 #include "app/backends_json.h"
 #include "app/checkpoint_json.h"
 #include "app/indexing.h"
-#include "checkpoint/tensor_stats.h"
+#include "app/stats_document.h"
+#include "checkpoint/open_checkpoint.h"
 #include "compute_args.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"
@@ -38,55 +39,25 @@ bool unconstrained(const app::ComputeRequest& r) {
 nlohmann::json stats_document(const std::string& path, const std::vector<std::string>& names,
                               const app::ComputeRequest& request, const IndexingHook& hook) {
   auto rt = make_runtime(request);
-  // The same rule as the CLI: the indexed statistics serve a request without placement constraints.
-  const bool from_index = unconstrained(request);
-  std::unique_ptr<CheckpointIndex> index;
-  std::optional<Checkpoint> direct;
-  if (from_index) index = app::open_index(path, "");
-  else direct = open_checkpoint(path);
-  const Checkpoint& c = from_index ? index->checkpoint() : *direct;
-  std::vector<size_t> selected;
-  for (const auto& name : names) selected.push_back(tensor_position(c, path, name));
-  if (names.empty())
-    for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
   const Planner planner = rt->planner();
-  if (from_index) {
+  app::StatsDocumentRequest req;
+  req.path = path;
+  req.tensors = names;
+  // The same rule as the CLI: the indexed statistics serve a request without placement constraints.
+  req.from_index = unconstrained(request);
+  req.options.threads = rt->threads;
+  req.options.memory_budget_bytes = rt->memory_budget;
+  req.options.allowed_approx_steps = {request.allow_approx.begin(), request.allow_approx.end()};
+  req.open_index = [&] { return app::open_index(path, ""); };
+  req.fill_index = [&](CheckpointIndex& index, const std::vector<size_t>& selected) {
     IndexingOptions options = app::indexing_options(*rt, selected, true);
     if (hook) hook(options);
-    if (index_checkpoint(*index, planner, options).cancelled) return nullptr;
-  }
-  StatsOptions opt;
-  opt.threads = rt->threads;
-  opt.memory_budget_bytes = rt->memory_budget;
-  opt.allowed_approx_steps = {request.allow_approx.begin(), request.allow_approx.end()};
-
-  nlohmann::json list = nlohmann::json::array();
-  size_t unavailable = 0;
-  for (size_t i : selected) {
-    const CheckpointTensor& t = c.tensors[i];
-    nlohmann::json e = app::tensor_entry_json(t);
-    if (const auto why = unreadable_reason(t, planner)) {
-      e["stats"] = nullptr;
-      e["unavailable"] = *why;
-      ++unavailable;
-      list.push_back(e);
-      continue;
-    }
-    std::optional<StatsResult> stored;
-    if (from_index) stored = index->load_stats(i);
-    if (from_index && !stored) throw Error(ErrorKind::Internal, t.name + ": statistics missing from the index after indexing");
-    // Approximate quantiles in the index were consented to elsewhere (the viewer): computed again here.
-    if (stored && !stored->quantiles_exact && !stored->quantiles.empty()) stored.reset();
-    const bool served_from_index = stored.has_value();
-    const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
-    app::add_tensor_stats_json(e, c, t, r, served_from_index);
-    list.push_back(e);
-  }
-  if (!rt->constraints.strict_backend.empty() && unavailable)
-    throw Error(ErrorKind::Unavailable, std::to_string(unavailable) + " of " + std::to_string(selected.size()) +
-                                            " tensors could not be served by --backend " + rt->constraints.strict_backend +
-                                            " (each reported with its reason); nothing was substituted");
-  return {{"file", path}, {"format", c.format}, {"tensors", list}};
+    return !index_checkpoint(index, planner, options).cancelled;
+  };
+  const app::StatsDocument doc = app::build_stats_document(req, planner);
+  if (doc.cancelled()) return nullptr;
+  doc.refuse_if_unserved(rt->constraints.strict_backend);
+  return doc.json();
 }
 
 nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook) {

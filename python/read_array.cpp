@@ -181,7 +181,7 @@ py::array read_tensor(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   if (raw)
     throw Error(ErrorKind::InvalidArgument, t.name + ": raw=True needs a dense dtype; " + t.stored_type +
                                                 " is only read decoded to float32");
-  if (!t.ggml_type && !(t.packed && t.unavailable_reason.empty()))
+  if (!t.readable())
     throw Error(ErrorKind::Unavailable, t.name + ": " + (t.unavailable_reason.empty() ? "no decoder here" : t.unavailable_reason));
   py::array_t<float> out(sel.shape);
   float* dst = out.mutable_data();

@@ -13,7 +13,7 @@
 
 #include "compute_args.h"
 #include "interrupt.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "json_to_python.h"
 #include "ops/placement_json.h"
 #include "stem/calibration_document.h"

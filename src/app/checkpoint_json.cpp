@@ -24,7 +24,7 @@ nlohmann::json tensor_listing_json(const Checkpoint& c, const CheckpointTensor& 
   nlohmann::json e = tensor_entry_json(t);
   e["dtype"] = t.dtype ? nlohmann::json(dtype_name(*t.dtype)) : nlohmann::json(nullptr);
   e["file"] = c.files[t.file_index]->path();
-  e["readable"] = t.dtype.has_value() || t.ggml_type.has_value() || (t.packed && t.unavailable_reason.empty());
+  e["readable"] = t.readable();
   if (t.packed) e["packed"] = packed_report(c, *t.packed);
   if (!t.unavailable_reason.empty()) e["unavailable"] = t.unavailable_reason;
   return e;
@@ -33,7 +33,7 @@ nlohmann::json tensor_listing_json(const Checkpoint& c, const CheckpointTensor& 
 void add_tensor_stats_json(nlohmann::json& e, const Checkpoint& c, const CheckpointTensor& t, const StatsResult& r,
                            bool from_index) {
   e["dtype"] = t.dtype ? dtype_name(*t.dtype) : "f32";
-  if (t.ggml_type || t.packed) e["dequantized_from"] = t.stored_type;
+  if (t.dequantized()) e["dequantized_from"] = t.stored_type;
   if (t.packed) e["packed"] = packed_report(c, *t.packed);
   e["stats"] = stats_json(r);
   e["placement"] = placements_json(r.placement);

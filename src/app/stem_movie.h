@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "render/product_image.h"
 #include "stem/movie_plan.h"
 #include "tensormorph/placement.h"

@@ -1,7 +1,6 @@
-// A checkpoint opened for reading: its tensors, wherever they live, with the dtype a kernel can read
-// or the reason none can yet: one safetensors, GGUF or torch.save file, a sharded safetensors or
-// torch.save checkpoint (a directory or its model.safetensors.index.json / pytorch_model.bin.index.json),
-// or a GGUF split set opened from any shard.
+// The checkpoint data model: a checkpoint opened for reading, its tensors wherever they live, with the
+// dtype a kernel can read or the reason none can yet. This header is the folder's lowest: the openers
+// (checkpoint/openers/) fill it, everything above reads it. Opening is checkpoint/open_checkpoint.h.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +50,14 @@ struct CheckpointTensor {
   // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
   std::vector<TensorChunk> chunks;
   bool chunked() const { return !chunks.empty(); }
+
+  // The questions every face asks, answered once here (faces never decide them from the storage fields):
+  // whether a reader can give its values (a dense dtype, ggml blocks, or a packed scheme whose parts were all found);
+  bool readable() const { return dtype.has_value() || ggml_type.has_value() || (packed.has_value() && unavailable_reason.empty()); }
+  // whether its values are computed from a quantized encoding (ggml blocks or a packed scheme), and so read as f32;
+  bool dequantized() const { return ggml_type.has_value() || packed.has_value(); }
+  // the dtype its values are read and summarised in: its own, f32 when dequantized, none when no dtype applies.
+  std::optional<DType> summary_dtype() const { return dtype ? dtype : dequantized() ? std::optional<DType>(DType::F32) : std::nullopt; }
   // True when every chunk is a run of consecutive elements in row-major order (flat ranges, or row
   // bands: chunks split only the first dimension that is not 1), so the chunks in order are the tensor's
   // bytes in order.
@@ -65,7 +72,7 @@ struct GatheredViews {
 };
 
 struct Checkpoint {
-  std::string format;               // "safetensors", "gguf", "torch" or "dcp"
+  std::string format;               // the opener's name: "safetensors", "gguf", "torch", "dcp", "npy", "npz", ...
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<uint64_t> header_bytes;           // per file: bytes before its data section
   std::vector<std::string> sidecars;            // read whole: *.safetensors.index.json, config.json
@@ -79,17 +86,5 @@ struct Checkpoint {
   std::shared_ptr<GatheredViews> gathered = std::make_shared<GatheredViews>();
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
 };
-
-// Opens PATH: a directory, a *.safetensors.index.json or pytorch_model.bin.index.json, a
-// NAME-0000i-of-0000N.gguf shard, or a single .safetensors / .gguf / torch.save (.pt, .pth, .bin) file
-// (recognised by content). Every shard is checked; a missing or inconsistent shard is a BadInput error
-// naming it.
-Checkpoint open_checkpoint(const std::string& path);
-
-// What decides which files make up the checkpoint at PATH, read without opening any of them: for a
-// directory, the sorted names of its *.safetensors, *.safetensors.index.json, pytorch_model.bin.index.json
-// and pytorch_model*.bin entries; otherwise
-// empty (the files are named by PATH itself or by a sidecar whose identity is checked separately).
-std::string checkpoint_layout(const std::string& path);
 
 }  // namespace tmorph

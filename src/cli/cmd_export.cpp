@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/open_checkpoint.h"
 #include "cli/compute_flags.h"
 #include "cli/output.h"
 #include "core/npy.h"
@@ -89,9 +89,9 @@ void run_export(const ExportArgs& a) {
   for (const auto& x : c.tensors)
     if (x.name == a.tensor) t = &x;
   if (!t) throw Error(ErrorKind::InvalidArgument, a.path + ": no tensor named '" + a.tensor + "'");
-  if (!t->dtype && !t->ggml_type && (!t->packed || !t->unavailable_reason.empty()))
+  if (!t->readable())
     throw Error(ErrorKind::Unavailable, a.tensor + " (" + t->stored_type + "): " + t->unavailable_reason);
-  const bool decoded = t->ggml_type || t->packed;  // values computed from a quantized encoding
+  const bool decoded = t->dequantized();  // values computed from a quantized encoding
   bool widen = !t->dtype;  // dequantized values are float32
   const std::string descr = t->dtype ? npy_descr(*t->dtype, &widen) : "<f4";
   std::ofstream out(a.out, std::ios::binary | std::ios::trunc);

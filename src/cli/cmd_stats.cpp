@@ -5,17 +5,14 @@
 
 #include "app/checkpoint_json.h"
 #include "app/result_json.h"
+#include "app/stats_document.h"
 #include "cli/commands.h"
 #include "cli/index_access.h"
 #include "cli/output.h"
 #include "cli/compute_flags.h"
 #include "cli/ranks.h"
 #include "core/format.h"
-#include "checkpoint/checkpoint.h"
 #include "formats/raw_tensor.h"
-#include "checkpoint/ggml_quantized.h"
-#include "checkpoint/packed_dequantize.h"
-#include "checkpoint/tensor_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
 
@@ -152,81 +149,53 @@ bool index_serves(const StatsArgs& a) {
          a.compute.allow_approx.empty();
 }
 
-// Statistics of the tensors of a checkpoint (all, or the ones named): from its index when the flags ask
-// for the indexed statistics (computing and storing what it lacks), else computed for this request.
+// Statistics of the tensors of a checkpoint (all, or the ones named), built by the application's statistics document:
+// from its index when the flags ask for the indexed statistics (computing and storing what it lacks), else computed
+// for this request. Rows print as they are ready.
 void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
-  const bool from_index = index_serves(a);
-  std::unique_ptr<CheckpointIndex> index;
-  std::optional<Checkpoint> direct;
-  if (from_index) index = open_index(a.path, a.index_path);
-  else direct = open_checkpoint(a.path);
-  if (!from_index && leads_ranks())
+  app::StatsDocumentRequest req;
+  req.path = a.path;
+  req.tensors = a.tensors;
+  req.from_index = index_serves(a);
+  req.options = options_from(a, rt);
+  req.quantization = a.quantization;
+  req.open_index = [&] { return open_index(a.path, a.index_path); };
+  req.fill_index = [&](CheckpointIndex& index, const std::vector<size_t>& selected) {
+    fill_index(index, rt, selected, a.json);
+    return true;
+  };
+  if (!req.from_index && leads_ranks())
     std::fprintf(stderr, "tensormorph: warning: statistics with these flags are not the indexed ones: rank 0 computes them "
                          "alone (only indexing is shared across MPI ranks)\n");
-  const Checkpoint& c = from_index ? index->checkpoint() : *direct;
-  std::vector<size_t> selected;
-  for (const auto& name : a.tensors) selected.push_back(tensor_index(c, a.path, name));
-  if (a.tensors.empty())
-    for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
-  if (from_index) fill_index(*index, rt, selected, a.json);
-  const StatsOptions opt = options_from(a, rt);
-  const Planner planner = rt.planner();
-
-  nlohmann::json list = nlohmann::json::array();
-  size_t unavailable = 0;
-  if (!a.json && selected.size() > 1)
-    std::printf("%s  %s, %zu tensors\n%-48s %-8s %-20s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
-                c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
-  for (size_t i : selected) {
-    const CheckpointTensor& t = c.tensors[i];
-    nlohmann::json e = app::tensor_entry_json(t);
-    if (const auto why = unreadable_reason(t, planner)) {
-      e["stats"] = nullptr;
-      e["unavailable"] = *why;
-      ++unavailable;
-      if (!a.json)
-        std::printf("%-48s %-8s %-20s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
-                    why->c_str());
+  size_t shown = 0;  // rows to print: one is shown in detail, several as a table
+  req.on_start = [&](const Checkpoint& c, size_t rows) {
+    shown = rows;
+    if (!a.json && rows > 1)
+      std::printf("%s  %s, %zu tensors\n%-48s %-8s %-20s %12s %6s %6s %12s %12s %12s %12s\n", a.path.c_str(), c.format.c_str(),
+                  c.tensors.size(), "tensor", "type", "shape", "count", "nan", "inf", "min", "max", "mean", "std");
+  };
+  req.on_row = [&](const app::StatsRow& row) {
+    if (a.json) return;
+    const CheckpointTensor& t = *row.tensor;
+    if (!row.result) {
+      std::printf("%-48s %-8s %-20s unavailable: %s\n", t.name.c_str(), t.stored_type.c_str(), fmt_shape(t.shape).c_str(),
+                  row.unavailable.c_str());
+    } else if (shown == 1) {
+      print_stats(t.name + "  " + t.stored_type + " " + fmt_shape(t.shape) + "  " + std::to_string(t.elements) + " elements, " +
+                      format_bytes(static_cast<double>(t.bytes)) + (row.from_index ? "  (from the index)" : ""),
+                  *row.result);
     } else {
-      std::optional<StatsResult> stored;
-      if (from_index) stored = index->load_stats(i);
-      if (from_index && !stored) throw Error(ErrorKind::Internal, t.name + ": statistics missing from the index after indexing");
-      // Approximate quantiles in the index (computed under the viewer's session consent) are not this
-      // command's: it gave no consent, so they are computed again, exactly or refused with the ladder.
-      if (stored && !stored->quantiles_exact && !stored->quantiles.empty()) stored.reset();
-      const bool served_from_index = stored.has_value();
-      const StatsResult r = stored ? std::move(*stored) : compute_tensor_stats(c, t, planner, opt);
-      // Quantized tensors are summarised as the float32 values they dequantize to.
-      app::add_tensor_stats_json(e, c, t, r, served_from_index);
-      const auto& m = r.moments;
-      if (!a.json && selected.size() == 1)
-        print_stats(t.name + "  " + t.stored_type + " " + fmt_shape(t.shape) + "  " + std::to_string(t.elements) + " elements, " +
-                        format_bytes(static_cast<double>(t.bytes)) + (served_from_index ? "  (from the index)" : ""),
-                    r);
-      else if (!a.json)
-        std::printf("%-48s %-8s %-20s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
-                    fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(m.count),
-                    static_cast<unsigned long long>(m.nan_count), static_cast<unsigned long long>(m.inf_count),
-                    fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(), fmt(m.std).c_str());
-      if (a.quantization && t.ggml_type) {
-        const QuantizationStats q = compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, opt);
-        e["quantization"] = app::quantization_stats_json(q);
-        if (!a.json) print_quantization(q);
-      } else if (a.quantization && t.packed) {
-        const QuantizationStats q = compute_packed_quantization_stats(c, t, planner, opt);
-        e["quantization"] = app::quantization_stats_json(q);
-        if (!a.json) print_quantization(q);
-      }
+      const auto& m = row.result->moments;
+      std::printf("%-48s %-8s %-20s %12llu %6llu %6llu %12s %12s %12s %12s\n", t.name.c_str(), t.stored_type.c_str(),
+                  fmt_shape(t.shape).c_str(), static_cast<unsigned long long>(m.count), static_cast<unsigned long long>(m.nan_count),
+                  static_cast<unsigned long long>(m.inf_count), fmt(m.min).c_str(), fmt(m.max).c_str(), fmt(m.mean).c_str(),
+                  fmt(m.std).c_str());
     }
-    list.push_back(e);
-  }
-  if (a.json) print_json(nlohmann::json{{"file", a.path}, {"format", c.format}, {"tensors", list}});
-  // A strict --backend request is refused when any tensor could not be served (everything that could
-  // was reported above, each refusal with its reason).
-  if (!rt.constraints.strict_backend.empty() && unavailable)
-    throw Error(ErrorKind::Unavailable, std::to_string(unavailable) + " of " + std::to_string(selected.size()) +
-                                            " tensors could not be served by --backend " + rt.constraints.strict_backend +
-                                            " (each reported with its reason); nothing was substituted");
+    if (row.quantization) print_quantization(*row.quantization);
+  };
+  const app::StatsDocument doc = app::build_stats_document(req, rt.planner());
+  if (a.json) print_json(doc.json());
+  doc.refuse_if_unserved(rt.constraints.strict_backend);
 }
 
 void run_stats(const StatsArgs& a) {

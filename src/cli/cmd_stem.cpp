@@ -20,7 +20,7 @@
 #include "cli/stem_args.h"
 #include "core/npy.h"
 #include "support/thread_pool.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
 #include "stem/simulate.h"
@@ -217,7 +217,7 @@ void add_stem_command(CLI::App& app) {
   disc->add_flag("--json", *discover_json, "machine-readable output");
   disc->callback([discover_path, discover_json] {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& m : discover_masters(*discover_path)) {
+    for (const auto& m : discover_acquisitions(*discover_path)) {
       nlohmann::json e = {{"master", m}};
       try {
         const Acquisition acq = open_acquisition(m);

@@ -17,15 +17,6 @@ namespace tmorph {
 
 namespace fs = std::filesystem;
 
-const char* chunk_codec_name(ChunkCodec c) {
-  switch (c) {
-    case ChunkCodec::BitshuffleLz4: return "bitshuffle+lz4";
-    case ChunkCodec::BitshufflePlain: return "bitshuffle";
-    case ChunkCodec::Uncompressed: return "uncompressed";
-    case ChunkCodec::Hdf5Pipeline: return "hdf5-filter-pipeline";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -75,7 +66,7 @@ std::optional<double> meta_double(const nlohmann::json& meta, std::initializer_l
 }
 
 // Fills the dataset facts of `part` from an open dataset; sets part.problem when unusable.
-void describe_dataset(hid_t ds, DataPart& part, Acquisition& acq, bool first) {
+void describe_dataset(hid_t ds, DataPart& part, DectrisFile& acq, bool first) {
   const std::string what = part.file + ":" + part.dataset;
   const auto dims = h5::shape(ds, what);
   if (dims.size() != 3) {
@@ -140,7 +131,7 @@ void describe_dataset(hid_t ds, DataPart& part, Acquisition& acq, bool first) {
   part.present = true;
 }
 
-std::string compute_signature(const Acquisition& acq) {
+std::string compute_signature(const DectrisFile& acq) {
   std::vector<std::string> files = {acq.master};
   for (const auto& p : acq.parts)
     if (p.file != acq.master) files.push_back(p.file);
@@ -162,7 +153,7 @@ std::string compute_signature(const Acquisition& acq) {
 
 // Reads the pixel mask (uint32, Kr × Kc) when present; a mask of another shape, or of more than
 // kMaxMaskPixels, is a problem (and not read).
-void read_pixel_mask(hid_t master, Acquisition& acq) {
+void read_pixel_mask(hid_t master, DectrisFile& acq) {
   for (const char* p : {"entry/instrument/detector/pixel_mask", "entry/instrument/detector/detectorSpecific/pixel_mask"}) {
     h5::Handle ds = h5::open_dataset(master, p);
     if (!ds.valid()) continue;
@@ -187,39 +178,6 @@ void read_pixel_mask(hid_t master, Acquisition& acq) {
 }
 
 }  // namespace
-
-bool Acquisition::complete() const {
-  if (!problems.empty()) return false;
-  for (const auto& p : parts)
-    if (!p.present) return false;
-  return !frames_expected || *frames_expected == frames_present;
-}
-
-// Names and paths come from the files (external link targets, link names): bytes, not always UTF-8.
-nlohmann::json Acquisition::readiness_json() const {
-  nlohmann::json parts_json = nlohmann::json::array();
-  for (const auto& p : parts) {
-    nlohmann::json j = {{"link", escape_invalid_utf8(p.link)}, {"file", escape_invalid_utf8(p.file)}, {"dataset", escape_invalid_utf8(p.dataset)}, {"present", p.present}};
-    if (p.present) {
-      j["frames"] = p.frames;
-      j["first_frame"] = p.first_frame;
-      j["codec"] = chunk_codec_name(p.codec);
-      if (p.image_nr_low) j["image_nr_low"] = *p.image_nr_low;
-      if (p.image_nr_high) j["image_nr_high"] = *p.image_nr_high;
-    } else {
-      j["problem"] = escape_invalid_utf8(p.problem);
-    }
-    parts_json.push_back(j);
-  }
-  nlohmann::json problems_json = nlohmann::json::array();
-  for (const auto& p : problems) problems_json.push_back(escape_invalid_utf8(p));
-  nlohmann::json out = {{"status", complete() ? "complete" : "incomplete"},
-                        {"frames_present", frames_present},
-                        {"frames_expected", frames_expected ? nlohmann::json(*frames_expected) : nlohmann::json()},
-                        {"problems", problems_json},
-                        {"data_files", parts_json}};
-  return out;
-}
 
 namespace {
 
@@ -252,7 +210,7 @@ std::vector<std::string> discover_masters(const std::string& folder) {
   return out;
 }
 
-bool looks_like_acquisition(const std::string& path) {
+bool looks_like_dectris(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     std::vector<std::string> masters;
@@ -264,7 +222,7 @@ bool looks_like_acquisition(const std::string& path) {
   return ext == ".h5" || ext == ".hdf5" || ext == ".nxs";
 }
 
-Acquisition open_acquisition(const std::string& path_in) {
+DectrisFile open_dectris(const std::string& path_in) {
   std::error_code ec;
   std::string path = path_in;
   if (path_kind(path) == PathKind::Directory) {
@@ -278,7 +236,7 @@ Acquisition open_acquisition(const std::string& path_in) {
     path = masters[0];
   }
   require_regular_file(path);
-  Acquisition acq;
+  DectrisFile acq;
   acq.master = fs::absolute(path).lexically_normal().string();
   // A data file given directly: use its master when it lies beside it.
   const std::string name = fs::path(acq.master).filename().string();
@@ -424,32 +382,6 @@ Acquisition open_acquisition(const std::string& path_in) {
   if (!first) read_pixel_mask(file.get(), acq);
   acq.signature = compute_signature(acq);
   return acq;
-}
-
-std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given) {
-  const uint64_t total = acq.frames_total();
-  if (given) {
-    const auto [r, c] = *given;
-    if (r == 0 || c == 0 || r > total || c > total || r * c != total)
-      throw Error(ErrorKind::InvalidArgument, "--scan-shape " + std::to_string(r) + "," + std::to_string(c) + " does not cover the " +
-                                                  std::to_string(total) + " frames of " + acq.master);
-    return *given;
-  }
-  if (acq.scan_shape_recorded) {
-    const auto [r, c] = *acq.scan_shape_recorded;
-    if (r > 0 && c > 0 && r <= total && r * c == total) return *acq.scan_shape_recorded;
-  }
-  const auto side = static_cast<uint64_t>(std::llround(std::sqrt(static_cast<double>(total))));
-  if (total > 0 && side * side == total) return {side, side};
-  throw Error(ErrorKind::InvalidArgument, acq.master + ": " + std::to_string(total) +
-                                              " frames do not form a square scan and the file does not give one: pass --scan-shape ROWS,COLS");
-}
-
-std::string scan_shape_source(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given,
-                              const std::array<uint64_t, 2>& resolved, const std::string& given_name) {
-  if (given) return given_name;
-  if (acq.scan_shape_recorded && *acq.scan_shape_recorded == resolved) return acq.scan_shape_path;
-  return "square frame count";
 }
 
 }  // namespace tmorph

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "core/npy.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "ops/placement_json.h"
 #include "stem/calibration_document.h"
 #include "stem/inspect_document.h"

@@ -12,7 +12,7 @@
 #include "app/indexing.h"
 #include "app/parity_matrix.h"
 #include "app/runtime.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "server/auth.h"
 #include "server/indexing_queue.h"
 #include "server/server.h"

@@ -9,8 +9,7 @@
 namespace tmorph::server {
 
 std::string tensor_dtype(const CheckpointTensor& t) {
-  if (t.dtype) return std::string(dtype_name(*t.dtype));
-  if (t.ggml_type || t.packed) return "f32";
+  if (const auto d = t.summary_dtype()) return std::string(dtype_name(*d));
   return t.stored_type;
 }
 
@@ -18,7 +17,7 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
   nlohmann::json j = {{"checkpoint", sc.id},       {"name", t.name},         {"stored_type", t.stored_type},
                       {"dtype", tensor_dtype(t)},  {"shape", t.shape},       {"parameters", t.elements},
                       {"bytes", t.bytes}};
-  if (t.ggml_type || t.packed) j["dequantized_from"] = t.stored_type;
+  if (t.dequantized()) j["dequantized_from"] = t.stored_type;
   const Checkpoint& c = sc.index->checkpoint();
   j["file"] = t.file_index < c.files.size() ? std::filesystem::path(c.files[t.file_index]->path()).filename().string() : std::string();
   j["offset"] = t.file_offset;
@@ -27,7 +26,7 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
 }
 
 nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t) {
-  if (!t.ggml_type && !t.packed) return nullptr;
+  if (!t.dequantized()) return nullptr;
   nlohmann::json j = {{"stored_type", t.stored_type},
                       {"bits_per_weight", t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0.0}};
   if (t.ggml_type) j["ggml_type"] = *t.ggml_type;

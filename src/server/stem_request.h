@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "server/http_util.h"
 #include "server/server_state.h"
 #include "stem/load.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "stem/detector_geometry.h"
 #include "stem/product_run.h"
 #include "tensormorph/placement.h"

@@ -107,6 +107,13 @@ void merge_band(ProductResult& into, const ProductResult& band, const std::strin
 
 bool is_product_request(int tag) { return tag == kRequest; }
 
+// Declared in products.h: defined here so that products.cpp (one rank's pass) never depends on the ranks' protocol.
+ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
+  World& world = World::instance();
+  if (world.distributed() && world.rank() == 0) return compute_products_across_ranks(acq, req, planner, world);
+  return compute_products_here(acq, req, planner);
+}
+
 ProductResult compute_products_across_ranks(const Acquisition& acq, const ProductRequest& req, const Planner& planner,
                                             World& world) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 
 namespace tmorph {
 

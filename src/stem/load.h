@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/large_buffer.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "stem/product_run.h"
 
 namespace tmorph {

@@ -6,19 +6,12 @@
 
 #include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
-#include "stem/distributed_products.h"
 #include "stem/virtual_detector.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 #include "tensormorph/op_contracts.h"
 
 namespace tmorph {
-
-ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
-  World& world = World::instance();
-  if (world.distributed() && world.rank() == 0) return compute_products_across_ranks(acq, req, planner, world);
-  return compute_products_here(acq, req, planner);
-}
 
 namespace {
 

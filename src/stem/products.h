@@ -52,7 +52,7 @@ struct ProductResult {
 // big annulus costs like a small one. Throws InvalidArgument when the sums could overflow uint64 or the
 // binned frames would need uint64 pixels; planner errors (e.g. --backend that cannot serve) propagate.
 // Rank 0 of an MPI job with several ranks shares the scan rows with the other ranks
-// (distributed_products.h); the result is the same bit for bit.
+// (distributed_products.h, where this function is defined); the result is the same bit for bit.
 ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner);
 // The same in this process alone.
 ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner);

@@ -1,5 +1,5 @@
-// libFuzzer harness, structure-aware: the Dectris acquisition reader (open_acquisition,
-// src/formats/dectris.h) on HDF5 files whose content the fuzz input chooses.
+// libFuzzer harness, structure-aware: the Dectris acquisition reader (src/formats/dectris.h) through
+// open_acquisition (src/stem/acquisition.h, its first opener) on HDF5 files whose content the fuzz input chooses.
 //
 // The input is not a file: it drives a writer (libFuzzer's FuzzedDataProvider) that decides which groups,
 // datasets, links and attributes exist, their types (integers of every width and both byte orders,
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "fuzz_support.h"
 #include "tensormorph/error.h"
 

@@ -199,6 +199,22 @@ def pickle_seeds():
         z.writestr(zipfile.ZipInfo("a/data.pkl", date_time=(1980, 1, 1, 0, 0, 0)), bytes(p))
 
 
+def npy_seeds():
+    """.npy files written by numpy itself (np.save, np.lib.format.write_array): versions 1.0 and 2.0, C and
+    Fortran order, a 0-d array, an empty one, big-endian and string dtypes."""
+    import io
+    d = corpus("npy")
+    np.save(os.path.join(d, "f4.npy"), np.arange(12, dtype="<f4").reshape(3, 4))
+    np.save(os.path.join(d, "fortran.npy"), np.asfortranarray(np.arange(6, dtype="<i2").reshape(2, 3)))
+    np.save(os.path.join(d, "bool0d.npy"), np.bool_(True))
+    np.save(os.path.join(d, "be.npy"), np.arange(3, dtype=">u8"))
+    np.save(os.path.join(d, "empty.npy"), np.zeros((0, 5), dtype="|u1"))
+    np.save(os.path.join(d, "str.npy"), np.array(["ab", "c"]))
+    b = io.BytesIO()
+    np.lib.format.write_array(b, np.arange(4, dtype="<f8"), version=(2, 0))
+    put(d, "v2.npy", b.getvalue())
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     gguf_seeds()
@@ -207,6 +223,7 @@ if __name__ == "__main__":
     bitshuffle_seeds()
     dectris_seeds()
     pickle_seeds()
+    npy_seeds()
     for name in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, name))
         size = sum(os.path.getsize(os.path.join(CORPUS, name, f)) for f in files)

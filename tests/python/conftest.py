@@ -1,4 +1,4 @@
-"""Fixtures of the Python module's tests (run by ctest `python.pytest` with PYTHONPATH=<build>/python and
+"""Fixtures of the Python module's tests (run by ctest as `python.test_*`, one entry per file, with PYTHONPATH=<build>/python and
 TM_BIN=<build>/tensormorph): a private cache and config folder per test, the test writers of tests/tools,
 and the CLI to compare with."""
 import json

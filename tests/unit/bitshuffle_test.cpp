@@ -8,7 +8,7 @@
 
 #include "support/bitshuffle.h"
 #include "formats/bitshuffle_lz4.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "simd_targets.h"
 #include "stem/frame_reader.h"
 #include "stem_fixture.h"

@@ -8,7 +8,7 @@
 
 #include "core/utf8.h"
 #include "cpu/cpu_backend.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "stem/load.h"
 #include "stem/products.h"
 #include "stem/simulate.h"

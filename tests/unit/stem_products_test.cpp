@@ -6,7 +6,7 @@
 #include <random>
 
 #include "cpu/cpu_backend.h"
-#include "formats/dectris.h"
+#include "stem/acquisition.h"
 #include "ops/kernel_call.h"
 #include "stem/dpc.h"
 #include "stem/products.h"

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "checkpoint/checkpoint.h"
+#include "core/mapped_file.h"
 #include "formats/torch_save.h"
 
 namespace tmorph {
@@ -15,5 +17,8 @@ namespace tmorph {
 // beyond the size of its file, which would make that copy larger than anything the file holds: then it
 // is listed unreadable, as is a dtype without a kernel.
 CheckpointTensor torch_checkpoint_tensor(const TorchSaveFile& f, const TorchTensorView& t, size_t file_index, uint64_t file_size);
+
+// Adds one torch.save file's tensors (torch_checkpoint_tensor), metadata and header size to c.
+void add_torch_file(Checkpoint& c, std::shared_ptr<MappedFile> file);
 
 }  // namespace tmorph

@@ -1,4 +1,5 @@
-#include "checkpoint/dcp_checkpoint.h"
+#include "checkpoint/openers/dcp_checkpoint.h"
+#include "checkpoint/openers/opener.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -188,5 +189,12 @@ Checkpoint open_dcp(const std::string& dir) {
   if (c.files.empty()) throw Error(ErrorKind::BadInput, escape_invalid_utf8(dir + ": a DCP checkpoint none of whose storage files could be read"));
   return c;
 }
+
+namespace {
+bool recognises_dcp(const CheckpointProbe& p) { return p.directory() && p.listing().files.empty() && is_dcp_directory(p.path()); }
+Checkpoint open_dcp_probe(const CheckpointProbe& p) { return open_dcp(p.path()); }
+}  // namespace
+
+extern const CheckpointOpener kDcpDirectoryOpener{"a Distributed Checkpoint folder (.metadata + *.distcp)", recognises_dcp, open_dcp_probe};
 
 }  // namespace tmorph

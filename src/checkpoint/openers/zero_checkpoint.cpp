@@ -1,4 +1,5 @@
-#include "checkpoint/zero_checkpoint.h"
+#include "checkpoint/openers/zero_checkpoint.h"
+#include "checkpoint/openers/opener.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +8,7 @@
 #include <optional>
 #include <set>
 
-#include "checkpoint/torch_tensor.h"
+#include "checkpoint/openers/torch_tensor.h"
 #include "core/utf8.h"
 #include "formats/deepspeed_zero.h"
 #include "tensormorph/error.h"
@@ -321,5 +322,12 @@ Checkpoint open_zero(const std::string& dir) {
     if (!seen.insert(t.name).second) bad(dir, "tensor '" + t.name + "' is listed twice");
   return c;
 }
+
+namespace {
+bool recognises_zero(const CheckpointProbe& p) { return p.directory() && p.listing().files.empty() && p.listing().torch_indexes.empty() && p.listing().torch_files.empty() && is_zero_directory(p.path()); }
+Checkpoint open_zero_probe(const CheckpointProbe& p) { return open_zero(p.path()); }
+}  // namespace
+
+extern const CheckpointOpener kZeroDirectoryOpener{"a DeepSpeed ZeRO folder (*_model_states.pt + *_optim_states.pt)", recognises_zero, open_zero_probe};
 
 }  // namespace tmorph

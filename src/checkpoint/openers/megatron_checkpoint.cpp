@@ -1,9 +1,10 @@
-#include "checkpoint/megatron_checkpoint.h"
+#include "checkpoint/openers/megatron_checkpoint.h"
+#include "checkpoint/openers/opener.h"
 
 #include <filesystem>
 
-#include "checkpoint/dcp_checkpoint.h"
-#include "checkpoint/torch_tensor.h"
+#include "checkpoint/openers/dcp_checkpoint.h"
+#include "checkpoint/openers/torch_tensor.h"
 #include "core/json_file.h"
 #include "formats/deepspeed_zero.h"
 #include "formats/torch_save.h"
@@ -71,5 +72,12 @@ Checkpoint open_megatron(const std::string& dir) {
   }
   return c;
 }
+
+namespace {
+bool recognises_megatron(const CheckpointProbe& p) { return p.directory() && p.listing().files.empty() && is_megatron_directory(p.path()); }
+Checkpoint open_megatron_probe(const CheckpointProbe& p) { return open_megatron(p.path()); }
+}  // namespace
+
+extern const CheckpointOpener kMegatronDirectoryOpener{"a Megatron torch_dist folder (metadata.json + DCP)", recognises_megatron, open_megatron_probe};
 
 }  // namespace tmorph

@@ -1,4 +1,4 @@
-#include "checkpoint/torch_tensor.h"
+#include "checkpoint/openers/torch_tensor.h"
 
 #include <string>
 

@@ -1,0 +1,46 @@
+// The acquisition openers' table (acquisition_openers.h) and open_acquisition, looks_like_acquisition and
+// discover_acquisitions over it.
+#include "stem/formats/acquisition_openers.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/path_kind.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+extern const AcquisitionOpener kDectrisOpener;  // dectris_opener.cpp
+
+const std::vector<const AcquisitionOpener*>& acquisition_openers() {
+  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener};
+  return rows;
+}
+
+bool looks_like_acquisition(const std::string& path) {
+  for (const AcquisitionOpener* row : acquisition_openers())
+    if (row->claims(path)) return true;
+  return false;
+}
+
+std::vector<std::string> discover_acquisitions(const std::string& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
+  std::vector<std::string> out;
+  for (const AcquisitionOpener* row : acquisition_openers()) {
+    const auto found = row->discover(folder);
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Acquisition open_acquisition(const std::string& path) {
+  for (const AcquisitionOpener* row : acquisition_openers())
+    if (row->claims(path)) return row->open(path);
+  // No row claims it by name: the first row reads it and says why it is not one (Dectris: "no group entry/data").
+  return acquisition_openers().front()->open(path);
+}
+
+}  // namespace tmorph

@@ -1,0 +1,26 @@
+// The acquisition openers' table: one row per 4D-STEM file format. open_acquisition (stem/acquisition.h)
+// offers a path to each row in order; the first that claims it opens it. A new detector format is one file of
+// this folder (its parser in src/formats/ when it reads bytes) defining one row, and that row in
+// acquisition_openers.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stem/acquisition.h"
+
+namespace tmorph {
+
+struct AcquisitionOpener {
+  const char* name;  // Acquisition::format: "dectris"
+  // Whether the path is this format's, by name only (no file is read): a file's extension, a folder holding one.
+  bool (*claims)(const std::string& path);
+  Acquisition (*open)(const std::string& path);
+  // Every acquisition of this format below a folder (recursive, sorted).
+  std::vector<std::string> (*discover)(const std::string& folder);
+};
+
+// The rows, in the order they are asked.
+const std::vector<const AcquisitionOpener*>& acquisition_openers();
+
+}  // namespace tmorph
