@@ -5,11 +5,12 @@
 #               then serve the viewer on the demo checkpoint (http://127.0.0.1:$(PORT)/, Ctrl-C stops it;
 #               make run SERVE=0 ends without serving)
 #   make test   build and run the whole test suite (release)
-#   make test-asan   the same suite under AddressSanitizer + UBSan
+#   make test-asan   the tests labelled sanitize (unit tests, Python module, every parser's CLI suite) under ASan + UBSan
+#   make build-asan, make fuzz-build   only the builds of test-asan and fuzz (.ci/run starts them early, at low priority)
 #   make fuzz   build the libFuzzer harnesses of every parser of untrusted bytes (tests/fuzz, clang 14) and run each
 #               for FUZZ_SECONDS (default 60); fails on any crash, sanitizer report, leak, timeout or OOM
 #   make bench  throughput benchmarks beside memcpy and numpy (writes bench/last-run.md)
-.PHONY: deps tool build run test test-asan fuzz bench docs clean
+.PHONY: deps tool build build-asan run test test-asan fuzz fuzz-build bench docs clean
 
 JOBS ?= $(shell nproc)
 PORT ?= 8765
@@ -46,10 +47,16 @@ run: tool
 test: build
 	@ctest --preset release -j $(JOBS)
 
-test-asan: deps
+build-asan: deps
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
+
+test-asan: build-asan
 	@ctest --preset asan -j $(JOBS)
+
+fuzz-build: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
 
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) scripts/run-fuzz

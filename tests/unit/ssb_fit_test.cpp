@@ -192,7 +192,7 @@ TEST(SsbFitDefault, AtVeryLowDoseTheEstimateIsUnreliableAndTheWideSearchRunsAndS
 
 // A fit on the central 64 × 64 positions of a 128 × 128 scan agrees with a fit on the whole.
 TEST(SsbFitDefault, AFitOnTheCentralPartAgreesWithAFitOnTheWhole) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(TM_SANITIZED_BUILD)
   GTEST_SKIP() << "the 128 x 128 whole-scan fit takes minutes under the sanitizers; the release build runs it";
 #endif
   const SimData d(realistic(-8, 3, -40, 30, 30000, 128));
@@ -231,7 +231,7 @@ std::vector<GridCase> grid() {
       const int k = i * 4 + j;
       cases.push_back({c10s[i], astig[j][0], astig[j][1], rotations[k % 3], doses[(i + j) % 2], k % 4 == 3 ? 96u : 48u});
     }
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(TM_SANITIZED_BUILD)
   return {cases[5], cases[18]};  // the sanitizer build checks the path, the release build the rate
 #else
   return cases;
