@@ -81,6 +81,10 @@ class Walker {
     // an exponential number of paths: every visit counts.
     if (++visits_ > kMaxVisits)
       fail_at(v->offset, "the object expands to more than " + std::to_string(kMaxVisits) + " values through shared references (limit)");
+    // Deeply nested shared references also make long names: their total length is bounded too.
+    if ((name_bytes_ += name.size()) > kMaxNameBytes)
+      fail_at(v->offset, "the object's names add up to more than " + std::to_string(kMaxNameBytes >> 20) +
+                             " MiB through shared references (limit)");
     switch (v->kind) {
       case PickleKind::Dict: return walk_entries(*v, name);
       case PickleKind::List:
@@ -115,7 +119,10 @@ class Walker {
   std::unordered_map<std::string, const ZipEntry*> entries_;
   std::unordered_map<std::string, size_t> storage_index_;
   uint64_t visits_ = 0;
-  static constexpr uint64_t kMaxVisits = 4'000'000;
+  uint64_t name_bytes_ = 0;
+  // A state dict with its optimizer's state is far below both (tens of thousands of values, short names).
+  static constexpr uint64_t kMaxVisits = 1'000'000;
+  static constexpr uint64_t kMaxNameBytes = uint64_t{64} << 20;
 
   static std::string join(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "tensormorph/error.h"
 
@@ -18,6 +19,13 @@ struct File {
   }
 };
 
+// libpng's output: appended to a string.
+void append_bytes(png_structp png, png_bytep data, png_size_t length) {
+  static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(data), length);
+}
+
+void no_flush(png_structp) {}
+
 // libpng reports errors by longjmp; the message is kept for the exception thrown after it.
 void on_error(png_structp png, png_const_charp message) {
   auto* what = static_cast<std::string*>(png_get_error_ptr(png));
@@ -29,22 +37,20 @@ void on_warning(png_structp, png_const_charp) {}
 
 }  // namespace
 
-void write_png(const std::string& path, const RgbaImage& image, const PngText& text) {
-  if (image.width == 0 || image.height == 0) throw Error(ErrorKind::InvalidArgument, path + ": an empty image");
-  File file;
-  file.f = std::fopen(path.c_str(), "wb");
-  if (!file.f) throw Error(ErrorKind::Io, path + ": cannot be written");
+std::string encode_png(const RgbaImage& image, const PngText& text, const std::string& name) {
+  if (image.width == 0 || image.height == 0) throw Error(ErrorKind::InvalidArgument, name + ": an empty image");
   std::string what;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &what, on_error, on_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!info) {
     png_destroy_write_struct(&png, nullptr);
-    throw Error(ErrorKind::Io, path + ": libpng could not start");
+    throw Error(ErrorKind::Io, name + ": libpng could not start");
   }
   // Everything touched after setjmp lives on the heap, so a longjmp leaves nothing indeterminate.
   struct State {
     std::vector<png_text> chunks;
     std::vector<png_bytep> rows;
+    std::string out;  // the encoded bytes, appended by libpng's write callback
   };
   const auto st = std::make_unique<State>();
   st->chunks.resize(text.size());
@@ -59,9 +65,9 @@ void write_png(const std::string& path, const RgbaImage& image, const PngText& t
     st->rows[y] = const_cast<png_bytep>(image.pixels.data() + size_t{y} * image.width * 4);
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    throw Error(ErrorKind::Io, path + ": " + what);
+    throw Error(ErrorKind::Io, name + ": " + what);
   }
-  png_init_io(png, file.f);
+  png_set_write_fn(png, &st->out, append_bytes, no_flush);
   png_set_IHDR(png, info, image.width, image.height, 8, PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   // Fast over small: images are written interactively (tiles), and colour-mapped data compresses
@@ -73,7 +79,16 @@ void write_png(const std::string& path, const RgbaImage& image, const PngText& t
   png_write_image(png, st->rows.data());
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  if (std::fflush(file.f) != 0) throw Error(ErrorKind::Io, path + ": write failed");
+  return std::move(st->out);
+}
+
+void write_png(const std::string& path, const RgbaImage& image, const PngText& text) {
+  const std::string bytes = encode_png(image, text, path);
+  File file;
+  file.f = std::fopen(path.c_str(), "wb");
+  if (!file.f) throw Error(ErrorKind::Io, path + ": cannot be written");
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file.f) != bytes.size() || std::fflush(file.f) != 0)
+    throw Error(ErrorKind::Io, path + ": write failed");
 }
 
 }  // namespace tmorph

@@ -1,4 +1,4 @@
-// Writing RGBA8 images as PNG (Debian's libpng), with text metadata (tEXt chunks) so that what an
+// Encoding RGBA8 images as PNG (Debian's libpng), in memory or to a file, with text metadata (tEXt chunks) so that what an
 // image shows (tensor, statistic, limits, colour map) travels with it.
 #pragma once
 
@@ -20,7 +20,12 @@ struct RgbaImage {
 
 using PngText = std::vector<std::pair<std::string, std::string>>;
 
-// Throws Error(Io) naming the path when the file cannot be written, InvalidArgument for an empty image.
+// The PNG file's bytes, encoded in memory (what the server sends; no file is written). `name` names the image in
+// errors. Throws InvalidArgument for an empty image, Io when libpng fails.
+std::string encode_png(const RgbaImage& image, const PngText& text, const std::string& name = "PNG image");
+
+// encode_png, written to path. Throws Error(Io) naming the path when the file cannot be written, InvalidArgument
+// for an empty image.
 void write_png(const std::string& path, const RgbaImage& image, const PngText& text);
 
 }  // namespace tmorph

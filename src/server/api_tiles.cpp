@@ -1,18 +1,14 @@
 // Pyramid tiles (raw statistics, binary or JSON) and rendered PNGs of a tensor. Tiles come from the
 // index; images through the same code as `tensormorph render` (render_tensor), so sizes are
 // bounded by the pyramid's levels and the renderer's own pixel limit.
-#include <unistd.h>
-
-#include <atomic>
 #include <bit>
 #include <cstring>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "display/colormap.h"
 #include "render/cell_image.h"
 #include "render/cell_source.h"
+#include "render/png_write.h"
 #include "render/tensor_render.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -89,19 +85,6 @@ void get_tile(ServerState& state, const httplib::Request& req, httplib::Response
   res.set_header("X-Tensormorph-Tile-Rows", std::to_string(r.row_begin) + "," + std::to_string(r.row_end));
   res.set_header("X-Tensormorph-Tile-Cols", std::to_string(r.col_begin) + "," + std::to_string(r.col_end));
   res.set_header("Cache-Control", "no-store");
-}
-
-// Encodes through render/png_write (which writes files) in the server's private scratch directory.
-std::string png_bytes(const std::string& scratch_dir, const RgbaImage& image, const PngText& text) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string path = scratch_dir + "/" + std::to_string(counter.fetch_add(1)) + ".png";
-  struct Remove {
-    const std::string& p;
-    ~Remove() { ::unlink(p.c_str()); }
-  } remove{path};
-  write_png(path, image, text);
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // Which cells a render or a cells request asks for: the overview, a whole level, or one tile's cells.
@@ -208,7 +191,7 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
     send_json(res, j);
     return;
   }
-  res.set_content(png_bytes(state.scratch_dir, r.image.image, tensor_render_text(r, t, q.slice)), "image/png");
+  res.set_content(encode_png(r.image.image, tensor_render_text(r, t, q.slice), t.name), "image/png");
   res.set_header("X-Tensormorph-Placement", j["placement"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   res.set_header("X-Tensormorph-Limits", j["limits"].dump());
   res.set_header("Cache-Control", "no-store");

@@ -47,21 +47,6 @@ std::string find_web_root(const std::string& given) {
   return {};
 }
 
-// A private directory (mode 0700) for the PNGs the server encodes, removed when the server ends.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tensormorph-serve-XXXXXX";
-    if (!::mkdtemp(templ.data())) throw Error(ErrorKind::Io, templ + ": cannot create a scratch directory");
-    path = templ;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 ServeOptions checked_options(const LaunchRequest& r) {
   ServeOptions opt;
   opt.host = r.host, opt.port = r.port;
@@ -118,8 +103,6 @@ void launch(const LaunchRequest& request) {
                  job ? job->c_str() : "?");
   }
   std::fprintf(stderr, "tensormorph: web app: %s\n", state.web_root.empty() ? "not built (built-in page)" : state.web_root.c_str());
-  const ScratchDir scratch;
-  state.scratch_dir = scratch.path;
   opt.on_listening = [&] { indexing.start(); };
   serve(state, opt);
 }

@@ -119,7 +119,6 @@ struct ServerState {
   class IndexingQueue* indexing = nullptr;  // runs indexing jobs (POST /api/jobs queues one); set at start
   ComputeHolder compute;
   FifoMutex render_mutex;  // held for a whole render (cells and colours); taken in arrival order
-  std::string scratch_dir;  // private directory (0700) where PNGs are encoded; removed at exit
   std::string web_root;     // canonical static-file root, or empty for the built-in page
   std::string version;
   uint64_t index_max_bytes_per_s = 0;  // indexing jobs' average read rate (serve --index-max-rate); 0: unlimited

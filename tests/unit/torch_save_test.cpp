@@ -343,7 +343,7 @@ TEST(TorchSave, SharedReferencesCannotExpandWithoutBound) {
   ops({'h', 41, 's', '.'});
   ZipFile z;
   z.entries = {{"a/data.pkl", p}};
-  EXPECT_NE(torch_error(z).find("expands to more than 4000000 values through shared references"), std::string::npos);
+  EXPECT_NE(torch_error(z).find("through shared references (limit)"), std::string::npos);  // the visits or the names' length
 }
 
 TEST(TorchSave, Float8AndComplexStorages) {  // torch >= 2.1 writes float8; torch 1.13 cannot, so by hand
