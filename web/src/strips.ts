@@ -13,7 +13,8 @@
 // - thumbnails: the server's overview render (GET /api/render/{ckpt}/{name}.png, no level) with the ONE
 //   stat, colormap and limits of the section (strip_limits.ts: from the rows' statistics, no render is
 //   asked for its range), drawn as `img.strip-thumb` with data-limits equal to the section's. A render
-//   that fails shows the server's message in `.strip-error` instead. Thumbnails load lazily: only rows
+//   that fails shows the server's message in `.strip-error` instead. A new style keeps each old thumbnail,
+//   with class strip-stale, until its new one replaces it. Thumbnails load lazily: only rows
 //   scrolled near the view are fetched (IntersectionObserver), at most CONCURRENCY at once.
 // - bars: per-layer mean (diverging about 0), std and abs_max, each scaled to the largest |value| of the
 //   rows, with the value written beside it.
@@ -192,6 +193,8 @@ async function fill(section: HTMLElement, status: HTMLElement, ckpt: string, nam
       strip.tr.dataset.state = "loaded";
     } catch (e) {
       if (gen !== generation || (e instanceof DOMException && e.name === "AbortError")) return;
+      if (strip.url) URL.revokeObjectURL(strip.url);
+      strip.url = null;
       strip.thumb.replaceChildren(el("span", { class: "strip-error" }, describeError(e)));
       strip.tr.dataset.state = "error";
     }
@@ -203,6 +206,9 @@ async function fill(section: HTMLElement, status: HTMLElement, ckpt: string, nam
     queue.push(() => load(strip, gen));
   };
   const byRow = new Map(strips.map((s) => [s.tr as Element, s]));
+  // The rows the observer last reported near the view. A restyle queues these itself: it does not wait for
+  // the observer to report them again (a re-observed row that does not move is not always reported anew).
+  const near = new Set<Strip>();
   const observer: IntersectionObserver | null =
     typeof IntersectionObserver === "function"
       ? new IntersectionObserver(
@@ -215,7 +221,13 @@ async function fill(section: HTMLElement, status: HTMLElement, ckpt: string, nam
               for (const s of strips) if (s.url) URL.revokeObjectURL(s.url);
               return;
             }
-            for (const e of entries) if (e.isIntersecting) want(byRow.get(e.target) as Strip);
+            for (const e of entries) {
+              const strip = byRow.get(e.target) as Strip;
+              if (e.isIntersecting) {
+                near.add(strip);
+                want(strip);
+              } else near.delete(strip);
+            }
           },
           { rootMargin: "200px" },
         )
@@ -235,15 +247,14 @@ async function fill(section: HTMLElement, status: HTMLElement, ckpt: string, nam
     for (const s of strips) {
       if (s.tr.dataset.state === "unavailable") continue;
       s.tr.dataset.state = "waiting";
-      s.thumb.replaceChildren(el("span", { class: "strip-wait" }, "…"));
-      if (s.url) URL.revokeObjectURL(s.url);
-      s.url = null;
-      if (observer) {
-        observer.unobserve(s.tr);
-        observer.observe(s.tr); // reports the row's current visibility again
-      } else want(s);
+      // The old thumbnail stays, dimmed, until the new one replaces it (the rows keep their height).
+      const old = s.thumb.querySelector("img.strip-thumb");
+      if (old) old.classList.add("strip-stale");
+      else s.thumb.replaceChildren(el("span", { class: "strip-wait" }, "…"));
+      if (!observer || near.has(s)) want(s);
     }
   };
+  for (const s of strips) observer?.observe(s.tr);
   stat.addEventListener("change", restyle);
   mode.addEventListener("change", restyle);
   restyle();
