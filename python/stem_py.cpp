@@ -31,14 +31,14 @@ namespace tmorph::python {
 namespace {
 
 using Pair = std::optional<std::array<uint64_t, 2>>;
-using Region = std::optional<std::array<uint64_t, 4>>;  // (r0, r1, c0, c1), half-open
+using RegionTuple = std::optional<std::array<uint64_t, 4>>;  // (r0, r1, c0, c1), half-open
 
-std::optional<Box> box_of(const Region& r) {
+std::optional<Box> box_of(const RegionTuple& r) {
   if (!r) return std::nullopt;
   return Box{(*r)[0], (*r)[1], (*r)[2], (*r)[3]};
 }
 
-LoadRequest load_request(const Pair& scan_shape, const Region& scan_region, const Region& detector_region, const Pair& scan_bin,
+LoadRequest load_request(const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region, const Pair& scan_bin,
                          const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt,
                          const std::atomic<bool>* cancel) {
   LoadRequest req;
@@ -136,7 +136,7 @@ void bind_stem(py::module_& m) {
 
   stem.def(
       "load",
-      [](const std::string& path, const Pair& scan_shape, const Region& scan_region, const Region& detector_region,
+      [](const std::string& path, const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region,
          const Pair& scan_bin, const Pair& detector_bin, const std::string& dtype, const py::object& threads,
          const py::object& memory_budget) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
@@ -164,8 +164,8 @@ void bind_stem(py::module_& m) {
          const std::optional<double>& inner, const std::optional<double>& outer, const std::optional<double>& inner_mrad,
          const std::optional<double>& outer_mrad, const std::optional<std::string>& mask,
          const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius,
-         const std::optional<double>& rotation_deg, bool transpose, const Pair& scan_shape, const Region& scan_region,
-         const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
+         const std::optional<double>& rotation_deg, bool transpose, const Pair& scan_shape, const RegionTuple& scan_region,
+         const RegionTuple& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
          const py::object& allow_approx, const std::optional<std::string>& cache, bool use_cache) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
@@ -224,8 +224,8 @@ void bind_stem(py::module_& m) {
 
   stem.def(
       "prepare",
-      [](const std::string& path, const std::optional<std::string>& cache, const Pair& scan_shape, const Region& scan_region,
-         const Region& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
+      [](const std::string& path, const std::optional<std::string>& cache, const Pair& scan_shape, const RegionTuple& scan_region,
+         const RegionTuple& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
          const py::object& allow_approx) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
@@ -251,7 +251,7 @@ void bind_stem(py::module_& m) {
       "ssb",
       [](const std::string& path, double C10, double C12, double phi12, bool fit, const py::object& scan_rotation_deg,
          const std::string& search, unsigned trials, unsigned estimate_trials, uint64_t seed, uint64_t fit_crop,
-         const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius, const Region& scan_region,
+         const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius, const RegionTuple& scan_region,
          const Pair& scan_bin, const Pair& detector_bin, const py::object& threads, const py::object& memory_budget,
          const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);

@@ -1,3 +1,4 @@
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -20,14 +21,14 @@ namespace {
 // An error on stderr. In a job of several ranks, every rank parses the same arguments: a usage error is
 // printed by rank 0 alone; another rank's own error (failures while serving rank 0 travel to rank 0,
 // which names them) is printed with its rank.
-template <class... Args>
-void report_error(bool same_on_every_rank, const char* format, Args... args) {
+__attribute__((format(printf, 2, 3))) void report_error(bool same_on_every_rank, const char* format, ...) {
   const World& world = World::instance();
-  if (world.rank() == 0) std::fprintf(stderr, format, args...);
-  else if (!same_on_every_rank) {
-    std::fprintf(stderr, "[rank %d] ", world.rank());
-    std::fprintf(stderr, format, args...);
-  }
+  if (world.rank() != 0 && same_on_every_rank) return;
+  if (world.rank() != 0) std::fprintf(stderr, "[rank %d] ", world.rank());
+  std::va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
 }
 
 // The command line's words that are not options (the subcommands come first).

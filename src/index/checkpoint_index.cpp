@@ -314,7 +314,8 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
   {
     SqliteStmt del(*db_, "DELETE FROM files WHERE id = ?");
     for (const auto& [path, row] : stored) {
-      const auto w = std::find_if(wanted.begin(), wanted.end(), [&](const Wanted& x) { return x.id.path == path; });
+      const std::string& stored_path = path;  // a named reference: clang 14 cannot capture structured bindings
+      const auto w = std::find_if(wanted.begin(), wanted.end(), [&](const Wanted& x) { return x.id.path == stored_path; });
       if (w != wanted.end() && w->id == row.second) kept[path] = row.first;
       else del.bind(1, row.first).run();
     }

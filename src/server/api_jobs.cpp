@@ -1,7 +1,7 @@
 // The jobs endpoints: GET and POST /api/jobs, GET /api/jobs/{id}, and GET /api/jobs/{id}/events, a Server-Sent
 // Events stream of the job's state (one `progress` event per change, at most about ten a second as the
 // indexer reports, a comment line every 2 s without change, and a last `done`, `failed` or `cancelled`
-// event, after which the stream ends). At most kMaxStreams streams are open at once (503 beyond), so
+// event, after which the stream ends). At most kMaxEventStreams streams are open at once (503 beyond), so
 // streams never take every worker thread; each ends when its job does, when the client goes away (the
 // next write fails), or when the server stops.
 #include <chrono>
@@ -9,13 +9,12 @@
 #include "server/http_util.h"
 #include "server/indexing_queue.h"
 #include "server/routes.h"
+#include "server/stream_gate.h"
 
 namespace tmorph::server {
 
 namespace {
 
-constexpr unsigned kMaxStreams = 4;
-constexpr auto kHeartbeat = std::chrono::milliseconds(2000);
 
 Job existing_job(const ServerState& state, const std::string& id) {
   auto job = state.jobs.find(id);
@@ -30,8 +29,8 @@ std::string event(const Job& j) {
 
 void job_events(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   const Job first = existing_job(state, req.matches[1]);
-  if (!state.jobs.try_open_stream(kMaxStreams))
-    throw HttpError(503, "too many event streams open (at most " + std::to_string(kMaxStreams) + "); poll GET /api/jobs/" +
+  if (!state.jobs.try_open_stream(kMaxEventStreams))
+    throw HttpError(503, "too many event streams open (at most " + std::to_string(kMaxEventStreams) + "); poll GET /api/jobs/" +
                              first.id + " instead");
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Accel-Buffering", "no");
@@ -44,7 +43,7 @@ void job_events(ServerState& state, const httplib::Request& req, httplib::Respon
   res.set_chunked_content_provider(
       "text/event-stream",
       [&state, id, stream](size_t, httplib::DataSink& sink) {
-        const auto job = stream->started ? state.jobs.wait(id, stream->sent, kHeartbeat) : state.jobs.find(id);
+        const auto job = stream->started ? state.jobs.wait(id, stream->sent, kEventHeartbeat) : state.jobs.find(id);
         if (!job || state.jobs.stopping()) {
           sink.done();
           return true;

@@ -7,8 +7,8 @@
 //   event: readiness | error      (error: the reopen failed; data {"error": MESSAGE}; polling goes on)
 //   id: N                          (1, 2, … in this stream)
 //   data: {…}
-// A comment line (": waiting") goes out every kHeartbeat without an event, so a client that went away is noticed
-// (the write fails) and its stream freed within that time. At most kMaxStreams readiness streams are open at
+// A comment line (": waiting") goes out every kEventHeartbeat without an event, so a client that went away is noticed
+// (the write fails) and its stream freed within that time. At most kMaxEventStreams readiness streams are open at
 // once (503 beyond: poll GET /api/acquisitions/{id}); every stream ends when the server stops
 // (state.readiness_streams.stop()), without waiting for the next poll.
 #include <chrono>
@@ -17,14 +17,13 @@
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "server/stem_request.h"
+#include "server/stream_gate.h"
 
 namespace tmorph::server {
 
 namespace {
 
-constexpr unsigned kMaxStreams = 4;
 constexpr auto kPoll = std::chrono::milliseconds(500);
-constexpr auto kHeartbeat = std::chrono::milliseconds(2000);
 
 // What a change is: the summary's readiness without its per-file list (whose details move while files grow).
 nlohmann::json readiness_key(const nlohmann::json& summary) {
@@ -45,7 +44,7 @@ std::string sse(const char* name, uint64_t id, const nlohmann::json& data) {
 }
 
 // The next piece of the stream once a poll is due: an event when the readiness changed (or the reopen failed
-// with a new message), a heartbeat when nothing was written for kHeartbeat, else nothing.
+// with a new message), a heartbeat when nothing was written for kEventHeartbeat, else nothing.
 std::string next_piece(ReadinessStream& s) {
   nlohmann::json summary, key;
   const char* name = "readiness";
@@ -61,7 +60,7 @@ std::string next_piece(ReadinessStream& s) {
     s.last_key = std::move(key);
     return sse(name, ++s.sent, summary);
   }
-  if (std::chrono::steady_clock::now() - s.last_write >= kHeartbeat) return ": waiting\n\n";
+  if (std::chrono::steady_clock::now() - s.last_write >= kEventHeartbeat) return ": waiting\n\n";
   return {};
 }
 
@@ -70,8 +69,8 @@ void acquisition_events(ServerState& state, const httplib::Request& req, httplib
   auto stream = std::make_shared<ReadinessStream>();
   stream->served = &served;
   stream->first = summary_json(served, reopen(served));  // an acquisition that cannot be opened: an HTTP error
-  if (!state.readiness_streams.try_open(kMaxStreams))
-    throw HttpError(503, "too many readiness streams open (at most " + std::to_string(kMaxStreams) + "); poll GET /api/acquisitions/" +
+  if (!state.readiness_streams.try_open(kMaxEventStreams))
+    throw HttpError(503, "too many readiness streams open (at most " + std::to_string(kMaxEventStreams) + "); poll GET /api/acquisitions/" +
                              served.id + " instead");
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Accel-Buffering", "no");

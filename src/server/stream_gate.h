@@ -9,6 +9,11 @@
 
 namespace tmorph::server {
 
+// Every kind of event stream (jobs, acquisition readiness): at most this many open at once, each sending a
+// comment line after this long without an event (so proxies and browsers keep it open).
+inline constexpr unsigned kMaxEventStreams = 4;
+inline constexpr std::chrono::milliseconds kEventHeartbeat{2000};
+
 class StreamGate {
  public:
   // Opens one stream unless `limit` are open already (then false).

@@ -31,7 +31,10 @@ class Cli:
         self.binary = binary
 
     def run(self, *args):
-        return subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300)
+        # Under ASan this interpreter runs with the sanitizer's shared runtime preloaded (for the module); the
+        # binary carries its own, and two runtimes in one process refuse to start: the preload is not passed on.
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        return subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=env)
 
     def json(self, *args):
         r = self.run(*args, "--json")

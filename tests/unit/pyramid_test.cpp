@@ -191,6 +191,22 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, PyramidOverTensor,
 // cancellation); shapes with partial tiles, rows that are no multiple of 16, and a vector.
 class PyramidKernelsAgree : public ::testing::TestWithParam<DType> {};
 
+// The IEEE binary16 bits nearest to f (ties to even; subnormals, overflow to infinity, NaN kept a NaN). Written
+// out because clang 14 has no _Float16 on x86-64 (the ASan preset builds with it).
+uint16_t f16_bits(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x0200u : 0u);
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and above round to infinity
+  if (ax < 0x38800000u)                          // below 2^-14: a subnormal, in units of 2^-24 (exact scaling)
+    return sign | static_cast<uint16_t>(std::nearbyint(std::bit_cast<float>(ax) * 16777216.0f));
+  uint32_t h = ((((ax >> 23) - 127u + 15u)) << 10) | ((ax & 0x7fffffu) >> 13);
+  const uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is still right
+  return static_cast<uint16_t>(sign | h);
+}
+
 // n normal values of dtype (f64, f32, f16 or bf16; bf16 truncates the f32).
 std::vector<uint8_t> offset_data(DType dtype, uint64_t n, double centre, double spread, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -200,7 +216,7 @@ std::vector<uint8_t> offset_data(DType dtype, uint64_t n, double centre, double 
   for (uint64_t i = 0; i < n; ++i) {
     const double x = normal(rng);
     const float f = static_cast<float>(x);
-    const _Float16 h = static_cast<_Float16>(f);
+    const uint16_t h = f16_bits(f);
     const uint16_t top = static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16);
     if (dtype == DType::F64) std::memcpy(&out[i * w], &x, w);
     else if (dtype == DType::F32) std::memcpy(&out[i * w], &f, w);
