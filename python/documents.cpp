@@ -24,12 +24,6 @@ nlohmann::json backends_document(const app::ComputeRequest& request) {
 
 namespace {
 
-size_t tensor_position(const Checkpoint& c, const std::string& path, const std::string& name) {
-  for (size_t i = 0; i < c.tensors.size(); ++i)
-    if (c.tensors[i].name == name) return i;
-  throw Error(ErrorKind::InvalidArgument, path + ": no tensor named '" + name + "'");
-}
-
 bool unconstrained(const app::ComputeRequest& r) {
   return r.backend.empty() && r.prefer.empty() && r.never.empty() && r.allow_approx.empty();
 }
@@ -77,7 +71,7 @@ namespace {
 std::unique_ptr<CheckpointIndex> indexed_for(const std::string& path, const std::string& name, const app::Runtime& rt,
                                              const IndexingHook& hook, size_t* position) {
   auto index = app::open_index(path, "");
-  *position = tensor_position(index->checkpoint(), path, name);
+  *position = index->checkpoint().position(name, path);
   IndexingOptions options = app::indexing_options(rt, {*position}, true);
   if (hook) hook(options);
   if (index_checkpoint(*index, rt.planner(), options).cancelled) return nullptr;

@@ -77,13 +77,9 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
                       const Selection& sel) {
   const py::dtype dt(type);
   const size_t rank = t.shape.size();
+  const Checkpoint::InPlace in_place = c->in_place(t);  // a torch view keeps its strides: numpy reads it in place
   std::vector<py::ssize_t> strides(rank);
-  py::ssize_t stride = dt.itemsize();
-  for (size_t i = rank; i-- > 0;) {
-    // A torch view keeps its own strides: numpy reads it in place, no gathered copy.
-    strides[i] = t.strided() ? static_cast<py::ssize_t>(t.strides[i]) * dt.itemsize() : stride;
-    stride *= static_cast<py::ssize_t>(t.shape[i]);
-  }
+  for (size_t i = 0; i < rank; ++i) strides[i] = static_cast<py::ssize_t>(in_place.element_strides[i]) * dt.itemsize();
   uint64_t offset = 0;
   if (sel.elements() > 0) {  // an empty selection views the tensor's first byte (never past the mapping)
     if (rank >= 2) offset += sel.rows.begin * static_cast<uint64_t>(strides[rank - 2]);
@@ -91,17 +87,13 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   }
   if (rank >= 2) strides[rank - 2] *= static_cast<py::ssize_t>(sel.rows.step);
   if (rank >= 1) strides[rank - 1] *= static_cast<py::ssize_t>(sel.cols.step);
-  if (t.chunked() && t.chunks.size() > 1) {
-    // Chunks from several places: a view of the assembled copy (Checkpoint::data), which lives as long as
-    // the checkpoint this array keeps alive.
-    py::capsule keep(new std::shared_ptr<const Checkpoint>(c), [](void* p) { delete static_cast<std::shared_ptr<const Checkpoint>*>(p); });
-    py::array a(dt, sel.shape, strides, c->data(t) + offset, keep);
-    a.attr("setflags")(py::arg("write") = false);
-    return a;
-  }
-  py::object base = py::cast(Mapping{c->files[t.file_index]});
-  const uint8_t* first = c->files[t.file_index]->data() + t.file_offset;  // not data(t): that gathers a view
-  py::array a(dt, sel.shape, strides, first + offset, base);
+  // The array's base keeps its bytes alive: the file's Mapping, or the checkpoint that holds the assembled copy
+  // of a tensor in several chunks.
+  py::object base = in_place.file ? py::cast(Mapping{c->files[*in_place.file]})
+                                   : py::object(py::capsule(new std::shared_ptr<const Checkpoint>(c), [](void* p) {
+                                       delete static_cast<std::shared_ptr<const Checkpoint>*>(p);
+                                     }));
+  py::array a(dt, sel.shape, strides, in_place.first + offset, base);
   a.attr("setflags")(py::arg("write") = false);
   return a;
 }

@@ -1,5 +1,7 @@
 #include "app/checkpoint_json.h"
 
+#include <filesystem>
+
 #include "app/result_json.h"
 #include "ops/placement_json.h"
 
@@ -10,6 +12,22 @@ nlohmann::json packed_report(const Checkpoint& c, const PackedTensor& p) {
   for (auto& part : j["parts"]) part["file"] = c.files.at(part["file"].get<size_t>())->path();
   return j;
 }
+
+nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t, bool file_names_only) {
+  if (!t.dequantized()) return nullptr;
+  nlohmann::json j = {{"stored_type", t.stored_type},
+                      {"bits_per_weight", t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0.0}};
+  if (t.ggml_type) j["ggml_type"] = *t.ggml_type;
+  if (t.packed) {
+    j["packed"] = packed_report(c, *t.packed);
+    if (file_names_only)
+      for (auto& part : j["packed"]["parts"])
+        part["file"] = std::filesystem::path(part["file"].get<std::string>()).filename().string();
+  }
+  return j;
+}
+
+nlohmann::json strides_json(const CheckpointTensor& t) { return t.strided() ? nlohmann::json(t.strides) : nlohmann::json(nullptr); }
 
 nlohmann::json tensor_entry_json(const CheckpointTensor& t) {
   nlohmann::json e = {{"name", t.name}, {"stored_type", t.stored_type}, {"shape", t.shape},

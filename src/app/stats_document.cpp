@@ -13,12 +13,6 @@ namespace tmorph::app {
 
 namespace {
 
-size_t position_of(const Checkpoint& c, const std::string& path, const std::string& name) {
-  for (size_t i = 0; i < c.tensors.size(); ++i)
-    if (c.tensors[i].name == name) return i;
-  throw Error(ErrorKind::InvalidArgument, path + ": no tensor named '" + name + "'");
-}
-
 std::optional<QuantizationStats> quantization_of(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                                  const StatsOptions& options) {
   if (t.ggml_type) return compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);
@@ -35,7 +29,7 @@ StatsDocument build_stats_document(const StatsDocumentRequest& req, const Planne
   else d.direct_ = open_checkpoint(req.path);
   const Checkpoint& c = d.checkpoint();
   std::vector<size_t> selected;
-  for (const auto& name : req.tensors) selected.push_back(position_of(c, req.path, name));
+  for (const auto& name : req.tensors) selected.push_back(c.position(name, req.path));
   if (req.tensors.empty())
     for (size_t i = 0; i < c.tensors.size(); ++i) selected.push_back(i);
   if (req.from_index && !req.fill_index(*d.index_, selected)) {

@@ -85,6 +85,19 @@ struct Checkpoint {
   const uint8_t* data(const CheckpointTensor& t) const;
   std::shared_ptr<GatheredViews> gathered = std::make_shared<GatheredViews>();
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
+  // Where a dense tensor's values can be read without a copy of this call's making: `first`, its first byte,
+  // and its element strides, one per dimension (a strided view's own, row-major ones otherwise). In file
+  // `file`'s mapping; or, for a tensor assembled from several chunks, in its gathered copy (data(t); `file`
+  // empty), which lives as long as this checkpoint.
+  struct InPlace {
+    const uint8_t* first = nullptr;
+    std::vector<uint64_t> element_strides;
+    std::optional<size_t> file;
+  };
+  InPlace in_place(const CheckpointTensor& t) const;
+  // The position in `tensors` of the tensor called `name`; InvalidArgument naming `shown_path` (the path the user
+  // gave) when there is none.
+  size_t position(const std::string& name, const std::string& shown_path) const;
 };
 
 }  // namespace tmorph

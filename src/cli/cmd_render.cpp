@@ -98,7 +98,7 @@ void run_render(const RenderArgs& a) {
     return;
   }
   if (a.tensor.empty()) throw Error(ErrorKind::InvalidArgument, "render: name a tensor (or use --overview / --strips)");
-  const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
+  const size_t i = index->checkpoint().position(a.tensor, a.path);
   fill_index(*index, *rt, {i}, a.json);
   TensorRenderRequest req;
   req.source.level = a.level;
@@ -138,7 +138,7 @@ struct TileArgs {
 void run_tile(const TileArgs& a) {
   const auto rt = make_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
-  const size_t i = tensor_index(index->checkpoint(), a.path, a.tensor);
+  const size_t i = index->checkpoint().position(a.tensor, a.path);
   fill_index(*index, *rt, {i}, a.json);
   const auto [tx, ty] = parse_two(a.tile, "--tile");
   const CheckpointTensor& t = index->checkpoint().tensors[i];

@@ -98,10 +98,4 @@ IndexingReport fill_index(CheckpointIndex& index, const Runtime& rt, const std::
   return index_checkpoint_across_ranks(index, rt.planner(), opt, World::instance());
 }
 
-size_t tensor_index(const Checkpoint& c, const std::string& path, const std::string& name) {
-  for (size_t i = 0; i < c.tensors.size(); ++i)
-    if (c.tensors[i].name == name) return i;
-  throw Error(ErrorKind::InvalidArgument, path + ": no tensor named '" + name + "'");
-}
-
 }  // namespace tmorph::cli

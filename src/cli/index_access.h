@@ -16,12 +16,7 @@
 namespace tmorph::cli {
 
 using app::Runtime;
-
-
 using app::open_index;  // PATH's index, its warning on stderr (app/indexing.h)
-
-// The position of the tensor called `name` in c.tensors; throws InvalidArgument naming path and name.
-size_t tensor_index(const Checkpoint& c, const std::string& path, const std::string& name);
 
 // Adds --index PATH to a subcommand.
 void add_index_option(CLI::App* cmd, std::string& index_path);

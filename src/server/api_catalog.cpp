@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "app/checkpoint_json.h"
 #include "app/result_json.h"
 #include "ops/placement_json.h"
 
@@ -115,7 +116,7 @@ void tensor_detail(ServerState& state, const httplib::Request& req, httplib::Res
       if (&*state.checkpoints[r.checkpoint] == &ref.checkpoint && r.tensor == ref.tensor)
         j["unavailable"] = r.summary.value("unavailable", "");
   }
-  j["quantization"] = quantization_json(ref.checkpoint.index->checkpoint(), t);
+  j["quantization"] = app::quantization_json(ref.checkpoint.index->checkpoint(), t, /*file_names_only=*/true);
   const auto info = index.load_pyramid_info(ref.tensor);
   j["pyramid"] = info ? pyramid_json(*info) : nlohmann::json(nullptr);
   send_json(res, j);

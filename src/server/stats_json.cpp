@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "checkpoint/packed_tensor.h"
+#include "app/checkpoint_json.h"
 #include "core/json_number.h"
 #include "lod/tile_stats.h"
 
@@ -21,24 +21,7 @@ nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTenso
   const Checkpoint& c = sc.index->checkpoint();
   j["file"] = t.file_index < c.files.size() ? std::filesystem::path(c.files[t.file_index]->path()).filename().string() : std::string();
   j["offset"] = t.file_offset;
-  if (t.strided()) j["strides"] = t.strides;
-  return j;
-}
-
-nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t) {
-  if (!t.dequantized()) return nullptr;
-  nlohmann::json j = {{"stored_type", t.stored_type},
-                      {"bits_per_weight", t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0.0}};
-  if (t.ggml_type) j["ggml_type"] = *t.ggml_type;
-  if (t.packed) {
-    nlohmann::json p = packed_to_json(*t.packed);
-    // Parts name their file by position; the server reports the file name only, never a path.
-    for (auto& part : p["parts"]) {
-      const size_t f = part["file"].get<size_t>();
-      part["file"] = f < c.files.size() ? std::filesystem::path(c.files[f]->path()).filename().string() : std::string();
-    }
-    j["packed"] = p;
-  }
+  if (t.strided()) j["strides"] = app::strides_json(t);
   return j;
 }
 

@@ -21,10 +21,6 @@ std::string tensor_dtype(const CheckpointTensor& t);
 // offset (bytes into the file) (and dequantized_from).
 nlohmann::json tensor_identity(const ServedCheckpoint& sc, const CheckpointTensor& t);
 
-// What the checkpoint says about how t is quantized, or null for a dense tensor: stored type,
-// bits per weight (stored bits over parameters, scales included), the packed scheme and its parts.
-nlohmann::json quantization_json(const Checkpoint& c, const CheckpointTensor& t);
-
 // levels (each with its tile grid and the elements one tile covers), tile size, view, histogram
 // edges of the tile records, and the byte size of one tile record.
 nlohmann::json pyramid_json(const CheckpointIndex::PyramidInfo& info);

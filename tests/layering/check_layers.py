@@ -225,6 +225,31 @@ def check_links(root, picture):
     return problems
 
 
+# Faces parse, call and print: the storage form of a checkpoint tensor (ggml blocks, packed parts, a view's
+# strides, chunks) is the checkpoint model's and app/'s business (docs/architecture.md). A member access to one of
+# these fields in a face's source is a finding (its file and line named).
+FACE_DIRS = ("src/cli", "src/server", "python")
+STORAGE_FIELD = re.compile(r"(?:\.|->)(ggml_type|packed|strides|chunks)\b(?!\s*\()")
+
+
+def check_storage_fields(root):
+    problems = []
+    for d in FACE_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if not f.endswith((".cpp", ".h")):
+                    continue
+                path = os.path.join(dirpath, f)
+                with open(path, errors="replace") as fh:
+                    for n, line in enumerate(fh, 1):
+                        code = line.split("//", 1)[0]
+                        m = STORAGE_FIELD.search(code)
+                        if m:
+                            problems.append(f"{os.path.relpath(path, root)}:{n}: a face reads the storage field "
+                                            f"'{m.group(1)}' (ask the checkpoint model or app/checkpoint_json.h)")
+    return problems
+
+
 def run(root, verbose=True):
     picture = Picture(os.path.join(root, "docs", "architecture.md"))
     problems = []
@@ -232,7 +257,7 @@ def run(root, verbose=True):
     if cyc:
         problems.append("docs/architecture.md: the allowed edges form a cycle: " + " -> ".join(cyc))
     inc_problems, edges = check_includes(root, picture)
-    problems += inc_problems + check_links(root, picture)
+    problems += inc_problems + check_links(root, picture) + check_storage_fields(root)
     if verbose:
         print(f"layering: {len(edges)} module edges, {sum(edges.values())} cross-module includes")
         for (a, b), n in sorted(edges.items()):
@@ -310,6 +335,15 @@ class SelfTest(unittest.TestCase):
         problems = run(root, verbose=False)
         self.assertTrue(any("core may not depend on cli" in p for p in problems), problems)
         self.assertTrue(any("tm_nowhere" in p and "no module" in p for p in problems), problems)
+
+    def test_face_reading_a_storage_field_is_caught(self):
+        root = self.tree({"docs/architecture.md": self.DOC,
+                          "src/cli/x.cpp": "int f(const T& t) {\n  // t.packed in a comment is fine\n"
+                                           "  return t.packed ? 1 : t.strided();\n}\n"})
+        problems = run(root, verbose=False)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("src/cli/x.cpp:3", problems[0])
+        self.assertIn("'packed'", problems[0])
 
     def test_unresolvable_include_is_reported(self):
         root = self.tree({"docs/architecture.md": self.DOC, "src/core/a.cpp": '#include "nowhere/x.h"\n'})

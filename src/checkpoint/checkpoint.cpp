@@ -1,0 +1,30 @@
+#include "checkpoint/checkpoint.h"
+
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+Checkpoint::InPlace Checkpoint::in_place(const CheckpointTensor& t) const {
+  InPlace p;
+  p.element_strides.resize(t.shape.size());
+  uint64_t stride = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    p.element_strides[i] = t.strided() ? t.strides[i] : stride;
+    stride *= t.shape[i];
+  }
+  if (t.chunked() && t.chunks.size() > 1) {
+    p.first = data(t);
+  } else {
+    p.file = t.file_index;
+    p.first = files[t.file_index]->data() + t.file_offset;  // not data(t): that would gather a strided view
+  }
+  return p;
+}
+
+size_t Checkpoint::position(const std::string& name, const std::string& shown_path) const {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name) return i;
+  throw Error(ErrorKind::InvalidArgument, shown_path + ": no tensor named '" + name + "'");
+}
+
+}  // namespace tmorph
