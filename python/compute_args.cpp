@@ -42,6 +42,7 @@ std::vector<std::string> string_list(const py::object& v, const char* what) {
 app::ComputeRequest compute_request(const py::object& backend, const py::object& prefer, const py::object& never,
                                     const py::object& allow_approx) {
   app::ComputeRequest r;
+  r.face = Face::Python;
   if (!backend.is_none()) {
     if (!py::isinstance<py::str>(backend)) throw Error(ErrorKind::InvalidArgument, "backend: expected None or a string");
     r.backend = backend.cast<std::string>();

@@ -21,6 +21,7 @@
 #include "stem/load.h"
 #include "stem/product_cache.h"
 #include "stem/product_run.h"
+#include "stem/request_params.h"
 #include "stem/ssb_run.h"
 #include "tensormorph/error.h"
 
@@ -38,17 +39,29 @@ std::optional<Box> box_of(const RegionTuple& r) {
   return Box{(*r)[0], (*r)[1], (*r)[2], (*r)[3]};
 }
 
+// The frames a call reads (no runtime yet: what the declaration checks).
 LoadRequest load_request(const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region, const Pair& scan_bin,
-                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt,
-                         const std::atomic<bool>* cancel) {
+                         const Pair& detector_bin, const std::string& dtype) {
   LoadRequest req;
   req.scan_shape = scan_shape;
   req.scan_region = box_of(scan_region), req.detector_region = box_of(detector_region);
   if (scan_bin) req.scan_bin = *scan_bin;
   if (detector_bin) req.detector_bin = *detector_bin;
   req.dtype = dtype;
+  return req;
+}
+
+// The runtime's threads and memory budget, and the call's cancel flag, into `req`.
+void bind_runtime(LoadRequest& req, const app::Runtime& rt, const std::atomic<bool>* cancel) {
   req.threads = rt.threads, req.memory_budget = rt.memory_budget;
   req.cancel = cancel;
+}
+
+LoadRequest load_request(const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region, const Pair& scan_bin,
+                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt,
+                         const std::atomic<bool>* cancel) {
+  LoadRequest req = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype);
+  bind_runtime(req, rt, cancel);
   return req;
 }
 
@@ -68,6 +81,34 @@ py::array to_numpy(StemArray&& s) {
   return py::array(dt, shape, owner->get(), free_owner);
 }
 
+// A declared switch given as a Python value: True or False (numpy's bool too); anything else is refused with
+// the declaration's message, as the server refuses max=abc.
+bool switch_arg(const py::object& v, const OperationSchema& op, std::string_view name) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::hasattr(v, "dtype") && py::hasattr(v, "item") && py::str(v.attr("dtype").attr("kind")).cast<std::string>() == "b")
+    return v.attr("item")().cast<bool>();
+  refuse(op.at(name), Face::Python, py::str(v).cast<std::string>());
+}
+
+// The declaration of an operation as Python sees it: one dict per parameter.
+py::list parameters_of(const std::string& op_name) {
+  const OperationSchema* op = stem_operation(op_name);
+  if (!op) throw Error(ErrorKind::InvalidArgument, "operation: no 4D-STEM operation '" + op_name + "'");
+  static const char* const kinds[] = {"number", "count", "switch", "choice", "counts", "numbers", "text"};
+  const auto name_or_none = [](std::string_view n) { return n.empty() ? py::object(py::none()) : py::object(py::str(std::string(n))); };
+  py::list out;
+  for (const ParamSpec& p : op->params) {
+    py::dict d;
+    d["name"] = name_or_none(p.python), d["http"] = name_or_none(p.http), d["cli"] = name_or_none(p.cli);
+    d["kind"] = kinds[static_cast<int>(p.kind)];
+    d["low"] = p.lo, d["high"] = p.hi, d["low_open"] = p.lo_open;
+    d["unit"] = std::string(p.unit), d["form"] = std::string(p.form), d["count"] = p.count, d["help"] = std::string(p.help);
+    d["expected"] = expectation(p);
+    out.append(d);
+  }
+  return out;
+}
+
 template <class T>
 py::array values_array(const std::vector<T>& values, const std::vector<uint64_t>& shape) {
   const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
@@ -80,6 +121,22 @@ py::array values_array(const std::vector<T>& values, const std::vector<uint64_t>
 
 void bind_stem(py::module_& m) {
   py::module_ stem = m.def_submodule("stem", "4D-STEM acquisitions (Dectris HDF5): inspect, load, SSB ptychography.");
+
+  stem.def("parameters", &parameters_of, py::arg("operation"),
+           "The declared parameters of a 4D-STEM operation (stem.product, stem.ssb, stem.movie, stem.frame, stem.block, "
+           "stem.calibration): for each its Python keyword (name; None when Python does not take it), HTTP query "
+           "name (http), CLI flag (cli), kind, range (low, high, low_open), unit, form, count, help and the accepted "
+           "values in words (expected). The one declaration the CLI, the server and this module check requests against.");
+  stem.def(
+      "check_keywords",
+      [](const std::string& op_name, const std::vector<std::string>& names) {
+        const OperationSchema* op = stem_operation(op_name);
+        if (!op) throw Error(ErrorKind::InvalidArgument, "operation: no 4D-STEM operation '" + op_name + "'");
+        for (const auto& n : names)
+          if (!op->find(Face::Python, n)) refuse_unknown(*op, Face::Python, n);
+      },
+      py::arg("operation"), py::arg("names"),
+      "Raises InvalidArgument naming the first of `names` that the operation does not take as a keyword.");
 
   stem.def(
       "inspect",
@@ -160,11 +217,11 @@ void bind_stem(py::module_& m) {
 
   stem.def(
       "product",
-      [](const std::string& path, const std::string& kind, const std::optional<std::string>& of, bool max_pattern,
+      [](const std::string& path, const std::string& kind, const std::optional<std::string>& of, const py::object& max_pattern,
          const std::optional<double>& inner, const std::optional<double>& outer, const std::optional<double>& inner_mrad,
          const std::optional<double>& outer_mrad, const std::optional<std::string>& mask,
          const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius,
-         const std::optional<double>& rotation_deg, bool transpose, const Pair& scan_shape, const RegionTuple& scan_region,
+         const std::optional<double>& rotation_deg, const py::object& transpose, const Pair& scan_shape, const RegionTuple& scan_region,
          const RegionTuple& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
          const py::object& allow_approx, const std::optional<std::string>& cache, bool use_cache) {
@@ -174,7 +231,7 @@ void bind_stem(py::module_& m) {
         if (of) spec.of = parse_product_kind(*of, "of");
         if (spec.kind == ProductKind::fft && spec.of && !is_fft_source(*spec.of))
           throw Error(ErrorKind::InvalidArgument, "of: expected mean-dp, bf, abf, adf, haadf, df or mask, have " + *of);
-        spec.max_pattern = max_pattern;
+        spec.max_pattern = switch_arg(max_pattern, product_params(), "max_pattern");
         spec.disk.center = center, spec.disk.radius = radius, spec.disk.radius_name = "radius";
         spec.detector.kind = product_source(spec);
         spec.detector.inner_px = inner, spec.detector.outer_px = outer;
@@ -184,7 +241,9 @@ void bind_stem(py::module_& m) {
         if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad &&
             !d.outer_mrad)
           throw Error(ErrorKind::InvalidArgument, "stem mask: give inner/outer (pixels), inner_mrad/outer_mrad, or mask=FILE");
-        spec.rotation = {rotation_deg, transpose};
+        spec.rotation = {rotation_deg, switch_arg(transpose, product_params(), "transpose")};
+        spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto");
+        check_product_request(spec, Face::Python);
         ProductOutput out;
         nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
         Interruptible call{py::none()};
@@ -192,7 +251,7 @@ void bind_stem(py::module_& m) {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          spec.load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
+          bind_runtime(spec.load, *rt, call.cancel_flag());
           const std::optional<PreparedProducts> cached =
               use_cache && product_served_by_prepared(spec) ? lookup_prepared(cache.value_or(""), acq, spec.load, cache_lookup)
                                                             : std::nullopt;
@@ -269,6 +328,8 @@ void bind_stem(py::module_& m) {
         if (!scan_rotation_deg.is_none()) request.scan_rotation_deg = scan_rotation_deg.cast<double>();
         request.scan_rotation_source = "scan_rotation_deg";
         request.fit_crop = fit_crop;
+        request.load = load_request(std::nullopt, scan_region, std::nullopt, scan_bin, detector_bin, "auto");
+        check_ssb_request(request, Face::Python);
         request.setup.disk.center = center, request.setup.disk.radius = radius, request.setup.disk.radius_name = "radius";
         const bool may_bin = std::find(compute.allow_approx.begin(), compute.allow_approx.end(), kSsbBinDetectorStep) !=
                              compute.allow_approx.end();
@@ -278,7 +339,7 @@ void bind_stem(py::module_& m) {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          request.load = load_request(std::nullopt, scan_region, std::nullopt, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
+          bind_runtime(request.load, *rt, call.cancel_flag());
           run = run_ssb_with_consent(acq, request, planner, may_bin);
         });
         nlohmann::json report = to_json(run);

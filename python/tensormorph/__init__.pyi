@@ -114,6 +114,10 @@ class _Stem:
     @staticmethod
     def inspect(path: str, *, scan_shape: Pair = None) -> dict[str, Any]: ...
     @staticmethod
+    def parameters(operation: str) -> list[dict[str, Any]]: ...
+    @staticmethod
+    def check_keywords(operation: str, names: list[str]) -> None: ...
+    @staticmethod
     def calibration(path: str, *, scan_shape: Pair = None, scan_bin: Pair = None, detector_bin: Pair = None,
                     center: Optional[tuple[float, float]] = None, radius: Optional[float] = None,
                     energy_ev: Optional[float] = None, semiangle_mrad: Optional[float] = None,

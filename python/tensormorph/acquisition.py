@@ -68,15 +68,19 @@ class Acquisition:
         return _stem.load(self.path, **self._with_scan_shape(options))
 
     def product(self, kind, **options):
-        """tm.stem.product(path, kind, **options): (values, report)."""
+        """tm.stem.product(path, kind, **options): (values, report). A keyword the operation does not declare
+        (tm.stem.parameters("stem.product")) raises InvalidArgument naming it."""
+        _stem.check_keywords("stem.product", list(options))
         return _stem.product(self.path, kind, **self._with_scan_shape(options))
 
     def ssb(self, **options):
         """tm.stem.ssb(path, **options): (phase, report) with the aberrations given (a preview)."""
+        _stem.check_keywords("stem.ssb", list(options))
         return _stem.ssb(self.path, **options)
 
     def ssb_fit(self, **options):
         """tm.stem.ssb(path, fit=True, **options): the fitted aberrations' (phase, report)."""
+        _stem.check_keywords("stem.ssb", list(options))
         return _stem.ssb(self.path, fit=True, **options)
 
     def __repr__(self):

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
+#include "stem/ssb_run.h"
 #include "support/thread_pool.h"
 #include "tensormorph/error.h"
 
@@ -68,7 +69,24 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
     }
   }
   for (const auto& n : rt->constraints.never) rt->registry.disable(n);
+  if (flags && !flags->allow_approx.empty()) {
+    const std::set<std::string> known = known_approximation_steps(*rt);
+    std::string listed;
+    for (const auto& s : known) listed += (listed.empty() ? "" : ", ") + s;
+    for (const auto& step : flags->allow_approx)
+      if (!known.count(step))
+        throw Error(ErrorKind::InvalidArgument, std::string(flags->face == Face::Cli ? "--allow-approx" : "allow_approx") +
+                                                    ": unknown approximation step '" + step + "' (known: " + listed + ")");
+  }
   return rt;
+}
+
+std::set<std::string> known_approximation_steps(const Runtime& rt) {
+  std::set<std::string> steps{kSsbBinDetectorStep};
+  for (const auto& b : rt.registry.backends())
+    for (const auto& k : b.kernels)
+      if (!k.approx_step.empty()) steps.insert(k.approx_step);
+  return steps;
 }
 
 }  // namespace tmorph::app

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/param_schema.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/planner.h"
@@ -27,6 +29,7 @@ struct ComputeRequest {
   // Where plugins are looked for when neither TENSORMORPH_PLUGIN_DIR nor compute.plugin_dir says: empty
   // means plugins/ beside the executable (the CLI); the Python module names its own (python3 is elsewhere).
   std::string default_plugin_dir;
+  Face face = Face::Cli;  // how messages spell the fields: --allow-approx (CLI) or allow_approx (Python)
 };
 
 struct Runtime {
@@ -46,6 +49,10 @@ struct Runtime {
 
 // Builds the runtime; request may be null (the settings alone). Throws InvalidArgument naming the flag or
 // setting that is wrong.
+// Every approximation step a consent may name: the kernels' (BackendRegistry) and the domains' own (the SSB's
+// detector binning, stem/ssb_run.h). make_runtime refuses a consent to any other, naming it and listing these.
+std::set<std::string> known_approximation_steps(const Runtime& rt);
+
 std::unique_ptr<Runtime> make_runtime(const ComputeRequest* request);
 
 // Directory of the running executable (for the default plugin directory).

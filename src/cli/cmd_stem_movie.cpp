@@ -11,9 +11,11 @@
 
 #include "app/stem_movie.h"
 #include "cli/output.h"
+#include "cli/declared_flags.h"
 #include "cli/product_output.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
+#include "stem/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -69,7 +71,9 @@ void run_movie(const MovieArgs& a) {
   const ProductDisplay display = a.display.display();
   const auto rt = make_runtime(&a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
-  const MoviePlan plan = plan_movie(acq, movie_request(a, *rt));
+  const MovieRequest request = movie_request(a, *rt);
+  check_movie_request(request, a.fps, Face::Cli);
+  const MoviePlan plan = plan_movie(acq, request);
   const Planner planner = rt->planner();
   MovieResult movie = write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; });
   movie.report["placement"] = placements_json(movie.placements);
@@ -112,6 +116,7 @@ void add_stem_movie_command(CLI::App* stem) {
   a->display.add_to(cmd);
   cmd->add_flag("--shared-limits", a->shared_limits, "one range for every frame: the union of the frames' automatic limits "
                                                       "(default: each frame its own, as its PNG)");
+  validate_declared_flags(cmd, movie_params(), {"--detector-bin"});
   cmd->callback([a] { run_movie(*a); });
 }
 

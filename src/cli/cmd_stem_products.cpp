@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/declared_flags.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "cli/ranks.h"
@@ -21,6 +22,7 @@
 #include "stem/product_kind.h"
 #include "stem/product_cache.h"
 #include "stem/product_run.h"
+#include "stem/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -118,6 +120,7 @@ void run_product(const ProductArgs& a) {
   spec.semiangle_mrad = a.semiangle();
   spec.angle_per_pixel = a.angle_per_pixel();
   spec.rotation = {given(a.rotation_deg), a.transpose};
+  check_product_request(spec, Face::Cli);
   const DetectorRequest& d = spec.detector;
   if (product_source(spec) == ProductKind::mask && d.mask_file.empty() && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad &&
       !d.rect)
@@ -216,6 +219,7 @@ void add_stem_product_commands(CLI::App* stem) {
     cmd->add_flag("--max", a->max, "mean-dp: write the max pattern instead of the mean");
     cmd->add_option("--cache", a->cache_path, "prepared-products cache (default: the user cache; see stem prepare)");
     cmd->add_flag("--no-cache", a->no_cache, "compute even when the acquisition is prepared");
+    validate_declared_flags(cmd, product_params(), {"--scan-bin", "--detector-bin"});
     cmd->callback([a] { run_product(*a); });
   }
 

@@ -15,11 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/compute_flags.h"
+#include "cli/declared_flags.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
+#include "stem/request_params.h"
 #include "stem/ssb_fit.h"
 #include "stem/ssb_run.h"
 #include "stem/ssb_setup.h"
@@ -106,6 +108,7 @@ void run_ssb(const SsbArgs& a) {
   request.scan_rotation_deg = given(a.rotation_deg);
   request.scan_rotation_source = "--scan-rotation-deg";
   request.fit_crop = a.fit_crop;
+  check_ssb_request(request, Face::Cli);
   const auto& consents = a.load.compute.allow_approx;
   const bool may_bin = std::find(consents.begin(), consents.end(), kSsbBinDetectorStep) != consents.end();
   const SsbRun run = run_ssb_with_consent(acq, request, planner, may_bin);
@@ -182,6 +185,7 @@ void add_stem_ssb_command(CLI::App* stem) {
   cmd->add_option("--scan-rotation-deg", a->rotation_deg, "scan rotation (default: from the DPC rotation and the SSB loss)");
   cmd->add_option("--center", a->center, "R,C: the bright-field disk centre in pixels, fractional allowed (default: detected)");
   cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");
+  validate_declared_flags(cmd, ssb_params(), {"--scan-bin", "--detector-bin"});
   cmd->callback([a] { run_ssb(*a); });
 }
 

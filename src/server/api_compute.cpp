@@ -78,15 +78,6 @@ nlohmann::json placement_preview(const app::Runtime& rt, const std::set<std::str
   return out;
 }
 
-// Every approximation step some kernel here declares (what consent may name).
-std::set<std::string> known_steps(const app::Runtime& rt) {
-  std::set<std::string> steps;
-  for (const auto& b : rt.registry.backends())
-    for (const auto& k : b.kernels)
-      if (!k.approx_step.empty()) steps.insert(k.approx_step);
-  return steps;
-}
-
 // The kernel self-test verdicts reached so far in this server (self_test.h).
 nlohmann::json self_tests_json(const app::Runtime& rt) {
   nlohmann::json out = nlohmann::json::array();
@@ -127,7 +118,7 @@ nlohmann::json compute_json(const app::Runtime& rt, const nlohmann::json& known_
           {"effective", {{"prefer", rt.constraints.prefer}, {"never", never}}},
           {"placement_preview", placement_preview(rt, consent)},
           {"self_tests", self_tests_json(rt)},  // after the previews: braced lists evaluate in order
-          {"consent", {{"allow_approx", consent}, {"scope", "session"}, {"known_steps", known_steps(rt)}}},
+          {"consent", {{"allow_approx", consent}, {"scope", "session"}, {"known_steps", app::known_approximation_steps(rt)}}},
           {"settings_file", s.path()}};
 }
 
@@ -168,7 +159,7 @@ void put_compute(ServerState& state, const httplib::Request& req, httplib::Respo
   std::optional<std::set<std::string>> consent;
   if (body.contains("allow_approx")) {
     const nlohmann::json& v = body["allow_approx"];
-    const auto steps = known_steps(*rt);
+    const auto steps = app::known_approximation_steps(*rt);
     std::string known;
     for (const auto& s : steps) known += (known.empty() ? "" : ", ") + s;
     if (!v.is_array() || v.size() > 64) throw HttpError(400, "field 'allow_approx': expected an array of approximation steps");

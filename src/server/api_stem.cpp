@@ -13,6 +13,7 @@
 #include "stem/inspect_document.h"
 #include "stem/load.h"
 #include "stem/product_run.h"
+#include "stem/request_params.h"
 
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -21,14 +22,6 @@
 namespace tmorph::server {
 
 namespace {
-
-// rect=R0,C0,R1,C1: a rectangle of detector pixels, rows [R0, R1), columns [C0, C1) (stem/virtual_detector.h).
-std::optional<DetectorRect> rect_param(const httplib::Request& req) {
-  const auto text = text_param(req, "rect");
-  if (!text) return std::nullopt;
-  const auto v = unsigned_list(*text, 4, "rect", "four unsigned integers R0,C0,R1,C1 (detector pixels, half-open)", *text);
-  return DetectorRect{v[0], v[1], v[2], v[3]};
-}
 
 // GET /api/acquisitions/{id}/products/{kind}?inner=&outer=&inner_mrad=&outer_mrad=&rect=R0,C0,R1,C1&center=ROW,COL&radius=
 //     &max=1&of=KIND&rotation_deg=&transpose=1&scan_shape=ROWS,COLS&scan_region=R0,R1,C0,C1&detector_bin=N&format=json|npy
@@ -39,40 +32,35 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   const std::string kind_name = req.matches[2];
   const auto kind = product_kind_from_name(kind_name);
   if (!kind) throw HttpError(404, "no product '" + kind_name + "' (expected mean-dp, bf, abf, adf, haadf, df, mask, com, dpc, idpc or fft)");
-  const std::string format = format_param(req);
-  const Acquisition acq = reopen(served);
-  require_complete(acq);
-  const auto rt = state.compute.current();
+  const DeclaredQuery q(req, product_params());
+  const std::string format = format_param(q);
   ProductSpec spec;
   spec.kind = *kind;
-  spec.load.scan_shape = pair_param(req, "scan_shape");
-  view_params(req, spec.load);
-  spec.load.threads = rt->threads;
-  spec.load.memory_budget = rt->memory_budget;
-  if (const auto of = text_param(req, "of")) {
-    spec.of = product_kind_from_name(*of);
-    if (!spec.of) throw HttpError(400, "parameter 'of': no product '" + *of + "'");
-  }
-  spec.max_pattern = text_param(req, "max").value_or("0") == "1";
-  spec.rotation = {number_param(req, "rotation_deg"), text_param(req, "transpose").value_or("0") == "1"};  // dpc, idpc
-  if (const auto c = text_param(req, "center")) {
-    const size_t comma = c->find(',');
-    if (comma == std::string::npos) throw HttpError(400, "parameter 'center': expected ROW,COL in detector pixels, got '" + *c + "'");
-    spec.disk.center = std::array<double, 2>{parse_double(c->substr(0, comma), "center"), parse_double(c->substr(comma + 1), "center")};
-  }
-  spec.disk.radius = number_param(req, "radius");
+  spec.load.scan_shape = pair_param(q, "scan_shape");
+  view_params(q, spec.load);
+  if (const auto of = q.choice("of")) spec.of = product_kind_from_name(*of);
+  spec.max_pattern = q.on("max", false);
+  spec.rotation = {q.number("rotation_deg"), q.on("transpose", false)};  // dpc, idpc
+  spec.disk.center = point_param(q, "center");
+  spec.disk.radius = q.number("radius");
   spec.disk.radius_name = "radius";
-  spec.detector.inner_px = number_param(req, "inner");
-  spec.detector.outer_px = number_param(req, "outer");
-  spec.detector.inner_mrad = number_param(req, "inner_mrad");
-  spec.detector.outer_mrad = number_param(req, "outer_mrad");
-  spec.detector.rect = rect_param(req);
+  spec.detector.inner_px = q.number("inner");
+  spec.detector.outer_px = q.number("outer");
+  spec.detector.inner_mrad = q.number("inner_mrad");
+  spec.detector.outer_mrad = q.number("outer_mrad");
+  if (const auto r = q.counts("rect")) spec.detector.rect = DetectorRect{(*r)[0], (*r)[1], (*r)[2], (*r)[3]};
   spec.detector.kind = product_source(spec);
   const DetectorRequest& d = spec.detector;
   if (product_source(spec) == ProductKind::mask && !d.inner_px && !d.outer_px && !d.inner_mrad && !d.outer_mrad && !d.rect)
     throw HttpError(400, "product mask: give inner/outer (pixels), inner_mrad/outer_mrad, or rect=R0,C0,R1,C1");
   if (d.rect && product_source(spec) != ProductKind::mask)
     throw HttpError(400, std::string("parameter 'rect': only mask (or fft of=mask) takes a rectangle, not ") + product_name(product_source(spec)));
+  check_product_request(spec, Face::Http);
+  const Acquisition acq = reopen(served);
+  require_complete(acq);
+  const auto rt = state.compute.current();
+  spec.load.threads = rt->threads;
+  spec.load.memory_budget = rt->memory_budget;
   const Planner planner = rt->planner();
   ProductOutput out;
   {
@@ -90,11 +78,12 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
 // each with its unit and source (or why it is missing), and the bright-field disk (one pattern pass, placed).
 void get_calibration(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const DeclaredQuery q(req, calibration_params());
+  LoadRequest load;
+  load.scan_shape = pair_param(q, "scan_shape");
   const Acquisition acq = reopen(served);
   require_complete(acq);
   const auto rt = state.compute.current();
-  LoadRequest load;
-  load.scan_shape = pair_param(req, "scan_shape");
   load.threads = rt->threads;
   load.memory_budget = rt->memory_budget;
   const Planner planner = rt->planner();
@@ -113,21 +102,22 @@ void get_calibration(ServerState& state, const httplib::Request& req, httplib::R
 // pattern at one scan position, decoded on the server (bad pixels and sentinels zeroed unless masked=0).
 void get_frame(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
-  const std::string format = format_param(req);
-  const auto row = uint_param(req, "row"), col = uint_param(req, "col");
+  const DeclaredQuery q(req, frame_params());
+  const std::string format = format_param(q);
+  const auto row = q.count("row"), col = q.count("col");
   if (!row || !col) throw HttpError(400, "parameters 'row' and 'col' (the scan position) are required");
+  LoadRequest load;
+  load.scan_shape = pair_param(q, "scan_shape");
+  view_params(q, load, false);
+  load.mask_bad_pixels = q.on("masked", true);
   const Acquisition acq = reopen(served);
   require_complete(acq);
-  LoadRequest load;
-  load.scan_shape = pair_param(req, "scan_shape");
   const std::array<uint64_t, 2> scan = resolve_scan_shape(acq, load.scan_shape);
   if (*row >= scan[0] || *col >= scan[1])
     throw HttpError(400, "scan position (" + std::to_string(*row) + ", " + std::to_string(*col) + ") is outside the " +
                              std::to_string(scan[0]) + " x " + std::to_string(scan[1]) + " scan");
   load.scan_shape = scan;
   load.scan_region = Box{*row, *row + 1, *col, *col + 1};
-  view_params(req, load, false);
-  load.mask_bad_pixels = text_param(req, "masked").value_or("1") != "0";
   const StemArray frame = load_stem(acq, load);
   const std::vector<uint64_t> shape = {frame.shape[2], frame.shape[3]};
   const nlohmann::json doc = {{"acquisition", served.id}, {"position", {*row, *col}}, {"provenance", frame.provenance}};
@@ -153,11 +143,12 @@ constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
 // words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB.
 void get_block(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
+  const DeclaredQuery q(req, block_params());
+  LoadRequest load;
+  load.scan_shape = pair_param(q, "scan_shape");
+  view_params(q, load);
   const Acquisition acq = reopen(served);
   require_complete(acq);
-  LoadRequest load;
-  load.scan_shape = pair_param(req, "scan_shape");
-  view_params(req, load);
   load.threads = state.compute.current()->threads;
   const LoadPlan plan = plan_load(acq, load);
   if (plan.output_bytes > kMaxBlockBytes)

@@ -16,14 +16,12 @@
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "server/stem_request.h"
+#include "stem/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {
 
 namespace {
-
-// The most frames one request may ask for: a movie is computed while the request waits.
-constexpr uint64_t kMaxMovieFrames = 512;
 
 // One end of along=R0,C0:R1,C1 (`whole`: the parameter's text, for the message).
 ScanPoint position_param(const std::string& text, const std::string& whole) {
@@ -33,17 +31,15 @@ ScanPoint position_param(const std::string& text, const std::string& whole) {
 
 // The MovieRequest of the query: along=R0,C0:R1,C1 (patterns) or sweep=inner|outer&from=&to= (pixels), with
 // steps, inner/outer (the fixed radius), center=R,C, radius, and the view's detector_bin.
-MovieRequest movie_request(const httplib::Request& req) {
+MovieRequest movie_request(const DeclaredQuery& q) {
   MovieRequest r;
-  view_params(req, r.base.load, false);
-  if (const auto c = point_param(req, "center")) r.base.disk.center = *c;
-  r.base.disk.radius = number_param(req, "radius");
+  view_params(q, r.base.load, false);
+  r.base.disk.center = point_param(q, "center");
+  r.base.disk.radius = q.number("radius");
   r.base.disk.radius_name = "radius";
-  const auto steps = uint_param(req, "steps");
-  if (steps && (*steps < 1 || *steps > kMaxMovieFrames))
-    throw HttpError(400, "parameter 'steps': expected 1 to " + std::to_string(kMaxMovieFrames) + " frames, got " + std::to_string(*steps));
-  const auto along = text_param(req, "along");
-  const auto sweep = text_param(req, "sweep");
+  const auto steps = q.count("steps");  // 1 to 512 (declared): a movie is computed while the request waits
+  const auto along = q.text("along");
+  const auto sweep = q.choice("sweep");
   if (along.has_value() == sweep.has_value()) throw HttpError(400, "give one of along=R0,C0:R1,C1 (patterns) or sweep=inner|outer (virtual images)");
   if (along) {
     const size_t colon = along->find(':');
@@ -54,23 +50,22 @@ MovieRequest movie_request(const httplib::Request& req) {
     r.steps = steps.value_or(0);
     return r;
   }
-  if (*sweep != "inner" && *sweep != "outer") throw HttpError(400, "parameter 'sweep': expected inner or outer, got '" + *sweep + "'");
-  const auto from = number_param(req, "from"), to = number_param(req, "to");
+  const auto from = q.number("from"), to = q.number("to");
   if (!from || !to) throw HttpError(400, "sweep needs 'from' and 'to' (radii in pixels)");
   r.mode = *sweep == "inner" ? MovieMode::sweep_inner : MovieMode::sweep_outer;
   r.from = *from, r.to = *to;
   r.steps = steps.value_or(16);
-  r.inner_px = number_param(req, "inner");
-  r.outer_px = number_param(req, "outer");
+  r.inner_px = q.number("inner");
+  r.outer_px = q.number("outer");
   return r;
 }
 
-ProductDisplay display_params(const httplib::Request& req) {
+ProductDisplay display_params(const DeclaredQuery& q) {
   ProductDisplay d;
-  d.colormap = text_param(req, "colormap").value_or("");
-  if (const auto t = text_param(req, "transform")) d.transform = parse_transform(*t);
-  d.lo = number_param(req, "lo");
-  d.hi = number_param(req, "hi");
+  d.colormap = q.text("colormap").value_or("");
+  if (const auto t = q.choice("transform")) d.transform = parse_transform(*t);
+  d.lo = q.number("lo");
+  d.hi = q.number("hi");
   return d;
 }
 
@@ -93,12 +88,12 @@ struct TemporaryFile {
 //     &center=R,C&radius=&detector_bin=N&fps=&colormap=&transform=linear|log|signed-log&lo=&hi=&format=gif|mp4]
 void get_movie(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
-  const std::string format = text_param(req, "format").value_or("gif");
-  if (format != "gif" && format != "mp4") throw HttpError(400, "parameter 'format': expected gif or mp4, got '" + format + "'");
-  const double fps = number_param(req, "fps").value_or(10);
-  if (!(fps > 0 && fps <= 100)) throw HttpError(400, "parameter 'fps': expected a number in (0, 100]");
-  MovieRequest request = movie_request(req);
-  const ProductDisplay display = display_params(req);
+  const DeclaredQuery q(req, movie_params());
+  const std::string format = q.choice("format").value_or("gif");
+  const double fps = q.number("fps").value_or(10);
+  MovieRequest request = movie_request(q);
+  check_movie_request(request, fps, Face::Http);
+  const ProductDisplay display = display_params(q);
   const Acquisition acq = reopen(served);
   require_complete(acq);
   const auto rt = state.compute.current();

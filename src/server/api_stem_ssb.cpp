@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "ops/placement_json.h"
+#include "stem/request_params.h"
 #include "stem/ssb_run.h"
 #include "tensormorph/error.h"
 
@@ -15,16 +16,9 @@ namespace tmorph::server {
 
 namespace {
 
-// A parameter that must be a finite number > 0 when given (semi-angle, energy, scan step, angular pixel size).
-std::optional<double> positive_param(const httplib::Request& req, const char* name) {
-  const auto v = number_param(req, name);
-  if (v && !(*v > 0)) throw HttpError(400, std::string("parameter '") + name + "': expected a number > 0, got " + std::to_string(*v));
-  return v;
-}
-
 // GET /api/acquisitions/{id}/ssb?c10=&c12=&phi12=&semiangle_mrad=&kv=&scan_step_A=&detector_mrad_per_px=
 //     &rotation_deg=&center=ROW,COL&radius=&detector_bin=N&scan_shape=ROWS,COLS&format=json|npy
-// Units as the CLI's flags: c10 and c12 in Å (--C10, --C12; c12 >= 0), phi12 in degrees from +column towards
+// Kinds, ranges and units as declared in stem/request_params.cpp (as the CLI's flags): c10 and c12 in Å (--C10, --C12; c12 >= 0), phi12 in degrees from +column towards
 // +row (--phi12); semiangle_mrad (--semiangle-mrad), kv (--kv), scan_step_A (--scan-step-A),
 // detector_mrad_per_px (--detector-mrad-per-px), rotation_deg (--scan-rotation-deg; absent: chosen from the DPC
 // candidates by the lower loss, as the CLI does), center (R,C) and radius in unbinned detector pixels
@@ -35,27 +29,25 @@ std::optional<double> positive_param(const httplib::Request& req, const char* na
 // budget, 409 with what the CLI would ask (--allow-approx ssb.bin_detector) or a coarser detector_bin.
 void get_ssb(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
-  const std::string format = format_param(req);
+  const DeclaredQuery q(req, ssb_params());
+  const std::string format = format_param(q);
   SsbRunRequest request;
-  request.given.C10_A = number_param(req, "c10").value_or(0);
-  request.given.C12_A = number_param(req, "c12").value_or(0);
-  if (request.given.C12_A < 0) throw HttpError(400, "parameter 'c12': the astigmatism magnitude is >= 0 (its direction is phi12)");
-  request.given.phi12_deg = number_param(req, "phi12").value_or(0);
-  const auto kv = positive_param(req, "kv");
+  request.given.C10_A = q.number("c10").value_or(0);
+  request.given.C12_A = q.number("c12").value_or(0);
+  request.given.phi12_deg = q.number("phi12").value_or(0);
+  const auto kv = q.number("kv");
   request.setup.energy_ev = {kv ? std::optional<double>(*kv * 1e3) : std::nullopt, "kv"};
-  request.setup.semiangle_mrad = {positive_param(req, "semiangle_mrad"), "semiangle_mrad"};
-  request.setup.scan_step_A = {positive_param(req, "scan_step_A"), "scan_step_A"};
-  request.setup.detector_mrad_per_px = {positive_param(req, "detector_mrad_per_px"), "detector_mrad_per_px"};
-  if (const auto c = point_param(req, "center")) request.setup.disk.center = *c;
-  request.setup.disk.radius = positive_param(req, "radius");
+  request.setup.semiangle_mrad = {q.number("semiangle_mrad"), "semiangle_mrad"};
+  request.setup.scan_step_A = {q.number("scan_step_A"), "scan_step_A"};
+  request.setup.detector_mrad_per_px = {q.number("detector_mrad_per_px"), "detector_mrad_per_px"};
+  request.setup.disk.center = point_param(q, "center");
+  request.setup.disk.radius = q.number("radius");
   request.setup.disk.radius_name = "radius";
-  request.scan_rotation_deg = number_param(req, "rotation_deg");
+  request.scan_rotation_deg = q.number("rotation_deg");
   request.scan_rotation_source = "rotation_deg";
-  if (const auto bin = uint_param(req, "detector_bin")) {
-    if (*bin == 0 || *bin > 64) throw HttpError(400, "parameter 'detector_bin': expected 1 to 64 (N x N detector pixels per output pixel)");
-    request.load.detector_bin = {*bin, *bin};
-  }
-  request.load.scan_shape = pair_param(req, "scan_shape");
+  view_params(q, request.load, false);
+  request.load.scan_shape = pair_param(q, "scan_shape");
+  check_ssb_request(request, Face::Http);
 
   const Acquisition acq = reopen(served);
   require_complete(acq);

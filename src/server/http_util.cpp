@@ -1,10 +1,13 @@
 #include "server/http_util.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
+#include <string_view>
 #include <new>
 
 #include "core/json_bounded.h"
+#include "core/param_schema.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {
@@ -52,8 +55,25 @@ httplib::Server::Handler guarded(Handler h) {
   };
 }
 
+size_t times_given(const httplib::Request& req, const std::string& name) {
+  size_t raw = 0;
+  const size_t q = req.target.find('?');
+  if (q != std::string::npos) {
+    std::string_view rest = std::string_view(req.target).substr(q + 1);
+    while (!rest.empty()) {
+      const size_t amp = rest.find('&');
+      const std::string_view pair = rest.substr(0, amp);
+      const std::string key(pair.substr(0, pair.find('=')));
+      if (!key.empty() && httplib::detail::decode_url(key, true) == name) ++raw;
+      if (amp == std::string_view::npos) break;
+      rest.remove_prefix(amp + 1);
+    }
+  }
+  return std::max(raw, req.get_param_value_count(name.c_str()));
+}
+
 std::optional<std::string> text_param(const httplib::Request& req, const char* name) {
-  const size_t n = req.get_param_value_count(name);
+  const size_t n = times_given(req, name);
   if (n == 0) return std::nullopt;
   if (n > 1) throw HttpError(400, std::string("parameter '") + name + "' is given more than once");
   return req.get_param_value(name);
@@ -81,9 +101,8 @@ nlohmann::json body_object(const httplib::Request& req) {
 }
 
 double parse_double(const std::string& text, const char* name) {
-  char* end = nullptr;
-  const double v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+  double v = 0;
+  if (!parse_decimal(text, v))  // core/param_schema.h's grammar: no '+', spaces, hexadecimal, nan or inf
     throw HttpError(400, std::string("parameter '") + name + "': expected a finite number, got '" + text + "'");
   return v;
 }

@@ -40,6 +40,9 @@ httplib::Server::Handler guarded(Handler h);
 // Query parameter `name` as an unsigned integer (decimal digits only, < 2^53); nullopt when absent.
 // Throws HttpError 400 naming the parameter otherwise.
 std::optional<uint64_t> uint_param(const httplib::Request& req, const char* name);
+// How many times the query names `name`, counted in the raw request target: cpp-httplib drops a repeated
+// identical NAME=VALUE pair while parsing, so its own count says 1 for "stat=mean&stat=mean".
+size_t times_given(const httplib::Request& req, const std::string& name);
 // Query parameter as text; nullopt when absent. Throws 400 when given twice.
 std::optional<std::string> text_param(const httplib::Request& req, const char* name);
 // A finite double; throws 400 naming `name` otherwise.

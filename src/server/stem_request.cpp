@@ -32,25 +32,14 @@ std::vector<uint64_t> unsigned_list(const std::string& text, size_t count, const
   return out;
 }
 
-std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name) {
-  const auto text = text_param(req, name);
-  if (!text) return std::nullopt;
-  const auto v = unsigned_list(*text, 2, name, "two unsigned integers ROW,COL", *text);
-  return std::array<uint64_t, 2>{v[0], v[1]};
+std::optional<std::array<uint64_t, 2>> pair_param(const DeclaredQuery& q, std::string_view name) {
+  const auto v = q.counts(name);
+  return v ? std::optional<std::array<uint64_t, 2>>({(*v)[0], (*v)[1]}) : std::nullopt;
 }
 
-std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name) {
-  const auto text = text_param(req, name);
-  if (!text) return std::nullopt;
-  const size_t comma = text->find(',');
-  if (comma == std::string::npos || text->find(',', comma + 1) != std::string::npos)
-    throw HttpError(400, std::string("parameter '") + name + "': expected ROW,COL in detector pixels, got '" + *text + "'");
-  return std::array<double, 2>{parse_double(text->substr(0, comma), name), parse_double(text->substr(comma + 1), name)};
-}
-
-std::optional<double> number_param(const httplib::Request& req, const char* name) {
-  const auto text = text_param(req, name);
-  return text ? std::optional<double>(parse_double(*text, name)) : std::nullopt;
+std::optional<std::array<double, 2>> point_param(const DeclaredQuery& q, std::string_view name) {
+  const auto v = q.numbers(name);
+  return v ? std::optional<std::array<double, 2>>({(*v)[0], (*v)[1]}) : std::nullopt;
 }
 
 nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq) {
@@ -68,22 +57,12 @@ void require_complete(const Acquisition& acq) {
   throw HttpError(409, "the acquisition is not complete (" + (why.empty() ? std::string("frames missing") : why) + ")");
 }
 
-std::string format_param(const httplib::Request& req) {
-  const std::string format = text_param(req, "format").value_or("json");
-  if (format != "json" && format != "npy") throw HttpError(400, "parameter 'format': expected json or npy, got '" + format + "'");
-  return format;
-}
+std::string format_param(const DeclaredQuery& q) { return q.choice("format").value_or("json"); }
 
-void view_params(const httplib::Request& req, LoadRequest& load, bool region) {
-  if (const auto bin = uint_param(req, "detector_bin")) {
-    if (*bin == 0 || *bin > 1024) throw HttpError(400, "parameter 'detector_bin': expected 1 to 1024, got " + std::to_string(*bin));
-    load.detector_bin = {*bin, *bin};
-  }
+void view_params(const DeclaredQuery& q, LoadRequest& load, bool region) {
+  if (const auto bin = q.count("detector_bin")) load.detector_bin = {*bin, *bin};
   if (!region) return;
-  const auto text = text_param(req, "scan_region");
-  if (!text) return;
-  const auto v = unsigned_list(*text, 4, "scan_region", "four unsigned integers R0,R1,C0,C1", *text);
-  load.scan_region = Box{v[0], v[1], v[2], v[3]};
+  if (const auto v = q.counts("scan_region")) load.scan_region = Box{(*v)[0], (*v)[1], (*v)[2], (*v)[3]};
 }
 
 }  // namespace tmorph::server

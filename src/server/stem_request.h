@@ -15,6 +15,7 @@
 
 #include "core/npy.h"
 #include "stem/acquisition.h"
+#include "server/declared_query.h"
 #include "server/http_util.h"
 #include "server/server_state.h"
 #include "stem/load.h"
@@ -36,20 +37,16 @@ void require_complete(const Acquisition& acq);
 // `text` may be a part). The one parser of the 4-D STEM endpoints' integer lists.
 std::vector<uint64_t> unsigned_list(const std::string& text, size_t count, const char* name, const std::string& expected,
                                     const std::string& whole);
-// "ROW,COL" as two unsigned integers; nullopt when absent; 400 naming the parameter otherwise.
-std::optional<std::array<uint64_t, 2>> pair_param(const httplib::Request& req, const char* name);
-// "ROW,COL" as two finite numbers (fractional pixels); nullopt when absent; 400 naming the parameter otherwise.
-std::optional<std::array<double, 2>> point_param(const httplib::Request& req, const char* name);
-// A finite number; nullopt when absent; 400 naming the parameter otherwise.
-std::optional<double> number_param(const httplib::Request& req, const char* name);
+// The declared list parameter `name` (Counts of 2, Numbers of 2) as an array; nullopt when absent.
+std::optional<std::array<uint64_t, 2>> pair_param(const DeclaredQuery& q, std::string_view name);
+std::optional<std::array<double, 2>> point_param(const DeclaredQuery& q, std::string_view name);
 // The view a page works in, as the CLI's --scan-region and --detector-bin: scan_region=R0,R1,C0,C1 (half-open
 // scan rows and columns) and detector_bin=N (N x N detector pixels summed per pixel; the last bins hold fewer
-// when N does not divide the detector), into `load`, which refuses a region outside the scan. 400 naming the
-// parameter for text that is not unsigned integers, or a bin of 0 or over 1024. `region` false: scan_region is not read (the frame endpoint
-// sets its own).
-void view_params(const httplib::Request& req, LoadRequest& load, bool region = true);
-// format=json (default) or npy; 400 otherwise.
-std::string format_param(const httplib::Request& req);
+// when N does not divide the detector), into `load`, which refuses a region outside the scan. `region` false:
+// scan_region is not read (the frame endpoint sets its own). Kinds and ranges as the operation declares them.
+void view_params(const DeclaredQuery& q, LoadRequest& load, bool region = true);
+// format=json (default) or npy, as declared.
+std::string format_param(const DeclaredQuery& q);
 
 // format "npy": the bytes `-o FILE.npy` writes (descr, shape, values); else `doc` plus shape, dtype (the descr)
 // and values (row-major).

@@ -311,7 +311,7 @@ class ServeStemTest(unittest.TestCase):
         self.assertEqual((headers["content-type"], body[4:8], headers["x-movie-frames"]), ("video/mp4", b"ftyp", "4"))
         bad = [("", "along"), ("along=0,0", "'along'"), ("along=0,0:9,9", "outside the scan"), ("along=0,0:1,1&steps=0", "'steps'"),
                ("sweep=middle&from=1&to=2", "'sweep'"), ("sweep=outer&from=1", "'from' and 'to'"), ("along=0,0:1,1&format=avi", "'format'"),
-               ("along=0,0:1,1&fps=0", "'fps'"), ("along=0,0:1,1&sweep=outer", "one of"), ("sweep=outer&inner=5&from=-1&to=3", "finite number >= 0"),
+               ("along=0,0:1,1&fps=0", "'fps'"), ("along=0,0:1,1&sweep=outer", "one of"), ("sweep=outer&inner=5&from=-1&to=3", "parameter 'from': expected a number from 0 to 1000000 (detector pixels), got '-1'"),
                ("along=0,0:1,1&colormap=nosuch", "nosuch")]
         for query, words in bad:
             with self.subTest(query=query):

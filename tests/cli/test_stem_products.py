@@ -320,7 +320,7 @@ class StemProducts(unittest.TestCase):
         cases = [
             (["mask", "--center", "500,500", "--outer", "3"], 2, "outside the detector"),
             (["mask", "--center", "16,16", "--inner", "0", "--outer", "0"], 2, "--outer must be > 0"),
-            (["bf", "--radius", "-2"], 2, "--radius -2: the bright-field disk radius must be > 0"),
+            (["bf", "--radius", "-2"], 2, "--radius: expected a number in (0, 1000000] (detector pixels), got '-2'"),
             (["bf", "--scan-region", "0,13,0,12"], 2, "--scan-region"),
             (["mask"], 2, "--inner/--outer"),
             (["bf", "--backend", "testaccel"], 4, "--backend testaccel cannot serve it (missing_kernel"),

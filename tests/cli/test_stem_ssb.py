@@ -235,7 +235,7 @@ class StemSsb(unittest.TestCase):
         r = self.ssb(master, "--fit", "--estimate-trials", "0", expect=2)
         self.assertIn("--estimate-trials", r.err)
         r = self.ssb(master, "--scan-step-A", "-1", expect=2)
-        self.assertIn("scan step", r.err)
+        self.assertIn("--scan-step-A: expected a number in (0, 10000000] (Å), got '-1'", r.err)
         r = self.ssb(master, "--center", "500,500", "--radius", "8", expect=2)
         self.assertIn("disk", r.err)
         r = self.ssb(master, "--center", "31.5", "--radius", "8", expect=2)
