@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The numpy peer of `tensormorph stem ssb`: single-sideband ptychography written straight from the
-conventions of src/stem/ssb.h and docs/stem.md (independently of ssb.cpp), as a numpy user would write it.
+conventions of src/stem/ssb/ssb.h and docs/stem.md (independently of ssb.cpp), as a numpy user would write it.
 
   /usr/bin/python3 bench/peer_numpy_ssb.py MASTER.h5 --C10 50 --scan-rotation-deg 0 \
       --center 32,32 --radius 7.92 -o phase.npy

@@ -14,9 +14,9 @@
 
 #include "cpu/cpu_backend.h"
 #include "ops/kernel_call.h"
-#include "stem/dpc.h"
+#include "stem/products/dpc.h"
 #include "stem/load.h"
-#include "stem/virtual_detector.h"
+#include "stem/products/virtual_detector.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/op_contracts.h"

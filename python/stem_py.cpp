@@ -16,13 +16,13 @@
 #include "stem/acquisition.h"
 #include "json_to_python.h"
 #include "ops/placement_json.h"
-#include "stem/calibration_document.h"
+#include "stem/products/calibration_document.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
-#include "stem/product_cache.h"
-#include "stem/product_run.h"
-#include "stem/request_params.h"
-#include "stem/ssb_run.h"
+#include "stem/products/product_cache.h"
+#include "stem/products/product_run.h"
+#include "stem/runs/request_params.h"
+#include "stem/runs/ssb_run.h"
 #include "tensormorph/error.h"
 
 namespace py = pybind11;

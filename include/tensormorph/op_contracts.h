@@ -316,7 +316,7 @@ typedef struct tm_display_colorize_params_v1 {
 
 /* ---- TM_OP_STEM_SSB_OVERLAP --------------------------------------------------------------------------
  * Single-sideband ptychography's per-bright-field-pixel work (the physics and every convention:
- * src/stem/ssb.h): each pixel's scan spectrum G_b is corrected by the probe overlap, inverse transformed,
+ * src/stem/ssb/ssb.h): each pixel's scan spectrum G_b is corrected by the probe overlap, inverse transformed,
  * and the pixels are reduced. A format op: the call's format is the TM_SSB_* variant (quadratic χ, or the
  * direct overlap with higher orders), its dtype TM_DTYPE_F32.
  * Input: element_count = 2 * pixels * slice_stride float32: per pixel b, the Hermitian half plane

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cpu/cpu_backend.h"
-#include "stem/ssb_run.h"
+#include "stem/runs/ssb_run.h"
 #include "support/thread_pool.h"
 #include "tensormorph/error.h"
 

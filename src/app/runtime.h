@@ -50,7 +50,7 @@ struct Runtime {
 // Builds the runtime; request may be null (the settings alone). Throws InvalidArgument naming the flag or
 // setting that is wrong.
 // Every approximation step a consent may name: the kernels' (BackendRegistry) and the domains' own (the SSB's
-// detector binning, stem/ssb_run.h). make_runtime refuses a consent to any other, naming it and listing these.
+// detector binning, stem/runs/ssb_run.h). make_runtime refuses a consent to any other, naming it and listing these.
 std::set<std::string> known_approximation_steps(const Runtime& rt);
 
 std::unique_ptr<Runtime> make_runtime(const ComputeRequest* request);

@@ -14,7 +14,7 @@
 #include "render/gif_write.h"
 #include "render/movie_frame.h"
 #include "render/mp4_write.h"
-#include "stem/detector_sweep.h"
+#include "stem/products/detector_sweep.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

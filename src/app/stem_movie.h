@@ -1,5 +1,5 @@
 // A movie of 4D-STEM products (`stem movie`, next the viewer's export button): every frame of a MoviePlan
-// (stem/movie_plan.h) computed by compute_product (a detector sweep: all images in one pass, detector_sweep.h), drawn by render_product_image exactly as `stem <kind>
+// (stem/products/movie_plan.h) computed by compute_product (a detector sweep: all images in one pass, detector_sweep.h), drawn by render_product_image exactly as `stem <kind>
 // -o OUT.png` draws it, captioned (label, scale bar: render/movie_frame.h) and encoded as GIF (exact
 // colours) or MP4 (H.264).
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "stem/acquisition.h"
 #include "render/product_image.h"
-#include "stem/movie_plan.h"
+#include "stem/products/movie_plan.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
 

@@ -23,7 +23,7 @@
 #include "stem/acquisition.h"
 #include "stem/inspect_document.h"
 #include "stem/load.h"
-#include "stem/simulate.h"
+#include "stem/demo/simulate.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

@@ -1,7 +1,7 @@
 // tensormorph stem movie PATH -o OUT.gif|OUT.mp4: the diffraction patterns along a scan line
 // (--patterns-along R0,C0:R1,C1) or a virtual image while one annulus radius sweeps (--sweep inner|outer
 // --from A --to B --steps N), each frame as `stem mean-dp|mask -o OUT.png` draws it, captioned with a label
-// and a scale bar. The frames come from the domain (stem/movie_plan.h) and the movie from the application
+// and a scale bar. The frames come from the domain (stem/products/movie_plan.h) and the movie from the application
 // (app/stem_movie.h); this file parses, calls and prints.
 #include <cmath>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "cli/product_output.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
-#include "stem/request_params.h"
+#include "stem/runs/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

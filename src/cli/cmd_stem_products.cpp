@@ -1,5 +1,5 @@
 // tensormorph stem bf|abf|adf|haadf|df|mask|com|dpc|idpc|fft|mean-dp PATH -o OUT.npy: 4D-STEM products,
-// computed by the domain (src/stem/product_run.h) while streaming the acquisition or read from the prepared
+// computed by the domain (src/stem/products/product_run.h) while streaming the acquisition or read from the prepared
 // cache, written as .npy (the numbers) or .png
 // (through the display kernels: transform, limits, colour map, colour bar) with a JSON report (the
 // numbers' summary, the disk and detector used, the rotation found, display limits, provenance, placement).
@@ -19,10 +19,10 @@
 #include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
-#include "stem/product_kind.h"
-#include "stem/product_cache.h"
-#include "stem/product_run.h"
-#include "stem/request_params.h"
+#include "stem/products/product_kind.h"
+#include "stem/products/product_cache.h"
+#include "stem/products/product_run.h"
+#include "stem/runs/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

@@ -1,6 +1,6 @@
 // tensormorph stem ssb PATH -o phase.npy|phase.png: single-sideband ptychography with given aberrations
 // (preview) or fitted ones (--fit), the calibration read from the file or given, each value's source
-// reported. The science is the domain's (src/stem/ssb_run.h); this file parses, calls, writes and prints.
+// reported. The science is the domain's (src/stem/runs/ssb_run.h); this file parses, calls, writes and prints.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,10 +21,10 @@
 #include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
-#include "stem/request_params.h"
-#include "stem/ssb_fit.h"
-#include "stem/ssb_run.h"
-#include "stem/ssb_setup.h"
+#include "stem/runs/request_params.h"
+#include "stem/ssb/ssb_fit.h"
+#include "stem/runs/ssb_run.h"
+#include "stem/ssb/ssb_setup.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -88,7 +88,7 @@ SsbFitOptions fit_options(const SsbArgs& a) {
   return o;
 }
 
-// Parses the flags into the domain's request, runs it (stem/ssb_run.h: set-up, rotation, fit, and the
+// Parses the flags into the domain's request, runs it (stem/runs/ssb_run.h: set-up, rotation, fit, and the
 // detector-binning approximation with consent), writes the phase and its report, prints.
 void run_ssb(const SsbArgs& a) {
   if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 read the bands rank 0 sends

@@ -1,4 +1,4 @@
-// The CLI's side of the declared request parameters (core/param_schema.h, stem/request_params.h): each flag a
+// The CLI's side of the declared request parameters (core/param_schema.h, stem/runs/request_params.h): each flag a
 // command has that its operation declares gets a validator that checks the flag's text with the declaration's
 // grammar and range before CLI11 converts it (CLI11 alone takes "0x10", "+1", " 1" and "nan" as numbers). The
 // message is the declaration's: "--inner: expected a number from 0 to 1e+06 (detector pixels), got '-1'".

@@ -3,8 +3,8 @@
 #include "app/indexing.h"
 #include "distributed/world.h"
 #include "index/distributed_indexer.h"
-#include "stem/distributed_products.h"
-#include "stem/distributed_ssb.h"
+#include "stem/distribution/distributed_products.h"
+#include "stem/distribution/distributed_ssb.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

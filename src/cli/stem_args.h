@@ -11,7 +11,7 @@
 
 #include "cli/compute_flags.h"
 #include "cli/number_lists.h"
-#include "stem/detector_geometry.h"
+#include "stem/products/detector_geometry.h"
 #include "stem/load.h"
 
 namespace tmorph::cli {

@@ -9,7 +9,7 @@
 // is killed, leaves a valid index that the next run completes.
 //
 // Ranks > 0 do not run the command: they serve rank 0's requests (serve_indexing_request, and the
-// 4D-STEM products' stem/distributed_products.h) until rank 0 ends the service with the job's exit code.
+// 4D-STEM products' stem/distribution/distributed_products.h) until rank 0 ends the service with the job's exit code.
 //
 // Messages (tagged byte strings, distributed/world.h): rank 0 -> r: plan, end; r -> 0: result,
 // progress (bytes read, about five times a second), done (the rank's report), fail (the error, with

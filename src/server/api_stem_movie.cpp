@@ -1,5 +1,5 @@
 // GET /api/acquisitions/{id}/movie: the viewer's movie export, the file `tensormorph stem movie` writes for the
-// same request (the same domain plan, stem/movie_plan.h, and application call, app/stem_movie.h): the diffraction
+// same request (the same domain plan, stem/products/movie_plan.h, and application call, app/stem_movie.h): the diffraction
 // patterns along a scan line, or a virtual image while one annulus radius sweeps, as GIF or MP4. The face parses
 // the query, runs the movie under the render mutex into a temporary file, and sends its bytes.
 #include <atomic>
@@ -16,7 +16,7 @@
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "server/stem_request.h"
-#include "stem/request_params.h"
+#include "stem/runs/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {

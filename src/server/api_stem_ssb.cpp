@@ -1,11 +1,11 @@
 // GET /api/acquisitions/{id}/ssb: the viewer's SSB preview, the phase `tensormorph stem ssb` writes for the same
-// aberrations and calibration (the same domain call, stem/ssb_run.h's run_ssb, with given aberrations: no fit).
+// aberrations and calibration (the same domain call, stem/runs/ssb_run.h's run_ssb, with given aberrations: no fit).
 // The face parses the query into an SsbRunRequest, runs it under the render mutex, and sends the phase.
 #include <mutex>
 
 #include "ops/placement_json.h"
-#include "stem/request_params.h"
-#include "stem/ssb_run.h"
+#include "stem/runs/request_params.h"
+#include "stem/runs/ssb_run.h"
 #include "tensormorph/error.h"
 
 #include "server/http_util.h"
@@ -18,7 +18,7 @@ namespace {
 
 // GET /api/acquisitions/{id}/ssb?c10=&c12=&phi12=&semiangle_mrad=&kv=&scan_step_A=&detector_mrad_per_px=
 //     &rotation_deg=&center=ROW,COL&radius=&detector_bin=N&scan_shape=ROWS,COLS&format=json|npy
-// Kinds, ranges and units as declared in stem/request_params.cpp (as the CLI's flags): c10 and c12 in Å (--C10, --C12; c12 >= 0), phi12 in degrees from +column towards
+// Kinds, ranges and units as declared in stem/runs/request_params.cpp (as the CLI's flags): c10 and c12 in Å (--C10, --C12; c12 >= 0), phi12 in degrees from +column towards
 // +row (--phi12); semiangle_mrad (--semiangle-mrad), kv (--kv), scan_step_A (--scan-step-A),
 // detector_mrad_per_px (--detector-mrad-per-px), rotation_deg (--scan-rotation-deg; absent: chosen from the DPC
 // candidates by the lower loss, as the CLI does), center (R,C) and radius in unbinned detector pixels

@@ -5,6 +5,12 @@
 
 namespace tmorph {
 
+double electron_wavelength_A(double energy_ev) {
+  constexpr double h = 6.62607015e-34, m0 = 9.1093837015e-31, e = 1.602176634e-19, c = 299792458.0;
+  const double v = energy_ev;  // volts
+  return h / std::sqrt(2 * m0 * e * v * (1 + e * v / (2 * m0 * c * c))) * 1e10;
+}
+
 namespace {
 
 Sourced given(double value, const std::string& unit, const std::string& name) { return {value, unit, name, ""}; }

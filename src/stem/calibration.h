@@ -31,6 +31,9 @@
 
 namespace tmorph {
 
+// Relativistic electron wavelength in ångström for an energy in eV.
+double electron_wavelength_A(double energy_ev);
+
 // A calibration value: its unit and where it came from.
 struct Sourced {
   double value = NAN;

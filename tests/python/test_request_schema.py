@@ -1,6 +1,6 @@
 """One request, one verdict in every face. Each bad request of the faces probe (issue 43) goes through the CLI
 (exit 2), the server (400) and the Python module (tm.InvalidArgument) where that face takes the parameter, and
-each refusal names the parameter; where a value is refused by its declaration (stem/request_params.cpp), the
+each refusal names the parameter; where a value is refused by its declaration (stem/runs/request_params.cpp), the
 message after the parameter's spelling is the same text in every face. A second test checks the declaration
 against the faces: every declared CLI flag is in the command's --help, every declared Python keyword is in the
 function's signature, and every declared query parameter is one the server reads (a bad value of it is refused

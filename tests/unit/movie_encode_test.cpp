@@ -24,7 +24,7 @@ extern "C" {
 #include "render/gif_write.h"
 #include "render/movie_frame.h"
 #include "render/mp4_write.h"
-#include "stem/movie_plan.h"
+#include "stem/products/movie_plan.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

@@ -1,5 +1,5 @@
 // The one parser and checker of declared request parameters (core/param_schema.h) and the 4D-STEM declarations
-// (stem/request_params.h): the strict grammar, the ranges, the messages each face gives, and the checks of typed
+// (stem/runs/request_params.h): the strict grammar, the ranges, the messages each face gives, and the checks of typed
 // requests that keep a bad value from reaching a kernel.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/param_schema.h"
-#include "stem/request_params.h"
+#include "stem/runs/request_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {

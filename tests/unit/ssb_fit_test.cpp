@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ssb_sim_support.h"
-#include "stem/ssb_fit.h"
-#include "stem/ssb_parallax.h"
+#include "stem/ssb/ssb_fit.h"
+#include "stem/ssb/ssb_parallax.h"
 
 namespace tmorph {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
-#include "stem/simulate.h"
-#include "stem/ssb.h"
+#include "stem/demo/simulate.h"
+#include "stem/ssb/ssb.h"
 #include "test_support.h"
 
 namespace tmorph::test {

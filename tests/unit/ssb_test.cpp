@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
-#include "stem/simulate.h"
-#include "stem/ssb.h"
-#include "stem/ssb_fit.h"
+#include "stem/demo/simulate.h"
+#include "stem/ssb/ssb.h"
+#include "stem/ssb/ssb_fit.h"
 #include "tensormorph/error.h"
 #include "ssb_sim_support.h"
 #include "test_support.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "formats/hdf5_util.h"
-#include "stem/dectris_writer.h"
+#include "stem/formats/dectris_writer.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph::test {

@@ -1,5 +1,5 @@
 // The centre-of-mass field and DPC on the page, from the exact CoM sums the adapter computed
-// (webgpu/masked_sums.ts comSums), with the CPU's formulas and operation order (src/stem/dpc.cpp, docs/stem.md
+// (webgpu/masked_sums.ts comSums), with the CPU's formulas and operation order (src/stem/products/dpc.cpp, docs/stem.md
 // "Products"): μ = R / S and C / S per position in float64 (S = 0 gives 0), each minus its mean over the scan;
 // DPC rotates (u, v) by θ after an optional transpose; ⟨curl²⟩ and ⟨div²⟩ by central differences over interior
 // positions; the rotation found analytically as the minimum of ⟨curl²⟩(θ) over θ ∈ [0, π) and both transposes.

@@ -1,6 +1,6 @@
 // A decoded block of 4D-STEM frames as the page holds it (GET /api/acquisitions/{id}/block: every frame of a view,
 // decoded and masked by the server as the products see them, packed little-endian in u32 words), and the pixel
-// lists of the page's detectors, selected exactly as the server selects them (src/stem/virtual_detector.cpp).
+// lists of the page's detectors, selected exactly as the server selects them (src/stem/products/virtual_detector.cpp).
 import { apiUrl } from "../../api";
 
 export interface StemBlock {
