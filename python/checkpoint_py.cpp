@@ -11,7 +11,7 @@
 
 #include "app/checkpoint_json.h"
 #include "app/compare_document.h"
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "compute_args.h"
 #include "display/colormap.h"
 #include "display/transform.h"

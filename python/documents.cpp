@@ -7,7 +7,7 @@
 #include "app/checkpoint_json.h"
 #include "app/indexing.h"
 #include "app/stats_document.h"
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "compute_args.h"
 #include "index/checkpoint_index.h"
 #include "index/indexer.h"

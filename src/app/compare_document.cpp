@@ -4,7 +4,7 @@
 #include <map>
 
 #include "app/result_json.h"
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "checkpoint/compare.h"
 #include "tensormorph/error.h"
 

@@ -3,7 +3,7 @@
 #include "app/checkpoint_json.h"
 #include "app/result_json.h"
 #include "checkpoint/ggml_quantized.h"
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "checkpoint/packed_dequantize.h"
 #include "checkpoint/tensor_stats.h"
 #include "tensormorph/error.h"

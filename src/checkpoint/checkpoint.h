@@ -1,6 +1,6 @@
 // The checkpoint data model: a checkpoint opened for reading, its tensors wherever they live, with the
 // dtype a kernel can read or the reason none can yet. This header is the folder's lowest: the openers
-// (checkpoint/openers/) fill it, everything above reads it. Opening is checkpoint/open_checkpoint.h.
+// (checkpoint/openers/) fill it, everything above reads it. Opening is checkpoint/openers/open_checkpoint.h.
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/npy_export.h"
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "cli/commands.h"
 #include "cli/compute_flags.h"
 #include "cli/output.h"

@@ -1,5 +1,7 @@
 #include "tensormorph/backend_registry.h"
 
+#include "compute/op_table.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -158,28 +160,13 @@ const Backend* BackendRegistry::find(const std::string& name) const {
 }
 
 std::string op_name(tm_op op) {
-  switch (op) {
-    case TM_OP_STATS_MOMENTS: return "stats.moments";
-    case TM_OP_STATS_HISTOGRAM: return "stats.histogram";
-    case TM_OP_STATS_BITPATTERN_HISTOGRAM: return "stats.bitpattern_histogram";
-    case TM_OP_STATS_QUANTILES: return "stats.quantiles";
-    case TM_OP_DEQUANTIZE_GGML: return "dequantize.ggml";
-    case TM_OP_DIFF_MOMENTS: return "compare.diff_moments";
-    case TM_OP_GGML_BLOCK_STATS: return "quant.block_stats";
-    case TM_OP_DEQUANTIZE_PACKED: return "dequantize.packed";
-    case TM_OP_QUANT_MOMENTS: return "quant.moments";
-    case TM_OP_STEM_FRAME_SUMS: return "stem.frame_sums";
-    case TM_OP_STEM_PATTERN_REDUCE: return "stem.pattern_reduce";
-    case TM_OP_DISPLAY_COLORIZE: return "display.colorize";
-    case TM_OP_STEM_SSB_OVERLAP: return "stem.ssb_overlap";
-    case TM_OP_DECODE_BITSHUFFLE_LZ4: return "decode.bitshuffle_lz4";
-    default: return "op#" + std::to_string(static_cast<int>(op));
-  }
+  const OpDescriptor* row = find_op(op);
+  return row ? std::string(row->name) : "op#" + std::to_string(static_cast<int>(op));
 }
 
 tm_op parse_op(const std::string& name) {
-  for (int i = 1; i < TM_OP_COUNT_; ++i)
-    if (op_name(static_cast<tm_op>(i)) == name) return static_cast<tm_op>(i);
+  for (const OpDescriptor& row : op_table())
+    if (row.name == name) return row.id;
   return TM_OP_INVALID;
 }
 

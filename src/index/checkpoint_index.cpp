@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "core/file_identity.h"
 #include "core/path_kind.h"
 #include "core/sqlite_db.h"

@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "distributed/rank_failure.h"
 #include "distributed/wire.h"
 #include "index/rank_plan.h"

@@ -1,5 +1,6 @@
 #include "ops/kernel_call.h"
 
+#include "compute/op_table.h"
 #include "compute/resident_copy.h"
 
 #include "tensormorph/backend_registry.h"
@@ -10,6 +11,11 @@ namespace tmorph {
 namespace {
 
 tm_kernel_call_v1 make_call(const Placement& placement, tm_op op, const KernelArgs& args) {
+  // The params must be the op's whole struct (its row of compute/op_table.h): a short one is a bug of the
+  // driver here, caught before any backend reads past it.
+  if (const OpDescriptor* row = find_op(op); row && row->params_size && (!args.params || args.params_size < row->params_size))
+    throw Error(ErrorKind::Internal, op_name(op) + ": params of " + std::to_string(args.params_size) + " bytes, the contract's struct has " +
+                                         std::to_string(row->params_size));
   tm_kernel_call_v1 call{};
   call.struct_size = sizeof call;
   call.op = op;

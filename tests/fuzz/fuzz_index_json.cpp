@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "formats/safetensors_writer.h"
 #include "fuzz_support.h"
 #include "tensormorph/error.h"

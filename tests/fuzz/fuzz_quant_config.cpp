@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "formats/safetensors.h"
 #include "formats/safetensors_writer.h"
 #include "fuzz_support.h"

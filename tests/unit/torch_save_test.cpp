@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "formats/deepspeed_zero.h"
 #include "formats/pickle_reader.h"
 #include "formats/torch_save.h"

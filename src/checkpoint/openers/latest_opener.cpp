@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "checkpoint/openers/dcp_checkpoint.h"
 #include "checkpoint/openers/opener.h"
 #include "checkpoint/openers/zero_checkpoint.h"

@@ -1,5 +1,5 @@
 // The openers' table: one row per checkpoint format (or per way a format is laid out on disk). Opening a
-// path (checkpoint/open_checkpoint.h) offers it to each row in order; the first whose `recognises` is true
+// path (checkpoint/openers/open_checkpoint.h) offers it to each row in order; the first whose `recognises` is true
 // opens it. A new format is one file of this folder defining one row, and that row in opener_table.cpp.
 #pragma once
 

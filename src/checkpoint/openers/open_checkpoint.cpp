@@ -1,4 +1,4 @@
-#include "checkpoint/open_checkpoint.h"
+#include "checkpoint/openers/open_checkpoint.h"
 
 #include "checkpoint/openers/opener.h"
 #include "core/path_kind.h"

@@ -1,0 +1,166 @@
+// The calibration calls of the op table's rows (calibration_calls.h). Each reads the sample as its op needs it;
+// the shapes are what `tensormorph calibrate` has always timed, so calibrations stay comparable.
+#include "compute/calibration_calls.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "support/bitshuffle_lz4_decode.h"
+#include "tensormorph/contract_math.h"
+#include "tensormorph/op_contracts.h"
+
+namespace tmorph {
+
+namespace {
+
+template <class P>
+void set_params(CalibrationCall& c, const P& p) {
+  c.params.resize(sizeof p);
+  std::memcpy(c.params.data(), &p, sizeof p);
+}
+
+uint64_t moments_partials_bytes(uint64_t elements) {
+  return (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_moments_partial_v1);
+}
+
+// Q8_0 blocks (34 bytes per 32 values): the sample read as ggml blocks.
+void as_q8_0(CalibrationCall& c, const void* data, uint64_t elements) {
+  set_params(c, tm_dequantize_ggml_params_v1{8, 0});
+  c.dtype = DType::F32, c.input = data, c.elements = elements / 32 * 32;
+}
+
+constexpr uint64_t kFramePixels = 4096;  // 4D-STEM ops read the sample as 64 x 64 frames with no pixel lists
+
+}  // namespace
+
+namespace calibration_calls {
+
+void stats_moments(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.output_bytes = moments_partials_bytes(elements);
+}
+
+void stats_histogram(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.doubles.resize(257);  // 256 bins over [-4, 4]
+  for (size_t i = 0; i < c.doubles.size(); ++i) c.doubles[i] = -4.0 + 8.0 * static_cast<double>(i) / 256.0;
+  set_params(c, tm_histogram_params_v1{256, c.doubles.data()});
+  c.output_bytes = 258 * sizeof(uint64_t);
+}
+
+void stats_bitpattern_histogram(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.output_bytes = (size_t{1} << (8 * dtype_size(dtype))) * sizeof(uint64_t);
+}
+
+void stats_quantiles(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.doubles = {0.5};
+  set_params(c, tm_quantiles_params_v1{1, c.doubles.data(), 0});
+  c.output_bytes = sizeof(tm_quantile_value_v1);
+}
+
+void dequantize_ggml(CalibrationCall& c, DType, const void* data, uint64_t elements) {
+  as_q8_0(c, data, elements);
+  c.output_bytes = c.elements * sizeof(float);
+}
+
+void quant_moments(CalibrationCall& c, DType, const void* data, uint64_t elements) {
+  as_q8_0(c, data, elements);  // one partial per canonical block
+  c.output_bytes = moments_partials_bytes(c.elements);
+}
+
+void ggml_block_stats(CalibrationCall& c, DType, const void* data, uint64_t elements) {
+  c.floats.resize(elements / 32);  // the scales written
+  set_params(c, tm_ggml_block_stats_params_v1{8, 0, c.floats.data(), nullptr});
+  c.dtype = DType::F32, c.input = data, c.elements = elements / 32 * 32;
+  c.output_bytes = sizeof(tm_ggml_block_stats_v1);
+}
+
+void dequantize_packed(CalibrationCall& c, DType, const void* data, uint64_t elements) {
+  c.floats = {1.0f};  // FP8 E4M3 codes, one row, one scale
+  tm_dequantize_packed_params_v1 fp8{};
+  fp8.scheme = TM_PACKED_FP8, fp8.code_dtype = TM_DTYPE_F8_E4M3FN;
+  fp8.rows = 1, fp8.cols = elements, fp8.block_rows = 1, fp8.block_cols = elements, fp8.scales = c.floats.data();
+  set_params(c, fp8);
+  c.dtype = DType::F32, c.input = data, c.elements = elements;
+  c.output_bytes = elements * sizeof(float);
+}
+
+void diff_moments(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  set_params(c, tm_diff_params_v1{static_cast<const float*>(data)});  // the data against itself
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.output_bytes = (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_diff_partial_v1);
+}
+
+void stem_frame_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  set_params(c, tm_stem_frame_sums_params_v1{kFramePixels, 64, 0, nullptr, nullptr, TM_STEM_ALL_PIXELS, 0});
+  c.dtype = dtype, c.input = data, c.elements = elements / kFramePixels * kFramePixels;
+  c.output_bytes = c.elements / kFramePixels * TM_STEM_FRAME_SUMS_FIXED * sizeof(uint64_t);
+}
+
+void stem_pattern_reduce(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  set_params(c, tm_stem_pattern_params_v1{kFramePixels});
+  c.dtype = dtype, c.input = data, c.elements = elements / kFramePixels * kFramePixels;
+  c.output_bytes = kFramePixels * (sizeof(uint64_t) + sizeof(uint32_t));
+}
+
+void display_colorize(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // Linear thresholds over [-4, 4] (the histogram's range) and a grey table.
+  tm_display_colorize_params_v1 p{};
+  p.key_mode = TM_DISPLAY_KEY_VALUE;
+  for (uint32_t k = 1; k <= TM_DISPLAY_THRESHOLDS; ++k) p.thresholds[k - 1] = -4.0 + 8.0 * k / 256.0;
+  for (uint32_t k = 0; k < 256; ++k) p.table[k][0] = p.table[k][1] = p.table[k][2] = static_cast<uint8_t>(k), p.table[k][3] = 255;
+  set_params(c, p);
+  c.dtype = dtype, c.input = data, c.elements = elements;
+  c.output_bytes = TM_DISPLAY_COLORIZE_COUNTS * sizeof(uint64_t) + elements * 4;
+}
+
+void stem_ssb_overlap(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // The sample's first floats as G of up to 64 bright-field pixels over a 16 x 16 scan (quadratic variant, zero
+  // aberrations, pixels spread over a disk of radius 1).
+  constexpr uint64_t scan = 16, stride = scan * (scan / 2 + 1), n = scan * scan;
+  const uint64_t pixels = std::clamp<uint64_t>(elements / (2 * stride), 1, 64);
+  c.floats.assign(2 * pixels * stride, 0.0f);
+  if (dtype == DType::F32) std::memcpy(c.floats.data(), data, std::min<uint64_t>(elements, c.floats.size()) * 4);
+  // doubles: pixel k (2B), dc (B), nu (2N), e_chi (2N), row factors (2BR), column factors (2BR)
+  c.doubles.assign(2 * pixels + pixels + 4 * n + 4 * pixels * scan, 0.0);
+  double* k = c.doubles.data();
+  double* dc = k + 2 * pixels;
+  double* nu = dc + pixels;
+  double* e = nu + 2 * n;
+  double* row = e + 2 * n;
+  double* col = row + 2 * pixels * scan;
+  for (uint64_t b = 0; b < pixels; ++b) k[2 * b] = std::cos(b * 0.1) * 0.5, k[2 * b + 1] = std::sin(b * 0.1) * 0.5, dc[b] = 1.0;
+  for (uint64_t q = 0; q < n; ++q) nu[2 * q] = ((q / scan) % 8) * 0.1, nu[2 * q + 1] = ((q % scan) % 8) * 0.1, e[2 * q] = 1;
+  for (uint64_t i = 0; i < pixels * scan; ++i) row[2 * i] = col[2 * i] = 1;
+  tm_stem_ssb_params_v1 p{};
+  p.variant = TM_SSB_QUADRATIC, p.rows = p.cols = scan, p.pixels = pixels, p.slice_stride = stride;
+  p.kmax2 = 1, p.pixel_k = k, p.dc = dc, p.nu = nu, p.e_chi = e, p.row_factor = row, p.col_factor = col;
+  set_params(c, p);
+  c.dtype = DType::F32, c.input = c.floats.data(), c.elements = c.floats.size();
+  c.output_bytes = n * 32;
+}
+
+void decode_bitshuffle_lz4(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // 64 KiB chunks of `dtype` elements as the sample's bytes would decode to (written without a compressor: each
+  // 8 KiB block is literals and one long match, support/bitshuffle_lz4_decode.h).
+  const uint32_t width = static_cast<uint32_t>(dtype_size(dtype));
+  const uint64_t per_chunk = 65536 / width, chunks = std::max<uint64_t>(1, elements / per_chunk);
+  const auto* first = static_cast<const uint8_t*>(data);
+  const std::vector<uint8_t> literals(first, first + std::min<uint64_t>(elements * width, 1 << 20));
+  const auto chunk = bitshuffle_lz4_chunk_without_compressor(per_chunk, width, bitshuffle_default_block_elements(width), literals);
+  c.u64s.assign(1, 0);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    c.bytes.insert(c.bytes.end(), chunk.begin(), chunk.end());
+    c.u64s.push_back(c.bytes.size());
+  }
+  set_params(c, decode_params(chunks, per_chunk, c.u64s.data()));
+  c.dtype = dtype, c.input = c.bytes.data(), c.elements = chunks * per_chunk;
+  c.output_bytes = chunks * per_chunk * width;
+}
+
+}  // namespace calibration_calls
+
+}  // namespace tmorph
