@@ -32,8 +32,8 @@
 namespace tmorph {
 namespace {
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNanValue = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInfValue = std::numeric_limits<double>::infinity();
 constexpr double kMax = std::numeric_limits<double>::max();
 
 // Every input the thresholds must classify like the reference: the given values, specials, each finite
@@ -41,12 +41,12 @@ constexpr double kMax = std::numeric_limits<double>::max();
 std::vector<double> probe_values(const std::vector<double>& given, const DisplayParams& p, const ColorThresholds& th,
                                  uint64_t seed) {
   std::vector<double> v = given;
-  for (double x : {0.0, -0.0, 1.0, -1.0, kMax, -kMax, 5e-324, -5e-324, 2.2250738585072014e-308, kInf, -kInf, kNan,
+  for (double x : {0.0, -0.0, 1.0, -1.0, kMax, -kMax, 5e-324, -5e-324, 2.2250738585072014e-308, kInfValue, -kInfValue, kNanValue,
                    p.limits.lo, p.limits.hi, p.log_floor, -p.log_floor})
     v.push_back(x);
   for (double t : th.t) {
     if (!std::isfinite(t)) continue;
-    for (double x : {t, std::nextafter(t, -kInf), std::nextafter(t, kInf)}) v.push_back(x), v.push_back(-x);
+    for (double x : {t, std::nextafter(t, -kInfValue), std::nextafter(t, kInfValue)}) v.push_back(x), v.push_back(-x);
   }
   std::mt19937_64 rng(seed);
   const double lo = p.limits.lo, hi = p.limits.hi, span = hi - lo > 0 && std::isfinite(hi - lo) ? hi - lo : 1.0;
@@ -142,17 +142,17 @@ TEST(DisplayThresholds, CollapsedRangeIsIndex128AndInfinitiesKeepTheirRule) {
     DisplayParams p;
     p.transform = t, p.limits = t == Transform::Log ? Limits{-2.0, 2.0} : Limits{2.0, 2.0};
     const ColorThresholds th = color_thresholds(p);
-    for (size_t k = 1; k <= 255; ++k) EXPECT_EQ(th.t[k - 1], k <= 128 ? -kInf : kInf) << transform_name(t) << " k " << k;
+    for (size_t k = 1; k <= 255; ++k) EXPECT_EQ(th.t[k - 1], k <= 128 ? -kInfValue : kInfValue) << transform_name(t) << " k " << k;
     for (double x : {-kMax, -3.0, -0.0, 0.0, 2.0, 1e300, kMax}) EXPECT_EQ(color_index_by_thresholds(th, x), 128u) << x;
-    EXPECT_EQ(color_index_by_thresholds(th, kInf), 255u);
-    EXPECT_EQ(color_index_by_thresholds(th, -kInf), t == Transform::Log ? 255u : 0u);
-    EXPECT_EQ(color_index_by_thresholds(th, kNan), 256u);
+    EXPECT_EQ(color_index_by_thresholds(th, kInfValue), 255u);
+    EXPECT_EQ(color_index_by_thresholds(th, -kInfValue), t == Transform::Log ? 255u : 0u);
+    EXPECT_EQ(color_index_by_thresholds(th, kNanValue), 256u);
   }
 }
 
 TEST(DisplayThresholds, InvalidLimitsThrowLikeTheNormalizer) {
   EXPECT_THROW(color_thresholds(Limits{1.0, 0.0}, Transform::Linear, 1e-12), Error);
-  EXPECT_THROW(color_thresholds(Limits{0.0, kInf}, Transform::Linear, 1e-12), Error);
+  EXPECT_THROW(color_thresholds(Limits{0.0, kInfValue}, Transform::Linear, 1e-12), Error);
   EXPECT_THROW(color_thresholds(Limits{-5.0, 3.0}, Transform::Log, 1e-12), Error);
   EXPECT_THROW(color_thresholds(Limits{0.0, 1.0}, Transform::Log, 0.0), Error);
 }
@@ -213,7 +213,7 @@ TEST_F(DisplayPlaced, CpuOpEqualsTheReferenceOnLargeMixedTilesWhateverTheThreads
   std::normal_distribution<double> normal(0.0, 3.0);
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rng() % 1000;
-    v[i] = r == 0 ? kNan : r == 1 ? kInf : r == 2 ? -kInf : r == 3 ? 0.0 : r < 10 ? std::ldexp(normal(rng), -1070) : normal(rng);
+    v[i] = r == 0 ? kNanValue : r == 1 ? kInfValue : r == 2 ? -kInfValue : r == 3 ? 0.0 : r < 10 ? std::ldexp(normal(rng), -1070) : normal(rng);
   }
   struct Case { Transform t; double lo, hi; };
   for (const Case& c : {Case{Transform::Linear, -2.0, 5.0}, Case{Transform::Linear, 1.0, 1.0}, Case{Transform::Log, 1e-3, 7.0},

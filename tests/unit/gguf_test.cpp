@@ -168,7 +168,7 @@ std::string error_in_mode(const std::vector<uint8_t>& f, GgufArrays arrays) {
 }
 
 // The error, which must be the same whether arrays are built or only validated.
-std::string error_of(const std::vector<uint8_t>& f) {
+std::string gguf_error_of(const std::vector<uint8_t>& f) {
   const std::string built = error_in_mode(f, GgufArrays::Values);
   EXPECT_EQ(built, error_in_mode(f, GgufArrays::Summary));
   return built;
@@ -265,7 +265,7 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
       {gguf_with(1, [](Writer& w) { f32_info(w, "w\xff", 8, 0); }, 32), "tensor name 'w\\xFF' is not valid UTF-8"},
   };
   for (const auto& c : cases) {
-    const std::string msg = error_of(c.file);
+    const std::string msg = gguf_error_of(c.file);
     EXPECT_EQ(msg.rfind("t.gguf: ", 0), 0u) << msg;
     EXPECT_NE(msg.find(c.expected), std::string::npos) << "wanted: " << c.expected << "\ngot:    " << msg;
   }

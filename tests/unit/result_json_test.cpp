@@ -11,7 +11,7 @@
 namespace tmorph {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 TEST(JsonNumber, FiniteIsANumberNonFiniteIsALosslessString) {
@@ -20,16 +20,16 @@ TEST(JsonNumber, FiniteIsANumberNonFiniteIsALosslessString) {
   EXPECT_EQ(json_number(-0.0).dump(), "-0.0");
   EXPECT_EQ(json_number(std::numeric_limits<double>::max()), nlohmann::json(std::numeric_limits<double>::max()));
   EXPECT_EQ(json_number(std::numeric_limits<double>::denorm_min()).get<double>(), std::numeric_limits<double>::denorm_min());
-  EXPECT_EQ(json_number(kInf), "inf");
-  EXPECT_EQ(json_number(-kInf), "-inf");
+  EXPECT_EQ(json_number(kInfinity), "inf");
+  EXPECT_EQ(json_number(-kInfinity), "-inf");
   EXPECT_EQ(json_number(kNaN), "nan");
   EXPECT_EQ(json_number(-kNaN), "nan");                // the sign bit of a NaN is not a value: never "-nan"
   EXPECT_EQ(json_number(std::nan("0x123")), "nan");    // nor is its payload
-  EXPECT_EQ(json_numbers({0.5, kInf, -kInf, kNaN}), nlohmann::json::parse(R"([0.5, "inf", "-inf", "nan"])"));
+  EXPECT_EQ(json_numbers({0.5, kInfinity, -kInfinity, kNaN}), nlohmann::json::parse(R"([0.5, "inf", "-inf", "nan"])"));
 }
 
 TEST(JsonNumber, ReadsBackWhatItWrites) {
-  for (double v : {0.0, -2.25, 1e300, kInf, -kInf}) EXPECT_EQ(number_from_json(json_number(v)), v);
+  for (double v : {0.0, -2.25, 1e300, kInfinity, -kInfinity}) EXPECT_EQ(number_from_json(json_number(v)), v);
   EXPECT_TRUE(std::isnan(*number_from_json(json_number(kNaN))));
   EXPECT_EQ(number_from_json(nlohmann::json(7)), 7.0);
   EXPECT_FALSE(number_from_json(nullptr));  // null is a missing value, not a number
@@ -42,9 +42,9 @@ StatsResult no_finite_values() {
   StatsResult r;
   MomentsSummary& m = r.moments;
   m.count = (uint64_t{1} << 53) + 1, m.nan_count = 1, m.inf_count = m.count - 1;
-  m.min = kInf, m.max = -kInf, m.abs_max = 0, m.sum = 0, m.mean = kNaN, m.std = kNaN;
-  r.histogram = Histogram{{-0.5, kInf}, {0}, 0, 0};
-  r.quantiles = {{0.5, kNaN, -kInf, kInf, 0}};
+  m.min = kInfinity, m.max = -kInfinity, m.abs_max = 0, m.sum = 0, m.mean = kNaN, m.std = kNaN;
+  r.histogram = Histogram{{-0.5, kInfinity}, {0}, 0, 0};
+  r.quantiles = {{0.5, kNaN, -kInfinity, kInfinity, 0}};
   r.quantile_method = "quantiles.sampling";
   r.quantiles_exact = false;
   return r;
@@ -85,9 +85,9 @@ TEST(ResultJson, MomentsOfIntegersKeepTheirExactDecimalStrings) {
 
 TEST(ResultJson, CompareFiguresAndPlacements) {
   TensorDiff d;
-  d.count = 4, d.nonfinite = 1, d.rmse = 0, d.max_abs = 0, d.rel_error = 0, d.cosine = kNaN, d.snr_db = kInf;
+  d.count = 4, d.nonfinite = 1, d.rmse = 0, d.max_abs = 0, d.rel_error = 0, d.cosine = kNaN, d.snr_db = kInfinity;
   Placement p;
-  p.op = "compare.diff_moments", p.backend = "cpu", p.estimated_seconds = kInf;
+  p.op = "compare.diff_moments", p.backend = "cpu", p.estimated_seconds = kInfinity;
   d.placement = {p};
   const nlohmann::json j = app::compare_json(d);
   EXPECT_EQ((std::vector<nlohmann::json>{j["count"], j["nonfinite"], j["rmse"], j["cosine"], j["snr_db"]}),
@@ -95,7 +95,7 @@ TEST(ResultJson, CompareFiguresAndPlacements) {
   EXPECT_EQ(j["placement"], placements_json(d.placement));
   EXPECT_EQ(j["placement"][0]["estimated_seconds"], "inf");
   // The index stores placements in this encoding and reads them back.
-  EXPECT_EQ(placements_from_json(j["placement"])[0].estimated_seconds, kInf);
+  EXPECT_EQ(placements_from_json(j["placement"])[0].estimated_seconds, kInfinity);
 }
 
 TEST(ResultJson, QuantizationStatistics) {

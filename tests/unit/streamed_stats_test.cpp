@@ -12,7 +12,7 @@
 namespace tmorph {
 namespace {
 
-void expect_same(const StatsResult& want, const StatsResult& got) {
+void expect_same_stats(const StatsResult& want, const StatsResult& got) {
   const auto bits = [](double x) { uint64_t b; std::memcpy(&b, &x, 8); return b; };
   const MomentsSummary &a = want.moments, &b = got.moments;
   EXPECT_EQ(a.count, b.count);
@@ -68,11 +68,11 @@ TEST_F(StreamedStats, SaltedFloatsInPiecesOfAnySizeMatchComputeStats) {
   for (uint64_t piece : {uint64_t{1}, uint64_t{4097}, uint64_t{65536}, uint64_t{1} << 20}) {
     if (piece == 1) {  // one value at a time: a short prefix keeps it quick
       std::vector<float> head(v.begin(), v.begin() + 5000);
-      expect_same(compute_stats(head.data(), DType::F32, head.size(), planner, options), streamed(head, 1, planner, options));
+      expect_same_stats(compute_stats(head.data(), DType::F32, head.size(), planner, options), streamed(head, 1, planner, options));
       continue;
     }
     SCOPED_TRACE(piece);
-    expect_same(want, streamed(v, piece, planner, options));
+    expect_same_stats(want, streamed(v, piece, planner, options));
   }
 }
 
@@ -82,14 +82,14 @@ TEST_F(StreamedStats, ManyEqualValuesAndExplicitEdges) {
   v[17] = 1e-40f;  // subnormal
   StatsOptions options;
   options.histogram_edges = {-1.0, 0.0, 0.1, 0.25, 0.3};
-  expect_same(compute_stats(v.data(), DType::F32, v.size(), planner, options), streamed(v, 12345, planner, options));
+  expect_same_stats(compute_stats(v.data(), DType::F32, v.size(), planner, options), streamed(v, 12345, planner, options));
 }
 
 TEST_F(StreamedStats, NoFiniteValueGivesNaNQuantilesAndNoHistogram) {
   std::vector<float> v(1000, std::numeric_limits<float>::quiet_NaN());
   v[3] = std::numeric_limits<float>::infinity();
   StatsOptions options;
-  expect_same(compute_stats(v.data(), DType::F32, v.size(), planner, options), streamed(v, 100, planner, options));
+  expect_same_stats(compute_stats(v.data(), DType::F32, v.size(), planner, options), streamed(v, 100, planner, options));
 }
 
 TEST_F(StreamedStats, MomentsOnlyIsOnePass) {

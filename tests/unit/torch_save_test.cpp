@@ -36,7 +36,7 @@ nlohmann::json expected() {
 
 // The message of the BadInput error f throws (fails the test if it throws nothing or something else).
 template <class F>
-std::string error_of(F&& f) {
+std::string torch_error_of(F&& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -133,7 +133,7 @@ TEST(TorchSave, ViewsShareOneStorageInPlace) {
 }
 
 TEST(TorchSave, LegacyFormatRefusedByName) {
-  EXPECT_NE(error_of([] { open_checkpoint(kDir + "/legacy.pt"); }).find("legacy torch.save format"), std::string::npos);
+  EXPECT_NE(torch_error_of([] { open_checkpoint(kDir + "/legacy.pt"); }).find("legacy torch.save format"), std::string::npos);
 }
 
 // ---- the pickle reader: hand-made pickles ----
@@ -146,7 +146,7 @@ PickleOptions torch_options() {
 }
 
 std::string pickle_error(const std::string& bytes, const PickleOptions& o = torch_options()) {
-  return error_of([&] { read_pickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.pkl", o); });
+  return torch_error_of([&] { read_pickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.pkl", o); });
 }
 
 std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
@@ -217,7 +217,7 @@ TEST(Pickle, EveryTruncationOfARealPickleIsAnError) {
   const ZipDirectory z = read_zip_directory(f.data(), f.size(), "state_dict.pt");
   const ZipEntry* pkl = z.find("state_dict/data.pkl");
   ASSERT_NE(pkl, nullptr);
-  for (uint64_t n = 0; n < pkl->size; ++n) error_of([&] { read_pickle(f.data() + pkl->data_offset, n, "t.pkl", torch_options()); });
+  for (uint64_t n = 0; n < pkl->size; ++n) torch_error_of([&] { read_pickle(f.data() + pkl->data_offset, n, "t.pkl", torch_options()); });
   read_pickle(f.data() + pkl->data_offset, pkl->size, "t.pkl", torch_options());
 }
 
@@ -315,7 +315,7 @@ std::string tensor_pickle(uint32_t size, uint32_t storage_elements, uint32_t off
 
 std::string torch_error(const ZipFile& z) {
   const std::string b = z.bytes();
-  return error_of([&] { parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.pt"); });
+  return torch_error_of([&] { parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.pt"); });
 }
 
 TEST(TorchSave, HandMadeFileReads) {
@@ -371,7 +371,7 @@ TEST(TorchSave, Zip64RecordsAreRead) {  // as torch writes files above 4 GiB
   EXPECT_EQ(b.substr(t.storages[0].file_offset, 16), std::string(16, '\1'));
   // A zip64 end record whose entry count disagrees with the 32-bit record's real value.
   b[b.size() - 12] = 1, b[b.size() - 11] = 0, b[b.size() - 14] = 1, b[b.size() - 13] = 0;
-  EXPECT_NE(error_of([&] { read_zip_directory(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.zip"); })
+  EXPECT_NE(torch_error_of([&] { read_zip_directory(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "t.zip"); })
                 .find("zip64 end record's entry count 2 disagrees with the end record's 1"),
             std::string::npos);
 }
@@ -440,7 +440,7 @@ TEST(Zip, OverlapsPastTheEndAndZip64Lies) {
   const size_t cd = b.size() - 22 - 46 - 10;
   std::memset(&b[cd + 20], 0xFF, 8);
   auto err = [](const std::string& bytes) {
-    return error_of([&] { read_zip_directory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.zip"); });
+    return torch_error_of([&] { read_zip_directory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.zip"); });
   };
   EXPECT_NE(err(b).find("has no zip64 extra record"), std::string::npos);
   // An end record that says zip64 with no locator; one whose entry count lies.
@@ -455,7 +455,7 @@ TEST(Zip, OverlapsPastTheEndAndZip64Lies) {
   EXPECT_NE(err(b.substr(0, b.size() - 5)).find("no end of central directory record"), std::string::npos);
   // Every truncation of a real file is a clear error.
   const auto f = read_all(kDir + "/tensor.pt");
-  for (size_t n = 0; n < f.size(); ++n) error_of([&] { parse_torch_save(f.data(), n, "tensor.pt"); });
+  for (size_t n = 0; n < f.size(); ++n) torch_error_of([&] { parse_torch_save(f.data(), n, "tensor.pt"); });
 }
 
 // DeepSpeed ZeRO files whose structure lies: each refused with the entry named (hand-made archives; the
@@ -465,7 +465,7 @@ std::string zero_error(const std::string& pickle, bool optim) {
   z.entries = {{"a/data.pkl", pickle}, {"a/byteorder", "little"}};
   const std::string b = z.bytes();
   const auto* p = reinterpret_cast<const uint8_t*>(b.data());
-  return error_of([&] {
+  return torch_error_of([&] {
     if (optim) parse_zero_optim_states(p, b.size(), "o.pt", false);
     else parse_zero_model_states(p, b.size(), "m.pt");
   });
