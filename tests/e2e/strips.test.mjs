@@ -50,11 +50,15 @@ function stripsSnapshot(page) {
   });
 }
 
-/** Waits until every row of #strips is settled (loaded, error or unavailable) and returns the snapshot. */
+/** Waits until every row of #strips is settled (loaded, error or unavailable) and returns the snapshot. The
+ *  strips are kept at the top of the view while it waits, as a person looking at them would: rows load only
+ *  near the view (lazy loading, checked on its own above), and rows that grow when their thumbnails arrive can
+ *  push the last row out of the observer's margin, where it rightly stays "waiting". */
 async function waitSettled(page, what) {
   const settled = () => {
     const s = document.querySelector("#strips");
     if (!s || s.dataset.state !== "ready") return false;
+    s.scrollIntoView({ block: "start" });
     const rows = [...s.querySelectorAll("tr.strip-row")];
     return rows.length > 0 && rows.every((r) => ["loaded", "error", "unavailable"].includes(r.dataset.state));
   };
