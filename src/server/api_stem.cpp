@@ -41,9 +41,7 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   if (const auto of = q.choice("of")) spec.of = product_kind_from_name(*of);
   spec.max_pattern = q.on("max", false);
   spec.rotation = {q.number("rotation_deg"), q.on("transpose", false)};  // dpc, idpc
-  spec.disk.center = point_param(q, "center");
-  spec.disk.radius = q.number("radius");
-  spec.disk.radius_name = "radius";
+  spec.disk = disk_params(q);
   spec.detector.inner_px = q.number("inner");
   spec.detector.outer_px = q.number("outer");
   spec.detector.inner_mrad = q.number("inner_mrad");

@@ -34,9 +34,7 @@ ScanPoint position_param(const std::string& text, const std::string& whole) {
 MovieRequest movie_request(const DeclaredQuery& q) {
   MovieRequest r;
   view_params(q, r.base.load, false);
-  r.base.disk.center = point_param(q, "center");
-  r.base.disk.radius = q.number("radius");
-  r.base.disk.radius_name = "radius";
+  r.base.disk = disk_params(q);
   const auto steps = q.count("steps");  // 1 to 512 (declared): a movie is computed while the request waits
   const auto along = q.text("along");
   const auto sweep = q.choice("sweep");

@@ -40,9 +40,7 @@ void get_ssb(ServerState& state, const httplib::Request& req, httplib::Response&
   request.setup.semiangle_mrad = {q.number("semiangle_mrad"), "semiangle_mrad"};
   request.setup.scan_step_A = {q.number("scan_step_A"), "scan_step_A"};
   request.setup.detector_mrad_per_px = {q.number("detector_mrad_per_px"), "detector_mrad_per_px"};
-  request.setup.disk.center = point_param(q, "center");
-  request.setup.disk.radius = q.number("radius");
-  request.setup.disk.radius_name = "radius";
+  request.setup.disk = disk_params(q);
   request.scan_rotation_deg = q.number("rotation_deg");
   request.scan_rotation_source = "rotation_deg";
   view_params(q, request.load, false);

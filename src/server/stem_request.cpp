@@ -59,6 +59,14 @@ void require_complete(const Acquisition& acq) {
 
 std::string format_param(const DeclaredQuery& q) { return q.choice("format").value_or("json"); }
 
+DiskRequest disk_params(const DeclaredQuery& q) {
+  DiskRequest disk;
+  disk.center = point_param(q, "center");
+  disk.radius = q.number("radius");
+  disk.radius_name = "radius";
+  return disk;
+}
+
 void view_params(const DeclaredQuery& q, LoadRequest& load, bool region) {
   if (const auto bin = q.count("detector_bin")) load.detector_bin = {*bin, *bin};
   if (!region) return;

@@ -15,6 +15,7 @@
 
 #include "core/npy.h"
 #include "stem/acquisition.h"
+#include "stem/products/detector_geometry.h"
 #include "server/declared_query.h"
 #include "server/http_util.h"
 #include "server/server_state.h"
@@ -45,6 +46,8 @@ std::optional<std::array<double, 2>> point_param(const DeclaredQuery& q, std::st
 // when N does not divide the detector), into `load`, which refuses a region outside the scan. `region` false:
 // scan_region is not read (the frame endpoint sets its own). Kinds and ranges as the operation declares them.
 void view_params(const DeclaredQuery& q, LoadRequest& load, bool region = true);
+// center=ROW,COL and radius= (unbinned detector pixels) as the domain's disk request; absent: detected.
+DiskRequest disk_params(const DeclaredQuery& q);
 // format=json (default) or npy, as declared.
 std::string format_param(const DeclaredQuery& q);
 

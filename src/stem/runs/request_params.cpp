@@ -27,10 +27,10 @@ constexpr ParamSpec kDetectorRegion{"", "detector_region", "--detector-region", 
 constexpr ParamSpec kScanBin{"", "scan_bin", "--scan-bin", K::Count, 1, 1e6, false, "scan positions per side", "", 1, "scan binning"};
 constexpr ParamSpec kDetectorBin{"detector_bin", "detector_bin", "--detector-bin", K::Count, 1, 1024, false, "detector pixels per side", "", 1,
                                  "detector binning"};
-constexpr ParamSpec kSemiangle{"semiangle_mrad", "semiangle_mrad", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1,
-                               "probe convergence semi-angle"};
-constexpr ParamSpec kMradPerPx{"detector_mrad_per_px", "detector_mrad_per_px", "--detector-mrad-per-px", K::Number, 0, 1000, true,
-                               "mrad per unbinned detector pixel", "", 1, "detector angle per pixel"};
+// Calibration overrides that products and movies take on the CLI only (SSB's, which the server takes too, are its own rows).
+constexpr ParamSpec kCliSemiangle{"", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"};
+constexpr ParamSpec kCliMradPerPx{"", "", "--detector-mrad-per-px", K::Number, 0, 1000, true, "mrad per unbinned detector pixel", "", 1,
+                                  "detector angle per pixel"};
 // Where and how an operation runs (app::ComputeRequest), in the faces that take them.
 constexpr ParamSpec kThreads{"", "threads", "--threads", K::Count, 1, 4096, false, "", "", 1, "host threads"};
 constexpr ParamSpec kMemoryBudget{"", "memory_budget", "--memory-budget", K::Text, 0, 0, false, "", "", 1, "bytes one op may hold"};
@@ -54,8 +54,8 @@ constexpr ParamSpec kProduct[] = {
     {"of", "of", "--of", K::Choice, 0, 0, false, "", "mean-dp|bf|abf|adf|haadf|df|mask", 1, "fft: the product transformed"},
     {"rotation_deg", "rotation_deg", "--rotation-deg", K::Number, -360, 360, false, "degrees", "", 1, "dpc/idpc: the rotation"},
     {"transpose", "transpose", "--transpose", K::Switch, 0, 0, false, "", "", 1, "dpc/idpc: swap the components"},
-    {"", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"},
-    {"", "", "--detector-mrad-per-px", K::Number, 0, 1000, true, "mrad per unbinned detector pixel", "", 1, "detector angle per pixel"},
+    kCliSemiangle,
+    kCliMradPerPx,
     kScanShape,
     kScanRegion,
     kDetectorRegion,
@@ -105,8 +105,8 @@ constexpr ParamSpec kMovie[] = {
     {"center", "", "--center", K::Numbers, -kMaxPixels, kMaxPixels, false, "detector pixels", "ROW,COL", 2, "the disk's centre"},
     {"radius", "", "--radius", K::Number, 0, kMaxPixels, true, "detector pixels", "", 1, "the disk's radius"},
     {"detector_bin", "", "--detector-bin", K::Count, 1, 1024, false, "detector pixels per side", "", 1, "detector binning"},
-    {"", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"},
-    {"", "", "--detector-mrad-per-px", K::Number, 0, 1000, true, "mrad per unbinned detector pixel", "", 1, "detector angle per pixel"},
+    kCliSemiangle,
+    kCliMradPerPx,
     {"colormap", "", "--colormap", K::Text, 0, 0, false, "", "", 1, "colour map"},
     {"transform", "", "--transform", K::Choice, 0, 0, false, "", "linear|log|signed-log", 1, "display transform"},
     {"lo", "", "", K::Number, -kInf, kInf, false, "", "", 1, "the colour scale's low end"},
@@ -176,10 +176,8 @@ void check_product_request(const ProductSpec& spec, Face face) {
   check_optional(op, "outer_mrad", d.outer_mrad, face);
   check_disk(op, spec.disk, face);
   check_optional(op, "rotation_deg", spec.rotation.angle_deg, face);
-  if (face == Face::Cli) {  // overrides only the CLI takes
-    check_optional(op, "--semiangle-mrad", spec.semiangle_mrad.value, face);
-    check_optional(op, "--detector-mrad-per-px", spec.angle_per_pixel.value, face);
-  }
+  check_optional(op, "--semiangle-mrad", spec.semiangle_mrad.value, face);  // set by the CLI only
+  check_optional(op, "--detector-mrad-per-px", spec.angle_per_pixel.value, face);
   check_bins(op, spec.load, face);
 }
 
