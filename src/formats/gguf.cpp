@@ -257,11 +257,17 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
   }
 
   // The data section starts at the next multiple of the alignment; every tensor must lie inside it.
+  // A file without tensors may end before that padding: gguf-py writes llama.cpp's vocabulary-only
+  // files so (the key-values, then nothing). Its empty data section starts at the end of the file, so
+  // that data_section_offset never lies past it (the index hashes the bytes before it to identify the file).
   const uint64_t end_of_infos = c.pos();
-  f.data_section_offset = (end_of_infos + f.alignment - 1) / f.alignment * f.alignment;
-  if (f.data_section_offset > size && !f.tensors.empty())
-    c.fail(end_of_infos, "the data section would start at " + std::to_string(f.data_section_offset) + ", past the end of the file");
-  const uint64_t data_bytes = size >= f.data_section_offset ? size - f.data_section_offset : 0;
+  const uint64_t aligned = (end_of_infos + f.alignment - 1) / f.alignment * f.alignment;
+  if (aligned > size && !f.tensors.empty())
+    c.fail(end_of_infos, "the data section of " + std::to_string(f.tensors.size()) + " tensor(s) would start at " +
+                             std::to_string(aligned) + " (after the tensor infos, padded to the alignment " +
+                             std::to_string(f.alignment) + "), past the end of the file (size " + std::to_string(size) + ")");
+  f.data_section_offset = std::min(aligned, size);
+  const uint64_t data_bytes = size - f.data_section_offset;
   std::vector<const GgufTensor*> by_offset;
   for (auto& t : f.tensors) {
     if (t.offset > data_bytes || t.bytes > data_bytes - t.offset)

@@ -59,7 +59,9 @@ struct GgufFile {
   uint32_t version = 0;
   uint64_t tensor_count = 0, kv_count = 0;
   uint32_t alignment = 32;
-  uint64_t data_section_offset = 0;
+  uint64_t data_section_offset = 0;  // at most the file's size: the end of the tensor infos padded to the
+                                     // alignment, or the end of the file when a file without tensors ends
+                                     // before that padding (llama.cpp's vocabulary-only files)
   std::vector<GgufKv> kvs;
   std::vector<GgufTensor> tensors;
   const GgufKv* find(const std::string& key) const;

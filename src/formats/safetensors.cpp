@@ -79,7 +79,9 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t size, const s
 
   for (const auto& [key, value] : doc.items()) {
     if (key == "__metadata__") {
-      if (!value.is_object()) bad(path, "__metadata__ must be an object of strings");
+      // The reference library reads __metadata__ as an optional map: null (as MLX writes adapters) is none.
+      if (value.is_null()) continue;
+      if (!value.is_object()) bad(path, "__metadata__ must be an object of strings (or null), got " + json_brief(value));
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string()) bad(path, "__metadata__['" + mk + "'] must be a string, got " + json_brief(mv));
         h.metadata[mk] = mv.get<std::string>();

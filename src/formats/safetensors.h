@@ -31,7 +31,7 @@ struct SafetensorsHeader {
   uint64_t header_bytes = 0;     // the JSON's length
   uint64_t data_offset = 0;      // 8 + header_bytes
   uint64_t data_bytes = 0;
-  std::map<std::string, std::string> metadata;  // __metadata__
+  std::map<std::string, std::string> metadata;  // __metadata__ (empty when absent or null)
   std::vector<SafetensorsTensor> tensors;       // in file order (ascending offsets)
 };
 

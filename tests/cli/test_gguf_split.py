@@ -4,7 +4,10 @@ every inconsistency (split.no, split.count, split.tensors.count, a missing KV, a
 in two shards) is refused with exit 3 and a message naming the file and the field.
 
 The sets are written here with tests/tools/gguf_write.py, KV types as gguf-split uses them:
-split.no UINT16 (0-based), split.count UINT16, split.tensors.count INT32 (on every shard)."""
+split.no UINT16 (0-based), split.count UINT16, split.tensors.count INT32 (on every shard).
+
+Also single GGUF files at the edge of the layout: a vocabulary-only file (no tensors) that ends right
+after its key-values, as llama.cpp's models/ggml-vocab-*.gguf do."""
 import os
 import shutil
 import sys
@@ -17,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cli_harness import run  # noqa: E402
-from gguf_write import write_gguf  # noqa: E402
+from gguf_write import gguf_bytes, write_gguf  # noqa: E402
 
 BAD_INPUT = 3
 
@@ -255,6 +258,51 @@ class InconsistentSets(SplitTestCase):
                 self.assertIn(r.code, (BAD_INPUT, 6), "%s opened with exit %d: %r" % (name, r.code, r.out[:200]))
                 self.assertIn(path, r.err)
         self.assertTrue(all(os.path.exists(p) for p in paths))
+
+
+class VocabularyOnly(SplitTestCase):
+    """llama.cpp's vocabulary-only files: v3, 0 tensors, and the file ends right after the last KV value,
+    without the padding that would align the (empty) data section. info and stats exited 6, "changed while
+    it was being indexed": the index hashed the bytes before a data section placed past the end."""
+
+    KVS = [("general.architecture", "STRING", "llama"), ("tokenizer.ggml.model", "STRING", "llama"),
+           ("tokenizer.ggml.tokens", "ARRAY", ("STRING", ["<s>", "a", "b"]))]
+
+    def write(self):
+        # gguf_write pads the header to the alignment; the value written last ends in b"b", so stripping
+        # the zeros removes exactly that padding
+        padded = gguf_bytes(self.KVS, [])
+        data = padded.rstrip(b"\0")
+        self.assertEqual((len(data) % 32, len(padded)), (28, len(data) + 4))
+        path = os.path.join(self.dir, "ggml-vocab-test.gguf")
+        with open(path, "wb") as f:
+            f.write(data)
+        return path, len(data)
+
+    def test_info_and_stats_read_it(self):
+        path, size = self.write()
+        r = run(["info", path, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        doc = r.json()
+        self.assertEqual((doc["format"], doc["tensor_count"], doc["parameters"]), ("gguf", 0, 0))
+        self.assertEqual(doc["files"], [{"path": path, "size": size}])
+        self.assertEqual(doc["metadata"], {"general.architecture": "llama", "tokenizer.ggml.model": "llama"})
+        r = run(["info", path])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIn("0 tensors", r.out)
+        r = run(["stats", path, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["tensors"], [])
+
+    def test_cut_inside_its_last_value_it_is_refused(self):
+        path, size = self.write()
+        with open(path, "r+b") as f:
+            f.truncate(size - 1)
+        for command in ("info", "stats"):
+            with self.subTest(command=command):
+                r = run([command, path])
+                self.assertEqual(r.code, BAD_INPUT, r.err)
+                self.assertIn(path + ": at byte 179: STRING value: string length 1 runs past the end of the file (size 187)", r.err)
 
 
 class Writer(SplitTestCase):

@@ -2,6 +2,8 @@
 // ollama, checked against gguf-py's own reading; and one malformed file per failure mode.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_identity.h"
 #include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "tensormorph/error.h"
@@ -181,6 +184,49 @@ TEST(Gguf, AWellFormedSmallFileParses) {
   EXPECT_EQ(g.tensors[1].data_offset, g.data_section_offset + 32);
 }
 
+// llama.cpp's vocabulary-only files (its models/ggml-vocab-*.gguf, written by gguf-py with vocab_only): v3,
+// no tensors, and the file ends right after the last KV value, without the zero padding that would align
+// the (empty) data section: 188 bytes, 28 past a multiple of 32.
+std::vector<uint8_t> vocab_only_gguf() {
+  Writer w;
+  w.b = {'G', 'G', 'U', 'F'};
+  w.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(3);
+  w.str("general.architecture").put<uint32_t>(8).str("llama");
+  w.str("tokenizer.ggml.model").put<uint32_t>(8).str("llama");
+  w.str("tokenizer.ggml.tokens").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(3).str("<s>").str("a").str("b");
+  return w.b;
+}
+
+// Before the fix the parser accepted such a file but put its data section past the end (192 > 188); the
+// index then hashed "the bytes before the data section", found the file too short and reported it as
+// "changed while it was being indexed" (exit 6 from info and stats).
+TEST(Gguf, AVocabularyOnlyFileEndingAfterItsKeyValuesParses) {
+  const std::vector<uint8_t> exact = vocab_only_gguf();
+  ASSERT_EQ(exact.size(), 188u);  // no padding: the aligned start (192) lies past the end
+  for (const size_t size : {188, 190, 192}) {  // no padding, part of it, all of it
+    std::vector<uint8_t> f = exact;
+    f.resize(size, 0);
+    for (const GgufArrays arrays : {GgufArrays::Values, GgufArrays::Summary}) {
+      const GgufFile g = parse_gguf(f.data(), f.size(), "v.gguf", arrays);
+      EXPECT_EQ(g.tensor_count, 0u);
+      EXPECT_TRUE(g.tensors.empty());
+      ASSERT_EQ(g.kvs.size(), 3u);
+      EXPECT_EQ(g.find("tokenizer.ggml.model")->value, "llama");
+      EXPECT_EQ(g.find("tokenizer.ggml.tokens")->count, 3u);
+      EXPECT_EQ(g.data_section_offset, size) << size << "-byte file";  // empty, at the end
+    }
+  }
+  // The index's own check: the file's identity over the bytes before its data section can be taken.
+  const auto path = std::filesystem::temp_directory_path() / ("tm-gguf-vocab-" + std::to_string(::getpid()) + ".gguf");
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(exact.data()), static_cast<std::streamsize>(exact.size()));
+  const MappedFile file(path.string());
+  const GgufFile g = parse_gguf(file.data(), file.size(), file.path(), GgufArrays::Summary);
+  const auto id = file_identity(path.string(), g.data_section_offset);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->size, 188u);
+}
+
 TEST(Gguf, EveryMalformationIsAPreciseError) {
   struct Case {
     std::vector<uint8_t> file;
@@ -229,6 +275,12 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
   Writer latin1_key;
   latin1_key.b = {'G', 'G', 'U', 'F'};
   latin1_key.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("caf\xe9").put<uint32_t>(0).put<uint8_t>(1);
+  // A vocabulary-only file cut inside its last value, and a file with a tensor cut right after its infos
+  // (before the padding and data), stay refused.
+  std::vector<uint8_t> vocab_cut = vocab_only_gguf();
+  vocab_cut.resize(vocab_cut.size() - 1);
+  std::vector<uint8_t> infos_only = gguf_with(1, [](Writer& w) { f32_info(w, "a", 8, 0); }, 32);
+  infos_only.resize(24 + 33 + 33);  // header, the alignment KV, the tensor info
   Writer deep;
   deep.b = {'G', 'G', 'U', 'F'};
   deep.put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(1).str("k").put<uint32_t>(9);
@@ -263,6 +315,9 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
       {gguf_with(1, [](Writer& w) { w.str("a").put<uint32_t>(5); }, 32), "has 5 dimensions (1 to 4 allowed)"},
       {latin1_key.b, "at byte 24: KV key 'caf\\xE9' is not valid UTF-8"},
       {gguf_with(1, [](Writer& w) { f32_info(w, "w\xff", 8, 0); }, 32), "tensor name 'w\\xFF' is not valid UTF-8"},
+      {vocab_cut, "at byte 179: STRING value: string length 1 runs past the end of the file (size 187)"},
+      {infos_only, "at byte 90: the data section of 1 tensor(s) would start at 96 (after the tensor infos, padded to the "
+                   "alignment 32), past the end of the file (size 90)"},
   };
   for (const auto& c : cases) {
     const std::string msg = gguf_error_of(c.file);

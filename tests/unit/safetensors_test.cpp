@@ -49,6 +49,16 @@ TEST(Safetensors, ParsesTensorsMetadataAndOffsets) {
   EXPECT_EQ(h.tensors[2].elements, 0u);
 }
 
+// MLX writes adapters with "__metadata__": null; the reference library reads that as no metadata.
+TEST(Safetensors, NullMetadataIsNoMetadata) {
+  const auto f = file_with(R"({"__metadata__":null,"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  const auto h = parse_safetensors(f.data(), f.size(), "t.safetensors");
+  EXPECT_TRUE(h.metadata.empty());
+  ASSERT_EQ(h.tensors.size(), 1u);
+  EXPECT_EQ(h.tensors[0].name, "a");
+  EXPECT_EQ(h.tensors[0].file_offset, f.size() - 8);
+}
+
 TEST(Safetensors, RecognisesDtypesWithoutKernels) {
   const auto f = file_with(R"({"q":{"dtype":"F4","shape":[4],"data_offsets":[0,2]},"s":{"dtype":"F8_E8M0","shape":[1],"data_offsets":[2,3]}})", 3);
   const auto h = parse_safetensors(f.data(), f.size(), "t.safetensors");
@@ -86,6 +96,9 @@ TEST(Safetensors, EveryMalformationIsAPreciseError) {
       {file_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "data_offsets end 0 is before begin 8"},
       {file_with(R"({"q":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2), "3 elements of F4 are not a whole number of bytes"},
       {file_with(R"({"__metadata__":{"n":3}})", 0), "__metadata__['n'] must be a string"},
+      {file_with(R"({"__metadata__":3})", 0), "__metadata__ must be an object of strings (or null), got 3"},
+      {file_with(R"({"__metadata__":"pt"})", 0), "__metadata__ must be an object of strings (or null), got \"pt\""},
+      {file_with(R"({"__metadata__":["pt"]})", 0), "__metadata__ must be an object of strings (or null), got [\"pt\"]"},
   };
   for (const auto& c : cases) {
     const std::string msg = error_of(c.file);
