@@ -68,7 +68,10 @@ app::ComputeRequest compute_request(const py::object& threads, const py::object&
 std::unique_ptr<app::Runtime> make_runtime(app::ComputeRequest request) {
   const std::string dir = module_dir();
   if (!dir.empty()) request.default_plugin_dir = (std::filesystem::path(dir) / "../../plugins").lexically_normal().string();
-  return app::make_runtime(&request);
+  auto rt = app::make_runtime(&request);
+  // Acquisitions stay resident across calls in this Python process: stem.resident_memory or a quarter of RAM.
+  app::apply_resident_memory(*rt, app::quarter_of_ram());
+  return rt;
 }
 
 }  // namespace tmorph::python

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/byte_size.h"
 #include "cpu/cpu_backend.h"
+#include "stem/resident/resident_store.h"
 #include "stem/runs/ssb_run.h"
 #include "support/thread_pool.h"
 #include "tensormorph/error.h"
@@ -52,7 +54,10 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
     rt->memory_budget_set = true;
   }
 
+  if (auto s = rt->settings.get("stem.resident_memory")) rt->resident_memory = parse_bytes(*s, "setting stem.resident_memory");
+
   if (flags) {
+    if (!flags->resident_memory.empty()) rt->resident_memory = parse_bytes(flags->resident_memory, "--resident-memory");
     if (!flags->prefer.empty()) rt->constraints.prefer = flags->prefer;
     for (const auto& n : flags->never) rt->constraints.never.insert(n);
     rt->constraints.strict_backend = flags->backend;
@@ -79,6 +84,16 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
                                                     ": unknown approximation step '" + step + "' (known: " + listed + ")");
   }
   return rt;
+}
+
+uint64_t quarter_of_ram() {
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 4;
+}
+
+uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default) {
+  const uint64_t bytes = rt.resident_memory.value_or(face_default);
+  ResidentStore::process().set_budget(bytes);
+  return bytes;
 }
 
 std::set<std::string> known_approximation_steps(const Runtime& rt) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct ComputeRequest {
   std::vector<std::string> allow_approx;  // consented approximation steps (read by the ops that need them)
   unsigned threads = 0;                   // 0: compute.threads or all cores
   std::string memory_budget;              // bytes, or with a K/M/G/T suffix (powers of 1024)
+  std::string resident_memory;            // the same for stem.resident_memory (0 allowed: off)
   // Where plugins are looked for when neither TENSORMORPH_PLUGIN_DIR nor compute.plugin_dir says: empty
   // means plugins/ beside the executable (the CLI); the Python module names its own (python3 is elsewhere).
   std::string default_plugin_dir;
@@ -40,6 +42,9 @@ struct Runtime {
   unsigned threads = 1;
   uint64_t memory_budget = 0;
   bool memory_budget_set = false;  // by --memory-budget or compute.memory_budget (else: half of RAM)
+  // Bytes of 4D-STEM acquisitions kept resident (stem/resident/resident_store.h), when --resident-memory or
+  // stem.resident_memory says; each face applies its default (apply_resident_memory).
+  std::optional<uint64_t> resident_memory;
   std::string plugin_dir;
   std::string plugin_dir_source;  // "TENSORMORPH_PLUGIN_DIR", "compute.plugin_dir" or "default"
   std::string calibration_path;
@@ -54,6 +59,11 @@ struct Runtime {
 std::set<std::string> known_approximation_steps(const Runtime& rt);
 
 std::unique_ptr<Runtime> make_runtime(const ComputeRequest* request);
+
+// Sets the process's resident store budget: rt.resident_memory, else `face_default` bytes. Returns the budget.
+uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default);
+// A quarter of physical memory: the server's and Python's default resident budget.
+uint64_t quarter_of_ram();
 
 // Directory of the running executable (for the default plugin directory).
 std::string executable_dir();

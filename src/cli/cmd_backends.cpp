@@ -126,7 +126,7 @@ void add_backends_command(CLI::App& app) {
                 "run every plugin kernel's known-answer self-test against the CPU now, for every dtype or format it "
                 "declares, and list the verdicts (exit 1 when one fails)");
   cmd->callback([json, flags, self_test] {
-    auto rt = make_runtime(flags.get());
+    auto rt = command_runtime(flags.get());
     bool failed = false;
     if (*self_test)
       for (const auto& v : app::run_all_self_tests(rt->registry)) failed = failed || v.status == "failed";

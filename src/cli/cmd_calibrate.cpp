@@ -33,7 +33,7 @@ DType calibration_dtype(uint64_t mask) {
 }
 
 void run_calibrate(const CalibrateArgs& a) {
-  auto rt = make_runtime(nullptr);
+  auto rt = command_runtime(nullptr);
   const uint64_t bytes = a.size_mib << 20;
   std::vector<uint8_t> data(bytes);
   std::mt19937_64 rng(42);

@@ -27,7 +27,7 @@ std::string cell(const nlohmann::json& row, const char* key) {
 }
 
 void run_compare(const CompareArgs& a) {
-  const auto rt = make_runtime(&a.compute);
+  const auto rt = command_runtime(&a.compute);
   const Planner planner = rt->planner();
   if (!a.json)
     std::printf("%-44s %-7s %-7s %12s %12s %11s %10s %8s\n", "tensor", "A", "B", "rmse", "max |diff|", "rel error", "cosine",

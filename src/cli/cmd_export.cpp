@@ -31,7 +31,7 @@ void run_export(const ExportArgs& a) {
   std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, a.out + ": cannot write");
   // Backends are loaded only to decode: a dense tensor is written without them.
-  const auto rt = t.dequantized() ? make_runtime(nullptr) : nullptr;
+  const auto rt = t.dequantized() ? command_runtime(nullptr) : nullptr;
   const std::optional<Planner> planner = rt ? std::optional<Planner>(rt->planner()) : std::nullopt;
   const NpyExport e = write_npy(c, t, planner ? &*planner : nullptr, rt ? rt->threads : 1, out);
   out.close();

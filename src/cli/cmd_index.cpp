@@ -30,7 +30,7 @@ struct IndexArgs {
 
 void run_index(const IndexArgs& a) {
   if (serve_as_other_rank(a.compute)) return;  // under mpirun: ranks > 0 compute what rank 0 sends
-  auto rt = make_runtime(&a.compute);
+  auto rt = command_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
   uint64_t max_rate = 0;
   if (!a.max_rate.empty() && (max_rate = parse_bytes(a.max_rate, "--max-read-rate")) == 0)

@@ -88,7 +88,7 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
 }
 
 void run_render(const RenderArgs& a) {
-  const auto rt = make_runtime(&a.compute);
+  const auto rt = command_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
   if (a.overview || !a.strips.empty()) {
     if (!a.tensor.empty() || a.level >= 0 || !a.tile.empty())
@@ -136,7 +136,7 @@ struct TileArgs {
 };
 
 void run_tile(const TileArgs& a) {
-  const auto rt = make_runtime(&a.compute);
+  const auto rt = command_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
   const size_t i = index->checkpoint().position(a.tensor, a.path);
   fill_index(*index, *rt, {i}, a.json);

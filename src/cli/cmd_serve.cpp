@@ -49,6 +49,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--index-max-rate", a->index_max_rate,
                   "indexing jobs read at most this many bytes per second on average (e.g. 200M; default: as fast as "
                   "the disk allows), leaving the disk to other work");
+  cmd->add_option("--resident-memory", a->request.resident_memory,
+                  "bytes of 4D-STEM acquisitions kept resident between requests, decoded once (e.g. 8G; 0: off; default: "
+                  "stem.resident_memory or a quarter of RAM)");
   cmd->callback([a] { run_serve(*a); });
 }
 

@@ -205,7 +205,7 @@ void run_stats(const StatsArgs& a) {
   if (a.raw.empty() == a.path.empty())
     throw Error(ErrorKind::InvalidArgument, "stats: give either a checkpoint PATH or --raw FILE with --dtype");
   if (!a.path.empty()) {
-    run_checkpoint_stats(a, *make_runtime(&a.compute));
+    run_checkpoint_stats(a, *command_runtime(&a.compute));
     return;
   }
   if (a.dtype.empty()) throw Error(ErrorKind::InvalidArgument, "--raw needs --dtype");
@@ -218,7 +218,7 @@ void run_stats(const StatsArgs& a) {
   std::optional<std::vector<uint64_t>> shape;
   if (a.shape) shape = parse_shape(*a.shape);
   const RawTensor t = open_raw_tensor(a.raw, *dtype, shape, a.offset);
-  auto rt = make_runtime(&a.compute);
+  auto rt = command_runtime(&a.compute);
   const StatsOptions opt = options_from(a, *rt);
   const StatsResult r = compute_stats(t.data(), t.dtype, t.elements, rt->planner(), opt);
   if (a.json) print_json(raw_stats_json(t, r, a.raw));

@@ -268,7 +268,7 @@ void add_stem_command(CLI::App& app) {
   CLI::App* l = stem->add_subcommand("load", "decode an acquisition (or a region, binned) into memory and report it");
   add_load_flags(l, *load, false);
   l->callback([load] {
-    const auto rt = make_runtime(&load->compute);
+    const auto rt = command_runtime(&load->compute);
     const Acquisition acq = open_acquisition(load->path);
     const StemArray s = load_stem(acq, make_request(*load, *rt));
     if (load->json) {
@@ -286,7 +286,7 @@ void add_stem_command(CLI::App& app) {
   add_load_flags(e, *exp, false);
   e->add_option("-o,--out", exp->out, "output .npy file")->required();
   e->callback([exp] {
-    const auto rt = make_runtime(&exp->compute);
+    const auto rt = command_runtime(&exp->compute);
     const Acquisition acq = open_acquisition(exp->path);
     const StemArray s = load_stem(acq, make_request(*exp, *rt));
     std::vector<uint64_t> shape(s.shape.begin(), s.shape.end());

@@ -69,7 +69,7 @@ MovieRequest movie_request(const MovieArgs& a, const Runtime& rt) {
 void run_movie(const MovieArgs& a) {
   movie_format(a.load.out);  // an unknown extension fails before anything is read
   const ProductDisplay display = a.display.display();
-  const auto rt = make_runtime(&a.load.compute);
+  const auto rt = command_runtime(&a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
   const MovieRequest request = movie_request(a, *rt);
   check_movie_request(request, a.fps, Face::Cli);

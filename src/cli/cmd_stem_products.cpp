@@ -55,7 +55,7 @@ class LazyRuntime {
  public:
   explicit LazyRuntime(const ComputeFlags& flags) : flags_(flags) {}
   const Runtime& runtime() {
-    if (!rt_) rt_ = make_runtime(&flags_);
+    if (!rt_) rt_ = command_runtime(&flags_);
     return *rt_;
   }
   const Planner& planner() {
@@ -83,7 +83,7 @@ void write_product(const ProductArgs& a, const std::string& descr, const std::ve
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
 void run_prepare(const ProductArgs& a) {
   if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 compute the bands rank 0 sends
-  const auto rt = make_runtime(&a.load.compute);
+  const auto rt = command_runtime(&a.load.compute);
   const Acquisition acq = open_acquisition(a.load.path);
   const Planner planner = rt->planner();
   const LoadRequest load = make_request(a.load, *rt);

@@ -95,7 +95,7 @@ void run_ssb(const SsbArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
   SsbRunRequest request;
   request.fit = a.fit ? std::optional<SsbFitOptions>(fit_options(a)) : std::nullopt;
-  const auto rt = make_runtime(&a.load.compute);
+  const auto rt = command_runtime(&a.load.compute);
   const Planner planner = rt->planner();
   const Acquisition acq = open_acquisition(a.load.path);
   request.load = make_request(a.load, *rt);

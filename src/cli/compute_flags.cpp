@@ -14,4 +14,10 @@ void ComputeFlags::add_to(CLI::App* cmd) {
                   "bytes one op may hold, e.g. 512M (default: compute.memory_budget or half of RAM)");
 }
 
+std::unique_ptr<Runtime> command_runtime(const app::ComputeRequest* flags) {
+  auto rt = app::make_runtime(flags);
+  app::apply_resident_memory(*rt, 0);  // a CLI command keeps acquisitions resident only when asked
+  return rt;
+}
+
 }  // namespace tmorph::cli

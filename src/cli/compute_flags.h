@@ -7,8 +7,11 @@
 
 namespace tmorph::cli {
 
-using app::make_runtime;
 using app::Runtime;
+
+// app::make_runtime, then the resident store's budget: --resident-memory (stem commands), stem.resident_memory,
+// else 0 (a one-shot command gains nothing from keeping an acquisition).
+std::unique_ptr<Runtime> command_runtime(const app::ComputeRequest* flags);
 
 // --backend, --prefer, --never, --allow-approx, --threads, --memory-budget (app::ComputeRequest's fields).
 struct ComputeFlags : app::ComputeRequest {

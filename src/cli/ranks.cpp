@@ -43,7 +43,7 @@ void join_ranks(int* argc, char*** argv, const std::vector<std::string>& words) 
 bool serve_as_other_rank(const ComputeFlags& flags) {
   World& world = World::instance();
   if (world.rank() == 0) return false;
-  const auto rt = make_runtime(&flags);
+  const auto rt = command_runtime(&flags);
   const Planner planner = rt->planner();
   const IndexingOptions indexing = app::indexing_options(*rt, {}, true);
   for (;;) {

@@ -57,6 +57,9 @@ void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products) {
   cmd->add_flag("--json", a.json, "machine-readable output");
   if (for_products) {
     a.compute.add_to(cmd);
+    cmd->add_option("--resident-memory", a.compute.resident_memory,
+                    "keep the acquisition resident for this command's passes, decoded once, within this many bytes "
+                    "(e.g. 2G; default: stem.resident_memory or 0, off)");
     return;
   }
   cmd->add_option("--frame", a.frame, "R,C: only the frame at scan position (R, C)");

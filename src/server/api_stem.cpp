@@ -13,6 +13,7 @@
 #include "stem/inspect_document.h"
 #include "stem/load.h"
 #include "stem/products/product_run.h"
+#include "stem/resident/resident_store.h"
 #include "stem/runs/request_params.h"
 
 #include "server/http_util.h"
@@ -182,6 +183,15 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_block(state, req, res); }));
   svr.Get(R"(/api/acquisitions/([^/]+)/frame)",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_frame(state, req, res); }));
+  // The process's resident acquisitions (budget, copies with their size and where they live, the evictions), and
+  // dropping them all.
+  svr.Get("/api/stem/resident", guarded([](const httplib::Request&, httplib::Response& res) {
+            send_json(res, ResidentStore::process().describe());
+          }));
+  svr.Delete("/api/stem/resident", guarded([](const httplib::Request&, httplib::Response& res) {
+               ResidentStore::process().drop_all();
+               send_json(res, ResidentStore::process().describe());
+             }));
   add_stem_ssb_routes(svr, state);
   add_stem_movie_routes(svr, state);
   add_stem_event_routes(svr, state);

@@ -66,7 +66,15 @@ void launch(const LaunchRequest& request) {
   ServeOptions opt = checked_options(request);
   const std::string web_root = find_web_root(request.web_root);
 
-  ServerState state([] { return app::make_runtime(nullptr); });
+  // The runtime (rebuilt when settings change) also sets the resident store's budget: --resident-memory, else
+  // stem.resident_memory, else a quarter of RAM.
+  ServerState state([resident = request.resident_memory] {
+    app::ComputeRequest flags;
+    flags.resident_memory = resident;
+    auto rt = app::make_runtime(&flags);
+    app::apply_resident_memory(*rt, app::quarter_of_ram());
+    return rt;
+  });
   state.version = request.version;
   state.known_backends = nlohmann::json::parse(app::kParityMatrixJson).at("backends");
   state.web_root = web_root;

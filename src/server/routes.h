@@ -18,7 +18,8 @@ void add_job_routes(httplib::Server& svr, ServerState& state);
 void add_compute_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions, /api/acquisitions/{id}, /api/acquisitions/{id}/calibration,
 // /api/acquisitions/{id}/products/{kind}, /api/acquisitions/{id}/frame, /api/acquisitions/{id}/block (4D-STEM,
-// computed on the server's backends), and through the three below /ssb, /events and /movie.
+// computed on the server's backends), GET and DELETE /api/stem/resident (the resident acquisitions; DELETE drops
+// them), and through the three below /ssb, /events and /movie.
 void add_stem_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/ssb (the SSB preview; api_stem_ssb.cpp). Called by add_stem_routes.
 void add_stem_ssb_routes(httplib::Server& svr, ServerState& state);

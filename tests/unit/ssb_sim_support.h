@@ -14,14 +14,6 @@
 
 namespace tmorph::test {
 
-// The planner SSB places stem.ssb_overlap with: the CPU backend alone (the reference).
-inline const Planner& cpu_planner() {
-  static const std::unique_ptr<BackendRegistry> registry = test::make_registry(false);
-  static const CostModel costs;
-  static const Planner planner(*registry, costs, Constraints{});
-  return planner;
-}
-
 // A simulated acquisition held in memory (uint16 frames), its calibration and its ground truth.
 struct SimData {
   StemSimulationParams p;

@@ -393,12 +393,7 @@ TEST(StemSsbSetup, HigherOrderAberrationsByName) {
 }
 
 // The products' and SSB's resolution on a simulated file: the same disk, and the file's angular pixel size.
-const Planner& cpu_planner() {
-  static const std::unique_ptr<BackendRegistry> registry = test::make_registry(false);
-  static const CostModel costs;
-  static const Planner planner(*registry, costs, Constraints{});
-  return planner;
-}
+using test::cpu_planner;
 
 TEST(StemSsbSetup, ProductsAndSsbResolveTheSameGeometry) {
   test::TempFolder dir("domain");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,6 +39,25 @@ class TempFolder {
  private:
   std::filesystem::path path_;
 };
+
+// Overwrites 8 bytes of the LZ4 stream of `frame`'s first block (a chunk of data file f) in place, so decoding it
+// fails.
+inline void corrupt_stored_frame(const std::string& f, uint64_t frame) {
+  haddr_t addr = 0;
+  {
+    auto guard = h5::lock();
+    h5::Handle file = h5::open_file(f);
+    h5::Handle ds(H5Dopen2(file.get(), "entry/data/data", H5P_DEFAULT), H5Dclose);
+    const hsize_t coord[3] = {frame, 0, 0};
+    unsigned mask = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds.get(), coord, &mask, &addr, &size), 0);
+  }
+  std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+  io.seekp(static_cast<std::streamoff>(addr + 16));
+  const char junk[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
+  io.write(junk, 8);
+}
 
 // Detector-like pixels: mostly small counts and zeros, some large values and the occasional maximum.
 inline std::vector<uint8_t> detector_pixels(DType dtype, uint64_t n, uint64_t seed) {

@@ -320,30 +320,10 @@ TEST_F(StemLoad, ATruncatedDataFileIsNamed) {
   EXPECT_THROW(load_stem(acq, r), Error);
 }
 
-// Overwrites the LZ4 stream of frame 3's first block (data file f) in place.
-void corrupt_frame_3(const std::string& f) {
-  haddr_t addr = 0;
-  {
-    auto guard = h5::lock();
-    h5::Handle file = h5::open_file(f);
-    h5::Handle ds(H5Dopen2(file.get(), "entry/data/data", H5P_DEFAULT), H5Dclose);
-    const hsize_t coord[3] = {3, 0, 0};
-    unsigned mask = 0;
-    hsize_t size = 0;
-    ASSERT_GE(H5Dget_chunk_info_by_coord(ds.get(), coord, &mask, &addr, &size), 0);
-  }
-  {
-    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
-    io.seekp(static_cast<std::streamoff>(addr + 16));
-    const char junk[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
-    io.write(junk, 8);
-  }
-}
-
 // Loads the first scan row after corrupting frame 3 with `load` and returns the error it raised ("" if none).
 template <class Load>
 std::string error_of_corrupted_row(StemLoad& t, Load load) {
-  corrupt_frame_3(t.dir.file("demo_data_000001.h5"));
+  test::corrupt_stored_frame(t.dir.file("demo_data_000001.h5"), 3);
   const Acquisition acq = open_acquisition(t.master);
   LoadRequest r = t.base();
   r.scan_region = Box{0, 1, 0, 9};

@@ -31,6 +31,14 @@ inline std::unique_ptr<BackendRegistry> make_registry(bool with_plugins) {
   return r;
 }
 
+// A planner over the CPU backend alone (the reference), for the life of the test program.
+inline const Planner& cpu_planner() {
+  static const std::unique_ptr<BackendRegistry> registry = make_registry(false);
+  static const CostModel costs;
+  static const Planner planner(*registry, costs, Constraints{});
+  return planner;
+}
+
 // Sets an environment variable for the scope of one test.
 class ScopedEnv {
  public:

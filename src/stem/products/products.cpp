@@ -6,6 +6,7 @@
 
 #include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
+#include "stem/products/resident_products.h"
 #include "stem/products/virtual_detector.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
@@ -47,6 +48,8 @@ nlohmann::json device_frames_report(const ResidentCopy* frames, const std::strin
 }  // namespace
 
 ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
+  std::string not_resident_why;
+  if (std::optional<ProductResult> resident = products_from_resident(acq, req, planner, &not_resident_why)) return std::move(*resident);
   const auto t0 = std::chrono::steady_clock::now();
   StemLoader loader(acq, req.load);
   const LoadPlan& plan = loader.plan();
@@ -156,6 +159,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
     for (Placement& p : r.placements)
       p.bytes_transferred = p.op == op_name(TM_OP_DECODE_BITSHUFFLE_LZ4) ? loader.stored_bytes_read() : 0;
   r.load_provenance = loader.provenance();
+  r.load_provenance["resident"] = {{"used", false}, {"why", not_resident_why}};
   r.load_provenance["frames_on_device"] = device_frames_report(device_frames.get(), not_resident, resident_batches, host_batches);
   r.decoded_bytes = loader.decoded_bytes();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,331 @@
+#include "stem/resident/compact_frames.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <utility>
+
+#include "support/thread_pool.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace {
+
+constexpr uint64_t kRunningLimit = uint64_t{1} << 32;  // running totals are uint32
+
+template <class T>
+T load_value(const uint8_t* frame, uint64_t pixel) {
+  T v;
+  std::memcpy(&v, frame + pixel * sizeof(T), sizeof(T));
+  return v;
+}
+
+// True when the 32 bytes at p are all zero (most of an electron-counted frame).
+inline bool zero_block(const uint8_t* p) {
+  uint64_t w[4];
+  std::memcpy(w, p, sizeof w);
+  return (w[0] | w[1] | w[2] | w[3]) == 0;
+}
+
+}  // namespace
+
+CompactFrames::CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols)
+    : positions_(positions), rows_(rows), cols_(cols), pixels_(rows * cols) {
+  if (rows == 0 || cols == 0 || pixels_ >= (uint64_t{1} << 32))
+    throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                                " pixels (expected 1 to 2^32 - 1 pixels)");
+  wide_keys_ = pixels_ > 65536;
+  where_.reserve(positions);
+  pattern_sum_.assign(pixels_, 0);
+  pattern_max_.assign(pixels_, 0);
+}
+
+void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads) {
+  if (radial_center_) throw Error(ErrorKind::Internal, "resident copy: append after order_radially");
+  if (count > positions_ - appended())
+    throw Error(ErrorKind::InvalidArgument, "resident copy: " + std::to_string(count) + " more positions than the " +
+                                                std::to_string(positions_ - appended()) + " left of " + std::to_string(positions_));
+  if (dtype != DType::U8 && dtype != DType::U16 && dtype != DType::U32)
+    throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::string(dtype_name(dtype)) + " (expected uint8, uint16 or uint32)");
+  if (count == 0) return;
+  const uint64_t value_bytes = dtype_size(dtype), frame_bytes = pixels_ * value_bytes;
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, threads));
+  const unsigned parts = pool.size();
+  struct Part {
+    uint64_t begin = 0;
+    Segment segment;
+    std::vector<Where> where;
+    std::vector<uint64_t> sum;
+    std::vector<uint32_t> max;
+  };
+  std::vector<Part> out(parts);
+  const uint64_t first_position = appended();
+  const uint32_t first_segment = static_cast<uint32_t>(segments_.size());
+  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
+    Part& p = out[part];
+    p.begin = begin;
+    p.sum.assign(pixels_, 0);
+    p.max.assign(pixels_, 0);
+    Segment& s = p.segment;
+    const auto push = [&](uint32_t pixel, uint64_t value, uint64_t& total, uint64_t position) {
+      total += value;
+      if (total >= kRunningLimit)
+        throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(position) +
+                                                    " sums to 2^32 or more (its running totals would not fit uint32)");
+      if (wide_keys_) s.keys32.push_back(pixel);
+      else s.keys16.push_back(static_cast<uint16_t>(pixel));
+      s.running.push_back(static_cast<uint32_t>(total));
+      p.sum[pixel] += value;
+      p.max[pixel] = std::max(p.max[pixel], static_cast<uint32_t>(value));
+    };
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint8_t* frame = frames + i * frame_bytes;
+      const uint64_t position = first_position + i;
+      const size_t start = s.running.size();
+      uint64_t total = 0;
+      const uint64_t per_block = 32 / value_bytes;
+      uint64_t px = 0;
+      for (; px + per_block <= pixels_; px += per_block) {
+        if (zero_block(frame + px * value_bytes)) continue;
+        for (uint64_t q = px; q < px + per_block; ++q) {
+          const uint64_t v = value_bytes == 1   ? load_value<uint8_t>(frame, q)
+                             : value_bytes == 2 ? load_value<uint16_t>(frame, q)
+                                                : load_value<uint32_t>(frame, q);
+          if (v) push(static_cast<uint32_t>(q), v, total, position);
+        }
+      }
+      for (; px < pixels_; ++px) {
+        const uint64_t v = value_bytes == 1   ? load_value<uint8_t>(frame, px)
+                           : value_bytes == 2 ? load_value<uint16_t>(frame, px)
+                                              : load_value<uint32_t>(frame, px);
+        if (v) push(static_cast<uint32_t>(px), v, total, position);
+      }
+      if (s.running.size() >= kRunningLimit)
+        throw Error(ErrorKind::Internal, "resident copy: one append's segment holds 2^32 entries; append smaller batches");
+      p.where.push_back({0, static_cast<uint32_t>(start), static_cast<uint32_t>(s.running.size())});
+    }
+  });
+  // Parts in position order; empty ones (fewer positions than threads) add nothing.
+  std::erase_if(out, [](const Part& p) { return p.where.empty(); });
+  std::sort(out.begin(), out.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
+  uint32_t segment = first_segment;
+  for (Part& p : out) {
+    for (Where w : p.where) w.segment = segment, where_.push_back(w);
+    for (uint64_t px = 0; px < pixels_; ++px)
+      pattern_sum_[px] += p.sum[px], pattern_max_[px] = std::max(pattern_max_[px], p.max[px]);
+    p.segment.keys16.shrink_to_fit(), p.segment.keys32.shrink_to_fit(), p.segment.running.shrink_to_fit();
+    segments_.push_back(std::move(p.segment));
+    ++segment;
+  }
+}
+
+uint64_t CompactFrames::nonzeros() const {
+  uint64_t n = 0;
+  for (const Segment& s : segments_) n += s.running.size();
+  return n;
+}
+
+uint64_t CompactFrames::bytes() const {
+  uint64_t b = where_.capacity() * sizeof(Where) + pattern_sum_.size() * sizeof(uint64_t) + pattern_max_.size() * sizeof(uint32_t) +
+               (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t);
+  for (const Segment& s : segments_)
+    b += s.keys16.capacity() * sizeof(uint16_t) + s.keys32.capacity() * sizeof(uint32_t) + s.running.capacity() * sizeof(uint32_t);
+  return b;
+}
+
+template <class Key, class Fn>
+void CompactFrames::visit(uint64_t position, Fn&& fn) const {
+  const Where w = where_[position];
+  const Segment& s = segments_[w.segment];
+  const Key* keys;
+  if constexpr (sizeof(Key) == 2) keys = s.keys16.data();
+  else keys = s.keys32.data();
+  uint32_t previous = 0;
+  for (uint32_t e = w.begin; e < w.end; ++e) {
+    fn(static_cast<uint32_t>(keys[e]), s.running[e] - previous);
+    previous = s.running[e];
+  }
+}
+
+void CompactFrames::order_radially(double center_row, double center_col, unsigned threads) {
+  // Distances exactly as annulus_pixels (virtual_detector.cpp) computes them, so its sets are rank ranges.
+  const float cr = static_cast<float>(center_row), cc = static_cast<float>(center_col);
+  std::vector<float> distance(pixels_);
+  for (uint64_t k = 0; k < rows_; ++k)
+    for (uint64_t l = 0; l < cols_; ++l) {
+      const float dr = static_cast<float>(k) - cr, dc = static_cast<float>(l) - cc;
+      distance[k * cols_ + l] = std::sqrt(dr * dr + dc * dc);
+    }
+  std::vector<uint32_t> pixel_of_rank(pixels_);
+  std::iota(pixel_of_rank.begin(), pixel_of_rank.end(), 0u);
+  std::stable_sort(pixel_of_rank.begin(), pixel_of_rank.end(), [&](uint32_t a, uint32_t b) { return distance[a] < distance[b]; });
+  std::vector<uint32_t> rank_of_pixel(pixels_);
+  for (uint32_t r = 0; r < pixels_; ++r) rank_of_pixel[pixel_of_rank[r]] = r;
+
+  ThreadPool::shared(std::max(1u, threads)).parallel_for(where_.size(), [&](uint64_t begin, uint64_t end, unsigned) {
+    std::vector<std::pair<uint32_t, uint32_t>> entries;  // (rank, value)
+    for (uint64_t position = begin; position < end; ++position) {
+      entries.clear();
+      const auto collect = [&](uint32_t key, uint32_t value) { entries.emplace_back(rank_of_pixel[pixel_of_key(key)], value); };
+      if (wide_keys_) visit<uint32_t>(position, collect);
+      else visit<uint16_t>(position, collect);
+      std::sort(entries.begin(), entries.end());
+      const Where w = where_[position];
+      Segment& s = segments_[w.segment];
+      uint32_t total = 0;
+      for (uint32_t e = w.begin; e < w.end; ++e) {
+        const auto [rank, value] = entries[e - w.begin];
+        total += value;
+        if (wide_keys_) s.keys32[e] = rank;
+        else s.keys16[e] = static_cast<uint16_t>(rank);
+        s.running[e] = total;
+      }
+    }
+  });
+  pixel_of_rank_ = std::move(pixel_of_rank);
+  rank_of_pixel_ = std::move(rank_of_pixel);
+  radial_center_ = std::array<double, 2>{center_row, center_col};
+}
+
+std::optional<std::array<uint32_t, 2>> CompactFrames::rank_range(const std::vector<uint32_t>& pixels) const {
+  if (rank_of_pixel_.empty() || pixels.empty()) return std::nullopt;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (uint32_t p : pixels) {
+    if (p >= pixels_) return std::nullopt;
+    lo = std::min(lo, rank_of_pixel_[p]), hi = std::max(hi, rank_of_pixel_[p]);
+  }
+  // The pixels are distinct (a sorted list), so as many of them as ranks in [lo, hi] means exactly that range.
+  if (uint64_t{hi} - lo + 1 != pixels.size()) return std::nullopt;
+  return std::array<uint32_t, 2>{lo, hi + 1};
+}
+
+template <class Key>
+CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_t>>& detectors, const std::vector<uint32_t>* com_pixels,
+                                           bool fixed, const std::vector<uint64_t>& positions, unsigned threads) const {
+  Sums out;
+  const uint64_t n = positions.size();
+  // Detectors that are rank ranges are read from two running totals; the others (at most 64) through a membership
+  // bit per key.
+  std::vector<std::optional<std::array<uint32_t, 2>>> ranges;
+  std::vector<uint64_t> member;
+  std::vector<size_t> bit_of;  // detector -> its membership bit
+  for (size_t d = 0; d < detectors.size(); ++d) {
+    ranges.push_back(rank_range(detectors[d]));
+    out.evaluated_as.push_back(ranges.back() ? "rank range" : "direct");
+    if (ranges.back()) continue;
+    if (member.empty()) member.assign(pixels_, 0);
+    const size_t bit = bit_of.size();
+    if (bit >= 64) throw Error(ErrorKind::InvalidArgument, "resident copy: more than 64 detectors that are not centred annuli in one pass");
+    bit_of.push_back(d);
+    for (uint32_t p : detectors[d]) {
+      if (p >= pixels_) throw Error(ErrorKind::InvalidArgument, "products: a detector pixel lies outside the frame");
+      member[rank_of_pixel_.empty() ? p : rank_of_pixel_[p]] |= uint64_t{1} << bit;
+    }
+  }
+  std::vector<uint8_t> com_member;
+  if (fixed && com_pixels) {
+    com_member.assign(pixels_, 0);
+    for (uint32_t p : *com_pixels) {
+      if (p >= pixels_) throw Error(ErrorKind::InvalidArgument, "products: a centre-of-mass pixel lies outside the frame");
+      com_member[rank_of_pixel_.empty() ? p : rank_of_pixel_[p]] = 1;
+    }
+  }
+  std::vector<uint32_t> row_of_key, col_of_key;
+  if (fixed) {
+    row_of_key.resize(pixels_), col_of_key.resize(pixels_);
+    for (uint32_t key = 0; key < pixels_; ++key) {
+      const uint32_t p = pixel_of_key(key);
+      row_of_key[key] = static_cast<uint32_t>(p / cols_), col_of_key[key] = static_cast<uint32_t>(p % cols_);
+    }
+    out.totals.assign(n, 0), out.com_weight.assign(n, 0), out.com_row.assign(n, 0), out.com_col.assign(n, 0);
+  }
+  out.images.assign(detectors.size(), std::vector<uint64_t>(n, 0));
+  const bool entry_pass = fixed || !bit_of.empty();
+
+  ThreadPool::shared(std::max(1u, threads)).parallel_for(n, [&](uint64_t begin, uint64_t end, unsigned) {
+    std::vector<uint64_t> direct(bit_of.size());
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint64_t position = positions[i];
+      const Where w = where_[position];
+      const Segment& s = segments_[w.segment];
+      const Key* keys;
+      if constexpr (sizeof(Key) == 2) keys = s.keys16.data();
+      else keys = s.keys32.data();
+      if (entry_pass) {
+        std::fill(direct.begin(), direct.end(), 0);
+        uint64_t weight = 0, row = 0, col = 0;
+        uint32_t previous = 0;
+        for (uint32_t e = w.begin; e < w.end; ++e) {
+          const uint32_t key = keys[e], value = s.running[e] - previous;
+          previous = s.running[e];
+          if (fixed && (com_member.empty() || com_member[key]))
+            weight += value, row += uint64_t{value} * row_of_key[key], col += uint64_t{value} * col_of_key[key];
+          for (uint64_t bits = member.empty() ? 0 : member[key]; bits; bits &= bits - 1) direct[std::countr_zero(bits)] += value;
+        }
+        if (fixed) out.totals[i] = previous, out.com_weight[i] = com_pixels ? weight : previous, out.com_row[i] = row, out.com_col[i] = col;
+        for (size_t b = 0; b < bit_of.size(); ++b) out.images[bit_of[b]][i] = direct[b];
+      }
+      // Σ values of ranks below x: the running total of the last entry with key < x.
+      const auto below = [&](uint32_t x) -> uint64_t {
+        const Key* at = std::lower_bound(keys + w.begin, keys + w.end, x, [](Key k, uint32_t v) { return k < v; });
+        return at == keys + w.begin ? 0 : s.running[(at - keys) - 1];
+      };
+      for (size_t d = 0; d < detectors.size(); ++d)
+        if (ranges[d]) out.images[d][i] = below((*ranges[d])[1]) - below((*ranges[d])[0]);
+    }
+  });
+  return out;
+}
+
+CompactFrames::Sums CompactFrames::sums(const std::vector<std::vector<uint32_t>>& detectors, const std::vector<uint32_t>* com_pixels,
+                                        bool fixed, const std::vector<uint64_t>& positions, unsigned threads) const {
+  for (uint64_t p : positions)
+    if (p >= appended()) throw Error(ErrorKind::InvalidArgument, "resident copy: position " + std::to_string(p) + " is not resident");
+  return wide_keys_ ? sums_as<uint32_t>(detectors, com_pixels, fixed, positions, threads)
+                    : sums_as<uint16_t>(detectors, com_pixels, fixed, positions, threads);
+}
+
+void CompactFrames::pattern(const std::vector<uint64_t>& positions, std::vector<uint64_t>& sum, std::vector<uint32_t>& max,
+                            unsigned threads) const {
+  bool everything = positions.size() == appended();
+  for (uint64_t i = 0; everything && i < positions.size(); ++i) everything = positions[i] == i;
+  if (everything) {  // summed while appending
+    sum = pattern_sum_, max = pattern_max_;
+    return;
+  }
+  for (uint64_t p : positions)
+    if (p >= appended()) throw Error(ErrorKind::InvalidArgument, "resident copy: position " + std::to_string(p) + " is not resident");
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, threads));
+  std::vector<std::vector<uint64_t>> sums(pool.size());
+  std::vector<std::vector<uint32_t>> maxima(pool.size());
+  pool.parallel_for(positions.size(), [&](uint64_t begin, uint64_t end, unsigned part) {
+    std::vector<uint64_t>& s = sums[part];
+    std::vector<uint32_t>& m = maxima[part];
+    s.assign(pixels_, 0), m.assign(pixels_, 0);
+    const auto add = [&](uint32_t key, uint32_t value) {
+      const uint32_t p = pixel_of_key(key);
+      s[p] += value, m[p] = std::max(m[p], value);
+    };
+    for (uint64_t i = begin; i < end; ++i) {
+      if (wide_keys_) visit<uint32_t>(positions[i], add);
+      else visit<uint16_t>(positions[i], add);
+    }
+  });
+  sum.assign(pixels_, 0), max.assign(pixels_, 0);
+  for (size_t part = 0; part < sums.size(); ++part)
+    for (uint64_t p = 0; p < pixels_ && !sums[part].empty(); ++p) sum[p] += sums[part][p], max[p] = std::max(max[p], maxima[part][p]);
+}
+
+std::vector<uint32_t> CompactFrames::frame(uint64_t position) const {
+  if (position >= appended()) throw Error(ErrorKind::InvalidArgument, "resident copy: position " + std::to_string(position) + " is not resident");
+  std::vector<uint32_t> out(pixels_, 0);
+  const auto put = [&](uint32_t key, uint32_t value) { out[pixel_of_key(key)] = value; };
+  if (wide_keys_) visit<uint32_t>(position, put);
+  else visit<uint16_t>(position, put);
+  return out;
+}
+
+}  // namespace tmorph

@@ -1,0 +1,105 @@
+// An acquisition's frames held in memory in an exact, count-preserving compact form: the resident store's copy
+// (resident_store.h), from which every interactive product is computed without decoding again.
+//
+// Form. Per frame, only its non-zero pixels, in key order, each as (key, running total):
+// - key: the pixel's index (pixel order, as built) or its rank by distance from a centre (radial order, after
+//   order_radially); uint16 when a frame has at most 65 536 pixels, else uint32;
+// - running total: the sum of the frame's values up to and including this entry (uint32; a pixel's value is the
+//   difference of two running totals, the frame total is the last one).
+// So a frame costs 6 bytes per non-zero pixel (8 with uint32 keys) plus 12 bytes of position index. Electron-counted
+// frames are mostly zero outside the bright-field disk: the demo's 128 × 128 uint16 frames (32 KiB dense) take
+// about 5 KiB; dense frames (an integrating detector) cost 3× their uint16 size, and the caller's budget decides.
+//
+// Radial order. Ranks sort the pixels by their float32 distance from the centre, computed exactly as the annulus
+// contract of virtual_detector.h computes it, ties by pixel index. Every annulus about that centre is then one
+// contiguous range of ranks, and its sum over a frame is the difference of two running totals found by binary
+// search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size.
+//
+// Exactness. The frames are the loader's output (masked, unbinned), values below 2^32 per frame total (append
+// refuses a frame whose total reaches 2^32); every sum here is the integer sum the dense kernels compute, so
+// products from this copy are bit-identical to the streamed ones (tests hold them to it).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensormorph/dtype.h"
+
+namespace tmorph {
+
+class CompactFrames {
+ public:
+  // Room for `positions` frames of rows × cols pixels (at most 2^32 - 1), appended in position order.
+  CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols);
+
+  // Appends the next `count` positions from dense row-major frames of `dtype` (U8, U16 or U32), on `threads`
+  // threads, and adds them to the pattern sums. Throws Error(InvalidArgument) naming the position when a frame's
+  // total reaches 2^32 or when more positions are appended than the copy has room for.
+  void append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads);
+
+  uint64_t positions() const { return positions_; }
+  uint64_t appended() const { return where_.size(); }
+  bool complete() const { return appended() == positions_; }
+  uint64_t rows() const { return rows_; }
+  uint64_t cols() const { return cols_; }
+  uint64_t nonzeros() const;
+  uint64_t bytes() const;  // resident bytes: entries, position index, pattern and rank tables
+  // Per pixel over every appended position: the sum and the maximum (the loader's mean/max pattern inputs).
+  const std::vector<uint64_t>& pattern_sum() const { return pattern_sum_; }
+  const std::vector<uint32_t>& pattern_max() const { return pattern_max_; }
+
+  // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads.
+  void order_radially(double center_row, double center_col, unsigned threads);
+  // The centre of the radial order, when ordered so.
+  std::optional<std::array<double, 2>> radial_center() const { return radial_center_; }
+  // [first, last) when `pixels` (sorted pixel indices) are exactly the pixels of one range of ranks: any annulus
+  // or disk about the radial centre. nullopt in pixel order or for any other set.
+  std::optional<std::array<uint32_t, 2>> rank_range(const std::vector<uint32_t>& pixels) const;
+
+  // What stem.frame_sums computes (op_contracts.h), per position of `positions` (frame indices < appended()), in
+  // that order: when `fixed`, totals and the centre-of-mass sums over `com_pixels` (null: every pixel); always one
+  // image per detector (sorted pixel lists). Detectors that are rank ranges are summed from two running totals
+  // (`evaluated_as` says "rank range"), the others entry by entry ("direct").
+  struct Sums {
+    std::vector<uint64_t> totals, com_weight, com_row, com_col;
+    std::vector<std::vector<uint64_t>> images;
+    std::vector<std::string> evaluated_as;
+  };
+  Sums sums(const std::vector<std::vector<uint32_t>>& detectors, const std::vector<uint32_t>* com_pixels, bool fixed,
+            const std::vector<uint64_t>& positions, unsigned threads) const;
+  // Per pixel over `positions`: sum (uint64) and maximum, written over `sum` and `max` (rows × cols each).
+  void pattern(const std::vector<uint64_t>& positions, std::vector<uint64_t>& sum, std::vector<uint32_t>& max,
+               unsigned threads) const;
+  // One position's frame, dense (rows × cols values).
+  std::vector<uint32_t> frame(uint64_t position) const;
+
+ private:
+  struct Segment {  // the entries of consecutive positions, written by one thread of one append
+    std::vector<uint16_t> keys16;
+    std::vector<uint32_t> keys32;
+    std::vector<uint32_t> running;
+  };
+  struct Where {  // one position's entries: segment, [begin, end)
+    uint32_t segment = 0, begin = 0, end = 0;
+  };
+  template <class Key, class Fn>
+  void visit(uint64_t position, Fn&& fn) const;
+  template <class Key>
+  Sums sums_as(const std::vector<std::vector<uint32_t>>& detectors, const std::vector<uint32_t>* com_pixels, bool fixed,
+               const std::vector<uint64_t>& positions, unsigned threads) const;
+  uint32_t pixel_of_key(uint32_t key) const { return pixel_of_rank_.empty() ? key : pixel_of_rank_[key]; }
+
+  uint64_t positions_ = 0, rows_ = 0, cols_ = 0, pixels_ = 0;
+  bool wide_keys_ = false;
+  std::vector<Segment> segments_;
+  std::vector<Where> where_;
+  std::vector<uint64_t> pattern_sum_;
+  std::vector<uint32_t> pattern_max_;
+  std::optional<std::array<double, 2>> radial_center_;
+  std::vector<uint32_t> pixel_of_rank_, rank_of_pixel_;  // empty in pixel order
+};
+
+}  // namespace tmorph

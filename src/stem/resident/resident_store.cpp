@@ -1,0 +1,160 @@
+#include "stem/resident/resident_store.h"
+
+#include <algorithm>
+#include <ctime>
+#include <tuple>
+
+#include "core/json_number.h"
+
+namespace tmorph {
+
+namespace {
+
+constexpr size_t kEvictionsKept = 64;
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+uint64_t resident_bytes(const std::list<std::shared_ptr<ResidentCopyInfo>>& copies) {
+  uint64_t b = 0;
+  for (const auto& c : copies) b += c->frames->bytes();
+  return b;
+}
+
+}  // namespace
+
+std::string ResidentKey::text() const {
+  return master + " (" + std::to_string(scan_rows) + " x " + std::to_string(scan_cols) + ")";
+}
+
+bool ResidentKey::operator<(const ResidentKey& o) const {
+  return std::tie(master, signature, scan_rows, scan_cols) < std::tie(o.master, o.signature, o.scan_rows, o.scan_cols);
+}
+
+nlohmann::json ResidentCopyInfo::to_json() const {
+  const CompactFrames& f = *frames;
+  nlohmann::json j = {{"acquisition", key.master},
+                      {"scan_shape", {key.scan_rows, key.scan_cols}},
+                      {"where", where},
+                      {"bytes", f.bytes()},
+                      {"positions", f.appended()},
+                      {"nonzeros", f.nonzeros()},
+                      {"bytes_per_frame", json_number(static_cast<double>(f.bytes()) / static_cast<double>(std::max<uint64_t>(1, f.appended())))},
+                      {"dense_bytes_per_frame", f.rows() * f.cols() * sizeof(uint32_t)},
+                      {"built_at", built_at},
+                      {"build_seconds", build_seconds},
+                      {"uses", uses},
+                      {"order", f.radial_center() ? "radial" : "pixel"}};
+  if (const auto c = f.radial_center()) j["radial_center"] = {(*c)[0], (*c)[1]};
+  return j;
+}
+
+ResidentStore& ResidentStore::process() {
+  static ResidentStore store;
+  return store;
+}
+
+void ResidentStore::set_budget(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  budget_ = bytes;
+  while (!copies_.empty() && resident_bytes(copies_) > budget_) evict_locked(std::prev(copies_.end()), "budget lowered");
+}
+
+uint64_t ResidentStore::budget() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return budget_;
+}
+
+nlohmann::json ResidentStore::evict_locked(std::list<std::shared_ptr<ResidentCopyInfo>>::iterator it, const std::string& reason) {
+  nlohmann::json e = {{"acquisition", (*it)->key.master},
+                      {"scan_shape", {(*it)->key.scan_rows, (*it)->key.scan_cols}},
+                      {"bytes", (*it)->frames->bytes()},
+                      {"built_at", (*it)->built_at},
+                      {"evicted_at", utc_now()},
+                      {"reason", reason}};
+  copies_.erase(it);
+  evictions_.push_back(e);
+  if (evictions_.size() > kEvictionsKept) evictions_.erase(evictions_.begin());
+  return e;
+}
+
+ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Builder& build) {
+  Got got;
+  uint64_t budget;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (budget_ == 0) return got;
+      auto it = std::find_if(copies_.begin(), copies_.end(), [&](const auto& c) {
+        return !(c->key < key) && !(key < c->key);
+      });
+      if (it != copies_.end()) {
+        copies_.splice(copies_.begin(), copies_, it);  // most recently used
+        ++copies_.front()->uses;
+        got.copy = copies_.front();
+        return got;
+      }
+      if (!building_.count(key)) break;
+      built_.wait(lock);
+    }
+    building_.insert(key);
+    budget = budget_;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Built built;
+  try {
+    built = build(budget);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    building_.erase(key);
+    built_.notify_all();
+    throw;
+  }
+  auto info = std::make_shared<ResidentCopyInfo>();
+  info->key = key;
+  info->frames = std::move(built.frames);
+  info->load_provenance = std::move(built.load_provenance);
+  info->built_at = utc_now();
+  info->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  info->uses = 1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  building_.erase(key);
+  built_.notify_all();
+  got.copy = info;
+  got.built_now = true;
+  if (info->frames->bytes() > budget_) return got;  // used by this request, not kept (the builder's check raced a lower budget)
+  copies_.push_front(info);
+  while (resident_bytes(copies_) > budget_)
+    got.evicted.push_back(evict_locked(std::prev(copies_.end()), "budget: making room for " + key.text()));
+  return got;
+}
+
+bool ResidentStore::drop(const ResidentKey& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = copies_.begin(); it != copies_.end(); ++it)
+    if (!((*it)->key < key) && !(key < (*it)->key)) {
+      evict_locked(it, "dropped");
+      return true;
+    }
+  return false;
+}
+
+void ResidentStore::drop_all() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (!copies_.empty()) evict_locked(copies_.begin(), "dropped");
+}
+
+nlohmann::json ResidentStore::describe() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json copies = nlohmann::json::array();
+  for (const auto& c : copies_) copies.push_back(c->to_json());
+  return {{"budget", budget_}, {"resident_bytes", resident_bytes(copies_)}, {"copies", copies}, {"evictions", evictions_}};
+}
+
+}  // namespace tmorph

@@ -1,0 +1,89 @@
+// The process's resident acquisitions: one compact copy (compact_frames.h) per acquisition and scan shape, shared by
+// every request of a server, a Python session or one long CLI command, within a memory budget.
+//
+// Contract:
+// - The budget is 0 (off: nothing is kept, every product streams) until a face sets it (setting
+//   stem.resident_memory, flag --resident-memory).
+// - get_or_build returns the copy of `key`, building it with `build` when absent. One build per key at a time:
+//   a caller asking for a key being built waits for that build and shares its copy. A build that throws leaves
+//   nothing behind and the error reaches its caller (waiters then try their own build).
+// - After a build the least recently used copies are evicted until the resident bytes fit the budget; a copy
+//   that alone exceeds the budget is not kept (the build is told the budget and stops early). Requests holding
+//   an evicted copy finish with it; its memory is freed with the last holder. Every eviction is recorded with its
+//   reason, returned to the request that caused it, and listed by describe().
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stem/resident/compact_frames.h"
+
+namespace tmorph {
+
+struct ResidentKey {
+  std::string master;     // the acquisition's file
+  std::string signature;  // its identity (names, sizes, mtimes, header): a changed file is another key
+  uint64_t scan_rows = 0, scan_cols = 0;
+  std::string text() const;  // "master (rows x cols)"
+  bool operator<(const ResidentKey& o) const;
+};
+
+struct ResidentCopyInfo {
+  ResidentKey key;
+  std::shared_ptr<const CompactFrames> frames;
+  nlohmann::json load_provenance;  // the loader's provenance of the build (source, codecs, bad pixels zeroed)
+  std::string where = "host";  // the memory that holds it
+  std::string built_at;        // UTC, ISO 8601
+  double build_seconds = 0;
+  uint64_t uses = 0;
+  nlohmann::json to_json() const;  // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order
+};
+
+class ResidentStore {
+ public:
+  static ResidentStore& process();
+
+  void set_budget(uint64_t bytes);
+  uint64_t budget() const;
+
+  // The builder gets the budget in bytes and returns the copy (throws to refuse: too big, a damaged frame, ...).
+  struct Built {
+    std::unique_ptr<CompactFrames> frames;
+    nlohmann::json load_provenance;
+  };
+  using Builder = std::function<Built(uint64_t budget)>;
+  struct Got {
+    std::shared_ptr<const ResidentCopyInfo> copy;  // null when the budget is 0
+    bool built_now = false;
+    nlohmann::json evicted = nlohmann::json::array();  // what this call evicted
+  };
+  Got get_or_build(const ResidentKey& key, const Builder& build);
+
+  // Drops one key (false when absent) or every copy; recorded as evictions with reason "dropped".
+  bool drop(const ResidentKey& key);
+  void drop_all();
+  // {budget, resident_bytes, copies: [...], evictions: [last 64 ...]}.
+  nlohmann::json describe() const;
+
+ private:
+  nlohmann::json evict_locked(std::list<std::shared_ptr<ResidentCopyInfo>>::iterator it, const std::string& reason);
+
+  mutable std::mutex mutex_;
+  std::condition_variable built_;
+  uint64_t budget_ = 0;
+  std::list<std::shared_ptr<ResidentCopyInfo>> copies_;  // most recently used first
+  std::set<ResidentKey> building_;
+  std::vector<nlohmann::json> evictions_;
+};
+
+}  // namespace tmorph

@@ -1,0 +1,274 @@
+// The resident copy of an acquisition (stem/resident/, stem/products/resident_products.h): its compact form against
+// the dense frames (every dtype, masks, annuli, centre of mass, patterns, frames), and products from it against the
+// streamed products bit for bit; eviction under a small budget (reported, results unchanged); two clients sharing
+// one copy; a damaged chunk met while building (the error names the frame, nothing stays resident).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "stem/acquisition.h"
+#include "stem/demo/simulate.h"
+#include "stem/products/products.h"
+#include "stem/products/virtual_detector.h"
+#include "stem/resident/compact_frames.h"
+#include "stem/resident/resident_store.h"
+#include "stem_fixture.h"
+#include "tensormorph/error.h"
+#include "test_support.h"
+
+namespace tmorph {
+namespace {
+
+using test::TempFolder;
+
+// Dense reference sums over uint64 frames.
+uint64_t dense_sum(const std::vector<uint64_t>& frame, const std::vector<uint32_t>& pixels) {
+  uint64_t s = 0;
+  for (uint32_t p : pixels) s += frame[p];
+  return s;
+}
+
+std::vector<uint64_t> frame_values(const std::vector<uint8_t>& raw, DType dtype, uint64_t f, uint64_t pixels) {
+  std::vector<uint64_t> v(pixels);
+  for (uint64_t p = 0; p < pixels; ++p) std::memcpy(&v[p], raw.data() + (f * pixels + p) * dtype_size(dtype), dtype_size(dtype));
+  return v;
+}
+
+TEST(CompactFrames, EqualTheDenseFramesForEveryDtypeInPixelAndRadialOrder) {
+  const uint64_t rows = 13, cols = 11, pixels = rows * cols, frames = 23;
+  for (DType dt : {DType::U8, DType::U16, DType::U32}) {
+    // detector_pixels has zeros, small counts and values up to the dtype's maximum; uint32 frames are kept below
+    // 2^32 per frame by using small counts only.
+    std::vector<uint8_t> raw;
+    for (uint64_t f = 0; f < frames; ++f) {
+      std::vector<uint8_t> one = test::detector_pixels(dt == DType::U32 ? DType::U8 : dt, pixels, 40 + f);
+      if (dt == DType::U32) {
+        std::vector<uint8_t> wide(pixels * 4, 0);
+        for (uint64_t p = 0; p < pixels; ++p) wide[p * 4] = one[p];
+        one = wide;
+      }
+      raw.insert(raw.end(), one.begin(), one.end());
+    }
+    CompactFrames copy(frames, rows, cols);
+    copy.append(raw.data(), 10, dt, 3);  // two appends, three threads: segments in position order
+    copy.append(raw.data() + 10 * pixels * dtype_size(dt), frames - 10, dt, 2);
+    ASSERT_TRUE(copy.complete());
+    const std::vector<uint32_t> mask = {0, 5, 17, 18, 19, 60, 142};
+    const std::vector<uint32_t> ring = annulus_pixels(rows, cols, 6.3, 4.8, 2.0, 4.5);
+    const std::vector<uint32_t> com = {3, 4, 5, 30, 31, 99};
+    std::vector<uint64_t> all(frames), some = {22, 3, 7};
+    std::iota(all.begin(), all.end(), 0);
+    for (int order = 0; order < 2; ++order) {
+      if (order == 1) copy.order_radially(6.3, 4.8, 2);
+      EXPECT_EQ(copy.rank_range(ring).has_value(), order == 1);
+      for (const auto* positions : {&all, &some}) {
+        const auto s = copy.sums({mask, ring}, &com, true, *positions, 2);
+        const auto t = copy.sums({ring}, nullptr, true, *positions, 1);
+        std::vector<uint64_t> psum;
+        std::vector<uint32_t> pmax;
+        copy.pattern(*positions, psum, pmax, 2);
+        std::vector<uint64_t> want_sum(pixels, 0), want_max(pixels, 0);
+        for (size_t i = 0; i < positions->size(); ++i) {
+          const uint64_t f = (*positions)[i];
+          const auto v = frame_values(raw, dt, f, pixels);
+          uint64_t total = 0, w = 0, r = 0, c = 0;
+          for (uint64_t p = 0; p < pixels; ++p) {
+            total += v[p], want_sum[p] += v[p], want_max[p] = std::max(want_max[p], v[p]);
+            r += v[p] * (p / cols), c += v[p] * (p % cols);
+          }
+          for (uint32_t p : com) w += v[p];
+          EXPECT_EQ(s.images[0][i], dense_sum(v, mask));
+          EXPECT_EQ(s.images[1][i], dense_sum(v, ring)) << "order " << order;
+          EXPECT_EQ(s.totals[i], total);
+          EXPECT_EQ(s.com_weight[i], w);
+          EXPECT_EQ(t.com_weight[i], total);
+          EXPECT_EQ(t.com_row[i], r);
+          EXPECT_EQ(t.com_col[i], c);
+          const std::vector<uint32_t> dense = copy.frame(f);
+          for (uint64_t p = 0; p < pixels; ++p) ASSERT_EQ(dense[p], v[p]);
+        }
+        EXPECT_EQ(psum, want_sum);
+        for (uint64_t p = 0; p < pixels; ++p) EXPECT_EQ(pmax[p], want_max[p]);
+      }
+      EXPECT_EQ(copy.sums({ring}, nullptr, false, all, 1).evaluated_as[0], order == 1 ? "rank range" : "direct");
+    }
+    uint64_t nonzero = 0;
+    for (uint64_t f = 0; f < frames; ++f)
+      for (uint64_t v : frame_values(raw, dt, f, pixels)) nonzero += v != 0;
+    EXPECT_EQ(copy.nonzeros(), nonzero);  // one entry per non-zero pixel, none for zeros
+  }
+}
+
+TEST(CompactFrames, AFrameSummingTo2To32IsRefusedNamingItsPosition) {
+  std::vector<uint32_t> frames(2 * 4, 0);
+  frames[4] = 0xFFFFFFFFu, frames[5] = 1;  // position 1 sums to 2^32
+  CompactFrames copy(2, 2, 2);
+  try {
+    copy.append(reinterpret_cast<const uint8_t*>(frames.data()), 2, DType::U32, 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("position 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CompactFrames(3, 2, 2).append(reinterpret_cast<const uint8_t*>(frames.data()), 4, DType::U32, 1), Error);
+}
+
+// A 10 x 12 scan of 24 x 24 uint16 frames over 3 data files, with dead pixels.
+class StemResident : public ::testing::Test {
+ protected:
+  TempFolder dir{"resident"};
+
+  static std::string write(const std::string& folder, uint64_t seed) {
+    StemSimulationParams p;
+    p.scan_rows = 10;
+    p.scan_cols = 12;
+    p.detector = 24;
+    p.bf_radius_px = 5;
+    p.dose = 3000;
+    p.seed = seed;
+    DectrisWriterOptions o;
+    o.folder = folder;
+    o.frames_per_file = 50;
+    return write_simulated_acquisition(p, o, 2);
+  }
+  void TearDown() override {
+    ResidentStore::process().drop_all();
+    ResidentStore::process().set_budget(0);
+  }
+  static const Planner& planner() { return test::cpu_planner(); }
+
+  // Every product field of the two results, compared exactly.
+  static void expect_same(const ProductResult& a, const ProductResult& b) {
+    EXPECT_EQ(a.scan_shape, b.scan_shape);
+    EXPECT_EQ(a.frame_shape, b.frame_shape);
+    EXPECT_EQ(a.positions, b.positions);
+    EXPECT_EQ(a.totals, b.totals);
+    EXPECT_EQ(a.com_weight, b.com_weight);
+    EXPECT_EQ(a.com_row, b.com_row);
+    EXPECT_EQ(a.com_col, b.com_col);
+    EXPECT_EQ(a.images, b.images);
+    EXPECT_EQ(a.pattern_sum, b.pattern_sum);
+    EXPECT_EQ(a.pattern_max, b.pattern_max);
+  }
+
+  // The requests a viewer sends: the BF disk and an ADF annulus about the detected disk, an annulus about another
+  // centre, a rectangle, the centre of mass over the disk, patterns; whole scan and a region.
+  std::vector<ProductRequest> requests(const Acquisition& acq) const {
+    ProductRequest pattern;
+    pattern.load.scan_shape = std::array<uint64_t, 2>{10, 12};
+    pattern.load.threads = 2;
+    pattern.frame_sums = false, pattern.pattern = true;
+    ResidentStore::process().set_budget(0);
+    const ProductResult pr = compute_products(acq, pattern, planner());
+    const BrightFieldDisk disk = detect_bright_field_disk(mean_pattern(pr), 24, 24);
+    ProductRequest sums = pattern;
+    sums.frame_sums = true, sums.pattern = true;
+    sums.detectors = {annulus_pixels(24, 24, disk.row, disk.col, 0, disk.radius),
+                      annulus_pixels(24, 24, disk.row, disk.col, disk.radius, 2 * disk.radius),
+                      annulus_pixels(24, 24, 11.0, 12.5, 3, 9), rectangle_pixels(24, 24, {2, 3, 9, 20})};
+    sums.com_pixels = sums.detectors[0];
+    ProductRequest images = sums;
+    images.com = false, images.pattern = false;
+    images.detectors = {sums.detectors[1], complement_pixels(sums.detectors[0], 24 * 24)};  // dense: total - complement
+    ProductRequest region = sums;
+    region.load.scan_region = Box{2, 7, 3, 12};
+    return {pattern, sums, images, region};
+  }
+};
+
+TEST_F(StemResident, ProductsFromTheCopyEqualTheStreamedOnesBitForBit) {
+  const Acquisition acq = open_acquisition(write(dir.str(), 1));
+  const auto reqs = requests(acq);
+  std::vector<ProductResult> streamed;
+  for (const auto& r : reqs) streamed.push_back(compute_products(acq, r, planner()));
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const ProductResult resident = compute_products(acq, reqs[i], planner());
+    ASSERT_TRUE(resident.load_provenance.contains("resident"));
+    EXPECT_EQ(resident.load_provenance["resident"]["order"], "radial");
+    EXPECT_EQ(resident.load_provenance["resident"]["built_now"], i == 0) << i;
+    EXPECT_EQ(resident.decoded_bytes > 0, i == 0);
+    expect_same(resident, streamed[i]);
+    for (const Placement& p : resident.placements) {
+      if (p.op != "decode.bitshuffle_lz4") EXPECT_EQ(p.reason, "resident_data");
+    }
+  }
+  // The BF disk and the ADF annulus about the copy's centre are rank ranges; the other centre's annulus is not.
+  const ProductResult r = compute_products(acq, reqs[1], planner());
+  EXPECT_EQ(r.evaluated_as, (std::vector<std::string>{"rank range", "rank range", "direct", "direct"}));
+  // A request the copy does not hold (binned detector) streams, and says why.
+  ProductRequest binned = reqs[1];
+  binned.load.detector_bin = {2, 2};
+  binned.detectors = {{0, 1, 2}};
+  binned.com_pixels.clear();
+  const ProductResult b = compute_products(acq, binned, planner());
+  EXPECT_EQ(b.load_provenance["resident"]["used"], false);
+  EXPECT_NE(b.load_provenance["resident"]["why"].get<std::string>().find("binned"), std::string::npos);
+}
+
+TEST_F(StemResident, ASmallBudgetEvictsTheLeastRecentlyUsedCopyAndReportsIt) {
+  const Acquisition a = open_acquisition(write(dir.file("a"), 1));
+  const Acquisition b = open_acquisition(write(dir.file("b"), 2));
+  const ProductRequest req = requests(a)[1];
+  const ProductResult streamed_a = compute_products(a, req, planner()), streamed_b = compute_products(b, req, planner());
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  const ProductResult first = compute_products(a, req, planner());
+  const uint64_t one_copy = first.load_provenance["resident"]["bytes"].get<uint64_t>();
+  ResidentStore::process().set_budget(one_copy + one_copy / 2);  // room for one copy only
+  const ProductResult second = compute_products(b, req, planner());
+  ASSERT_EQ(second.load_provenance["resident"]["evicted"].size(), 1u);
+  EXPECT_EQ(second.load_provenance["resident"]["evicted"][0]["acquisition"], a.master);
+  const nlohmann::json store = ResidentStore::process().describe();
+  EXPECT_EQ(store["copies"].size(), 1u);
+  EXPECT_EQ(store["copies"][0]["acquisition"], b.master);
+  EXPECT_EQ(store["evictions"].back()["acquisition"], a.master);
+  expect_same(second, streamed_b);
+  const ProductResult again = compute_products(a, req, planner());  // rebuilt, evicting b
+  EXPECT_TRUE(again.load_provenance["resident"]["built_now"].get<bool>());
+  expect_same(again, streamed_a);
+  // A budget below one copy: nothing is kept, the product streams and says why.
+  ResidentStore::process().drop_all();
+  ResidentStore::process().set_budget(1024);
+  const ProductResult streamed_again = compute_products(a, req, planner());
+  EXPECT_EQ(streamed_again.load_provenance["resident"]["used"], false);
+  EXPECT_NE(streamed_again.load_provenance["resident"]["why"].get<std::string>().find("budget"), std::string::npos);
+  expect_same(streamed_again, streamed_a);
+}
+
+TEST_F(StemResident, TwoClientsOnOneAcquisitionShareOneCopy) {
+  const Acquisition acq = open_acquisition(write(dir.str(), 1));
+  const ProductRequest req = requests(acq)[2];
+  const ProductResult streamed = compute_products(acq, req, planner());
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  std::vector<ProductResult> got(2);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c) clients.emplace_back([&, c] { got[c] = compute_products(acq, req, planner()); });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(got[0].load_provenance["resident"]["built_now"].get<bool>() + got[1].load_provenance["resident"]["built_now"].get<bool>(), 1);
+  EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 1u);
+  EXPECT_EQ(ResidentStore::process().describe()["copies"][0]["uses"], 2);
+  for (const auto& g : got) expect_same(g, streamed);
+}
+
+TEST_F(StemResident, ADamagedChunkMetWhileBuildingNamesTheFrameAndLeavesNothingResident) {
+  const std::string master = write(dir.str(), 1);
+  test::corrupt_stored_frame(dir.file("demo_data_000001.h5"), 3);
+  const Acquisition acq = open_acquisition(master);
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  ProductRequest req;
+  req.load.scan_shape = std::array<uint64_t, 2>{10, 12};
+  req.detectors = {{0, 1, 2}};
+  try {
+    compute_products(acq, req, planner());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("frame 3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 0u);
+}
+
+}  // namespace
+}  // namespace tmorph
