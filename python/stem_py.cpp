@@ -21,6 +21,7 @@
 #include "stem/load.h"
 #include "stem/products/product_cache.h"
 #include "stem/products/product_run.h"
+#include "stem/resident/resident_store.h"
 #include "stem/runs/request_params.h"
 #include "stem/runs/ssb_run.h"
 #include "tensormorph/error.h"
@@ -127,6 +128,24 @@ void bind_stem(py::module_& m) {
            "stem.calibration): for each its Python keyword (name; None when Python does not take it), HTTP query "
            "name (http), CLI flag (cli), kind, range (low, high, low_open), unit, form, count, help and the accepted "
            "values in words (expected). The one declaration the CLI, the server and this module check requests against.");
+  stem.def(
+      "resident", [] { return to_python(ResidentStore::process().describe()); },
+      "The acquisitions this process keeps resident (decoded once, compact, exact; docs/stem.md \"Resident "
+      "acquisitions\"): {budget, resident_bytes, copies: [...], evictions: [...]}. The budget is the setting "
+      "stem.resident_memory, else a quarter of RAM; it is applied by the first call that computes.");
+  stem.def(
+      "drop_resident",
+      [](const std::optional<std::string>& path) -> size_t {
+        if (!path) {
+          const size_t n = ResidentStore::process().describe()["copies"].size();
+          ResidentStore::process().drop_all();
+          return n;
+        }
+        return ResidentStore::process().drop_acquisition(open_acquisition(*path).master);
+      },
+      py::arg("path") = py::none(),
+      "Drops the resident copy of the acquisition at `path` (every copy when None); returns how many were dropped. "
+      "The next product decodes the files again.");
   stem.def(
       "check_keywords",
       [](const std::string& op_name, const std::vector<std::string>& names) {

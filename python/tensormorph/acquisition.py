@@ -83,6 +83,11 @@ class Acquisition:
         _stem.check_keywords("stem.ssb", list(options))
         return _stem.ssb(self.path, fit=True, **options)
 
+    def drop_resident(self):
+        """Drops this acquisition's resident copy (kept after its first product, docs/stem.md "Resident
+        acquisitions"); the next product decodes the files again. Returns how many copies were dropped."""
+        return _stem.drop_resident(self.path)
+
     def __repr__(self):
         r = self.readiness
         shape = self.scan_shape

@@ -157,3 +157,22 @@ def test_prepare_then_products_come_from_the_cache(cli, acquisition, tmp_path):
     # A request the prepared products do not serve (a given radius) is computed, and says nothing of the cache.
     _, custom = a.bf(cache=cache, radius=5)
     assert "cache" not in custom
+
+
+def test_products_stay_resident_across_calls_until_dropped(acquisition):
+    """The first product decodes the acquisition once into the resident copy; later ones read it (bit-identical
+    to the CLI's streamed products: test_products_are_the_cli_products); drop_resident() lets it go."""
+    tm.stem.drop_resident()
+    a = tm.stem.open(acquisition)
+    a.bf()
+    copies = tm.stem.resident()["copies"]
+    assert len(copies) == 1 and copies[0]["acquisition"] == a.master and copies[0]["order"] == "radial"
+    uses = copies[0]["uses"]
+    values, report = a.adf()
+    assert report["provenance"]["resident"]["built_now"] is False
+    assert report["detector"]["evaluated_as"] == "rank range"
+    assert tm.stem.resident()["copies"][0]["uses"] > uses
+    assert a.drop_resident() == 1 and tm.stem.resident()["copies"] == []
+    assert tm.stem.resident()["evictions"][-1]["reason"] == "dropped"
+    again, _ = a.adf()  # its disk pass builds the copy again, its image pass reads it
+    assert np.array_equal(again, values) and tm.stem.resident()["copies"][0]["uses"] == 2

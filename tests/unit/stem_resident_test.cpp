@@ -192,7 +192,9 @@ TEST_F(StemResident, ProductsFromTheCopyEqualTheStreamedOnesBitForBit) {
     EXPECT_EQ(resident.decoded_bytes > 0, i == 0);
     expect_same(resident, streamed[i]);
     for (const Placement& p : resident.placements) {
-      if (p.op != "decode.bitshuffle_lz4") EXPECT_EQ(p.reason, "resident_data");
+      if (p.op != "decode.bitshuffle_lz4") {
+        EXPECT_EQ(p.reason, "resident_data");
+      }
     }
   }
   // The BF disk and the ADF annulus about the copy's centre are rank ranges; the other centre's annulus is not.

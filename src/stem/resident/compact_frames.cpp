@@ -15,6 +15,7 @@ namespace tmorph {
 namespace {
 
 constexpr uint64_t kRunningLimit = uint64_t{1} << 32;  // running totals are uint32
+constexpr uint64_t kSegmentEntries = uint64_t{1} << 20;  // entries per segment (6 MiB with uint16 keys), unless a frame needs more
 
 template <class T>
 T load_value(const uint8_t* frame, uint64_t pixel) {
@@ -28,6 +29,21 @@ inline bool zero_block(const uint8_t* p) {
   uint64_t w[4];
   std::memcpy(w, p, sizeof w);
   return (w[0] | w[1] | w[2] | w[3]) == 0;
+}
+
+// Sorts (rank, value) pairs by rank, least significant byte first over `rank_bytes` bytes (a stable counting sort
+// per byte: a frame's few hundred entries cost a few microseconds, a comparison sort several times that).
+void sort_by_rank(std::vector<std::pair<uint32_t, uint32_t>>& entries, std::vector<std::pair<uint32_t, uint32_t>>& scratch,
+                  unsigned rank_bytes) {
+  scratch.resize(entries.size());
+  for (unsigned byte = 0; byte < rank_bytes; ++byte) {
+    const unsigned shift = 8 * byte;
+    uint32_t start[257] = {};
+    for (const auto& e : entries) ++start[((e.first >> shift) & 0xFF) + 1];
+    for (unsigned b = 0; b < 256; ++b) start[b + 1] += start[b];
+    for (const auto& e : entries) scratch[start[(e.first >> shift) & 0xFF]++] = e;
+    entries.swap(scratch);
+  }
 }
 
 }  // namespace
@@ -56,83 +72,96 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
   const unsigned parts = pool.size();
   struct Part {
     uint64_t begin = 0;
-    Segment segment;
-    std::vector<Where> where;
+    std::vector<Segment> segments;
+    std::vector<Where> where;  // segment: index in `segments`
     std::vector<uint64_t> sum;
     std::vector<uint32_t> max;
   };
   std::vector<Part> out(parts);
   const uint64_t first_position = appended();
-  const uint32_t first_segment = static_cast<uint32_t>(segments_.size());
   pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
     Part& p = out[part];
     p.begin = begin;
     p.sum.assign(pixels_, 0);
     p.max.assign(pixels_, 0);
-    Segment& s = p.segment;
-    const auto push = [&](uint32_t pixel, uint64_t value, uint64_t& total, uint64_t position) {
-      total += value;
-      if (total >= kRunningLimit)
-        throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(position) +
-                                                    " sums to 2^32 or more (its running totals would not fit uint32)");
-      if (wide_keys_) s.keys32.push_back(pixel);
-      else s.keys16.push_back(static_cast<uint16_t>(pixel));
-      s.running.push_back(static_cast<uint32_t>(total));
-      p.sum[pixel] += value;
-      p.max[pixel] = std::max(p.max[pixel], static_cast<uint32_t>(value));
-    };
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint8_t* frame = frames + i * frame_bytes;
-      const uint64_t position = first_position + i;
-      const size_t start = s.running.size();
-      uint64_t total = 0;
-      const uint64_t per_block = 32 / value_bytes;
-      uint64_t px = 0;
+    // One frame's non-zero pixels into (pixels, values), branch-free inside the 32-byte blocks that hold any.
+    std::vector<uint32_t> nz_pixel(pixels_), nz_value(pixels_);
+    uint64_t entries_so_far = 0;
+    const auto gather = [&]<class T>(const uint8_t* frame, T) {
+      constexpr uint64_t per_block = 32 / sizeof(T);
+      uint64_t n = 0, px = 0;
       for (; px + per_block <= pixels_; px += per_block) {
-        if (zero_block(frame + px * value_bytes)) continue;
+        if (zero_block(frame + px * sizeof(T))) continue;
         for (uint64_t q = px; q < px + per_block; ++q) {
-          const uint64_t v = value_bytes == 1   ? load_value<uint8_t>(frame, q)
-                             : value_bytes == 2 ? load_value<uint16_t>(frame, q)
-                                                : load_value<uint32_t>(frame, q);
-          if (v) push(static_cast<uint32_t>(q), v, total, position);
+          const T v = load_value<T>(frame, q);
+          nz_pixel[n] = static_cast<uint32_t>(q), nz_value[n] = v, n += v != 0;
         }
       }
       for (; px < pixels_; ++px) {
-        const uint64_t v = value_bytes == 1   ? load_value<uint8_t>(frame, px)
-                           : value_bytes == 2 ? load_value<uint16_t>(frame, px)
-                                              : load_value<uint32_t>(frame, px);
-        if (v) push(static_cast<uint32_t>(px), v, total, position);
+        const T v = load_value<T>(frame, px);
+        nz_pixel[n] = static_cast<uint32_t>(px), nz_value[n] = v, n += v != 0;
       }
-      if (s.running.size() >= kRunningLimit)
-        throw Error(ErrorKind::Internal, "resident copy: one append's segment holds 2^32 entries; append smaller batches");
-      p.where.push_back({0, static_cast<uint32_t>(start), static_cast<uint32_t>(s.running.size())});
+      return n;
+    };
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint8_t* frame = frames + i * frame_bytes;
+      const uint64_t n = value_bytes == 1   ? gather(frame, uint8_t{})
+                         : value_bytes == 2 ? gather(frame, uint16_t{})
+                                            : gather(frame, uint32_t{});
+      if (p.segments.empty() || p.segments.back().used + n > p.segments.back().capacity) {
+        // A new segment sized for the rest of the range at the entries per frame seen so far (+25%), at most
+        // kSegmentEntries unless one frame needs more.
+        const uint64_t seen = std::max<uint64_t>(1, entries_so_far + n), frames_seen = i - begin + 1;
+        const uint64_t want = std::max<uint64_t>(n, std::min(kSegmentEntries, seen * (end - begin) / frames_seen * 5 / 4 + 1));
+        Segment fresh;
+        fresh.capacity = static_cast<uint32_t>(want);
+        fresh.keys = LargeBuffer(want * (wide_keys_ ? 4 : 2));
+        fresh.running = LargeBuffer(want * 4);
+        p.segments.push_back(std::move(fresh));
+      }
+      Segment& s = p.segments.back();
+      const uint32_t start = s.used;
+      uint64_t total = 0;
+      uint32_t* running = s.totals() + start;
+      for (uint64_t e = 0; e < n; ++e) {
+        const uint32_t pixel = nz_pixel[e], value = nz_value[e];
+        total += value;
+        running[e] = static_cast<uint32_t>(total);
+        p.sum[pixel] += value;
+        p.max[pixel] = std::max(p.max[pixel], value);
+      }
+      if (wide_keys_) std::copy(nz_pixel.begin(), nz_pixel.begin() + n, s.keys32() + start);
+      else std::transform(nz_pixel.begin(), nz_pixel.begin() + n, s.keys16() + start, [](uint32_t px) { return static_cast<uint16_t>(px); });
+      s.used += static_cast<uint32_t>(n);
+      entries_so_far += n;
+      if (total >= kRunningLimit)
+        throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(first_position + i) +
+                                                    " sums to 2^32 or more (its running totals would not fit uint32)");
+      p.where.push_back({static_cast<uint32_t>(p.segments.size() - 1), start, s.used});
     }
   });
   // Parts in position order; empty ones (fewer positions than threads) add nothing.
   std::erase_if(out, [](const Part& p) { return p.where.empty(); });
   std::sort(out.begin(), out.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
-  uint32_t segment = first_segment;
   for (Part& p : out) {
-    for (Where w : p.where) w.segment = segment, where_.push_back(w);
+    const uint32_t base = static_cast<uint32_t>(segments_.size());
+    for (Where w : p.where) w.segment += base, where_.push_back(w);
     for (uint64_t px = 0; px < pixels_; ++px)
       pattern_sum_[px] += p.sum[px], pattern_max_[px] = std::max(pattern_max_[px], p.max[px]);
-    p.segment.keys16.shrink_to_fit(), p.segment.keys32.shrink_to_fit(), p.segment.running.shrink_to_fit();
-    segments_.push_back(std::move(p.segment));
-    ++segment;
+    for (Segment& seg : p.segments) segments_.push_back(std::move(seg));
   }
 }
 
 uint64_t CompactFrames::nonzeros() const {
   uint64_t n = 0;
-  for (const Segment& s : segments_) n += s.running.size();
+  for (const Segment& s : segments_) n += s.used;
   return n;
 }
 
 uint64_t CompactFrames::bytes() const {
   uint64_t b = where_.capacity() * sizeof(Where) + pattern_sum_.size() * sizeof(uint64_t) + pattern_max_.size() * sizeof(uint32_t) +
                (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t);
-  for (const Segment& s : segments_)
-    b += s.keys16.capacity() * sizeof(uint16_t) + s.keys32.capacity() * sizeof(uint32_t) + s.running.capacity() * sizeof(uint32_t);
+  for (const Segment& s : segments_) b += uint64_t{s.capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
   return b;
 }
 
@@ -140,13 +169,12 @@ template <class Key, class Fn>
 void CompactFrames::visit(uint64_t position, Fn&& fn) const {
   const Where w = where_[position];
   const Segment& s = segments_[w.segment];
-  const Key* keys;
-  if constexpr (sizeof(Key) == 2) keys = s.keys16.data();
-  else keys = s.keys32.data();
+  const Key* keys = keys_of<Key>(s);
+  const uint32_t* running = s.totals();
   uint32_t previous = 0;
   for (uint32_t e = w.begin; e < w.end; ++e) {
-    fn(static_cast<uint32_t>(keys[e]), s.running[e] - previous);
-    previous = s.running[e];
+    fn(static_cast<uint32_t>(keys[e]), running[e] - previous);
+    previous = running[e];
   }
 }
 
@@ -166,22 +194,22 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
   for (uint32_t r = 0; r < pixels_; ++r) rank_of_pixel[pixel_of_rank[r]] = r;
 
   ThreadPool::shared(std::max(1u, threads)).parallel_for(where_.size(), [&](uint64_t begin, uint64_t end, unsigned) {
-    std::vector<std::pair<uint32_t, uint32_t>> entries;  // (rank, value)
+    std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;  // (rank, value)
     for (uint64_t position = begin; position < end; ++position) {
       entries.clear();
       const auto collect = [&](uint32_t key, uint32_t value) { entries.emplace_back(rank_of_pixel[pixel_of_key(key)], value); };
       if (wide_keys_) visit<uint32_t>(position, collect);
       else visit<uint16_t>(position, collect);
-      std::sort(entries.begin(), entries.end());
+      sort_by_rank(entries, scratch, wide_keys_ ? 4 : 2);
       const Where w = where_[position];
       Segment& s = segments_[w.segment];
       uint32_t total = 0;
       for (uint32_t e = w.begin; e < w.end; ++e) {
         const auto [rank, value] = entries[e - w.begin];
         total += value;
-        if (wide_keys_) s.keys32[e] = rank;
-        else s.keys16[e] = static_cast<uint16_t>(rank);
-        s.running[e] = total;
+        if (wide_keys_) s.keys32()[e] = rank;
+        else s.keys16()[e] = static_cast<uint16_t>(rank);
+        s.totals()[e] = total;
       }
     }
   });
@@ -251,16 +279,15 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
       const uint64_t position = positions[i];
       const Where w = where_[position];
       const Segment& s = segments_[w.segment];
-      const Key* keys;
-      if constexpr (sizeof(Key) == 2) keys = s.keys16.data();
-      else keys = s.keys32.data();
+      const Key* keys = keys_of<Key>(s);
+      const uint32_t* running = s.totals();
       if (entry_pass) {
         std::fill(direct.begin(), direct.end(), 0);
         uint64_t weight = 0, row = 0, col = 0;
         uint32_t previous = 0;
         for (uint32_t e = w.begin; e < w.end; ++e) {
-          const uint32_t key = keys[e], value = s.running[e] - previous;
-          previous = s.running[e];
+          const uint32_t key = keys[e], value = running[e] - previous;
+          previous = running[e];
           if (fixed && (com_member.empty() || com_member[key]))
             weight += value, row += uint64_t{value} * row_of_key[key], col += uint64_t{value} * col_of_key[key];
           for (uint64_t bits = member.empty() ? 0 : member[key]; bits; bits &= bits - 1) direct[std::countr_zero(bits)] += value;
@@ -271,7 +298,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
       // Σ values of ranks below x: the running total of the last entry with key < x.
       const auto below = [&](uint32_t x) -> uint64_t {
         const Key* at = std::lower_bound(keys + w.begin, keys + w.end, x, [](Key k, uint32_t v) { return k < v; });
-        return at == keys + w.begin ? 0 : s.running[(at - keys) - 1];
+        return at == keys + w.begin ? 0 : running[(at - keys) - 1];
       };
       for (size_t d = 0; d < detectors.size(); ++d)
         if (ranges[d]) out.images[d][i] = below((*ranges[d])[1]) - below((*ranges[d])[0]);

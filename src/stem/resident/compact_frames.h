@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "support/large_buffer.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -77,11 +78,20 @@ class CompactFrames {
   std::vector<uint32_t> frame(uint64_t position) const;
 
  private:
-  struct Segment {  // the entries of consecutive positions, written by one thread of one append
-    std::vector<uint16_t> keys16;
-    std::vector<uint32_t> keys32;
-    std::vector<uint32_t> running;
+  // The entries of consecutive positions written by one thread of one append, in memory that never moves once
+  // allocated (anonymous, huge pages where the kernel gives them: building touches few pages and copies nothing).
+  struct Segment {
+    LargeBuffer keys, running;  // capacity uint16 or uint32 keys; capacity uint32 running totals
+    uint32_t used = 0, capacity = 0;
+    uint16_t* keys16() const { return reinterpret_cast<uint16_t*>(keys.get()); }
+    uint32_t* keys32() const { return reinterpret_cast<uint32_t*>(keys.get()); }
+    uint32_t* totals() const { return reinterpret_cast<uint32_t*>(running.get()); }
   };
+  template <class Key>
+  static const Key* keys_of(const Segment& s) {
+    if constexpr (sizeof(Key) == 2) return s.keys16();
+    else return s.keys32();
+  }
   struct Where {  // one position's entries: segment, [begin, end)
     uint32_t segment = 0, begin = 0, end = 0;
   };

@@ -145,6 +145,21 @@ bool ResidentStore::drop(const ResidentKey& key) {
   return false;
 }
 
+size_t ResidentStore::drop_acquisition(const std::string& master) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    if ((*it)->key.master != master) {
+      ++it;
+      continue;
+    }
+    auto next = std::next(it);
+    evict_locked(it, "dropped");
+    it = next, ++n;
+  }
+  return n;
+}
+
 void ResidentStore::drop_all() {
   std::lock_guard<std::mutex> lock(mutex_);
   while (!copies_.empty()) evict_locked(copies_.begin(), "dropped");

@@ -71,6 +71,8 @@ class ResidentStore {
 
   // Drops one key (false when absent) or every copy; recorded as evictions with reason "dropped".
   bool drop(const ResidentKey& key);
+  // Drops every copy of the acquisition whose file is `master` (any scan shape or signature); returns how many.
+  size_t drop_acquisition(const std::string& master);
   void drop_all();
   // {budget, resident_bytes, copies: [...], evictions: [last 64 ...]}.
   nlohmann::json describe() const;
