@@ -13,7 +13,7 @@ namespace tmorph {
 
 namespace {
 
-constexpr uint64_t kBuildBatchBytes = uint64_t{64} << 20;  // dense frames decoded per append
+constexpr uint64_t kBuildBatchBytes = uint64_t{64} << 20;  // dense frames decoded per append (as the streamed passes)
 
 struct OverBudget : std::runtime_error {
   using std::runtime_error::runtime_error;

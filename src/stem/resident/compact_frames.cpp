@@ -115,8 +115,8 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
         const uint64_t want = std::max<uint64_t>(n, std::min(kSegmentEntries, seen * (end - begin) / frames_seen * 5 / 4 + 1));
         Segment fresh;
         fresh.capacity = static_cast<uint32_t>(want);
-        fresh.keys = LargeBuffer(want * (wide_keys_ ? 4 : 2));
-        fresh.running = LargeBuffer(want * 4);
+        fresh.keys = LargeBuffer(want * (wide_keys_ ? 4 : 2), LargeBuffer::Populate::yes);
+        fresh.running = LargeBuffer(want * 4, LargeBuffer::Populate::yes);
         p.segments.push_back(std::move(fresh));
       }
       Segment& s = p.segments.back();
