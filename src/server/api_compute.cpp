@@ -11,6 +11,7 @@
 #include "app/backends_json.h"
 #include "compute/self_test_json.h"
 #include "ops/placement_json.h"
+#include "stem/resident/resident_store.h"
 #include "tensormorph/op_contracts.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -119,6 +120,7 @@ nlohmann::json compute_json(const app::Runtime& rt, const nlohmann::json& known_
           {"placement_preview", placement_preview(rt, consent)},
           {"self_tests", self_tests_json(rt)},  // after the previews: braced lists evaluate in order
           {"consent", {{"allow_approx", consent}, {"scope", "session"}, {"known_steps", app::known_approximation_steps(rt)}}},
+          {"resident", ResidentStore::process().describe()},  // acquisitions kept resident: where, size, when built
           {"settings_file", s.path()}};
 }
 

@@ -98,6 +98,29 @@ class ServeStemTest(unittest.TestCase):
                 self.assertTrue(doc["placement"], "what ran is reported")
                 self.assertEqual(doc["acquisition"], "a0")
 
+    def test_products_come_from_the_resident_copy_which_the_server_lists_and_drops(self):
+        self.get("/api/acquisitions/a0/products/bf?format=npy")  # builds the copy if no test did yet
+        doc = self.get_json("/api/acquisitions/a0/products/adf")
+        self.assertIs(doc["provenance"]["resident"]["built_now"], False)
+        self.assertEqual(doc["detector"]["evaluated_as"], "rank range", "an annulus about the disk: two running totals")
+        self.assertEqual({p["reason"] for p in doc["placement"]}, {"resident_data"})
+        store = self.get_json("/api/stem/resident")
+        self.assertGreater(store["budget"], 0, "serve keeps acquisitions resident by default")
+        master = self.get_json("/api/acquisitions/a0")["master"]
+        copy = [c for c in store["copies"] if c["acquisition"] == master]
+        self.assertEqual(len(copy), 1, store)
+        self.assertEqual((copy[0]["where"], copy[0]["positions"], copy[0]["order"]), ("host", 64, "radial"))
+        self.assertLess(copy[0]["bytes_per_frame"], copy[0]["dense_bytes_per_frame"])
+        self.assertEqual(self.get_json("/api/compute")["resident"]["copies"], store["copies"], "the Compute panel's view")
+        conn = http.client.HTTPConnection(self.server.host, self.server.port, timeout=30)
+        conn.request("DELETE", "/api/stem/resident")
+        dropped = json.loads(conn.getresponse().read())
+        conn.close()
+        self.assertEqual(dropped["copies"], [])
+        self.assertEqual(dropped["evictions"][-1]["reason"], "dropped")
+        again = self.get_json("/api/acquisitions/a0/products/adf")
+        self.assertEqual(again["values"], doc["values"], "rebuilt, the same numbers")
+
     def test_a_frame_equals_the_clis_export_and_calibration_names_its_sources(self):
         cli_file = self.cli_npy("stem", "export", self.master, "--frame", "3,5")
         want = np.load(cli_file).reshape(32, 32)

@@ -260,6 +260,30 @@ export interface ComputeDoc {
   /** Approximations consented to for this server session (never saved), and every step kernels here declare. */
   consent?: { allow_approx: string[]; scope: string; known_steps: string[] };
   settings_file: string;
+  /** 4D-STEM acquisitions the server keeps resident (decoded once, compact, exact; docs/stem.md). */
+  resident?: ResidentStoreDoc;
+}
+
+export interface ResidentCopyDoc {
+  acquisition: string;
+  scan_shape: [number, number];
+  where: string; // the memory that holds it: "host"
+  bytes: number;
+  positions: number;
+  nonzeros: number;
+  bytes_per_frame: number;
+  dense_bytes_per_frame: number;
+  built_at: string;
+  build_seconds: number;
+  uses: number;
+  order: string; // "radial" (centred annuli are two running totals) or "pixel"
+}
+
+export interface ResidentStoreDoc {
+  budget: number;
+  resident_bytes: number;
+  copies: ResidentCopyDoc[];
+  evictions: { acquisition: string; bytes: number; evicted_at: string; reason: string }[];
 }
 
 export class ApiError extends Error {

@@ -232,6 +232,41 @@ function missingSection(doc: ComputeDoc): HTMLElement[] {
   return out;
 }
 
+/** The acquisitions the server keeps resident: where each copy lives, its size and when it was built; evictions. */
+function residentSection(doc: ComputeDoc): HTMLElement[] {
+  const r = doc.resident;
+  if (!r) return [];
+  const summary = el(
+    "p",
+    { class: "status", id: "resident-summary" },
+    r.budget === 0
+      ? "Off (serve --resident-memory 0): every 4D-STEM product decodes its acquisition."
+      : `${sizeText(r.resident_bytes)} of ${sizeText(r.budget)} held; least recently used copies are evicted beyond it.`,
+  );
+  const ul = el("ul", { id: "resident-copies" });
+  for (const c of r.copies)
+    ul.append(
+      el(
+        "li",
+        { "data-acquisition": c.acquisition },
+        el("code", {}, c.acquisition),
+        ` (${c.scan_shape[0]} × ${c.scan_shape[1]}): in ${c.where} memory, ${sizeText(c.bytes)} ` +
+          `(${Math.round(c.bytes_per_frame)} bytes per frame against ${c.dense_bytes_per_frame} dense), ${c.order} order, ` +
+          `built ${c.built_at} in ${c.build_seconds.toFixed(2)} s, used ${c.uses}×`,
+      ),
+    );
+  if (!r.copies.length) ul.append(el("li", {}, "none yet (a copy is built by an acquisition's first product)"));
+  const out: HTMLElement[] = [el("h3", {}, "Resident acquisitions"), summary, ul];
+  if (r.evictions.length) {
+    const last = r.evictions[r.evictions.length - 1];
+    out.push(
+      el("p", { class: "hint", id: "resident-evictions" },
+        `${r.evictions.length} eviction(s); the last: ${last.acquisition} (${sizeText(last.bytes)}) at ${last.evicted_at}, ${last.reason}`),
+    );
+  }
+  return out;
+}
+
 /** Draws the panel for one document; re-drawn with the server's answer after a save. */
 function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
   const summary = el(
@@ -274,6 +309,7 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
         "may be placed differently: renders report where they ran (“last run” and the tensor page).",
     ),
     opMatrix(doc),
+    ...residentSection(doc),
     ...missingSection(doc),
   );
 }

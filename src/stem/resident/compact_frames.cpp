@@ -275,7 +275,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
 
   ThreadPool::shared(std::max(1u, threads)).parallel_for(n, [&](uint64_t begin, uint64_t end, unsigned) {
     std::vector<uint64_t> direct(bit_of.size());
-    for (uint64_t i = begin; i < end; ++i) {
+    for (uint64_t i = begin; entry_pass && i < end; ++i) {
       const uint64_t position = positions[i];
       const Where w = where_[position];
       const Segment& s = segments_[w.segment];
@@ -295,13 +295,47 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
         if (fixed) out.totals[i] = previous, out.com_weight[i] = com_pixels ? weight : previous, out.com_row[i] = row, out.com_col[i] = col;
         for (size_t b = 0; b < bit_of.size(); ++b) out.images[bit_of[b]][i] = direct[b];
       }
-      // Σ values of ranks below x: the running total of the last entry with key < x.
-      const auto below = [&](uint32_t x) -> uint64_t {
-        const Key* at = std::lower_bound(keys + w.begin, keys + w.end, x, [](Key k, uint32_t v) { return k < v; });
-        return at == keys + w.begin ? 0 : running[(at - keys) - 1];
-      };
-      for (size_t d = 0; d < detectors.size(); ++d)
-        if (ranges[d]) out.images[d][i] = below((*ranges[d])[1]) - below((*ranges[d])[0]);
+    }
+    // Range detectors: the sum of the values of ranks below x is the running total of the last entry whose key is
+    // below x. The binary searches of kLanes positions (two each) run in lockstep, so their cache misses overlap:
+    // alone, each step of each search waits on memory (a full-size acquisition's copy is gigabytes).
+    constexpr unsigned kLanes = 8;
+    for (size_t d = 0; d < detectors.size(); ++d) {
+      if (!ranges[d]) continue;
+      for (uint64_t i0 = begin; i0 < end; i0 += kLanes) {
+        const unsigned lanes = static_cast<unsigned>(std::min<uint64_t>(kLanes, end - i0));
+        const Key *first[2 * kLanes], *base[2 * kLanes];
+        const uint32_t* running[2 * kLanes];
+        uint32_t left[2 * kLanes], x[2 * kLanes], longest = 0;
+        for (unsigned l = 0; l < lanes; ++l) {
+          const Where w = where_[positions[i0 + l]];
+          const Segment& s = segments_[w.segment];
+          for (unsigned e = 0; e < 2; ++e) {
+            const unsigned k = 2 * l + e;
+            first[k] = base[k] = keys_of<Key>(s) + w.begin;
+            running[k] = s.totals() + w.begin;
+            left[k] = w.end - w.begin;
+            x[k] = (*ranges[d])[e];
+          }
+          longest = std::max(longest, w.end - w.begin);
+        }
+        for (uint32_t n = longest; n > 1; n -= n / 2)  // as many halvings as the longest search needs
+          for (unsigned k = 0; k < 2 * lanes; ++k) {
+            if (left[k] <= 1) continue;
+            const uint32_t half = left[k] / 2;
+            base[k] = base[k][half] < x[k] ? base[k] + half : base[k];
+            left[k] -= half;
+          }
+        for (unsigned l = 0; l < lanes; ++l) {
+          uint64_t below[2];
+          for (unsigned e = 0; e < 2; ++e) {
+            const unsigned k = 2 * l + e;
+            const uint64_t at = static_cast<uint64_t>(base[k] - first[k]) + (left[k] == 1 && *base[k] < x[k]);
+            below[e] = at == 0 ? 0 : running[k][at - 1];
+          }
+          out.images[d][i0 + l] = below[1] - below[0];
+        }
+      }
     }
   });
   return out;
