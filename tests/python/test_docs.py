@@ -29,4 +29,5 @@ def test_tutorial_snippets_run(cli, tmp_path, monkeypatch, capsys):
     assert "6 missing.safetensors: cannot open: No such file or directory" in out
     assert "[32, 32] [64, 64] complete" in out
     assert "(32, 32) 300000.0 file: beam energy" in out
+    assert "True radial" in out  # the resident copy: smaller than the dense frames, ordered about the disk
     assert "('layers.0.weight', 0.0)" in out

@@ -55,6 +55,10 @@ TEST(CompactFrames, EqualTheDenseFramesForEveryDtypeInPixelAndRadialOrder) {
     copy.append(raw.data(), 10, dt, 3);  // two appends, three threads: segments in position order
     copy.append(raw.data() + 10 * pixels * dtype_size(dt), frames - 10, dt, 2);
     ASSERT_TRUE(copy.complete());
+    EXPECT_EQ(copy.dense_frame_bytes(), pixels * dtype_size(dt));
+    CompactFrames mixed(2, rows, cols);
+    mixed.append(raw.data(), 1, dt, 1);
+    EXPECT_THROW(mixed.append(raw.data(), 1, dt == DType::U8 ? DType::U16 : DType::U8, 1), Error) << "one dtype per copy";
     const std::vector<uint32_t> mask = {0, 5, 17, 18, 19, 60, 142};
     const std::vector<uint32_t> ring = annulus_pixels(rows, cols, 6.3, 4.8, 2.0, 4.5);
     const std::vector<uint32_t> com = {3, 4, 5, 30, 31, 99};

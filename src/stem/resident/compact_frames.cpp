@@ -66,8 +66,12 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
                                                 std::to_string(positions_ - appended()) + " left of " + std::to_string(positions_));
   if (dtype != DType::U8 && dtype != DType::U16 && dtype != DType::U32)
     throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::string(dtype_name(dtype)) + " (expected uint8, uint16 or uint32)");
+  if (value_bytes_ != 0 && value_bytes_ != dtype_size(dtype))
+    throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::string(dtype_name(dtype)) + " appended to frames of " +
+                                                std::to_string(8 * value_bytes_) + "-bit values");
   if (count == 0) return;
   const uint64_t value_bytes = dtype_size(dtype), frame_bytes = pixels_ * value_bytes;
+  value_bytes_ = value_bytes;
   ThreadPool& pool = ThreadPool::shared(std::max(1u, threads));
   const unsigned parts = pool.size();
   struct Part {

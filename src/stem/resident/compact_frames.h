@@ -45,6 +45,8 @@ class CompactFrames {
   uint64_t appended() const { return where_.size(); }
   bool complete() const { return appended() == positions_; }
   uint64_t rows() const { return rows_; }
+  uint64_t value_bytes() const { return value_bytes_; }  // of the frames appended (their dtype's size); 0 before
+  uint64_t dense_frame_bytes() const { return rows_ * cols_ * value_bytes_; }
   uint64_t cols() const { return cols_; }
   uint64_t nonzeros() const;
   uint64_t bytes() const;  // resident bytes: entries, position index, pattern and rank tables
@@ -102,7 +104,7 @@ class CompactFrames {
                const std::vector<uint64_t>& positions, unsigned threads) const;
   uint32_t pixel_of_key(uint32_t key) const { return pixel_of_rank_.empty() ? key : pixel_of_rank_[key]; }
 
-  uint64_t positions_ = 0, rows_ = 0, cols_ = 0, pixels_ = 0;
+  uint64_t positions_ = 0, rows_ = 0, cols_ = 0, pixels_ = 0, value_bytes_ = 0;
   bool wide_keys_ = false;
   std::vector<Segment> segments_;
   std::vector<Where> where_;

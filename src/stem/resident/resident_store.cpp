@@ -46,7 +46,7 @@ nlohmann::json ResidentCopyInfo::to_json() const {
                       {"positions", f.appended()},
                       {"nonzeros", f.nonzeros()},
                       {"bytes_per_frame", json_number(static_cast<double>(f.bytes()) / static_cast<double>(std::max<uint64_t>(1, f.appended())))},
-                      {"dense_bytes_per_frame", f.rows() * f.cols() * sizeof(uint32_t)},
+                      {"dense_bytes_per_frame", f.dense_frame_bytes()},
                       {"built_at", built_at},
                       {"build_seconds", build_seconds},
                       {"uses", uses},
