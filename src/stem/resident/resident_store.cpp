@@ -49,7 +49,7 @@ nlohmann::json ResidentCopyInfo::to_json() const {
                       {"dense_bytes_per_frame", f.dense_frame_bytes()},
                       {"built_at", built_at},
                       {"build_seconds", build_seconds},
-                      {"uses", uses},
+                      {"uses", uses.load()},
                       {"order", f.radial_center() ? "radial" : "pixel"}};
   if (const auto c = f.radial_center()) j["radial_center"] = {(*c)[0], (*c)[1]};
   return j;

@@ -13,6 +13,7 @@
 //   reason, returned to the request that caused it, and listed by describe().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -45,7 +46,8 @@ struct ResidentCopyInfo {
   std::string where = "host";  // the memory that holds it
   std::string built_at;        // UTC, ISO 8601
   double build_seconds = 0;
-  uint64_t uses = 0;
+  // Requests served (counted by the store under its lock; read by reports while other requests count).
+  std::atomic<uint64_t> uses{0};
   nlohmann::json to_json() const;  // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order
 };
 
