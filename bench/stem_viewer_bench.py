@@ -17,10 +17,10 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import time
 
 from bench_timing import best_of
+from stem_demo_data import demo_acquisition, private_env
 
 
 def serve(tm, master, env):
@@ -77,14 +77,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     tm = os.path.abspath(os.path.join(args.build, "tensormorph"))
-    tmp = tempfile.mkdtemp(prefix="tm-stem-viewer-bench-")
-    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_CACHE_HOME=os.path.join(tmp, "cache"))
-    env.pop("TENSORMORPH_PLUGIN_DIR", None)
-    data = os.path.join(args.build, "bench-data", "stem-viewer-%d-%d" % (args.scan, args.detector))
-    master = os.path.join(data, "demo_master.h5")
-    if not os.path.exists(master):
-        subprocess.run([tm, "stem", "demo", "--out", data, "--scan", "%d,%d" % (args.scan, args.scan), "--detector",
-                        str(args.detector), "--files", "4"], check=True, env=env, capture_output=True)
+    tmp, env = private_env("tm-stem-viewer-bench-")
+    master = demo_acquisition(tm, args.build, "stem-viewer", args.scan, args.detector, env)
     decoded = args.scan * args.scan * args.detector * args.detector * 2
     center = (args.detector / 2, args.detector / 2)
     rows = []
