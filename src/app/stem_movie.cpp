@@ -29,7 +29,8 @@ MovieFormat movie_format(const std::string& path) {
 }
 
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
-                             double fps, bool shared_limits, const std::function<const Planner&()>& planner) {
+                             double fps, bool shared_limits, const std::function<const Planner&()>& planner,
+                             const std::string& encoder_dir) {
   const auto t0 = std::chrono::steady_clock::now();
   const MovieFormat format = movie_format(out);
   if (plan.frames.empty()) throw Error(ErrorKind::InvalidArgument, out + ": a movie needs at least one frame");
@@ -91,7 +92,7 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
     const RgbaImage frame = movie_frame(img, shape.back(), f.label, bar);
     if (!gif && !mp4) {
       if (format == MovieFormat::gif) gif = std::make_unique<GifWriter>(out, frame.width, frame.height, fps);
-      else mp4 = std::make_unique<Mp4Writer>(out, frame.width, frame.height, fps);
+      else mp4 = std::make_unique<Mp4Writer>(out, frame.width, frame.height, fps, encoder_dir);
       result.report["width"] = frame.width;
       result.report["height"] = frame.height;
       shown = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)}};
@@ -131,8 +132,8 @@ MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, cons
 }
 
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
-                             double fps, const std::function<const Planner&()>& planner) {
-  return write_stem_movie(acq, plan, display, out, fps, false, planner);
+                             double fps, const std::function<const Planner&()>& planner, const std::string& encoder_dir) {
+  return write_stem_movie(acq, plan, display, out, fps, false, planner, encoder_dir);
 }
 
 }  // namespace tmorph

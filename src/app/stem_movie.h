@@ -33,11 +33,12 @@ struct MovieResult {
 // `shared_limits`, the ends not given are the union of every frame's automatic limits (the frames' values are
 // held until then: frames x frame values x 8 bytes), so every frame is its PNG under those --limits. The file is
 // written only when every frame is computed and encoded (an unfinished file is removed). `planner` is called
-// when something runs. Throws what compute_product, the renderer and the encoders throw.
+// when something runs; an MP4 is encoded by the module in `encoder_dir` (the runtime's plugin directory). Throws what compute_product, the renderer and the encoders throw.
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
-                             double fps, bool shared_limits, const std::function<const Planner&()>& planner);
+                             double fps, bool shared_limits, const std::function<const Planner&()>& planner,
+                             const std::string& encoder_dir);
 // The same with each frame's own limits (shared_limits false).
 MovieResult write_stem_movie(const Acquisition& acq, const MoviePlan& plan, const ProductDisplay& display, const std::string& out,
-                             double fps, const std::function<const Planner&()>& planner);
+                             double fps, const std::function<const Planner&()>& planner, const std::string& encoder_dir);
 
 }  // namespace tmorph

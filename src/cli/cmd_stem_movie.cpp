@@ -75,7 +75,8 @@ void run_movie(const MovieArgs& a) {
   check_movie_request(request, a.fps, Face::Cli);
   const MoviePlan plan = plan_movie(acq, request);
   const Planner planner = rt->planner();
-  MovieResult movie = write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; });
+  MovieResult movie =
+      write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
   movie.report["placement"] = placements_json(movie.placements);
   if (a.load.json) {
     print_json(movie.report);

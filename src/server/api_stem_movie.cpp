@@ -103,7 +103,7 @@ void get_movie(ServerState& state, const httplib::Request& req, httplib::Respons
   MovieResult movie;
   {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
-    movie = write_stem_movie(acq, plan, display, file.path.string(), fps, [&]() -> const Planner& { return planner; });
+    movie = write_stem_movie(acq, plan, display, file.path.string(), fps, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
   }
   std::ifstream in(file.path, std::ios::binary);
   std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -30,6 +30,9 @@ extern "C" {
 namespace tmorph {
 namespace {
 
+// The build's plugin directory, where the MP4 encoder module (libtensormorph-encoder-mp4.so) is written.
+const std::string kEncoderDir = TM_ENCODER_DIR;
+
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("tm-movie-test-" + std::to_string(::getpid()) + "-" + name)).string();
 }
@@ -240,7 +243,7 @@ TEST(Mp4Write, DecodesToTheFramesAtEvenSizeWithinTheCodecsError) {
   std::vector<RgbaImage> frames;
   for (uint32_t t = 0; t < 5; ++t) frames.push_back(smooth(37, 21, t));
   {
-    Mp4Writer w(path, 37, 21, 8);
+    Mp4Writer w(path, 37, 21, 8, kEncoderDir);
     EXPECT_EQ(w.coded_width(), 38u);
     EXPECT_EQ(w.coded_height(), 22u);
     for (const RgbaImage& f : frames) w.add(f);
@@ -276,7 +279,7 @@ TEST(Mp4Write, DecodesToTheFramesAtEvenSizeWithinTheCodecsError) {
 
 TEST(Mp4Write, ErrorsNameThePathAndLeaveNoPartialFile) {
   try {
-    Mp4Writer w("/nonexistent-dir/x.mp4", 16, 16, 10);
+    Mp4Writer w("/nonexistent-dir/x.mp4", 16, 16, 10, kEncoderDir);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
@@ -284,12 +287,26 @@ TEST(Mp4Write, ErrorsNameThePathAndLeaveNoPartialFile) {
   }
   const std::string path = temp_path("partial.mp4");
   {
-    Mp4Writer w(path, 16, 16, 10);
+    Mp4Writer w(path, 16, 16, 10, kEncoderDir);
     w.add(smooth(16, 16, 0));
     EXPECT_THROW(w.add(smooth(16, 18, 0)), Error);
   }
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_THROW(Mp4Writer(path, 16, 16, -1), Error);
+  EXPECT_THROW(Mp4Writer(path, 16, 16, -1, kEncoderDir), Error);
+}
+
+// Without the module an MP4 is refused as unavailable, naming the module it looked for; nothing is written.
+TEST(Mp4Write, AMissingEncoderModuleIsUnavailableAndNamed) {
+  const std::string path = temp_path("nomodule.mp4");
+  try {
+    Mp4Writer w(path, 16, 16, 10, "/nonexistent-plugin-dir");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-plugin-dir/libtensormorph-encoder-mp4.so"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(MovieFrame, ScaleBarsAreRoundLengthsWithinAThird) {
