@@ -46,6 +46,15 @@ pass over the data, or `counted_by_pyramid_pass` for those pattern counts when i
 building the tensor's pyramid on the CPU, so that each element is counted once), each rejected candidate with its reason, the bytes moved, and whether the device
 is a software adapter.
 
+Plugins open lazily. Registration reads a plugin's table only; opening it (its `init`, its devices and kernels) is
+what costs: Mesa's lavapipe loads LLVM, about 0.1 s, which was two thirds of a short command's start. A request of
+4 MiB or more (`kOpenPluginsAtBytes`) is placed among every backend, each opened first; a smaller one among the
+linked CPU backend only, each plugin listed as `below_open_threshold`, unless `--prefer`/`--backend` names it, a
+calibration measured it on that op, one of its devices already holds the data, or no considered backend can serve
+the op. The rule reads the request only, so a placement never depends on what the process opened before (the index
+stores placements: ranks of an MPI run must agree). `tensormorph backends`, `calibrate`, the server's Compute panel
+and `--backend NAME` open every plugin they name or list.
+
 Exact kernels always win over approximations. When only an approximation could serve a request (exact
 quantiles of a float tensor larger than the memory budget, for instance) the request fails and lists the
 fallback ladder; `--allow-approx STEP` consents to one named step, and the report records the consent.

@@ -2,7 +2,10 @@
 // Core knows no backend by name; it asks each table what it is, what it has and what it can do.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -74,17 +77,35 @@ class BackendRegistry {
   // Disables a backend by policy (compute.never): it stays listed with reason disabled_by_policy.
   void disable(const std::string& name);
 
-  const std::vector<Backend>& backends() const { return backends_; }
+  // Plugins open lazily: registration reads a plugin's table (name, description); opening it calls its init
+  // and lists its devices and kernels. A Vulkan ICD such as lavapipe costs about 0.1 s to open, most of a
+  // short command's start, so the planner opens a plugin only for an input of kOpenPluginsAtBytes or more or
+  // when the user names it (placement.h); `backends`, calibration and the server open every one.
+  //
+  // Every backend, each opened first (once; concurrent callers wait for it).
+  const std::vector<Backend>& backends() const;
+  // Every backend as registered, opening none: an entry whose is_open(i) is false has only its name,
+  // description, origin and table (and a policy's unavailable reason). Safe while another thread opens one.
+  const std::vector<Backend>& listed() const { return backends_; }
+  bool is_open(size_t i) const { return openings_[i]->done.load(std::memory_order_acquire); }
+  void open(size_t i) const;
   const std::vector<PluginLoadFailure>& load_failures() const { return failures_; }
   const std::vector<std::string>& searched_dirs() const { return searched_; }
-  const Backend* find(const std::string& name) const;
+  const Backend* find(const std::string& name) const;  // opened; null when none has that name
   // Kernel self-test admission (self_test.h): the planner asks before a plugin kernel serves a call.
   const SelfTests& self_tests() const { return self_tests_; }
   // Where verdicts persist across processes (SelfTests::set_cache_file); the runtime sets it.
   void set_self_test_cache_file(const std::string& path) { self_tests_.set_cache_file(path); }
 
  private:
-  std::vector<Backend> backends_;
+  struct Opening {
+    std::once_flag once;
+    std::atomic<bool> done{false};
+  };
+  void open_now(Backend& b) const;  // init, devices, kernels; under the backend's once_flag
+
+  mutable std::vector<Backend> backends_;             // entries are filled in when they open
+  std::vector<std::unique_ptr<Opening>> openings_;  // one per backend, same order
   std::vector<PluginLoadFailure> failures_;
   std::vector<std::string> searched_;
   std::vector<void*> handles_;

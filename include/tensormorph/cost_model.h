@@ -28,6 +28,9 @@ class CostModel {
   double throughput(const std::string& backend, const std::string& device_id, tm_op op,
                     bool* calibrated = nullptr) const;
 
+  // Whether any device of `backend` has a calibrated throughput for `op` (the planner opens such a plugin
+  // for inputs of any size: the calibration may say it wins).
+  bool calibrated_any(const std::string& backend, tm_op op) const;
   size_t size() const { return throughput_.size(); }
 
  private:

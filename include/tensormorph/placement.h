@@ -53,7 +53,7 @@ struct Rejection {
   std::string device;
   std::string reason;  // missing_kernel, dtype_unsupported, too_large, over_memory_budget,
                        // missing_feature, needs_consent, disabled_by_policy, not_requested,
-                       // costlier, unavailable:<code>
+                       // costlier, below_open_threshold (a plugin not considered for a small input), unavailable:<code>
   std::string detail;
 };
 

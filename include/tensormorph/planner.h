@@ -11,6 +11,12 @@
 
 namespace tmorph {
 
+// Inputs of at least this many bytes are placed among every backend, each plugin opened first; smaller ones
+// among the linked backends (the CPU), the plugins rejected as below_open_threshold, unless the constraints name
+// them, a calibration measured them on the op, their device holds the data, or only a plugin can serve the op
+// (backend_registry.h: what opening costs). The choice depends on the request only, never on what is open.
+inline constexpr uint64_t kOpenPluginsAtBytes = uint64_t{4} << 20;
+
 class Planner {
  public:
   Planner(const BackendRegistry& registry, const CostModel& costs, Constraints constraints)
@@ -27,6 +33,8 @@ class Planner {
 
  private:
   double holder_link_bytes_per_s(const OpRequest& request) const;
+  bool considers(const Backend& backend, const OpRequest& request) const;
+  Placement place_among(const OpRequest& request, bool all) const;
 
   const BackendRegistry& registry_;
   const CostModel& costs_;

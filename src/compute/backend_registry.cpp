@@ -48,8 +48,10 @@ KernelInfo to_kernel(uint32_t index, const tm_kernel_cap_v1& k) {
 }  // namespace
 
 BackendRegistry::~BackendRegistry() {
-  for (const auto& b : backends_)
-    if (b.table && b.available && b.table->shutdown) b.table->shutdown();
+  for (size_t i = 0; i < backends_.size(); ++i) {
+    const Backend& b = backends_[i];
+    if (is_open(i) && b.table && b.available && b.table->shutdown) b.table->shutdown();
+  }
   for (void* h : handles_) dlclose(h);
 }
 
@@ -76,6 +78,27 @@ void BackendRegistry::register_table(const tm_backend_v1* table, const std::stri
   const auto covers = [&](size_t end) { return table->struct_size >= end; };
   b.can_upload = covers(offsetof(tm_backend_v1, release) + sizeof table->release) && table->upload && table->release;
   b.can_allocate = b.can_upload && covers(offsetof(tm_backend_v1, allocate) + sizeof table->allocate) && table->allocate;
+  backends_.push_back(std::move(b));
+  openings_.push_back(std::make_unique<Opening>());
+  if (origin == "static") open(backends_.size() - 1);  // linked in: nothing to load, open now
+}
+
+const std::vector<Backend>& BackendRegistry::backends() const {
+  for (size_t i = 0; i < backends_.size(); ++i) open(i);
+  return backends_;
+}
+
+void BackendRegistry::open(size_t i) const {
+  Opening& o = *openings_.at(i);
+  std::call_once(o.once, [&] {
+    open_now(backends_[i]);
+    o.done.store(true, std::memory_order_release);
+  });
+}
+
+void BackendRegistry::open_now(Backend& b) const {
+  if (b.unavailable_reason == "disabled_by_policy") return;  // never opened: compute.never / --never named it
+  const tm_backend_v1* table = b.table;
   tm_unavailable_reason reason = TM_AVAILABLE;
   tm_message msg{};
   const tm_status st = table->init ? table->init(&reason, &msg) : TM_ERR_INTERNAL;
@@ -104,7 +127,6 @@ void BackendRegistry::register_table(const tm_backend_v1* table, const std::stri
       b.unavailable_detail = "the backend initialised but reports no device";
     }
   }
-  backends_.push_back(std::move(b));
 }
 
 void BackendRegistry::load_plugins_from(const std::string& dir) {
@@ -154,8 +176,11 @@ void BackendRegistry::disable(const std::string& name) {
 }
 
 const Backend* BackendRegistry::find(const std::string& name) const {
-  for (const auto& b : backends_)
-    if (b.name == name) return &b;
+  for (size_t i = 0; i < backends_.size(); ++i)
+    if (backends_[i].name == name) {
+      open(i);
+      return &backends_[i];
+    }
   return nullptr;
 }
 

@@ -17,6 +17,14 @@ std::string CostModel::key(const std::string& backend, const std::string& device
   return backend + "|" + device_id + "|" + op_name(op);
 }
 
+bool CostModel::calibrated_any(const std::string& backend, tm_op op) const {
+  const std::string prefix = backend + "|", suffix = "|" + op_name(op);
+  for (auto it = throughput_.lower_bound(prefix); it != throughput_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    if (it->first.size() >= suffix.size() && it->first.compare(it->first.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  return false;
+}
+
 void CostModel::set_throughput(const std::string& backend, const std::string& device_id, tm_op op,
                                double bytes_per_s) {
   throughput_[key(backend, device_id, op)] = bytes_per_s;

@@ -54,9 +54,11 @@ std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const De
 // The fastest host link among the devices that hold the request's data (0 when none is known).
 double Planner::holder_link_bytes_per_s(const OpRequest& req) const {
   double best = 0;
-  for (const Backend& b : registry_.backends())
-    for (const DeviceInfo& d : b.devices)
-      if (req.residency.devices.count(b.name + "/" + d.id)) best = std::max(best, d.host_link_bytes_per_s);
+  const auto& listed = registry_.listed();
+  for (size_t i = 0; i < listed.size(); ++i)  // a device holding data belongs to an open backend
+    if (registry_.is_open(i))
+      for (const DeviceInfo& d : listed[i].devices)
+        if (req.residency.devices.count(listed[i].name + "/" + d.id)) best = std::max(best, d.host_link_bytes_per_s);
   return best;
 }
 
@@ -72,13 +74,38 @@ int gap_rank(const std::string& reason) {  // which rejection best explains a de
 
 }  // namespace
 
+// Whether a plugin backend is considered for this request, whatever earlier requests opened: for an input of
+// kOpenPluginsAtBytes or more, under a strict --backend, when the constraints prefer it, when a calibration
+// measured it on this op, or when one of its devices holds the data. Otherwise the request is placed among the
+// linked backends (the CPU), so its placement does not depend on what the process did before.
+bool Planner::considers(const Backend& b, const OpRequest& req) const {
+  if (b.origin == "static" || req.bytes >= kOpenPluginsAtBytes || !constraints_.strict_backend.empty()) return true;
+  if (std::find(constraints_.prefer.begin(), constraints_.prefer.end(), b.name) != constraints_.prefer.end()) return true;
+  if (costs_.calibrated_any(b.name, req.op)) return true;
+  const std::string mine = b.name + "/";
+  return std::any_of(req.residency.devices.begin(), req.residency.devices.end(),
+                     [&](const std::string& d) { return d.compare(0, mine.size(), mine) == 0; });
+}
+
 Placement Planner::place(const OpRequest& req) const {
+  Placement out = place_among(req, false);
+  // A small input that only a plugin left out could serve is placed again among them all.
+  if (out.backend.empty()) out = place_among(req, true);
+  return out;
+}
+
+// Places among the backends considers() admits (every backend when `all`); a Placement with no backend when
+// none of those can serve it but some were left out.
+Placement Planner::place_among(const OpRequest& req, bool all) const {
   Placement out;
   out.op = op_name(req.op);
   std::vector<Candidate> candidates;
   bool any_preferred_present = false;
+  bool some_left_out = false;
+  const auto& listed = registry_.listed();
 
-  for (const Backend& b : registry_.backends()) {
+  for (size_t index = 0; index < listed.size(); ++index) {
+    const Backend& b = listed[index];
     const bool preferred =
         std::find(constraints_.prefer.begin(), constraints_.prefer.end(), b.name) != constraints_.prefer.end();
     any_preferred_present = any_preferred_present || preferred;
@@ -90,6 +117,16 @@ Placement Planner::place(const OpRequest& req) const {
       out.rejected.push_back({b.name, "", "disabled_by_policy", "excluded by --never or compute.never"});
       continue;
     }
+    if (!all && !considers(b, req)) {
+      some_left_out = true;
+      out.rejected.push_back({b.name, "", "below_open_threshold",
+                              "not considered for an input of " + format_bytes(static_cast<double>(req.bytes)) + ": under " +
+                                  format_bytes(static_cast<double>(kOpenPluginsAtBytes)) +
+                                  " the CPU serves it without opening plugins (--prefer, --backend or a calibration of the op "
+                                  "considers it)"});
+      continue;
+    }
+    registry_.open(index);
     if (!b.available) {
       out.rejected.push_back({b.name, "", "unavailable:" + b.unavailable_reason, b.unavailable_detail});
       continue;
@@ -140,6 +177,7 @@ Placement Planner::place(const OpRequest& req) const {
     }
   }
 
+  if (candidates.empty() && some_left_out) return out;  // place() opens the rest and asks again
   if (candidates.empty()) {
     std::ostringstream msg;
     // Ops over ggml blocks name the block format; the others their dtype.
@@ -223,7 +261,7 @@ Placement Planner::place(const OpRequest& req) const {
         }
       }
       if (!honoured && any_preferred_present) reason = "fallback_missing_kernel";
-      else if (!honoured && pool.size() == 1) reason = "sole_supporter";
+      else if (!honoured && pool.size() == 1 && !some_left_out) reason = "sole_supporter";
       else if (!honoured) {
         const bool others_compute_faster = std::any_of(pool.begin(), pool.end(), [&](const Candidate& c) {
           return c.compute_seconds < pick.compute_seconds;

@@ -124,10 +124,19 @@ class VulkanCli(unittest.TestCase):
         self.assertIn("f64", why["detail"])
 
     def test_default_keeps_host_data_on_the_cpu_and_never_excludes_vulkan(self):
-        # Uncalibrated, both backends get the same default throughput; Vulkan also pays the copy of the
-        # tensor to the device, so a one-pass statistic over host data stays on the CPU.
+        # Under 4 MiB (a.f32 is 280 KB) the plugins are not considered: the CPU serves it without opening them.
         auto = self.stats()
         for p in auto["a.f32"]["placement"]:
+            self.assertEqual(p["backend"], "cpu", p)
+            why = next(r for r in p["rejected"] if r["backend"] == "vulkan")
+            self.assertEqual(why["reason"], "below_open_threshold")
+            self.assertIn("4.0 MiB", why["detail"])
+        # From 4 MiB on, uncalibrated, both backends get the same default throughput; Vulkan also pays the copy
+        # of the tensor to the device, so a one-pass statistic over host data stays on the CPU.
+        n = (4 << 20) // 4
+        big = safetensors_file(os.path.join(self.dir, "big.safetensors"),
+                               [("big.f32", "F32", [n], struct.pack("<%df" % n, *([0.5] * n)))])
+        for p in self.stats(path=big)["big.f32"]["placement"]:
             self.assertEqual(p["backend"], "cpu", p)
             why = next(r for r in p["rejected"] if r["backend"] == "vulkan")
             self.assertEqual(why["reason"], "costlier")

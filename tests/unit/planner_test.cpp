@@ -128,8 +128,15 @@ TEST_F(PlannerTest, StrictRequestIsPinnedAndReportsTransfer) {
 
 TEST_F(PlannerTest, AutoPicksTheCheapestAndExplainsTheOthers) {
   Planner p(*reg, costs, {});
-  // Uncalibrated: same default throughput, so the transfer decides: CPU, no bytes moved.
+  // Uncalibrated and under kOpenPluginsAtBytes: the plugins are not considered, the CPU serves it.
   Placement pl = p.place(request(TM_OP_STATS_MOMENTS, DType::U8, 1 << 20));
+  EXPECT_EQ(pl.backend, "cpu");
+  EXPECT_EQ(pl.reason, "cheapest");
+  ASSERT_NE(find_rejection(pl, "testaccel"), nullptr);
+  EXPECT_EQ(find_rejection(pl, "testaccel")->reason, "below_open_threshold");
+  EXPECT_NE(find_rejection(pl, "testaccel")->detail.find("1.0 MiB"), std::string::npos) << find_rejection(pl, "testaccel")->detail;
+  // Uncalibrated at the threshold: same default throughput, so the transfer decides: CPU, no bytes moved.
+  pl = p.place(request(TM_OP_STATS_MOMENTS, DType::U8, kOpenPluginsAtBytes));
   EXPECT_EQ(pl.backend, "cpu");
   EXPECT_EQ(pl.reason, "cheapest");
   EXPECT_EQ(pl.bytes_transferred, 0u);
@@ -154,9 +161,35 @@ TEST_F(PlannerTest, AutoPicksTheCheapestAndExplainsTheOthers) {
   EXPECT_EQ(pl.backend, "cpu");
   EXPECT_EQ(pl.reason, "resident_data");
 
-  // Only the CPU has a histogram kernel.
-  pl = Planner(*reg, costs, {}).place(request(TM_OP_STATS_HISTOGRAM, DType::U8, 100));
+  // Only the CPU has a histogram kernel: said when every backend was considered. A small request leaves the
+  // plugins out (whatever is open already), so it claims only "cheapest" among those it considered.
+  pl = Planner(*reg, costs, {}).place(request(TM_OP_STATS_HISTOGRAM, DType::U8, kOpenPluginsAtBytes));
   EXPECT_EQ(pl.reason, "sole_supporter");
+  pl = Planner(*reg, costs, {}).place(request(TM_OP_STATS_HISTOGRAM, DType::U8, 100));
+  EXPECT_EQ(pl.reason, "cheapest");
+  EXPECT_EQ(find_rejection(pl, "testaccel")->reason, "below_open_threshold");
+}
+
+// A small request's placement does not depend on which plugins earlier requests opened.
+TEST_F(PlannerTest, ASmallRequestsPlacementIsTheSameWhateverIsOpen) {
+  const auto owned = test::make_registry(true);
+  const BackendRegistry& fresh = *owned;
+  const Planner p(fresh, costs, {});
+  const Placement before = p.place(request(TM_OP_STATS_MOMENTS, DType::U8, 100));
+  for (size_t i = 0; i < fresh.listed().size(); ++i) EXPECT_EQ(fresh.is_open(i), fresh.listed()[i].origin == "static");
+  p.place(request(TM_OP_STATS_MOMENTS, DType::U8, kOpenPluginsAtBytes));  // opens every plugin
+  for (size_t i = 0; i < fresh.listed().size(); ++i) EXPECT_TRUE(fresh.is_open(i));
+  const Placement after = p.place(request(TM_OP_STATS_MOMENTS, DType::U8, 100));
+  EXPECT_EQ(before.backend, after.backend);
+  EXPECT_EQ(before.reason, after.reason);
+  ASSERT_EQ(before.rejected.size(), after.rejected.size());
+  for (size_t i = 0; i < before.rejected.size(); ++i) {
+    EXPECT_EQ(before.rejected[i].backend, after.rejected[i].backend);
+    EXPECT_EQ(before.rejected[i].reason, after.rejected[i].reason);
+    EXPECT_EQ(before.rejected[i].detail, after.rejected[i].detail);
+  }
+  // Preferring a plugin considers it at any size.
+  EXPECT_EQ(p.with(preferring("testaccel")).place(request(TM_OP_STATS_MOMENTS, DType::U8, 100)).backend, "testaccel");
 }
 
 TEST_F(PlannerTest, PreferIsHonouredAndItsFallbackReported) {

@@ -150,7 +150,7 @@ export interface RenderJson {
 export interface RejectedCandidate {
   backend: string;
   device: string;
-  reason: string; // e.g. "costlier", "not_preferred", "missing_kernel", "unavailable:no_driver", "never"
+  reason: string; // e.g. "costlier", "not_preferred", "missing_kernel", "below_open_threshold", "unavailable:no_driver", "never"
   detail: string;
 }
 

@@ -29,6 +29,8 @@ export function reasonText(reason: string): string {
       return "fallback: no preferred backend has a kernel for it";
     case "self_test_failed":
       return "refused: the kernel's self-test differed from the CPU";
+    case "below_open_threshold":
+      return "not considered: under 4 MiB the CPU serves it without opening plugins";
     case "page_adapter":
       return "coloured on this page's WebGPU adapter (heatmap: Colour on auto / page)";
     case "derived_from_bitpattern_histogram":
