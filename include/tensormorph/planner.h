@@ -33,7 +33,7 @@ class Planner {
 
  private:
   double holder_link_bytes_per_s(const OpRequest& request) const;
-  bool considers(const Backend& backend, const OpRequest& request) const;
+  bool considers(const Backend& backend, const OpRequest& request, bool preferred) const;
   Placement place_among(const OpRequest& request, bool all) const;
 
   const BackendRegistry& registry_;

@@ -78,9 +78,8 @@ int gap_rank(const std::string& reason) {  // which rejection best explains a de
 // kOpenPluginsAtBytes or more, under a strict --backend, when the constraints prefer it, when a calibration
 // measured it on this op, or when one of its devices holds the data. Otherwise the request is placed among the
 // linked backends (the CPU), so its placement does not depend on what the process did before.
-bool Planner::considers(const Backend& b, const OpRequest& req) const {
-  if (b.origin == "static" || req.bytes >= kOpenPluginsAtBytes || !constraints_.strict_backend.empty()) return true;
-  if (std::find(constraints_.prefer.begin(), constraints_.prefer.end(), b.name) != constraints_.prefer.end()) return true;
+bool Planner::considers(const Backend& b, const OpRequest& req, bool preferred) const {
+  if (preferred || b.origin == "static" || req.bytes >= kOpenPluginsAtBytes || !constraints_.strict_backend.empty()) return true;
   if (costs_.calibrated_any(b.name, req.op)) return true;
   const std::string mine = b.name + "/";
   return std::any_of(req.residency.devices.begin(), req.residency.devices.end(),
@@ -117,7 +116,7 @@ Placement Planner::place_among(const OpRequest& req, bool all) const {
       out.rejected.push_back({b.name, "", "disabled_by_policy", "excluded by --never or compute.never"});
       continue;
     }
-    if (!all && !considers(b, req)) {
+    if (!all && !considers(b, req, preferred)) {
       some_left_out = true;
       out.rejected.push_back({b.name, "", "below_open_threshold",
                               "not considered for an input of " + format_bytes(static_cast<double>(req.bytes)) + ": under " +

@@ -309,6 +309,25 @@ TEST(Mp4Write, AMissingEncoderModuleIsUnavailableAndNamed) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+// A file of that name that is no encoder module (here a backend plugin) is refused as unavailable, naming the
+// missing entry symbol, and is never called.
+TEST(Mp4Write, ALibraryWithoutTheEncoderEntryIsUnavailableAndNamed) {
+  const std::filesystem::path dir = temp_path("not-an-encoder");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(TM_TEST_PLUGIN_DIR) + "/libtensormorph-backend-testaccel.so",
+                             dir / "libtensormorph-encoder-mp4.so", std::filesystem::copy_options::overwrite_existing);
+  const std::string path = temp_path("wrongmodule.mp4");
+  try {
+    Mp4Writer w(path, 16, 16, 10, dir.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
+    EXPECT_NE(std::string(e.what()).find("no symbol tensormorph_movie_encoder_entry"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(MovieFrame, ScaleBarsAreRoundLengthsWithinAThird) {
   EXPECT_DOUBLE_EQ(scale_bar_length(5, 32.0 / 3), 50);   // 53.3 mrad -> 50
   EXPECT_DOUBLE_EQ(scale_bar_length(0.246, 8.0 / 3), 0.5);
