@@ -8,6 +8,7 @@ namespace tmorph {
 extern const CheckpointOpener kShardIndexFileOpener;      // safetensors_opener.cpp
 extern const CheckpointOpener kGgufSplitOpener;           // gguf_opener.cpp
 extern const CheckpointOpener kGgufFileOpener;            // gguf_opener.cpp
+extern const CheckpointOpener kOnnxFileOpener;            // onnx_opener.cpp (by name: *.onnx)
 extern const CheckpointOpener kSafetensorsFileOpener;     // safetensors_opener.cpp
 extern const CheckpointOpener kNpyFileOpener;             // npy_opener.cpp
 extern const CheckpointOpener kNpzFileOpener;             // npy_opener.cpp (before torch: both are zip archives)
@@ -24,10 +25,10 @@ extern const CheckpointOpener kTorchDirectoryOpener;       // torch_opener.cpp
 
 const std::vector<const CheckpointOpener*>& checkpoint_openers() {
   static const std::vector<const CheckpointOpener*> rows = {
-      &kShardIndexFileOpener,      &kGgufSplitOpener,            &kGgufFileOpener,          &kSafetensorsFileOpener,
-      &kNpyFileOpener,             &kNpzFileOpener,              &kTorchFileOpener,         &kShardIndexDirectoryOpener,
-      &kSafetensorsDirectoryOpener, &kMegatronDirectoryOpener,   &kDcpDirectoryOpener,      &kZeroDirectoryOpener,
-      &kLatestDirectoryOpener,     &kTorchIndexDirectoryOpener,  &kTorchDirectoryOpener,
+      &kShardIndexFileOpener,        &kGgufSplitOpener,             &kGgufFileOpener,              &kOnnxFileOpener,
+      &kSafetensorsFileOpener,       &kNpyFileOpener,               &kNpzFileOpener,               &kTorchFileOpener,
+      &kShardIndexDirectoryOpener,   &kSafetensorsDirectoryOpener,  &kMegatronDirectoryOpener,     &kDcpDirectoryOpener,
+      &kZeroDirectoryOpener,         &kLatestDirectoryOpener,       &kTorchIndexDirectoryOpener,   &kTorchDirectoryOpener,
   };
   return rows;
 }
