@@ -35,10 +35,13 @@ const GgmlType kGgmlTypes[] = {
 constexpr uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 8;
 
-// Bounded little-endian reader: every read checks the remaining bytes first.
+// Bounded little-endian reader: every read checks the remaining bytes first. GGUF v1 stores counts and
+// string lengths as UINT32 (`narrow` lengths), v2 and v3 as UINT64; length() reads whichever the file has.
 class Cursor {
  public:
   Cursor(const uint8_t* p, uint64_t size, const std::string& path) : p_(p), size_(size), path_(path) {}
+  void set_narrow_lengths(bool narrow) { narrow_ = narrow; }
+  bool narrow_lengths() const { return narrow_; }
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
 
@@ -58,9 +61,10 @@ class Cursor {
     pos_ += sizeof v;
     return v;
   }
+  uint64_t length(const char* what) { return narrow_ ? read<uint32_t>(what) : read<uint64_t>(what); }
   std::string string(const char* what) {
     const uint64_t at = pos_;
-    const uint64_t n = read<uint64_t>(what);
+    const uint64_t n = length(what);
     if (n > remaining())
       fail(at, std::string(what) + ": string length " + std::to_string(n) + " runs past the end of the file (size " +
                    std::to_string(size_) + ")");
@@ -71,7 +75,7 @@ class Cursor {
   // Checks and passes over a string without copying it.
   void skip_string(const char* what) {
     const uint64_t at = pos_;
-    const uint64_t n = read<uint64_t>(what);
+    const uint64_t n = length(what);
     if (n > remaining())
       fail(at, std::string(what) + ": string length " + std::to_string(n) + " runs past the end of the file (size " +
                    std::to_string(size_) + ")");
@@ -87,22 +91,29 @@ class Cursor {
   uint64_t size_;
   std::string path_;
   uint64_t pos_ = 0;
+  bool narrow_ = false;
 };
 
-uint64_t min_encoded_size(GgufType t) {
+// The fewest bytes a value of type t takes (a string or array with its length field only).
+uint64_t min_encoded_size(GgufType t, bool narrow_lengths) {
   switch (t) {
     case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
     case GgufType::U16: case GgufType::I16: return 2;
     case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: case GgufType::STRING: return 8;
-    case GgufType::ARRAY: return 12;
+    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
+    case GgufType::STRING: return narrow_lengths ? 4 : 8;
+    case GgufType::ARRAY: return narrow_lengths ? 8 : 12;
   }
   return 1;
 }
 
-bool known_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::F64); }
+// GGUF v1 defined the types up to ARRAY; UINT64, INT64 and FLOAT64 came with v2.
+bool known_type(uint32_t t, bool v1) { return t <= static_cast<uint32_t>(v1 ? GgufType::ARRAY : GgufType::F64); }
 
 nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv, GgufArrays arrays);
+
+// Appended to "unknown type" refusals of a v1 file, whose type list was shorter.
+std::string version_note(const Cursor& c) { return c.narrow_lengths() ? " (GGUF v1 defines types 0 to 9)" : ""; }
 
 // Validates `count` array elements of `element` type exactly as read_value would, building nothing.
 void skip_elements(Cursor& c, GgufType element, uint64_t count, int depth) {
@@ -115,7 +126,7 @@ void skip_elements(Cursor& c, GgufType element, uint64_t count, int depth) {
       for (uint64_t i = 0; i < count; ++i) read_value(c, element, depth + 1, nullptr, GgufArrays::Summary);
       return;
     default:
-      c.skip(count * min_encoded_size(element), "ARRAY elements");  // count was checked against the bytes left
+      c.skip(count * min_encoded_size(element, c.narrow_lengths()), "ARRAY elements");  // count was checked against the bytes left
   }
 }
 
@@ -142,10 +153,10 @@ nlohmann::json read_value(Cursor& c, GgufType type, int depth, GgufKv* kv, GgufA
       if (depth >= kMaxArrayNesting) c.fail(c.pos(), "arrays nested deeper than " + std::to_string(kMaxArrayNesting));
       const uint64_t at = c.pos();
       const uint32_t et = c.read<uint32_t>("ARRAY element type");
-      if (!known_type(et)) c.fail(at, "unknown ARRAY element type " + std::to_string(et));
-      const uint64_t count = c.read<uint64_t>("ARRAY count");
+      if (!known_type(et, c.narrow_lengths())) c.fail(at, "unknown ARRAY element type " + std::to_string(et) + version_note(c));
+      const uint64_t count = c.length("ARRAY count");
       const GgufType element = static_cast<GgufType>(et);
-      if (count > c.remaining() / min_encoded_size(element))
+      if (count > c.remaining() / min_encoded_size(element, c.narrow_lengths()))
         c.fail(at, "ARRAY of " + std::to_string(count) + " " + gguf_type_name(element) +
                        " cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
       if (kv && depth == 0) kv->element_type = element, kv->count = count;
@@ -189,13 +200,16 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
   if (std::memcmp(bytes, "GGUF", 4) != 0) c.fail(0, "not a GGUF file (magic is not 'GGUF')");
   c.read<uint32_t>("magic");
   f.version = c.read<uint32_t>("version");
-  if (f.version != 2 && f.version != 3)
-    c.fail(4, "GGUF version " + std::to_string(f.version) + " is not supported (2 and 3 are)");
-  f.tensor_count = c.read<uint64_t>("tensor_count");
-  f.kv_count = c.read<uint64_t>("kv_count");
-  // Each KV takes at least 13 bytes, each tensor info at least 24: counts the file cannot hold are lies.
-  if (f.kv_count > c.remaining() / 13)
-    c.fail(16, "kv_count " + std::to_string(f.kv_count) + " cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
+  if (f.version < 1 || f.version > 3)
+    c.fail(4, "GGUF version " + std::to_string(f.version) + " is not supported (1, 2 and 3 are)");
+  const bool v1 = f.version == 1;  // 32-bit counts, string lengths, array counts and dimensions
+  c.set_narrow_lengths(v1);
+  f.tensor_count = c.length("tensor_count");
+  const uint64_t kv_count_at = c.pos();
+  f.kv_count = c.length("kv_count");
+  // Each KV takes at least 13 bytes (9 in v1), each tensor info at least 24: counts the file cannot hold are lies.
+  if (f.kv_count > c.remaining() / (v1 ? 9 : 13))
+    c.fail(kv_count_at, "kv_count " + std::to_string(f.kv_count) + " cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
   if (f.tensor_count > c.remaining() / 24)
     c.fail(8, "tensor_count " + std::to_string(f.tensor_count) + " cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
 
@@ -210,7 +224,7 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
     if (!keys.insert(kv.key).second) c.fail(kv.offset, "key '" + kv.key + "' appears twice");
     const uint64_t at = c.pos();
     const uint32_t t = c.read<uint32_t>("KV value type");
-    if (!known_type(t)) c.fail(at, "key '" + kv.key + "' has unknown value type " + std::to_string(t));
+    if (!known_type(t, v1)) c.fail(at, "key '" + kv.key + "' has unknown value type " + std::to_string(t) + version_note(c));
     kv.type = static_cast<GgufType>(t);
     kv.value = read_value(c, kv.type, 0, &kv, arrays);
     f.kvs.push_back(std::move(kv));
@@ -234,7 +248,7 @@ GgufFile parse_gguf(const uint8_t* bytes, uint64_t size, const std::string& path
       c.fail(t.info_offset, "tensor '" + t.name + "' has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
     t.elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
-      const uint64_t n = c.read<uint64_t>("tensor ne");
+      const uint64_t n = v1 ? c.read<uint32_t>("tensor ne") : c.read<uint64_t>("tensor ne");
       if (n > static_cast<uint64_t>(INT64_MAX) || (n != 0 && t.elements > static_cast<uint64_t>(INT64_MAX) / n))
         c.fail(t.info_offset, "tensor '" + t.name + "': element count overflows");
       t.elements *= n;

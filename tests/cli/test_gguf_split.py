@@ -305,6 +305,33 @@ class VocabularyOnly(SplitTestCase):
                 self.assertIn(path + ": at byte 179: STRING value: string length 1 runs past the end of the file (size 187)", r.err)
 
 
+class Version1(SplitTestCase):
+    """GGUF v1 (llama.cpp's first GGUF files, 2023: 32-bit counts and lengths) reads as its v3 twin: the same
+    metadata, listing and statistics, the version shown. Written by tests/tools/gguf_write.py (ours: no
+    maintained writer produces v1)."""
+
+    def test_reads_as_its_version3_twin(self):
+        kvs = [("general.architecture", "STRING", "llama"), ("general.name", "STRING", "old"),
+               ("llama.context_length", "UINT32", 2048), ("tokenizer.ggml.tokens", "ARRAY", ("STRING", ["<s>", "x"]))]
+        tensors = [tensor("output_norm.weight"),
+                   ("blk.0.attn_q.weight", "Q8_0", [32, 2], bytes(range(34)) * 2)]
+        docs = {}
+        for version in (1, 3):
+            path = os.path.join(self.dir, "v%d.gguf" % version)
+            write_gguf(path, kvs, tensors, version=version)
+            info = run(["info", path, "--json"])
+            self.assertEqual(info.code, 0, info.err)
+            stats = run(["stats", path, "--json", "--no-histogram"])
+            self.assertEqual(stats.code, 0, stats.err)
+            docs[version] = (info.json(), stats.json())
+        (info1, stats1), (info3, stats3) = docs[1], docs[3]
+        self.assertEqual(info1["metadata"], info3["metadata"])
+        self.assertEqual(info1["tensor_count"], 2)
+        self.assertEqual([t["name"] for t in stats1["tensors"]], [t["name"] for t in stats3["tensors"]])
+        for a, b in zip(stats1["tensors"], stats3["tensors"]):
+            self.assertEqual((a["shape"], a["dtype"], a["stats"]), (b["shape"], b["dtype"], b["stats"]))
+
+
 class Writer(SplitTestCase):
     """The test writer itself: every KV type reads back through the CLI, bad requests are refused."""
 

@@ -66,6 +66,7 @@ def gguf_seeds():
                ("h", "F16", [2], np.zeros(2, dtype=np.float16))]
     put(d, "mixed.gguf", gguf_bytes(kvs, tensors))
     put(d, "v2-empty.gguf", gguf_bytes([("general.name", "STRING", "x")], [], version=2))
+    put(d, "v1-mixed.gguf", gguf_bytes([kv for kv in kvs if kv[1] not in ("UINT64", "INT64", "FLOAT64")], tensors, version=1))
 
 
 INDEX_TENSORS = {"model.embed.weight": "model-00001-of-00002.safetensors",
@@ -171,12 +172,13 @@ def dectris_seeds():
 
 
 def pickle_seeds():
-    # The committed torch.save fixtures (written by tests/tools/torch_write.py), data.pkl of one alone,
+    # The committed torch.save fixtures (written by tests/tools/torch_write.py; the legacy_* ones in the legacy
+    # format), data.pkl of one alone,
     # a DCP .metadata and chunk, and a pickle naming a global outside the allow-list.
     import zipfile
     d = corpus("pickle")
     fixtures = os.path.join(HERE, "..", "fixtures", "torch")
-    for name in ("tensor.pt", "parameter.pt", "protocol4.pt", "strided.pt"):
+    for name in ("tensor.pt", "parameter.pt", "protocol4.pt", "strided.pt", "legacy_tuple.pt", "legacy_windows.pt"):
         shutil.copy(os.path.join(fixtures, name), os.path.join(d, name))
     # A DCP .metadata (tests/tools/dcp_write.py) and one of its chunks (a torch.save archive).
     dcp = os.path.join(HERE, "..", "fixtures", "dcp", "sharded")

@@ -30,6 +30,10 @@ GGUF specification describes it (all integers little-endian):
 - tensors are stored in the order given, each at the next multiple of the alignment in the data
   section; the info's offset is relative to the start of the data section.
 
+``version=1`` writes GGUF v1 (llama.cpp's first GGUF, August 2023): the same layout with u32 tensor and KV
+counts, string lengths, array counts and ``ne``; its value types stop at ARRAY (UINT64, INT64 and FLOAT64
+came with v2: ValueError). No maintained writer produces v1 any more; this one exists for the readers' tests.
+
 Alignment: ``general.alignment`` (UINT32) in ``kvs`` wins; otherwise ``alignment`` (default 32). When an
 ``alignment`` other than 32 is passed and ``kvs`` has no ``general.alignment``, the KV is appended so that
 readers see it. Passing an ``alignment`` that disagrees with the KV is a ValueError.
@@ -75,9 +79,9 @@ def _type_name(name):
     return key
 
 
-def _string(s):
+def _string(s, v1=False):
     b = s.encode("utf-8") if isinstance(s, str) else bytes(s)
-    return struct.pack("<Q", len(b)) + b
+    return struct.pack("<I" if v1 else "<Q", len(b)) + b
 
 
 def _check_scalar(type_name, v, where):
@@ -102,21 +106,25 @@ def _check_scalar(type_name, v, where):
             raise ValueError("%s: %s value must be a number, got %r" % (where, type_name, v))
 
 
-def _value(type_name, value, where):
-    """Encodes one value (without its type tag) of GGUF type type_name."""
+def _value(type_name, value, where, v1=False):
+    """Encodes one value (without its type tag) of GGUF type type_name (v1: 32-bit lengths and counts)."""
     type_id, fmt = GGUF_VALUE_TYPES[type_name]
+    if v1 and type_id > GGUF_VALUE_TYPES["ARRAY"][0]:
+        raise ValueError("%s: GGUF v1 has no %s values" % (where, type_name))
     if type_name == "STRING":
         if not isinstance(value, (str, bytes, bytearray)):
             raise ValueError("%s: STRING value must be str or bytes, got %r" % (where, type(value).__name__))
-        return _string(value)
+        return _string(value, v1)
     if type_name == "ARRAY":
         try:
             elem_name, values = value
         except (TypeError, ValueError):
             raise ValueError("%s: ARRAY value must be (element_type_name, values)" % where)
         elem_name = _type_name(elem_name)
+        if v1 and GGUF_VALUE_TYPES[elem_name][0] > GGUF_VALUE_TYPES["ARRAY"][0]:
+            raise ValueError("%s: GGUF v1 has no %s values" % (where, elem_name))
         values = list(values)
-        head = struct.pack("<IQ", GGUF_VALUE_TYPES[elem_name][0], len(values))
+        head = struct.pack("<II" if v1 else "<IQ", GGUF_VALUE_TYPES[elem_name][0], len(values))
         efmt = GGUF_VALUE_TYPES[elem_name][1]
         if efmt is not None:  # numeric / bool: one pack call for the whole array
             for i, v in enumerate(values):
@@ -128,7 +136,7 @@ def _value(type_name, value, where):
             else:
                 values = [float(v) for v in values]
             return head + struct.pack("<%d%s" % (len(values), efmt), *values)
-        return head + b"".join(_value(elem_name, v, "%s[%d]" % (where, i)) for i, v in enumerate(values))
+        return head + b"".join(_value(elem_name, v, "%s[%d]" % (where, i), v1) for i, v in enumerate(values))
     _check_scalar(type_name, value, where)
     if type_name in _INT_RANGES:
         value = int(value)
@@ -180,16 +188,19 @@ def gguf_bytes(kvs, tensors, alignment=None, version=3):
     align, extra = _resolve_alignment(kvs, alignment)
     kvs += extra
 
-    parts = [b"GGUF", struct.pack("<IQQ", version, len(tensors), len(kvs))]
+    if version not in (1, 2, 3):
+        raise ValueError("GGUF version %r: 1, 2 or 3 expected" % (version,))
+    v1 = version == 1
+    parts = [b"GGUF", struct.pack("<III" if v1 else "<IQQ", version, len(tensors), len(kvs))]
     seen = set()
     for key, type_name, value in kvs:
         if key in seen:
             raise ValueError("KV key %r given twice" % key)
         seen.add(key)
         type_name = _type_name(type_name)
-        parts.append(_string(key))
+        parts.append(_string(key, v1))
         parts.append(struct.pack("<I", GGUF_VALUE_TYPES[type_name][0]))
-        parts.append(_value(type_name, value, key))
+        parts.append(_value(type_name, value, key, v1))
 
     blobs, names, offset = [], set(), 0
     for name, ggml_name, ne, data in tensors:
@@ -202,8 +213,8 @@ def gguf_bytes(kvs, tensors, alignment=None, version=3):
         if len(blob) != need:
             raise ValueError("tensor %r: %s %r needs %d bytes, data has %d" % (name, key, list(ne), need, len(blob)))
         offset = (offset + align - 1) // align * align
-        parts.append(_string(name))
-        parts.append(struct.pack("<I%dQ" % len(ne), len(ne), *[int(n) for n in ne]))
+        parts.append(_string(name, v1))
+        parts.append(struct.pack("<I%d%s" % (len(ne), "I" if v1 else "Q"), len(ne), *[int(n) for n in ne]))
         parts.append(struct.pack("<IQ", GGML_TYPES[key][0], offset))
         blobs.append((offset, blob))
         offset += len(blob)

@@ -227,6 +227,98 @@ TEST(Gguf, AVocabularyOnlyFileEndingAfterItsKeyValuesParses) {
   EXPECT_EQ(id->size, 188u);
 }
 
+// GGUF v1 (llama.cpp, August 2023; its reader dropped it later): the layout of v2 with 32-bit tensor and KV
+// counts, string lengths, array counts and dimensions, and only the value types 0 to 9. Written byte by
+// byte here (no Debian tool writes v1): the same KVs and tensors as a v3 file, which must parse the same.
+struct GgufV1Writer {
+  Writer w;
+  GgufV1Writer& str(const std::string& s) {
+    w.put<uint32_t>(static_cast<uint32_t>(s.size()));
+    w.b.insert(w.b.end(), s.begin(), s.end());
+    return *this;
+  }
+};
+
+std::vector<uint8_t> gguf_v1_and_v3_twin(bool v1) {
+  Writer w;
+  auto str = [&](const std::string& s) {
+    if (v1) w.put<uint32_t>(static_cast<uint32_t>(s.size()));
+    else w.put<uint64_t>(s.size());
+    w.b.insert(w.b.end(), s.begin(), s.end());
+  };
+  auto count = [&](uint64_t n) {
+    if (v1) w.put<uint32_t>(static_cast<uint32_t>(n));
+    else w.put<uint64_t>(n);
+  };
+  w.b = {'G', 'G', 'U', 'F'};
+  w.put<uint32_t>(v1 ? 1 : 3);
+  count(2), count(3);
+  str("general.architecture"), w.put<uint32_t>(8), str("llama");
+  str("tokenizer.ggml.tokens"), w.put<uint32_t>(9).put<uint32_t>(8), count(2), str("<s>"), str("hi");
+  str("llama.rope.freq_base"), w.put<uint32_t>(6).put<float>(10000.0f);
+  str("w"), w.put<uint32_t>(2), count(4), count(2), w.put<uint32_t>(0).put<uint64_t>(0);      // F32 [2, 4]
+  str("q"), w.put<uint32_t>(1), count(32), w.put<uint32_t>(8).put<uint64_t>(32);             // Q8_0 [32]
+  while (w.b.size() % 32) w.b.push_back(0);
+  for (int i = 0; i < 8; ++i) w.put<float>(static_cast<float>(i) - 2.5f);
+  w.b.resize(w.b.size() + 34, 0x11);
+  return w.b;
+}
+
+TEST(Gguf, AVersion1FileReadsAsItsVersion3Twin) {
+  const auto one = gguf_v1_and_v3_twin(true), three = gguf_v1_and_v3_twin(false);
+  for (const GgufArrays arrays : {GgufArrays::Values, GgufArrays::Summary}) {
+    const GgufFile a = parse_gguf(one.data(), one.size(), "v1.gguf", arrays);
+    const GgufFile b = parse_gguf(three.data(), three.size(), "v3.gguf", arrays);
+    EXPECT_EQ(a.version, 1u);
+    ASSERT_EQ(a.kvs.size(), b.kvs.size());
+    for (size_t i = 0; i < a.kvs.size(); ++i) {
+      EXPECT_EQ(a.kvs[i].key, b.kvs[i].key);
+      EXPECT_EQ(a.kvs[i].value, b.kvs[i].value) << a.kvs[i].key;
+      EXPECT_EQ(a.kvs[i].count, b.kvs[i].count) << a.kvs[i].key;
+    }
+    ASSERT_EQ(a.tensors.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+      EXPECT_EQ(a.tensors[i].shape, b.tensors[i].shape);
+      EXPECT_EQ(a.tensors[i].type, b.tensors[i].type);
+      EXPECT_EQ(a.tensors[i].bytes, b.tensors[i].bytes);
+      EXPECT_EQ(a.tensors[i].data_offset % 32, 0u);
+    }
+    EXPECT_EQ(a.tensors[0].shape, (std::vector<uint64_t>{2, 4}));
+    float first = 0;
+    std::memcpy(&first, one.data() + a.tensors[0].data_offset, 4);
+    EXPECT_EQ(first, -2.5f);
+    EXPECT_EQ(a.find("llama.rope.freq_base")->value, 10000.0);
+  }
+}
+
+TEST(Gguf, Version1MalformationsAreNamed) {
+  GgufV1Writer wide_type;  // UINT64 (type 10) arrived with v2
+  wide_type.w.b = {'G', 'G', 'U', 'F'};
+  wide_type.w.put<uint32_t>(1).put<uint32_t>(0).put<uint32_t>(1);
+  wide_type.str("k").w.put<uint32_t>(10).put<uint64_t>(7);
+  EXPECT_NE(gguf_error_of(wide_type.w.b).find("at byte 21: key 'k' has unknown value type 10 (GGUF v1 defines types 0 to 9)"),
+            std::string::npos)
+      << gguf_error_of(wide_type.w.b);
+  GgufV1Writer long_string;  // a 32-bit length past the end
+  long_string.w.b = {'G', 'G', 'U', 'F'};
+  long_string.w.put<uint32_t>(1).put<uint32_t>(0).put<uint32_t>(1).put<uint32_t>(0xFFFFFFF0u);
+  long_string.w.b.resize(40, 0);
+  EXPECT_NE(gguf_error_of(long_string.w.b).find("at byte 16: KV key: string length 4294967280 runs past the end"), std::string::npos)
+      << gguf_error_of(long_string.w.b);
+  GgufV1Writer many_kvs;
+  many_kvs.w.b = {'G', 'G', 'U', 'F'};
+  many_kvs.w.put<uint32_t>(1).put<uint32_t>(0).put<uint32_t>(0xFFFFFFFFu);
+  many_kvs.w.b.resize(64, 0);
+  EXPECT_NE(gguf_error_of(many_kvs.w.b).find("at byte 12: kv_count 4294967295 cannot fit"), std::string::npos)
+      << gguf_error_of(many_kvs.w.b);
+  GgufV1Writer big_array;
+  big_array.w.b = {'G', 'G', 'U', 'F'};
+  big_array.w.put<uint32_t>(1).put<uint32_t>(0).put<uint32_t>(1);
+  big_array.str("k").w.put<uint32_t>(9).put<uint32_t>(8).put<uint32_t>(1000);
+  EXPECT_NE(gguf_error_of(big_array.w.b).find("ARRAY of 1000 STRING cannot fit"), std::string::npos) << gguf_error_of(big_array.w.b);
+}
+
 TEST(Gguf, EveryMalformationIsAPreciseError) {
   struct Case {
     std::vector<uint8_t> file;
@@ -290,7 +382,8 @@ TEST(Gguf, EveryMalformationIsAPreciseError) {
   const Case cases[] = {
       {{'G', 'G'}, "magic needs 4 bytes"},
       {bad_magic, "at byte 0: not a GGUF file"},
-      {gguf_with(0, [](Writer&) {}, 0, 1), "GGUF version 1 is not supported"},
+      {gguf_with(0, [](Writer&) {}, 0, 4), "at byte 4: GGUF version 4 is not supported (1, 2 and 3 are)"},
+      {gguf_with(0, [](Writer&) {}, 0, 0), "GGUF version 0 is not supported"},
       {truncated, "runs past the end of the file"},
       {gguf_with(uint64_t{1} << 50, [](Writer&) {}, 0), "tensor_count 1125899906842624 cannot fit"},
       {gguf_with(0, [](Writer&) {}, 0, 3, uint64_t{1} << 40), "kv_count 1099511627776 cannot fit"},
