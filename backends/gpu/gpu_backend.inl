@@ -561,6 +561,9 @@ std::string chunk_header(const unsigned char* chunk, uint64_t length, unsigned e
   if (block_bytes == 0 || block_bytes % es != 0 || (block_bytes / es) % 8 != 0)
     return "header (byte 8) block size " + std::to_string(block_bytes) + " bytes is not a positive multiple of 8 " +
            std::to_string(es) + "-byte elements";
+  if (block_bytes > TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES)
+    return "header (byte 8) block size " + std::to_string(block_bytes) + " bytes is more than one LZ4 block can hold (" +
+           std::to_string(TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES) + "): a damaged header";
   *block_elements = block_bytes / es;
   return {};
 }

@@ -377,7 +377,8 @@ typedef struct tm_stem_ssb_params_v1 {
  * the output may be a device buffer instead (output_buffer, plugin_abi.h), so decoded frames stay there for
  * the next ops. Exact: every backend writes the bytes the LZ4 library and the bit transpose give.
  * A chunk that does not decode to exactly chunk_elements elements (a header that disagrees, a block size
- * that is not a positive multiple of 8 elements, a truncated size prefix or block, an LZ4 error, a short
+ * that is not a positive multiple of 8 elements or is more than one LZ4 block can hold,
+ * TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES, a truncated size prefix or block, an LZ4 error, a short
  * block, bytes left over) fails the call with TM_ERR_INVALID_ARGUMENT and a message that begins
  * "chunk <i>: " for the lowest such chunk and names its block and byte offset in the chunk; the output is
  * then unspecified. A backend never reads outside the input nor writes outside the output, whatever the
@@ -385,6 +386,11 @@ typedef struct tm_stem_ssb_params_v1 {
  * refused by the device backends ("offset 0"), while liblz4 1.9 (the CPU's decoder) copies whatever its
  * output buffer held there.
  */
+/* The largest block a bitshuffle+LZ4 chunk header may declare, in bytes: LZ4's LZ4_MAX_INPUT_SIZE
+ * (0x7E000000), the most one LZ4 block can encode. A larger block size cannot have been written by a
+ * compressor, so the header is damaged even when the frame is smaller than the block. */
+#define TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES 0x7E000000ull
+
 typedef struct tm_decode_bitshuffle_lz4_params_v1 {
   uint64_t chunk_count;
   uint64_t chunk_elements;        /* elements of every chunk, decoded                                  */

@@ -116,6 +116,21 @@ void FrameReader::read(uint64_t frame, Stored& stored) const {
     throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + ": HDF5 cannot read its " + std::to_string(size) +
                                          "-byte chunk (" + h5::last_error() + "): truncated or damaged data file");
   stored.raw = filter_mask != 0 || d.codec == ChunkCodec::Uncompressed;
+  if (!stored.raw && d.codec == ChunkCodec::BitshuffleLz4) check_declared_block(d, frame, stored.bytes);
+}
+
+// The bitshuffle filter's options (cd_values[3], in elements; 0 = the library's default, written into each
+// chunk's header) name the block size the writer used; a chunk whose header says otherwise is damaged.
+void FrameReader::check_declared_block(const DataPart& d, uint64_t frame, const std::vector<uint8_t>& chunk) const {
+  const uint32_t declared = d.bitshuffle_options.size() > 3 ? d.bitshuffle_options[3] : 0;
+  if (declared == 0 || chunk.size() < 12) return;  // a short chunk is the decoder's to name
+  const uint64_t header = (uint64_t{chunk[8]} << 24) | (uint64_t{chunk[9]} << 16) | (uint64_t{chunk[10]} << 8) | chunk[11];
+  const uint64_t expected = uint64_t{declared} * acq_.element_size;
+  if (header != expected)
+    throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + ": the chunk's header (byte 8) says blocks of " +
+                                         std::to_string(header) + " bytes, the dataset's bitshuffle filter options say " +
+                                         std::to_string(declared) + " elements (" + std::to_string(expected) +
+                                         " bytes): damaged data file");
 }
 
 bool FrameReader::takes_lz4_op(uint64_t frame, const Stored& stored) const {

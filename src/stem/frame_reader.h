@@ -61,6 +61,7 @@ class FrameReader {
   uint64_t frame_bytes_ = 0;
   std::vector<std::unique_ptr<Part>> parts_;
   const Part& part_of(uint64_t frame, uint32_t* index) const;
+  void check_declared_block(const DataPart& d, uint64_t frame, const std::vector<uint8_t>& chunk) const;
 };
 
 }  // namespace tmorph

@@ -6,8 +6,11 @@
 #include <cstring>
 
 #include "support/bitshuffle.h"
+#include "tensormorph/op_contracts.h"
 
 namespace tmorph {
+
+static_assert(TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES == LZ4_MAX_INPUT_SIZE, "the contract's bound is LZ4's own");
 
 namespace {
 
@@ -39,6 +42,9 @@ std::string decode_bitshuffle_lz4(const uint8_t* chunk, uint64_t chunk_bytes, ui
   if (block_bytes == 0 || block_bytes % element_size != 0 || (block_bytes / element_size) % 8 != 0)
     return "header (byte 8) block size " + std::to_string(block_bytes) + " bytes is not a positive multiple of 8 " +
            std::to_string(element_size) + "-byte elements";
+  if (block_bytes > TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES)
+    return "header (byte 8) block size " + std::to_string(block_bytes) + " bytes is more than one LZ4 block can hold (" +
+           std::to_string(TM_BITSHUFFLE_LZ4_MAX_BLOCK_BYTES) + "): a damaged header";
   const uint64_t elements = out_bytes / element_size;
   const uint64_t block_elements = block_bytes / element_size;
   const uint64_t tail_elements = elements % 8;

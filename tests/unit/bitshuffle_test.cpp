@@ -166,6 +166,17 @@ TEST_F(MalformedChunk, BlockSizeNotAMultipleOfEightElements) {
   EXPECT_NE(decode_bytes(chunk, bytes).error.find("block size 12 bytes is not a positive multiple of 8"), std::string::npos);
 }
 
+// Found by the mutation probe: a block size of 0x80000000 bytes (a multiple of 8 elements) decoded a frame
+// smaller than one block with exit 0. No LZ4 block can hold more than LZ4_MAX_INPUT_SIZE bytes, so such a
+// header is damaged whatever the frame's size; the largest size LZ4 allows is still read.
+TEST_F(MalformedChunk, BlockSizeLargerThanLz4CanHold) {
+  chunk[8] = 0x80, chunk[9] = 0, chunk[10] = 0, chunk[11] = 0;
+  const auto e = decode_bytes(chunk, bytes).error;
+  EXPECT_NE(e.find("header (byte 8) block size 2147483648 bytes is more than one LZ4 block can hold (2113929216)"), std::string::npos) << e;
+  chunk[8] = 0x7E;  // exactly LZ4_MAX_INPUT_SIZE: allowed by the header check, so the blocks' own sizes decide
+  EXPECT_EQ(decode_bytes(chunk, bytes).error.find("more than one LZ4 block"), std::string::npos);
+}
+
 TEST_F(MalformedChunk, TruncatedInsideABlock) {
   chunk.resize(block_start(2) + 10);
   const auto e = decode_bytes(chunk, bytes).error;

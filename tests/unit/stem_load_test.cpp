@@ -8,6 +8,7 @@
 
 #include "core/utf8.h"
 #include "cpu/cpu_backend.h"
+#include "formats/bitshuffle_lz4.h"
 #include "stem/acquisition.h"
 #include "stem/load.h"
 #include "stem/products/products.h"
@@ -363,6 +364,41 @@ TEST_F(StemLoad, AChunkLargerThanAnyEncodingOfItsFrameIsRefusedBeforeAllocating)
     EXPECT_NE(std::string(e.what()).find(f + ": frame 22: the chunk index says 200000 stored bytes for a 800-byte frame"), std::string::npos)
         << e.what();
   }
+}
+
+// The probe's bitshuffle finding, the filter's side: a chunk whose header names another block size than the
+// dataset's bitshuffle options (cd_values[3]) is damaged, even where its blocks would decode.
+TEST(StemDamagedChunk, AHeaderBlockSizeThatDisagreesWithTheFilterOptionsIsNamed) {
+  TempFolder folder("block-size");
+  DectrisWriterOptions o;
+  o.folder = folder.str();
+  o.block_elements = 128;  // cd_values[3] = 128: blocks of 256 bytes of uint16
+  const std::string master = test::write_frames(o, DType::U16, 20, 20, 4);
+  const std::string data = folder.file("demo_data_000001.h5");
+  {
+    auto guard = h5::lock();
+    h5::Handle file(H5Fopen(data.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    h5::Handle ds(H5Dopen2(file.get(), "entry/data/data", H5P_DEFAULT), H5Dclose);
+    const auto pixels = test::detector_pixels(DType::U16, 400, 77);
+    const auto chunk = encode_bitshuffle_lz4_chunk(pixels.data(), 400, 2, 256);  // a valid chunk, blocks of 512 bytes
+    const hsize_t coord[3] = {1, 0, 0};
+    ASSERT_GE(H5Dwrite_chunk(ds.get(), H5P_DEFAULT, 0, coord, chunk.size(), chunk.data()), 0);
+  }
+  const Acquisition acq = open_acquisition(master);
+  LoadRequest r;
+  r.scan_shape = std::array<uint64_t, 2>{2, 2};
+  try {
+    load_stem(acq, r);
+    FAIL() << "the chunk was decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find(data + ": frame 1: the chunk's header (byte 8) says blocks of 512 bytes, the dataset's "
+                                                "bitshuffle filter options say 128 elements (256 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+  r.scan_region = Box{1, 2, 0, 2};  // frames 2 and 3 are intact
+  EXPECT_NO_THROW(load_stem(acq, r));
 }
 
 TEST(StemReadiness, AnAcquisitionStillBeingWrittenIsReportedAndUnwrittenFramesFail) {
