@@ -11,7 +11,7 @@ namespace tmorph::python {
 namespace {
 
 // The classes, created once at import and alive for the interpreter's life (never released).
-PyObject* g_classes[6] = {};
+PyObject* g_classes[7] = {};
 
 size_t slot(ErrorKind k) {
   switch (k) {
@@ -21,6 +21,7 @@ size_t slot(ErrorKind k) {
     case ErrorKind::PrecisionRefused: return 3;
     case ErrorKind::Io: return 4;
     case ErrorKind::Internal: return 5;
+    case ErrorKind::Incomplete: return 6;
   }
   return 5;
 }
@@ -46,6 +47,8 @@ void register_errors(py::module_& m) {
        "Only an approximation could serve it and allow_approx did not consent (CLI exit 5)."},
       {ErrorKind::Io, "IoError", "The operating system refused (open, map, read) (CLI exit 6)."},
       {ErrorKind::Internal, "InternalError", "A bug in tensormorph (CLI exit 70)."},
+      {ErrorKind::Incomplete, "Incomplete",
+       "Everything readable was reported, but some data was damaged or missing (CLI exit 7)."},
   };
   py::setattr(py::handle(base), "exit_code", py::int_(1));
   for (const Kind& k : kinds) {

@@ -13,6 +13,7 @@ enum class ErrorKind {
   Unavailable,      // a requested backend/kernel cannot serve the request (exit 4)
   PrecisionRefused, // only an approximation could serve it and no consent was given (exit 5)
   Io,               // the OS refused (open, map, read) (exit 6)
+  Incomplete,       // the command reported all it could, but some data was damaged or missing (exit 7)
   Internal,         // a bug (exit 70)
 };
 

@@ -6,6 +6,7 @@ from ._core import (
     BadInput,
     Checkpoint,
     Error,
+    Incomplete,
     InternalError,
     InvalidArgument,
     IoError,
@@ -21,7 +22,7 @@ from ._core import (
 from . import acquisition as _acquisition
 
 __all__ = [
-    "BadInput", "Checkpoint", "Error", "InternalError", "InvalidArgument", "IoError", "Mapping",
+    "BadInput", "Checkpoint", "Error", "Incomplete", "InternalError", "InvalidArgument", "IoError", "Mapping",
     "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "open", "stem",
 ]
 

@@ -31,6 +31,7 @@ nlohmann::json indexing_report_json(const std::string& path, const CheckpointInd
           {"computed", r.computed},
           {"already_indexed", r.already_indexed},
           {"unavailable", r.unavailable},
+          {"damaged", r.damaged},
           {"bytes", r.bytes},
           {"seconds", r.seconds},
           {"bytes_per_second", r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0},

@@ -45,8 +45,10 @@ StatsDocument build_stats_document(const StatsDocumentRequest& req, const Planne
     if (const auto why = unreadable_reason(t, planner)) {
       row.entry["stats"] = nullptr;
       row.entry["unavailable"] = *why;
+      row.entry["damaged"] = t.damaged;  // missing or damaged data, as opposed to no kernel for its type
       row.unavailable = *why;
       ++d.unavailable_;
+      if (t.damaged) ++d.damaged_;
     } else {
       std::optional<StatsResult> stored;
       if (req.from_index) {
@@ -82,6 +84,13 @@ void StatsDocument::refuse_if_unserved(const std::string& strict_backend) const 
   throw Error(ErrorKind::Unavailable, std::to_string(unavailable_) + " of " + std::to_string(rows_.size()) +
                                           " tensors could not be served by --backend " + strict_backend +
                                           " (each reported with its reason); nothing was substituted");
+}
+
+void StatsDocument::refuse_if_incomplete() const {
+  if (!damaged_) return;
+  throw Error(ErrorKind::Incomplete, path_ + ": " + std::to_string(damaged_) + " of " + std::to_string(rows_.size()) +
+                                         " tensors could not be read: their data is missing or damaged (each is listed with "
+                                         "its reason); the other tensors' statistics are complete");
 }
 
 }  // namespace tmorph::app

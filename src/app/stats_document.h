@@ -61,6 +61,9 @@ class StatsDocument {
   // Throws Unavailable when a strict backend (`strict_backend`, non-empty) left any tensor unserved: everything
   // that could be served is in the rows, each refusal with its reason; nothing was substituted.
   void refuse_if_unserved(const std::string& strict_backend) const;
+  // Throws Incomplete (exit 7) when any row is unavailable because its data is missing or damaged
+  // (CheckpointTensor::damaged), after the faces printed every row: a script can tell the result is incomplete.
+  void refuse_if_incomplete() const;
 
  private:
   friend StatsDocument build_stats_document(const StatsDocumentRequest&, const Planner&);
@@ -69,6 +72,7 @@ class StatsDocument {
   std::optional<Checkpoint> direct_;
   std::vector<StatsRow> rows_;
   size_t unavailable_ = 0;
+  size_t damaged_ = 0;
   bool cancelled_ = false;
 };
 

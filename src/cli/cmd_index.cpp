@@ -38,12 +38,22 @@ void run_index(const IndexArgs& a) {
   const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid, max_rate);
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
+  // Everything indexable was indexed and reported; then a damaged checkpoint ends with exit 7.
+  const auto refuse_if_incomplete = [&] {
+    if (r.damaged)
+      throw Error(ErrorKind::Incomplete, a.path + ": " + std::to_string(r.damaged) + " of " +
+                                             std::to_string(index->checkpoint().tensors.size()) +
+                                             " tensors could not be indexed: their data is missing or damaged (`stats` names each)");
+  };
   if (a.json) {
     print_json(app::indexing_report_json(a.path, *index, r));
+    refuse_if_incomplete();
     return;
   }
-  std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet\n", a.path.c_str(),
-              index->checkpoint().tensors.size(), r.computed, r.already_indexed, r.unavailable);
+  std::printf("%s: %zu tensors: %zu computed now, %zu already indexed, %zu without a kernel yet", a.path.c_str(),
+              index->checkpoint().tensors.size(), r.computed, r.already_indexed, r.unavailable - r.damaged);
+  if (r.damaged) std::printf(", %zu with missing or damaged data", r.damaged);
+  std::printf("\n");
   if (r.computed)
     std::printf("  read %s in %.2f s (%s/s) with %u worker(s)%s, %s reads, %s read ahead\n",
                 format_bytes(static_cast<double>(r.bytes)).c_str(), r.seconds, format_bytes(rate).c_str(), r.workers,
@@ -51,6 +61,7 @@ void run_index(const IndexArgs& a) {
                 format_bytes(static_cast<double>(r.window_bytes)).c_str(), format_bytes(static_cast<double>(r.readahead_bytes)).c_str());
   for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", f.c_str());
   std::printf("  index: %s%s\n", o.database.c_str(), o.persisted ? "" : " (not saved)");
+  refuse_if_incomplete();
 }
 
 }  // namespace

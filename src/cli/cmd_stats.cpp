@@ -196,6 +196,7 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
   const app::StatsDocument doc = app::build_stats_document(req, rt.planner());
   if (a.json) print_json(doc.json());
   doc.refuse_if_unserved(rt.constraints.strict_backend);
+  doc.refuse_if_incomplete();
 }
 
 void run_stats(const StatsArgs& a) {

@@ -78,8 +78,10 @@ void run_movie(const MovieArgs& a) {
   MovieResult movie =
       write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
   movie.report["placement"] = placements_json(movie.placements);
+  if (!acq.problems.empty()) movie.report["acquisition_problems"] = acq.problems_report();
   if (a.load.json) {
     print_json(movie.report);
+    refuse_if_values_changed(acq, a.load.out);
     return;
   }
   const nlohmann::json& r = movie.report;
@@ -91,6 +93,7 @@ void run_movie(const MovieArgs& a) {
               {"scale bar", plan.unit == "px" ? "pixels (no calibration)" : fmt(plan.units_per_pixel) + " " + plan.unit + " per pixel"},
               {"time", fmt(r["seconds"].get<double>()) + " s"}},
              0);
+  refuse_if_values_changed(acq, a.load.out);
 }
 
 }  // namespace

@@ -149,6 +149,7 @@ void run_product(const ProductArgs& a) {
   side << json_text(report) << "\n";
   if (a.load.json) {
     print_json(report);
+    refuse_if_values_changed(acq, a.load.out);
     return;
   }
   std::vector<std::pair<std::string, std::string>> rows = {{"product", product_name(a.kind)}, {"wrote", a.load.out + " " + report["shape"].dump() + " and " + a.load.out + ".json"}};
@@ -169,8 +170,11 @@ void run_product(const ProductArgs& a) {
                                     std::to_string(f["batches_decoded_there"].get<uint64_t>()) + " batches)"});
   }
   rows.push_back({"time", fmt(report["seconds"].get<double>()) + " s"});
+  if (report.contains("acquisition_problems"))
+    for (const auto& p : report["acquisition_problems"]["problems"]) rows.push_back({"acquisition problem", p.get<std::string>()});
   print_rows(rows, 0);
   print_placements(placements);
+  refuse_if_values_changed(acq, a.load.out);
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ void run_ssb(const SsbArgs& a) {
   nlohmann::json report = to_json(run);
   report["product"] = "ssb";
   report["file"] = a.load.out;
+  if (!acq.problems.empty()) report["acquisition_problems"] = acq.problems_report();
   const std::vector<uint64_t> shape = {result.rows, result.cols};
   if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);
   else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
@@ -127,6 +128,7 @@ void run_ssb(const SsbArgs& a) {
   std::ofstream(a.load.out + ".json", std::ios::trunc) << json_text(report) << "\n";
   if (a.load.json) {
     print_json(report);
+    refuse_if_values_changed(acq, a.load.out);
     return;
   }
   print_rows({{"product", "ssb phase"},
@@ -147,6 +149,7 @@ void run_ssb(const SsbArgs& a) {
                            fmt(run.reconstruct_seconds) + " s reconstructing"}},
              0);
   print_placements(placements);
+  refuse_if_values_changed(acq, a.load.out);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ int Error::exit_code() const {
     case ErrorKind::Unavailable: return 4;
     case ErrorKind::PrecisionRefused: return 5;
     case ErrorKind::Io: return 6;
+    case ErrorKind::Incomplete: return 7;
     case ErrorKind::Internal: return 70;
   }
   return 70;

@@ -43,6 +43,7 @@ struct DectrisFile {
   std::string scan_shape_path;
   std::string signature;                 // 16 hex digits over every file's name, size, mtime and header
   std::vector<std::string> problems;     // readiness problems, in discovery order
+  std::vector<std::string> value_problems;  // of those, the ones that change products' values (stem/acquisition.h)
 };
 
 // Opens a master file, a Dectris data file (its master is used when present beside it) or a folder

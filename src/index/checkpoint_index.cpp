@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "5";
+constexpr const char* kSchemaVersion = "6";  // 6: tensors.damaged
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS tensors(
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
   stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
   elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT, strides TEXT NOT NULL,
-  chunks TEXT NOT NULL);
+  chunks TEXT NOT NULL, damaged INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
@@ -253,7 +253,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
   }
   SqliteStmt q(*db_,
                "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
-               "ggml_type, packed, strides, chunks FROM tensors ORDER BY ordinal");
+               "ggml_type, packed, strides, chunks, damaged FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -272,6 +272,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     if (!q.is_null(12)) t.packed = packed_from_json(nlohmann::json::parse(q.text(12)));
     t.strides = split_dims(q.text(13));
     t.chunks = chunks_from_text(q.text(14));
+    t.damaged = q.int64(15) != 0;
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -348,7 +349,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
     SqliteStmt del(*db_, "DELETE FROM tensors WHERE name = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset, ggml_type, packed, strides, chunks) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type, packed, strides, chunks, damaged) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
@@ -385,7 +386,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       else ins.bind_null(12);
       if (t.packed) ins.bind(13, packed);
       else ins.bind_null(13);
-      ins.bind(14, join_dims(t.strides)).bind(15, chunks);
+      ins.bind(14, join_dims(t.strides)).bind(15, chunks).bind(16, static_cast<int64_t>(t.damaged));
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

@@ -17,6 +17,7 @@
 #include "checkpoint/strided_view.h"
 #include "checkpoint/tensor_stats.h"
 #include "checkpoint/value_reader.h"
+#include "formats/zip_archive.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -157,6 +158,8 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       off += k;
     }
   };
+  // The CRC-32 of the bytes read, for a torch.save storage whose CRC is checked on a full pass (t.crc32).
+  uint32_t crc = 0;
   // Reads bytes [offset, offset + n) of f through the buffer, asking for `ahead` bytes further on.
   auto feed_file = [&](const MappedFile& f, uint64_t offset, uint64_t n) {
     f.read_ahead(offset, std::min(n, ahead));
@@ -164,6 +167,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       const uint64_t k = std::min(piece, n - off);
       if (off + ahead < n) f.read_ahead(offset + off + ahead, std::min(k, n - off - ahead));
       f.read_at(offset + off, buffer.data(), k);
+      if (t.crc32) crc = zip_crc32(buffer.data(), k, crc);
       stream.feed(buffer.data(), k / width);
       if (lod) lod->feed(buffer.data(), k / width);
       bytes_done += k;
@@ -211,6 +215,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
   feed_file(file, t.file_offset, bytes);
+  if (t.crc32) check_zip_crc(*t.crc32, crc, t.crc_entry, t.file_offset, bytes, file.path());
   if (lod) finish_pyramid();
   if (!stream.needs_second_pass()) return stream.finish(nullptr);
   // Wider dtypes: the histogram and quantile passes read the tensor through the mapping, whose pages
@@ -231,7 +236,10 @@ std::vector<size_t> tensors_to_index(const CheckpointIndex& index, const Planner
     for (size_t i = 0; i < c.tensors.size(); ++i) wanted.push_back(i);
   std::vector<size_t> todo;
   for (size_t i : wanted) {
-    if (unreadable_reason(c.tensors[i], planner)) ++report.unavailable;
+    if (unreadable_reason(c.tensors[i], planner)) {
+      ++report.unavailable;
+      if (c.tensors[i].damaged) ++report.damaged;
+    }
     else if (index.has_stats(i)) ++report.already_indexed;
     else todo.push_back(i);
   }
@@ -341,6 +349,7 @@ IndexingReport index_checkpoint(CheckpointIndex& index, const Planner& planner, 
         if (options.progress) options.progress(progress);
       });
   report.unavailable = counted.unavailable;
+  report.damaged = counted.damaged;
   report.already_indexed = counted.already_indexed;
   return report;
 }

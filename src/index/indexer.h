@@ -57,7 +57,8 @@ struct IndexingOptions {
 struct IndexingReport {
   size_t computed = 0;         // tensors whose statistics were computed and committed now
   size_t already_indexed = 0;  // found in the index
-  size_t unavailable = 0;      // no dense dtype yet (quantized, F4/F6...): listed, not computed
+  size_t unavailable = 0;      // no dense dtype yet (quantized, F4/F6...) or damaged: listed, not computed
+  size_t damaged = 0;          // of those, unavailable because their data is missing or damaged (CheckpointTensor::damaged)
   uint64_t bytes = 0;          // tensor bytes read by this run
   double seconds = 0;
   unsigned workers = 0;

@@ -29,7 +29,8 @@ int status_of(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::InvalidArgument: return 400;
     case ErrorKind::Unavailable:
-    case ErrorKind::PrecisionRefused: return 409;
+    case ErrorKind::PrecisionRefused:
+    case ErrorKind::Incomplete: return 409;  // as an acquisition with readiness problems is
     case ErrorKind::BadInput:
     case ErrorKind::Io:
     case ErrorKind::Internal: return 500;

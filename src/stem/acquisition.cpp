@@ -40,6 +40,22 @@ nlohmann::json Acquisition::readiness_json() const {
   return out;
 }
 
+nlohmann::json Acquisition::problems_report() const {
+  if (problems.empty()) return nullptr;
+  nlohmann::json all = nlohmann::json::array(), changing = nlohmann::json::array();
+  for (const auto& p : problems) all.push_back(escape_invalid_utf8(p));
+  for (const auto& p : value_problems) changing.push_back(escape_invalid_utf8(p));
+  return {{"status", complete() ? "complete" : "incomplete"}, {"problems", all}, {"changing_values", changing}};
+}
+
+void refuse_if_values_changed(const Acquisition& acq, const std::string& what) {
+  if (acq.value_problems.empty()) return;
+  std::string list;
+  for (const auto& p : acq.value_problems) list += (list.empty() ? "" : "; ") + escape_invalid_utf8(p);
+  throw Error(ErrorKind::Incomplete, what + " was computed from an acquisition whose problems change its values (listed in its "
+                                            "report under acquisition_problems): " + list);
+}
+
 std::array<uint64_t, 2> resolve_scan_shape(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& given) {
   const uint64_t total = acq.frames_total();
   if (given) {

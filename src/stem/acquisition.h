@@ -40,12 +40,22 @@ struct Acquisition {
   std::string scan_shape_path;
   std::string signature;                 // 16 hex digits over every file's name, size, mtime and header
   std::vector<std::string> problems;     // readiness problems, in discovery order
+  // Of `problems`, those that change the values of a product computed anyway (a pixel mask not applied, data files
+  // whose frames overlap, so that some are dropped): such a product is incomplete (exit 7, refuse_if_values_changed).
+  std::vector<std::string> value_problems;
 
   bool complete() const;
   // Frames the scan covers: expected when the metadata says, else as far as the readable parts reach.
   uint64_t frames_total() const { return frames_expected.value_or(frames_extent); }
   nlohmann::json readiness_json() const;
+  // What a product's report carries about the acquisition it was computed from: {"status", "problems",
+  // "changing_values"}; null when there is no problem.
+  nlohmann::json problems_report() const;
 };
+
+// Throws Incomplete (exit 7) naming `what` (the product written) when the acquisition has value_problems: called by
+// the faces after the product and its report were written, so everything is delivered and a script still knows.
+void refuse_if_values_changed(const Acquisition& acq, const std::string& what);
 
 // Opens PATH through the first opener that claims it (a Dectris master or data file, or a folder holding exactly
 // one acquisition). Never throws for an acquisition that is incomplete or being written: that is reported in

@@ -108,8 +108,27 @@ class Dcp(unittest.TestCase):
             self.assertIn(why, got[name]["unavailable"], folder)
             self.assertEqual(sum(not t["readable"] for t in got.values()), 1, folder)
             r = run(["export", path, name, "-o", os.path.join(tempfile.gettempdir(), "never.npy")])
-            self.assertEqual(r.code, 4, r.err)
+            self.assertEqual(r.code, 3, r.err)  # damaged data is bad input (4 is for a type without a kernel)
             self.assertIn(why, r.err)
+        # stats and index report every tensor they can, name the damaged one, and end with exit 7 (incomplete).
+        path = os.path.join(FIXTURES, "missing_file")
+        r = run(["stats", path, "--json", "--no-histogram", "--no-quantiles"])
+        self.assertEqual(r.code, 7, r.err)
+        rows = {t["name"]: t for t in r.json()["tensors"]}
+        self.assertEqual([n for n, t in rows.items() if t["stats"] is None], ["model.w"])
+        self.assertTrue(rows["model.w"]["damaged"])
+        self.assertIn(path + ": 1 of %d tensors could not be read: their data is missing or damaged" % len(rows), r.err)
+        cache = tempfile.mkdtemp(prefix="tm-dcp-idx-")
+        try:
+            r = run(["index", path, "--json"], cache_home=cache)
+            self.assertEqual(r.code, 7, r.err)
+            self.assertEqual((r.json()["damaged"], r.json()["unavailable"]), (1, 1))
+            self.assertIn("could not be indexed: their data is missing or damaged", r.err)
+            r = run(["stats", path], cache_home=cache)  # served from the index: still incomplete
+            self.assertEqual(r.code, 7, r.err)
+            self.assertIn("model.w", r.out)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
 
     def test_lying_metadata_is_refused(self):
         cases = {

@@ -342,6 +342,43 @@ class StemProducts(unittest.TestCase):
         self.assertEqual(r.code, 2)
         self.assertIn("jet", r.err)
 
+    def test_problems_that_change_values_are_in_the_report_and_exit_7(self):
+        """A pixel mask of the wrong shape (not applied) and a data file whose frames overlap the previous one's
+        change the numbers: the product is still written, its report lists the problems, and the exit is 7."""
+        copy = os.path.join(self.dir, "problems")
+        shutil.copytree(os.path.dirname(self.master), copy, ignore=shutil.ignore_patterns("*.npy", "*.json", "*.png"))
+        master = os.path.join(copy, os.path.basename(self.master))
+        with h5py.File(master, "r+") as f:
+            det = f["entry/instrument/detector/detectorSpecific"]
+            del det["pixel_mask"]
+            det.create_dataset("pixel_mask", data=np.zeros((K, K + 1), dtype=np.uint32))
+        out = os.path.join(copy, "bf.npy")
+        for json_flag in (["--json"], []):
+            with self.subTest(json=bool(json_flag)):
+                r = run(["stem", "bf", master, "-o", out, "--no-cache"] + json_flag)
+                self.assertEqual(r.code, 7, r.err)
+                self.assertIn(out + " was computed from an acquisition whose problems change its values", r.err)
+                self.assertIn("pixel mask shape does not match", r.err)
+                with open(out + ".json") as f:
+                    report = json.load(f)
+                problems = report["acquisition_problems"]
+                self.assertEqual(problems["status"], "incomplete")
+                self.assertEqual(len(problems["changing_values"]), 1)
+                self.assertIn("not applied", problems["changing_values"][0])
+                self.assertEqual(np.load(out).shape, (SCAN, SCAN))  # written all the same
+        # The second data file's frames said to start inside the first's: dropped, the values change.
+        data2 = sorted(f for f in os.listdir(copy) if "_data_" in f)[1]
+        with h5py.File(os.path.join(copy, data2), "r+") as f:
+            f["entry/data/data"].attrs["image_nr_low"] = np.int64(1)
+        r = run(["stem", "mean-dp", master, "-o", out, "--no-cache", "--scan-region", "0,2,0,%d" % SCAN, "--json"])
+        self.assertEqual(r.code, 7, r.err)
+        self.assertIn("overlap the previous data file's", r.err)
+        # A problem that does not change the values (metadata only) is reported, exit 0.
+        clean = os.path.join(self.dir, "clean-bf.npy")
+        r = run(["stem", "bf", self.master, "-o", clean, "--no-cache", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertNotIn("acquisition_problems", r.json())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -108,8 +108,13 @@ class Zero(unittest.TestCase):
             r = run(["stats", path, "embed.weight", "--json"])
             self.assertEqual(r.code, 0, r.err)
             r = run(["export", path, "optimizer.state.exp_avg.norm.weight", "-o", os.path.join(tempfile.gettempdir(), "never.npy")])
-            self.assertEqual(r.code, 4, r.err)
+            self.assertEqual(r.code, 3, r.err)  # damaged data is bad input (4 is for a type without a kernel)
             self.assertIn(why, r.err)
+            r = run(["stats", path, "--json", "--no-histogram", "--no-quantiles"])
+            self.assertEqual(r.code, 7, r.err)  # incomplete: every readable tensor reported, the rest named
+            damaged = [t["name"] for t in r.json()["tensors"] if t.get("damaged")]
+            self.assertIn("optimizer.state.fp32_param.embed.weight", damaged)
+            self.assertTrue(all(t["stats"] is not None for t in r.json()["tensors"] if not t.get("damaged")))
 
     def test_truncated_and_model_parallel_files_are_refused_by_name(self):
         out = tempfile.mkdtemp(prefix="tm-zero-")

@@ -9,7 +9,7 @@ import tensormorph as tm
 from safetensors_write import write_safetensors
 
 CLASSES = {tm.InvalidArgument: 2, tm.BadInput: 3, tm.Unavailable: 4, tm.PrecisionRefused: 5, tm.IoError: 6,
-           tm.InternalError: 70}
+           tm.Incomplete: 7, tm.InternalError: 70}
 
 
 def test_hierarchy():

@@ -179,6 +179,7 @@ Checkpoint open_dcp(const std::string& dir) {
     const std::string why = files.assemble(dt, t.elements, t);
     if (!why.empty()) {
       t.unavailable_reason = why;
+      t.damaged = true;  // a storage file missing, unreadable or too short for its chunks
       t.chunks.clear();
     } else {
       t.dtype = dt.type->kernel_dtype;

@@ -298,6 +298,7 @@ Checkpoint open_zero(const std::string& dir) {
       t.bytes = p.elements * 4;
       if (!reason.empty()) {
         t.unavailable_reason = reason;
+        t.damaged = true;  // a rank's file missing or its flat partition not the size the shapes need
         t.file_index = optim_file[0];
       } else {
         t.dtype = DType::F32;

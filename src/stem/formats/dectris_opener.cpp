@@ -31,6 +31,7 @@ Acquisition open_dectris_acquisition(const std::string& path) {
   a.scan_shape_path = std::move(f.scan_shape_path);
   a.signature = std::move(f.signature);
   a.problems = std::move(f.problems);
+  a.value_problems = std::move(f.value_problems);
   return a;
 }
 

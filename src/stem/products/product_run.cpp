@@ -71,6 +71,7 @@ ProductOutput compute_product(const Acquisition& acq, const ProductSpec& spec, c
     report["decoded_bytes"] = r.decoded_bytes;
     report["provenance"] = r.load_provenance;
     if (!r.ranks.empty()) report["ranks"] = r.ranks;
+    if (!acq.problems.empty()) report["acquisition_problems"] = acq.problems_report();
   };
 
   if (source == ProductKind::mean_dp) {
