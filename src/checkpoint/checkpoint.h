@@ -36,6 +36,8 @@ struct CheckpointTensor {
   std::optional<uint32_t> ggml_type;// set for a ggml block format (GGUF quantized types): dequantized
   std::optional<PackedTensor> packed;// set for a safetensors-packed scheme: built from its parts
   std::string unavailable_reason;   // why neither can read it
+  bool damaged = false;             // unavailable because its data is missing or damaged (a DCP storage file,
+                                    // a ZeRO rank), not for want of a kernel: the command's result is incomplete
   std::vector<uint64_t> shape;      // row-major
   std::vector<uint64_t> ne;         // GGUF only: ggml order
   uint64_t elements = 0;

@@ -14,7 +14,8 @@
 namespace tmorph {
 
 std::optional<FileIdentity> file_identity(const std::string& path, uint64_t header_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (forever); it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     throw Error(ErrorKind::Io, path + ": cannot open: " + std::strerror(errno));
@@ -25,6 +26,7 @@ std::optional<FileIdentity> file_identity(const std::string& path, uint64_t head
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(ErrorKind::Io, path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, path + ": not a regular file");
   FileIdentity id;
   id.path = path;
   id.size = static_cast<uint64_t>(st.st_size);

@@ -141,9 +141,15 @@ std::string compute_signature(const DectrisFile& acq) {
   for (const auto& f : files) {
     std::error_code ec;
     const uint64_t size = fs::exists(f, ec) ? fs::file_size(f, ec) : 0;
-    const auto id = file_identity(f, std::min<uint64_t>(size, 4096));
+    std::optional<FileIdentity> id;
+    std::string unreadable = "absent";
+    try {
+      id = file_identity(f, std::min<uint64_t>(size, 4096));
+    } catch (const Error&) {  // a FIFO or a file we may not read: its part already names the problem
+      unreadable = "unreadable";
+    }
     text += fs::path(f).filename().string() + "|";
-    text += id ? std::to_string(id->size) + "|" + std::to_string(id->mtime_ns) + "|" + id->header_hash : "absent";
+    text += id ? std::to_string(id->size) + "|" + std::to_string(id->mtime_ns) + "|" + id->header_hash : unreadable;
     text += "\n";
   }
   char hex[17];
@@ -161,12 +167,14 @@ void read_pixel_mask(hid_t master, DectrisFile& acq) {
     if (dims.size() != 2 || dims[0] != acq.detector_rows || dims[1] != acq.detector_cols) {
       acq.problems.push_back(acq.master + ":" + p + ": pixel mask shape does not match the " + std::to_string(acq.detector_rows) +
                              "x" + std::to_string(acq.detector_cols) + " detector; not applied");
+      acq.value_problems.push_back(acq.problems.back());  // its dead pixels count in every sum
       return;
     }
     if (dims[1] != 0 && dims[0] > kMaxMaskPixels / dims[1]) {
       acq.problems.push_back(acq.master + ":" + p + ": pixel mask of " + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) +
                              " pixels is larger than any detector (at most " + std::to_string(kMaxMaskPixels) +
                              " pixels are read); not applied");
+      acq.value_problems.push_back(acq.problems.back());
       return;
     }
     acq.pixel_mask.resize(dims[0] * dims[1]);
@@ -331,6 +339,7 @@ DectrisFile open_dectris(const std::string& path_in) {
         p.present = false;
         p.problem = p.file + ": its frames (from image_nr_low " + std::to_string(*p.image_nr_low) + ") overlap the previous data file's";
         acq.problems.push_back(p.problem);
+        acq.value_problems.push_back(p.problem);  // which of the two files holds the true frames is unknown
         continue;
       }
     } else if (gap) {

@@ -216,6 +216,21 @@ class StemDamage(unittest.TestCase):
         self.assertEqual(r.code, 3)
         self.assertIn("frame 8 is not present", r.err)
 
+    def test_a_fifo_in_place_of_a_data_file_is_a_problem_not_a_hang(self):
+        # The probe's finding: stem inspect, stem bf and Python's bf() waited forever for a writer (the
+        # acquisition's signature opened every data file for reading). Now the FIFO is a readiness problem.
+        data = os.path.join(self.dir, "demo_data_000002.h5")
+        os.remove(data)
+        os.mkfifo(data)
+        r = run(["stem", "inspect", self.master, "--json"], timeout=30)
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["readiness"]["status"], "incomplete")
+        self.assertTrue(any(data + ": not a regular file" in p for p in r.json()["readiness"]["problems"]), r.json()["readiness"])
+        r = run(["stem", "bf", self.master, "-o", os.path.join(self.dir, "bf.npy"), "--no-cache"], timeout=30)
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("frame 8 is not present in any readable data file", r.err)
+        self.assertIn("not a regular file", r.err)
+
     def test_header_size_that_lies_is_an_error(self):
         self.overwrite_chunk("demo_data_000001.h5", 0, 6, b"\x7f")
         r = run(["stem", "load", self.master, "--frame", "0,0"])
