@@ -78,6 +78,7 @@ py::array mapped_view(const std::shared_ptr<const Checkpoint>& c, const Checkpoi
   const py::dtype dt(type);
   const size_t rank = t.shape.size();
   const Checkpoint::InPlace in_place = c->in_place(t);  // a torch view keeps its strides: numpy reads it in place
+  if (in_place.file) c->files[*in_place.file]->check_not_shrunk();  // a view past a new end would be SIGBUS
   std::vector<py::ssize_t> strides(rank);
   for (size_t i = 0; i < rank; ++i) strides[i] = static_cast<py::ssize_t>(in_place.element_strides[i]) * dt.itemsize();
   uint64_t offset = 0;

@@ -60,6 +60,14 @@ void MappedFile::read_at(uint64_t offset, void* out, uint64_t bytes) const {
   }
 }
 
+void MappedFile::check_not_shrunk() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw Error(ErrorKind::Io, path_ + ": cannot stat: " + std::strerror(errno));
+  if (static_cast<uint64_t>(st.st_size) < size_)
+    throw Error(ErrorKind::BadInput, path_ + ": is now " + std::to_string(st.st_size) + " bytes, " + std::to_string(size_) +
+                                         " when it was opened (the file shrank): its tensors cannot be viewed; open it again");
+}
+
 void MappedFile::read_ahead(uint64_t offset, uint64_t bytes) const {
   ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
 }

@@ -22,6 +22,10 @@ class MappedFile {
   // Copies [offset, offset + bytes) with pread: a file that shrank since it was mapped is an error
   // naming the offset (where touching the mapping would raise SIGBUS).
   void read_at(uint64_t offset, void* out, uint64_t bytes) const;
+  // Throws BadInput naming the path when the file is now shorter than when it was mapped (one fstat): touching
+  // the mapping past its new end would raise SIGBUS. For callers that hand the mapping out (Python's zero-copy
+  // arrays): a file cut after that check still faults, which docs/python.md says.
+  void check_not_shrunk() const;
   // Asks the kernel to start reading [offset, offset + bytes) into the page cache now (asynchronous).
   void read_ahead(uint64_t offset, uint64_t bytes) const;
 
