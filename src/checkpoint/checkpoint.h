@@ -52,6 +52,12 @@ struct CheckpointTensor {
   // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
   std::vector<TensorChunk> chunks;
   bool chunked() const { return !chunks.empty(); }
+  // A torch.save zip storage this tensor covers exactly, whose CRC-32 was not checked when the file was
+  // opened (entries above 1 MiB, or past the 16 MiB checked at open): the CRC its entry records and the
+  // entry's name. Checked after a full pass over the tensor's bytes (compute_tensor_stats, the indexer's
+  // index_tensor); a mismatch is BadInput naming the entry and both values.
+  std::optional<uint32_t> crc32;
+  std::string crc_entry;
 
   // The questions every face asks, answered once here (faces never decide them from the storage fields):
   // whether a reader can give its values (a dense dtype, ggml blocks, or a packed scheme whose parts were all found);

@@ -2,6 +2,7 @@
 
 #include "checkpoint/ggml_quantized.h"
 #include "checkpoint/packed_dequantize.h"
+#include "formats/zip_archive.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -29,7 +30,12 @@ std::optional<std::string> unreadable_reason(const CheckpointTensor& t, const Pl
 
 StatsResult compute_tensor_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                  const StatsOptions& options) {
-  if (t.dtype) return compute_stats(c.data(t), *t.dtype, t.elements, planner, options);
+  if (t.dtype) {
+    StatsResult r = compute_stats(c.data(t), *t.dtype, t.elements, planner, options);
+    if (t.crc32)  // after the statistics pass, which brought its pages in
+      check_zip_crc(*t.crc32, zip_crc32(c.data(t), t.bytes), t.crc_entry, t.file_offset, t.bytes, c.files[t.file_index]->path());
+    return r;
+  }
   if (t.packed) return compute_packed_stats(c, t, planner, options);
   if (!t.ggml_type) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
   return compute_quantized_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);

@@ -43,10 +43,16 @@ const char* opcode_name(uint8_t op) {
 
 class Reader {
  public:
-  Reader(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options)
-      : p_(bytes), size_(size), path_(path), o_(options), lim_(options.limits) {}
+  Reader(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options, bool in_stream)
+      : p_(bytes), size_(size), path_(path), o_(options), lim_(options.limits), in_stream_(in_stream) {
+    if (in_stream_ && size_ > lim_.max_bytes) {
+      size_ = lim_.max_bytes;
+      capped_ = true;
+    }
+  }
 
   PickleRef run();
+  uint64_t end() const { return pos_; }
 
  private:
   const uint8_t* p_;
@@ -54,6 +60,8 @@ class Reader {
   const std::string& path_;
   const PickleOptions& o_;
   const PickleLimits& lim_;
+  const bool in_stream_;    // bytes may follow STOP (read_pickle's `end`)
+  bool capped_ = false;     // size_ cut to lim_.max_bytes: the stream goes on past it
   uint64_t pos_ = 0;        // next byte to read
   uint64_t op_at_ = 0;      // offset of the opcode being executed
   uint8_t op_ = 0;
@@ -173,6 +181,12 @@ class Reader {
     const uint8_t* b = take(n, kind == PickleKind::Str ? "the string" : "the bytes");
     PickleRef v = make(kind);
     v->text.assign(reinterpret_cast<const char*>(b), n);
+    // Python's unpickler decodes BINUNICODE, SHORT_BINUNICODE and BINUNICODE8 as UTF-8 and refuses
+    // what is not; so does this reader (lone surrogates too, which Python lets through with
+    // 'surrogatepass' but no JSON output could carry).
+    if (kind == PickleKind::Str && !is_valid_utf8(v->text))
+      fail("the string of " + std::to_string(n) + " bytes is not valid UTF-8 ('" + escape_invalid_utf8(v->text.substr(0, 64)) +
+           (n > 64 ? "...'" : "'") + "); Python's unpickler refuses it too");
     return v;
   }
   PickleRef integer(int64_t x) {
@@ -337,7 +351,7 @@ void Reader::step() {
 }
 
 PickleRef Reader::run() {
-  if (size_ > lim_.max_bytes) {
+  if (size_ > lim_.max_bytes && !capped_) {
     throw Error(ErrorKind::BadInput, path_ + ": pickle of " + std::to_string(size_) + " bytes exceeds the limit of " +
                                          std::to_string(lim_.max_bytes));
   }
@@ -352,13 +366,16 @@ PickleRef Reader::run() {
     if (op_ == '.') {
       if (!marks_.empty()) fail("STOP with " + std::to_string(marks_.size()) + " MARK(s) still open");
       if (stack_.size() != 1) fail("STOP expects exactly one value on the stack, found " + std::to_string(stack_.size()));
-      if (pos_ != size_) fail(std::to_string(size_ - pos_) + " bytes follow STOP");
+      if (pos_ != size_ && !in_stream_) fail(std::to_string(size_ - pos_) + " bytes follow STOP");
       return stack_.back();
     }
     step();
   }
   op_at_ = size_;
   op_ = 0;
+  if (capped_)
+    throw Error(ErrorKind::BadInput, escape_invalid_utf8(path_) + ": pickle has not stopped within " + std::to_string(lim_.max_bytes) +
+                                         " bytes (limit)");
   throw Error(ErrorKind::BadInput, escape_invalid_utf8(path_) + ": pickle ends at byte " + std::to_string(size_) + " without STOP (truncated)");
 }
 
@@ -384,8 +401,11 @@ const char* pickle_kind_name(PickleKind k) {
   return "?";
 }
 
-PickleRef read_pickle(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options) {
-  return Reader(bytes, size, path, options).run();
+PickleRef read_pickle(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options, uint64_t* end) {
+  Reader r(bytes, size, path, options, end != nullptr);
+  PickleRef v = r.run();
+  if (end) *end = r.end();
+  return v;
 }
 
 }  // namespace tmorph

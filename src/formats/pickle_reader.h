@@ -4,9 +4,9 @@
 // an allow-list the caller gives (anything else is refused with its module.name and byte offset);
 // REDUCE and BUILD become nodes naming the callable and its arguments, never calls; persistent ids
 // become nodes the caller resolves. Opcodes that instantiate classes (INST, OBJ, NEWOBJ_EX, and NEWOBJ
-// unless PickleOptions::allow_newobj),
-// the extension registry (EXT1/2/4), out-of-band buffers (NEXT_BUFFER, READONLY_BUFFER) and the
-// protocol-0 text opcodes are refused. Memory and nesting are bounded (PickleLimits); every length is
+// unless PickleOptions::allow_newobj), the extension registry (EXT1/2/4), out-of-band buffers
+// (NEXT_BUFFER, READONLY_BUFFER) and the protocol-0 text opcodes are refused. Strings must be valid
+// UTF-8, as Python's unpickler demands. Memory and nesting are bounded (PickleLimits); every length is
 // checked against the bytes that remain. Errors are tmorph::Error(BadInput) naming the file, the byte
 // offset of the opcode, the opcode and what was expected.
 #pragma once
@@ -38,7 +38,7 @@ struct PickleValue {
   bool boolean = false;       // Bool
   int64_t integer = 0;        // Int (wider integers are refused)
   double real = 0;            // Float
-  std::string text;           // Str (as stored, UTF-8 unchecked), Bytes, Global
+  std::string text;           // Str (checked to be valid UTF-8, as Python's unpickler does), Bytes, Global
   std::vector<PickleRef> items;                          // see PickleKind
   std::vector<std::pair<PickleRef, PickleRef>> entries;  // Dict (in insertion order), Reduce
   // Bookkeeping of the reader: a value already inside another may no longer be mutated (so the tree
@@ -68,6 +68,9 @@ struct PickleOptions {
 
 // Reads the pickle in bytes[0, size) (PROTO 2-5 first, STOP last, nothing after it) and returns the
 // value STOP returns. `path` names the file in errors, e.g. "model.pt: data.pkl".
-PickleRef read_pickle(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options);
+// With `end` given, the pickle is the first of several in a stream (the legacy torch.save format):
+// bytes may follow its STOP, *end receives the offset just past it, and a pickle that has not
+// stopped within limits.max_bytes is refused.
+PickleRef read_pickle(const uint8_t* bytes, uint64_t size, const std::string& path, const PickleOptions& options, uint64_t* end = nullptr);
 
 }  // namespace tmorph

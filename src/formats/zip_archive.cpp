@@ -1,6 +1,9 @@
 #include "formats/zip_archive.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "core/utf8.h"
@@ -144,6 +147,7 @@ ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::stri
     ZipEntry z;
     const uint64_t flags = le(c + 8, 2);
     z.method = static_cast<uint16_t>(le(c + 10, 2));
+    z.crc32 = static_cast<uint32_t>(le(c + 16, 4));
     z.compressed_size = le(c + 20, 4);
     z.size = le(c + 24, 4);
     const uint64_t n = le(c + 28, 2), m = le(c + 30, 2), k = le(c + 32, 2);
@@ -184,6 +188,22 @@ ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::stri
                                              std::to_string(prev.data_offset + prev.compressed_size) + ")");
   }
   return d;
+}
+
+uint32_t zip_crc32(const uint8_t* bytes, uint64_t size, uint32_t crc) {
+  return static_cast<uint32_t>(crc32_z(crc, bytes, static_cast<z_size_t>(size)));
+}
+
+void check_zip_crc(uint32_t recorded, uint32_t computed, const std::string& entry, uint64_t offset, uint64_t size, const std::string& path) {
+  if (computed == recorded) return;
+  char values[64];
+  std::snprintf(values, sizeof values, "0x%08x, its bytes' is 0x%08x", recorded, computed);
+  bad(path, offset, "entry '" + entry + "' (" + std::to_string(size) + " bytes): CRC-32 recorded in the central directory is " + values +
+                        " (damaged)");
+}
+
+void check_zip_crc(const uint8_t* archive, const ZipEntry& e, const std::string& path) {
+  check_zip_crc(e.crc32, zip_crc32(archive + e.data_offset, e.size), e.name, e.data_offset, e.size, path);
 }
 
 }  // namespace tmorph

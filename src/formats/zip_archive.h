@@ -6,8 +6,8 @@
 // entries must lie before the central directory, not overlap one another, agree with their local
 // headers, and zip64 values must be present exactly where a 32-bit field says 0xFFFFFFFF (and agree
 // with the 32-bit end record where both exist). Multi-disk archives and encrypted entries are refused.
-// Errors are tmorph::Error(BadInput) naming the file, the byte offset and the field. CRCs are not
-// checked (that would read every byte).
+// Errors are tmorph::Error(BadInput) naming the file, the byte offset and the field. Reading the
+// directory checks no CRC (that would read every byte); check_zip_crc checks one stored entry's.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@ struct ZipEntry {
   uint64_t data_offset = 0;     // first byte of the entry's (stored or compressed) data
   uint64_t compressed_size = 0;
   uint64_t size = 0;            // uncompressed
+  uint32_t crc32 = 0;           // of the uncompressed bytes, as the central directory records it
 };
 
 struct ZipDirectory {
@@ -37,5 +38,15 @@ bool looks_like_zip(const uint8_t* bytes, uint64_t size);
 
 // Reads the directory of the archive in bytes[0, size). `path` names the file in errors.
 ZipDirectory read_zip_directory(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+// The CRC-32 (ISO 3309, as zip and zlib compute it) of bytes[0, size), continuing from `crc` (0 to start).
+uint32_t zip_crc32(const uint8_t* bytes, uint64_t size, uint32_t crc = 0);
+
+// Checks the CRC-32 of stored entry e, whose bytes are archive[e.data_offset, +e.size): BadInput naming
+// the file, the entry and the recorded and computed values when they differ. Reads every byte of it.
+void check_zip_crc(const uint8_t* archive, const ZipEntry& e, const std::string& path);
+// The same check when the caller computed the CRC itself (zip_crc32 over pieces, as it streamed them):
+// `entry` names the entry, `offset` its first data byte.
+void check_zip_crc(uint32_t recorded, uint32_t computed, const std::string& entry, uint64_t offset, uint64_t size, const std::string& path);
 
 }  // namespace tmorph

@@ -1,5 +1,6 @@
-// libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h) and, for inputs that
-// are not a zip, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
+// libFuzzer harness: torch.save files (parse_torch_save, src/formats/torch_save.h: the zip format, the
+// legacy stream of pickles and storages, and the refused tar format; a storage whose CRC-32 was left to a
+// full pass is checked too) and, for inputs that are none of these, the restricted pickle reader alone (read_pickle with torch's allow-list, as data.pkl is
 // read) and as a DCP .metadata (parse_dcp_metadata). Zip inputs are also read as DeepSpeed ZeRO model
 // and optimizer states (formats/deepspeed_zero.h): every group and moment they name is one of the file's
 // tensors, and every shape's element count fits 64 bits. Accepted files must describe storages inside the
@@ -43,12 +44,19 @@ void count_values(const tmorph::PickleValue& v, uint32_t depth, std::unordered_m
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    if (tmorph::looks_like_zip(data, size)) {
+    const bool zip = tmorph::looks_like_zip(data, size);
+    if (zip || tmorph::looks_like_legacy_torch(data, size) || tmorph::looks_like_torch_tar(data, size)) {
       const tmorph::TorchSaveFile f = tmorph::parse_torch_save(data, size, "fuzz.pt");
       TM_FUZZ_CHECK(f.header_bytes <= size);
       for (const auto& s : f.storages) {
         TM_FUZZ_CHECK(s.element_bytes > 0 && s.file_offset <= size);
         TM_FUZZ_CHECK(s.elements <= (size - s.file_offset) / s.element_bytes);
+        TM_FUZZ_CHECK(zip || s.crc_checked);
+        try {
+          tmorph::check_storage_crc(f, s, data, "fuzz.pt");
+        } catch (const tmorph::Error& e) {
+          TM_FUZZ_CHECK(tmorph::is_valid_utf8(e.what()));
+        }
       }
       for (const auto& t : f.tensors) {
         TM_FUZZ_CHECK(t.storage < f.storages.size());
@@ -61,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
       }
       if (tmorph::fuzz::verbose()) std::fprintf(stderr, "torch.save: %zu tensors, %zu storages\n", f.tensors.size(), f.storages.size());
+      if (!zip) return 0;  // DeepSpeed's files are zips
       try {
         const tmorph::ZeroOptimStates o = tmorph::parse_zero_optim_states(data, size, "fuzz_optim_states.pt", false);
         TM_FUZZ_CHECK(o.stage >= 1 && o.stage <= 3 && o.world_size > 0 && o.moments.size() == o.fp32_groups.size());

@@ -16,7 +16,16 @@ Files:
                  f64 column from a storage offset, every other u8, a transposed bool, an expanded f32 with
                  stride 0), with every value in expected.json; and `huge`, one float expanded to 10^10
                  elements, which is larger than its file and so listed as unreadable
-  legacy.pt      the legacy (pre-1.6, non-zip) format, which the reader refuses by name
+  legacy.pt      the legacy format (before torch 1.6, not a zip; torch.save(..., _use_new_zipfile_serialization=
+                 False)): one float tensor
+  legacy_state_dict.pt   state_dict.pt's object in the legacy format: every dtype, scalars, views on one
+                 storage (a slice, a transpose, a column)
+  legacy_tuple.pt        the legacy format with a tuple at the root: a bf16 tensor, a dict holding a transposed
+                 f16 view, a list of uint8 and int64 tensors (names "0", "1.t", "2.0", "2.1")
+  legacy_windows.pt      NOT written by torch: our own writer (legacy_windows_bytes, stdlib pickle opcodes put
+                 together by hand) mimicking a legacy file written on Windows, whose sys_info says long is 4
+                 bytes, with a uint8 and an int64 storage and two f32 tensors sharing one storage. Where torch
+                 is present it must read the file back with the same values (it ignores sys_info).
 """
 import collections
 import json
@@ -89,6 +98,9 @@ def reference(obj, prefix=""):
     if isinstance(obj, dict):
         for k, v in obj.items():
             out.update(reference(v, prefix + "." + str(k) if prefix else str(k)))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out.update(reference(v, prefix + "." + str(i) if prefix else str(i)))
     elif isinstance(obj, torch.Tensor):
         t = obj.detach()
         flat = t.reshape(-1)
@@ -122,6 +134,75 @@ def scalars(obj, prefix=""):
     return out
 
 
+def legacy_tuple():
+    g = torch.Generator().manual_seed(11)
+    m = torch.randn(3, 4, generator=g)
+    return (m.bfloat16(), {"t": m.half().t()}, [torch.arange(250, 256, dtype=torch.uint8), torch.tensor([-(2 ** 40), 3, 2 ** 62])])
+
+
+def legacy_windows_bytes():
+    """A legacy torch.save file put together by hand (our own writer, not torch's), as torch on Windows
+    writes it: sys_info's type_sizes say long is 4 bytes. Returns (bytes, the tensors as numpy arrays by name,
+    each with its storage offset and strides)."""
+    import pickle
+    import struct
+    import numpy as np
+
+    def u(s):  # BINUNICODE
+        b = s.encode()
+        return b"X" + struct.pack("<I", len(b)) + b
+
+    def i(v):  # BININT
+        return b"J" + struct.pack("<i", v)
+
+    def tup(items):
+        return b"(" + b"".join(items) + b"t"
+
+    def tensor(storage_type, key, numel, offset, size, stride):
+        pid = tup([u("storage"), b"ctorch\n" + storage_type.encode() + b"\n", u(key), u("cpu"), i(numel), b"N"])
+        return (b"ctorch._utils\n_rebuild_tensor_v2\n" +
+                tup([pid + b"Q", i(offset), tup([i(x) for x in size]), tup([i(x) for x in stride]), b"\x89",
+                     b"ccollections\nOrderedDict\n)R"]) + b"R")
+
+    weights = (np.arange(12, dtype=np.float32) - 5.5) / 4   # storage "w": 12 floats
+    counts = np.array([7, -3, 2 ** 33, 0, 12], dtype=np.int64)
+    mask = np.array([0, 1, 255, 128, 3, 9], dtype=np.uint8)
+    entries = [
+        ("embed.weight", tensor("FloatStorage", "w", 12, 0, (3, 4), (4, 1))),
+        ("embed.weight_t", tensor("FloatStorage", "w", 12, 0, (4, 3), (1, 4))),   # the same storage, transposed
+        ("embed.row", tensor("FloatStorage", "w", 12, 8, (4,), (1,))),           # the same storage, from element 8
+        ("counts", tensor("LongStorage", "c", 5, 0, (5,), (1,))),
+        ("mask", tensor("ByteStorage", "m", 6, 0, (2, 3), (3, 1))),
+    ]
+    obj = b"\x80\x02}(" + b"".join(u(k) + v for k, v in entries) + u("epoch") + i(3) + b"u."
+    sys_info = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    out = pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2) + pickle.dumps(sys_info, protocol=2)
+    out += obj + pickle.dumps(["c", "m", "w"], protocol=2)
+    for arr in (counts, mask, weights):  # in the key list's order: element count (int64), then the elements
+        out += struct.pack("<q", arr.size) + arr.tobytes()
+    arrays = {"embed.weight": (weights.reshape(3, 4), 0, [4, 1]), "embed.weight_t": (weights.reshape(3, 4).T, 0, [1, 4]),
+              "embed.row": (weights[8:], 8, [1]), "counts": (counts, 0, [1]), "mask": (mask.reshape(2, 3), 0, [3, 1])}
+    return out, arrays
+
+
+def numpy_reference(arrays):
+    """The same entries as reference(), computed with numpy for legacy_windows_bytes's arrays."""
+    stored = {"float32": "F32", "int64": "I64", "uint8": "U8"}
+    out = {}
+    for name, (a, offset, stride) in arrays.items():
+        flat = a.reshape(-1)
+        is_float = a.dtype.kind == "f"
+        as_py = [float(x) if is_float else int(x) for x in flat.tolist()]
+        contiguous = bool(a.flags["C_CONTIGUOUS"])
+        entry = {"shape": list(a.shape), "stored_type": stored[str(a.dtype)], "contiguous": contiguous, "storage_offset": offset,
+                 "stride": stride, "elements": int(a.size), "first": as_py[:4], "min": min(as_py), "max": max(as_py),
+                 "sum": math.fsum(as_py)}
+        if not contiguous:
+            entry["values"] = as_py
+        out[name] = entry
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     files = {
@@ -149,7 +230,24 @@ def main():
     tensors["huge"] = {"shape": list(huge.shape), "stored_type": "F32", "contiguous": False, "storage_offset": 0,
                        "stride": list(huge.stride()), "elements": huge.numel()}
     expected["files"]["strided.pt"] = {"tensors": tensors, "metadata": {}}
-    torch.save({"w": torch.ones(2)}, os.path.join(OUT, "legacy.pt"), _use_new_zipfile_serialization=False)
+    # The legacy format, written by torch.
+    legacy = {"legacy.pt": {"w": torch.ones(2)}, "legacy_state_dict.pt": state_dict_file(), "legacy_tuple.pt": legacy_tuple()}
+    for name, obj in legacy.items():
+        path = os.path.join(OUT, name)
+        torch.save(obj, path, _use_new_zipfile_serialization=False)
+        with open(path, "rb") as f:
+            assert not f.read(4).startswith(b"PK"), name
+        back = torch.load(path)
+        assert reference(back) == reference(obj), name
+        expected["files"][name] = {"tensors": reference(obj), "metadata": scalars(obj) if isinstance(obj, dict) else {}}
+    # The legacy format as Windows writes it, by our own writer; torch must read it with the same values.
+    data, arrays = legacy_windows_bytes()
+    path = os.path.join(OUT, "legacy_windows.pt")
+    with open(path, "wb") as f:
+        f.write(data)
+    ref = numpy_reference(arrays)
+    assert reference(torch.load(path)) == ref, "torch reads legacy_windows.pt otherwise"
+    expected["files"]["legacy_windows.pt"] = {"tensors": ref, "metadata": {"epoch": "3"}}
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")

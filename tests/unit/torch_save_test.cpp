@@ -132,8 +132,128 @@ TEST(TorchSave, ViewsShareOneStorageInPlace) {
   EXPECT_EQ(c.header_bytes[0], t.header_bytes);
 }
 
-TEST(TorchSave, LegacyFormatRefusedByName) {
-  EXPECT_NE(torch_error_of([] { open_checkpoint(kDir + "/legacy.pt"); }).find("legacy torch.save format"), std::string::npos);
+// The legacy format (torch < 1.6, or _use_new_zipfile_serialization=False): torch 1.13's files, and one of
+// our own writer's mimicking a Windows file (sys_info: long is 4 bytes) that torch reads with these values.
+TEST(TorchSave, LegacyFilesMatchTorch) {
+  for (const char* name : {"legacy.pt", "legacy_state_dict.pt", "legacy_tuple.pt", "legacy_windows.pt"}) check_file(name);
+}
+
+TEST(TorchSave, LegacyStoragesLieInPlace) {
+  const auto f = read_all(kDir + "/legacy_windows.pt");
+  const TorchSaveFile t = parse_torch_save(f.data(), f.size(), "legacy_windows.pt");
+  EXPECT_TRUE(t.archive.empty());
+  ASSERT_EQ(t.storages.size(), 3u);
+  std::map<std::string, const TorchTensorView*> by;
+  for (const auto& v : t.tensors) by[v.name] = &v;
+  EXPECT_EQ(by.at("embed.weight_t")->storage, by.at("embed.weight")->storage);
+  EXPECT_EQ(by.at("embed.row")->storage_offset, 8u);
+  EXPECT_FALSE(by.at("embed.weight_t")->contiguous);
+  // Each storage's bytes are its 8-byte element count's neighbours in the file (no copy), in key order.
+  const TorchStorage& w = t.storages[by.at("embed.weight")->storage];
+  EXPECT_EQ(w.type, "FloatStorage");
+  EXPECT_EQ(w.file_offset + w.elements * 4, f.size());  // "w" is the last key
+  uint64_t count = 0;
+  std::memcpy(&count, f.data() + w.file_offset - 8, 8);
+  EXPECT_EQ(count, 12u);
+  float first = 0;
+  std::memcpy(&first, f.data() + w.file_offset, 4);
+  EXPECT_EQ(first, -5.5f / 4);
+  EXPECT_LT(t.header_bytes, t.storages[by.at("counts")->storage].file_offset);
+  EXPECT_EQ(t.metadata.at("epoch"), "3");
+}
+
+// ---- legacy files made byte by byte ----
+
+std::string legacy_u64(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
+std::string legacy_str(const std::string& s) {  // BINUNICODE
+  std::string out = "X";
+  const uint32_t n = static_cast<uint32_t>(s.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  return out += s;
+}
+std::string legacy_int(uint32_t v) {  // BININT
+  std::string out = "J";
+  return out.append(reinterpret_cast<const char*>(&v), 4);
+}
+// The legacy header pickles: magic number, protocol 1001, sys_info with these values.
+std::string legacy_header(const std::string& little = "\x88", int64_t long_size = 4, uint32_t protocol = 1001) {
+  std::string h("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
+  h += "\x80\x02" + legacy_int(protocol) + ".";
+  h += "\x80\x02}(" + legacy_str("protocol_version") + legacy_int(1001) + legacy_str("little_endian") + little + legacy_str("type_sizes") + "}(" +
+       legacy_str("short") + legacy_int(2) + legacy_str("int") + legacy_int(4) + legacy_str("long") + legacy_int(static_cast<uint32_t>(long_size)) +
+       "uu.";
+  return h;
+}
+// {name: f32 tensor of `size` elements on storage `key` of `elements`}, its persistent id's last item `view`.
+std::string legacy_object(const std::string& name, uint32_t size, uint32_t elements, const std::string& key = "k", const std::string& view = "N") {
+  return "\x80\x02}(" + legacy_str(name) + "ctorch._utils\n_rebuild_tensor_v2\n((" + legacy_str("storage") + "ctorch\nFloatStorage\n" +
+         legacy_str(key) + legacy_str("cpu") + legacy_int(elements) + view + "tQ" + legacy_int(0) + "(" + legacy_int(size) + "t(" + legacy_int(1) +
+         "t\x89" "ccollections\nOrderedDict\n)RtRu.";
+}
+std::string legacy_keys(const std::vector<std::string>& keys) {
+  std::string out = "\x80\x02(";
+  for (const auto& k : keys) out += legacy_str(k);
+  return out + "l.";
+}
+// A whole file: header, {"w": 3 floats on storage "k" of 4}, the key list, storage "k" (count, bytes).
+std::string legacy_file(const std::string& header = legacy_header(), const std::string& keys = legacy_keys({"k"}), uint64_t count = 4,
+                        size_t bytes = 16) {
+  return header + legacy_object("w", 3, 4) + keys + legacy_u64(count) + std::string(bytes, '\x01');
+}
+std::string legacy_error(const std::string& b) {
+  return torch_error_of([&] { parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "old.pt"); });
+}
+
+TEST(TorchSave, LegacyHandMadeFileReads) {
+  const std::string b = legacy_file();
+  const TorchSaveFile t = parse_torch_save(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "old.pt");
+  ASSERT_EQ(t.tensors.size(), 1u);
+  EXPECT_EQ(t.tensors[0].name, "w");
+  EXPECT_EQ(t.storages[0].file_offset, b.size() - 16);
+  EXPECT_EQ(t.header_bytes, b.size() - 24);
+  // A Linux file (long is 8 bytes) reads the same: storages' counts are 8 bytes whatever sys_info says.
+  const std::string linux_file = legacy_file(legacy_header("\x88", 8));
+  EXPECT_EQ(parse_torch_save(reinterpret_cast<const uint8_t*>(linux_file.data()), linux_file.size(), "old.pt").tensors.size(), 1u);
+}
+
+TEST(TorchSave, LegacyRefusalsNameTheProblem) {
+  auto has = [](const std::string& e, const std::string& what) {
+    EXPECT_NE(e.find(what), std::string::npos) << "expected '" << what << "' in: " << e;
+  };
+  has(legacy_error(legacy_file(legacy_header("\x89"))), "says the file was written big-endian");
+  has(legacy_error(legacy_file(legacy_header("\x88", 16))), "type_sizes['long'] is 16, expected 4 or 8");
+  has(legacy_error(legacy_file(legacy_header("\x88", 4, 1000))), "legacy torch.save protocol version 1000, expected 1001");
+  // Storages: a lying element count, one past the end of the file, a huge one, trailing bytes.
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k"}), 5)), "storage 'k' at file offset");
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k"}), 5)), "its element count says 5, the object pickle says 4");
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k"}), 4, 15)), "run past the end of the file (15 bytes remain; truncated)");
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k"}), 4, 17)), "1 bytes follow the last storage");
+  const std::string huge = legacy_header() + legacy_object("w", 3, 0x7FFFFFFF) + legacy_keys({"k"}) + legacy_u64(0x7FFFFFFF) + "xx";
+  has(legacy_error(huge), "2147483647 elements of 4 bytes run past the end of the file");
+  // The key list against the storages the object uses.
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k", "other"}))), "names storage 'other', which no tensor of the object uses");
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({"k", "k"}))), "names storage 'k' twice");
+  has(legacy_error(legacy_file(legacy_header(), legacy_keys({}))), "storage 'k' (used by the object) is not in the storage key list");
+  has(legacy_error(legacy_file(legacy_header(), "\x80\x02" + legacy_str("k") + ".")), "the storage key list is a str, expected a list");
+  // A storage view (torch 0.x), a persistent id of the zip format's length.
+  has(legacy_error(legacy_header() + legacy_object("w", 3, 4, "k", "(" + legacy_str("v") + legacy_int(0) + legacy_int(4) + "t") +
+                   legacy_keys({"k"}) + legacy_u64(4) + std::string(16, '\0')),
+      "its storage is a view on another storage");
+  // Every truncation of a good file is a clear error.
+  const std::string good = legacy_file();
+  for (size_t n = 0; n < good.size(); ++n) legacy_error(good.substr(0, n));
+  const auto real = read_all(kDir + "/legacy_tuple.pt");
+  for (size_t n = 0; n < real.size(); ++n) torch_error_of([&] { parse_torch_save(real.data(), n, "legacy_tuple.pt"); });
+}
+
+TEST(TorchSave, TarFormatOfTorch03RefusedByName) {
+  std::string tar(1024, '\0');
+  std::memcpy(&tar[0], "sys_info", 8);
+  std::memcpy(&tar[257], "ustar\x00" "00", 8);
+  EXPECT_TRUE(looks_like_torch_tar(reinterpret_cast<const uint8_t*>(tar.data()), tar.size()));
+  EXPECT_NE(legacy_error(tar).find("torch.save's format of torch 0.3 and earlier, which is not supported"), std::string::npos);
+  std::memcpy(&tar[0], "notes.txt", 9);  // another tar is no torch file
+  EXPECT_FALSE(looks_like_torch_tar(reinterpret_cast<const uint8_t*>(tar.data()), tar.size()));
 }
 
 // ---- the pickle reader: hand-made pickles ----
@@ -187,9 +307,25 @@ TEST(Pickle, GlobalsOutsideTheAllowListAreRefusedNeverCalled) {
   EXPECT_NE(e.find("STACK_GLOBAL"), std::string::npos) << e;
 }
 
+TEST(Pickle, StringsMustBeUtf8AsPythonDemands) {
+  // BINUNICODE, SHORT_BINUNICODE and BINUNICODE8 holding a stray 0xE1 (a lead byte with no continuation).
+  std::string e = pickle_error("\x80\x02" + pstr("m\xe1sk") + ".");
+  EXPECT_NE(e.find("byte 2 (file offset 2), opcode 0x58 BINUNICODE: the string of 4 bytes is not valid UTF-8 ('m\\xE1sk')"), std::string::npos) << e;
+  e = pickle_error(std::string("\x80\x04\x8c\x02\xe1x.", 7));
+  EXPECT_NE(e.find("opcode 0x8c SHORT_BINUNICODE: the string of 2 bytes is not valid UTF-8"), std::string::npos) << e;
+  e = pickle_error(std::string("\x80\x04\x8d\x01\0\0\0\0\0\0\0\xff.", 14));
+  EXPECT_NE(e.find("opcode 0x8d BINUNICODE8"), std::string::npos) << e;
+  // Valid multi-byte text is kept; bytes (BINBYTES) are not text and may hold anything.
+  const std::string ok = "\x80\x02" + pstr("m\xc3\xa1sk") + ".";
+  EXPECT_EQ(read_pickle(reinterpret_cast<const uint8_t*>(ok.data()), ok.size(), "t.pkl", torch_options())->text, "m\xc3\xa1sk");
+  const std::string bytes = std::string("\x80\x03" "C\x01\xe1.", 6);
+  EXPECT_EQ(read_pickle(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.pkl", torch_options())->text, "\xe1");
+}
+
 TEST(Pickle, NamesInErrorsAreMadeUtf8AndBounded) {
+  // A module name that is not UTF-8 is refused as a string, before it names a global; the message shows it escaped.
   std::string e = pickle_error("\x80\x04\x8c\x03o\xffs\x8c\x06system\x93.");
-  EXPECT_NE(e.find("global 'o\\xFFs.system'"), std::string::npos) << e;
+  EXPECT_NE(e.find("is not valid UTF-8 ('o\\xFFs')"), std::string::npos) << e;
   EXPECT_NE(pickle_error("\x80\x02" + pstr(std::string(300, 'm')) + pstr("n") + "\x93.").find("longer than 256 bytes"), std::string::npos);
 }
 
@@ -267,6 +403,7 @@ struct ZipFile {
     std::string name, data;
     uint16_t method = 0;
     uint32_t claimed_size = UINT32_MAX;  // central directory size when not the data's (UINT32_MAX: real)
+    bool wrong_crc = false;              // record a CRC-32 one off the data's
   };
   std::vector<Entry> entries;
   bool zip64 = false;  // sizes and offsets in zip64 extra records, zip64 end record and locator
@@ -278,12 +415,13 @@ struct ZipFile {
     for (const auto& e : entries) {
       const uint32_t offset = static_cast<uint32_t>(out.size());
       const uint32_t size = e.claimed_size == UINT32_MAX ? static_cast<uint32_t>(e.data.size()) : e.claimed_size;
-      w32(out, 0x04034b50); u16(out, 20); u16(out, 0); u16(out, e.method); w32(out, 0); w32(out, 0);
+      const uint32_t crc = zip_crc32(reinterpret_cast<const uint8_t*>(e.data.data()), e.data.size()) ^ (e.wrong_crc ? 1u : 0u);
+      w32(out, 0x04034b50); u16(out, 20); u16(out, 0); u16(out, e.method); w32(out, 0); w32(out, crc);
       w32(out, size); w32(out, size); u16(out, static_cast<uint16_t>(e.name.size())); u16(out, 0);
       out += e.name;
       out += e.data;
       const uint32_t field = zip64 ? 0xFFFFFFFF : size;
-      w32(cd, 0x02014b50); u16(cd, 45); u16(cd, 45); u16(cd, 0); u16(cd, e.method); w32(cd, 0); w32(cd, 0);
+      w32(cd, 0x02014b50); u16(cd, 45); u16(cd, 45); u16(cd, 0); u16(cd, e.method); w32(cd, 0); w32(cd, crc);
       w32(cd, field); w32(cd, field); u16(cd, static_cast<uint16_t>(e.name.size())); u16(cd, zip64 ? 28 : 0); u16(cd, 0);
       u16(cd, 0); u16(cd, 0); w32(cd, 0); w32(cd, zip64 ? 0xFFFFFFFF : offset);
       cd += e.name;
@@ -344,6 +482,60 @@ TEST(TorchSave, SharedReferencesCannotExpandWithoutBound) {
   ZipFile z;
   z.entries = {{"a/data.pkl", p}};
   EXPECT_NE(torch_error(z).find("through shared references (limit)"), std::string::npos);  // the visits or the names' length
+}
+
+TEST(TorchSave, NamesMustBeNonEmptyAndUnique) {
+  ZipFile z;
+  std::string p = tensor_pickle(3, 4);
+  p.replace(p.find(pstr("w")), 6, pstr(""));
+  z.entries = {{"a/data.pkl", p}, {"a/data/0", std::string(16, '\0')}};
+  std::string e = torch_error(z);
+  EXPECT_NE(e.find("a dict key is the empty string, which tensor '' is named under"), std::string::npos) << e;
+  EXPECT_NE(e.find("a/data.pkl byte 4"), std::string::npos) << e;
+  // {'': {'x': tensor}}: an empty key on the way to a named tensor.
+  p = tensor_pickle(3, 4);
+  p.replace(p.find(pstr("w")), 6, pstr("") + "}(" + pstr("x"));
+  p.replace(p.rfind("u."), 2, "uu.");
+  z.entries[0].data = p;
+  e = torch_error(z);
+  EXPECT_NE(e.find("a dict key is the empty string, which tensor 'x' is named under"), std::string::npos) << e;
+  // {1: tensor, '1': tensor}: both named '1'.
+  p = tensor_pickle(3, 4);
+  const size_t key = p.find(pstr("w")), value = key + 6, end = p.rfind("u.");
+  const std::string tensor = p.substr(value, end - value);
+  p = p.substr(0, key) + "K\x01" + tensor + pstr("1") + tensor + "u.";
+  z.entries[0].data = p;
+  e = torch_error(z);
+  EXPECT_NE(e.find("a second tensor is named '1'"), std::string::npos) << e;
+}
+
+TEST(TorchSave, ZipCrcOfDataPklAndSmallEntriesCheckedAtOpen) {
+  ZipFile z;
+  z.entries = {{"a/data.pkl", tensor_pickle(3, 4)}, {"a/data/0", std::string(16, '\0')}};
+  z.entries[0].wrong_crc = true;
+  std::string e = torch_error(z);
+  EXPECT_NE(e.find("entry 'a/data.pkl'"), std::string::npos) << e;
+  EXPECT_NE(e.find("CRC-32 recorded in the central directory is 0x"), std::string::npos) << e;
+  z.entries[0].wrong_crc = false;
+  z.entries[1].wrong_crc = true;
+  e = torch_error(z);
+  EXPECT_NE(e.find("entry 'a/data/0' (16 bytes): CRC-32"), std::string::npos) << e;
+  // A storage above 1 MiB is left to the full pass that reads it (check_storage_crc).
+  const uint32_t n = (1u << 18) + 1;
+  z.entries = {{"a/data.pkl", tensor_pickle(n, n)}, {"a/data/0", std::string(4 * n, '\2')}};
+  z.entries[1].wrong_crc = true;
+  const std::string b = z.bytes();
+  const auto* bytes = reinterpret_cast<const uint8_t*>(b.data());
+  const TorchSaveFile t = parse_torch_save(bytes, b.size(), "t.pt");
+  ASSERT_EQ(t.storages.size(), 1u);
+  EXPECT_FALSE(t.storages[0].crc_checked);
+  e = torch_error_of([&] { check_storage_crc(t, t.storages[0], bytes, "t.pt"); });
+  EXPECT_NE(e.find("t.pt: zip, byte "), std::string::npos) << e;
+  EXPECT_NE(e.find("entry 'a/data/0' (1048580 bytes)"), std::string::npos) << e;
+  z.entries[1].wrong_crc = false;
+  const std::string good = z.bytes();
+  const TorchSaveFile g = parse_torch_save(reinterpret_cast<const uint8_t*>(good.data()), good.size(), "t.pt");
+  check_storage_crc(g, g.storages[0], reinterpret_cast<const uint8_t*>(good.data()), "t.pt");
 }
 
 TEST(TorchSave, Float8AndComplexStorages) {  // torch >= 2.1 writes float8; torch 1.13 cannot, so by hand

@@ -1,4 +1,5 @@
-// torch.save: one file (a zip archive, or the legacy pre-1.6 stream), or a folder holding pytorch_model*.bin.
+// torch.save: one file (a zip archive, or the legacy pre-1.6 stream; the tar format of torch <= 0.3 is refused
+// by name), or a folder holding pytorch_model*.bin.
 // (Sharded pytorch_model.bin.index.json checkpoints open through safetensors_opener.cpp's index row.)
 #include "checkpoint/openers/opener.h"
 #include "checkpoint/openers/torch_tensor.h"
@@ -20,7 +21,9 @@ namespace {
 bool is_torch_file(const CheckpointProbe& p) {
   if (p.directory()) return false;
   const auto& f = p.file();
-  return looks_like_torch_zip(f->data(), f->size()) || looks_like_legacy_torch(f->data(), f->size());
+  // The tar format of torch <= 0.3 is claimed so that parse_torch_save refuses it by name.
+  return looks_like_torch_zip(f->data(), f->size()) || looks_like_legacy_torch(f->data(), f->size()) ||
+         looks_like_torch_tar(f->data(), f->size());
 }
 
 Checkpoint open_torch_file(const std::shared_ptr<MappedFile>& file) {
@@ -44,7 +47,7 @@ Checkpoint open_torch_directory(const CheckpointProbe& p) {
 
 }  // namespace
 
-extern const CheckpointOpener kTorchFileOpener{"torch.save (zip)", is_torch_file, open_torch_probe};
+extern const CheckpointOpener kTorchFileOpener{"torch.save (zip or legacy)", is_torch_file, open_torch_probe};
 extern const CheckpointOpener kTorchDirectoryOpener{"a folder with pytorch_model.bin", is_torch_directory, open_torch_directory};
 
 }  // namespace tmorph

@@ -17,6 +17,12 @@ CheckpointTensor torch_checkpoint_tensor(const TorchSaveFile& f, const TorchTens
   ct.file_index = file_index;
   ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
   if (!t.contiguous) ct.strides = t.strides;
+  // A storage whose CRC-32 was not checked at open is checked after a full pass over a tensor that
+  // covers it exactly (the usual state-dict entry); one read only through partial views is not.
+  if (!s.crc_checked && t.contiguous && t.storage_offset == 0 && t.elements == s.elements) {
+    ct.crc32 = s.crc32;
+    ct.crc_entry = f.archive + "/data/" + s.key;
+  }
   if (!s.dtype) {
     ct.unavailable_reason = "no kernel yet for torch " + s.type;
   } else if (!t.contiguous && ct.bytes > file_size) {
