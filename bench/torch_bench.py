@@ -13,6 +13,9 @@ read rate. Part of `make bench`; skipped with a message when Debian's python3-to
    - `tensormorph stats --json` of every tensor into a fresh index database (count, min, max, mean, std, histogram,
      exact quantiles) against torch.load + per tensor min, max, mean, std in torch (float32 math; fewer
      statistics than tensormorph computes, and not exact quantiles);
+   - listing and statistics of legacy.bin: the same state dict saved in the legacy format (torch < 1.6's
+     stream of pickles and storages: torch.save(..., _use_new_zipfile_serialization=False)), against
+     torch.load of it; the legacy format has no CRC-32, the zip format's storages are checked during the pass;
    - the same statistics of transposed.pt: the same state dict with every 2-D tensor saved as its transpose
      (`w.t()`, a strided view on its storage), which tensormorph gathers into row-major order first;
    - the same statistics of a Distributed Checkpoint of the state dict written by two gloo ranks with torch
@@ -185,6 +188,10 @@ def main():
         sd = torch.load(out)
         torch.save({k: (v.t() if v.dim() == 2 else v) for k, v in sd.items()}, transposed)
         del sd
+    legacy = os.path.join(base, "torch", "legacy.bin")
+    if not os.path.exists(legacy):
+        log("writing " + legacy + " with torch.save in the legacy format")
+        torch.save(torch.load(out), legacy, _use_new_zipfile_serialization=False)
     dcp_dir = os.path.join(base, "torch", "dcp")
     if not os.path.exists(os.path.join(dcp_dir, ".metadata")):
         log("writing " + dcp_dir + " with two gloo ranks (torch 1.13 DCP)")
@@ -209,6 +216,9 @@ def main():
         return timed([tm, "stats", path, "--index", db, "--json"])
 
     stats = best(lambda: fresh_stats(out))
+    timed(["cat", legacy])
+    ls_legacy = best(lambda: timed([tm, "ls", legacy]))
+    stats_legacy = best(lambda: fresh_stats(legacy))
     timed(["cat", transposed])
     stats_t = best(lambda: fresh_stats(transposed))
     dcp_files = sorted(glob.glob(os.path.join(dcp_dir, "*.distcp")))
@@ -228,6 +238,8 @@ def main():
     peer_ls = min(peer("ls")[0] for _ in range(args.repeats))
     peer_stats = min(peer("stats")[1] for _ in range(args.repeats))
     peer_stats_t = min(peer("stats", transposed)[1] for _ in range(args.repeats))
+    peer_ls_legacy = min(peer("ls", legacy)[0] for _ in range(args.repeats))
+    peer_stats_legacy = min(peer("stats", legacy)[1] for _ in range(args.repeats))
 
     def dcp_peer():
         p = subprocess.run(["/usr/bin/python3", "-c", DCP_PEER, dcp_dir, "stats", TOOLS], capture_output=True, text=True, check=True)
@@ -237,6 +249,8 @@ def main():
     p = subprocess.run(["/usr/bin/python3", "-c", ZERO_PEER, zero_step, TOOLS], capture_output=True, text=True, check=True)
     peer_ls_zero, peer_stats_zero = (float(x) for x in p.stdout.split())
     rows = [("list every tensor", ls, peer_ls), ("statistics of every tensor", stats, peer_stats),
+            ("list every tensor of the same state dict in the legacy format (legacy.bin, torch < 1.6)", ls_legacy, peer_ls_legacy),
+            ("statistics of every tensor of legacy.bin (no CRC-32 in this format)", stats_legacy, peer_stats_legacy),
             ("statistics of every tensor, 2-D ones saved transposed (strided views)", stats_t, peer_stats_t),
             ("statistics of every tensor of the DCP directory (2 ranks, 2-D tensors row-sharded; torch: DCP load_state_dict)",
              stats_dcp, peer_stats_dcp),
@@ -259,7 +273,9 @@ def main():
         lines.append(f"| {task} | {ours:.3f} | {theirs:.3f} | {theirs / ours:.1f} |")
     lines.append("")
     lines.append(f"tensormorph statistics: {size / stats / 1e9:.2f} GB/s, {stats / cat:.1f}× the time of `cat`; "
-                 f"of the transposed file {stats_t / stats:.2f}× the time of the row-major one (the gather).")
+                 f"of the transposed file {stats_t / stats:.2f}× the time of the row-major one (the gather); "
+                 f"the zip file's statistics (CRC-32 of its storages checked) {stats / stats_legacy:.2f}× the time of "
+                 f"the legacy file's (no CRC).")
     lines.append(f"ZeRO-2 folder: {zero_size / 1e9:.2f} GB in {len(zero_files)} files, `cat` {cat_zero:.2f} s "
                  f"({zero_size / cat_zero / 1e9:.1f} GB/s); tensormorph statistics {zero_size / stats_zero / 1e9:.2f} GB/s, "
                  f"{stats_zero / cat_zero:.1f}× the time of `cat`.")
