@@ -335,6 +335,7 @@ class OnnxParser {
     if (tf.values != wanted)
       bad_onnx(path_, what + ": " + name + " holds " + std::to_string(tf.values) + " values; shape " + dims_text(t.shape) + " of " + type.name +
                           " needs " + std::to_string(wanted));
+    for (const ProtoField& r : tf.records) t.bytes += r.payload_size;  // as stored (varints: their encoded size)
     const bool fixed = tf.number == kTensorFloatData || tf.number == kTensorDoubleData;
     if (fixed && tf.records.size() == 1 && tf.records[0].wire_type == 2) {
       // Packed little-endian IEEE values: the element type's own bytes, in place.

@@ -34,8 +34,8 @@ struct OnnxTensor {
   std::string unavailable_reason;   // why not, when dtype is unset
   std::vector<uint64_t> shape;      // row-major, as dims lists them
   uint64_t elements = 0;
-  uint64_t bytes = 0;               // of its values where they lie (raw bytes, external data, a packed float_data or
-                                    // double_data); 0 when they are varints or strings
+  uint64_t bytes = 0;               // of its values where they lie (raw bytes, external data, a typed field's payloads:
+                                    // varints and strings as encoded)
   std::string field;                // where its values are: "raw_data", "float_data", "external data", ...
   uint64_t offset = 0;              // first byte of its values: in the model's bytes, or in its external file
   bool external = false;
