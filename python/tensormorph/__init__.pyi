@@ -15,6 +15,7 @@ class BadInput(Error): ...          # exit 3: truncated, corrupt or lying file
 class Unavailable(Error): ...       # exit 4: no backend or kernel here serves it
 class PrecisionRefused(Error): ...  # exit 5: only an approximation could, without consent
 class IoError(Error): ...           # exit 6: the OS refused
+class Incomplete(Error): ...        # exit 7: everything readable reported, some data damaged or missing
 class InternalError(Error): ...     # exit 70
 
 class Mapping:
