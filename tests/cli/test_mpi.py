@@ -311,10 +311,13 @@ class MpiTestCase(unittest.TestCase):
         cases = [["bf"], ["haadf"], ["adf", "--scan-bin", "2", "--detector-bin", "2"], ["com"], ["dpc"], ["idpc"],
                  ["mean-dp"], ["mean-dp", "--max"], ["fft", "--of", "bf"],
                  ["bf", "--scan-region", "3,29,1,30", "--scan-bin", "3,2"], ["mask", "--inner", "4", "--outer", "9"]]
-        for case in cases:
+        # Each product against one process at one rank count, 2 and 3 alternating (both band splits are met by
+        # every kind of pass: virtual images, CoM fields, patterns and regions/bins appear at each), so that the
+        # 11 cases cost 22 runs, not 33 (make test's time, issue 42).
+        for number, case in enumerate(cases):
             ref_npy = os.path.join(self.dir, "one.npy")
             ref = self.product(1, [case[0], master] + case[1:], ref_npy)
-            for ranks in (2, 3):
+            for ranks in ((2, 3)[number % 2],):
                 with self.subTest(case=" ".join(case), ranks=ranks):
                     out = os.path.join(self.dir, "ranks%d.npy" % ranks)
                     doc = self.product(ranks, [case[0], master] + case[1:], out)
