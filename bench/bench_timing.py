@@ -17,6 +17,24 @@ def best_of(n, f):
     return best, result
 
 
+def timed_command(cmd):
+    """Wall seconds of running cmd (its output discarded); exits naming the command when it fails."""
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
+    return time.perf_counter() - t0
+
+
+def fresh_index_stats_seconds(tm, path, db):
+    """Seconds of `tm stats PATH --index DB --json` into a new database (DB and its WAL files removed first), so
+    every tensor is computed, never read back from a stored answer."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    return timed_command([tm, "stats", path, "--index", db, "--json"])
+
+
 def memcpy_gbps(build, env, timeout=300):
     """{threads: GB/s} of stats_bench's memcpy benchmarks over 256 MiB (1e9 bytes of source per second)."""
     out = subprocess.run([os.path.join(build, "bench", "stats_bench"), "--benchmark_filter=^memcpy",

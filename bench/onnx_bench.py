@@ -24,10 +24,10 @@ import os
 import platform
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from bench_timing import fresh_index_stats_seconds, timed_command as timed  # noqa: E402
 from pyramid_index_bench import bf16_to_f32, make_checkpoints, read_safetensors  # noqa: E402
 
 PEER = r"""
@@ -48,16 +48,9 @@ print(t1 - t0, t2 - t0)
 """
 
 
+
 def log(msg):
     print(f"[onnx_bench] {msg}", file=sys.stderr, flush=True)
-
-
-def timed(cmd):
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
-    return time.perf_counter() - t0
 
 
 def write_models(bf16_dir, inline, external):
@@ -102,10 +95,7 @@ def main():
     db = os.path.join(base, "onnx", "bench.db")
 
     def fresh_stats(path):
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.remove(db + suffix)
-        return timed([tm, "stats", path, "--index", db, "--json"])
+        return fresh_index_stats_seconds(tm, path, db)
 
     def peer(kind, path):
         p = subprocess.run(["/usr/bin/python3", "-c", PEER, path, kind], capture_output=True, text=True, check=True)
