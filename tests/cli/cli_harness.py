@@ -43,14 +43,18 @@ def require_vulkan(test):
     test.skipTest("Vulkan backend unavailable (" + why + ")")
 
 
-def check_listing(case, doc, fmt, expected, stored):
+def check_listing(case, doc, fmt, expected, stored=None, readable=None, what=None):
     """ls --json of a checkpoint against a fixture's expected.json tensors: the format, every tensor once with
-    its shape and stored type, readable."""
+    its shape and stored type (stored[w["dtype"]], or the fixture's own w["stored_type"] when stored is None), and
+    readable (readable(name, w) when given, else always). Returns the listing by name; `what` labels failures."""
     case.assertEqual(doc["format"], fmt)
     got = {t["name"]: t for t in doc["tensors"]}
-    case.assertEqual(set(got), set(expected))
+    case.assertEqual(set(got), set(expected), what)
     for name, w in expected.items():
         case.assertEqual(got[name]["shape"], w["shape"], name)
-        case.assertEqual(got[name]["stored_type"], stored[w["dtype"]], name)
-        case.assertTrue(got[name]["readable"], (name, got[name].get("unavailable")))
+        case.assertEqual(got[name]["stored_type"], w["stored_type"] if stored is None else stored[w["dtype"]], name)
+        if readable is None:
+            case.assertTrue(got[name]["readable"], (name, got[name].get("unavailable")))
+        else:
+            case.assertEqual(got[name]["readable"], readable(name, w), name)
     return got
