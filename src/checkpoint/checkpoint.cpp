@@ -21,6 +21,10 @@ Checkpoint::InPlace Checkpoint::in_place(const CheckpointTensor& t) const {
   return p;
 }
 
+void CheckpointTensor::refuse_unreadable() const {
+  throw Error(damaged ? ErrorKind::BadInput : ErrorKind::Unavailable, name + " (" + stored_type + "): " + unavailable_reason);
+}
+
 size_t Checkpoint::position(const std::string& name, const std::string& shown_path) const {
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].name == name) return i;

@@ -70,6 +70,9 @@ struct CheckpointTensor {
   // bands: chunks split only the first dimension that is not 1), so the chunks in order are the tensor's
   // bytes in order.
   bool chunks_in_order() const;
+  // Throws why its values cannot be read, "NAME (STORED): reason": BadInput when its data is damaged, else
+  // Unavailable (no kernel reads its type).
+  [[noreturn]] void refuse_unreadable() const;
 };
 
 // Strided views gathered, and chunked tensors assembled, into row-major copies (by tensor name), shared

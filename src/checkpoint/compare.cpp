@@ -29,7 +29,7 @@ class Float32Reader {
       dequant_ = packed_->placement();
       return;
     }
-    if (!t.dtype && !t.ggml_type) throw Error(t.damaged ? ErrorKind::BadInput : ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
+    if (!t.dtype && !t.ggml_type) t.refuse_unreadable();
     if (t.ggml_type) {
       q_ = quantized_tensor(*t.ggml_type, data_, t.elements);
       dequant_ = place_dequantize(planner, *q_);

@@ -77,7 +77,7 @@ void write_packed(std::ostream& out, const Checkpoint& c, const CheckpointTensor
 
 NpyExport write_npy(const Checkpoint& c, const CheckpointTensor& t, const Planner* planner, unsigned threads,
                     std::ostream& out) {
-  if (!t.readable()) throw Error(t.damaged ? ErrorKind::BadInput : ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
+  if (!t.readable()) t.refuse_unreadable();
   if (t.dequantized() && !planner) throw Error(ErrorKind::Internal, "write_npy: " + t.name + " needs a planner to decode");
   NpyExport e;
   e.decoded = t.dequantized();

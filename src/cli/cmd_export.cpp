@@ -27,7 +27,7 @@ struct ExportArgs {
 void run_export(const ExportArgs& a) {
   const Checkpoint c = open_checkpoint(a.path);
   const CheckpointTensor& t = c.tensors[c.position(a.tensor, a.path)];
-  if (!t.readable()) throw Error(t.damaged ? ErrorKind::BadInput : ErrorKind::Unavailable, a.tensor + " (" + t.stored_type + "): " + t.unavailable_reason);
+  if (!t.readable()) t.refuse_unreadable();
   std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, a.out + ": cannot write");
   // Backends are loaded only to decode: a dense tensor is written without them.
