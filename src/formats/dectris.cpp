@@ -1,7 +1,5 @@
 #include "formats/dectris.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -133,28 +131,8 @@ void describe_dataset(hid_t ds, DataPart& part, DectrisFile& acq, bool first) {
 
 std::string compute_signature(const DectrisFile& acq) {
   std::vector<std::string> files = {acq.master};
-  for (const auto& p : acq.parts)
-    if (p.file != acq.master) files.push_back(p.file);
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  std::string text;
-  for (const auto& f : files) {
-    std::error_code ec;
-    const uint64_t size = fs::exists(f, ec) ? fs::file_size(f, ec) : 0;
-    std::optional<FileIdentity> id;
-    std::string unreadable = "absent";
-    try {
-      id = file_identity(f, std::min<uint64_t>(size, 4096));
-    } catch (const Error&) {  // a FIFO or a file we may not read: its part already names the problem
-      unreadable = "unreadable";
-    }
-    text += fs::path(f).filename().string() + "|";
-    text += id ? std::to_string(id->size) + "|" + std::to_string(id->mtime_ns) + "|" + id->header_hash : unreadable;
-    text += "\n";
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-  return hex;
+  for (const auto& p : acq.parts) files.push_back(p.file);
+  return acquisition_signature(files);
 }
 
 // Reads the pixel mask (uint32, Kr × Kc) when present; a mask of another shape, or of more than

@@ -23,7 +23,9 @@ FrameReader::FrameReader(const Acquisition& acq) : acq_(acq) {
   for (const auto& info : acq.parts) {
     auto part = std::make_unique<Part>();
     part->info = &info;
-    if (info.present) {
+    if (info.present && info.records) {
+      part->mapping = std::make_unique<MappedFile>(info.file);
+    } else if (info.present) {
       part->file = h5::open_file(info.file);
       part->dataset = h5::open_dataset(part->file.get(), info.dataset);
       if (!part->dataset.valid()) throw Error(ErrorKind::BadInput, info.file + ": " + info.dataset + " vanished since the acquisition was opened");
@@ -43,9 +45,11 @@ FrameReader::~FrameReader() {
 
 std::vector<std::string> FrameReader::codecs() const {
   std::vector<std::string> out;
-  for (const auto& p : parts_)
-    if (p->info->present && std::find(out.begin(), out.end(), chunk_codec_name(p->info->codec)) == out.end())
-      out.push_back(chunk_codec_name(p->info->codec));
+  for (const auto& p : parts_) {
+    if (!p->info->present) continue;
+    const std::string name = p->info->records ? p->info->records->encoding : chunk_codec_name(p->info->codec);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
   return out;
 }
 
@@ -82,6 +86,18 @@ void FrameReader::read(uint64_t frame, Stored& stored) const {
   const DataPart& d = *part.info;
   const uint64_t local = frame - d.first_frame;
   stored.raw = false;
+  stored.deferred = 0;
+  if (d.records) {
+    const FileRecords& r = *d.records;
+    const uint64_t offset = r.offset + local * r.record_bytes + r.header_bytes, size = part.mapping->size();
+    if (offset > size || r.pixel_bytes > size - offset)
+      throw Error(ErrorKind::BadInput, d.file + ": frame " + std::to_string(frame) + " at byte " + std::to_string(offset) + " (" +
+                                           std::to_string(r.pixel_bytes) + " bytes) lies past the end of the file (" +
+                                           std::to_string(size) + " bytes): truncated data file");
+    stored.bytes.clear();
+    stored.deferred = r.pixel_bytes;
+    return;  // decode() reads it, unlocked
+  }
   if (d.codec == ChunkCodec::Hdf5Pipeline) {
     stored.bytes.clear();
     return;  // HDF5 reads and decodes it in decode()
@@ -148,6 +164,21 @@ void FrameReader::decode(uint64_t frame, const Stored& stored, uint8_t* out, std
   const Part& part = part_of(frame, &index);
   const DataPart& d = *part.info;
   const std::string where = this->where(frame);
+  if (d.records) {
+    const FileRecords& r = *d.records;
+    const uint64_t offset = r.offset + (frame - d.first_frame) * r.record_bytes + r.header_bytes;
+    if (!r.unpack) {
+      if (r.pixel_bytes != frame_bytes_)
+        throw Error(ErrorKind::Internal, where + ": a record of " + std::to_string(r.pixel_bytes) + " bytes for a " +
+                                             std::to_string(frame_bytes_) + "-byte frame needs an unpack step");
+      part.mapping->read_at(offset, out, frame_bytes_);
+      return;
+    }
+    scratch.resize(r.pixel_bytes);
+    part.mapping->read_at(offset, scratch.data(), r.pixel_bytes);
+    r.unpack(scratch.data(), out);
+    return;
+  }
   if (d.codec == ChunkCodec::Hdf5Pipeline) {
     auto guard = h5::lock();
     const hsize_t start[3] = {frame - d.first_frame, 0, 0};

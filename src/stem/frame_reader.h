@@ -3,6 +3,8 @@
 // Tensormorph outside the lock, so any number of threads decode at once. (HDF5 1.10's
 // H5Dget_chunk_info_by_coord costs ~20 µs per call here, ten times a direct read, so chunk offsets are
 // not looked up.) Codecs other than bitshuffle (see ChunkCodec) go through the HDF5 library, serially.
+// Frames stored as records of a plain file (ChunkCodec::FileRecords: MIB, .npy, ...) take no lock: decode()
+// reads each record with pread on the calling thread and unpacks it there.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,9 @@ class FrameReader {
   // One frame's stored bytes as read from its file, and how they are encoded.
   struct Stored {
     std::vector<uint8_t> bytes;
-    bool raw = false;  // stored unfiltered (no filter, or HDF5 skipped the filter for this chunk)
+    bool raw = false;       // stored unfiltered (no filter, or HDF5 skipped the filter for this chunk)
+    uint64_t deferred = 0;  // stored bytes decode() reads itself (a plain file's record), not in `bytes`
+    uint64_t size() const { return bytes.size() + deferred; }  // stored bytes this frame costs to read
   };
 
   // Reads frame's stored chunk into `stored` (HDF5 H5Dread_chunk under the HDF5 lock: only the

@@ -221,7 +221,7 @@ struct StemLoader::State {
     reader->read_batch(&frames[g0], n, batch.data());
     input.clear(), offsets.assign(1, 0), taken.clear();
     for (uint64_t i = 0; i < n; ++i) {
-      stored += batch[i].bytes.size();
+      stored += batch[i].size();
       if (!reader->takes_lz4_op(frames[g0 + i], batch[i])) continue;
       input.insert(input.end(), batch[i].bytes.begin(), batch[i].bytes.end());
       offsets.push_back(input.size()), taken.push_back(i);
@@ -378,7 +378,7 @@ void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
       for (size_t i = 0; i < n; ++i, ++g) {
         uint8_t* px = sink.target(g, pos);
         reader.decode(frames[g], batch[i], px, scratch);
-        stored[part] += batch[i].bytes.size();
+        stored[part] += batch[i].size();
         pos = sink.take(g, pos, px);
       }
     }

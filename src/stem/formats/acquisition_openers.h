@@ -1,7 +1,9 @@
 // The acquisition openers' table: one row per 4D-STEM file format. open_acquisition (stem/acquisition.h)
 // offers a path to each row in order; the first that claims it opens it. A new detector format is one file of
-// this folder (its parser in src/formats/ when it reads bytes) defining one row, and that row in
-// acquisition_openers.cpp.
+// this folder defining one row (with its parser beside it: STEM-only formats such as MIB live here; a container
+// shared with checkpoints, such as HDF5 or .npy headers, is read through src/formats/), and that row in
+// acquisition_openers.cpp. Frames stored as records of a plain file are described by FileRecords
+// (formats/frame_parts.h) and read by the frame reader; the signature is acquisition_signature's.
 #pragma once
 
 #include <string>
