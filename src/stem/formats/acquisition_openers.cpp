@@ -11,9 +11,10 @@
 namespace tmorph {
 
 extern const AcquisitionOpener kDectrisOpener;  // dectris_opener.cpp
+extern const AcquisitionOpener kNpyOpener;      // npy_opener.cpp
 
 const std::vector<const AcquisitionOpener*>& acquisition_openers() {
-  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener};
+  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kNpyOpener};
   return rows;
 }
 

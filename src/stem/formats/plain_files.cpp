@@ -1,0 +1,80 @@
+#include "stem/formats/plain_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace fs = std::filesystem;
+
+bool has_extension(const std::string& path, const char* ext) {
+  std::string e = fs::path(path).extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e == ext;
+}
+
+FileHead read_file_head(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; a regular file ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::Io, path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(ErrorKind::Io, path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, path + ": not a regular file");
+  FileHead head;
+  head.size = static_cast<uint64_t>(st.st_size);
+  head.bytes.resize(std::min(head.size, max_bytes));
+  uint64_t got = 0;
+  while (got < head.bytes.size()) {
+    const ssize_t n = ::pread(fd, head.bytes.data() + got, head.bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(ErrorKind::Io, path + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;  // shrank since fstat
+    got += static_cast<uint64_t>(n);
+  }
+  head.bytes.resize(got);
+  return head;
+}
+
+namespace {
+
+void collect(const fs::path& dir, const char* ext, bool (*accept)(const std::string&), std::vector<std::string>& out) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code entry_ec;
+    const fs::file_status st = it->symlink_status(entry_ec);
+    if (entry_ec) continue;
+    if (fs::is_directory(st)) {
+      collect(it->path(), ext, accept, out);
+    } else if (has_extension(it->path().string(), ext) && it->is_regular_file(entry_ec) && !entry_ec) {
+      const std::string p = fs::absolute(it->path()).lexically_normal().string();
+      if (accept(p)) out.push_back(p);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> find_files(const std::string& folder, const char* ext, bool (*accept)(const std::string& path)) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
+  std::vector<std::string> out;
+  collect(folder, ext, accept, out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tmorph
