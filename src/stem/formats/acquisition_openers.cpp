@@ -12,10 +12,11 @@ namespace tmorph {
 
 extern const AcquisitionOpener kDectrisOpener;  // dectris_opener.cpp
 extern const AcquisitionOpener kNpyOpener;      // npy_opener.cpp
+extern const AcquisitionOpener kBlockfileOpener;  // blockfile_opener.cpp
 extern const AcquisitionOpener kMibOpener;       // mib_opener.cpp
 
 const std::vector<const AcquisitionOpener*>& acquisition_openers() {
-  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kNpyOpener, &kMibOpener};
+  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kNpyOpener, &kMibOpener, &kBlockfileOpener};
   return rows;
 }
 
