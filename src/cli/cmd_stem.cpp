@@ -46,7 +46,7 @@ void print_inspect(const nlohmann::json& j) {
   const auto& r = j["readiness"];
   std::vector<std::pair<std::string, std::string>> rows = {
       {"acquisition", j["master"].get<std::string>()},
-      {"layout", j["layout"].get<std::string>()},
+      {"layout", j["format"].get<std::string>() + ", " + j["layout"].get<std::string>()},
       {"readiness", r["status"].get<std::string>() + " (" + std::to_string(r["frames_present"].get<uint64_t>()) + " frames present" +
                         (r["frames_expected"].is_null() ? std::string(", no expected count in the metadata")
                                                         : " of " + std::to_string(r["frames_expected"].get<uint64_t>()) + " expected") +
@@ -212,7 +212,7 @@ void add_stem_command(CLI::App& app) {
   // ---- discover
   auto discover_path = std::make_shared<std::string>();
   auto discover_json = std::make_shared<bool>(false);
-  CLI::App* disc = stem->add_subcommand("discover", "list the acquisitions (*_master.h5) below a folder");
+  CLI::App* disc = stem->add_subcommand("discover", "list the acquisitions below a folder (Dectris *_master.h5 and every other format's files: docs/stem.md)");
   disc->add_option("FOLDER", *discover_path, "folder to search (recursively)")->required();
   disc->add_flag("--json", *discover_json, "machine-readable output");
   disc->callback([discover_path, discover_json] {
@@ -221,6 +221,7 @@ void add_stem_command(CLI::App& app) {
       nlohmann::json e = {{"master", m}};
       try {
         const Acquisition acq = open_acquisition(m);
+        e["format"] = acq.format;
         e["status"] = acq.complete() ? "complete" : "incomplete";
         e["frames_present"] = acq.frames_present;
         e["detector_shape"] = {acq.detector_rows, acq.detector_cols};
@@ -235,7 +236,7 @@ void add_stem_command(CLI::App& app) {
       print_json(list);
       return;
     }
-    if (list.empty()) std::cout << "no *_master.h5 below " << *discover_path << "\n";
+    if (list.empty()) std::cout << "no acquisition below " << *discover_path << "\n";
     for (const auto& e : list)
       std::cout << e["master"].get<std::string>() << "  " << e["status"].get<std::string>()
                 << (e.contains("frames_present") ? "  " + std::to_string(e["frames_present"].get<uint64_t>()) + " frames of " +

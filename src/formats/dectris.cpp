@@ -5,10 +5,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "formats/hdf5_frames.h"
 #include "formats/hdf5_util.h"
 #include "core/file_identity.h"
 #include "core/path_kind.h"
-#include "core/utf8.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -18,28 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr unsigned kBitshuffleFilter = 32008;
-constexpr int kBitshuffleLz4 = 2;
 // The largest pixel mask read (uint32, 256 MiB): over 3x the largest Dectris detector (EIGER2 X 16M,
 // 4148 x 4362). HDF5 declares extents without storing them, so a file of a few KB can claim any size.
 constexpr uint64_t kMaxMaskPixels = uint64_t{1} << 26;
-
-// H5Lvisit callback: records every dataset with one element (hard links only; entry/data is skipped).
-// `name` is the path relative to the file's root group.
-herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void* out) {
-  const std::string path = name;
-  if (info->type != H5L_TYPE_HARD || path.rfind("entry/data", 0) == 0) return 0;
-  H5O_info_t oinfo;
-  if (H5Oget_info_by_name2(root, name, &oinfo, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_DATASET) return 0;
-  h5::Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) return 0;
-  if (auto s = h5::read_scalar(ds.get())) {
-    nlohmann::json v = {{"value", s->value}};
-    if (!s->units.empty()) v["units"] = s->units;
-    (*static_cast<nlohmann::json*>(out))[escape_invalid_utf8(path)] = v;
-  }
-  return 0;
-}
 
 std::optional<nlohmann::json> meta_value(const nlohmann::json& meta, std::initializer_list<const char*> paths) {
   for (const char* p : paths)
@@ -63,70 +44,17 @@ std::optional<double> meta_double(const nlohmann::json& meta, std::initializer_l
   return std::nullopt;
 }
 
-// Fills the dataset facts of `part` from an open dataset; sets part.problem when unusable.
+// Fills the dataset facts of `part` from an open dataset (formats/hdf5_frames.h); a Dectris dataset is 3-D.
 void describe_dataset(hid_t ds, DataPart& part, DectrisFile& acq, bool first) {
-  const std::string what = part.file + ":" + part.dataset;
-  const auto dims = h5::shape(ds, what);
-  if (dims.size() != 3) {
-    part.problem = what + ": expected shape (frames, rows, cols), found rank " + std::to_string(dims.size());
+  FramePixels pixels{acq.dtype, acq.element_size, acq.detector_rows, acq.detector_cols};
+  describe_frames_dataset(ds, part, pixels, first);
+  if (part.present && part.scan_cols != 0) {
+    part.present = false, part.frames = 0, part.scan_cols = 0;
+    part.problem = part.file + ":" + part.dataset + ": expected shape (frames, rows, cols), found rank 4";
     return;
   }
-  h5::Handle type(H5Dget_type(ds), H5Tclose);
-  const size_t size = H5Tget_size(type.get());
-  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE || H5Tget_order(type.get()) != H5T_ORDER_LE ||
-      (size != 1 && size != 2 && size != 4)) {
-    part.problem = what + ": pixel type is not little-endian uint8, uint16 or uint32";
-    return;
-  }
-  const DType dtype = size == 1 ? DType::U8 : size == 2 ? DType::U16 : DType::U32;
-  if (first) {
-    acq.dtype = dtype;
-    acq.element_size = static_cast<uint32_t>(size);
-    acq.detector_rows = dims[1];
-    acq.detector_cols = dims[2];
-  } else if (dtype != acq.dtype || dims[1] != acq.detector_rows || dims[2] != acq.detector_cols) {
-    part.problem = what + ": frames of " + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + " " + std::string(dtype_name(dtype)) +
-                   " differ from the first data file's " + std::to_string(acq.detector_rows) + "x" +
-                   std::to_string(acq.detector_cols) + " " + std::string(dtype_name(acq.dtype));
-    return;
-  }
-  part.frames = dims[0];
-  h5::Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
-  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
-    hsize_t chunk[3] = {0, 0, 0};
-    H5Pget_chunk(dcpl.get(), 3, chunk);
-    part.one_frame_chunks = chunk[0] == 1 && chunk[1] == dims[1] && chunk[2] == dims[2];
-  } else {
-    part.one_frame_chunks = false;
-  }
-  const int nfilters = H5Pget_nfilters(dcpl.get());
-  for (int i = 0; i < nfilters; ++i) {
-    unsigned flags = 0, cd[16] = {};
-    size_t ncd = 16;
-    char name[128] = {};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, sizeof name, name, nullptr);
-    part.filter_ids.push_back(static_cast<unsigned>(id));
-    if (id == kBitshuffleFilter) part.bitshuffle_options.assign(cd, cd + std::min<size_t>(ncd, 16));
-  }
-  const bool contiguous = H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS;
-  if (nfilters == 0 && (part.one_frame_chunks || contiguous)) {
-    part.codec = ChunkCodec::Uncompressed;
-  } else if (nfilters == 1 && part.filter_ids[0] == kBitshuffleFilter && part.one_frame_chunks) {
-    const auto& o = part.bitshuffle_options;
-    part.codec = o.size() > 4 && o[4] == kBitshuffleLz4 ? ChunkCodec::BitshuffleLz4
-                 : o.size() <= 4 || o[4] == 0      ? ChunkCodec::BitshufflePlain
-                                                     : ChunkCodec::Hdf5Pipeline;  // e.g. zstd
-  } else {
-    part.codec = ChunkCodec::Hdf5Pipeline;
-    for (unsigned id : part.filter_ids)
-      if (H5Zfilter_avail(static_cast<H5Z_filter_t>(id)) <= 0) {
-        part.problem = what + ": HDF5 filter " + std::to_string(id) + " is not available (no plugin installed for it)";
-        return;
-      }
-  }
-  part.image_nr_low = h5::read_int_attribute(ds, "image_nr_low");
-  part.image_nr_high = h5::read_int_attribute(ds, "image_nr_high");
-  part.present = true;
+  if (first && part.present)
+    acq.dtype = pixels.dtype, acq.element_size = pixels.element_size, acq.detector_rows = pixels.rows, acq.detector_cols = pixels.cols;
 }
 
 std::string compute_signature(const DectrisFile& acq) {
@@ -338,7 +266,7 @@ DectrisFile open_dectris(const std::string& path_in) {
   if (first) acq.problems.push_back(acq.master + ": no data file could be read");
 
   // Metadata: every small scalar outside entry/data, then the fields Tensormorph uses.
-  H5Lvisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_scalar, &acq.metadata);
+  h5::collect_scalars(file.get(), "entry/data", acq.metadata);
   const auto& m = acq.metadata;
   const auto ntrigger = meta_uint(m, {"entry/instrument/detector/detectorSpecific/ntrigger"});
   const auto nimages = meta_uint(m, {"entry/instrument/detector/detectorSpecific/nimages"});

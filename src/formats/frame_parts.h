@@ -41,6 +41,7 @@ struct DataPart {
   std::string problem;    // why not, when !present
   uint64_t frames = 0;
   uint64_t first_frame = 0;  // index of its first frame in the acquisition
+  uint64_t scan_cols = 0;    // a 4-D HDF5 dataset (Rr, Rc, Kr, Kc): Rc (frame i is at (i / Rc, i % Rc)); 0 for (n, Kr, Kc)
   std::optional<int64_t> image_nr_low, image_nr_high;
   // Storage, read from the dataset.
   ChunkCodec codec = ChunkCodec::Uncompressed;

@@ -70,9 +70,12 @@ bool exists(hid_t loc, const std::string& path_in) {
   return H5Oexists_by_name(loc, path.c_str(), H5P_DEFAULT) > 0;
 }
 
-Handle open_dataset(hid_t loc, const std::string& path) {
+Handle open_dataset(hid_t loc, const std::string& path, uint64_t chunk_cache_bytes) {
   if (!exists(loc, path)) return {};
-  return Handle(H5Dopen2(loc, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (chunk_cache_bytes == 0) return Handle(H5Dopen2(loc, path.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  H5Pset_chunk_cache(dapl.get(), 12421, chunk_cache_bytes, 1.0);  // 12421: a prime, HDF5's advice for the slot count
+  return Handle(H5Dopen2(loc, path.c_str(), dapl.get()), H5Dclose);
 }
 
 Handle open_group(hid_t loc, const std::string& path) {
@@ -108,6 +111,7 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
       if (H5Tis_variable_str(type.get()) > 0) {
         Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
         H5Tset_size(mem.get(), H5T_VARIABLE);
+        H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
         char* s = nullptr;
         if (H5Dread(dataset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &s) < 0 || !s) return std::nullopt;
         out.value = escape_invalid_utf8(s);
@@ -128,26 +132,31 @@ std::optional<Scalar> read_scalar(hid_t dataset) {
     }
     default: return std::nullopt;
   }
-  if (H5Aexists(dataset, "units") > 0) {
-    Handle attr(H5Aopen(dataset, "units", H5P_DEFAULT), H5Aclose);
-    Handle atype(H5Aget_type(attr.get()), H5Tclose);
-    Handle aspace(H5Aget_space(attr.get()), H5Sclose);
-    // One string only: H5Aread writes every element, and the buffers below hold one.
-    if (H5Tget_class(atype.get()) == H5T_STRING && aspace.valid() && H5Sget_simple_extent_npoints(aspace.get()) == 1) {
-      if (H5Tis_variable_str(atype.get()) > 0) {
-        char* s = nullptr;
-        Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-        H5Tset_size(mem.get(), H5T_VARIABLE);
-        if (H5Aread(attr.get(), mem.get(), &s) >= 0 && s) out.units = escape_invalid_utf8(s), H5free_memory(s);
-      } else {
-        const size_t n = H5Tget_size(atype.get());
-        std::string s(n, '\0');
-        if (n > 0 && n < (1 << 12) && H5Aread(attr.get(), atype.get(), s.data()) >= 0)
-          out.units = escape_invalid_utf8(s.substr(0, s.find('\0')));
-      }
-    }
-  }
+  if (auto units = read_string_attribute(dataset, "units")) out.units = *units;
   return out;
+}
+
+std::optional<std::string> read_string_attribute(hid_t object, const std::string& name) {
+  if (H5Aexists(object, name.c_str()) <= 0) return std::nullopt;
+  Handle attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle atype(H5Aget_type(attr.get()), H5Tclose);
+  Handle aspace(H5Aget_space(attr.get()), H5Sclose);
+  // One string only: H5Aread writes every element, and the buffers below hold one.
+  if (H5Tget_class(atype.get()) != H5T_STRING || !aspace.valid() || H5Sget_simple_extent_npoints(aspace.get()) != 1) return std::nullopt;
+  if (H5Tis_variable_str(atype.get()) > 0) {
+    char* s = nullptr;
+    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(atype.get()));  // HDF5 converts no string between ASCII and UTF-8
+    if (H5Aread(attr.get(), mem.get(), &s) < 0 || !s) return std::nullopt;
+    std::string out = escape_invalid_utf8(s);
+    H5free_memory(s);
+    return out;
+  }
+  const size_t n = H5Tget_size(atype.get());
+  std::string s(n, '\0');
+  if (n == 0 || n >= (1 << 12) || H5Aread(attr.get(), atype.get(), s.data()) < 0) return std::nullopt;
+  return escape_invalid_utf8(s.substr(0, s.find('\0')));
 }
 
 std::optional<int64_t> read_int_attribute(hid_t object, const std::string& name) {
@@ -168,6 +177,38 @@ std::vector<hsize_t> shape(hid_t dataset, const std::string& what) {
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   return dims;
+}
+
+namespace {
+
+struct ScalarVisit {
+  std::string skip_prefix;
+  nlohmann::json* out;
+};
+
+// H5Lvisit callback: records every dataset with one element (hard links only; those under the skipped prefix
+// are left out). `name` is the path relative to the file's root group.
+herr_t collect_scalar(hid_t root, const char* name, const H5L_info_t* info, void* data) {
+  const auto& visit = *static_cast<ScalarVisit*>(data);
+  const std::string path = name;
+  if (info->type != H5L_TYPE_HARD || (!visit.skip_prefix.empty() && path.rfind(visit.skip_prefix, 0) == 0)) return 0;
+  H5O_info_t oinfo;
+  if (H5Oget_info_by_name2(root, name, &oinfo, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || oinfo.type != H5O_TYPE_DATASET) return 0;
+  Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) return 0;
+  if (auto s = read_scalar(ds.get())) {
+    nlohmann::json v = {{"value", s->value}};
+    if (!s->units.empty()) v["units"] = s->units;
+    (*visit.out)[escape_invalid_utf8(path)] = v;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void collect_scalars(hid_t file, const std::string& skip_prefix, nlohmann::json& out) {
+  ScalarVisit visit{skip_prefix, &out};
+  H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collect_scalar, &visit);
 }
 
 }  // namespace tmorph::h5

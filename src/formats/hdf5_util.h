@@ -66,8 +66,10 @@ Handle open_file(const std::string& path);
 // a dangling external link into an error.
 bool exists(hid_t loc, const std::string& path);
 
-// Opens a dataset / group; nullopt-like invalid Handle when absent.
-Handle open_dataset(hid_t loc, const std::string& path);
+// Opens a dataset / group; nullopt-like invalid Handle when absent. chunk_cache_bytes (dataset): the size of
+// its chunk cache when not 0 (HDF5's default is 1 MiB), so that a chunk holding many frames, read one frame at a
+// time, is decompressed once.
+Handle open_dataset(hid_t loc, const std::string& path, uint64_t chunk_cache_bytes = 0);
 Handle open_group(hid_t loc, const std::string& path);
 
 // The value of a dataset with at most one element (numeric or string), or nullopt for anything
@@ -79,10 +81,18 @@ struct Scalar {
 };
 std::optional<Scalar> read_scalar(hid_t dataset);
 
+// A string attribute of an object (one string, fixed or variable length, under 4 KiB; invalid UTF-8 escaped), or
+// nullopt when absent or of another kind.
+std::optional<std::string> read_string_attribute(hid_t object, const std::string& name);
 // An integer attribute of an object, or nullopt when absent or not an integer scalar.
 std::optional<int64_t> read_int_attribute(hid_t object, const std::string& name);
 
 // The dataset's extent (throws BadInput naming `what` when it is not a simple dataspace).
 std::vector<hsize_t> shape(hid_t dataset, const std::string& what);
+
+// Adds every dataset of one element in the file (hard links; none whose path starts with skip_prefix, when not
+// empty) to `out` as path (relative to the root, invalid UTF-8 escaped) -> {"value", "units" when it has a units
+// string attribute}.
+void collect_scalars(hid_t file, const std::string& skip_prefix, nlohmann::json& out);
 
 }  // namespace tmorph::h5

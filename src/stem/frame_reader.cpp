@@ -27,7 +27,9 @@ FrameReader::FrameReader(const Acquisition& acq) : acq_(acq) {
       part->mapping = std::make_unique<MappedFile>(info.file);
     } else if (info.present) {
       part->file = h5::open_file(info.file);
-      part->dataset = h5::open_dataset(part->file.get(), info.dataset);
+      // Chunks of several frames go through HDF5 one frame at a time: a cache that holds them decodes each once.
+      constexpr uint64_t kChunkCacheBytes = 64ull << 20;
+      part->dataset = h5::open_dataset(part->file.get(), info.dataset, info.codec == ChunkCodec::Hdf5Pipeline ? kChunkCacheBytes : 0);
       if (!part->dataset.valid()) throw Error(ErrorKind::BadInput, info.file + ": " + info.dataset + " vanished since the acquisition was opened");
       if (!info.one_frame_chunks && info.codec == ChunkCodec::Uncompressed) {
         part->contiguous_base = H5Dget_offset(part->dataset.get());
@@ -113,7 +115,9 @@ void FrameReader::read(uint64_t frame, Stored& stored) const {
     stored.raw = true;
     return;
   }
-  const hsize_t coord[3] = {local, 0, 0};
+  const hsize_t coord_3d[3] = {local, 0, 0};
+  const hsize_t coord_4d[4] = {d.scan_cols ? local / d.scan_cols : 0, d.scan_cols ? local % d.scan_cols : 0, 0, 0};
+  const hsize_t* coord = d.scan_cols ? coord_4d : coord_3d;
   auto guard = h5::lock();
   hsize_t size = 0;
   if (H5Dget_chunk_storage_size(part.dataset.get(), coord, &size) < 0 || size == 0)
@@ -181,11 +185,15 @@ void FrameReader::decode(uint64_t frame, const Stored& stored, uint8_t* out, std
   }
   if (d.codec == ChunkCodec::Hdf5Pipeline) {
     auto guard = h5::lock();
-    const hsize_t start[3] = {frame - d.first_frame, 0, 0};
-    const hsize_t count[3] = {1, acq_.detector_rows, acq_.detector_cols};
+    const uint64_t local = frame - d.first_frame;
+    const hsize_t start_3d[3] = {local, 0, 0}, count_3d[3] = {1, acq_.detector_rows, acq_.detector_cols};
+    const hsize_t start_4d[4] = {d.scan_cols ? local / d.scan_cols : 0, d.scan_cols ? local % d.scan_cols : 0, 0, 0};
+    const hsize_t count_4d[4] = {1, 1, acq_.detector_rows, acq_.detector_cols};
+    const int rank = d.scan_cols ? 4 : 3;
     h5::Handle file_space(H5Dget_space(part.dataset.get()), H5Sclose);
-    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
-    h5::Handle mem_space(H5Screate_simple(3, count, nullptr), H5Sclose);
+    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, d.scan_cols ? start_4d : start_3d, nullptr, d.scan_cols ? count_4d : count_3d,
+                        nullptr);
+    h5::Handle mem_space(H5Screate_simple(rank, d.scan_cols ? count_4d : count_3d, nullptr), H5Sclose);
     const hid_t mem_type = acq_.element_size == 1 ? H5T_NATIVE_UINT8 : acq_.element_size == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT32;
     if (H5Dread(part.dataset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
       throw Error(ErrorKind::BadInput, where + ": HDF5 could not read the frame: " + h5::last_error());

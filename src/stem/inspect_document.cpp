@@ -9,7 +9,8 @@ namespace tmorph {
 
 nlohmann::json inspect_document(const Acquisition& acq, const std::optional<std::array<uint64_t, 2>>& scan_shape,
                                 const std::string& scan_shape_name) {
-  nlohmann::json j = {{"master", acq.master},
+  nlohmann::json j = {{"format", acq.format},
+                      {"master", acq.master},
                       {"layout", acq.layout},
                       {"signature", acq.signature},
                       {"detector_shape", {acq.detector_rows, acq.detector_cols}},

@@ -473,6 +473,7 @@ nlohmann::json StemLoader::provenance() const {
   const bool placed = !st.decode_at.backend.empty() && st.decode_at.backend != "cpu";
   return {{"source",
            {{"signature", acq.signature},
+            {"format", acq.format},
             {"master", acq.master},
             {"layout", acq.layout},
             {"shape", {plan.scan_shape[0], plan.scan_shape[1], acq.detector_rows, acq.detector_cols}},

@@ -13,10 +13,11 @@ namespace tmorph {
 extern const AcquisitionOpener kDectrisOpener;  // dectris_opener.cpp
 extern const AcquisitionOpener kNpyOpener;      // npy_opener.cpp
 extern const AcquisitionOpener kBlockfileOpener;  // blockfile_opener.cpp
+extern const AcquisitionOpener kHdf5ArrayOpener;  // hdf5_array_opener.cpp
 extern const AcquisitionOpener kMibOpener;       // mib_opener.cpp
 
 const std::vector<const AcquisitionOpener*>& acquisition_openers() {
-  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kNpyOpener, &kMibOpener, &kBlockfileOpener};
+  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kHdf5ArrayOpener, &kNpyOpener, &kMibOpener, &kBlockfileOpener};
   return rows;
 }
 
@@ -39,11 +40,26 @@ std::vector<std::string> discover_acquisitions(const std::string& folder) {
   return out;
 }
 
+// Several rows may claim one name (any .h5 may be a Dectris master or another writer's array): each is asked in
+// order, and a row that finds the file is not its format (BadInput) passes it to the next; when none reads it, the
+// error says what each found.
 Acquisition open_acquisition(const std::string& path) {
+  std::vector<const AcquisitionOpener*> claiming;
   for (const AcquisitionOpener* row : acquisition_openers())
-    if (row->claims(path)) return row->open(path);
+    if (row->claims(path)) claiming.push_back(row);
   // No row claims it by name: the first row reads it and says why it is not one (Dectris: "no group entry/data").
-  return acquisition_openers().front()->open(path);
+  if (claiming.empty()) return acquisition_openers().front()->open(path);
+  std::string refusals;
+  for (size_t i = 0; i < claiming.size(); ++i) {
+    try {
+      return claiming[i]->open(path);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+      if (claiming.size() == 1) throw;
+      refusals += std::string(refusals.empty() ? "" : "; ") + "as " + claiming[i]->name + ": " + e.what();
+    }
+  }
+  throw Error(ErrorKind::BadInput, path + ": not an acquisition any reader takes (" + refusals + ")");
 }
 
 }  // namespace tmorph
