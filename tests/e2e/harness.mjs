@@ -3,12 +3,12 @@
 // playwright-core from web/'s node_modules, the setup and teardown every test has (a private environment,
 // `tensormorph serve` on a free port — waiting for its indexing jobs or not — and its stopping, the headless
 // browser with the flags /work/shared/PLATFORM.md records), page-error collection, PNG statistics, JSON
-// GETs, and the run-with-a-deadline wrapper.
+// GETs, the CLI's .npy outputs read back, and the run-with-a-deadline wrapper.
 //
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
 // /usr/bin/chromium).
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
@@ -27,6 +27,32 @@ export async function getJson(base, path) {
   const res = await fetch(new URL(path, base));
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return res.json();
+}
+
+/** The values of a little-endian .npy file (format 1.0; u2, u4, u8 as Numbers; f8) and its shape, as the CLI's
+ * `-o out.npy` writes them. Throws naming the dtype for any other. */
+export function readNpy(path) {
+  const b = readFileSync(path);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").filter((s) => s.trim()).map(Number);
+  const data = b.subarray(10 + headerLen);
+  const width = Number(descr.slice(2));
+  const values = [];
+  for (let i = 0; i + width <= data.length; i += width) {
+    if (descr === "<u2") values.push(data.readUInt16LE(i));
+    else if (descr === "<u4") values.push(data.readUInt32LE(i));
+    else if (descr === "<u8") values.push(Number(data.readBigUInt64LE(i)));
+    else if (descr === "<f8") values.push(data.readDoubleLE(i));
+    else throw new Error(`unexpected dtype ${descr}`);
+  }
+  return { descr, shape, values };
+}
+
+/** Whether two arrays hold the same values (===) in the same order. */
+export function sameValues(a, b) {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 /** What every browser test starts with: playwright, the built binary and web app (checked), OUT_DIR, and a

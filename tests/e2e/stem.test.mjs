@@ -20,36 +20,12 @@
 // not installed.
 import { cpSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, runTest, startServer, tm, watchErrors } from "./harness.mjs";
+import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, getJson, launchBrowser, pngStats, readNpy, runTest, sameValues, startServer, tm, watchErrors } from "./harness.mjs";
 
 const chromiumPath = chromiumOrSkip();
 const ALLOW_NO_WEBGPU = process.env.TM_ALLOW_NO_WEBGPU === "1";
 let step = "setup";
 const { log, check } = checker("[e2e stem]", () => step);
-
-/** The values of a little-endian .npy file (u2, u4, u8 as Numbers; f8) and its shape. */
-function readNpy(path) {
-  const b = readFileSync(path);
-  const headerLen = b.readUInt16LE(8);
-  const header = b.subarray(10, 10 + headerLen).toString("latin1");
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").filter((s) => s.trim()).map(Number);
-  const data = b.subarray(10 + headerLen);
-  const width = Number(descr.slice(2));
-  const values = [];
-  for (let i = 0; i + width <= data.length; i += width) {
-    if (descr === "<u2") values.push(data.readUInt16LE(i));
-    else if (descr === "<u4") values.push(data.readUInt32LE(i));
-    else if (descr === "<u8") values.push(Number(data.readBigUInt64LE(i)));
-    else if (descr === "<f8") values.push(data.readDoubleLE(i));
-    else throw new Error(`unexpected dtype ${descr}`);
-  }
-  return { descr, shape, values };
-}
-
-function sameValues(a, b) {
-  return a.length === b.length && a.every((v, i) => v === b[i]);
-}
 
 async function main() {
   const { chromium, tmp, env } = e2eSetup("stem", check);
