@@ -29,6 +29,8 @@ const char* chunk_codec_name(ChunkCodec c);
 struct FileRecords {
   uint64_t offset = 0, record_bytes = 0, header_bytes = 0, pixel_bytes = 0;
   std::string encoding;  // how the pixels are stored, for provenance: "uint16 little-endian", "mib raw 12-bit", ...
+  // May throw Error(BadInput) when the stored bytes contradict the format (a frame header that lies); the frame
+  // reader adds the file, frame number and record offset to its message.
   std::function<void(const uint8_t* stored, uint8_t* frame)> unpack;
 };
 

@@ -73,13 +73,19 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   std::visit([&](const auto& values) { send_values(res, format, out.npy_descr, out.shape, values, std::move(doc)); }, out.values);
 }
 
-// GET /api/acquisitions/{id}/calibration[?scan_shape=ROWS,COLS]: every calibration value the products and SSB use,
+// GET /api/acquisitions/{id}/calibration[?scan_shape=ROWS,COLS][&kv=&semiangle_mrad=&scan_step_A=&detector_mrad_per_px=]: every calibration value the products and SSB use,
 // each with its unit and source (or why it is missing), and the bright-field disk (one pattern pass, placed).
 void get_calibration(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
   const DeclaredQuery q(req, calibration_params());
   LoadRequest load;
   load.scan_shape = pair_param(q, "scan_shape");
+  // The overrides SSB takes, by the same names (a value the file lacks is "missing ... give kv").
+  const auto kv = q.number("kv");
+  const CalibrationOverrides overrides{{kv ? std::optional<double>(*kv * 1e3) : std::nullopt, "kv"},
+                                       {q.number("semiangle_mrad"), "semiangle_mrad"},
+                                       {q.number("scan_step_A"), "scan_step_A"},
+                                       {q.number("detector_mrad_per_px"), "detector_mrad_per_px"}};
   const Acquisition acq = reopen(served);
   require_complete(acq);
   const auto rt = state.compute.current();
@@ -90,7 +96,7 @@ void get_calibration(ServerState& state, const httplib::Request& req, httplib::R
   nlohmann::json doc;
   {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
-    doc = calibration_document(acq, load, DiskRequest{}, CalibrationOverrides{}, planner, &placements);
+    doc = calibration_document(acq, load, DiskRequest{}, overrides, planner, &placements);
   }
   doc["acquisition"] = served.id;
   doc["placement"] = placements_json(placements);

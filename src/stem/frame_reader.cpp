@@ -180,7 +180,11 @@ void FrameReader::decode(uint64_t frame, const Stored& stored, uint8_t* out, std
     }
     scratch.resize(r.pixel_bytes);
     part.mapping->read_at(offset, scratch.data(), r.pixel_bytes);
-    r.unpack(scratch.data(), out);
+    try {
+      r.unpack(scratch.data(), out);
+    } catch (const Error& e) {  // the format's check of the record (a frame header that lies): name frame and byte
+      throw Error(e.kind(), where + " (record at byte " + std::to_string(offset - r.header_bytes) + "): " + e.what());
+    }
     return;
   }
   if (d.codec == ChunkCodec::Hdf5Pipeline) {

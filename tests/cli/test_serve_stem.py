@@ -131,6 +131,10 @@ class ServeStemTest(unittest.TestCase):
         self.assertEqual(cal["energy"]["value"], 300000.0)
         self.assertIn("source", cal["detector_angle_per_pixel"])
         self.assertIn("radius", cal["disk"])
+        # SSB's overrides, by the same names: the value and its source.
+        cal = self.get_json("/api/acquisitions/a0/calibration?kv=200&scan_step_A=1.5")
+        self.assertEqual((cal["energy"]["value"], cal["energy"]["source"]), (200000.0, "kv"))
+        self.assertEqual((cal["scan_step"]["value"], cal["scan_step"]["source"]), (1.5, "scan_step_A"))
 
     def test_bad_requests_get_a_clear_message_and_the_server_stays_up(self):
         cases = [("/api/acquisitions/a0/products/mask?inner=50&outer=60", 400, "the mask is outside the detector"),

@@ -3,6 +3,7 @@
 #include "stem/formats/acquisition_openers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "core/path_kind.h"
@@ -40,6 +41,20 @@ std::vector<std::string> discover_acquisitions(const std::string& folder) {
   return out;
 }
 
+namespace {
+
+const AcquisitionOpener& row_by_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const AcquisitionOpener* row : acquisition_openers()) {
+    const std::string list = std::string(" ") + row->extensions + " ";
+    if (!ext.empty() && list.find(" " + ext + " ") != std::string::npos) return *row;
+  }
+  return *acquisition_openers().front();
+}
+
+}  // namespace
+
 // Several rows may claim one name (any .h5 may be a Dectris master or another writer's array): each is asked in
 // order, and a row that finds the file is not its format (BadInput) passes it to the next; when none reads it, the
 // error says what each found.
@@ -47,8 +62,8 @@ Acquisition open_acquisition(const std::string& path) {
   std::vector<const AcquisitionOpener*> claiming;
   for (const AcquisitionOpener* row : acquisition_openers())
     if (row->claims(path)) claiming.push_back(row);
-  // No row claims it by name: the first row reads it and says why it is not one (Dectris: "no group entry/data").
-  if (claiming.empty()) return acquisition_openers().front()->open(path);
+  // No row claims it: the row whose extension it has (else the first) reads it and says why it is not one.
+  if (claiming.empty()) return row_by_extension(path).open(path);
   std::string refusals;
   for (size_t i = 0; i < claiming.size(); ++i) {
     try {

@@ -20,6 +20,10 @@ struct AcquisitionOpener {
   Acquisition (*open)(const std::string& path);
   // Every acquisition of this format below a folder (recursive, sorted).
   std::vector<std::string> (*discover)(const std::string& folder);
+  // The file extensions this format's files carry, space-separated, lower case (".npy"): a file no row claims (a
+  // claim may read the header and decline, as .npy's does for a float array) is opened by the row whose
+  // extension it has, which says why it is not an acquisition it reads.
+  const char* extensions = "";
 };
 
 // The rows, in the order they are asked.

@@ -150,6 +150,6 @@ std::vector<std::string> discover_blockfiles(const std::string& folder) {
 
 }  // namespace
 
-extern const AcquisitionOpener kBlockfileOpener{"blockfile", claims_blockfile, open_blockfile_acquisition, discover_blockfiles};
+extern const AcquisitionOpener kBlockfileOpener{"blockfile", claims_blockfile, open_blockfile_acquisition, discover_blockfiles, ".blo"};
 
 }  // namespace tmorph

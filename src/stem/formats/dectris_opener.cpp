@@ -37,6 +37,6 @@ Acquisition open_dectris_acquisition(const std::string& path) {
 
 }  // namespace
 
-extern const AcquisitionOpener kDectrisOpener{"dectris", looks_like_dectris, open_dectris_acquisition, discover_masters};
+extern const AcquisitionOpener kDectrisOpener{"dectris", looks_like_dectris, open_dectris_acquisition, discover_masters, ".h5 .hdf5 .nxs"};
 
 }  // namespace tmorph

@@ -160,6 +160,6 @@ std::vector<std::string> discover_emd(const std::string& folder) {
 
 }  // namespace
 
-extern const AcquisitionOpener kHdf5ArrayOpener{"hdf5-array", claims_hdf5_array, open_hdf5_array, discover_emd};
+extern const AcquisitionOpener kHdf5ArrayOpener{"hdf5-array", claims_hdf5_array, open_hdf5_array, discover_emd, ".emd .hdf"};
 
 }  // namespace tmorph

@@ -97,14 +97,15 @@ void check_same_layout(const MappedFile& f, uint64_t index, uint64_t offset, con
                                          std::to_string(first.sequence + index) + " (frames missing or out of order)");
 }
 
-// Decodes a whole record (header and pixels): the header is checked against the first frame's on the way.
-std::function<void(const uint8_t*, uint8_t*)> record_unpacker(const std::string& file, const MibFrameHeader& first,
-                                                              const std::string& first_layout, const MibPixels& pixels) {
-  return [file, begin = first.layout_begin, first_layout, header = first.header_bytes, pixels](const uint8_t* record, uint8_t* frame) {
+// Decodes a whole record (header and pixels): the header is checked against the first frame's on the way (the
+// frame reader names the file, frame and record offset of a refusal).
+std::function<void(const uint8_t*, uint8_t*)> record_unpacker(const MibFrameHeader& first, const std::string& first_layout,
+                                                              const MibPixels& pixels) {
+  return [begin = first.layout_begin, first_layout, header = first.header_bytes, pixels](const uint8_t* record, uint8_t* frame) {
     if (std::memcmp(record, "MQ1,", 4) != 0 || std::memcmp(record + begin, first_layout.data(), first_layout.size()) != 0) {
       std::string seen(reinterpret_cast<const char*>(record), std::min<uint64_t>(header, begin + first_layout.size()));
       for (char& c : seen) c = (c >= 0x20 && c < 0x7f) ? c : '?';
-      throw Error(ErrorKind::BadInput, file + ": a frame header reads '" + seen + "', expected 'MQ1,<sequence>," + first_layout +
+      throw Error(ErrorKind::BadInput, "a frame header reads '" + seen + "', expected 'MQ1,<sequence>," + first_layout +
                                            "' as in the first frame (inconsistent frame headers)");
     }
     mib_unpack(pixels, record + header, frame);
@@ -192,7 +193,7 @@ Acquisition open_mib_acquisition(const std::string& given) {
   part.frames = frames;
   part.codec = ChunkCodec::FileRecords;
   // The whole record is the stored frame, so that each frame's header is checked as it is decoded.
-  part.records = FileRecords{0, record, 0, record, pixels.encoding, record_unpacker(path, first, first_layout, pixels)};
+  part.records = FileRecords{0, record, 0, record, pixels.encoding, record_unpacker(first, first_layout, pixels)};
   a.parts.push_back(std::move(part));
 
   a.metadata = header_metadata(first, pixels, record);
@@ -224,6 +225,6 @@ Acquisition open_mib_acquisition(const std::string& given) {
 
 }  // namespace
 
-extern const AcquisitionOpener kMibOpener{"mib", claims_mib, open_mib_acquisition, discover_mib};
+extern const AcquisitionOpener kMibOpener{"mib", claims_mib, open_mib_acquisition, discover_mib, ".mib .hdr"};
 
 }  // namespace tmorph

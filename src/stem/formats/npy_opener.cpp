@@ -174,6 +174,6 @@ std::vector<std::string> discover_npy(const std::string& folder) { return find_f
 
 }  // namespace
 
-extern const AcquisitionOpener kNpyOpener{"npy", claims_npy, open_npy_acquisition, discover_npy};
+extern const AcquisitionOpener kNpyOpener{"npy", claims_npy, open_npy_acquisition, discover_npy, ".npy"};
 
 }  // namespace tmorph

@@ -67,15 +67,18 @@ constexpr ParamSpec kProduct[] = {
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
 };
 
+// The calibration overrides SSB and the calibration document take.
+constexpr ParamSpec kKv{"kv", "", "--kv", K::Number, 0, 10000, true, "kV", "", 1, "accelerating voltage"};
+constexpr ParamSpec kSemiangle{"semiangle_mrad", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"};
+constexpr ParamSpec kScanStep{"scan_step_A", "", "--scan-step-A", K::Number, 0, 1e7, true, "Å", "", 1, "scan step"};
+constexpr ParamSpec kDetectorMradPerPx{"detector_mrad_per_px", "", "--detector-mrad-per-px", K::Number, 0, 1000, true,
+                                       "mrad per unbinned detector pixel", "", 1, "detector angle per pixel"};
+
 constexpr ParamSpec kSsb[] = {
     {"c10", "C10", "--C10", K::Number, -1e7, 1e7, false, "Å", "", 1, "defocus"},
     {"c12", "C12", "--C12", K::Number, 0, 1e7, false, "Å", "", 1, "two-fold astigmatism magnitude (its direction is phi12)"},
     {"phi12", "phi12", "--phi12", K::Number, -360, 360, false, "degrees", "", 1, "astigmatism azimuth"},
-    {"kv", "", "--kv", K::Number, 0, 10000, true, "kV", "", 1, "accelerating voltage"},
-    {"semiangle_mrad", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"},
-    {"scan_step_A", "", "--scan-step-A", K::Number, 0, 1e7, true, "Å", "", 1, "scan step"},
-    {"detector_mrad_per_px", "", "--detector-mrad-per-px", K::Number, 0, 1000, true, "mrad per unbinned detector pixel", "", 1,
-     "detector angle per pixel"},
+    kKv, kSemiangle, kScanStep, kDetectorMradPerPx,
     {"rotation_deg", "scan_rotation_deg", "--scan-rotation-deg", K::Number, -360, 360, false, "degrees", "", 1, "scan rotation"},
     kCenter,
     kRadius,
@@ -126,7 +129,7 @@ constexpr ParamSpec kFrame[] = {
 };
 
 constexpr ParamSpec kBlock[] = {kScanShape, kScanRegion, kDetectorBin};
-constexpr ParamSpec kCalibration[] = {kScanShape};
+constexpr ParamSpec kCalibration[] = {kScanShape, kKv, kSemiangle, kScanStep, kDetectorMradPerPx};
 
 const OperationSchema kOperations[] = {
     {"stem.product", kProduct}, {"stem.ssb", kSsb}, {"stem.movie", kMovie}, {"stem.frame", kFrame}, {"stem.block", kBlock}, {"stem.calibration", kCalibration},
