@@ -464,6 +464,31 @@ bool StemLoader::fill_device(uint64_t first, uint64_t count, const ResidentCopy&
   return true;
 }
 
+namespace {
+
+// What decodes the acquisition's frames on the CPU, by the codecs of its readable parts.
+std::string cpu_decoder_text(const Acquisition& acq) {
+  std::vector<std::string> parts;
+  const auto add = [&parts](const std::string& text) {
+    if (std::find(parts.begin(), parts.end(), text) == parts.end()) parts.push_back(text);
+  };
+  for (const DataPart& d : acq.parts) {
+    if (!d.present) continue;
+    switch (d.codec) {
+      case ChunkCodec::BitshuffleLz4: add(std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"); break;
+      case ChunkCodec::BitshufflePlain: add(std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ")"); break;
+      case ChunkCodec::Uncompressed: add("copied as stored (uncompressed)"); break;
+      case ChunkCodec::Hdf5Pipeline: add("the HDF5 library's filter pipeline (serial)"); break;
+      case ChunkCodec::FileRecords: add("tensormorph pread + unpack (" + (d.records ? d.records->encoding : std::string("?")) + ")"); break;
+    }
+  }
+  std::string text;
+  for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text.empty() ? "none (no readable frames)" : text;
+}
+
+}  // namespace
+
 nlohmann::json StemLoader::provenance() const {
   const State& st = *s_;
   const Acquisition& acq = st.acq;
@@ -497,7 +522,7 @@ nlohmann::json StemLoader::provenance() const {
           {"device", placed ? st.decode_at.device
                             : "host CPU, " + std::to_string(ThreadPool::shared(std::max(1u, st.req.threads)).size()) + " threads"},
           {"decoder", placed ? "decode.bitshuffle_lz4 on " + st.decode_at.backend + " (chunks it does not take: tensormorph on the CPU)"
-                             : std::string("tensormorph bit-unshuffle (") + bit_unshuffle_simd_target() + ") + liblz4"},
+                             : cpu_decoder_text(acq)},
           {"software", {{"name", "tensormorph"}, {"version", TM_VERSION}, {"revision", TM_REVISION}}}};
 }
 

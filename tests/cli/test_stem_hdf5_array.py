@@ -109,13 +109,16 @@ class StemHdf5Array(unittest.TestCase):
 
     def test_products_equal_numpy_in_every_storage(self):
         d = self.data.astype(np.uint64)
-        for path in [self.emd1, self.emd02, self.generic + ":/scans/s1/frames", self.generic + ":/scans/s1/big_endian"]:
+        decoders = {self.emd1: "bit-unshuffle", self.emd02: "copied as stored", self.generic + ":/scans/s1/frames": "HDF5 library",
+                    self.generic + ":/scans/s1/big_endian": "HDF5 library"}
+        for path, decoder in decoders.items():
             with self.subTest(path=path):
                 extra = ["--scan-shape", "%d,%d" % (RR, RC)] if path.endswith("frames") else []
                 img, rep = self.product(path, "mask", "--center", "8,6", "--inner", "0", "--outer", "3.5", *extra)
                 k, l = np.meshgrid(np.arange(KR, dtype=np.float32), np.arange(KC, dtype=np.float32), indexing="ij")
                 m = np.sqrt((k - 8) ** 2 + (l - 6) ** 2) <= 3.5
                 np.testing.assert_array_equal(img, d[:, :, m].sum(axis=2))
+                self.assertIn(decoder, rep["provenance"]["decoder"])
                 mean, _ = self.product(path, "mean-dp", *extra)
                 np.testing.assert_allclose(mean, d.sum(axis=(0, 1)) / (RR * RC), rtol=1e-15)
 
