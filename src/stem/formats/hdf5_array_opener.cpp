@@ -3,7 +3,6 @@
 // EMD 0.2 `emd_group_type = 1`, as py4DSTEM 0.x and the Berkeley EMD writers do) holding a dataset `data` of
 // shape (Rr, Rc, Kr, Kc), found by its attributes; or any dataset the user names as FILE:/path/to/dataset,
 // (Rr, Rc, Kr, Kc) or (n, Kr, Kc). Frames are row-major over the scan: frame r·Rc + c is data[r, c].
-#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -11,6 +10,7 @@
 #include "formats/hdf5_frames.h"
 #include "formats/hdf5_util.h"
 #include "stem/formats/acquisition_openers.h"
+#include "stem/formats/plain_files.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool has_hdf5_extension(const std::string& name) {
-  std::string ext = fs::path(name).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".h5" || ext == ".hdf5" || ext == ".hdf" || ext == ".emd" || ext == ".nxs";
+  for (const char* ext : {".h5", ".hdf5", ".hdf", ".emd", ".nxs"})
+    if (has_extension(name, ext)) return true;
+  return false;
 }
 
 // FILE:/path/to/dataset, split at the first ":/" whose left side names an HDF5 file; nullopt when the path
@@ -144,19 +144,10 @@ Acquisition open_hdf5_array(const std::string& path) {
   return a;
 }
 
-std::vector<std::string> discover_emd(const std::string& folder) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code entry_ec;
-    std::string ext = it->path().extension().string();
-    for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (ext == ".emd" && it->is_regular_file(entry_ec)) out.push_back(it->path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+bool any_file(const std::string&) { return true; }
+
+// Every .emd file below the folder (an .h5 may be anything: only the name says EMD without opening each file).
+std::vector<std::string> discover_emd(const std::string& folder) { return find_files(folder, ".emd", any_file); }
 
 }  // namespace
 
