@@ -12,7 +12,7 @@ Checkpoint::InPlace Checkpoint::in_place(const CheckpointTensor& t) const {
     p.element_strides[i] = t.strided() ? t.strides[i] : stride;
     stride *= t.shape[i];
   }
-  if (t.chunked() && t.chunks.size() > 1) {
+  if ((t.chunked() && t.chunks.size() > 1) || (t.encoded && t.dtype)) {
     p.first = data(t);
   } else {
     p.file = t.file_index;

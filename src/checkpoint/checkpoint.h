@@ -13,6 +13,7 @@
 
 #include "checkpoint/packed_tensor.h"
 #include "core/mapped_file.h"
+#include "formats/protobuf_values.h"
 #include "support/large_buffer.h"
 #include "tensormorph/dtype.h"
 
@@ -52,6 +53,11 @@ struct CheckpointTensor {
   // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
   std::vector<TensorChunk> chunks;
   bool chunked() const { return !chunks.empty(); }
+  // Values stored encoded rather than as the dtype's bytes (ONNX's typed fields: varints, or little-endian values in
+  // several records; formats/protobuf_values.h): byte runs of file file_index, in element order (file_offset is the
+  // first one's, `bytes` their total). Decoded, and checked again, into a row-major copy on first use (data(t)), kept
+  // while the checkpoint is open: elements × dtype size bytes, at most 8 × `bytes`. Unset for values read in place.
+  std::optional<EncodedValues> encoded;
   // A torch.save zip storage this tensor covers exactly, whose CRC-32 was not checked when the file was
   // opened (entries above 1 MiB, or past the 16 MiB checked at open): the CRC its entry records and the
   // entry's name. Checked after a full pass over the tensor's bytes (compute_tensor_stats, the indexer's
@@ -90,16 +96,17 @@ struct Checkpoint {
   std::map<std::string, std::string> metadata;  // scalar metadata as text
   std::vector<CheckpointTensor> tensors;
   // A tensor's bytes in row-major order: in place in its file's mapping, or for a strided view (or a
-  // chunked tensor) a copy gathered (assembled) on first use and kept while this checkpoint is open; a
-  // view's copy is at most its file's size (checked when the view is listed), a chunked tensor's the
-  // size of its chunks. Thread-safe.
+  // chunked tensor, or encoded values) a copy gathered (assembled, decoded) on first use and kept while this
+  // checkpoint is open; a view's copy is at most its file's size (checked when the view is listed), a chunked
+  // tensor's the size of its chunks, encoded values' elements × dtype size. Thread-safe; BadInput when encoded
+  // values no longer decode (the file changed since it was opened).
   const uint8_t* data(const CheckpointTensor& t) const;
   std::shared_ptr<GatheredViews> gathered = std::make_shared<GatheredViews>();
   const uint8_t* data(const PackedPart& p) const { return files[p.file_index]->data() + p.file_offset; }
   // Where a dense tensor's values can be read without a copy of this call's making: `first`, its first byte,
   // and its element strides, one per dimension (a strided view's own, row-major ones otherwise). In file
-  // `file`'s mapping; or, for a tensor assembled from several chunks, in its gathered copy (data(t); `file`
-  // empty), which lives as long as this checkpoint.
+  // `file`'s mapping; or, for a tensor assembled from several chunks or decoded from encoded values, in its
+  // gathered copy (data(t); `file` empty), which lives as long as this checkpoint.
   struct InPlace {
     const uint8_t* first = nullptr;
     std::vector<uint64_t> element_strides;

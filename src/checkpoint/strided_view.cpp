@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "checkpoint/checkpoint.h"
+#include "formats/protobuf_values.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -155,14 +156,17 @@ bool CheckpointTensor::chunks_in_order() const {
 
 const uint8_t* Checkpoint::data(const CheckpointTensor& t) const {
   const uint8_t* first = files[t.file_index]->data() + t.file_offset;
-  if ((!t.strided() && !t.chunked()) || !t.dtype) return first;
+  if ((!t.strided() && !t.chunked() && !t.encoded) || !t.dtype) return first;
   if (t.chunked() && t.chunks.size() == 1) return first;
   std::lock_guard lock(gathered->mu);
   auto it = gathered->views.find(t.name);
   if (it == gathered->views.end()) {
     const size_t width = dtype_size(*t.dtype);
     LargeBuffer copy(std::max<uint64_t>(t.elements * width, 1));
-    if (t.strided()) {
+    if (t.encoded) {
+      const MappedFile& file = *files[t.file_index];
+      decode_values(file.data(), file.size(), *t.encoded, *t.dtype, t.elements, copy.get(), file.path(), "tensor '" + t.name + "' (" + t.stored_type + ")");
+    } else if (t.strided()) {
       gather_strided(first, width, t.shape, t.strides, copy.get());
     } else {
       for (const auto& c : t.chunks) {

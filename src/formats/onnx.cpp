@@ -278,6 +278,7 @@ class OnnxParser {
     }
     if (proto.has_segment()) {
       t.dtype.reset();
+      t.encoded.reset();
       t.unavailable_reason = "a segment (elements " + std::to_string(proto.segment().begin()) + ".." + std::to_string(proto.segment().end()) +
                              ") of a larger tensor: segments are not assembled";
     }
@@ -337,21 +338,26 @@ class OnnxParser {
                           " needs " + std::to_string(wanted));
     for (const ProtoField& r : tf.records) t.bytes += r.payload_size;  // as stored (varints: their encoded size)
     const bool fixed = tf.number == kTensorFloatData || tf.number == kTensorDoubleData;
-    if (fixed && tf.records.size() == 1 && tf.records[0].wire_type == 2) {
-      // Packed little-endian IEEE values: the element type's own bytes, in place.
-      t.offset = tf.records[0].payload;
-      t.bytes = tf.records[0].payload_size;
-      first_value_ = std::min(first_value_, t.offset);
-      set_dtype(t, type);
-    } else if (fixed) {
-      t.unavailable_reason = name + " in " + std::to_string(tf.records.size()) + " records (not one packed run): its values are not "
-                             "contiguous in the file";
-    } else if (tf.number == kTensorStringData) {
+    if (tf.number == kTensorStringData || !type.dtype) {
       t.unavailable_reason = no_kernel(type, t.data_type);
-    } else {
-      t.unavailable_reason = "values in " + name + " (protobuf varints, not " + type.name +
-                             " bytes): not read in place (onnx.numpy_helper.from_array writes raw_data, which is)";
+      return;
     }
+    for (const ProtoField& r : tf.records)
+      if (r.payload_size) {
+        t.offset = r.payload;  // the first value's first byte
+        break;
+      }
+    first_value_ = std::min(first_value_, t.offset);
+    set_dtype(t, type);
+    if (fixed && tf.records.size() == 1 && tf.records[0].wire_type == 2) return;  // packed little-endian IEEE values: in place
+    // Several records (or one unpacked value), or varints: decoded from the records' payloads when read. A packed
+    // varint payload and an unpacked varint alike are a run of varints; an unpacked fixed32/64 is one value.
+    EncodedValues v;
+    v.encoding = fixed ? ValueEncoding::LittleEndian : ValueEncoding::Varints;
+    for (const ProtoField& r : tf.records)
+      if (r.payload_size) v.runs.push_back({r.payload, r.payload_size});
+    decode_values(bytes_, size_, v, *type.dtype, t.elements, nullptr, path_, what + ": " + name);  // every value fits its type
+    t.encoded = std::move(v);
   }
 
   void read_sparse(const tm_onnx::SparseTensorProto& s, size_t index) {

@@ -3,11 +3,13 @@
 // those (raw_data and the typed fields) are located with protobuf's wire reader (formats/protobuf_fields.h) and
 // stay in place in the file, as external data stays in its own file.
 //
-// A tensor is readable in place when its values are raw_data, external data, or a packed float_data (FLOAT) or
-// double_data (DOUBLE), which are little-endian IEEE values as a kernel reads them. Values in the varint fields
-// (int32_data, int64_data, uint64_data) and string_data are not stored as their element type's bytes: such a tensor
-// is listed, checked (its value count against its shape) and reported unreadable, as is an element type without a
-// kernel (COMPLEX64, the FNUZ float8 types, the 4-bit types, STRING). Everything the file states is checked:
+// A tensor is readable in place when its values are raw_data, external data, or one packed float_data (FLOAT) or
+// double_data (DOUBLE) record, which are little-endian IEEE values as a kernel reads them. Values in the varint fields
+// (int32_data, int64_data, uint64_data) and float_data/double_data in several records are readable decoded
+// (`encoded`: the records' payloads, formats/protobuf_values.h); every varint is checked here against the element
+// type (a UINT8 of 300, a BOOL of 2, an INT32 outside int32: BadInput naming the value's index, offset and value).
+// string_data and an element type without a kernel (COMPLEX64, the FNUZ float8 types, the 4-bit types, FLOAT8E8M0,
+// STRING) are listed and reported unreadable. Everything the file states is checked:
 // a truncated or malformed message, a negative dimension or an element count that overflows, a raw_data or
 // typed-field size that does not match shape × element size, values in two places or none, an external location
 // that is absolute or climbs out of the model's folder (`..`), an offset or length that is not a decimal number:
@@ -22,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "formats/protobuf_values.h"
 #include "tensormorph/dtype.h"
 
 namespace tmorph {
@@ -35,12 +38,16 @@ struct OnnxTensor {
   std::vector<uint64_t> shape;      // row-major, as dims lists them
   uint64_t elements = 0;
   uint64_t bytes = 0;               // of its values where they lie (raw bytes, external data, a typed field's payloads:
-                                    // varints and strings as encoded)
+                                    // varints and strings as encoded, tags between records excluded)
   std::string field;                // where its values are: "raw_data", "float_data", "external data", ...
   uint64_t offset = 0;              // first byte of its values: in the model's bytes, or in its external file
   bool external = false;
   std::string location;             // external: its data file, relative to the model's folder
   std::optional<uint64_t> length;   // external: the declared length, if any (else: shape × element size)
+  // Set (with dtype) when the values must be decoded rather than read in place: the typed field's record payloads in
+  // the model's bytes, in order (offset is the first one's). Decoded size: elements × dtype size, at most 8 × `bytes`
+  // (a varint is at least one byte; a little-endian run is the values' own bytes).
+  std::optional<EncodedValues> encoded;
 };
 
 struct OnnxModel {

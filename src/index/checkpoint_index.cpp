@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the tables change; an index of another version is rebuilt.
-constexpr const char* kSchemaVersion = "6";  // 6: tensors.damaged
+constexpr const char* kSchemaVersion = "7";  // 6: tensors.damaged; 7: tensors.encoded
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS tensors(
   file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
   stored_type TEXT NOT NULL, dtype TEXT, ggml_type INTEGER, unavailable_reason TEXT NOT NULL, shape TEXT NOT NULL, ne TEXT NOT NULL,
   elements INTEGER NOT NULL, bytes INTEGER NOT NULL, offset INTEGER NOT NULL, packed TEXT, strides TEXT NOT NULL,
-  chunks TEXT NOT NULL, damaged INTEGER NOT NULL);
+  chunks TEXT NOT NULL, damaged INTEGER NOT NULL, encoded TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tensors_by_file ON tensors(file_id);
 CREATE TABLE IF NOT EXISTS stats(
   tensor_id INTEGER PRIMARY KEY REFERENCES tensors(id) ON DELETE CASCADE,
@@ -83,6 +83,25 @@ std::vector<TensorChunk> chunks_from_text(const std::string& text) {
   for (const auto& j : nlohmann::json::parse(text))
     out.push_back({j.at(0).get<size_t>(), j.at(1).get<uint64_t>(), j.at(2).get<std::vector<uint64_t>>(), j.at(3).get<std::vector<uint64_t>>()});
   return out;
+}
+
+// Encoded values (ONNX's typed fields) as JSON: {"encoding": "varints", "runs": [[offset, bytes], ...]} ("" when none).
+std::string encoded_to_text(const std::optional<EncodedValues>& v) {
+  if (!v) return "";
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& r : v->runs) runs.push_back({r.offset, r.bytes});
+  return nlohmann::json{{"encoding", value_encoding_name(v->encoding)}, {"runs", runs}}.dump();
+}
+
+std::optional<EncodedValues> encoded_from_text(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto j = nlohmann::json::parse(text);
+  EncodedValues v;
+  const auto e = parse_value_encoding(j.at("encoding").get<std::string>());
+  if (!e) throw Error(ErrorKind::BadInput, "index: tensors.encoded names an unknown encoding: " + text);
+  v.encoding = *e;
+  for (const auto& r : j.at("runs")) v.runs.push_back({r.at(0).get<uint64_t>(), r.at(1).get<uint64_t>()});
+  return v;
 }
 
 std::vector<uint64_t> split_dims(const std::string& s) {
@@ -253,7 +272,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
   }
   SqliteStmt q(*db_,
                "SELECT id, name, file_id, stored_type, dtype, unavailable_reason, shape, ne, elements, bytes, offset, "
-               "ggml_type, packed, strides, chunks, damaged FROM tensors ORDER BY ordinal");
+               "ggml_type, packed, strides, chunks, damaged, encoded FROM tensors ORDER BY ordinal");
   std::vector<int64_t> ids;
   while (q.step()) {
     CheckpointTensor t;
@@ -273,6 +292,7 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     t.strides = split_dims(q.text(13));
     t.chunks = chunks_from_text(q.text(14));
     t.damaged = q.int64(15) != 0;
+    t.encoded = encoded_from_text(q.text(16));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -344,12 +364,12 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
   std::vector<bool> file_was_kept(c.files.size());
   for (size_t k = 0; k < c.files.size(); ++k) file_was_kept[k] = kept.count(wanted[k].id.path) != 0;
   {
-    SqliteStmt find(*db_, "SELECT id, packed, chunks FROM tensors WHERE name = ? AND file_id = ?");
+    SqliteStmt find(*db_, "SELECT id, packed, chunks, encoded FROM tensors WHERE name = ? AND file_id = ?");
     SqliteStmt ord(*db_, "UPDATE tensors SET ordinal = ? WHERE id = ?");
     SqliteStmt del(*db_, "DELETE FROM tensors WHERE name = ?");
     SqliteStmt ins(*db_,
                    "INSERT INTO tensors(name, file_id, ordinal, stored_type, dtype, unavailable_reason, shape, ne, elements, "
-                   "bytes, offset, ggml_type, packed, strides, chunks, damaged) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "bytes, offset, ggml_type, packed, strides, chunks, damaged, encoded) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const CheckpointTensor& t = c.tensors[i];
       const int64_t fid = file_ids[t.file_index];
@@ -362,13 +382,14 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       // A chunked tensor likewise, every chunk's file kept and its chunks where they were.
       const std::string chunks = chunks_to_text(t.chunks);
       for (const auto& chunk : t.chunks) file_kept = file_kept && file_was_kept[chunk.file_index];
+      const std::string encoded = encoded_to_text(t.encoded);  // and encoded values where they were
       if (file_kept) find.bind(1, t.name).bind(2, fid);
       if (file_kept && find.step()) {  // a new file's tensors cannot be stored yet: no lookup
         const int64_t id = find.int64(0);
         const std::string stored_packed = find.is_null(1) ? "" : find.text(1);
-        const std::string stored_chunks = find.text(2);
+        const std::string stored_chunks = find.text(2), stored_encoded = find.text(3);
         find.reset();
-        if (stored_packed == packed && stored_chunks == chunks) {
+        if (stored_packed == packed && stored_chunks == chunks && stored_encoded == encoded) {
           tensor_ids_[i] = id;
           ord.bind(1, static_cast<int64_t>(i)).bind(2, tensor_ids_[i]).run();
           continue;
@@ -386,7 +407,7 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       else ins.bind_null(12);
       if (t.packed) ins.bind(13, packed);
       else ins.bind_null(13);
-      ins.bind(14, join_dims(t.strides)).bind(15, chunks).bind(16, static_cast<int64_t>(t.damaged));
+      ins.bind(14, join_dims(t.strides)).bind(15, chunks).bind(16, static_cast<int64_t>(t.damaged)).bind(17, encoded);
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

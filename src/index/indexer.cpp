@@ -195,9 +195,9 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     if (lod) finish_pyramid();
     return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
-  if (t.chunked() && !t.chunks_in_order()) {
-    // Chunks that are blocks rather than row bands: the elements assembled in row-major order
-    // (Checkpoint::data), fed from that copy.
+  if ((t.chunked() && !t.chunks_in_order()) || t.encoded) {
+    // Chunks that are blocks rather than row bands, or encoded values: the elements assembled (decoded) in
+    // row-major order (Checkpoint::data), fed from that copy.
     const uint8_t* base = c.data(t);
     feed_memory(base, bytes);
     if (lod) finish_pyramid();

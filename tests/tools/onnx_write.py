@@ -117,7 +117,7 @@ def raw_tensors(rng):
 
 def typed_tensors(rng):
     """Tensors in the typed fields (helper.make_tensor(raw=False)): name -> (TensorProto, values, stored_type, readable,
-    field). float_data and double_data are packed little-endian, read in place; the varint fields are not."""
+    field). float_data and double_data are packed little-endian, read in place; the varint fields are decoded."""
     f32 = (rng.standard_normal(6) * 4).astype(np.float32)
     f64 = np.array([1e300, -2.5, 0.125], dtype=np.float64)
     i64 = np.array([3, -(2 ** 40), 12], dtype=np.int64)
@@ -127,10 +127,10 @@ def typed_tensors(rng):
     return {
         "typed.f32": (helper.make_tensor("typed.f32", TensorProto.FLOAT, [2, 3], f32.tolist()), f32, "FLOAT", True, "float_data"),
         "typed.f64": (helper.make_tensor("typed.f64", TensorProto.DOUBLE, [3], f64.tolist()), f64, "DOUBLE", True, "double_data"),
-        "typed.i64": (helper.make_tensor("typed.i64", TensorProto.INT64, [3], i64.tolist()), i64, "INT64", False, "int64_data"),
-        "typed.i32": (helper.make_tensor("typed.i32", TensorProto.INT32, [3], i32.tolist()), i32, "INT32", False, "int32_data"),
-        "typed.f16": (helper.make_tensor("typed.f16", TensorProto.FLOAT16, [2], f16.tolist()), f16, "FLOAT16", False, "int32_data"),
-        "typed.u64": (helper.make_tensor("typed.u64", TensorProto.UINT64, [2], u64.tolist()), u64, "UINT64", False, "uint64_data"),
+        "typed.i64": (helper.make_tensor("typed.i64", TensorProto.INT64, [3], i64.tolist()), i64, "INT64", True, "int64_data"),
+        "typed.i32": (helper.make_tensor("typed.i32", TensorProto.INT32, [3], i32.tolist()), i32, "INT32", True, "int32_data"),
+        "typed.f16": (helper.make_tensor("typed.f16", TensorProto.FLOAT16, [2], f16.tolist()), f16, "FLOAT16", True, "int32_data"),
+        "typed.u64": (helper.make_tensor("typed.u64", TensorProto.UINT64, [2], u64.tolist()), u64, "UINT64", True, "uint64_data"),
         "typed.string": (helper.make_tensor("typed.string", TensorProto.STRING, [2], [b"ab", b"c"]), None, "STRING", False,
                          "string_data"),
     }

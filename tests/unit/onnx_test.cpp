@@ -12,6 +12,7 @@
 #include "checkpoint/openers/open_checkpoint.h"
 #include "formats/onnx.h"
 #include "formats/protobuf_fields.h"
+#include "formats/protobuf_values.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -187,22 +188,99 @@ TEST(OnnxModel, NamesAndTypesAreChecked) {
   EXPECT_FALSE(m.tensors[2].dtype.has_value());
 }
 
-TEST(OnnxModel, TypedFieldsInPlaceOrListed) {
+TEST(OnnxModel, TypedFieldsInPlaceOrDecoded) {
   const std::string packed = onnxt_tensor("packed", 1, {2}, onnxt_bytes(4, kOnnxtF32));
   std::string unpacked_values;
   for (float f : {1.5f, -2.0f}) unpacked_values += onnxt_tag(4, 5) + onnxt_floats({f});
   const std::string unpacked = onnxt_tensor("unpacked", 1, {2}, unpacked_values);
   const std::string ints = onnxt_tensor("ints", 7, {3}, onnxt_bytes(7, onnxt_varint(1) + onnxt_varint(300) + onnxt_varint(~0ull)));
-  const std::string bytes = onnxt_model({packed, unpacked, ints});
+  const std::string strings = onnxt_tensor("s", 8, {1}, onnxt_bytes(6, "ab"));
+  const std::string bytes = onnxt_model({packed, unpacked, ints, strings});
   const OnnxModel m = onnxt_parse(bytes);
-  ASSERT_EQ(m.tensors.size(), 3u);
+  ASSERT_EQ(m.tensors.size(), 4u);
   EXPECT_EQ(m.tensors[0].dtype, DType::F32);
   EXPECT_EQ(m.tensors[0].field, "float_data");
+  EXPECT_FALSE(m.tensors[0].encoded);  // one packed record: in place
   EXPECT_EQ(bytes.substr(m.tensors[0].offset, 8), kOnnxtF32);
-  EXPECT_FALSE(m.tensors[1].dtype.has_value());
-  EXPECT_NE(m.tensors[1].unavailable_reason.find("float_data in 2 records"), std::string::npos);
-  EXPECT_FALSE(m.tensors[2].dtype.has_value());
-  EXPECT_NE(m.tensors[2].unavailable_reason.find("values in int64_data (protobuf varints"), std::string::npos);
+  // Two unpacked fixed32 records: two runs of little-endian values, decoded by copying them in order.
+  const auto decoded = [&](const OnnxTensor& t) {
+    EXPECT_TRUE(t.encoded && t.dtype) << t.name;
+    if (!t.encoded || !t.dtype) return std::string();
+    std::string out(t.elements * dtype_size(*t.dtype), '\0');
+    decode_values(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), *t.encoded, *t.dtype, t.elements,
+                  reinterpret_cast<uint8_t*>(out.data()), "m.onnx", t.name);
+    return out;
+  };
+  EXPECT_EQ(m.tensors[1].dtype, DType::F32);
+  EXPECT_EQ(m.tensors[1].encoded->encoding, ValueEncoding::LittleEndian);
+  EXPECT_EQ(m.tensors[1].encoded->runs.size(), 2u);
+  EXPECT_EQ(decoded(m.tensors[1]), kOnnxtF32);
+  // int64_data varints: two's complement int64, the 10-byte varint of ~0 is -1.
+  EXPECT_EQ(m.tensors[2].dtype, DType::I64);
+  EXPECT_EQ(m.tensors[2].bytes, 1u + 2u + 10u);  // as encoded
+  const int64_t want[] = {1, 300, -1};
+  EXPECT_EQ(decoded(m.tensors[2]), std::string(reinterpret_cast<const char*>(want), sizeof want));
+  EXPECT_EQ(m.tensors[3].unavailable_reason, "no kernel yet for ONNX STRING");
+  EXPECT_EQ(m.header_bytes, m.tensors[0].offset);
+}
+
+// int32_data holds every small type as one varint per element: signed types sign-extended (a negative value is a
+// 10-byte varint), unsigned types and BOOL zero-extended, FLOAT16/BFLOAT16/FLOAT8 as their bits.
+TEST(OnnxModel, VarintsDecodeToEachTypesBytes) {
+  const auto ints = [](std::initializer_list<int64_t> v) {
+    std::string s;
+    for (int64_t x : v) s += onnxt_varint(static_cast<uint64_t>(x));
+    return s;
+  };
+  const auto le = [](std::initializer_list<int64_t> v, size_t width) {
+    std::string s;
+    for (int64_t x : v)
+      for (size_t b = 0; b < width; ++b) s += static_cast<char>(static_cast<uint64_t>(x) >> (8 * b));
+    return s;
+  };
+  struct Case {
+    int32_t type;
+    uint32_t field;
+    std::initializer_list<int64_t> values;
+    DType dtype;
+  };
+  const Case cases[] = {
+      {3, 5, {-128, 0, 127, -1}, DType::I8},          {2, 5, {0, 255, 1}, DType::U8},
+      {5, 5, {-32768, 0, 32767}, DType::I16},         {4, 5, {0, 65535}, DType::U16},
+      {6, 5, {INT32_MIN, 0, INT32_MAX}, DType::I32},  {9, 5, {1, 0}, DType::BOOL},
+      {10, 5, {0xfbff, 0x8000, 0x3c00}, DType::F16},  {16, 5, {0xff80, 0x7f7f, 0}, DType::BF16},
+      {17, 5, {0xfe, 0x7e, 0x80}, DType::F8_E4M3FN},  {19, 5, {0xfb, 0x7c, 1}, DType::F8_E5M2},
+      {7, 7, {INT64_MIN, 0, INT64_MAX}, DType::I64},  {12, 11, {0, 0xffffffff}, DType::U32},
+      {13, 11, {0, -1}, DType::U64},  // uint64_data: ~0 is UINT64's max
+  };
+  for (const Case& c : cases) {
+    const std::string bytes = onnxt_model({onnxt_tensor("t", c.type, {static_cast<int64_t>(c.values.size())}, onnxt_bytes(c.field, ints(c.values)))});
+    const OnnxTensor t = onnxt_parse(bytes).tensors.at(0);
+    ASSERT_EQ(t.dtype, c.dtype) << t.stored_type;
+    ASSERT_TRUE(t.encoded);
+    std::string out(t.elements * dtype_size(c.dtype), '\0');
+    decode_values(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), *t.encoded, c.dtype, t.elements,
+                  reinterpret_cast<uint8_t*>(out.data()), "m.onnx", "t");
+    EXPECT_EQ(out, le(c.values, dtype_size(c.dtype))) << t.stored_type;
+  }
+}
+
+TEST(OnnxModel, VarintsThatDoNotFitTheirTypeAreRefused) {
+  const auto refused = [](int32_t type, uint32_t field, int64_t value) {
+    return onnxt_error(onnxt_model({onnxt_tensor("w", type, {2}, onnxt_bytes(field, onnxt_varint(0) + onnxt_varint(static_cast<uint64_t>(value))))}));
+  };
+  const std::string u8 = refused(2, 5, 300);
+  EXPECT_NE(u8.find("graph.initializer[0] 'w': int32_data: value 1 at offset "), std::string::npos) << u8;
+  EXPECT_NE(u8.find(" is 300, outside u8's range 0 .. 255"), std::string::npos) << u8;
+  EXPECT_NE(refused(9, 5, 2).find("is 2, outside bool's range 0 .. 1"), std::string::npos);
+  EXPECT_NE(refused(2, 5, -1).find("is -1, outside u8's"), std::string::npos);
+  EXPECT_NE(refused(3, 5, -129).find("is -129, outside i8's range -128 .. 127"), std::string::npos);
+  EXPECT_NE(refused(6, 5, int64_t{1} << 31).find("is 2147483648, outside i32's"), std::string::npos);
+  EXPECT_NE(refused(10, 5, 65536).find("is 65536, outside f16's range 0 .. 65535"), std::string::npos);
+  EXPECT_NE(refused(12, 11, int64_t{1} << 32).find("is 4294967296, outside u32's range 0 .. 4294967295"), std::string::npos);
+  // A packed run that holds more varints than the shape's elements, and one cut short.
+  EXPECT_NE(onnxt_error(onnxt_model({onnxt_tensor("w", 2, {1}, onnxt_bytes(5, onnxt_varint(1) + onnxt_varint(2)))})).find("holds 2 values"),
+            std::string::npos);
 }
 
 TEST(OnnxModel, ExternalDataIsCheckedBeforeAnyFileIsOpened) {
@@ -254,6 +332,14 @@ TEST(OnnxModel, OpenerMapsExternalFilesAndRefusesMissingOnes) {
   ASSERT_EQ(c.tensors.size(), 2u);
   EXPECT_EQ(c.tensors[0].file_index, 1u);
   EXPECT_EQ(std::memcmp(c.data(c.tensors[0]), kOnnxtF32.data(), 8), 0);
+  // Varints decoded through the model: data(t) and in_place(t) give the decoded copy, not the file's bytes.
+  write(dir / "ints.onnx", onnxt_model({onnxt_tensor("i8", 3, {3}, onnxt_bytes(5, onnxt_varint(~0ull) + onnxt_varint(5) + onnxt_varint(~127ull)))}));
+  const Checkpoint ic = open_checkpoint((dir / "ints.onnx").string());
+  ASSERT_EQ(ic.tensors.at(0).dtype, DType::I8);
+  const int8_t want[] = {-1, 5, -128};
+  EXPECT_EQ(std::memcmp(ic.data(ic.tensors[0]), want, 3), 0);
+  EXPECT_FALSE(ic.in_place(ic.tensors[0]).file);
+  EXPECT_EQ(ic.in_place(ic.tensors[0]).first, ic.data(ic.tensors[0]));
   write(dir / "short.onnx", onnxt_model({onnxt_tensor("w", 1, {4}, onnxt_external("sub/w.bin", "4"))}));
   try {
     open_checkpoint((dir / "short.onnx").string());
