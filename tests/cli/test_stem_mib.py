@@ -150,6 +150,18 @@ class StemMib(unittest.TestCase):
         self.assertEqual(found["interrupted.mib"]["status"], "incomplete")
         self.assertEqual(found["interrupted.mib"]["frames_present"], 16)
 
+    def test_header_text_that_is_not_utf8_is_escaped(self):
+        # Found by fuzz_mib: a timestamp with a stray byte reached the metadata unescaped (a strict JSON dump threw);
+        # it is kept as \xNN, as HDF5 strings are.
+        frames = mw.counts(self.rng, (4, 16, 16), 12, np.uint16)
+        data = b"".join(mw.records(frames)).replace(b"2024-03-01", b"2024-03-\xaf1")
+        p = self.path("latin1.mib")
+        with open(p, "wb") as f:
+            f.write(data)
+        r = run(["stem", "inspect", p, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["metadata"]["mib/timestamp"]["value"], "2024-03-\\xAF1 12:00:00.001000")  # core/utf8.h
+
     def test_bad_input_names_file_and_offset(self):
         frames = mw.counts(self.rng, (4, 16, 16), 12, np.uint16)
         good = b"".join(mw.records(frames))

@@ -28,12 +28,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TM_FUZZ_CHECK(acq.parts.size() == 1 && acq.parts[0].records);
     const tmorph::FileRecords& r = *acq.parts[0].records;
     TM_FUZZ_CHECK(r.pixel_bytes == acq.detector_rows * acq.detector_cols * acq.element_size);
-    std::vector<uint8_t> frame(r.pixel_bytes);
-    for (uint64_t i = 0; i < std::min<uint64_t>(acq.parts[0].frames, 3); ++i) {
-      const uint64_t offset = r.offset + i * r.record_bytes + r.header_bytes;
-      TM_FUZZ_CHECK(offset + r.pixel_bytes <= size);
-      if (r.unpack) r.unpack(data + offset, frame.data());
-    }
+    // Present frames lie inside the input (so a frame buffer is bounded by it); a header may declare any detector.
+    const uint64_t frames = std::min<uint64_t>(acq.parts[0].frames, 3);
+    for (uint64_t i = 0; i < frames; ++i) TM_FUZZ_CHECK(r.offset + i * r.record_bytes + r.header_bytes + r.pixel_bytes <= size);
+    std::vector<uint8_t> frame(frames ? r.pixel_bytes : 0);
+    for (uint64_t i = 0; i < frames; ++i)
+      if (r.unpack) r.unpack(data + r.offset + i * r.record_bytes + r.header_bytes, frame.data());
   } catch (const tmorph::Error& e) {
     if (tmorph::fuzz::verbose()) std::fprintf(stderr, "refused: %s\n", e.what());
   }

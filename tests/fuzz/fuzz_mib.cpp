@@ -47,12 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TM_FUZZ_CHECK(acq.parts.size() == 1 && acq.parts[0].records);
     const tmorph::FileRecords& r = *acq.parts[0].records;
     const size_t file_bytes = size - at;
-    std::vector<uint8_t> frame(acq.detector_rows * acq.detector_cols * acq.element_size);
-    for (uint64_t i = 0; i < std::min<uint64_t>(acq.parts[0].frames, 3); ++i) {
-      const uint64_t offset = r.offset + i * r.record_bytes + r.header_bytes;
-      TM_FUZZ_CHECK(offset + r.pixel_bytes <= file_bytes);
-      if (r.unpack) r.unpack(data + at + offset, frame.data());
-    }
+    // Present frames lie inside the input, so the frame buffer is allocated only when one is there to decode.
+    const uint64_t frames = std::min<uint64_t>(acq.parts[0].frames, 3);
+    for (uint64_t i = 0; i < frames; ++i) TM_FUZZ_CHECK(r.offset + i * r.record_bytes + r.header_bytes + r.pixel_bytes <= file_bytes);
+    std::vector<uint8_t> frame(frames ? acq.detector_rows * acq.detector_cols * acq.element_size : 0);
+    for (uint64_t i = 0; i < frames; ++i)
+      if (r.unpack) r.unpack(data + at + r.offset + i * r.record_bytes + r.header_bytes, frame.data());
   } catch (const tmorph::Error& e) {
     if (tmorph::fuzz::verbose()) std::fprintf(stderr, "refused: %s\n", e.what());
   }

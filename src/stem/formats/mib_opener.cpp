@@ -10,6 +10,7 @@
 
 #include "core/mapped_file.h"
 #include "core/path_kind.h"
+#include "core/utf8.h"
 #include "stem/formats/acquisition_openers.h"
 #include "stem/formats/mib.h"
 #include "stem/formats/mib_decode.h"
@@ -112,7 +113,10 @@ std::function<void(const uint8_t*, uint8_t*)> record_unpacker(const MibFrameHead
   };
 }
 
+// Header text is whatever bytes the file holds: every string that reaches metadata, a layout or a description is
+// escaped where it is not UTF-8 (JSON documents carry it).
 void put(nlohmann::json& m, const std::string& key, nlohmann::json value, const char* units = nullptr) {
+  if (value.is_string()) value = escape_invalid_utf8(value.get<std::string>());
   nlohmann::json v = {{"value", std::move(value)}};
   if (units) v["units"] = units;
   m["mib/" + key] = std::move(v);
@@ -180,7 +184,7 @@ Acquisition open_mib_acquisition(const std::string& given) {
     throw Error(ErrorKind::BadInput, hdr_path + ": counter depth " + std::to_string(*hdr->counter_depth) + ", the frame headers of " + path +
                                          " say " + std::to_string(*first.counter_depth));
 
-  a.layout = first.chip_layout + (pixels.raw ? " raw" : " processed");
+  a.layout = escape_invalid_utf8(first.chip_layout) + (pixels.raw ? " raw" : " processed");
   a.dtype = pixels.dtype;
   a.element_size = pixels.element_size;
   a.detector_rows = pixels.rows;
@@ -198,11 +202,12 @@ Acquisition open_mib_acquisition(const std::string& given) {
 
   a.metadata = header_metadata(first, pixels, record);
   if (pixels.depth) a.saturation_value = (uint64_t{1} << pixels.depth) - 1;
-  a.description = "Quantum Detectors Merlin" + (hdr && !hdr->chip_type.empty() ? " (" + hdr->chip_type + ")" : std::string()) + ", " +
-                  std::to_string(first.chips) + (first.chips == 1 ? " chip " : " chips ") + first.chip_layout + ", " +
-                  (pixels.raw ? "raw " : "processed ") + (pixels.depth ? std::to_string(pixels.depth) + "-bit counters" : first.pixel_type);
+  a.description = escape_invalid_utf8(
+      "Quantum Detectors Merlin" + (hdr && !hdr->chip_type.empty() ? " (" + hdr->chip_type + ")" : std::string()) + ", " +
+      std::to_string(first.chips) + (first.chips == 1 ? " chip " : " chips ") + first.chip_layout + ", " + (pixels.raw ? "raw " : "processed ") +
+      (pixels.depth ? std::to_string(pixels.depth) + "-bit counters" : first.pixel_type));
   if (hdr) {
-    for (const auto& [key, value] : hdr->fields) a.metadata["mib/hdr/" + key] = {{"value", value}};
+    for (const auto& [key, value] : hdr->fields) a.metadata[escape_invalid_utf8("mib/hdr/" + key)] = {{"value", escape_invalid_utf8(value)}};
     a.frames_expected = hdr->frames_in_acquisition;
     recorded_scan_shape(*hdr, hdr_path, a);
   }
