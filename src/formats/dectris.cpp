@@ -8,6 +8,7 @@
 #include "formats/hdf5_frames.h"
 #include "formats/hdf5_util.h"
 #include "core/file_identity.h"
+#include "core/folder_walk.h"
 #include "core/path_kind.h"
 #include "tensormorph/error.h"
 
@@ -93,43 +94,18 @@ void read_pixel_mask(hid_t master, DectrisFile& acq) {
 
 }  // namespace
 
-namespace {
-
-// Adds the *_master.h5 files at and below `dir` to `out`. A folder that vanishes or turns unreadable while it is
-// walked (another process cleaning /tmp, a scratch area being pruned) is skipped, never the end of the walk: the
-// other folders are still listed. Symbolic links to folders are not followed, so the walk cannot loop.
-void collect_masters(const fs::path& dir, std::vector<std::string>& out) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    std::error_code entry_ec;
-    const fs::file_status st = it->symlink_status(entry_ec);
-    if (entry_ec) continue;
-    if (fs::is_directory(st)) {
-      collect_masters(it->path(), out);
-    } else if (it->path().filename().string().ends_with("_master.h5") && it->is_regular_file(entry_ec)) {
-      out.push_back(fs::absolute(it->path()).lexically_normal().string());
-    }
-  }
-}
-
-}  // namespace
-
 std::vector<std::string> discover_masters(const std::string& folder) {
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
-  std::vector<std::string> out;
-  collect_masters(folder, out);
-  std::sort(out.begin(), out.end());
-  return out;
+  return find_regular_files(folder, [](const std::string& path) { return path.ends_with("_master.h5"); });
 }
 
 bool looks_like_dectris(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    std::vector<std::string> masters;
-    collect_masters(path, masters);
-    return !masters.empty();
+    try {
+      return !discover_masters(path).empty();
+    } catch (const Error&) {  // the folder vanished since it was asked about
+      return false;
+    }
   }
   std::string ext = fs::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

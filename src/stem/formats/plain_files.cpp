@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/folder_walk.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -48,33 +49,8 @@ FileHead read_file_head(const std::string& path, uint64_t max_bytes) {
   return head;
 }
 
-namespace {
-
-void collect(const fs::path& dir, const char* ext, bool (*accept)(const std::string&), std::vector<std::string>& out) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    std::error_code entry_ec;
-    const fs::file_status st = it->symlink_status(entry_ec);
-    if (entry_ec) continue;
-    if (fs::is_directory(st)) {
-      collect(it->path(), ext, accept, out);
-    } else if (has_extension(it->path().string(), ext) && it->is_regular_file(entry_ec) && !entry_ec) {
-      const std::string p = fs::absolute(it->path()).lexically_normal().string();
-      if (accept(p)) out.push_back(p);
-    }
-  }
-}
-
-}  // namespace
-
 std::vector<std::string> find_files(const std::string& folder, const char* ext, bool (*accept)(const std::string& path)) {
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) throw Error(ErrorKind::InvalidArgument, folder + ": not a folder");
-  std::vector<std::string> out;
-  collect(folder, ext, accept, out);
-  std::sort(out.begin(), out.end());
-  return out;
+  return find_regular_files(folder, [ext, accept](const std::string& path) { return has_extension(path, ext) && accept(path); });
 }
 
 }  // namespace tmorph
