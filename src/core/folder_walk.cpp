@@ -38,4 +38,15 @@ std::vector<std::string> find_regular_files(const std::string& folder, const std
   return out;
 }
 
+std::string only_file_in(const std::string& folder, const std::vector<std::string>& found, const std::string& what) {
+  if (found.empty()) throw Error(ErrorKind::InvalidArgument, folder + ": no " + what + " file in this folder");
+  if (found.size() > 1) {
+    std::string list;
+    for (const auto& f : found) list += "\n  " + f;
+    throw Error(ErrorKind::InvalidArgument, folder + ": " + std::to_string(found.size()) +
+                                                " acquisitions here (see `tensormorph stem discover`); name one:" + list);
+  }
+  return found[0];
+}
+
 }  // namespace tmorph

@@ -115,16 +115,7 @@ bool looks_like_dectris(const std::string& path) {
 DectrisFile open_dectris(const std::string& path_in) {
   std::error_code ec;
   std::string path = path_in;
-  if (path_kind(path) == PathKind::Directory) {
-    const auto masters = discover_masters(path);
-    if (masters.empty()) throw Error(ErrorKind::InvalidArgument, path + ": no *_master.h5 file in this folder");
-    if (masters.size() > 1) {
-      std::string list;
-      for (const auto& m : masters) list += "\n  " + m;
-      throw Error(ErrorKind::InvalidArgument, path + ": " + std::to_string(masters.size()) + " acquisitions here (see `tensormorph stem discover`); name one:" + list);
-    }
-    path = masters[0];
-  }
+  if (path_kind(path) == PathKind::Directory) path = only_file_in(path, discover_masters(path), "*_master.h5");
   require_regular_file(path);
   DectrisFile acq;
   acq.master = fs::absolute(path).lexically_normal().string();

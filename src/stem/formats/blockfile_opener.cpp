@@ -128,9 +128,7 @@ Acquisition open_blockfile_acquisition(const std::string& path_in) {
   r.encoding = h.element_size == 1 ? "blockfile uint8" : h.big_endian ? "blockfile uint16 big-endian (byte-swapped)" : "blockfile uint16 little-endian";
   if (h.element_size == 2 && h.big_endian) {
     const uint64_t pixels = h.detector_side * h.detector_side;
-    r.unpack = [pixels](const uint8_t* s, uint8_t* f) {
-      for (uint64_t i = 0; i < pixels; ++i) f[2 * i] = s[2 * i + 1], f[2 * i + 1] = s[2 * i];
-    };
+    r.unpack = [pixels](const uint8_t* s, uint8_t* f) { big_endian_to_host(s, f, pixels, 2); };
   }
   part.records = std::move(r);
   a.parts.push_back(std::move(part));
@@ -145,7 +143,7 @@ Acquisition open_blockfile_acquisition(const std::string& path_in) {
 }
 
 std::vector<std::string> discover_blockfiles(const std::string& folder) {
-  return find_files(folder, ".blo", [](const std::string&) { return true; });
+  return find_files(folder, ".blo");
 }
 
 }  // namespace

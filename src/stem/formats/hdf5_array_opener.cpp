@@ -144,10 +144,8 @@ Acquisition open_hdf5_array(const std::string& path) {
   return a;
 }
 
-bool any_file(const std::string&) { return true; }
-
 // Every .emd file below the folder (an .h5 may be anything: only the name says EMD without opening each file).
-std::vector<std::string> discover_emd(const std::string& folder) { return find_files(folder, ".emd", any_file); }
+std::vector<std::string> discover_emd(const std::string& folder) { return find_files(folder, ".emd"); }
 
 }  // namespace
 

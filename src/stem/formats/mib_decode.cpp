@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "stem/formats/plain_files.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -61,15 +62,6 @@ void decode_plane(const uint8_t* stored, uint64_t pixels, unsigned bits, bool qu
   }
 }
 
-template <class T>
-void unpack_processed(const uint8_t* stored, uint64_t pixels, uint8_t* frame) {
-  for (uint64_t i = 0; i < pixels; ++i) {
-    T v = 0;
-    for (size_t b = 0; b < sizeof(T); ++b) v = static_cast<T>((v << 8) | stored[i * sizeof(T) + b]);
-    store<T>(frame, i, v);
-  }
-}
-
 }  // namespace
 
 MibPixels mib_pixels(const MibFrameHeader& h, std::optional<uint32_t> depth_hint, const std::string& file, uint64_t offset) {
@@ -116,9 +108,7 @@ MibPixels mib_pixels(const MibFrameHeader& h, std::optional<uint32_t> depth_hint
 void mib_unpack(const MibPixels& p, const uint8_t* stored, uint8_t* frame) {
   const uint64_t pixels = p.rows * p.cols;
   if (!p.raw) {
-    if (p.element_size == 1) std::memcpy(frame, stored, pixels);
-    else if (p.element_size == 2) unpack_processed<uint16_t>(stored, pixels, frame);
-    else unpack_processed<uint32_t>(stored, pixels, frame);
+    big_endian_to_host(stored, frame, pixels, p.element_size);
     return;
   }
   if (p.depth <= 6) {

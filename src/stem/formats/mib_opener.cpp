@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "core/folder_walk.h"
 #include "core/mapped_file.h"
 #include "core/path_kind.h"
 #include "core/utf8.h"
@@ -25,9 +26,8 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxHdrBytes = 1 << 20;
 
-bool any_file(const std::string&) { return true; }
 
-std::vector<std::string> discover_mib(const std::string& folder) { return find_files(folder, ".mib", any_file); }
+std::vector<std::string> discover_mib(const std::string& folder) { return find_files(folder, ".mib"); }
 
 bool claims_mib(const std::string& path) {
   std::error_code ec;
@@ -38,16 +38,7 @@ bool claims_mib(const std::string& path) {
 
 // The .mib a path names: itself, the .mib beside a .hdr, or a folder's only .mib.
 std::string mib_file_of(const std::string& path) {
-  if (path_kind(path) == PathKind::Directory) {
-    const auto found = discover_mib(path);
-    if (found.empty()) throw Error(ErrorKind::InvalidArgument, path + ": no *.mib file in this folder");
-    if (found.size() > 1) {
-      std::string list;
-      for (const auto& f : found) list += "\n  " + f;
-      throw Error(ErrorKind::InvalidArgument, path + ": " + std::to_string(found.size()) + " acquisitions here (see `tensormorph stem discover`); name one:" + list);
-    }
-    return found[0];
-  }
+  if (path_kind(path) == PathKind::Directory) return only_file_in(path, discover_mib(path), "*.mib");
   if (has_extension(path, ".hdr")) return fs::path(path).replace_extension(".mib").string();
   return path;
 }

@@ -66,17 +66,6 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 [[noreturn]] void refuse(const std::string& path, const std::string& why) { throw Error(ErrorKind::BadInput, path + ": " + why); }
 
-template <typename T>
-void byteswap_frame(const uint8_t* stored, uint8_t* frame, uint64_t pixels) {
-  for (uint64_t i = 0; i < pixels; ++i) {
-    T v;
-    std::memcpy(&v, stored + i * sizeof(T), sizeof(T));
-    if constexpr (sizeof(T) == 2) v = __builtin_bswap16(v);
-    else v = __builtin_bswap32(v);
-    std::memcpy(frame + i * sizeof(T), &v, sizeof(T));
-  }
-}
-
 Acquisition open_npy_acquisition(const std::string& path_in) {
   const std::string path = fs::absolute(path_in).lexically_normal().string();
   const FileHead head = read_file_head(path, kHeadBytes);  // Io unless a regular file
@@ -150,8 +139,8 @@ Acquisition open_npy_acquisition(const std::string& path_in) {
   if (big && element > 1) {
     r.encoding = "npy " + type + " big-endian (byte-swapped)";
     const uint64_t pixels = rows * cols;
-    if (element == 2) r.unpack = [pixels](const uint8_t* s, uint8_t* f) { byteswap_frame<uint16_t>(s, f, pixels); };
-    else r.unpack = [pixels](const uint8_t* s, uint8_t* f) { byteswap_frame<uint32_t>(s, f, pixels); };
+    const uint32_t size = static_cast<uint32_t>(element);
+    r.unpack = [pixels, size](const uint8_t* s, uint8_t* f) { big_endian_to_host(s, f, pixels, size); };
   } else {
     r.encoding = "npy " + type + (element > 1 ? " little-endian" : "");
   }

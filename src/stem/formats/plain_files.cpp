@@ -50,7 +50,27 @@ FileHead read_file_head(const std::string& path, uint64_t max_bytes) {
 }
 
 std::vector<std::string> find_files(const std::string& folder, const char* ext, bool (*accept)(const std::string& path)) {
-  return find_regular_files(folder, [ext, accept](const std::string& path) { return has_extension(path, ext) && accept(path); });
+  return find_regular_files(folder, [ext, accept](const std::string& path) { return has_extension(path, ext) && (!accept || accept(path)); });
+}
+
+void big_endian_to_host(const uint8_t* stored, uint8_t* frame, uint64_t pixels, uint32_t element_size) {
+  if (element_size == 1) {
+    std::memcpy(frame, stored, pixels);
+  } else if (element_size == 2) {
+    for (uint64_t i = 0; i < pixels; ++i) {
+      uint16_t v;
+      std::memcpy(&v, stored + 2 * i, 2);
+      v = __builtin_bswap16(v);
+      std::memcpy(frame + 2 * i, &v, 2);
+    }
+  } else {
+    for (uint64_t i = 0; i < pixels; ++i) {
+      uint32_t v;
+      std::memcpy(&v, stored + 4 * i, 4);
+      v = __builtin_bswap32(v);
+      std::memcpy(frame + 4 * i, &v, 4);
+    }
+  }
 }
 
 }  // namespace tmorph

@@ -1,5 +1,6 @@
 // What the openers of plain-file formats (.npy, blockfile, ...) share: a case-insensitive extension test, the first
-// bytes of a regular file read without blocking on a FIFO, and a recursive search of a folder for files of one format.
+// bytes of a regular file read without blocking on a FIFO, a recursive search of a folder for files of one format, and
+// big-endian pixels in the host's order.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,13 @@ struct FileHead {
 FileHead read_file_head(const std::string& path, uint64_t max_bytes);
 
 // Every regular file below `folder` (recursive, symbolic links to folders not followed, unreadable folders skipped)
-// with extension `ext` for which accept(path) is true, as absolute normalised paths, sorted. accept must not throw.
-std::vector<std::string> find_files(const std::string& folder, const char* ext, bool (*accept)(const std::string& path));
+// with extension `ext` for which accept(path) is true (every one when accept is null), as absolute normalised paths,
+// sorted. accept must not throw.
+std::vector<std::string> find_files(const std::string& folder, const char* ext, bool (*accept)(const std::string& path) = nullptr);
+
+// Copies `pixels` big-endian unsigned values of element_size bytes (1, 2 or 4) from `stored` to `frame` in the host's
+// (little-endian) order: the unpack step of formats that store pixels big-endian (MIB processed frames, '>u2'/'>u4'
+// .npy arrays, big-endian blockfiles).
+void big_endian_to_host(const uint8_t* stored, uint8_t* frame, uint64_t pixels, uint32_t element_size);
 
 }  // namespace tmorph
