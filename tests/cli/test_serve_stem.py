@@ -143,6 +143,8 @@ class ServeStemTest(unittest.TestCase):
                  ("/api/acquisitions/a0/products/mask", 400, "give inner/outer"),
                  ("/api/acquisitions/a0/frame?row=8&col=0", 400, "scan position (8, 0) is outside the 8 x 8 scan"),
                  ("/api/acquisitions/a0/frame?row=1", 400, "'row' and 'col'"),
+                 ("/api/acquisitions/a0/calibration?kv=-1", 400, "kv"),
+                 ("/api/acquisitions/a0/calibration?scan_step_A=abc", 400, "scan_step_A"),
                  ("/api/acquisitions/a0/frame?row=1&col=x", 400, "col"),
                  ("/api/acquisitions/a0/products/bf?center=1", 400, "center"),
                  ("/api/acquisitions/a0/products/bf?format=png", 400, "format"),
