@@ -299,7 +299,15 @@ async function main() {
       `the page refuses the block and names the ladder: "${refusal}"`);
     check((await small.evaluate(() => document.querySelector("#stem-image").dataset.path)) === "server", "and the server computes the image instead (shown)");
     const smallValues = await small.evaluate(() => window.tmStem.image.values);
-    check(sameValues(smallValues, cliMask("0.000", "5.997").values), "with the same numbers as the CLI");
+    const smallCli = cliMask("0.000", "5.997");
+    check(sameValues(smallValues, smallCli.values), "with the same numbers as the CLI");
+    const acqScan = smallCli.shape;
+    // At full resolution from the server's resident copy, not a forced bin or crop; the caption says which path ran.
+    const smallCaption = await small.locator("#stem-image-caption").textContent();
+    const smallShape = await small.evaluate(() => window.tmStem.image.shape);
+    check((await small.evaluate(() => document.querySelector("#stem-image").dataset.serverPath)) === "resident" &&
+      /resident copy at full resolution \(\d+\.\d MiB in host memory/.test(smallCaption) && smallShape.join("x") === acqScan.join("x"),
+      `from the server's resident copy at the full ${smallShape.join(" × ")} scan: "${smallCaption}"`);
     for (const [id, extra] of [["bin-2", ["--detector-bin", "2"]], ["crop", null]]) {
       await small.locator(`#stem-ladder-${id}`).click();
       await small.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 120_000 });

@@ -64,6 +64,18 @@ interface Product {
   values: number[];
   placement: Placement[];
   detector?: { inner_px: number | string; outer_px: number | string; inner_mrad?: number; outer_mrad?: number; pixels: number };
+  /** The server's load provenance; `resident` says whether its resident copy answered (docs/api.md). */
+  provenance?: { resident?: ResidentUse };
+}
+
+/** The server's resident copy as a product reports it: `used: false` with `why` when the product streamed. */
+interface ResidentUse {
+  used?: boolean;
+  why?: string;
+  where?: string;
+  bytes?: number;
+  built_at?: string;
+  built_now?: boolean;
 }
 
 /** What the page shows, for the end-to-end test (window.tmStem) and the read-outs. */
@@ -102,6 +114,17 @@ function placementText(p: Placement[]): string {
   if (!p.length) return "";
   const where = [...new Set(p.map((x) => `${x.op} on ${x.backend}`))];
   return `computed on the server: ${where.join(", ")}`;
+}
+
+/** Which server path answered a product: "resident" (its compact copy, full resolution) or "streamed" (decoded
+ *  from the files for this request), and the words the caption shows for it. */
+function serverPath(p: Product): { path: "resident" | "streamed"; text: string } {
+  const r = p.provenance?.resident;
+  if (r && r.used !== false && r.bytes !== undefined) {
+    const built = r.built_now ? "built by this request" : `built ${r.built_at ?? "earlier"}`;
+    return { path: "resident", text: `from the server's resident copy at full resolution (${(r.bytes / 2 ** 20).toFixed(1)} MiB in ${!r.where || r.where === "host" ? "host memory" : r.where}, ${built})` };
+  }
+  return { path: "streamed", text: `decoded from the files for this request${r?.why ? ` (not resident: ${r.why})` : ""}` };
 }
 
 export async function renderAcquisitionPage(root: HTMLElement, id: string): Promise<void> {
@@ -264,8 +287,10 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     if (image.getAttribute("height") !== height) image.setAttribute("height", height);
     redrawImage();
     st.imageMs.push(performance.now() - t0);
+    const served = onPage ? null : serverPath(p);
+    image.dataset.serverPath = served?.path ?? "";
     imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
-      (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : placementText(p.placement));
+      (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : `${placementText(p.placement)}, ${served?.text}`);
     image.dataset.inner = params.inner ?? "";
     image.dataset.outer = params.outer ?? "";
     image.dataset.rect = params.rect ?? "";
@@ -319,7 +344,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     computeNote.textContent = gpu
       ? `virtual images, patterns and CoM sums on the page's adapter (${gpu.adapter}): ${how} (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB` +
         `${gpu.chunkCount > 1 ? ` in ${gpu.chunkCount} device buffers, each within one storage binding` : ""})`
-      : `virtual images on the server: the page cannot (${st.pageRefused})`;
+      : `virtual images on the server, from its resident copy at full resolution when it holds one (the caption under the image says which path ran): the page cannot (${st.pageRefused})`;
     computeOn.dataset.ready = "1";
   };
   computeOn.addEventListener("change", () => {
