@@ -29,7 +29,7 @@ export async function getJson(base, path) {
   return res.json();
 }
 
-/** The values of a little-endian .npy file (format 1.0; u2, u4, u8 as Numbers; f8) and its shape, as the CLI's
+/** The values of a little-endian .npy file (format 1.0; u2, u4, u8 as Numbers; f4, f8) and its shape, as the CLI's
  * `-o out.npy` writes them. Throws naming the dtype for any other. */
 export function readNpy(path) {
   const b = readFileSync(path);
@@ -45,6 +45,7 @@ export function readNpy(path) {
     else if (descr === "<u4") values.push(data.readUInt32LE(i));
     else if (descr === "<u8") values.push(Number(data.readBigUInt64LE(i)));
     else if (descr === "<f8") values.push(data.readDoubleLE(i));
+    else if (descr === "<f4") values.push(data.readFloatLE(i));
     else throw new Error(`unexpected dtype ${descr}`);
   }
   return { descr, shape, values };

@@ -210,6 +210,13 @@ async function main() {
       check(true, "the tensor page's render placement counts display.colorize on webgpu");
 
       step = "byte-exact";
+      // At the fitted zoom the overview alone may be the view (its cells as coarse as the level whose cells cover a
+      // device pixel): zoom in until level tiles are drawn, compare, then fit again.
+      for (let k = 0; state.source === "overview" && k < 4; k++) {
+        await page.click("button[title='zoom in']");
+        state = await waitReady(page, "zoom in", "webgpu");
+      }
+      check(state.source === "tiles", `level-${state.level} tiles are drawn (${state.sx} px per element)`);
       for (const stat of ["mean", "envelope"]) {
         if (stat !== "mean") {
           await page.selectOption("#stat", stat);
@@ -226,6 +233,8 @@ async function main() {
       }
       await page.selectOption("#stat", "mean");
       state = await waitReady(page, "stat mean", "webgpu");
+      await page.click("button[title='fit the tensor to the view']");
+      state = await waitReady(page, "fit", "webgpu");
     } else log(`no WebGPU adapter (${adapter?.reason}); TM_ALLOW_NO_WEBGPU=1: the page path is not checked`);
 
     step = "server path";

@@ -1,6 +1,6 @@
 // A zoomable, pannable heatmap of one tensor on a <canvas>, streamed as tiles of its statistics pyramid: a
 // level-L tile covers tile_size · 2^L elements per side, drawn as up to 256 cells per side, so the level is
-// chosen from the zoom such that a cell is about one screen pixel. Each tile is coloured on one of two paths
+// chosen from the zoom as the finest whose cells are each at least one device pixel (no outlier shrunk away). Each tile is coloured on one of two paths
 // (heatmap_tiles.ts): on the page's WebGPU adapter from the raw cell values (GET /api/cells/…) when one
 // exists, else by the server (GET /api/render/….png?level=L&x=X&y=Y); "Colour on: auto | page | server"
 // chooses (remembered in localStorage, ?colour= overrides). The canvas carries data-colour-path ("webgpu" /
@@ -13,7 +13,7 @@ import { el, describeError } from "./dom";
 import { fmt } from "./format";
 import { ColourPathControl } from "./colour_path";
 import { bitmapPixels, CellValuesCache, loadPageTile, loadServerTile, OVERVIEW, type TileImage } from "./heatmap_tiles";
-import { resolveScale, type Resolved, type Style } from "./limits";
+import { resolveScale, type Resolved, type Style, type TensorQuantiles } from "./limits";
 import { drawColourBar, drawOverlay, quantBlockCols } from "./overlay";
 import { TileReadout } from "./readout";
 import { colormapTable } from "./webgpu/colormap_tables";
@@ -38,6 +38,8 @@ export interface HeatmapOptions {
   /** The tensor's file (shard) and quantization for the overlay; fetched from the detail when absent. */
   file?: string;
   quantization?: Quantization | null;
+  /** The tensor's quantiles (its detail's stats.quantiles): robust limits come from them (limits.ts). */
+  quantiles?: TensorQuantiles;
 }
 
 declare global {
@@ -244,11 +246,13 @@ export class Heatmap {
   private async resolve(): Promise<void> {
     const seq = ++this.resolving;
     try {
-      const resolved = await resolveScale(this.opts.ckpt, this.opts.name, this.style);
+      const resolved = await resolveScale(this.opts.ckpt, this.opts.name, this.style, this.opts.quantiles);
       if (seq !== this.resolving) return;
       this.resolved = resolved;
       this.legendLo.textContent = resolved.limits ? fmt(resolved.limits[0]) : "";
       this.legendHi.textContent = resolved.limits ? fmt(resolved.limits[1]) : "";
+      this.legend.title = resolved.source;  // which limits are in force (also in the status line)
+      this.canvas.dataset.limitsSource = resolved.source;
       this.scheduleDraw();
       this.opts.onScale?.(this.style, resolved);
     } catch (e) {
@@ -290,14 +294,18 @@ export class Heatmap {
     };
   }
 
-  /** The finest level whose cells are at most a pixel, made coarser while too many tiles are visible. */
+  /** The finest level whose cells are each at least one device pixel (both ways, or as coarse as the pyramid
+   *  goes), made coarser while too many tiles are visible. A cell narrower than a device pixel would be dropped
+   *  when the browser shrinks the image; a coarser cell's statistic covers every element under it (max and
+   *  abs_max keep an outlier, the envelope keeps min and max), so no outlier is lost at any zoom. */
   private chooseLevel(): number {
-    let level = 0;
-    for (let l = 1; l < this.nLevels; l++) {
+    const dpr = this.canvas.clientWidth ? this.canvas.width / this.canvas.clientWidth : 1;
+    const covers = (l: number): boolean => {
       const [cr, cc] = this.cellSize(l);
-      if ((cr === 1 || cr * this.sy <= 1) && (cc === 1 || cc * this.sx <= 1)) level = l;
-      else break;
-    }
+      return cr * this.sy * dpr >= 1 - 1e-9 && cc * this.sx * dpr >= 1 - 1e-9;
+    };
+    let level = 0;
+    while (level < this.nLevels - 1 && !covers(level)) level++;
     while (level < this.nLevels - 1) {
       const v = this.visibleTiles(level);
       if ((v.x1 - v.x0 + 1) * (v.y1 - v.y0 + 1) <= MAX_TILES) break;
@@ -326,8 +334,13 @@ export class Heatmap {
   }
 
   private zoomAt(px: number, py: number, factor: number): void {
+    // Zoom out to 1/8 of the fitted view at most, and never so far that the pyramid's coarsest cells would be
+    // under a device pixel (the view could then drop an outlier: chooseLevel).
     const minScale = Math.min(this.canvas.clientWidth / this.cols, this.canvas.clientHeight / this.rows) / 8;
-    const f = Math.max(minScale / Math.min(this.sx, this.sy), Math.min(factor, 256 / Math.max(this.sx, this.sy)));
+    const dpr = this.canvas.clientWidth ? this.canvas.width / this.canvas.clientWidth : 1;
+    const [topR, topC] = this.cellSize(this.nLevels - 1);
+    const coarsest = Math.max(topR > 1 && this.rows > 1 ? 1 / (topR * dpr * this.sy) : 0, topC > 1 && this.cols > 1 ? 1 / (topC * dpr * this.sx) : 0);
+    const f = Math.max(minScale / Math.min(this.sx, this.sy), coarsest, Math.min(factor, 256 / Math.max(this.sx, this.sy)));
     const ex = this.ox + px / this.sx;
     const ey = this.oy + py / this.sy;
     this.sx *= f;
@@ -502,20 +515,24 @@ export class Heatmap {
     const top = this.nLevels - 1;
     const [ovR, ovC] = this.resolved.overview.cellSize;
     const [lvR, lvC] = this.cellSize(this.level);
-    const overviewOnly = ovR <= lvR && ovC <= lvC;
+    // The overview alone when its cells are as fine as this level's and still at least a device pixel each.
+    const overviewOnly = ovR <= lvR && ovC <= lvC && ovR * this.sy * dpr >= 1 - 1e-9 && ovC * this.sx * dpr >= 1 - 1e-9;
     if (!overviewOnly) add(this.level);
     this.wanted = new Set(wanted.map(([l, x, y]) => this.tileKey(key, l, x, y)));
 
     this.updateLegend(this.resolved.key, this.resolved.colormap);
 
-    // Draw what is cached, coarse levels first so finer tiles cover them.
+    // Draw what is cached, coarse levels first so finer tiles cover them, but no level finer than this one (its
+    // cells would be under a device pixel and the browser would drop some: a cached tile of a closer zoom). The
+    // overview is the backdrop, drawn first, unless it alone is this view.
     ctx.save();
     ctx.beginPath();
     ctx.rect(tx(0), ty(0), this.cols * this.sx, this.rows * this.sy);
     ctx.clip();
     const prefix = key + "#";
-    const cached = [...this.cache.entries()].filter(([k]) => k.startsWith(prefix));
-    cached.sort((a, b) => b[1].cellArea - a[1].cellArea);
+    const order = (t: TileImage): number => (t.level === OVERVIEW ? (overviewOnly ? Infinity : -Infinity) : -t.cellArea);
+    const cached = [...this.cache.entries()].filter(([k, t]) => k.startsWith(prefix) && (t.level === OVERVIEW || t.level >= this.level));
+    cached.sort((a, b) => order(a[1]) - order(b[1]));
     for (const [, t] of cached) {
       const x = tx(t.c0);
       const y = ty(t.r0);
@@ -551,10 +568,12 @@ export class Heatmap {
       (overviewOnly ? `overview image${current - missing - failed ? "" : " loading"}` : `${current - missing - failed}/${current} tiles`) +
       (failed ? ` (${failed} failed)` : "") +
       ` · ${this.resolved.colormap}` +
-      (lim ? ` [${fmt(lim[0])}, ${fmt(lim[1])}]` : "") +
+      (lim ? ` [${fmt(lim[0])}, ${fmt(lim[1])}] (${this.resolved.source})` : "") +
       ` · ${fmt(this.sx)} px per element` +
       ` · ${path === "webgpu" ? "coloured on this page" : "server PNGs"}`;
     d.source = overviewOnly ? "overview" : "tiles";
+    d.cellRows = String(cr);
+    d.cellCols = String(cc);
     d.loaded = String(current - missing - failed);
     d.tiles = String(current);
     d.state = failed ? "error" : missing ? "loading" : "ready";

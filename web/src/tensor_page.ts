@@ -142,6 +142,7 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
       pyramid: t.pyramid,
       file: t.file,
       quantization: t.quantization ?? null,
+      quantiles: t.stats?.quantiles,
       onError: (e, c) => showError(e, c),
       onScale: (style, resolved) => void tilePanel.update(style, resolved),
     });

@@ -1,0 +1,156 @@
+// End-to-end test: the heatmap never hides an outlier (issue 46), in Debian's Chromium (headless, WebGPU on
+// SwiftShader), driven by playwright-core. It writes and indexes the demo checkpoint, exports the tensor that holds
+// the planted outliers (two hot input columns and one 41.5 value) with `tensormorph export`, finds them in the
+// values (numpy-free: the .npy is read here), opens the tensor page with abs_max and log, and at the default zoom
+// and at every zoom-out step checks, on the canvas's own pixels, that:
+//   - the drawn level's cells are each at least one device pixel (the browser never shrinks cells away);
+//   - the cell holding the 41.5 value, and the cells of both hot columns at five rows, are drawn with exactly the
+//     colour of their cell in the tile image the page coloured (window.tmHeatmap.pixels), and that colour stands
+//     out from the tile's most common colour.
+// It also checks that robust limits (mean, linear) come from the tensor's exact p1 / p99 (its detail's quantiles)
+// and that the page says so.
+//
+// Environment: as tests/e2e/heatmap.test.mjs (TM_BIN, TM_E2E_OUT, CHROMIUM). Exits 0 with "SKIPPED: no chromium"
+// only when Chromium is not installed; a Chromium without a WebGPU adapter fails (the page path is what is tested).
+import { join } from "node:path";
+import { checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, readNpy, runTest, startServer, tm, watchErrors, WEB_DIST } from "./harness.mjs";
+
+const TENSOR = "model.layers.0.mlp.down_proj.weight";
+const ZOOM_OUT_STEPS = 3; // the page lets the view shrink to 1/8 of the fitted scale: three halvings
+
+const chromiumPath = chromiumOrSkip();
+let step = "setup";
+const { log, check } = checker("[outliers]", () => step);
+
+/** The planted outliers in row-major values of rows × cols: the largest finite |v| and the two columns whose
+ *  mean |v| is largest (the demo's hot input columns). */
+function findOutliers(values, rows, cols) {
+  let point = { row: 0, col: 0, value: 0 };
+  const colSum = new Float64Array(cols);
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < cols; c++) {
+      const v = values[r * cols + c];
+      if (!Number.isFinite(v)) continue;
+      colSum[c] += Math.abs(v);
+      if (Math.abs(v) > Math.abs(point.value)) point = { row: r, col: c, value: v };
+    }
+  const order = [...colSum.keys()].sort((a, b) => colSum[b] - colSum[a]);
+  return { point, hot: order.slice(0, 2) };
+}
+
+/** Waits until the heatmap has drawn every wanted tile of the current view; returns its dataset. */
+async function ready(page, what) {
+  try {
+    const h = await page.waitForFunction(() => {
+      const c = document.querySelector("#heatmap");
+      return c && c.dataset.state === "ready" && c.dataset.colourPath === "webgpu" ? { ...c.dataset } : null;
+    }, null, { timeout: 120_000 });
+    return await h.jsonValue();
+  } catch (e) {
+    const now = await page.evaluate(() => ({ ...document.querySelector("#heatmap")?.dataset, status: document.querySelector("#heatmap-status")?.textContent }));
+    throw new Error(`heatmap not ready after ${what}: ${JSON.stringify(now)} (${e.message})`);
+  }
+}
+
+/** For each element (row, col) of `targets`: the colour its cell has in the tile image the page coloured at the
+ *  drawn level, the colour the canvas shows at a device pixel inside that cell, and the tile's most common colour. */
+async function probe(page, targets, cols) {
+  return page.evaluate(({ targets, cols }) => {
+    const c = document.querySelector("#heatmap");
+    const d = c.dataset;
+    const dpr = c.width / c.clientWidth;
+    const [ox, oy, sx, sy] = [d.ox, d.oy, d.sx, d.sy].map(Number);
+    const [cellR, cellC] = [Number(d.cellRows), Number(d.cellCols)];
+    const level = d.source === "overview" ? -1 : Number(d.level);
+    const ctx = c.getContext("2d");
+    const tiles = window.tmHeatmap.tiles().filter((t) => t.path === "webgpu" && t.level === level && t.key.includes("|abs_max|log|"));
+    return targets.map(({ row, col, what }) => {
+      const t = tiles.find((t) => row >= t.r0 && row < t.r0 + t.srcH * cellR && col >= t.c0 && col < t.c0 + t.srcW * cellC);
+      if (!t) return { what, error: `no level-${level} tile covers element (${row}, ${col})` };
+      const [ci, cj] = [Math.floor((row - t.r0) / cellR), Math.floor((col - t.c0) / cellC)];
+      const px = t.srcW; // one bitmap pixel per cell on the page path
+      const bitmap = window.tmHeatmap.pixels(t.key);
+      const cell = bitmap.slice(4 * (ci * px + cj), 4 * (ci * px + cj) + 4);
+      const counts = new Map();
+      for (let k = 0; k < bitmap.length; k += 4) {
+        const key = bitmap.slice(k, k + 4).join(",");
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      const modal = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0];
+      // The cell's span in device pixels, and a pixel whose centre lies inside it.
+      const x0 = (t.c0 + cj * cellC - ox) * sx * dpr, x1 = (Math.min(cols, t.c0 + (cj + 1) * cellC) - ox) * sx * dpr;
+      const y0 = (t.r0 + ci * cellR - oy) * sy * dpr, y1 = (t.r0 + (ci + 1) * cellR - oy) * sy * dpr;
+      const kx = Math.ceil(x0 - 0.5), ky = Math.ceil(y0 - 0.5);
+      if (!(kx + 0.5 < x1 && ky + 0.5 < y1)) return { what, error: `the cell spans less than a device pixel (${(x1 - x0).toFixed(2)} × ${(y1 - y0).toFixed(2)})` };
+      if (kx < 0 || ky < 0 || kx >= c.width || ky >= c.height) return { what, offscreen: true };
+      const shown = Array.from(ctx.getImageData(kx, ky, 1, 1).data);
+      return { what, cell: cell.join(","), shown: shown.join(","), modal, at: [kx, ky], span: [(x1 - x0).toFixed(2), (y1 - y0).toFixed(2)] };
+    });
+  }, { targets, cols });
+}
+
+async function main() {
+  const t0 = Date.now();
+  const { chromium, tmp, env } = e2eSetup("outliers", check);
+  let server = null;
+  let context = null;
+  try {
+    step = "demo checkpoint";
+    const demo = demoCheckpoint(tmp, env);
+    const npy = join(tmp, "down_proj.npy");
+    tm(["export", demo, TENSOR, "-o", npy], env);
+    const { values, shape } = readNpy(npy);
+    const [rows, cols] = shape;
+    const { point, hot } = findOutliers(values, rows, cols);
+    check(point.value === 41.5 && hot.length === 2, `the planted outliers: ${point.value} at (${point.row}, ${point.col}), hot columns ${hot.join(" and ")} of ${rows} × ${cols}`);
+    const targets = [{ row: point.row, col: point.col, what: `the ${point.value} value` }];
+    for (const col of hot) for (const f of [0.1, 0.3, 0.5, 0.7, 0.9]) targets.push({ row: Math.floor(f * rows), col, what: `hot column ${col} at row ${Math.floor(f * rows)}` });
+
+    step = "serve";
+    server = await startServer([demo, "--web-root", WEB_DIST], env);
+    const base = server.url.split("?")[0].replace(/\/$/, "");
+    const detail = await getJson(server.url, `/api/tensors/0/${encodeURIComponent(TENSOR)}`);
+
+    step = "browser";
+    context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
+    const page = context.pages()[0] ?? (await context.newPage());
+    const errors = watchErrors(page);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${base}/#/tensor/0/${encodeURIComponent(TENSOR)}`);
+
+    step = "robust limits";
+    let state = await ready(page, "opening the tensor");
+    const q = Object.fromEntries(detail.stats.quantiles.values.map((v) => [v.p, Number(v.value)]));
+    const m = Math.max(Math.abs(q[0.01]), Math.abs(q[0.99]));
+    const legend = await page.locator(".legend-label").allTextContents();
+    check(/robust: the tensor's p1 to p99 \(exact/.test(state.limitsSource ?? ""), `robust limits come from the tensor's quantiles: "${state.limitsSource}"`);
+    check(/\(robust: the tensor's p1 to p99/.test(await page.textContent("#heatmap-status")), "and the status line says which limits are in force");
+    log(`p1 ${q[0.01]}, p99 ${q[0.99]}; legend ${legend.join(" / ")} (a diverging map: ±${m})`);
+
+    step = "abs_max, log";
+    await page.selectOption("#stat", "abs_max");
+    await page.selectOption("#transform", "log");
+    for (let zoom = 0; zoom <= ZOOM_OUT_STEPS; zoom++) {
+      step = zoom ? `zoom-out step ${zoom}` : "default zoom";
+      if (zoom) await page.click("button[title='zoom out']");
+      state = await ready(page, step);
+      const dpr = await page.evaluate(() => { const c = document.querySelector("#heatmap"); return c.width / c.clientWidth; });
+      const cellPx = [Number(state.cellRows) * Number(state.sy) * dpr, Number(state.cellCols) * Number(state.sx) * dpr];
+      check(cellPx[0] >= 1 - 1e-9 && cellPx[1] >= 1 - 1e-9,
+        `${step}: ${Number(state.sx).toFixed(3)} px per element, level ${state.level} (${state.source}), a cell is ${state.cellRows} × ${state.cellCols} elements = ${cellPx.map((v) => v.toFixed(2)).join(" × ")} device px`);
+      const seen = await probe(page, targets, cols);
+      for (const s of seen) {
+        if (s.offscreen) continue;
+        check(!s.error, `${step}: ${s.what}: ${s.error ?? "its cell found"}`);
+        check(s.shown === s.cell && s.cell !== s.modal,
+          `${step}: ${s.what} is drawn in its cell's colour ${s.cell} at device pixel ${s.at} (cell ${s.span.join(" × ")} px; the tile's common colour ${s.modal}; the canvas shows ${s.shown})`);
+      }
+    }
+    check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join(" | ") : ""}`);
+    console.log(`PASS: outliers e2e (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  } finally {
+    await e2eTeardown(tmp, server, context);
+  }
+}
+
+runTest(main, () => step, 300000);
