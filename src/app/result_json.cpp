@@ -65,4 +65,22 @@ nlohmann::json compare_json(const TensorDiff& d) {
           {"placement", placements_json(d.placement)}};
 }
 
+nlohmann::json diff_stats_json(const DiffTileStats& t, const std::vector<double>* edges) {
+  const double finite = static_cast<double>(t.finite());
+  nlohmann::json j = {{"count", t.count},
+                      {"changed", t.changed},
+                      {"changed_fraction", json_number(t.count ? static_cast<double>(t.changed) / static_cast<double>(t.count) : 0.0)},
+                      {"nonfinite", t.nonfinite},
+                      {"sum_delta", json_number(t.sum_delta.value())},
+                      {"sum_sq_delta", json_number(t.sum_sq_delta.value())},
+                      {"mean_delta", json_number(finite > 0 ? t.sum_delta.value() / finite : 0.0)},
+                      {"max_abs_delta", json_number(t.max_abs)},
+                      {"min_delta", json_number(t.min_delta)},
+                      {"max_delta", json_number(t.max_delta)},
+                      {"rel_change", json_number(t.rel_change())},
+                      {"cosine", json_number(t.cosine())}};
+  if (edges) j["histogram"] = {{"edges", json_numbers(*edges)}, {"counts", edges->empty() ? std::vector<uint64_t>{} : t.hist}};
+  return j;
+}
+
 }  // namespace tmorph::app

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/compare.h"
+#include "diff/diff_tile.h"
 #include "ops/dequantize.h"
 #include "ops/placement_json.h"
 #include "tensormorph/stats.h"
@@ -32,5 +33,11 @@ nlohmann::json quantization_stats_json(const QuantizationStats& q);
 // One tensor pair's comparison figures: count, nonfinite, rmse, max_abs_diff, rel_error, cosine,
 // snr_db, placement (the caller adds what names the pair).
 nlohmann::json compare_json(const TensorDiff& d);
+
+// One tile's (or a whole pair's) difference statistics (diff/diff_tile.h): count, changed, changed_fraction,
+// nonfinite, sum_delta, sum_sq_delta, mean_delta, max_abs_delta, min_delta, max_delta (finite pairs; "inf" /
+// "-inf" when none), rel_change (||Δ|| / ||a||), cosine, and histogram {edges, counts} when `edges` is given
+// (the pyramid's shared bins; counts only when edges is non-empty).
+nlohmann::json diff_stats_json(const DiffTileStats& t, const std::vector<double>* edges = nullptr);
 
 }  // namespace tmorph::app

@@ -52,6 +52,7 @@ int run_command(int argc, char** argv) {
   add_export_command(app);
   add_index_command(app);
   add_compare_command(app);
+  add_diff_command(app);
   add_stem_command(app);
   add_render_commands(app);
   add_serve_command(app);

@@ -14,6 +14,7 @@ void add_inventory_commands(CLI::App& app);  // info, ls
 void add_export_command(CLI::App& app);
 void add_index_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_diff_command(CLI::App& app);     // diff: difference pyramids of two checkpoints
 void add_stem_command(CLI::App& app);
 void add_render_commands(CLI::App& app);  // render, tile  // stem demo, discover, inspect, load, export
 void add_serve_command(CLI::App& app);   // serve: the viewer and its JSON API

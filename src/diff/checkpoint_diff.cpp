@@ -1,0 +1,123 @@
+#include "diff/checkpoint_diff.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "checkpoint/openers/open_checkpoint.h"
+#include "checkpoint/value_reader.h"
+#include "diff/name_matching.h"
+#include "tensormorph/error.h"
+
+namespace tmorph {
+
+namespace {
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
+bool floating(const CheckpointTensor& t) {
+  const auto d = t.summary_dtype();
+  return d && dtype_is_float(*d);
+}
+
+// Both sides of one pair read row by row through their value readers; the GGUF side's rows mapped back to
+// Hugging Face order when its Q/K permutation is undone.
+class PairReader final : public DiffPairReader {
+ public:
+  PairReader(const Checkpoint& ca, const CheckpointTensor& ta, const Checkpoint& cb, const CheckpointTensor& tb,
+             const Planner& planner, const View2D& view, int unpermute_side, uint64_t heads)
+      : ra_(ca, ta, planner, view), rb_(cb, tb, planner, view), side_(unpermute_side), heads_(heads), rows_(view.rows) {}
+  void read(uint64_t slice, uint64_t row, uint64_t c0, uint64_t c1, double* a, double* b) override {
+    const uint64_t mapped = side_ ? gguf_row_of_hf_row(row, rows_, heads_) : row;
+    ra_.read(slice, side_ == 1 ? mapped : row, c0, c1, a);
+    rb_.read(slice, side_ == 2 ? mapped : row, c0, c1, b);
+  }
+  std::vector<Placement> placement() const {
+    std::vector<Placement> p = ra_.placement();
+    p.insert(p.end(), rb_.placement().begin(), rb_.placement().end());
+    return p;
+  }
+
+ private:
+  ValueReader ra_, rb_;
+  int side_;  // 0: no rows mapped; 1: A's; 2: B's
+  uint64_t heads_, rows_;
+};
+
+}  // namespace
+
+CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options) {
+  const Checkpoint ca = open_checkpoint(a), cb = open_checkpoint(b);
+  const TensorMatching m = match_tensors(ca, cb);
+  CheckpointDiff out;
+  out.a = a, out.b = b, out.format_a = ca.format, out.format_b = cb.format, out.mapping = m.mapping;
+  out.only_in_a = m.only_in_a, out.only_in_b = m.only_in_b;
+  for (const auto& name : options.tensors)
+    if (std::none_of(m.pairs.begin(), m.pairs.end(), [&](const TensorPair& p) { return ca.tensors[p.a].name == name; }))
+      throw Error(ErrorKind::InvalidArgument, "tensor '" + name + "' of " + a + " has no counterpart in " + b);
+  DiffStore store(options.index_path, a, b, checkpoints_identity(ca, cb));
+  out.store = store.report();
+  for (const TensorPair& p : m.pairs) {
+    const CheckpointTensor& ta = ca.tensors[p.a];
+    const CheckpointTensor& tb = cb.tensors[p.b];
+    if (!options.tensors.empty() && std::find(options.tensors.begin(), options.tensors.end(), ta.name) == options.tensors.end())
+      continue;
+    const auto skip = [&](const std::string& why) { out.skipped.push_back({ta.name, why}); };
+    if (ta.shape != tb.shape) {
+      skip("shape " + shape_text(ta.shape) + " in A against " + shape_text(tb.shape) + " in B (" + tb.name + ")");
+      continue;
+    }
+    if (!ta.readable() || !tb.readable()) {
+      const CheckpointTensor& t = ta.readable() ? tb : ta;
+      skip(std::string(ta.readable() ? "B" : "A") + "'s " + t.name + " (" + t.stored_type + ") cannot be read: " +
+           (t.unavailable_reason.empty() ? "no reader for its type" : t.unavailable_reason));
+      continue;
+    }
+    if (floating(ta) != floating(tb)) {
+      skip("dtype " + ta.stored_type + " in A against " + tb.stored_type + " in B: a floating tensor is not compared with an integer one");
+      continue;
+    }
+    PairDiff d;
+    d.name_a = ta.name, d.name_b = tb.name, d.type_a = ta.stored_type, d.type_b = tb.stored_type, d.shape = ta.shape;
+    d.translated = p.translated;
+    d.layer = layer_of(ta.name);
+    if (!d.layer) d.layer = layer_of(tb.name);
+    const View2D view = default_view(ta.shape);
+    int side = 0;
+    if (p.translated) {
+      const bool a_gguf = m.gguf_side == 1;
+      const CheckpointTensor& tg = a_gguf ? ta : tb;
+      if (const auto role = permuted_projection(tg.name)) {
+        std::string why;
+        if (const auto heads = permutation_heads(a_gguf ? ca : cb, tg, *role, &why)) {
+          d.qk = detect_qk_permutation(a_gguf ? ca : cb, tg, a_gguf ? cb : ca, a_gguf ? tb : ta, *heads, planner);
+          if (d.qk->unpermute) side = a_gguf ? 1 : 2;
+        } else {
+          d.qk_unchecked = why;
+        }
+      }
+    }
+    const std::string rows = side ? "unpermuted" : "stored";
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t heads = d.qk ? d.qk->heads : 0;
+    d.placement = PairReader(ca, ta, cb, tb, planner, view, side, heads).placement();
+    if (auto stored = store.load(ta.name, tb.name, rows, view)) {
+      d.pyramid = std::move(*stored);
+      d.reused = true;
+    } else {
+      const auto make = [&]() -> std::unique_ptr<DiffPairReader> {
+        return std::make_unique<PairReader>(ca, ta, cb, tb, planner, view, side, heads);
+      };
+      d.pyramid = build_diff_pyramid(view, make, options.threads);
+      store.store(ta.name, tb.name, rows, d.pyramid);
+    }
+    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.pairs.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace tmorph

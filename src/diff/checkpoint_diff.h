@@ -1,0 +1,60 @@
+// `diff A B`: every matched tensor pair of two checkpoints measured element by element, with a difference
+// pyramid (diff_pyramid.h) per pair built in one streamed pass that reads both, stored in the difference index
+// (diff_store.h) and read back from it while both checkpoints are unchanged.
+//
+// A pair is compared when its shapes are equal and both tensors are floating (dense floats, or quantized and
+// packed tensors, dequantized) or both integers; otherwise it is skipped with the reason. Values are read as
+// float64: every dense dtype widened exactly (bf16, f16, fp8 included), ggml blocks and packed schemes as the
+// float32 values they decode to. For a GGUF attn_q / attn_k paired with a Hugging Face projection, llama.cpp's
+// row permutation is detected and undone (qk_permutation.h); the pyramid is then in Hugging Face row order.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diff/diff_pyramid.h"
+#include "diff/diff_store.h"
+#include "diff/qk_permutation.h"
+#include "tensormorph/placement.h"
+
+namespace tmorph {
+
+class Planner;
+
+struct DiffOptions {
+  std::vector<std::string> tensors;  // A's names to compare (default: every matched pair)
+  std::string index_path;            // the difference index (default: the cache location)
+  unsigned threads = 1;
+};
+
+struct PairDiff {
+  std::string name_a, name_b, type_a, type_b;
+  std::vector<uint64_t> shape;
+  bool translated = false;           // paired through the GGUF <-> Hugging Face name mapping
+  std::optional<QkCheck> qk;         // a GGUF Q/K projection whose permutation was checked
+  std::string qk_unchecked;          // ... or why it could not be checked
+  std::optional<uint64_t> layer;
+  DiffPyramid pyramid;
+  bool reused = false;               // read back from the difference index
+  std::vector<Placement> placement;  // the dequantization placements of both sides (none for dense dtypes)
+  double seconds = 0;                // this pair's pass (or its reading from the index)
+};
+
+struct Skipped {
+  std::string name, reason;
+};
+
+struct CheckpointDiff {
+  std::string a, b, format_a, format_b;
+  std::string mapping;               // how names were matched (name_matching.h)
+  DiffStoreReport store;
+  std::vector<PairDiff> pairs;       // in A's order
+  std::vector<std::string> only_in_a, only_in_b;
+  std::vector<Skipped> skipped;
+};
+
+// Throws InvalidArgument when a name of options.tensors is in no matched pair.
+CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options);
+
+}  // namespace tmorph
