@@ -11,6 +11,7 @@
 
 #include "app/checkpoint_json.h"
 #include "app/compare_document.h"
+#include "app/diff_document.h"
 #include "checkpoint/openers/open_checkpoint.h"
 #include "compute_args.h"
 #include "display/colormap.h"
@@ -207,6 +208,42 @@ void bind_checkpoint(py::module_& m) {
       "Checkpoint b (a quantized or lower-precision copy) measured against reference a, tensor by tensor: the "
       "document `tensormorph compare A B --json` prints (rmse, max_abs_diff, rel_error, cosine, snr_db, placement "
       "per tensor; only_in_a, only_in_b, skipped). tensors: a name or a list of names (default: every tensor in both).");
+  m.def(
+      "diff",
+      [](const std::string& a, const std::string& b, const py::object& tensors, size_t top, const py::object& level,
+         const py::object& index, const py::object& backend, const py::object& prefer, const py::object& never,
+         const py::object& allow_approx, const py::object& threads, const py::object& memory_budget) {
+        DiffOptions options;
+        options.tensors = string_list(tensors, "tensors");
+        if (!index.is_none()) options.index_path = index.cast<std::string>();
+        app::DiffDocumentOptions doc_options;
+        if (top == 0) throw Error(ErrorKind::InvalidArgument, "top: give 1 or more");
+        doc_options.top = top;
+        if (!level.is_none()) {
+          if (options.tensors.empty())
+            throw Error(ErrorKind::InvalidArgument, "level lists every tile of each pair: name the tensors it is for");
+          const long l = level.cast<long>();
+          if (l < 0 || l > 63) throw Error(ErrorKind::InvalidArgument, "level: expected 0 to 63, have " + std::to_string(l));
+          doc_options.level = static_cast<unsigned>(l);
+        }
+        const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
+        nlohmann::json doc;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(request);
+          options.threads = rt->threads;
+          doc = app::diff_document(diff_checkpoints(a, b, rt->planner(), options), doc_options);
+        }
+        return to_python(doc);
+      },
+      py::arg("a"), py::arg("b"), py::arg("tensors") = py::none(), py::kw_only(), py::arg("top") = 10,
+      py::arg("level") = py::none(), py::arg("index") = py::none(), py::arg("backend") = py::none(),
+      py::arg("prefer") = py::none(), py::arg("never") = py::none(), py::arg("allow_approx") = py::none(),
+      py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      "What changed between checkpoints a and b, and where: the document `tensormorph diff A B --json` prints "
+      "(pairs with their difference figures and histograms, ranking, layer_strip, only_in_a, only_in_b, skipped; "
+      "docs/diff.md). tensors: a name or a list of A's names; level: with named tensors, every tile of that pyramid "
+      "level; index: the difference index file (default: the cache folder).");
   m.def("open", &open_path, py::arg("path"),
         "Opens a checkpoint: a directory, a *.safetensors.index.json, a GGUF shard or a single .safetensors / .gguf / "
         "torch.save file. Raises BadInput for a truncated or corrupt file, IoError when the OS refuses.");

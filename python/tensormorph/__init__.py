@@ -16,6 +16,7 @@ from ._core import (
     __version__,
     backends,
     compare,
+    diff,
     open,
     stem,
 )
@@ -23,7 +24,7 @@ from . import acquisition as _acquisition
 
 __all__ = [
     "BadInput", "Checkpoint", "Error", "Incomplete", "InternalError", "InvalidArgument", "IoError", "Mapping",
-    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "open", "stem",
+    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "diff", "open", "stem",
 ]
 
 

@@ -95,7 +95,12 @@ nlohmann::json diff_document(const CheckpointDiff& d, const DiffDocumentOptions&
   for (const auto& s : d.skipped) skipped.push_back({{"name", s.name}, {"reason", s.reason}});
   nlohmann::json index = {{"database", d.store.database}, {"persisted", d.store.persisted}};
   if (!d.store.warning.empty()) index["warning"] = d.store.warning;
-  return {{"a", d.a}, {"b", d.b}, {"format_a", d.format_a}, {"format_b", d.format_b}, {"name_mapping", d.mapping},
+  nlohmann::json adapter;  // null unless B is a PEFT LoRA adapter
+  if (d.adapter)
+    adapter = {{"rank", d.adapter->rank}, {"alpha", json_number(d.adapter->alpha)}, {"scale", json_number(d.adapter->scale)},
+               {"use_rslora", d.adapter->rslora}, {"fan_in_fan_out", d.adapter->fan_in_fan_out},
+               {"target_modules", d.adapter->target_modules}};
+  return {{"a", d.a}, {"b", d.b}, {"adapter", adapter}, {"format_a", d.format_a}, {"format_b", d.format_b}, {"name_mapping", d.mapping},
           {"index", index}, {"pairs", pairs}, {"ranking", ranking}, {"layer_strip", strip},
           {"only_in_a", d.only_in_a}, {"only_in_b", d.only_in_b}, {"skipped", skipped}};
 }

@@ -16,7 +16,8 @@ struct DiffDocumentOptions {
   std::optional<unsigned> level;    // include every tile of this pyramid level for each pair
 };
 
-// {a, b, format_a, format_b, name_mapping, index {database, persisted, warning}, pairs: [{name, name_b, type_a,
+// {a, b, adapter (null, or for a PEFT LoRA adapter B: {rank, alpha, scale, use_rslora, fan_in_fan_out,
+// target_modules}), format_a, format_b, name_mapping, index {database, persisted, warning}, pairs: [{name, name_b, type_a,
 // type_b, shape, layer, translated, rows ("stored" | "unpermuted"), qk_permutation {heads, sample_rows,
 // sum_sq_delta_as_stored, sum_sq_delta_unpermuted, verdict} or {unchecked}, view, tile_rows, tile_cols, levels,
 // difference (diff_stats_json with the histogram), reused, seconds, placement, tiles (with `level`: {level, rows,

@@ -1,7 +1,9 @@
 // tensormorph diff A B: what changed between two checkpoints and where (difference pyramids, rankings, the
 // per-layer strip); docs/diff.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +50,11 @@ void print_human(const nlohmann::json& doc, size_t top) {
               doc["format_b"].get<std::string>().c_str(), doc["name_mapping"].get<std::string>().c_str(),
               doc["index"]["database"].get<std::string>().c_str(),
               doc["index"].contains("warning") ? (" (" + doc["index"]["warning"].get<std::string>() + ")").c_str() : "");
+  if (!doc["adapter"].is_null())
+    std::printf("adapter: PEFT LoRA, rank %llu, alpha %s, scale %s%s%s\n",
+                static_cast<unsigned long long>(doc["adapter"]["rank"].get<uint64_t>()), fmt(number(doc["adapter"]["alpha"])).c_str(),
+                fmt(number(doc["adapter"]["scale"])).c_str(), doc["adapter"]["use_rslora"].get<bool>() ? " (rsLoRA: alpha / sqrt(r))" : "",
+                doc["adapter"]["fan_in_fan_out"].get<bool>() ? ", fan_in_fan_out" : "");
   std::map<std::string, const nlohmann::json*> by_name;
   for (const auto& p : doc["pairs"]) by_name[p["name"].get<std::string>()] = &p;
   std::printf("\n%zu pair(s) compared; the %zu with the largest relative change:\n", doc["pairs"].size(),
@@ -112,7 +119,8 @@ void add_diff_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("diff", "what changed between checkpoints A and B, and where: exact difference pyramids "
                                              "per tensor pair, tensors and layers ranked by relative change (docs/diff.md)");
   cmd->add_option("a", args->a, "checkpoint A (the reference, e.g. the base model)")->required();
-  cmd->add_option("b", args->b, "checkpoint B (e.g. the fine-tune, or a GGUF conversion of A)")->required();
+  cmd->add_option("b", args->b, "checkpoint B (e.g. the fine-tune, a GGUF conversion of A, or a PEFT LoRA adapter folder over A)")
+      ->required();
   cmd->add_option("tensors", args->tensors, "A's tensor names to compare (default: every matched pair)");
   cmd->add_option("--top", args->top, "rows of each ranking (default 10)")->check(CLI::Range(size_t{1}, size_t{1} << 30));
   cmd->add_option("--level", args->level, "with named tensors: include every tile of this pyramid level (0 = finest) in --json")

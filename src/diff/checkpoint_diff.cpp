@@ -47,9 +47,73 @@ class PairReader final : public DiffPairReader {
   uint64_t heads_, rows_;
 };
 
+// A base tensor and the same tensor with an adapter's ΔW added, row by row.
+class AdapterPairReader final : public DiffPairReader {
+ public:
+  AdapterPairReader(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner, const View2D& view,
+                    const LoraAdapter& ad, const LoraModule& m)
+      : r_(c, t, planner, view), ad_(ad), m_(m) {}
+  void read(uint64_t slice, uint64_t row, uint64_t c0, uint64_t c1, double* a, double* b) override {
+    r_.read(slice, row, c0, c1, a);
+    std::copy(a, a + (c1 - c0), b);
+    add_lora_row(ad_, m_, row, c0, c1, b);
+  }
+  const std::vector<Placement>& placement() const { return r_.placement(); }
+
+ private:
+  ValueReader r_;
+  const LoraAdapter& ad_;
+  const LoraModule& m_;
+};
+
+CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options) {
+  const Checkpoint ca = open_checkpoint(a);
+  const LoraAdapter ad = open_lora_adapter(b, ca, planner);
+  CheckpointDiff out;
+  out.a = a, out.b = b, out.format_a = ca.format, out.format_b = "peft-lora";
+  out.mapping = "PEFT LoRA module names (base_model.model.NAME.lora_A/lora_B) to base tensors NAME.weight";
+  out.adapter = AdapterSummary{ad.rank, ad.alpha, ad.scale, ad.rslora, ad.fan_in_fan_out, ad.target_modules};
+  for (const auto& [module, why] : ad.skipped) out.skipped.push_back({module, why});
+  out.only_in_b = ad.unmatched;
+  for (const auto& name : options.tensors)
+    if (std::none_of(ad.modules.begin(), ad.modules.end(), [&](const LoraModule& m) { return m.base_name == name; }))
+      throw Error(ErrorKind::InvalidArgument, "tensor '" + name + "' of " + a + " is not changed by the adapter " + b);
+  DiffStore store(options.index_path, a, b, checkpoints_identity(ca, *ad.weights) + ad.config_text);
+  out.store = store.report();
+  for (const LoraModule& m : ad.modules) {
+    if (!options.tensors.empty() && std::find(options.tensors.begin(), options.tensors.end(), m.base_name) == options.tensors.end())
+      continue;
+    const CheckpointTensor& t = ca.tensors[ca.position(m.base_name, a)];
+    if (!floating(t)) {
+      out.skipped.push_back({m.base_name, "dtype " + t.stored_type + ": an adapter changes floating weights only"});
+      continue;
+    }
+    PairDiff d;
+    d.name_a = t.name, d.name_b = m.b_name + " · " + m.a_name, d.type_a = t.stored_type;
+    d.type_b = "LoRA r=" + std::to_string(ad.rank), d.shape = t.shape, d.layer = layer_of(t.name);
+    const View2D view = default_view(t.shape);
+    const auto t0 = std::chrono::steady_clock::now();
+    d.placement = AdapterPairReader(ca, t, planner, view, ad, m).placement();
+    if (auto stored = store.load(t.name, d.name_b, "adapter", view)) {
+      d.pyramid = std::move(*stored);
+      d.reused = true;
+    } else {
+      const auto make = [&]() -> std::unique_ptr<DiffPairReader> {
+        return std::make_unique<AdapterPairReader>(ca, t, planner, view, ad, m);
+      };
+      d.pyramid = build_diff_pyramid(view, make, options.threads);
+      store.store(t.name, d.name_b, "adapter", d.pyramid);
+    }
+    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.pairs.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options) {
+  if (is_lora_adapter(b)) return diff_adapter(a, b, planner, options);
   const Checkpoint ca = open_checkpoint(a), cb = open_checkpoint(b);
   const TensorMatching m = match_tensors(ca, cb);
   CheckpointDiff out;

@@ -15,6 +15,7 @@
 
 #include "diff/diff_pyramid.h"
 #include "diff/diff_store.h"
+#include "diff/lora_adapter.h"
 #include "diff/qk_permutation.h"
 #include "tensormorph/placement.h"
 
@@ -45,8 +46,16 @@ struct Skipped {
   std::string name, reason;
 };
 
+struct AdapterSummary {
+  uint64_t rank = 0;
+  double alpha = 0, scale = 0;
+  bool rslora = false, fan_in_fan_out = false;
+  std::vector<std::string> target_modules;
+};
+
 struct CheckpointDiff {
   std::string a, b, format_a, format_b;
+  std::optional<AdapterSummary> adapter;  // B is a PEFT LoRA adapter over A (lora_adapter.h)
   std::string mapping;               // how names were matched (name_matching.h)
   DiffStoreReport store;
   std::vector<PairDiff> pairs;       // in A's order
@@ -54,6 +63,8 @@ struct CheckpointDiff {
   std::vector<Skipped> skipped;
 };
 
+// When B is a PEFT LoRA adapter folder (lora_adapter.h), each adapted base tensor of A is paired with A + ΔW: its
+// pyramid is of ΔW = s · B · A, computed a row at a time in float64 (b = a + ΔW, Δ = b - a).
 // Throws InvalidArgument when a name of options.tensors is in no matched pair.
 CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options);
 

@@ -1,6 +1,7 @@
 #include "diff/diff_pyramid.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "support/thread_pool.h"
@@ -37,12 +38,13 @@ void build_band(DiffPairReader& reader, const PyramidLayout& l, uint64_t slice, 
 }  // namespace
 
 unsigned delta_bucket(double delta) {
-  const double m = std::fabs(delta);
-  if (m < 0x1p-63) return delta < 0 ? 127 : 128;
-  int e = 0;
-  std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1): the binade is e - 1
-  const int k = std::min(e - 1, 63);
-  return static_cast<unsigned>(delta < 0 ? 63 - k : 192 + k);
+  // The binade from the float64 exponent field: |Δ| in [2^k, 2^(k+1)) has biased exponent k + 1023; every
+  // |Δ| < 2^-63 (zero and subnormals included) has one below 960.
+  const uint64_t bits = std::bit_cast<uint64_t>(delta);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  if (biased < 1023 - 63) return delta < 0 ? 127 : 128;
+  const int k = std::min(biased - 1023, 63);
+  return static_cast<unsigned>((bits >> 63) ? 63 - k : 192 + k);
 }
 
 double delta_bucket_boundary(unsigned b) {

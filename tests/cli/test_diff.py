@@ -3,6 +3,7 @@ count is checked against numpy (diff_reference.py) on fixtures written here: saf
 tests/tools/safetensors_write.py, GGUF files by tests/tools/gguf_write.py (llama.cpp's gguf-py is not in Debian)
 with the Q/K row permutation applied by numpy exactly as llama.cpp's convert_hf_to_gguf.py does, a fine-tune
 saved by torch.save when torch is present, and Q8_0 blocks quantized as ggml lays them out."""
+import json
 import math
 import os
 import shutil
@@ -183,6 +184,33 @@ class FineTune(DiffCase):
         r = self.diff(self.path("a.safetensors"), self.path("b.safetensors"), "--index", self.path("not.sqlite"), code=3)
         self.assertIn("not a Tensormorph difference index", r.err)
 
+    def test_results_do_not_depend_on_threads(self):
+        self.make()
+        docs = [self.diff(self.path("a.safetensors"), self.path("b.safetensors"), "model.layers.0.mlp.up_proj.weight",
+                          "--level", "0", "--threads", t, "--index", self.path(f"t{t}.sqlite")) for t in ("1", "3")]
+        for d in docs:
+            for p in d["pairs"]:
+                p.pop("seconds")
+            d.pop("index")
+        self.assertEqual(docs[0], docs[1])
+
+    def test_histogram_buckets_at_binade_edges_and_clamps(self):
+        """Δ exactly at ±2^k, below 2^-63 (both signs, and -0), beyond 2^64: each lands as docs/diff.md says."""
+        deltas = np.array([2.0 ** -3, -(2.0 ** -3), 2.0 ** -2 * 1.5, -(2.0 ** -2) * 1.5, 1.0, -1.0, 2.0 ** -70,
+                           -(2.0 ** -70), 2.0 ** 70, -(2.0 ** 70), 0.0, 3.0, -3.0, 2.0 ** -63, -(2.0 ** -63)])
+        a = np.zeros(deltas.size)
+        a[-1] = -0.0
+        write_safetensors(self.path("e0.safetensors"), [("x", a)])
+        write_safetensors(self.path("e1.safetensors"), [("x", a + deltas)])
+        doc = self.diff(self.path("e0.safetensors"), self.path("e1.safetensors"))
+        got = doc["pairs"][0]["difference"]
+        shared = bins_of(deltas)
+        self.assert_figures(got, figures(a, a + deltas, shared), "edges")
+        lo, span, bins = shared
+        self.assertEqual(bins, 32)
+        self.assertEqual(num(got["histogram"]["edges"][0]), -(2.0 ** 70))
+        self.assertEqual(num(got["histogram"]["edges"][-1]), 2.0 ** 70)
+
     def test_torch_save_fine_tune(self):
         try:
             import torch
@@ -321,6 +349,100 @@ class Quantized(DiffCase):
         self.assert_figures(doc["pairs"][0]["difference"], figures(a, b, bins_of((b - a).ravel())), "q8_0")
         self.assert_pyramid(doc["pairs"][0], a, b, 0)
         self.assertTrue(doc["pairs"][0]["placement"], "the dequantization's placement is reported")
+
+
+class Adapter(DiffCase):
+    """A PEFT LoRA adapter folder (adapter_config.json as PEFT writes it, adapter_model.safetensors with PEFT's
+    base_model.model.NAME.lora_A/lora_B.weight names, written by tests/tools/safetensors_write.py: peft is not in
+    Debian) over a base model: each map equals numpy merging it, W + s * (B @ A) in float64."""
+
+    def make(self, config, fan_in_fan_out=False, rank=4):
+        rng = np.random.default_rng(9)
+        self.base = {"model.layers.0.self_attn.q_proj.weight": (rng.standard_normal((64, 300)) * 0.02).astype(np.float32),
+                     "model.layers.1.self_attn.v_proj.weight": (rng.standard_normal((32, 300)) * 0.02).astype(np.float32),
+                     "model.norm.weight": np.ones(300, np.float32)}
+        if fan_in_fan_out:
+            self.base = {k: (v.T.copy() if v.ndim == 2 else v) for k, v in self.base.items()}
+        write_safetensors(self.path("base.safetensors"), list(self.base.items()))
+        folder = self.path("adapter")
+        os.makedirs(folder)
+        self.lora = {}
+        tensors = []
+        for name, w in self.base.items():
+            if w.ndim != 2:
+                continue
+            out, inp = (w.shape[1], w.shape[0]) if fan_in_fan_out else w.shape
+            a = (rng.standard_normal((rank, inp)) * 0.1).astype(np.float32)
+            b = (rng.standard_normal((out, rank)) * 0.1).astype(np.float32)
+            module = name[: -len(".weight")]
+            tensors += [(f"base_model.model.{module}.lora_A.weight", a), (f"base_model.model.{module}.lora_B.weight", b)]
+            self.lora[name] = (a.astype(np.float64), b.astype(np.float64))
+        tensors.append(("base_model.model.score.weight", np.zeros((2, 2), np.float32)))  # modules_to_save: not a LoRA pair
+        write_safetensors(os.path.join(folder, "adapter_model.safetensors"), tensors)
+        cfg = {"peft_type": "LORA", "r": rank, "lora_alpha": 16, "fan_in_fan_out": fan_in_fan_out, "use_rslora": False,
+               "target_modules": ["q_proj", "v_proj"], "rank_pattern": {}, "alpha_pattern": {}, "use_dora": False}
+        cfg.update(config)
+        with open(os.path.join(folder, "adapter_config.json"), "w") as f:
+            json.dump(cfg, f)
+        return folder
+
+    def check(self, doc, scale, fan_in_fan_out=False, level=None):
+        self.assertTrue(doc["pairs"])
+        for p in doc["pairs"]:
+            w = self.base[p["name"]].astype(np.float64)
+            a, b = self.lora[p["name"]]
+            delta = scale * (b @ a)
+            merged = w + (delta.T if fan_in_fan_out else delta)
+            want = figures(w, merged, bins_of((merged - w).ravel()))
+            got = p["difference"]
+            self.assertEqual(got["histogram"]["counts"], want.pop("hist"))
+            for key, v in want.items():  # numpy's B @ A sums in another order: a few float64 ulps apart
+                self.assertTrue(math.isclose(num(got[key]), v, rel_tol=1e-9) if not isinstance(v, int) else got[key] == v,
+                                f"{p['name']}: {key} {got[key]} != {v}")
+            if level is not None:
+                for t in p["tiles"]["tiles"]:
+                    sub = figures(w[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]],
+                                  merged[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]])
+                    self.assertEqual(t["changed"], sub["changed"])
+                    self.assertTrue(math.isclose(t["sum_sq_delta"], sub["sum_sq_delta"], rel_tol=1e-9))
+
+    def test_lora_adapter_maps_equal_numpy_merging_it(self):
+        folder = self.make({})
+        doc = self.diff(self.path("base.safetensors"), folder)
+        self.assertEqual(doc["adapter"]["rank"], 4)
+        self.assertEqual(doc["adapter"]["scale"], 4.0)
+        self.assertEqual(doc["only_in_b"], ["base_model.model.score.weight"])
+        self.assertEqual(len(doc["pairs"]), 2)
+        self.assertEqual([p["type_b"] for p in doc["pairs"]], ["LoRA r=4", "LoRA r=4"])
+        self.check(doc, 16 / 4)
+        name = "model.layers.0.self_attn.q_proj.weight"
+        one = self.diff(self.path("base.safetensors"), folder, name, "--level", "0")
+        self.assertEqual([p["name"] for p in one["pairs"]], [name])
+        self.assertEqual(len(one["pairs"][0]["tiles"]["tiles"]), 1)  # 64 x 300: one tile of 64 x 1024
+        self.check(one, 16 / 4, level=0)
+
+    def test_rslora_and_fan_in_fan_out(self):
+        folder = self.make({"use_rslora": True}, fan_in_fan_out=True)
+        doc = self.diff(self.path("base.safetensors"), folder)
+        self.assertTrue(doc["adapter"]["fan_in_fan_out"])
+        self.check(doc, 16 / math.sqrt(4), fan_in_fan_out=True)
+
+    def test_adapter_refusals(self):
+        for config, field in (({"use_dora": True}, "use_dora"), ({"peft_type": "IA3"}, "peft_type"), ({"r": 0}, "r"),
+                              ({"rank_pattern": {"q_proj": 8}}, "rank_pattern"), ({"lora_alpha": "x"}, "lora_alpha")):
+            folder = self.make(config)
+            r = self.diff(self.path("base.safetensors"), folder, code=3)
+            self.assertIn("adapter_config.json: " + field, r.err)
+            shutil.rmtree(folder)
+        folder = self.make({"r": 2})  # the tensors are rank 4
+        doc = self.diff(self.path("base.safetensors"), folder)
+        self.assertEqual(doc["pairs"], [])
+        self.assertIn("not [r, in] and [out, r] with r = 2", doc["skipped"][0]["reason"])
+        shutil.rmtree(folder)
+        folder = self.make({})
+        os.remove(os.path.join(folder, "adapter_model.safetensors"))
+        r = self.diff(self.path("base.safetensors"), folder, code=6)
+        self.assertIn("adapter_model.safetensors: missing", r.err)
 
 
 class Refusals(DiffCase):
