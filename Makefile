@@ -78,6 +78,7 @@ bench: build
 	@TM_BIN=$(CURDIR)/build/tensormorph node bench/stem_page_bench.mjs
 	@/usr/bin/python3 bench/lod_bench.py --build build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
+	@/usr/bin/python3 bench/diff_bench.py --build build
 	@/usr/bin/python3 bench/torch_bench.py --build build
 	@/usr/bin/python3 bench/onnx_bench.py --build build
 	@/usr/bin/python3 bench/startup_bench.py --build build

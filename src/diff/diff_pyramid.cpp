@@ -1,7 +1,6 @@
 #include "diff/diff_pyramid.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "support/thread_pool.h"
@@ -27,25 +26,12 @@ void build_band(DiffPairReader& reader, const PyramidLayout& l, uint64_t slice, 
       const double* pa = a.data() + (r.col_begin - c0);
       const double* pb = b.data() + (r.col_begin - c0);
       const uint64_t n = r.col_end - r.col_begin;
-      accumulate_pairs(tiles[tx - tx0], pa, pb, n);
-      uint32_t* counts = buckets + (tx - tx0) * kBuckets;
-      for (uint64_t i = 0; i < n; ++i)
-        if (std::isfinite(pa[i]) && std::isfinite(pb[i])) ++counts[delta_bucket(pb[i] - pa[i])];
+      accumulate_pairs(tiles[tx - tx0], pa, pb, n, buckets + (tx - tx0) * kBuckets);
     }
   }
 }
 
 }  // namespace
-
-unsigned delta_bucket(double delta) {
-  // The binade from the float64 exponent field: |Δ| in [2^k, 2^(k+1)) has biased exponent k + 1023; every
-  // |Δ| < 2^-63 (zero and subnormals included) has one below 960.
-  const uint64_t bits = std::bit_cast<uint64_t>(delta);
-  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
-  if (biased < 1023 - 63) return delta < 0 ? 127 : 128;
-  const int k = std::min(biased - 1023, 63);
-  return static_cast<unsigned>((bits >> 63) ? 63 - k : 192 + k);
-}
 
 double delta_bucket_boundary(unsigned b) {
   if (b == 128) return 0;

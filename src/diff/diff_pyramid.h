@@ -36,8 +36,7 @@ struct DiffPyramid {
   DiffTileStats summary() const;
 };
 
-// The histogram bucket of a finite Δ (above), and the boundary where bucket b starts (b in [1, 255]).
-unsigned delta_bucket(double delta);
+// The boundary where histogram bucket b starts (b in [1, 255]; delta_bucket in diff_tile.h gives a Δ's bucket).
 double delta_bucket_boundary(unsigned bucket);
 
 // Reads both tensors' values of one row segment of the pair's view as float64. One reader is used by one

@@ -29,7 +29,7 @@ inline void two_sum_add(double& s, double& c, double x) {
 }
 
 // Pairs with a NaN or an infinity: one at a time.
-void accumulate_scalar(DiffTileStats& t, const double* a, const double* b, uint64_t n) {
+void accumulate_scalar(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets) {
   for (uint64_t i = 0; i < n; ++i) {
     const double x = a[i], y = b[i];
     const bool same = x == y || (x != x && y != y);
@@ -39,6 +39,7 @@ void accumulate_scalar(DiffTileStats& t, const double* a, const double* b, uint6
       continue;
     }
     const double d = y - x;
+    if (buckets) ++buckets[delta_bucket(d)];
     t.max_abs = std::max(t.max_abs, std::fabs(d));
     t.min_delta = std::min(t.min_delta, d);
     t.max_delta = std::max(t.max_delta, d);
@@ -55,14 +56,16 @@ void accumulate_scalar(DiffTileStats& t, const double* a, const double* b, uint6
 // Finite runs in kLanes independent compensated lanes (TwoSum), combined into the tile's sums in lane order at the
 // end of the call: the result depends only on the values and on how the caller cut them into calls (the pyramid
 // builder always cuts a tile's rows the same way).
-void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n) {
+void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets) {
   constexpr int kLanes = 4;
   bool finite = true;
   for (uint64_t i = 0; i < n; ++i) finite &= ((a[i] - a[i]) == 0.0) & ((b[i] - b[i]) == 0.0);
   if (!finite) {
     t.count += n;
-    return accumulate_scalar(t, a, b, n);
+    return accumulate_scalar(t, a, b, n, buckets);
   }
+  if (buckets)
+    for (uint64_t i = 0; i < n; ++i) ++buckets[delta_bucket(b[i] - a[i])];
   double s[5][kLanes] = {}, c[5][kLanes] = {}, changed[kLanes] = {};
   double mn[kLanes], mx[kLanes], am[kLanes] = {};
   for (int l = 0; l < kLanes; ++l) mn[l] = std::numeric_limits<double>::infinity(), mx[l] = -mn[l];

@@ -11,6 +11,7 @@
 // hist counts the finite Δ of the tile in bins shared by the whole tensor pair (DiffPyramid::edges).
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -49,8 +50,21 @@ struct DiffTileStats {
   double cosine() const;
 };
 
-// Adds the pairs (a[i], b[i]), i < n, into t (not the histogram: see DiffPyramidBuilder).
-void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n);
+// The histogram bucket of a finite Δ, its sign and binade (diff_pyramid.h says how buckets become bins): Δ >= 0
+// with 2^k <= Δ < 2^(k+1) is 192 + k, Δ < 0 with 2^k <= |Δ| < 2^(k+1) is 63 - k, k in [-63, 63] (clamped above);
+// |Δ| < 2^-63 is 128 (Δ >= 0, zero of either sign included) or 127. Read from the float64 exponent field:
+// |Δ| in [2^k, 2^(k+1)) has biased exponent k + 1023, and every |Δ| < 2^-63 one below 960.
+inline unsigned delta_bucket(double delta) {
+  const uint64_t bits = std::bit_cast<uint64_t>(delta);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  if (biased < 1023 - 63) return delta < 0 ? 127 : 128;
+  const int k = biased - 1023 < 63 ? biased - 1023 : 63;
+  return static_cast<unsigned>((bits >> 63) ? 63 - k : 192 + k);
+}
+
+// Adds the pairs (a[i], b[i]), i < n, into t, and when `buckets` is given counts each finite pair's Δ in
+// buckets[delta_bucket(Δ)] (256 counters; the tile's histogram is made from them when the pass ends).
+void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets = nullptr);
 
 // Adds o into t. Histograms must have the same bins (or o's be empty).
 void merge_into(DiffTileStats& t, const DiffTileStats& o);
