@@ -225,6 +225,7 @@ void bind_checkpoint(py::module_& m) {
           const long l = level.cast<long>();
           if (l < 0 || l > 63) throw Error(ErrorKind::InvalidArgument, "level: expected 0 to 63, have " + std::to_string(l));
           doc_options.level = static_cast<unsigned>(l);
+          options.keep_tiles = true;
         }
         const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         nlohmann::json doc;

@@ -52,7 +52,7 @@ nlohmann::json diff_document(const CheckpointDiff& d, const DiffDocumentOptions&
   };
   std::map<uint64_t, LayerSums> layers;
   for (const PairDiff& p : d.pairs) {
-    const DiffTileStats s = p.pyramid.summary();
+    const DiffTileStats& s = p.summary;
     const PyramidLayout& l = p.pyramid.layout;
     nlohmann::json j = {{"name", p.name_a}, {"name_b", p.name_b}, {"type_a", p.type_a}, {"type_b", p.type_b},
                         {"shape", p.shape}, {"layer", p.layer ? nlohmann::json(*p.layer) : nlohmann::json()},

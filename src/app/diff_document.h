@@ -13,7 +13,8 @@ namespace tmorph::app {
 
 struct DiffDocumentOptions {
   size_t top = 10;                  // rows of each ranking
-  std::optional<unsigned> level;    // include every tile of this pyramid level for each pair
+  std::optional<unsigned> level;    // include every tile of this pyramid level for each pair (the diff must have
+                                    // been run with DiffOptions::keep_tiles)
 };
 
 // {a, b, adapter (null, or for a PEFT LoRA adapter B: {rank, alpha, scale, use_rslora, fan_in_fan_out,

@@ -104,6 +104,7 @@ void run_diff(const DiffArgs& a) {
   options.tensors = a.tensors;
   options.index_path = a.index;
   options.threads = rt->threads;
+  options.keep_tiles = a.level >= 0;
   app::DiffDocumentOptions doc_options;
   doc_options.top = a.top;
   if (a.level >= 0) doc_options.level = static_cast<unsigned>(a.level);

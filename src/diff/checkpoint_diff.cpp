@@ -104,6 +104,8 @@ CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Pl
       d.pyramid = build_diff_pyramid(view, make, options.threads);
       store.store(t.name, d.name_b, "adapter", d.pyramid);
     }
+    d.summary = d.pyramid.summary();
+    if (!options.keep_tiles) d.pyramid.tiles = {};
     d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.pairs.push_back(std::move(d));
   }
@@ -178,6 +180,8 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
       d.pyramid = build_diff_pyramid(view, make, options.threads);
       store.store(ta.name, tb.name, rows, d.pyramid);
     }
+    d.summary = d.pyramid.summary();
+    if (!options.keep_tiles) d.pyramid.tiles = {};
     d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.pairs.push_back(std::move(d));
   }

@@ -27,6 +27,9 @@ struct DiffOptions {
   std::vector<std::string> tensors;  // A's names to compare (default: every matched pair)
   std::string index_path;            // the difference index (default: the cache location)
   unsigned threads = 1;
+  // Keep every pair's tiles in the result (PairDiff::pyramid.tiles); otherwise only each pair's summary is kept
+  // and the tiles live in the difference index alone, so memory stays at one pair's pyramid however many pairs.
+  bool keep_tiles = false;
 };
 
 struct PairDiff {
@@ -36,7 +39,8 @@ struct PairDiff {
   std::optional<QkCheck> qk;         // a GGUF Q/K projection whose permutation was checked
   std::string qk_unchecked;          // ... or why it could not be checked
   std::optional<uint64_t> layer;
-  DiffPyramid pyramid;
+  DiffPyramid pyramid;               // its tiles only with DiffOptions::keep_tiles (layout and edges always)
+  DiffTileStats summary;             // the whole pair (pyramid.summary())
   bool reused = false;               // read back from the difference index
   std::vector<Placement> placement;  // the dequantization placements of both sides (none for dense dtypes)
   double seconds = 0;                // this pair's pass (or its reading from the index)

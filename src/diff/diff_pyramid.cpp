@@ -48,6 +48,8 @@ const DiffTileStats& DiffPyramid::tile(unsigned level, uint64_t slice, uint64_t 
   if (level >= layout.levels.size())
     throw Error(ErrorKind::InvalidArgument, "level " + std::to_string(level) + " does not exist: the difference pyramid has " +
                                                 std::to_string(layout.levels.size()) + " levels");
+  if (tiles.size() != level_offset(static_cast<unsigned>(layout.levels.size())))
+    throw Error(ErrorKind::Internal, "difference pyramid: its tiles were not kept (DiffOptions::keep_tiles)");
   const auto& g = layout.levels[level];
   if (slice >= layout.view.slices || ty >= g.rows || tx >= g.cols)
     throw Error(ErrorKind::InvalidArgument, "tile (" + std::to_string(tx) + ", " + std::to_string(ty) + ") of slice " +

@@ -179,6 +179,9 @@ class FineTune(DiffCase):
         self.assertIn(index, r.err)
         self.assertIn("tile 0/0/1/1", r.err)
         self.assertIn("40 bytes", r.err)
+        write_safetensors(self.path("c.safetensors"), [("model.norm.weight", self.norm)])
+        r = self.diff(self.path("a.safetensors"), self.path("c.safetensors"), "--index", index, code=2)
+        self.assertIn("belongs to checkpoints", r.err)
         with open(self.path("not.sqlite"), "wb") as f:
             f.write(b"this is not a database" * 100)
         r = self.diff(self.path("a.safetensors"), self.path("b.safetensors"), "--index", self.path("not.sqlite"), code=3)
