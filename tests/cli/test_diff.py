@@ -258,6 +258,16 @@ class Conversion(DiffCase):
                   "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
                   "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
 
+    @staticmethod
+    def HF_NAMES(gguf):
+        """The Hugging Face name of a llama GGUF name (docs/diff.md's table)."""
+        inverse = {v: k for k, v in Conversion.GGUF_NAMES.items()}
+        base = gguf[: -len(".weight")]
+        if base.startswith("blk."):
+            i, role = base[4:].split(".", 1)
+            return f"model.layers.{i}.{inverse[role]}.weight"
+        return inverse[base] + ".weight"
+
     def gguf_name(self, hf):
         base = hf[: -len(".weight")]
         if base.startswith("model.layers."):
@@ -335,6 +345,35 @@ class Conversion(DiffCase):
         self.assertEqual(len(doc["pairs"]), 1)
         self.assertIn("llama.attention.head_count", doc["pairs"][0]["qk_permutation"]["unchecked"])
         self.assertEqual(len(doc["only_in_a"]), len(hf) - 1)
+
+
+class OllamaFixture(DiffCase):
+    """llama-2-tiny-random.gguf (ollama's test data, written by llama.cpp's tools: /work/shared/fixtures/README.md)
+    against a Hugging Face-style safetensors file of the same weights: each tensor exported by `tensormorph export`,
+    Q and K rows put back into Hugging Face order by numpy (the inverse of convert_hf_to_gguf.py's permutation)."""
+
+    def test_the_permutation_of_a_real_gguf_file_is_found_and_undone(self):
+        fixture = os.path.join(os.environ.get("TM_FIXTURES", ""), "llama-2-tiny-random.gguf")
+        if not os.path.exists(fixture):
+            self.skipTest(f"{fixture} is absent (the shared fixtures folder is not beside this checkout)")
+        listing = run(["ls", fixture, "--json"], cache_home=self.cache).json()
+        names = [t["name"] for t in listing["tensors"]]
+        tensors = []
+        for name in names:
+            out = self.path(name + ".npy")
+            r = run(["export", fixture, name, "-o", out], cache_home=self.cache)
+            self.assertEqual(r.code, 0, r.err)
+            w = np.load(out)
+            heads = 2  # llama.attention.head_count and head_count_kv of the file
+            if name.endswith(("attn_q.weight", "attn_k.weight")):  # GGUF row h*D + 2i + j holds HF row h*D + j*D/2 + i
+                w = w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+            tensors.append((Conversion.HF_NAMES(name), w))
+        write_safetensors(self.path("hf.safetensors"), tensors)
+        doc = self.diff(fixture, self.path("hf.safetensors"))
+        self.assertEqual((doc["only_in_a"], doc["only_in_b"], doc["skipped"]), ([], [], []))
+        verdicts = {p["name"]: p["qk_permutation"]["verdict"] for p in doc["pairs"] if "qk_permutation" in p}
+        self.assertEqual(verdicts, {"blk.0.attn_q.weight": "permuted (undone)", "blk.0.attn_k.weight": "permuted (undone)"})
+        self.assertTrue(all(p["difference"]["changed"] == 0 for p in doc["pairs"]), [p["name"] for p in doc["pairs"]])
 
 
 class Quantized(DiffCase):
