@@ -76,6 +76,8 @@ py::array to_numpy(StemArray&& s) {
     case DType::U16: dt = py::dtype::of<uint16_t>(); break;
     case DType::U32: dt = py::dtype::of<uint32_t>(); break;
     case DType::U64: dt = py::dtype::of<uint64_t>(); break;
+    case DType::F32: dt = py::dtype::of<float>(); break;  // float frames (EMPAD), unbinned
+    case DType::F64: dt = py::dtype::of<double>(); break;  // their float64 bins
     default: throw Error(ErrorKind::Internal, "stem.load: unexpected output dtype " + std::string(dtype_name(s.dtype)));
   }
   const std::vector<py::ssize_t> shape(s.shape.begin(), s.shape.end());

@@ -73,9 +73,9 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     // The scheme mask (TM_PACKED_* bits) is filled in by init().
     {sizeof(tm_kernel_cap_v1), TM_OP_DEQUANTIZE_PACKED, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
     {sizeof(tm_kernel_cap_v1), TM_OP_QUANT_MOMENTS, 0, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
-    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_FRAME_SUMS, bits({DType::U8, DType::U16, DType::U32}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0,
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_FRAME_SUMS, bits({DType::U8, DType::U16, DType::U32, DType::F32, DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0,
      nullptr, nullptr},
-    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_PATTERN_REDUCE, bits({DType::U8, DType::U16, DType::U32}), 0, 0, TM_PRECISION_EXACT, 0, 0,
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_PATTERN_REDUCE, bits({DType::U8, DType::U16, DType::U32, DType::F32, DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0,
      0, nullptr, nullptr},
     // display.colorize: f64 values; per-piece counts (259 x 8 bytes per 65,536 values) are its workspace.
     {sizeof(tm_kernel_cap_v1), TM_OP_DISPLAY_COLORIZE, bits({DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0.04, nullptr, nullptr},

@@ -157,7 +157,58 @@ void pattern_reduce(const T* px, uint64_t frames, uint64_t pixels, uint64_t begi
   }
 }
 
-bool frame_dtype(tm_dtype d) { return d == TM_DTYPE_U8 || d == TM_DTYPE_U16 || d == TM_DTYPE_U32; }
+// Float frames (contract: the float paragraphs of TM_OP_STEM_FRAME_SUMS): every sum is one float64 accumulator
+// fed pixel by pixel in increasing pixel order, never reassociated (no partial sums, no vector lanes), so
+// the result is numpy's sequential np.cumsum(...)[-1] bit for bit.
+template <class T>
+void float_frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, double* out) {
+  const uint64_t cols = p.cols, n = p.pixels_per_frame;
+  const auto list_sum = [&](uint32_t j, double* w, double* sr, double* sc) {
+    double s = 0.0, r = 0.0, c = 0.0;
+    for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) {
+      const uint32_t k = p.list_pixels[i];
+      const double v = static_cast<double>(px[k]);
+      s += v;
+      if (sr) r += static_cast<double>(k / cols) * v, c += static_cast<double>(k % cols) * v;
+    }
+    *w = s;
+    if (sr) *sr = r, *sc = c;
+  };
+  if (p.flags & TM_STEM_LISTS_ONLY) {
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+  } else {
+    double total = 0.0, sum_row = 0.0, sum_col = 0.0;
+    for (uint64_t k = 0; k < n; ++k) {
+      const double v = static_cast<double>(px[k]);
+      total += v;
+      sum_row += static_cast<double>(k / cols) * v;
+      sum_col += static_cast<double>(k % cols) * v;
+    }
+    out[0] = total;
+    if (p.com_list == TM_STEM_ALL_PIXELS) out[1] = total, out[2] = sum_row, out[3] = sum_col;
+    else list_sum(p.com_list, &out[1], &out[2], &out[3]);
+  }
+  for (uint32_t j = 0; j < p.list_count; ++j) list_sum(j, &out[TM_STEM_FRAME_SUMS_FIXED + j], nullptr, nullptr);
+}
+
+// Per pixel, frames added in frame order; maxima as the contract says (NaN never replaces a maximum).
+template <class T>
+void float_pattern_reduce(const T* px, uint64_t frames, uint64_t pixels, uint64_t begin, uint64_t end, double* sums,
+                          double* maxima) {
+  for (uint64_t f = 0; f < frames; ++f) {
+    const T* frame = px + f * pixels;
+    for (uint64_t i = begin; i < end; ++i) {
+      const double x = static_cast<double>(frame[i]);
+      sums[i] += x;
+      maxima[i] = x > maxima[i] ? x : maxima[i];
+    }
+  }
+}
+
+bool frame_dtype(tm_dtype d) {
+  return d == TM_DTYPE_U8 || d == TM_DTYPE_U16 || d == TM_DTYPE_U32 || d == TM_DTYPE_F32 || d == TM_DTYPE_F64;
+}
+bool float_frames(tm_dtype d) { return d == TM_DTYPE_F32 || d == TM_DTYPE_F64; }
 
 }  // namespace
 
@@ -165,7 +216,7 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
   if (!c.params || c.params_size < sizeof(tm_stem_frame_sums_params_v1))
     return *error = "stem.frame_sums: params missing", TM_ERR_INVALID_ARGUMENT;
   const auto& p = *static_cast<const tm_stem_frame_sums_params_v1*>(c.params);
-  if (!frame_dtype(c.dtype)) return *error = "stem.frame_sums: frames must be u8, u16 or u32", TM_ERR_UNSUPPORTED;
+  if (!frame_dtype(c.dtype)) return *error = "stem.frame_sums: frames must be u8, u16, u32, f32 or f64", TM_ERR_UNSUPPORTED;
   if (p.pixels_per_frame == 0 || p.cols == 0 || p.pixels_per_frame % p.cols != 0 || c.element_count % p.pixels_per_frame != 0)
     return *error = "stem.frame_sums: element_count must be whole frames of whole rows", TM_ERR_INVALID_ARGUMENT;
   if (p.cols > 65536 || p.pixels_per_frame / p.cols > 65536)
@@ -183,6 +234,16 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
   const uint64_t frames = c.element_count / p.pixels_per_frame;
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + p.list_count;
   if (c.output_size < frames * row_values * sizeof(uint64_t)) return *error = "stem.frame_sums: output too small", TM_ERR_INVALID_ARGUMENT;
+  if (float_frames(c.dtype)) {
+    auto* out = static_cast<double*>(c.output);
+    ThreadPool::shared(std::max(1u, c.threads)).parallel_for(frames, [&](uint64_t begin, uint64_t end, unsigned) {
+      for (uint64_t f = begin; f < end; ++f) {
+        if (c.dtype == TM_DTYPE_F32) float_frame_sums(static_cast<const float*>(c.input) + f * p.pixels_per_frame, p, out + f * row_values);
+        else float_frame_sums(static_cast<const double*>(c.input) + f * p.pixels_per_frame, p, out + f * row_values);
+      }
+    });
+    return TM_OK;
+  }
   auto* out = static_cast<uint64_t*>(c.output);
   const RunLists lists = to_runs(p);
   ThreadPool::shared(std::max(1u, c.threads)).parallel_for(frames, [&](uint64_t begin, uint64_t end, unsigned) {
@@ -204,12 +265,22 @@ tm_status run_stem_pattern_reduce(const tm_kernel_call_v1& c, std::string* error
   if (!c.params || c.params_size < sizeof(tm_stem_pattern_params_v1))
     return *error = "stem.pattern_reduce: params missing", TM_ERR_INVALID_ARGUMENT;
   const uint64_t pixels = static_cast<const tm_stem_pattern_params_v1*>(c.params)->pixels_per_frame;
-  if (!frame_dtype(c.dtype)) return *error = "stem.pattern_reduce: frames must be u8, u16 or u32", TM_ERR_UNSUPPORTED;
+  if (!frame_dtype(c.dtype)) return *error = "stem.pattern_reduce: frames must be u8, u16, u32, f32 or f64", TM_ERR_UNSUPPORTED;
   if (pixels == 0 || c.element_count % pixels != 0)
     return *error = "stem.pattern_reduce: element_count must be whole frames", TM_ERR_INVALID_ARGUMENT;
-  if (c.output_size < pixels * (sizeof(uint64_t) + sizeof(uint32_t)))
-    return *error = "stem.pattern_reduce: output too small", TM_ERR_INVALID_ARGUMENT;
+  const uint64_t per_pixel = float_frames(c.dtype) ? 2 * sizeof(double) : sizeof(uint64_t) + sizeof(uint32_t);
+  if (c.output_size < pixels * per_pixel) return *error = "stem.pattern_reduce: output too small", TM_ERR_INVALID_ARGUMENT;
   const uint64_t frames = c.element_count / pixels;
+  if (float_frames(c.dtype)) {
+    auto* sums = static_cast<double*>(c.output);
+    double* maxima = sums + pixels;
+    ThreadPool::shared(std::max(1u, c.threads)).parallel_for((pixels + 63) / 64, [&](uint64_t begin, uint64_t end, unsigned) {
+      const uint64_t b = begin * 64, e = std::min(pixels, end * 64);
+      if (c.dtype == TM_DTYPE_F32) float_pattern_reduce(static_cast<const float*>(c.input), frames, pixels, b, e, sums, maxima);
+      else float_pattern_reduce(static_cast<const double*>(c.input), frames, pixels, b, e, sums, maxima);
+    });
+    return TM_OK;
+  }
   auto* sums = static_cast<uint64_t*>(c.output);
   auto* maxima = reinterpret_cast<uint32_t*>(sums + pixels);
   // Threads own pixel ranges (a multiple of 64 pixels each), every frame in order.

@@ -261,6 +261,12 @@ typedef struct tm_dequantize_packed_params_v1 {
  * small detector reads only the rows it covers.
  * All sums are exact in uint64: the caller guarantees pixels_per_frame × max(rows, cols) × max value < 2^64.
  * Every backend returns the same integers.
+ * Float frames (dtype F32 or F64: gain-corrected detectors such as EMPAD, binned float frames): the output
+ * values are float64 (same layout, 8 bytes each). Each product I, row·I and col·I is formed in float64
+ * (exact for float32 values times an index below 2^16; rounded once for float64 values) and added to one float64 accumulator starting at +0.0,
+ * pixel by pixel in increasing pixel index (row-major) order, one frame at a time; so every sum is the
+ * sequential left-to-right float64 sum (numpy: np.cumsum(values.astype(np.float64))[-1]) and every run, thread
+ * count and batch size gives the same bits. NaN and Inf propagate as IEEE addition says.
  */
 #define TM_STEM_LISTS_ONLY 1u
 #define TM_STEM_FRAME_SUMS_FIXED 4u
@@ -279,6 +285,11 @@ typedef struct tm_stem_frame_sums_params_v1 {
  * Per-pixel reductions over frames. Input as TM_OP_STEM_FRAME_SUMS; params: tm_stem_pattern_params_v1.
  * Output: pixels_per_frame uint64 sums followed by pixels_per_frame uint32 maxima. Both are ACCUMULATED
  * (sum += , max = max(max, ·)): the caller zeroes them once and may call again on further frames. Exact.
+ * Float frames (F32, F64): pixels_per_frame float64 sums followed by pixels_per_frame float64 maxima (16
+ * bytes per pixel). Each pixel's sum adds the frames' values in float64 in frame order (sequential, as
+ * np.cumsum(frames.astype(np.float64), axis=0)[-1], across calls in call order); its maximum is
+ * m = x > m ? x : m with x widened to float64 (NaN never replaces m: np.fmax.reduce, except that a pixel whose
+ * values are all NaN keeps -Inf). The caller sets the sums to +0.0 and the maxima to -Inf once.
  */
 typedef struct tm_stem_pattern_params_v1 {
   uint64_t pixels_per_frame;

@@ -92,6 +92,17 @@ uint64_t sum_values(const uint8_t* bytes, uint64_t n) {
   return total;
 }
 
+// Float frames (EMPAD): the sum of all output values in float64, added in output order.
+double total_value(const StemArray& s) {
+  const uint64_t n = s.bytes / dtype_size(s.dtype);
+  double total = 0.0;
+  for (uint64_t i = 0; i < n; ++i)
+    total += s.dtype == DType::F32 ? static_cast<double>(reinterpret_cast<const float*>(s.data.get())[i])
+                                   : reinterpret_cast<const double*>(s.data.get())[i];
+  return total;
+}
+bool float_output(const StemArray& s) { return s.dtype == DType::F32 || s.dtype == DType::F64; }
+
 // Sum of all output values (a quick check for people; wraps modulo 2^64 beyond that).
 uint64_t total_counts(const StemArray& s) {
   const uint64_t n = s.bytes / dtype_size(s.dtype);
@@ -114,7 +125,7 @@ void print_load(const StemArray& s, const std::string& verb) {
                                  ? std::to_string(p["bad_pixels"]["pixel_mask_pixels"].get<uint64_t>()) + " masked pixels and " +
                                        std::to_string(p["bad_pixels"]["sentinel_values_zeroed"].get<uint64_t>()) + " sentinel values zeroed"
                                  : std::string("kept (--no-mask)")},
-              {"total counts", std::to_string(total_counts(s))},
+              {float_output(s) ? "total" : "total counts", float_output(s) ? fmt(total_value(s)) : std::to_string(total_counts(s))},
               {"decoder", p["decoder"].get<std::string>() + ", " + p["device"].get<std::string>()},
               {"time", fmt(s.seconds) + " s: " + human_rate(static_cast<double>(s.decoded_bytes), s.seconds) + " decoded, " +
                            human_rate(static_cast<double>(s.stored_bytes_read), s.seconds) + " stored bytes read"}},
@@ -274,7 +285,8 @@ void add_stem_command(CLI::App& app) {
     const StemArray s = load_stem(acq, make_request(*load, *rt));
     if (load->json) {
       nlohmann::json j = load_report(s);
-      j["total_counts"] = total_counts(s);
+      if (float_output(s)) j["total"] = total_value(s);  // float frames are not counts
+      else j["total_counts"] = total_counts(s);
       print_json(j);
     } else {
       print_load(s, "loaded");

@@ -156,6 +156,10 @@ bool stem_frames(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
   k.input = element_bytes(req.dtype, k.elements, seed);
   if (req.op == TM_OP_STEM_PATTERN_REDUCE) {
     k.params = params_bytes(tm_stem_pattern_params_v1{pixels});
+    if (req.dtype == DType::F32 || req.dtype == DType::F64) {  // float64 sums and maxima (16 bytes a pixel), from zero
+      k.initial_output.assign(pixels * 16, 0);
+      return true;
+    }
     k.initial_output = Bytes{seed + 1}.fill(pixels * 4);  // accumulated: start from nonzero sums
     k.initial_output.resize(pixels * 12, 0);
     return true;

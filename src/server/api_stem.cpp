@@ -128,13 +128,15 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
   const nlohmann::json doc = {{"acquisition", served.id}, {"position", {*row, *col}}, {"provenance", frame.provenance}};
   bool widen = false;
   const std::string descr = npy_descr(frame.dtype, &widen);
-  const auto send = [&]<class T>(T) {  // the frame's values as T (its stored dtype: u8, u16 or u32)
+  const auto send = [&]<class T>(T) {  // the frame's values as T (its stored dtype: u8, u16, u32; float32 for EMPAD)
     std::vector<T> values(frame.bytes / sizeof(T));
     if (frame.bytes) std::memcpy(values.data(), frame.data.get(), frame.bytes);
     send_values(res, format, descr, shape, values, doc);
   };
   if (frame.dtype == DType::U8) send(uint8_t{});
   else if (frame.dtype == DType::U16) send(uint16_t{});
+  else if (frame.dtype == DType::F32) send(float{});
+  else if (frame.dtype == DType::F64) send(double{});
   else send(uint32_t{});
 }
 
@@ -145,7 +147,8 @@ constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
 // GET /api/acquisitions/{id}/block[?scan_shape=R,C][&scan_region=R0,R1,C0,C1][&detector_bin=N]: every frame (of the region, binned), decoded and masked as the products see them
 // (bad pixels and sentinels zeroed), row-major [scan row, scan col, detector row, detector col] in the stored
 // dtype, little-endian, zero-padded to a multiple of 4 bytes: the layout the page's WGSL kernels read as u32
-// words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB.
+// words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB, and for float
+// frames (EMPAD), which those kernels do not read.
 void get_block(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
   const DeclaredQuery q(req, block_params());
@@ -156,6 +159,9 @@ void get_block(ServerState& state, const httplib::Request& req, httplib::Respons
   require_complete(acq);
   load.threads = state.compute.current()->threads;
   const LoadPlan plan = plan_load(acq, load);
+  if (plan.output_dtype == DType::F32 || plan.output_dtype == DType::F64)
+    throw HttpError(409, "the frames are " + std::string(dtype_name(plan.output_dtype)) +
+                             ": the page's WGSL kernels read u8, u16 and u32 counts; use the server's products");
   if (plan.output_bytes > kMaxBlockBytes)
     throw HttpError(409, "the decoded acquisition is " + std::to_string(plan.output_bytes) + " bytes, over the " +
                              std::to_string(kMaxBlockBytes) + " bytes a block may have: use the server's products");

@@ -32,12 +32,16 @@ namespace {
 uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 
+bool is_float_frames(DType t) { return t == DType::F32 || t == DType::F64; }
+
 DType parse_output_dtype(const std::string& s) {
+  if (s == "float32") return DType::F32;
+  if (s == "float64") return DType::F64;
   if (s == "uint8") return DType::U8;
   if (s == "uint16") return DType::U16;
   if (s == "uint32") return DType::U32;
   if (s == "uint64") return DType::U64;
-  throw Error(ErrorKind::InvalidArgument, "--dtype " + s + ": expected auto, uint8, uint16, uint32 or uint64");
+  throw Error(ErrorKind::InvalidArgument, "--dtype " + s + ": expected auto, uint8, uint16, uint32, uint64, float32 or float64");
 }
 
 Box check_box(const std::optional<Box>& given, uint64_t rows, uint64_t cols, const char* flag) {
@@ -90,6 +94,19 @@ void accumulate(const T* px, uint64_t cols, const Box& det, uint64_t bin_r, uint
         if (++in_bin == bin_c) in_bin = 0, ++o;
       }
     }
+  }
+}
+
+// Float frames: each output pixel's members are added in float64 in the order they arrive (member frames in
+// row-major scan order, then detector pixels row-major), one accumulator per output pixel.
+template <class T>
+void accumulate_float(const uint8_t* frame, uint64_t cols, const Box& det, uint64_t bin_r, uint64_t bin_c, uint64_t out_cols,
+                      double* acc) {
+  const T* px = reinterpret_cast<const T*>(frame);
+  for (uint64_t k = det.r0; k < det.r1; ++k) {
+    double* row = acc + ((k - det.r0) / bin_r) * out_cols;
+    const T* src = px + k * cols;
+    for (uint64_t l = det.c0; l < det.c1; ++l) row[(l - det.c0) / bin_c] += static_cast<double>(src[l]);
   }
 }
 
@@ -179,22 +196,34 @@ LoadPlan plan_load(const Acquisition& acq, const LoadRequest& req) {
   const unsigned __int128 members = static_cast<unsigned __int128>(std::min(req.scan_bin[0], s.r1 - s.r0)) *
                                     std::min(req.scan_bin[1], s.c1 - s.c0) * std::min(req.detector_bin[0], d.r1 - d.r0) *
                                     std::min(req.detector_bin[1], d.c1 - d.c0);
-  const uint64_t source_max = unsigned_max(acq.dtype) - (req.mask_bad_pixels ? 1 : 0);
-  const unsigned __int128 bound = members * source_max;
-  p.safe_dtype = DType::U64;
-  for (DType t : {DType::U8, DType::U16, DType::U32})
-    if (dtype_size(t) >= acq.element_size && bound <= unsigned_max(t)) {
-      p.safe_dtype = t;
-      break;
-    }
-  p.output_dtype = req.dtype == "auto" ? p.safe_dtype : parse_output_dtype(req.dtype);
+  if (is_float_frames(acq.dtype)) {
+    // Float frames (EMPAD): unbinned frames keep their dtype; a bin's members are summed in float64.
+    p.safe_dtype = members == 1 ? acq.dtype : DType::F64;
+    p.output_dtype = req.dtype == "auto" ? p.safe_dtype : parse_output_dtype(req.dtype);
+    if (p.output_dtype != p.safe_dtype && p.output_dtype != DType::F64)
+      throw Error(ErrorKind::InvalidArgument, "--dtype " + req.dtype + ": the frames are " + std::string(dtype_name(acq.dtype)) +
+                                                  (members == 1 ? "" : " summed in float64 bins") + "; expected auto or float64");
+  } else {
+    const uint64_t source_max = unsigned_max(acq.dtype) - (req.mask_bad_pixels ? 1 : 0);
+    const unsigned __int128 bound = members * source_max;
+    p.safe_dtype = DType::U64;
+    for (DType t : {DType::U8, DType::U16, DType::U32})
+      if (dtype_size(t) >= acq.element_size && bound <= unsigned_max(t)) {
+        p.safe_dtype = t;
+        break;
+      }
+    p.output_dtype = req.dtype == "auto" ? p.safe_dtype : parse_output_dtype(req.dtype);
+    if (is_float_frames(p.output_dtype))
+      throw Error(ErrorKind::InvalidArgument, "--dtype " + req.dtype + ": the frames are " + std::string(dtype_name(acq.dtype)) +
+                                                  " counts, summed exactly in integers; expected auto, uint8, uint16, uint32 or uint64");
+  }
   unsigned __int128 elements = 1;
   for (uint64_t e : p.output_shape) elements *= e;
   const unsigned __int128 bytes = elements * dtype_size(p.output_dtype);
   if (bytes > (static_cast<unsigned __int128>(1) << 62)) throw Error(ErrorKind::InvalidArgument, "the requested output exceeds 2^62 bytes");
   p.output_bytes = static_cast<uint64_t>(bytes);
   const uint64_t frame_bytes = acq.detector_rows * acq.detector_cols * acq.element_size;
-  const uint64_t acc_bytes = p.output_shape[2] * p.output_shape[3] * 8;
+  const uint64_t acc_bytes = p.output_shape[2] * p.output_shape[3] * 8;  // uint64 or float64 accumulators
   p.working_bytes = std::max<uint64_t>(req.threads, 1) * (2 * frame_bytes + acc_bytes);
   p.frames = (s.r1 - s.r0) * (s.c1 - s.c0);
   return p;
@@ -275,7 +304,7 @@ StemLoader::StemLoader(const Acquisition& acq, const LoadRequest& req) : s_(std:
       if (acq.pixel_mask[i] > 0) st.bad.push_back(i);
   st.direct = d.r0 == 0 && d.r1 == acq.detector_rows && d.c0 == 0 && d.c1 == acq.detector_cols && req.detector_bin[0] == 1 &&
               req.detector_bin[1] == 1 && req.scan_bin[0] == 1 && req.scan_bin[1] == 1 && plan.output_dtype == acq.dtype;
-  st.narrowing = dtype_size(plan.output_dtype) < dtype_size(plan.safe_dtype);
+  st.narrowing = !is_float_frames(acq.dtype) && dtype_size(plan.output_dtype) < dtype_size(plan.safe_dtype);
 }
 
 StemLoader::~StemLoader() = default;
@@ -298,13 +327,15 @@ class StemLoader::FrameSink {
   FrameSink(const State& st, uint64_t first, uint8_t* out)
       : st_(st), first_(first), out_(out), out_frame_bytes_(st.plan.output_shape[2] * st.plan.output_shape[3] *
                                                             dtype_size(st.plan.output_dtype)) {
-    if (!st.direct) frame_.resize(st.acq.detector_rows * st.acq.detector_cols * st.acq.element_size),
-                    acc_.resize(st.plan.output_shape[2] * st.plan.output_shape[3]);
+    if (st.direct) return;
+    frame_.resize(st.acq.detector_rows * st.acq.detector_cols * st.acq.element_size);
+    if (floating_) facc_.resize(st.plan.output_shape[2] * st.plan.output_shape[3]);
+    else acc_.resize(st.plan.output_shape[2] * st.plan.output_shape[3]);
   }
   // Where frame g (of output position `position`) is to be decoded: its output bytes when direct.
   uint8_t* target(uint64_t g, uint64_t position) {
     if (st_.direct) return out_ + (position - first_) * out_frame_bytes_;
-    if (g == st_.group_start[position]) std::fill(acc_.begin(), acc_.end(), 0);
+    if (g == st_.group_start[position]) clear();
     return frame_.data();
   }
   // Frame g's pixels are at px (target(g, position), or the caller's copy): masks and bins them. Returns the
@@ -318,21 +349,31 @@ class StemLoader::FrameSink {
     const uint64_t oc = st_.plan.output_shape[3];
     if (st_.direct && px != target(g, position)) std::memcpy(target(g, position), px, out_frame_bytes_);
     if (st_.direct) px = target(g, position);
-    if (st_.req.mask_bad_pixels)
+    if (st_.req.mask_bad_pixels && floating_) {  // float frames have no sentinel value: only the listed pixels
+      if (es == 4) for (uint32_t i : st_.bad) reinterpret_cast<float*>(px)[i] = 0.0f;
+      else for (uint32_t i : st_.bad) reinterpret_cast<double*>(px)[i] = 0.0;
+    } else if (st_.req.mask_bad_pixels) {
       zeroed += es == 1 ? zero_bad<uint8_t>(px, frame_pixels, st_.bad)
                 : es == 2 ? zero_bad<uint16_t>(px, frame_pixels, st_.bad)
                           : zero_bad<uint32_t>(px, frame_pixels, st_.bad);
+    }
     if (!st_.direct) {
-      if (g == st_.group_start[position] && px != frame_.data()) std::fill(acc_.begin(), acc_.end(), 0);
-      if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
+      if (g == st_.group_start[position] && px != frame_.data()) clear();
+      if (floating_ && es == 4) accumulate_float<float>(px, acq.detector_cols, d, bin[0], bin[1], oc, facc_.data());
+      else if (floating_) accumulate_float<double>(px, acq.detector_cols, d, bin[0], bin[1], oc, facc_.data());
+      else if (es == 1) accumulate_bytes<uint8_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
       else if (es == 2) accumulate_bytes<uint16_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
       else accumulate_bytes<uint32_t>(px, acq.detector_cols, d, bin[0], bin[1], oc, acc_.data());
     }
     if (g + 1 < st_.group_start[position + 1]) return position;  // more frames in this output position's bin
     if (!st_.direct) {
       uint8_t* dst = out_ + (position - first_) * out_frame_bytes_;
-      const uint64_t n = acc_.size();
+      const uint64_t n = floating_ ? facc_.size() : acc_.size();
       switch (st_.plan.output_dtype) {
+        case DType::F32:  // one member per output pixel (plan_load): the value as read
+          for (uint64_t i = 0; i < n; ++i) reinterpret_cast<float*>(dst)[i] = static_cast<float>(facc_[i]);
+          break;
+        case DType::F64: std::memcpy(dst, facc_.data(), n * sizeof(double)); break;
         case DType::U8: store<uint8_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U8); break;
         case DType::U16: store<uint16_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U16); break;
         case DType::U32: store<uint32_t>(acc_.data(), n, dst, st_.narrowing, position, oc, DType::U32); break;
@@ -344,12 +385,18 @@ class StemLoader::FrameSink {
   uint64_t zeroed = 0;
 
  private:
+  void clear() {
+    if (floating_) std::fill(facc_.begin(), facc_.end(), 0.0);
+    else std::fill(acc_.begin(), acc_.end(), 0);
+  }
   const State& st_;
   uint64_t first_;
   uint8_t* out_;
   uint64_t out_frame_bytes_;
   std::vector<uint8_t> frame_;
   std::vector<uint64_t> acc_;
+  std::vector<double> facc_;  // float frames' accumulators
+  const bool floating_ = is_float_frames(st_.acq.dtype);
 };
 
 void StemLoader::decode_with(const Placement& placement) { s_->decode_at = placement; }
@@ -516,7 +563,7 @@ nlohmann::json StemLoader::provenance() const {
            {{"zeroed", st.req.mask_bad_pixels},
             {"pixel_mask", acq.pixel_mask_path.empty() ? nlohmann::json() : nlohmann::json(acq.pixel_mask_path)},
             {"pixel_mask_pixels", st.bad.size()},
-            {"sentinel", unsigned_max(acq.dtype)},
+            {"sentinel", is_float_frames(acq.dtype) ? nlohmann::json() : nlohmann::json(unsigned_max(acq.dtype))},
             {"sentinel_values_zeroed", st.zeroed}}},
           {"backend", placed ? st.decode_at.backend : "cpu"},
           {"device", placed ? st.decode_at.device

@@ -11,6 +11,10 @@
 // - Output dtype "auto" is the narrowest of {source, uint32, uint64} that holds bin_count × source max.
 //   A narrower explicit dtype is the caller's permission to narrow: it is applied only when every value
 //   fits (else Error(InvalidArgument) naming the first value that does not), and the provenance says so.
+// - Float frames (float32, e.g. EMPAD; float64): no sentinel (only pixel_mask pixels are zeroed); unbinned
+//   output keeps the source dtype, bit for bit; a bin's members are added in one float64 accumulator per output
+//   pixel, member frames in row-major scan order, each frame's detector pixels row-major, and the output is
+//   float64 ("auto" or "float64"; an integer --dtype is refused). Integer frames never become floats.
 // - Memory admission: when the output plus working buffers exceed the budget, nothing is allocated and
 //   Error(PrecisionRefused) lists the fallback ladder (crop, bin) with what each would need.
 #pragma once
@@ -43,7 +47,7 @@ struct LoadRequest {
   std::optional<std::array<uint64_t, 2>> scan_shape;  // required when the frame count is not a square
   std::optional<Box> scan_region, detector_region;    // default: everything
   std::array<uint64_t, 2> scan_bin{1, 1}, detector_bin{1, 1};
-  std::string dtype = "auto";  // auto, uint8, uint16, uint32, uint64
+  std::string dtype = "auto";  // auto, uint8, uint16, uint32, uint64; float32, float64 for float frames
   bool mask_bad_pixels = true;
   unsigned threads = 1;
   uint64_t memory_budget = 0;  // bytes; 0 = no limit

@@ -4,7 +4,8 @@
   - exactly one backend is the reference for each capability;
   - every implemented entry names gates, and every gate exists (gtest names from the test binary's
     --gtest_list_tests, Python tests parsed from their files);
-  - what the matrix claims for the CPU backend and the test plugin is what the binary reports;
+  - what the matrix claims for the CPU backend and the test plugin is what the binary reports (for a row naming
+    "dtypes", a kernel of the op that takes every one of them);
   - docs/backends.md is exactly what the matrix generates.
 Usage: check_matrix.py --gtest-binary PATH [--gtest-binary PATH ...] --tm-bin PATH --plugin-dir DIR [--plugin-dir DIR ...]
 """
@@ -120,9 +121,12 @@ def main():
         # Rows of ops over stored formats are per format ("dequantize.ggml.Q4_0"): the kernel must take it.
         per_format = cap["op"] in FORMAT_OPS and cap["id"].startswith(cap["op"] + ".")
         fmt = cap["id"][len(cap["op"]) + 1:] if per_format else None
+        # Rows of one op's dtypes ("stem.frame_sums.float", "dtypes": ["f32", "f64"]): the kernel must take them all.
+        need = cap.get("dtypes", [])
         for name, entry in cap["backends"].items():
             kernels = [k for k in present.get(name, {}).get("kernels", [])
-                       if k["op"] == cap["op"] and k["approx_step"] == step and (fmt is None or fmt in k["dtypes"])]
+                       if k["op"] == cap["op"] and k["approx_step"] == step and (fmt is None or fmt in k["dtypes"])
+                       and all(d in k["dtypes"] for d in need)]
             implemented = entry["level"] != "not-implemented"
             if name in present and implemented != bool(kernels):
                 problems.append("%s/%s: matrix says %s but the backend %s such a kernel" %

@@ -110,7 +110,10 @@ bool is_product_request(int tag) { return tag == kRequest; }
 // Declared in products.h: defined here so that products.cpp (one rank's pass) never depends on the ranks' protocol.
 ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
   World& world = World::instance();
-  if (world.distributed() && world.rank() == 0) return compute_products_across_ranks(acq, req, planner, world);
+  // Float frames are summed in one fixed order (op_contracts.h); bands added across ranks would reorder the
+  // pattern sums, so rank 0 computes them alone.
+  const bool floating = acq.dtype == DType::F32 || acq.dtype == DType::F64;
+  if (world.distributed() && world.rank() == 0 && !floating) return compute_products_across_ranks(acq, req, planner, world);
   return compute_products_here(acq, req, planner);
 }
 

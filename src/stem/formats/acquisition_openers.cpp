@@ -16,9 +16,10 @@ extern const AcquisitionOpener kNpyOpener;      // npy_opener.cpp
 extern const AcquisitionOpener kBlockfileOpener;  // blockfile_opener.cpp
 extern const AcquisitionOpener kHdf5ArrayOpener;  // hdf5_array_opener.cpp
 extern const AcquisitionOpener kMibOpener;       // mib_opener.cpp
+extern const AcquisitionOpener kEmpadOpener;     // empad_opener.cpp
 
 const std::vector<const AcquisitionOpener*>& acquisition_openers() {
-  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kHdf5ArrayOpener, &kNpyOpener, &kMibOpener, &kBlockfileOpener};
+  static const std::vector<const AcquisitionOpener*> rows = {&kDectrisOpener, &kHdf5ArrayOpener, &kNpyOpener, &kMibOpener, &kBlockfileOpener, &kEmpadOpener};
   return rows;
 }
 

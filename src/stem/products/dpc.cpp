@@ -64,7 +64,12 @@ ScanField center_of_mass(const ProductResult& r) {
   ScanField f;
   f.rows = r.scan_shape[0], f.cols = r.scan_shape[1];
   f.u.resize(r.positions), f.v.resize(r.positions);
-  for (uint64_t p = 0; p < r.positions; ++p) {
+  for (uint64_t p = 0; p < r.positions && r.floating; ++p) {
+    const double s = r.com_weight_f[p];
+    f.u[p] = s != 0.0 ? r.com_row_f[p] / s : 0.0;
+    f.v[p] = s != 0.0 ? r.com_col_f[p] / s : 0.0;
+  }
+  for (uint64_t p = 0; p < r.positions && !r.floating; ++p) {
     const double s = static_cast<double>(r.com_weight[p]);
     f.u[p] = r.com_weight[p] ? static_cast<double>(r.com_row[p]) / s : 0.0;
     f.v[p] = r.com_weight[p] ? static_cast<double>(r.com_col[p]) / s : 0.0;

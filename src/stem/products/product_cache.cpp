@@ -79,6 +79,9 @@ std::string default_product_cache_path() { return cache_dir() + "/stem/products.
 
 PreparedProducts prepare_products(const Acquisition& acq, const LoadRequest& load, const Planner& planner) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (acq.dtype == DType::F32 || acq.dtype == DType::F64)
+    throw Error(ErrorKind::Unavailable, acq.master + ": stem prepare is not implemented for " + std::string(dtype_name(acq.dtype)) +
+                                            " frames (the cache stores integer sums); products of float frames are computed each time");
   PreparedProducts p;
   ProductRequest pattern;
   pattern.load = load;

@@ -83,6 +83,8 @@ ProductOutput compute_product(const Acquisition& acq, const ProductSpec& spec, c
     std::vector<uint64_t> shape = {r.frame_shape[0], r.frame_shape[1]};
     if (spec.kind == ProductKind::fft) {
       set_values(out, shape, fft_view(mean_pattern(r), shape[0], shape[1]), "<f8");
+    } else if (spec.max_pattern && r.floating) {
+      set_values(out, shape, r.pattern_max_f, "<f8");
     } else if (spec.max_pattern) {
       set_values(out, shape, r.pattern_max, "<u4");
     } else {
@@ -116,8 +118,12 @@ ProductOutput compute_product(const Acquisition& acq, const ProductSpec& spec, c
     done(r);
     report["detector"]["evaluated_as"] = r.evaluated_as[0];
     std::vector<uint64_t> shape = {r.scan_shape[0], r.scan_shape[1]};
-    if (spec.kind == ProductKind::fft)
+    if (spec.kind == ProductKind::fft && r.floating)
+      set_values(out, shape, fft_view(r.images_f[0], shape[0], shape[1]), "<f8");
+    else if (spec.kind == ProductKind::fft)
       set_values(out, shape, fft_view(std::vector<double>(r.images[0].begin(), r.images[0].end()), shape[0], shape[1]), "<f8");
+    else if (r.floating)
+      set_values(out, shape, std::move(r.images_f[0]), "<f8");
     else
       set_values(out, shape, std::move(r.images[0]), "<u8");
   } else if (is_com_field(source)) {

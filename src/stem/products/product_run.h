@@ -43,7 +43,8 @@ bool product_served_by_prepared(const ProductSpec& spec);
 
 struct ProductOutput {
   std::vector<uint64_t> shape;
-  // The exact numbers, in the dtype the product has: float64, uint64 (virtual images), uint32 (max pattern).
+  // The exact numbers, in the dtype the product has: float64, uint64 (virtual images), uint32 (max pattern); of
+  // float frames (EMPAD) virtual images and the max pattern are float64 too.
   std::variant<std::vector<double>, std::vector<uint64_t>, std::vector<uint32_t>> values;
   std::string npy_descr;                  // "<f8", "<u8" or "<u4"
   // disk, detector (+ evaluated_as), mrad_per_pixel, rotation, summary {min, max, mean} (com: {u, v}), shape,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
@@ -34,6 +35,23 @@ std::unique_ptr<ResidentCopy> frames_on_device(const StemLoader& loader, const P
   return ResidentCopy::allocate(*decode_at, bytes, 0, why);
 }
 
+// The placement of a frame op. Float frames have kernels on the CPU only (docs/backends.md): under --backend NAME
+// whose NAME lacks them, the op goes where the planner places it with NAME preferred, and the placement's
+// `rejected` says why NAME was passed over (dtype_unsupported), as decode placements do.
+Placement place_frames(const Planner& planner, const OpRequest& op) {
+  const Constraints& c = planner.constraints();
+  const bool floating = op.dtype == DType::F32 || op.dtype == DType::F64;
+  try {
+    return planner.place(op);
+  } catch (const Error&) {
+    if (!floating || c.strict_backend.empty()) throw;
+  }
+  Constraints relaxed = c;
+  relaxed.prefer.insert(relaxed.prefer.begin(), c.strict_backend);
+  relaxed.strict_backend.clear();
+  return planner.with(relaxed).place(op);
+}
+
 nlohmann::json device_frames_report(const ResidentCopy* frames, const std::string& why, uint64_t resident_batches,
                                     uint64_t host_batches) {
   if (!frames) return {{"resident", false}, {"why", why}};
@@ -57,6 +75,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   if (dtype == DType::U64)
     throw Error(ErrorKind::InvalidArgument, "products: binned frames would need 64-bit pixels; use smaller bins");
   ProductResult r;
+  r.floating = dtype == DType::F32 || dtype == DType::F64;
   r.scan_shape = {plan.output_shape[0], plan.output_shape[1]};
   r.frame_shape = {plan.output_shape[2], plan.output_shape[3]};
   r.positions = loader.positions();
@@ -65,7 +84,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   // Exactness of the uint64 sums (op contract): pixels × largest index × largest value < 2^64.
   const unsigned __int128 bound = static_cast<unsigned __int128>(pixels) * std::max(r.frame_shape[0], r.frame_shape[1]) *
                                   ((uint64_t{1} << (8 * dtype_size(dtype))) - 1);
-  if (bound >> 64) throw Error(ErrorKind::InvalidArgument, "products: frame sums could exceed 2^64; bin the detector");
+  if (!r.floating && bound >> 64) throw Error(ErrorKind::InvalidArgument, "products: frame sums could exceed 2^64; bin the detector");
 
   // Pixel lists: each detector directly or as its complement (then image = total − sum), and the CoM list.
   std::vector<uint64_t> offsets{0};
@@ -75,7 +94,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
       if (p >= pixels) throw Error(ErrorKind::InvalidArgument, "products: a detector pixel lies outside the frame");
     // A detector of the whole frame is read directly: its complement would be an empty list, and the backends
     // refuse lists with no pixels at all.
-    const bool dense = d.size() > pixels / 2 && d.size() < pixels;
+    const bool dense = !r.floating && d.size() > pixels / 2 && d.size() < pixels;
     const std::vector<uint32_t> list = dense ? complement_pixels(d, pixels) : d;
     r.evaluated_as.push_back(dense ? "total - complement" : "direct");
     list_pixels.insert(list_pixels.end(), list.begin(), list.end());
@@ -100,8 +119,8 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   op.bytes = op.elements * dtype_size(dtype);
   op.memory_budget_bytes = req.load.memory_budget;
   Placement sums_at, pattern_at;
-  if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = planner.place(op), r.placements.push_back(sums_at);
-  if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = planner.place(op), r.placements.push_back(pattern_at);
+  if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = place_frames(planner, op), r.placements.push_back(sums_at);
+  if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = place_frames(planner, op), r.placements.push_back(pattern_at);
   if (const auto decode_at = place_decode(acq, loader, planner)) r.placements.push_back(*decode_at);
   const uint64_t batch = std::max<uint64_t>(1, req.batch_bytes / loader.position_bytes());
   const uint64_t batch_positions = std::min(batch, r.positions);
@@ -112,8 +131,14 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + list_count;
   std::vector<uint64_t> sums;
   if (req.frame_sums) sums.resize(r.positions * row_values);
-  if (req.pattern) r.pattern_sum.assign(pixels, 0), r.pattern_max.assign(pixels, 0);
-  std::vector<uint8_t> pattern_out(pixels * (sizeof(uint64_t) + sizeof(uint32_t)), 0);
+  if (req.pattern && !r.floating) r.pattern_sum.assign(pixels, 0), r.pattern_max.assign(pixels, 0);
+  // Integer frames: uint64 sums then uint32 maxima, zeroed; float frames: float64 sums (+0.0) then float64
+  // maxima (-Inf), as the op's contract asks.
+  std::vector<uint8_t> pattern_out(pixels * (r.floating ? 2 * sizeof(double) : sizeof(uint64_t) + sizeof(uint32_t)), 0);
+  if (r.floating) {
+    const double lowest = -std::numeric_limits<double>::infinity();
+    for (uint64_t i = 0; i < pixels; ++i) std::memcpy(pattern_out.data() + (pixels + i) * sizeof(double), &lowest, sizeof lowest);
+  }
   LargeBuffer frames;  // host frames, for batches not decoded on the device
   const unsigned threads = std::max(1u, req.load.threads);
   uint64_t resident_batches = 0, host_batches = 0;
@@ -139,11 +164,27 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
       run(pattern_at, TM_OP_STEM_PATTERN_REDUCE,
           {dtype, input, n * pixels, &pattern_params, sizeof pattern_params, pattern_out.data(), pattern_out.size(), threads});
   }
-  if (req.pattern) {
+  if (req.pattern && r.floating) {
+    r.pattern_sum_f.resize(pixels), r.pattern_max_f.resize(pixels);
+    std::memcpy(r.pattern_sum_f.data(), pattern_out.data(), pixels * sizeof(double));
+    std::memcpy(r.pattern_max_f.data(), pattern_out.data() + pixels * sizeof(double), pixels * sizeof(double));
+  } else if (req.pattern) {
     std::memcpy(r.pattern_sum.data(), pattern_out.data(), pixels * sizeof(uint64_t));
     std::memcpy(r.pattern_max.data(), pattern_out.data() + pixels * sizeof(uint64_t), pixels * sizeof(uint32_t));
   }
-  if (req.frame_sums) {
+  if (req.frame_sums && r.floating) {  // the op wrote float64 values in the uint64 slots
+    const auto value = [&](uint64_t p, uint64_t k) {
+      double v;
+      std::memcpy(&v, sums.data() + p * row_values + k, sizeof v);
+      return v;
+    };
+    r.totals_f.resize(r.positions), r.com_weight_f.resize(r.positions), r.com_row_f.resize(r.positions), r.com_col_f.resize(r.positions);
+    r.images_f.assign(req.detectors.size(), std::vector<double>(r.positions));
+    for (uint64_t p = 0; p < r.positions; ++p) {
+      r.totals_f[p] = value(p, 0), r.com_weight_f[p] = value(p, 1), r.com_row_f[p] = value(p, 2), r.com_col_f[p] = value(p, 3);
+      for (size_t d = 0; d < req.detectors.size(); ++d) r.images_f[d][p] = value(p, TM_STEM_FRAME_SUMS_FIXED + d);
+    }
+  } else if (req.frame_sums) {
     r.totals.resize(r.positions), r.com_weight.resize(r.positions), r.com_row.resize(r.positions), r.com_col.resize(r.positions);
     r.images.assign(req.detectors.size(), std::vector<uint64_t>(r.positions));
     for (uint64_t p = 0; p < r.positions; ++p) {
@@ -167,6 +208,11 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
 }
 
 std::vector<double> mean_pattern(const ProductResult& r) {
+  if (r.floating) {
+    std::vector<double> out(r.pattern_sum_f.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = r.pattern_sum_f[i] / static_cast<double>(r.positions);
+    return out;
+  }
   std::vector<double> out(r.pattern_sum.size());
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(r.pattern_sum[i]) / static_cast<double>(r.positions);
   return out;

@@ -38,6 +38,14 @@ struct ProductResult {
   // Per detector pixel, when pattern:
   std::vector<uint64_t> pattern_sum;
   std::vector<uint32_t> pattern_max;
+  // Float frames (float32 such as EMPAD, or float64 bins): `floating` is true, the integer vectors above stay
+  // empty and these hold the same sums in float64, each added in the fixed order of op_contracts.h (so a run
+  // gives the same bits whatever the threads, batches or backend). Every detector is summed directly
+  // (evaluated_as "direct": total − complement would round differently). pattern_max_f: the float maxima.
+  bool floating = false;
+  std::vector<double> totals_f, com_weight_f, com_row_f, com_col_f;
+  std::vector<std::vector<double>> images_f;
+  std::vector<double> pattern_sum_f, pattern_max_f;
   uint64_t positions = 0;
   std::vector<Placement> placements;
   nlohmann::json load_provenance;
@@ -48,8 +56,9 @@ struct ProductResult {
   nlohmann::json ranks = nlohmann::json::array();
 };
 
-// Runs the request. Dense detectors (more than half the frame) are summed as total − complement, so a
-// big annulus costs like a small one. Throws InvalidArgument when the sums could overflow uint64 or the
+// Runs the request. Dense detectors (more than half the frame) of integer frames are summed as total −
+// complement, so a big annulus costs like a small one. Float frames run where the planner places float frames
+// (the CPU today; under --backend NAME without float kernels, the CPU with NAME's rejection in the placement). Throws InvalidArgument when the sums could overflow uint64 or the
 // binned frames would need uint64 pixels; planner errors (e.g. --backend that cannot serve) propagate.
 // Rank 0 of an MPI job with several ranks shares the scan rows with the other ranks
 // (distributed_products.h, where this function is defined); the result is the same bit for bit.
@@ -57,7 +66,7 @@ ProductResult compute_products(const Acquisition& acq, const ProductRequest& req
 // The same in this process alone.
 ProductResult compute_products_here(const Acquisition& acq, const ProductRequest& req, const Planner& planner);
 
-// The mean pattern (sum / positions) as float64.
+// The mean pattern (sum / positions) as float64, of integer or float sums.
 std::vector<double> mean_pattern(const ProductResult& r);
 
 }  // namespace tmorph
