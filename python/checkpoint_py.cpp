@@ -245,6 +245,36 @@ void bind_checkpoint(py::module_& m) {
       "(pairs with their difference figures and histograms, ranking, layer_strip, only_in_a, only_in_b, skipped; "
       "docs/diff.md). tensors: a name or a list of A's names; level: with named tensors, every tile of that pyramid "
       "level; index: the difference index file (default: the cache folder).");
+  m.def(
+      "diff_tile",
+      [](const std::string& a, const std::string& b, const std::string& name, long level, long x, long y, long slice,
+         const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {
+        for (const auto& [what, v] : {std::pair<const char*, long>{"level", level}, {"x", x}, {"y", y}, {"slice", slice}})
+          if (v < 0) throw Error(ErrorKind::InvalidArgument, std::string(what) + ": expected 0 or more, have " + std::to_string(v));
+        const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
+        TileDelta t;
+        {
+          py::gil_scoped_release unlocked;
+          const auto rt = make_runtime(request);
+          t = diff_tile_values(a, b, name, static_cast<unsigned>(level), static_cast<uint64_t>(slice), static_cast<uint64_t>(y),
+                               static_cast<uint64_t>(x), rt->planner());
+        }
+        const auto rows = static_cast<py::ssize_t>(t.range.row_end - t.range.row_begin);
+        const auto cols = static_cast<py::ssize_t>(t.range.col_end - t.range.col_begin);
+        py::array_t<double> delta({rows, cols});
+        std::copy(t.delta.begin(), t.delta.end(), delta.mutable_data());
+        py::dict where;
+        where["level"] = level, where["slice"] = slice, where["tx"] = x, where["ty"] = y;
+        where["row_begin"] = t.range.row_begin, where["row_end"] = t.range.row_end;
+        where["col_begin"] = t.range.col_begin, where["col_end"] = t.range.col_end;
+        return py::make_tuple(delta, where);
+      },
+      py::arg("a"), py::arg("b"), py::arg("name"), py::kw_only(), py::arg("level") = 0, py::arg("x") = 0, py::arg("y") = 0,
+      py::arg("slice") = 0, py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
+      py::arg("allow_approx") = py::none(),
+      "One tile of tm.diff's pyramid as values: (delta, where), delta = b - a as a float64 array of the tile's rows x "
+      "columns (read as the pyramid reads them: the same pairing, Q/K rows, adapter ΔW), where = {level, slice, tx, ty, "
+      "row_begin, row_end, col_begin, col_end}. At most 2^24 elements: ask a finer level for more.");
   m.def("open", &open_path, py::arg("path"),
         "Opens a checkpoint: a directory, a *.safetensors.index.json, a GGUF shard or a single .safetensors / .gguf / "
         "torch.save file. Raises BadInput for a truncated or corrupt file, IoError when the OS refuses.");

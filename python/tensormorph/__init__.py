@@ -17,6 +17,7 @@ from ._core import (
     backends,
     compare,
     diff,
+    diff_tile,
     open,
     stem,
 )
@@ -24,7 +25,7 @@ from . import acquisition as _acquisition
 
 __all__ = [
     "BadInput", "Checkpoint", "Error", "Incomplete", "InternalError", "InvalidArgument", "IoError", "Mapping",
-    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "diff", "open", "stem",
+    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "diff", "diff_tile", "open", "stem",
 ]
 
 

@@ -68,6 +68,9 @@ def diff(a: str, b: str, tensors: Names = None, *, top: int = 10, level: Optiona
          index: Optional[str] = None, backend: Optional[str] = None, prefer: Names = None, never: Names = None,
          allow_approx: Names = None, threads: Optional[int] = None,
          memory_budget: Optional[str | int] = None) -> dict[str, Any]: ...
+def diff_tile(a: str, b: str, name: str, *, level: int = 0, x: int = 0, y: int = 0, slice: int = 0,
+              backend: Optional[str] = None, prefer: Names = None, never: Names = None,
+              allow_approx: Names = None) -> tuple[np.ndarray, dict[str, int]]: ...
 def backends(*, backend: Optional[str] = None, prefer: Names = None, never: Names = None,
              allow_approx: Names = None) -> list[dict[str, Any]]: ...
 

@@ -23,6 +23,47 @@ bool floating(const CheckpointTensor& t) {
   return d && dtype_is_float(*d);
 }
 
+// Whether a matched pair can be compared (the reason when not) and, for a GGUF Q/K projection paired through the
+// name mapping, the permutation check and which side's rows are read un-permuted.
+struct PairSetup {
+  std::optional<std::string> skip;
+  std::optional<QkCheck> qk;
+  std::string qk_unchecked;
+  int side = 0;  // 0: rows as stored; 1: A's rows un-permuted; 2: B's
+};
+
+PairSetup setup_pair(const Checkpoint& ca, const CheckpointTensor& ta, const Checkpoint& cb, const CheckpointTensor& tb,
+                     bool translated, int gguf_side, const Planner& planner) {
+  PairSetup s;
+  if (ta.shape != tb.shape) {
+    s.skip = "shape " + shape_text(ta.shape) + " in A against " + shape_text(tb.shape) + " in B (" + tb.name + ")";
+    return s;
+  }
+  if (!ta.readable() || !tb.readable()) {
+    const CheckpointTensor& t = ta.readable() ? tb : ta;
+    s.skip = std::string(ta.readable() ? "B" : "A") + "'s " + t.name + " (" + t.stored_type + ") cannot be read: " +
+             (t.unavailable_reason.empty() ? "no reader for its type" : t.unavailable_reason);
+    return s;
+  }
+  if (floating(ta) != floating(tb)) {
+    s.skip = "dtype " + ta.stored_type + " in A against " + tb.stored_type + " in B: a floating tensor is not compared with an integer one";
+    return s;
+  }
+  if (!translated) return s;
+  const bool a_gguf = gguf_side == 1;
+  const CheckpointTensor& tg = a_gguf ? ta : tb;
+  if (const auto role = permuted_projection(tg.name)) {
+    std::string why;
+    if (const auto heads = permutation_heads(a_gguf ? ca : cb, tg, *role, &why)) {
+      s.qk = detect_qk_permutation(a_gguf ? ca : cb, tg, a_gguf ? cb : ca, a_gguf ? tb : ta, *heads, planner);
+      if (s.qk->unpermute) s.side = a_gguf ? 1 : 2;
+    } else {
+      s.qk_unchecked = why;
+    }
+  }
+  return s;
+}
+
 // Both sides of one pair read row by row through their value readers; the GGUF side's rows mapped back to
 // Hugging Face order when its Q/K permutation is undone.
 class PairReader final : public DiffPairReader {
@@ -131,19 +172,9 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
     const CheckpointTensor& tb = cb.tensors[p.b];
     if (!options.tensors.empty() && std::find(options.tensors.begin(), options.tensors.end(), ta.name) == options.tensors.end())
       continue;
-    const auto skip = [&](const std::string& why) { out.skipped.push_back({ta.name, why}); };
-    if (ta.shape != tb.shape) {
-      skip("shape " + shape_text(ta.shape) + " in A against " + shape_text(tb.shape) + " in B (" + tb.name + ")");
-      continue;
-    }
-    if (!ta.readable() || !tb.readable()) {
-      const CheckpointTensor& t = ta.readable() ? tb : ta;
-      skip(std::string(ta.readable() ? "B" : "A") + "'s " + t.name + " (" + t.stored_type + ") cannot be read: " +
-           (t.unavailable_reason.empty() ? "no reader for its type" : t.unavailable_reason));
-      continue;
-    }
-    if (floating(ta) != floating(tb)) {
-      skip("dtype " + ta.stored_type + " in A against " + tb.stored_type + " in B: a floating tensor is not compared with an integer one");
+    PairSetup setup = setup_pair(ca, ta, cb, tb, p.translated, m.gguf_side, planner);
+    if (setup.skip) {
+      out.skipped.push_back({ta.name, *setup.skip});
       continue;
     }
     PairDiff d;
@@ -151,21 +182,9 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
     d.translated = p.translated;
     d.layer = layer_of(ta.name);
     if (!d.layer) d.layer = layer_of(tb.name);
+    d.qk = setup.qk, d.qk_unchecked = setup.qk_unchecked;
+    const int side = setup.side;
     const View2D view = default_view(ta.shape);
-    int side = 0;
-    if (p.translated) {
-      const bool a_gguf = m.gguf_side == 1;
-      const CheckpointTensor& tg = a_gguf ? ta : tb;
-      if (const auto role = permuted_projection(tg.name)) {
-        std::string why;
-        if (const auto heads = permutation_heads(a_gguf ? ca : cb, tg, *role, &why)) {
-          d.qk = detect_qk_permutation(a_gguf ? ca : cb, tg, a_gguf ? cb : ca, a_gguf ? tb : ta, *heads, planner);
-          if (d.qk->unpermute) side = a_gguf ? 1 : 2;
-        } else {
-          d.qk_unchecked = why;
-        }
-      }
-    }
     const std::string rows = side ? "unpermuted" : "stored";
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t heads = d.qk ? d.qk->heads : 0;
@@ -186,6 +205,63 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
     out.pairs.push_back(std::move(d));
   }
   return out;
+}
+
+namespace {
+
+TileDelta read_tile(DiffPairReader& reader, const std::vector<uint64_t>& shape, const std::string& name, unsigned level,
+                    uint64_t slice, uint64_t ty, uint64_t tx) {
+  const PyramidLayout l = make_pyramid_layout(default_view(shape));
+  if (level >= l.levels.size() || slice >= l.view.slices || ty >= l.levels[level].rows || tx >= l.levels[level].cols)
+    throw Error(ErrorKind::InvalidArgument, name + ": no tile (" + std::to_string(tx) + ", " + std::to_string(ty) + ") of slice " +
+                                                std::to_string(slice) + " at level " + std::to_string(level) + " (levels 0 to " +
+                                                std::to_string(l.levels.size() - 1) + ", " + std::to_string(l.view.slices) +
+                                                " slice(s))");
+  TileDelta out;
+  out.range = l.range(level, ty, tx);
+  const uint64_t rows = out.range.row_end - out.range.row_begin, cols = out.range.col_end - out.range.col_begin;
+  if (rows * cols > kMaxTileDeltaElements)
+    throw Error(ErrorKind::InvalidArgument, name + ": tile (" + std::to_string(tx) + ", " + std::to_string(ty) + ") of level " +
+                                                std::to_string(level) + " holds " + std::to_string(rows * cols) +
+                                                " elements, more than the " + std::to_string(kMaxTileDeltaElements) +
+                                                " returned at once: ask a finer level");
+  out.delta.resize(rows * cols);
+  std::vector<double> va(cols), vb(cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    reader.read(slice, out.range.row_begin + r, out.range.col_begin, out.range.col_end, va.data(), vb.data());
+    for (uint64_t c = 0; c < cols; ++c) out.delta[r * cols + c] = vb[c] - va[c];
+  }
+  return out;
+}
+
+}  // namespace
+
+TileDelta diff_tile_values(const std::string& a, const std::string& b, const std::string& name, unsigned level, uint64_t slice,
+                           uint64_t ty, uint64_t tx, const Planner& planner) {
+  if (is_lora_adapter(b)) {
+    const Checkpoint ca = open_checkpoint(a);
+    const LoraAdapter ad = open_lora_adapter(b, ca, planner);
+    for (const LoraModule& m : ad.modules) {
+      if (m.base_name != name) continue;
+      const CheckpointTensor& t = ca.tensors[ca.position(name, a)];
+      if (!floating(t)) throw Error(ErrorKind::InvalidArgument, name + ": dtype " + t.stored_type + ": an adapter changes floating weights only");
+      AdapterPairReader reader(ca, t, planner, default_view(t.shape), ad, m);
+      return read_tile(reader, t.shape, name, level, slice, ty, tx);
+    }
+    throw Error(ErrorKind::InvalidArgument, "tensor '" + name + "' of " + a + " is not changed by the adapter " + b);
+  }
+  const Checkpoint ca = open_checkpoint(a), cb = open_checkpoint(b);
+  const TensorMatching m = match_tensors(ca, cb);
+  for (const TensorPair& p : m.pairs) {
+    const CheckpointTensor& ta = ca.tensors[p.a];
+    if (ta.name != name) continue;
+    const CheckpointTensor& tb = cb.tensors[p.b];
+    const PairSetup setup = setup_pair(ca, ta, cb, tb, p.translated, m.gguf_side, planner);
+    if (setup.skip) throw Error(ErrorKind::InvalidArgument, name + ": not compared: " + *setup.skip);
+    PairReader reader(ca, ta, cb, tb, planner, default_view(ta.shape), setup.side, setup.qk ? setup.qk->heads : 0);
+    return read_tile(reader, ta.shape, name, level, slice, ty, tx);
+  }
+  throw Error(ErrorKind::InvalidArgument, "tensor '" + name + "' of " + a + " has no counterpart in " + b);
 }
 
 }  // namespace tmorph

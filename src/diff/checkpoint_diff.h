@@ -72,4 +72,16 @@ struct CheckpointDiff {
 // Throws InvalidArgument when a name of options.tensors is in no matched pair.
 CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options);
 
+// The values of one tile of a pair's difference: Δ = b - a, row-major over the tile's rows x columns (a level-0 tile
+// is at most 65,536 elements; a coarser one covers more), read exactly as the pyramid reads them (the same pairing,
+// Q/K rows and adapter ΔW). InvalidArgument when A's tensor `name` is in no comparable pair (with the reason), when
+// the tile does not exist, or when it holds more than kMaxTileDeltaElements (ask a finer level).
+constexpr uint64_t kMaxTileDeltaElements = uint64_t{1} << 24;
+struct TileDelta {
+  TileRange range;
+  std::vector<double> delta;
+};
+TileDelta diff_tile_values(const std::string& a, const std::string& b, const std::string& name, unsigned level, uint64_t slice,
+                           uint64_t ty, uint64_t tx, const Planner& planner);
+
 }  // namespace tmorph

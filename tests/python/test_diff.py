@@ -49,3 +49,28 @@ def test_diff_refuses_bad_arguments(pair):
         tm.diff(a, b, "layers.0.w", level=-1)
     with pytest.raises(tm.IoError):
         tm.diff(a, b + ".missing")
+
+
+def test_diff_tile_gives_the_values_of_a_tile(pair, tmp_path):
+    a, b, w, tuned = pair
+    delta, where = tm.diff_tile(a, b, "layers.0.w")
+    assert where == {"level": 0, "slice": 0, "tx": 0, "ty": 0, "row_begin": 0, "row_end": 40, "col_begin": 0, "col_end": 300}
+    assert delta.dtype == np.float64 and delta.shape == (40, 300)
+    np.testing.assert_array_equal(delta, tuned.astype(np.float64) - w.astype(np.float64))
+    # A 600 x 300 tensor has level-0 tiles of 256 x 256: tile (0, 1) is rows 256-511, columns 0-255, and the sum of its
+    # Δ² is the pyramid's.
+    big = np.random.default_rng(2).standard_normal((600, 300)).astype(np.float32)
+    write_safetensors(str(tmp_path / "c.safetensors"), [("m", big)])
+    write_safetensors(str(tmp_path / "d.safetensors"), [("m", big * 2)])
+    delta, where = tm.diff_tile(str(tmp_path / "c.safetensors"), str(tmp_path / "d.safetensors"), "m", y=1)
+    assert (where["row_begin"], where["row_end"], where["col_begin"], where["col_end"]) == (256, 512, 0, 256)
+    np.testing.assert_array_equal(delta, big[256:512, :256].astype(np.float64))
+    doc = tm.diff(str(tmp_path / "c.safetensors"), str(tmp_path / "d.safetensors"), "m", level=0)
+    tile = [t for t in doc["pairs"][0]["tiles"]["tiles"] if (t["ty"], t["tx"]) == (1, 0)][0]
+    assert tile["sum_sq_delta"] == pytest.approx(math.fsum((delta * delta).ravel()), rel=1e-12)
+    with pytest.raises(tm.InvalidArgument, match="no tile"):
+        tm.diff_tile(a, b, "layers.0.w", level=5)
+    with pytest.raises(tm.InvalidArgument, match="has no counterpart"):
+        tm.diff_tile(a, b, "only_a")
+    with pytest.raises(tm.InvalidArgument, match="x: expected 0 or more"):
+        tm.diff_tile(a, b, "layers.0.w", x=-1)
