@@ -159,36 +159,69 @@ void pattern_reduce(const T* px, uint64_t frames, uint64_t pixels, uint64_t begi
 
 // Float frames (contract: the float paragraphs of TM_OP_STEM_FRAME_SUMS): every sum is one float64 accumulator
 // fed pixel by pixel in increasing pixel order, never reassociated (no partial sums, no vector lanes), so
-// the result is numpy's sequential np.cumsum(...)[-1] bit for bit.
-template <class T>
-void float_frame_sums(const T* px, const tm_stem_frame_sums_params_v1& p, double* out) {
+// the result is numpy's sequential np.cumsum(...)[-1] bit for bit. One chain of dependent additions is bound by
+// the adder's latency, so N frames are summed side by side (N independent chains, each frame still in its own
+// order): px[j] is frame j's pixels, out[j] its output row.
+template <class T, int N>
+void float_frame_sums(const T* const* px, const tm_stem_frame_sums_params_v1& p, double* const* out) {
   const uint64_t cols = p.cols, n = p.pixels_per_frame;
-  const auto list_sum = [&](uint32_t j, double* w, double* sr, double* sc) {
-    double s = 0.0, r = 0.0, c = 0.0;
+  const auto list_sum = [&](uint32_t j, uint32_t slot, bool moments) {
+    double s[N] = {}, r[N] = {}, c[N] = {};
     for (uint64_t i = p.list_offsets[j]; i < p.list_offsets[j + 1]; ++i) {
       const uint32_t k = p.list_pixels[i];
-      const double v = static_cast<double>(px[k]);
-      s += v;
-      if (sr) r += static_cast<double>(k / cols) * v, c += static_cast<double>(k % cols) * v;
+      if (!moments) {
+        for (int f = 0; f < N; ++f) s[f] += static_cast<double>(px[f][k]);
+        continue;
+      }
+      const double row = static_cast<double>(k / cols), col = static_cast<double>(k % cols);
+      for (int f = 0; f < N; ++f) {
+        const double v = static_cast<double>(px[f][k]);
+        s[f] += v, r[f] += row * v, c[f] += col * v;
+      }
     }
-    *w = s;
-    if (sr) *sr = r, *sc = c;
+    for (int f = 0; f < N; ++f) {
+      out[f][slot] = s[f];
+      if (moments) out[f][2] = r[f], out[f][3] = c[f];
+    }
   };
   if (p.flags & TM_STEM_LISTS_ONLY) {
-    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (int f = 0; f < N; ++f) out[f][0] = out[f][1] = out[f][2] = out[f][3] = 0.0;
   } else {
-    double total = 0.0, sum_row = 0.0, sum_col = 0.0;
+    double total[N] = {}, sum_row[N] = {}, sum_col[N] = {};
     for (uint64_t k = 0; k < n; ++k) {
-      const double v = static_cast<double>(px[k]);
-      total += v;
-      sum_row += static_cast<double>(k / cols) * v;
-      sum_col += static_cast<double>(k % cols) * v;
+      const double row = static_cast<double>(k / cols), col = static_cast<double>(k % cols);
+      for (int f = 0; f < N; ++f) {
+        const double v = static_cast<double>(px[f][k]);
+        total[f] += v;
+        sum_row[f] += row * v;
+        sum_col[f] += col * v;
+      }
     }
-    out[0] = total;
-    if (p.com_list == TM_STEM_ALL_PIXELS) out[1] = total, out[2] = sum_row, out[3] = sum_col;
-    else list_sum(p.com_list, &out[1], &out[2], &out[3]);
+    for (int f = 0; f < N; ++f) {
+      out[f][0] = total[f];
+      if (p.com_list == TM_STEM_ALL_PIXELS) out[f][1] = total[f], out[f][2] = sum_row[f], out[f][3] = sum_col[f];
+    }
+    if (p.com_list != TM_STEM_ALL_PIXELS) list_sum(p.com_list, 1, true);
   }
-  for (uint32_t j = 0; j < p.list_count; ++j) list_sum(j, &out[TM_STEM_FRAME_SUMS_FIXED + j], nullptr, nullptr);
+  for (uint32_t j = 0; j < p.list_count; ++j) list_sum(j, TM_STEM_FRAME_SUMS_FIXED + j, false);
+}
+
+// Frames [begin, end) of a float call, four side by side, then one at a time.
+template <class T>
+void float_frames_sums(const T* input, const tm_stem_frame_sums_params_v1& p, uint64_t row_values, uint64_t begin, uint64_t end,
+                       double* out) {
+  uint64_t f = begin;
+  for (; f + 4 <= end; f += 4) {
+    const T* px[4];
+    double* o[4];
+    for (int j = 0; j < 4; ++j) px[j] = input + (f + j) * p.pixels_per_frame, o[j] = out + (f + j) * row_values;
+    float_frame_sums<T, 4>(px, p, o);
+  }
+  for (; f < end; ++f) {
+    const T* px = input + f * p.pixels_per_frame;
+    double* o = out + f * row_values;
+    float_frame_sums<T, 1>(&px, p, &o);
+  }
 }
 
 // Per pixel, frames added in frame order; maxima as the contract says (NaN never replaces a maximum).
@@ -237,10 +270,8 @@ tm_status run_stem_frame_sums(const tm_kernel_call_v1& c, std::string* error) {
   if (float_frames(c.dtype)) {
     auto* out = static_cast<double*>(c.output);
     ThreadPool::shared(std::max(1u, c.threads)).parallel_for(frames, [&](uint64_t begin, uint64_t end, unsigned) {
-      for (uint64_t f = begin; f < end; ++f) {
-        if (c.dtype == TM_DTYPE_F32) float_frame_sums(static_cast<const float*>(c.input) + f * p.pixels_per_frame, p, out + f * row_values);
-        else float_frame_sums(static_cast<const double*>(c.input) + f * p.pixels_per_frame, p, out + f * row_values);
-      }
+      if (c.dtype == TM_DTYPE_F32) float_frames_sums(static_cast<const float*>(c.input), p, row_values, begin, end, out);
+      else float_frames_sums(static_cast<const double*>(c.input), p, row_values, begin, end, out);
     });
     return TM_OK;
   }

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -11,6 +12,7 @@
 #include "app/parity_matrix.h"
 #include "cli/compute_flags.h"
 #include "core/format.h"
+#include "core/page_adapter.h"
 #include "distributed/world.h"
 #include "tensormorph/error.h"
 
@@ -24,15 +26,32 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// Backends the parity matrix knows that are not installed here, with what each would provide.
+// Backends the parity matrix knows that are not installed here, with what each would provide. Test plugins
+// (kind "test plugin": built for the tests only, never installed) are no user's backend and are left out; backends
+// that run in the viewer's page (kind "browser") are listed by in_page() instead.
 nlohmann::json not_installed(const Runtime& rt) {
   const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, info] : matrix.at("backends").items()) {
-    if (rt.registry.find(name)) continue;
+    if (rt.registry.find(name) || info.at("kind") == "test plugin" || info.at("kind") == "browser") continue;
     out.push_back({{"name", name}, {"kind", info.at("kind")}, {"issue", info.at("issue")},
                    {"description", info.at("description")}, {"capability_levels", app::parity_levels(name)}});
   }
+  return out;
+}
+
+// Backends that run in the viewer's page (WebGPU): never in this process; with the adapter a page last reported
+// (core/page_adapter.h; null when none was seen).
+nlohmann::json in_page() {
+  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
+  const auto adapter = load_page_adapter();
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, info] : matrix.at("backends").items())
+    if (info.at("kind") == "browser")
+      out.push_back({{"name", name}, {"issue", info.at("issue")}, {"description", info.at("description")},
+                     {"capability_levels", app::parity_levels(name)},
+                     {"last_reported_adapter", adapter ? *adapter : nlohmann::json(nullptr)},
+                     {"record", page_adapter_path()}});
   return out;
 }
 
@@ -62,6 +81,7 @@ nlohmann::json backends_json(const Runtime& rt) {
           {"calibration_file", rt.calibration_path},
           {"calibrated_entries", rt.costs.size()},
           {"not_installed", not_installed(rt)},
+          {"in_page", in_page()},
           {"self_tests", tests}};
 }
 
@@ -99,6 +119,16 @@ void print_backends(const Runtime& rt) {
     std::printf("%s  [not installed]  %s; capabilities in this project's matrix:%s\n",
                 b.at("name").get<std::string>().c_str(), b.at("description").get<std::string>().c_str(),
                 implemented.empty() ? " none implemented yet" : implemented.c_str());
+  }
+  for (const auto& b : in_page()) {
+    const nlohmann::json& seen = b.at("last_reported_adapter");
+    std::string implemented;
+    for (const auto& [cap, level] : b.at("capability_levels").items())
+      if (level != "not-implemented") implemented += " " + cap;
+    std::printf("%s  [runs in the viewer's page]  %s, on the page's WebGPU adapter, not in this process; last adapter a "
+                "page reported: %s; capabilities in this project's matrix:%s\n",
+                b.at("name").get<std::string>().c_str(), b.at("description").get<std::string>().c_str(),
+                page_adapter_text(seen.is_null() ? std::nullopt : std::optional<nlohmann::json>(seen)).c_str(), implemented.empty() ? " none implemented yet" : implemented.c_str());
   }
   std::printf("plugin directory: %s (%s)\n", rt.plugin_dir.c_str(), rt.plugin_dir_source.c_str());
   std::printf("calibration: %s (%zu entries%s)\n", rt.calibration_path.c_str(), rt.costs.size(),

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +34,10 @@ void run_compare(const CompareArgs& a) {
   if (!a.json)
     std::printf("%-44s %-7s %-7s %12s %12s %11s %10s %8s\n", "tensor", "A", "B", "rmse", "max |diff|", "rel error", "cosine",
                 "SNR dB");
-  const auto print_row = [](const nlohmann::json& r) {
+  // Pairs with NaN or Inf on either side are left out of the figures: the text says how many, after the table.
+  auto nonfinite = std::make_shared<std::vector<std::pair<std::string, uint64_t>>>();
+  const auto print_row = [nonfinite](const nlohmann::json& r) {
+    if (const uint64_t n = r.value("nonfinite", uint64_t{0}); n > 0) nonfinite->emplace_back(r["name"].get<std::string>(), n);
     std::printf("%-44s %-7s %-7s %12s %12s %11s %10s %8s\n", r["name"].get<std::string>().c_str(),
                 r["type_a"].get<std::string>().c_str(), r["type_b"].get<std::string>().c_str(), cell(r, "rmse").c_str(),
                 cell(r, "max_abs_diff").c_str(), cell(r, "rel_error").c_str(), cell(r, "cosine").c_str(),
@@ -44,6 +49,9 @@ void run_compare(const CompareArgs& a) {
     print_json(doc);
     return;
   }
+  for (const auto& [name, n] : *nonfinite)
+    std::printf("left out of %s's figures: %llu element pair(s) with NaN or Inf in A or B\n", name.c_str(),
+                static_cast<unsigned long long>(n));
   for (const auto& s : doc["skipped"])
     std::printf("skipped %s: %s\n", s["name"].get<std::string>().c_str(), s["reason"].get<std::string>().c_str());
   if (!doc["only_in_a"].empty()) std::printf("%zu tensor(s) only in A\n", doc["only_in_a"].size());

@@ -169,6 +169,7 @@ void run_tile(const TileArgs& a) {
 void add_render_commands(CLI::App& app) {
   auto r = std::make_shared<RenderArgs>();
   CLI::App* cmd = app.add_subcommand("render", "draw a tensor (overview, one pyramid level, or one tile) as a PNG with a "
+      {"sum", number(st["sum"])},
                                                "colour bar; exact cell statistics from its pyramid or its values");
   cmd->add_option("path", r->path, "checkpoint")->required();
   cmd->add_option("tensor", r->tensor, "tensor name (none with --overview or --strips)");

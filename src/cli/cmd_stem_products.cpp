@@ -162,7 +162,7 @@ void run_product(const ProductArgs& a) {
     rows.push_back({"rotation", fmt(report["rotation"]["angle_deg"].get<double>()) + " deg" +
                                     (report["rotation"]["transpose"].get<bool>() ? ", transposed" : "") + " (" +
                                     report["rotation"]["source"].get<std::string>() + ")"});
-  rows.push_back({"values", report["summary"].dump()});
+  rows.push_back({"summary", report["summary"].dump()});
   if (report.contains("provenance") && report["provenance"].contains("frames_on_device")) {
     const nlohmann::json& f = report["provenance"]["frames_on_device"];
     if (f.value("resident", false))
@@ -203,7 +203,7 @@ void add_stem_product_commands(CLI::App* stem) {
     CLI::App* cmd = stem->add_subcommand(spec.name, spec.help);
     add_load_flags(cmd, a->load, true);
     cmd->add_option("-o,--out", a->load.out, "output .npy (exact numbers) or .png (an image); a JSON report is written "
-                                             "beside it as OUT.json")->required();
+                                             "beside it as OUT.npy.json or OUT.png.json (the output's name + .json)")->required();
     a->display.add_to(cmd);
     cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels, fractional allowed (default: detected)");
     cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");

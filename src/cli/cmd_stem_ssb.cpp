@@ -159,7 +159,8 @@ void add_stem_ssb_command(CLI::App* stem) {
   CLI::App* cmd = stem->add_subcommand("ssb", "single-sideband ptychography: the specimen's phase from the bright-field "
                                               "disk, with given aberrations (preview) or fitted ones (--fit)");
   add_load_flags(cmd, a->load, true);
-  cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians) or .png; OUT.json beside it")->required();
+  cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians) or .png; its JSON report beside it as "
+                                           "OUT.npy.json or OUT.png.json")->required();
   a->display.add_to(cmd);
   cmd->add_option("--C10", a->C10, "defocus C10 in angstrom (positive: as the simulator's defocus)");
   cmd->add_option("--C12", a->C12, "two-fold astigmatism C12 in angstrom");

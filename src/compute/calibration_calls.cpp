@@ -103,7 +103,9 @@ void stem_frame_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t
 void stem_pattern_reduce(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
   set_params(c, tm_stem_pattern_params_v1{kFramePixels});
   c.dtype = dtype, c.input = data, c.elements = elements / kFramePixels * kFramePixels;
-  c.output_bytes = kFramePixels * (sizeof(uint64_t) + sizeof(uint32_t));
+  // Integer frames: uint64 sums + uint32 maxima per pixel; float frames (F32, F64): float64 sums + float64 maxima.
+  const bool float_frames = dtype == DType::F32 || dtype == DType::F64;
+  c.output_bytes = kFramePixels * (float_frames ? 2 * sizeof(double) : sizeof(uint64_t) + sizeof(uint32_t));
 }
 
 void display_colorize(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {

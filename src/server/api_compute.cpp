@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/backends_json.h"
+#include "core/page_adapter.h"
 #include "compute/self_test_json.h"
 #include "ops/placement_json.h"
 #include "stem/resident/resident_store.h"
@@ -210,6 +211,22 @@ void add_compute_routes(httplib::Server& svr, ServerState& state) {
           }));
   svr.Put("/api/compute",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { put_compute(state, req, res); }));
+  // The WebGPU adapter the page found (or why it found none), kept for `tensormorph backends` (core/page_adapter.h).
+  svr.Get("/api/compute/webgpu", guarded([](const httplib::Request&, httplib::Response& res) {
+            const auto seen = load_page_adapter();
+            send_json(res, {{"last_reported_adapter", seen ? *seen : nlohmann::json(nullptr)}});
+          }));
+  svr.Put("/api/compute/webgpu", guarded([](const httplib::Request& req, httplib::Response& res) {
+            if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0)
+              throw HttpError(400, "the body must be JSON (Content-Type: application/json)");
+            nlohmann::json report;
+            try {
+              report = validated_page_adapter(body_object(req));
+            } catch (const Error& e) {
+              throw HttpError(400, e.what());
+            }
+            send_json(res, {{"last_reported_adapter", save_page_adapter(report)}});
+          }));
 }
 
 }  // namespace tmorph::server

@@ -14,7 +14,7 @@ void add_catalog_routes(httplib::Server& svr, ServerState& state);
 void add_tile_routes(httplib::Server& svr, ServerState& state);
 // GET and POST /api/jobs, GET /api/jobs/{id}, /api/jobs/{id}/events (Server-Sent Events).
 void add_job_routes(httplib::Server& svr, ServerState& state);
-// GET and PUT /api/compute.
+// GET and PUT /api/compute; GET and PUT /api/compute/webgpu (the adapter the page last reported, core/page_adapter.h).
 void add_compute_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions, /api/acquisitions/{id}, /api/acquisitions/{id}/calibration,
 // /api/acquisitions/{id}/products/{kind}, /api/acquisitions/{id}/frame, /api/acquisitions/{id}/block (4D-STEM,

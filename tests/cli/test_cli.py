@@ -624,6 +624,50 @@ class Backends(unittest.TestCase):
         self.assertEqual(by_name["testaccel"]["reason"], "disabled_by_policy")
 
 
+class BackendsUserView(unittest.TestCase):
+    """Issue 51: test plugins are no user's backend (never listed, even from the matrix); WebGPU is listed as running
+    in the viewer's page, with the adapter a page last reported (core/page_adapter.h) or 'none seen'."""
+
+    def test_test_plugins_are_not_listed_and_webgpu_runs_in_the_page(self):
+        r = run(["backends"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertNotIn("testaccel", r.out)
+        self.assertIn("webgpu  [runs in the viewer's page]", r.out)
+        self.assertIn("last adapter a page reported: none seen", r.out)
+        doc = run(["backends", "--json"]).json()
+        self.assertNotIn("testaccel", [b["name"] for b in doc["not_installed"]])
+        self.assertNotIn("webgpu", [b["name"] for b in doc["not_installed"]])
+        self.assertEqual([(b["name"], b["last_reported_adapter"]) for b in doc["in_page"]], [("webgpu", None)])
+
+    def record(self, text):
+        cache = tempfile.mkdtemp(prefix="tm-cache-")
+        os.makedirs(os.path.join(cache, "tensormorph"))
+        path = os.path.join(cache, "tensormorph", "webgpu-adapter.json")
+        with open(path, "w") as f:
+            f.write(text)
+        return cache, path
+
+    def test_a_kept_report_is_named(self):
+        cache, _ = self.record('{"available": true, "name": "SwiftShader", "software": true, "reported_at": "2026-12-06T12:00:00Z"}')
+        r = run(["backends"], cache_home=cache)
+        self.assertIn("last adapter a page reported: SwiftShader (software adapter), reported 2026-12-06T12:00:00Z", r.out)
+        cache, _ = self.record('{"available": false, "reason": "navigator.gpu is absent", "reported_at": "2026-12-06T12:00:00Z"}')
+        self.assertIn("none available in the page (navigator.gpu is absent)", run(["backends"], cache_home=cache).out)
+
+    def test_a_damaged_record_is_refused_naming_the_file_and_field(self):
+        for text, what in [('{"available": tru', "not JSON"),
+                           ('{"available": "yes", "reported_at": "x"}', "field 'available': expected true or false"),
+                           ('{"available": true, "name": "' + "x" * 300 + '", "reported_at": "x"}',
+                            "field 'name': expected a string of at most 256 bytes"),
+                           ('{"available": true}', "field 'reported_at': missing"),
+                           ('[1]', "expected a JSON object")]:
+            cache, path = self.record(text)
+            r = run(["backends"], cache_home=cache)
+            self.assertEqual(r.code, 3, (text, r.err))
+            self.assertIn(path, r.err)
+            self.assertIn(what, r.err)
+
+
 class Calibrate(unittest.TestCase):
     def test_calibration_is_cached_and_used(self):
         cfg = tempfile.mkdtemp(prefix="tm-cfg-")

@@ -430,6 +430,11 @@ export const api = {
   jobs: () => getJson<{ jobs: Job[] }>("/api/jobs"),
   /** Saves constraints: a field left out keeps its saved value, an empty list removes that setting. */
   putCompute: (body: Partial<ComputeConstraints> & { allow_approx?: string[] }) => putJson<ComputeDoc>("/api/compute", body),
+  /** Tells the server which WebGPU adapter this page got (or why none): PUT /api/compute/webgpu. */
+  putWebgpuAdapter: (report: {
+    available: boolean; name: string; vendor: string; architecture: string; device: string; description: string;
+    fallback: boolean; software: boolean; reason: string;
+  }) => putJson<{ last_reported_adapter: unknown }>("/api/compute/webgpu", report),
   /** Indexes a checkpoint again (POST /api/jobs); resolves to the new job. */
   startIndexing: (checkpoint: string) => sendJson<Job>("POST", "/api/jobs", { kind: "index", checkpoint }),
 };

@@ -7,7 +7,7 @@ import { renderInventory } from "./inventory";
 import { indexingPanel } from "./jobs";
 import { renderAcquisitionPage } from "./stem/acquisition_page";
 import { renderTensorPage } from "./tensor_page";
-import { gpuColorizer } from "./webgpu/colorize";
+import { gpuColorizer, onAdapterReport } from "./webgpu/colorize";
 import { exposeDisplay } from "./webgpu/display";
 
 const root = document.getElementById("app") as HTMLElement;
@@ -73,7 +73,11 @@ api.health().then(
   },
   (e) => showError(e, "server health"),
 );
-// WebGPU: ask for the page's adapter once (it logs what it got); window.tmDisplay runs the display kernel.
+// WebGPU: ask for the page's adapter once (it logs what it got) and tell the server which one it was, for
+// `tensormorph backends`; window.tmDisplay runs the display kernel.
+onAdapterReport(({ label: _label, ...report }) => {
+  api.putWebgpuAdapter(report).catch((e) => console.warn("webgpu: the adapter report was not kept by the server", e));
+});
 exposeDisplay();
 void gpuColorizer();
 void navigate();

@@ -53,9 +53,20 @@ export function adapterReport(): AdapterReport | null {
   return report;
 }
 
+let reportListener: ((r: AdapterReport) => void) | null = null;
+
+/** Calls `listener` once with the adapter report when gpuColorizer() settles (main.ts sends it to the server, which
+ * keeps it for `tensormorph backends`: PUT /api/compute/webgpu). */
+export function onAdapterReport(listener: (r: AdapterReport) => void): void {
+  reportListener = listener;
+}
+
 /** The page's WebGPU colorizer, or null (with adapterReport() saying why) when no adapter is usable. */
 export function gpuColorizer(): Promise<GpuColorizer | null> {
-  pending ??= open();
+  pending ??= open().then((c) => {
+    if (report && reportListener) reportListener(report);
+    return c;
+  });
   return pending;
 }
 
