@@ -1,5 +1,8 @@
 // tensormorph index: compute and store the exact statistics of every tensor of a checkpoint.
+#include <algorithm>
 #include <cstdio>
+#include <chrono>
+#include <future>
 #include <iostream>
 #include <memory>
 
@@ -11,6 +14,7 @@
 #include "cli/compute_flags.h"
 #include "cli/ranks.h"
 #include "app/indexing.h"
+#include "app/remote_checkpoint.h"
 #include "core/byte_size.h"
 #include "core/format.h"
 #include "tensormorph/error.h"
@@ -28,14 +32,57 @@ struct IndexArgs {
   ComputeFlags compute;
 };
 
+// A remote checkpoint, streamed: its tensors in file order, in batches of at most a quarter of the memory budget
+// (256 MiB at most; a larger tensor is a batch of its own), the next batch fetched while this one is indexed, each
+// released once committed. The report is the runs' sum, counted over the whole checkpoint.
+IndexingReport index_remote(CheckpointIndex& index, const Runtime& rt, app::RemoteCheckpoint& remote, const IndexArgs& a,
+                            uint64_t max_rate) {
+  const Checkpoint& c = index.checkpoint();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < c.tensors.size(); ++i)
+    if (c.tensors[i].readable() && !index.has_stats(i)) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return std::tie(c.tensors[x].file_index, c.tensors[x].file_offset) < std::tie(c.tensors[y].file_index, c.tensors[y].file_offset);
+  });
+  const uint64_t budget = std::clamp<uint64_t>(app::indexing_options(rt, {}, true).memory_budget / 4, 16ull << 20, 256ull << 20);
+  std::vector<std::vector<size_t>> batches;
+  uint64_t in_batch = 0;
+  for (size_t i : order) {
+    const uint64_t b = app::RemoteCheckpoint::fetch_bytes(c, {i});
+    if (batches.empty() || in_batch + b > budget) batches.emplace_back(), in_batch = 0;
+    batches.back().push_back(i), in_batch += b;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  IndexingReport sum;
+  std::future<void> next;
+  if (!batches.empty()) next = std::async(std::launch::async, [&] { remote.fetch(c, batches[0]); });
+  for (size_t k = 0; k < batches.size(); ++k) {
+    next.get();
+    if (k + 1 < batches.size()) next = std::async(std::launch::async, [&, k] { remote.fetch(c, batches[k + 1]); });
+    const IndexingReport r = fill_index(index, rt, batches[k], a.json, !a.no_pyramid, max_rate);
+    remote.release(c, batches[k]);
+    sum.computed += r.computed, sum.bytes += r.bytes, sum.workers = std::max(sum.workers, r.workers);
+    sum.window_bytes = r.window_bytes, sum.readahead_bytes = r.readahead_bytes;
+  }
+  IndexingReport r = fill_index(index, rt, {}, true, !a.no_pyramid, max_rate);  // reads nothing: every tensor is indexed or unreadable
+  r.already_indexed -= std::min(r.already_indexed, sum.computed);
+  r.computed = sum.computed, r.bytes = sum.bytes, r.workers = std::max(r.workers, sum.workers);
+  r.window_bytes = sum.window_bytes, r.readahead_bytes = sum.readahead_bytes;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
 void run_index(const IndexArgs& a) {
   if (serve_as_other_rank(a.compute)) return;  // under mpirun: ranks > 0 compute what rank 0 sends
   auto rt = command_runtime(&a.compute);
-  auto index = open_index(a.path, a.index_path);
+  const auto remote = app::open_remote_if_url(a.path);  // http(s):// or hf://: headers into local stand-ins
+  if (remote && leads_ranks()) throw Error(ErrorKind::Unavailable, a.path + ": a remote checkpoint is indexed by one process (run it without mpirun)");
+  auto index = open_index(remote ? remote->local_path() : a.path, a.index_path);
   uint64_t max_rate = 0;
   if (!a.max_rate.empty() && (max_rate = parse_bytes(a.max_rate, "--max-read-rate")) == 0)
     throw Error(ErrorKind::InvalidArgument, "--max-read-rate: expected more than 0 bytes per second");
-  const IndexingReport r = fill_index(*index, *rt, {}, a.json, !a.no_pyramid, max_rate);
+  const IndexingReport r = remote ? index_remote(*index, *rt, *remote, a, max_rate) : fill_index(*index, *rt, {}, a.json, !a.no_pyramid, max_rate);
+  if (remote) std::fprintf(stderr, "tensormorph: %s\n", remote->transfer_text().c_str());
   const IndexOpenReport& o = index->report();
   const double rate = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
   // Everything indexable was indexed and reported; then a damaged checkpoint ends with exit 7.
@@ -46,7 +93,9 @@ void run_index(const IndexArgs& a) {
                                              " tensors could not be indexed: their data is missing or damaged (`stats` names each)");
   };
   if (a.json) {
-    print_json(app::indexing_report_json(a.path, *index, r));
+    nlohmann::json j = app::indexing_report_json(a.path, *index, r);
+    if (remote) remote->show_urls(j);
+    print_json(j);
     refuse_if_incomplete();
     return;
   }
@@ -59,7 +108,7 @@ void run_index(const IndexArgs& a) {
                 format_bytes(static_cast<double>(r.bytes)).c_str(), r.seconds, format_bytes(rate).c_str(), r.workers,
                 r.ranks > 1 ? (" on " + std::to_string(r.ranks) + " MPI ranks").c_str() : "",
                 format_bytes(static_cast<double>(r.window_bytes)).c_str(), format_bytes(static_cast<double>(r.readahead_bytes)).c_str());
-  for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", f.c_str());
+  for (const auto& f : o.reindexed_files) std::printf("  (re)read header of %s\n", (remote ? remote->shown(f) : f).c_str());
   std::printf("  index: %s%s\n", o.database.c_str(), o.persisted ? "" : " (not saved)");
   refuse_if_incomplete();
 }
@@ -70,7 +119,7 @@ void add_index_command(CLI::App& app) {
   auto args = std::make_shared<IndexArgs>();
   CLI::App* cmd = app.add_subcommand("index", "compute and store the exact statistics of every tensor of a checkpoint "
                                               "(resumable; reopening reads only the index)");
-  cmd->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
+  cmd->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard, or an http(s):// or hf:// URL of one")->required();
   add_index_option(cmd, args->index_path);
   cmd->add_flag("--json", args->json, "print one JSON document (no progress bar)");
   cmd->add_flag("--no-pyramid", args->no_pyramid, "skip the statistics pyramids (render then reads the values)");

@@ -1,9 +1,11 @@
 // tensormorph stats: exact statistics of a raw tensor file.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "app/checkpoint_json.h"
+#include "app/remote_checkpoint.h"
 #include "app/result_json.h"
 #include "app/stats_document.h"
 #include "cli/commands.h"
@@ -12,6 +14,7 @@
 #include "cli/compute_flags.h"
 #include "cli/ranks.h"
 #include "core/format.h"
+#include "checkpoint/openers/open_checkpoint.h"
 #include "formats/raw_tensor.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
@@ -153,17 +156,40 @@ bool index_serves(const StatsArgs& a) {
 // from its index when the flags ask for the indexed statistics (computing and storing what it lacks), else computed
 // for this request. Rows print as they are ready.
 void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
+  // http(s):// or hf://: headers fetched into local stand-ins; a tensor's bytes are fetched before it is computed
+  // and released after.
+  const auto remote = app::open_remote_if_url(a.path);
   app::StatsDocumentRequest req;
-  req.path = a.path;
+  req.path = remote ? remote->local_path() : a.path;
   req.tensors = a.tensors;
   req.from_index = index_serves(a);
   req.options = options_from(a, rt);
   req.quantization = a.quantization;
-  req.open_index = [&] { return open_index(a.path, a.index_path); };
+  req.open_index = [&] { return open_index(req.path, a.index_path); };
   req.fill_index = [&](CheckpointIndex& index, const std::vector<size_t>& selected) {
+    std::vector<size_t> readable;
+    if (remote) {
+      for (size_t i : selected)
+        if (index.checkpoint().tensors[i].readable()) readable.push_back(i);
+      remote->fetch(index.checkpoint(), readable);
+    }
     fill_index(index, rt, selected, a.json);
+    if (remote) remote->release(index.checkpoint(), readable);
     return true;
   };
+  // Statistics computed for this request only (flags the index does not store), or a quantization report (read
+  // from the blocks): the named tensors' bytes first.
+  std::optional<Checkpoint> fetched_from;
+  std::vector<size_t> fetched;
+  if (remote && (!req.from_index || a.quantization)) {
+    fetched_from = open_checkpoint(req.path);
+    for (size_t i = 0; i < fetched_from->tensors.size(); ++i) {
+      const auto& t = fetched_from->tensors[i];
+      const bool named = a.tensors.empty() || std::find(a.tensors.begin(), a.tensors.end(), t.name) != a.tensors.end();
+      if (named && t.readable()) fetched.push_back(i);
+    }
+    remote->fetch(*fetched_from, fetched);
+  }
   if (!req.from_index && leads_ranks())
     std::fprintf(stderr, "tensormorph: warning: statistics with these flags are not the indexed ones: rank 0 computes them "
                          "alone (only indexing is shared across MPI ranks)\n");
@@ -194,7 +220,13 @@ void run_checkpoint_stats(const StatsArgs& a, const Runtime& rt) {
     if (row.quantization) print_quantization(*row.quantization);
   };
   const app::StatsDocument doc = app::build_stats_document(req, rt.planner());
-  if (a.json) print_json(doc.json());
+  if (fetched_from) remote->release(*fetched_from, fetched);
+  if (a.json) {
+    nlohmann::json j = doc.json();
+    if (remote) j["file"] = a.path, remote->show_urls(j);
+    print_json(j);
+  }
+  if (remote) std::fprintf(stderr, "tensormorph: %s\n", remote->transfer_text().c_str());
   doc.refuse_if_unserved(rt.constraints.strict_backend);
   doc.refuse_if_incomplete();
 }
@@ -235,7 +267,7 @@ void add_stats_command(CLI::App& app) {
   auto args = std::make_shared<StatsArgs>();
   CLI::App* cmd = app.add_subcommand("stats", "exact statistics of a tensor (count, nan/inf/zero, min, max, "
                                               "abs_max, sum, mean, std, histogram, quantiles)");
-  cmd->add_option("path", args->path, "a .safetensors or .gguf file (or use --raw)");
+  cmd->add_option("path", args->path, "a checkpoint: file, shard directory, index JSON, or an http(s):// or hf:// URL of one (or use --raw)");
   cmd->add_option("tensors", args->tensors, "tensor names (default: every tensor of PATH)");
   cmd->add_option("--raw", args->raw, "raw little-endian row-major tensor file");
   cmd->add_option("--dtype", args->dtype, "with --raw: element type: f64 f32 f16 bf16 f8_e4m3fn f8_e5m2 i8..i64 u8..u64 bool");

@@ -22,6 +22,11 @@ const std::vector<SettingKey>& known_settings() {
       {"compute.memory_budget", "bytes a single op may hold in memory (default: half of RAM)"},
       {"stem.resident_memory", "bytes of 4D-STEM acquisitions kept resident between requests, 0 = off "
                                "(default: a quarter of RAM in the server and Python, 0 in the CLI)"},
+      {"remote.hf_endpoint", "where hf://ORG/NAME[@REV]/FILE paths resolve, as ENDPOINT/ORG/NAME/resolve/REV/FILE "
+                             "($HF_ENDPOINT wins; default https://huggingface.co)"},
+      {"remote.attempts", "tries of one ranged request of a remote checkpoint before the command fails (default 6)"},
+      {"remote.stall_timeout_s", "seconds a remote response may deliver nothing before it is retried (default 30)"},
+      {"remote.in_flight", "ranged requests of a remote checkpoint in flight at once (default 8)"},
   };
   return keys;
 }

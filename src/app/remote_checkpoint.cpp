@@ -1,0 +1,215 @@
+#include "app/remote_checkpoint.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
+#include "remote/http_ranges.h"
+#include "remote/mirror_file.h"
+#include "remote/remote_url.h"
+#include "tensormorph/error.h"
+
+namespace tmorph::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMaxIndexJson = 64ull << 20;   // a sharded index's JSON, whole
+constexpr uint64_t kMaxSidecarJson = 4ull << 20;  // config.json, quantize_config.json
+constexpr uint64_t kGgufFirstPrefix = 64ull << 10;
+constexpr uint64_t kGgufMaxHeader = 1ull << 30;   // a GGUF header (vocabulary included) larger than this is refused
+
+std::string normal(const std::string& p) { return fs::path(p).lexically_normal().string(); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string file_name(const remote::RemoteUrl& u) { return u.path.substr(u.path.rfind('/') + 1); }
+
+// Byte ranges of tensor t, by file index.
+void tensor_ranges(const Checkpoint& c, const CheckpointTensor& t, std::map<size_t, std::vector<remote::ByteRange>>& out) {
+  if (t.chunked() || t.strided() || t.encoded)
+    throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): its storage (chunks, a strided view or encoded values) is not read remotely yet");
+  if (t.packed) {
+    for (const auto& part : t.packed->parts) out[part.file_index].push_back({part.file_offset, part.bytes});
+    return;
+  }
+  (void)c;
+  out[t.file_index].push_back({t.file_offset, t.bytes});
+}
+
+}  // namespace
+
+RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
+  const remote::RemoteUrl u = remote::parse_remote_url(remote_path);
+  host_ = u.host;
+  remote::FetchOptions o = remote::FetchOptions::from_settings();
+  if (u.hf)
+    if (const char* token = std::getenv("HF_TOKEN"); token && *token) o.bearer_token = token;
+  http_ = std::make_unique<remote::HttpRanges>(std::move(o));
+  local_path_ = remote::mirror_path(u);
+  lock_ = std::make_unique<remote::MirrorLock>(fs::path(local_path_).parent_path().string());
+  const std::string name = file_name(u);
+  if (ends_with(name, ".bin.index.json"))
+    throw Error(ErrorKind::Unavailable, u.given + ": sharded torch.save checkpoints are not read remotely yet (safetensors and GGUF are)");
+  if (ends_with(name, ".index.json")) {
+    auto body = http_->get_small(u.url, kMaxIndexJson, false);
+    header_bytes_ += body->size();
+    const nlohmann::json index = nlohmann::json::parse(body->begin(), body->end(), nullptr, false);
+    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      throw Error(ErrorKind::BadInput, u.given + ": expected a JSON object with a weight_map");
+    std::set<std::string> shards;
+    for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw Error(ErrorKind::BadInput, u.given + ": weight_map['" + tensor + "'] must be a file name");
+      shards.insert(shard.get<std::string>());
+    }
+    remote::write_mirror_sidecar(local_path_, *body);
+    for (const auto& shard : shards) add_file(remote::sibling(u, shard).given);
+  } else {
+    add_file(u.given);
+  }
+  // What the safetensors opener reads beside the files: stand-ins of those present, none of those absent.
+  if (!ends_with(name, ".gguf")) {
+    for (const char* sidecar : {"config.json", "quantize_config.json"}) {
+      const remote::RemoteUrl s = remote::sibling(u, sidecar);
+      const std::string local = remote::mirror_path(s);
+      auto body = http_->get_small(s.url, kMaxSidecarJson, true);
+      std::error_code ec;
+      if (!body) fs::remove(local, ec);
+      else header_bytes_ += body->size(), remote::write_mirror_sidecar(local, *body);
+    }
+  }
+}
+
+RemoteCheckpoint::~RemoteCheckpoint() = default;
+
+void RemoteCheckpoint::add_file(const std::string& given) {
+  const remote::RemoteUrl u = remote::parse_remote_url(given);
+  std::vector<uint8_t> first;
+  const remote::RemoteIdentity id = http_->open(u.url, 8, first);
+  auto file = std::make_unique<remote::MirrorFile>(remote::mirror_path(u), id);
+  file->write(0, first.data(), first.size());
+  auto fetch_into = [&](uint64_t offset, uint64_t bytes) {
+    http_->read(id, {{offset, bytes}}, [&](uint64_t at, const uint8_t* d, size_t n) { file->write(at, d, n); });
+  };
+  if (first.size() >= 4 && std::memcmp(first.data(), "GGUF", 4) == 0) {
+    // The header's length is known only once it is parsed: a growing prefix, parsed over the stand-in (zeros past
+    // the prefix); a parse is trusted only when everything it read lay in the prefix (its tensor data starts there).
+    uint64_t have = first.size(), header = 0;
+    for (uint64_t want = std::min(id.size, kGgufFirstPrefix);; want = std::min(id.size, want * 2)) {
+      if (want > kGgufMaxHeader) throw Error(ErrorKind::BadInput, u.given + ": a GGUF header longer than " + std::to_string(kGgufMaxHeader) + " bytes");
+      if (want > have) fetch_into(have, want - have), have = want;
+      file->restamp();
+      uint64_t data_at = 0;
+      try {
+        const MappedFile view(file->path());
+        data_at = parse_gguf(view.data(), view.size(), u.given, GgufArrays::Summary).data_section_offset;
+      } catch (const Error&) {
+        if (have >= id.size) throw;
+        continue;
+      }
+      if (data_at <= have) {
+        header = data_at;
+        break;
+      }
+      if (data_at > kGgufMaxHeader) throw Error(ErrorKind::BadInput, u.given + ": a GGUF header longer than " + std::to_string(kGgufMaxHeader) + " bytes");
+      want = data_at / 2 + 1;  // doubled next: at least the tensor data's offset
+    }
+    header_bytes_ += header;  // the prefix fetched may run past it, into the first tensors (at most twice the header)
+    // A split's first shard names its siblings: NAME-0000i-of-0000N.gguf, each a stand-in beside it.
+    static const std::regex split(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+    std::smatch m;
+    const std::string name = file_name(u);
+    if (std::regex_match(name, m, split) && m[2].str() == "00001") {
+      const int count = std::stoi(m[3].str());
+      for (int i = 2; i <= count && i <= 99999; ++i) {
+        char tail[32];
+        std::snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", i, count);
+        add_file(remote::sibling(u, m[1].str() + tail).given);
+      }
+    }
+  } else if (first.size() == 8) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | first[static_cast<size_t>(i)];
+    if (n > kSafetensorsMaxHeaderBytes || n > id.size - 8)
+      throw Error(ErrorKind::BadInput, u.given + ": offset 0: a safetensors header length of " + std::to_string(n) + " bytes, but the file holds " +
+                                           std::to_string(id.size) + " bytes (at most " + std::to_string(kSafetensorsMaxHeaderBytes) + ")");
+    fetch_into(8, n);
+    header_bytes_ += 8 + n;
+  } else {
+    throw Error(ErrorKind::BadInput, u.given + ": " + std::to_string(id.size) + " bytes: too short for a safetensors or GGUF file");
+  }
+  file->restamp();
+  urls_[normal(file->path())] = given;
+  files_[normal(file->path())] = std::move(file);
+}
+
+std::string RemoteCheckpoint::shown(const std::string& local) const {
+  const auto it = urls_.find(normal(local));
+  return it == urls_.end() ? local : it->second;
+}
+
+void RemoteCheckpoint::show_urls(nlohmann::json& doc) const {
+  if (doc.is_string()) {
+    if (auto it = urls_.find(normal(doc.get<std::string>())); it != urls_.end()) doc = it->second;
+  } else if (doc.is_structured()) {
+    for (auto& v : doc) show_urls(v);
+  }
+}
+
+uint64_t RemoteCheckpoint::fetch_bytes(const Checkpoint& c, const std::vector<size_t>& which) {
+  std::map<size_t, std::vector<remote::ByteRange>> ranges;
+  for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
+  uint64_t total = 0;
+  for (const auto& [f, rs] : ranges)
+    for (const auto& r : rs) total += r.bytes;
+  return total;
+}
+
+void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& which) {
+  std::map<size_t, std::vector<remote::ByteRange>> ranges;
+  for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
+  for (const auto& [f, rs] : ranges) {
+    const auto it = files_.find(normal(c.files.at(f)->path()));
+    if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[f]->path() + ": not a stand-in of this remote checkpoint");
+    remote::MirrorFile& file = *it->second;
+    http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
+    file.restamp();
+  }
+}
+
+void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& which) {
+  std::map<size_t, std::vector<remote::ByteRange>> ranges;
+  for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
+  for (const auto& [f, rs] : ranges) {
+    const auto it = files_.find(normal(c.files.at(f)->path()));
+    if (it == files_.end()) continue;
+    for (const auto& r : rs) it->second->release(r.offset, r.bytes);
+    it->second->restamp();
+  }
+}
+
+uint64_t RemoteCheckpoint::bytes_received() const { return http_->bytes_received(); }
+uint64_t RemoteCheckpoint::requests() const { return http_->requests(); }
+uint64_t RemoteCheckpoint::retries() const { return http_->retries(); }
+
+std::string RemoteCheckpoint::transfer_text() const {
+  return "fetched " + std::to_string(bytes_received()) + " bytes in " + std::to_string(requests()) + " requests (" +
+         std::to_string(retries()) + " retries) from " + host_ + "; the files' headers are " + std::to_string(header_bytes_) + " bytes";
+}
+
+std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path) {
+  if (!remote::is_remote_path(path)) return nullptr;
+  return std::make_unique<RemoteCheckpoint>(path);
+}
+
+}  // namespace tmorph::app

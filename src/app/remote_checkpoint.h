@@ -1,0 +1,69 @@
+// A checkpoint that lives on a server (docs/remote.md): http(s):// and hf:// paths of a safetensors file, a
+// sharded model.safetensors.index.json or a GGUF file (or split). Opening fetches the headers only, into local
+// stand-ins (remote/mirror_file.h) that the ordinary openers and the index read as local files; a face then
+// fetches the bytes of the tensors it reads before reading them, and releases them afterwards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+
+namespace tmorph::remote {
+class HttpRanges;
+class MirrorFile;
+class MirrorLock;
+}  // namespace tmorph::remote
+
+namespace tmorph::app {
+
+class RemoteCheckpoint {
+ public:
+  // Fetches what opening `remote_path` needs: the index JSON whole (at most 64 MiB), each file's header
+  // (safetensors: its 8-byte length and JSON; GGUF: a growing prefix up to its tensor data), config.json and
+  // quantize_config.json when present. Holds the stand-ins' lock until destroyed. Errors name the URL.
+  explicit RemoteCheckpoint(const std::string& remote_path);
+  ~RemoteCheckpoint();
+
+  // The stand-in to open in place of the remote path.
+  const std::string& local_path() const { return local_path_; }
+  // The URL of a stand-in file (a Checkpoint's file path), or `local` itself when it is none.
+  std::string shown(const std::string& local) const;
+  // Every string of `doc` that is a stand-in's path replaced by its URL (a document's "file" fields).
+  void show_urls(nlohmann::json& doc) const;
+
+  // Fetches the bytes of tensors `which` of `c` (opened from local_path()) into the stand-ins; Unavailable naming
+  // the tensor for a storage form not read remotely (chunked, strided, encoded values).
+  void fetch(const Checkpoint& c, const std::vector<size_t>& which);
+  // Frees those bytes again (the stand-ins keep only headers).
+  void release(const Checkpoint& c, const std::vector<size_t>& which);
+  // The tensors' bytes fetch() would read.
+  static uint64_t fetch_bytes(const Checkpoint& c, const std::vector<size_t>& which);
+
+  uint64_t bytes_received() const;
+  uint64_t requests() const;
+  uint64_t retries() const;
+  uint64_t header_bytes() const { return header_bytes_; }  // header bytes of the files (what info needs)
+  // "fetched N bytes in K requests (R retries) from HOST", for a face's stderr.
+  std::string transfer_text() const;
+
+ private:
+  void add_file(const std::string& url_given);
+  std::string local_path_;
+  std::string host_;
+  std::unique_ptr<remote::MirrorLock> lock_;
+  std::unique_ptr<remote::HttpRanges> http_;
+  std::map<std::string, std::unique_ptr<remote::MirrorFile>> files_;  // by stand-in path
+  std::map<std::string, std::string> urls_;                           // stand-in path -> URL shown
+  uint64_t header_bytes_ = 0;
+};
+
+// A RemoteCheckpoint for an http://, https:// or hf:// path; null for a local path.
+std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
+
+}  // namespace tmorph::app

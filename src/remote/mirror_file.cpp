@@ -1,0 +1,128 @@
+#include "remote/mirror_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "tensormorph/error.h"
+#include "tensormorph/settings.h"
+
+namespace tmorph::remote {
+
+namespace fs = std::filesystem;
+
+std::string mirror_path(const RemoteUrl& u) {
+  std::string host = u.host;
+  for (auto& ch : host)
+    if (ch == ':' || ch == '[' || ch == ']') ch = '_';
+  const std::string scheme = u.url.substr(0, u.url.find("://"));
+  return cache_dir() + "/remote/" + scheme + "/" + host + u.path;  // u.path: checked segments, no '..'
+}
+
+MirrorFile::MirrorFile(std::string path, const RemoteIdentity& id) : path_(std::move(path)), id_(id) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path_).parent_path(), ec);
+  if (ec) throw Error(ErrorKind::Io, fs::path(path_).parent_path().string() + ": cannot create the remote files' folder: " + ec.message());
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(ErrorKind::Io, path_ + ": cannot create the stand-in of " + id.url + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path_ + ": the stand-in of " + id.url + " is not a regular file");
+  }
+  // A stand-in of another size (the remote file changed): emptied first, so no old byte survives.
+  if (static_cast<uint64_t>(st.st_size) != id.size && ::ftruncate(fd_, 0) != 0) {
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path_ + ": cannot truncate: " + std::strerror(errno));
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(id.size)) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path_ + ": cannot size the stand-in to " + std::to_string(id.size) + " bytes: " + std::strerror(e));
+  }
+  restamp();
+}
+
+MirrorFile::~MirrorFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) {
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = ::pwrite(fd_, data + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorKind::Io, path_ + ": cannot write the bytes of " + id_.url + " at offset " + std::to_string(offset + done) + ": " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+void MirrorFile::release(uint64_t offset, uint64_t bytes) {
+  // Whole blocks only: punching part of a block writes zeros into it, and its other bytes may be a header or
+  // another tensor still in use.
+  struct stat st {};
+  const uint64_t block = ::fstat(fd_, &st) == 0 && st.st_blksize > 4096 ? static_cast<uint64_t>(st.st_blksize) : 4096;
+  const uint64_t first = (offset + block - 1) / block * block, end = (offset + bytes) / block * block;
+  if (end <= first) return;
+  offset = first, bytes = end - first;
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(bytes)) != 0) {
+    // A file system without hole punching: overwrite nothing, but say so (the bytes stay on disk until the next run).
+    if (errno != EOPNOTSUPP) throw Error(ErrorKind::Io, path_ + ": cannot release bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + ": " + std::strerror(errno));
+  }
+}
+
+void MirrorFile::restamp() {
+  // Last-Modified to the second; the ETag's hash as nanoseconds, so a changed ETag is a changed identity.
+  struct timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(id_.last_modified_s);
+  times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(std::hash<std::string>{}(id_.etag + "|" + id_.last_modified) % 1000000000ull);
+  if (::futimens(fd_, times) != 0) throw Error(ErrorKind::Io, path_ + ": cannot set its time: " + std::strerror(errno));
+}
+
+void write_mirror_sidecar(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + ".part";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorKind::Io, tmp + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      throw Error(ErrorKind::Io, tmp + ": cannot write: " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(ErrorKind::Io, path + ": cannot replace: " + ec.message());
+}
+
+MirrorLock::MirrorLock(const std::string& folder) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  const std::string path = folder + "/.tensormorph-remote.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(ErrorKind::Io, path + ": cannot open the lock: " + std::strerror(errno));
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const int e = errno;
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path + ": cannot lock: " + std::strerror(e));
+  }
+}
+
+MirrorLock::~MirrorLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace tmorph::remote

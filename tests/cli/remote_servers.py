@@ -1,0 +1,212 @@
+"""Loopback servers for the remote-checkpoint tests (tests/cli/test_remote.py), each started by the test itself and
+stopped by its process id: Debian's nginx serving a folder with range support (plain HTTP, and HTTPS with a
+self-signed certificate made here by openssl), and a fault-injecting proxy of our own in front of it."""
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listens on 127.0.0.1:%d after %d s" % (port, timeout))
+
+
+class Nginx:
+    """nginx (foreground, one worker) on 127.0.0.1 serving `root`; `tls` adds an HTTPS port with a certificate for
+    127.0.0.1 made by openssl (cert_file: the CA bundle a client trusts). access_log: one line per request with
+    the status, the Range asked for, the body bytes sent, the Authorization header and the URI."""
+
+    def __init__(self, root, tls=False):
+        self.dir = tempfile.mkdtemp(prefix="tm-nginx-")
+        self.port = free_port()
+        self.tls_port = free_port() if tls else None
+        self.cert_file = None
+        tls_server = ""
+        if tls:
+            self.cert_file = os.path.join(self.dir, "cert.pem")
+            key = os.path.join(self.dir, "key.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", self.cert_file,
+                            "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                           check=True, capture_output=True)
+            tls_server = """server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; location / { } }""" % (
+                self.tls_port, self.cert_file, key, root)
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""%s
+worker_processes 1;
+pid %s/nginx.pid;
+error_log %s/error.log;
+events { worker_connections 256; }
+http {
+  log_format ranges '$status\t$http_range\t$body_bytes_sent\t$http_authorization\t$request_uri';
+  access_log %s/access.log ranges;
+  client_body_temp_path %s/body; proxy_temp_path %s/proxy; fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;
+  types { application/json json; }
+  default_type application/octet-stream;
+  keepalive_requests 10000;
+  server { listen 127.0.0.1:%d; root %s; location / { } }
+  %s
+}
+""" % (user, self.dir, self.dir, self.dir, *([self.dir] * 5), self.port, root, tls_server))
+        self.proc = subprocess.Popen([NGINX, "-c", conf, "-p", self.dir, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_port(self.port)
+            if tls:
+                wait_port(self.tls_port)
+        except RuntimeError:
+            self.stop()
+            raise
+
+    def url(self, path=""):
+        return "http://127.0.0.1:%d/%s" % (self.port, path)
+
+    def tls_url(self, path=""):
+        return "https://127.0.0.1:%d/%s" % (self.tls_port, path)
+
+    def log(self, uris=False):
+        """(status, Range header, body bytes sent, Authorization header[, URI]) per request so far ('-' when absent)."""
+        rows = []
+        path = os.path.join(self.dir, "access.log")
+        if os.path.exists(path):
+            for line in open(path):
+                status, rng, sent, auth, uri = line.rstrip("\n").split("\t")
+                row = (int(status), rng, int(sent), auth)
+                rows.append(row + (uri,) if uris else row)
+        return rows
+
+    def clear_log(self):
+        open(os.path.join(self.dir, "access.log"), "w").close()
+        os.kill(self.proc.pid, 10)  # SIGUSR1: reopen the log
+        time.sleep(0.2)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class FaultProxy:
+    """An HTTP/1.1 proxy on 127.0.0.1 in front of `upstream_port` that spoils the first `count` ranged responses
+    (requests with a Range header whose range starts past `min_offset`) in one way (`fault`):
+      reset     headers and half the body, then a TCP reset
+      503       503 with Retry-After: 1 and no body
+      stall     headers and half the body, then nothing for `stall_s` seconds, then a close
+      short     headers (the full Content-Length) and half the body, then a clean close
+      etag      every response from the (count+1)-th on carries another ETag (count = responses left intact)
+    Each client connection is served by its own thread; keep-alive is honoured."""
+
+    def __init__(self, upstream_port, fault, count=1, min_offset=0, stall_s=4):
+        self.upstream_port, self.fault, self.count, self.min_offset, self.stall_s = upstream_port, fault, count, min_offset, stall_s
+        self.spoiled = 0
+        self.seen = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path=""):
+        return "http://127.0.0.1:%d/%s" % (self.port, path)
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _take(self, ranged_from):
+        """Whether this response is to be spoiled."""
+        with self.lock:
+            if self.fault == "etag":
+                self.seen += 1
+                return self.seen > self.count
+            if ranged_from is None or ranged_from < self.min_offset or self.spoiled >= self.count:
+                return False
+            self.spoiled += 1
+            return True
+
+    def _serve(self, conn):
+        f = conn.makefile("rb")
+        try:
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                method, path, _ = line.decode("latin-1").split(" ", 2)
+                headers = {}
+                while True:
+                    h = f.readline().decode("latin-1")
+                    if h in ("\r\n", "\n", ""):
+                        break
+                    k, v = h.split(":", 1)
+                    headers[k.strip()] = v.strip()
+                rng = headers.get("Range")
+                ranged_from = int(rng.split("=")[1].split("-")[0]) if rng else None
+                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
+                up.request(method, path, headers={"Range": rng} if rng else {})
+                resp = up.getresponse()
+                body = resp.read()
+                status, reason, out_headers = resp.status, resp.reason, resp.getheaders()
+                up.close()
+                spoil = self._take(ranged_from)
+                if spoil and self.fault == "503":
+                    conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n")
+                    continue
+                hdr = "HTTP/1.1 %d %s\r\n" % (status, reason)
+                for k, v in out_headers:
+                    if k.lower() in ("connection", "keep-alive", "transfer-encoding"):
+                        continue
+                    if k.lower() == "etag" and spoil and self.fault == "etag":
+                        v = '"changed-%s"' % v.strip('"')
+                    hdr += "%s: %s\r\n" % (k, v)
+                conn.sendall(hdr.encode("latin-1") + b"\r\n")
+                if spoil and self.fault in ("reset", "stall", "short"):
+                    conn.sendall(body[: len(body) // 2])
+                    if self.fault == "stall":
+                        time.sleep(self.stall_s)
+                    if self.fault == "reset":
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    return
+                conn.sendall(body)
+        except (OSError, ValueError):
+            return
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass

@@ -1,0 +1,306 @@
+"""Remote checkpoints (docs/remote.md) on loopback: Debian's nginx, started here, serves safetensors files, a sharded
+model.safetensors.index.json, GGUF files (one, and a split set) over HTTP and HTTPS (a self-signed certificate made
+here), and the hf:// layout as static folders; a fault-injecting proxy of our own (remote_servers.FaultProxy) resets,
+stalls, shortens, refuses (503 + Retry-After) or changes the ETag of responses. Every remote result must equal the
+local run on the same files byte for byte in --json (file paths shown as URLs are the one difference, normalised),
+or fail naming the URL and the cause.
+
+The safetensors files are written here with numpy and json (the format's 8-byte length, JSON header, data);
+the GGUF files are the shared fixtures (gguf/tiny-mixed.gguf, gguf/split/)."""
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cli_harness import run  # noqa: E402
+import remote_servers  # noqa: E402
+
+FIXTURES = os.environ.get("TM_FIXTURES", "/work/shared/fixtures")
+INVALID, BAD_INPUT, IO = 2, 3, 6
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: name -> numpy array (little-endian); dtype names as the safetensors library writes them."""
+    names = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("int8"): "I8", np.dtype("int32"): "I32"}
+    header, offset, blobs = {}, 0, []
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": names[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    return 8 + len(h)
+
+
+def normalise(doc, *prefixes):
+    """The document as text with each prefix (a URL base or a local folder) removed."""
+    text = json.dumps(doc, sort_keys=True)
+    for p in prefixes:
+        text = text.replace(p, "")
+    return text
+
+
+def fetched_bytes(err):
+    m = re.search(r"fetched (\d+) bytes in (\d+) requests \((\d+) retries\)", err)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+class RemoteCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="tm-remote-root-")
+        rng = np.random.default_rng(7)
+        cls.single = {
+            "embed.weight": rng.standard_normal((64, 32)).astype(np.float32),
+            "norm.weight": rng.standard_normal(32).astype(np.float16),
+            "codes": rng.integers(-128, 127, (7, 5), dtype=np.int8),
+        }
+        cls.single_header = write_safetensors(os.path.join(cls.root, "model.safetensors"), cls.single, {"format": "pt"})
+        os.makedirs(os.path.join(cls.root, "sharded"))
+        cls.sharded_header = 0
+        weight_map, total = {}, 0
+        for k in range(3):
+            shard = "model-%05d-of-00003.safetensors" % (k + 1)
+            ts = {"layers.%d.w%d" % (k, j): rng.standard_normal((40 + j, 24)).astype(np.float32) for j in range(3)}
+            cls.sharded_header += write_safetensors(os.path.join(cls.root, "sharded", shard), ts)
+            for name, a in ts.items():
+                weight_map[name] = shard
+                total += a.nbytes
+        index = json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2).encode()
+        with open(os.path.join(cls.root, "sharded", "model.safetensors.index.json"), "wb") as f:
+            f.write(index)
+        cls.sharded_header += len(index)
+        with open(os.path.join(cls.root, "lying.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", 1 << 20) + b'{"a": 1}')
+        os.makedirs(os.path.join(cls.root, "gguf"))
+        shutil.copy(os.path.join(FIXTURES, "gguf", "tiny-mixed.gguf"), os.path.join(cls.root, "gguf"))
+        for f in os.listdir(os.path.join(FIXTURES, "gguf", "split")):
+            if f.endswith(".gguf"):
+                shutil.copy(os.path.join(FIXTURES, "gguf", "split", f), os.path.join(cls.root, "gguf"))
+        # The hub's layout: ORG/NAME/resolve/REVISION/FILE.
+        for rev in ("main", "v1"):
+            d = os.path.join(cls.root, "hub", "org", "tiny", "resolve", rev)
+            os.makedirs(d)
+            shutil.copy(os.path.join(cls.root, "model.safetensors"), d)
+        cls.nginx = remote_servers.Nginx(cls.root, tls=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.stop()
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def both(self, args, name, url=None, env=None, cache_home=None, config_home=None):
+        """The command on the local file and on its URL: (local Run, remote Run)."""
+        local = run(args[:1] + [os.path.join(self.root, name)] + args[1:])
+        remote = run(args[:1] + [url or self.nginx.url(name)] + args[1:], env_extra=env, cache_home=cache_home, config_home=config_home)
+        return local, remote
+
+    def assert_same(self, local, remote, url_base=None):
+        self.assertEqual(local.code, 0, local.err)
+        self.assertEqual(remote.code, 0, remote.err)
+        self.assertEqual(normalise(local.json(), self.root + "/"),
+                         normalise(remote.json(), url_base or self.nginx.url()))
+
+
+class TestFirstLook(RemoteCase):
+    def test_info_and_ls_of_each_layout_equal_the_local_run(self):
+        for name in ("model.safetensors", "sharded/model.safetensors.index.json", "gguf/tiny-mixed.gguf",
+                     "gguf/tiny-split-00001-of-00002.gguf"):
+            for cmd in ("info", "ls"):
+                local, remote = self.both([cmd, "--json"], name)
+                self.assert_same(local, remote)
+                self.assertIsNotNone(fetched_bytes(remote.err), remote.err)
+
+    def test_info_of_a_sharded_checkpoint_fetches_only_headers(self):
+        self.nginx.clear_log()
+        _, remote = self.both(["info", "--json"], "sharded/model.safetensors.index.json")
+        got, requests, retries = fetched_bytes(remote.err)
+        self.assertLessEqual(got, 1.1 * self.sharded_header, remote.err)
+        self.assertGreaterEqual(got, self.sharded_header)
+        self.assertEqual(retries, 0)
+        log = self.nginx.log()
+        sent = sum(b for status, _, b, _ in log if status in (200, 206))
+        self.assertEqual(sent, got, log)
+        self.assertTrue(all(status in (200, 206, 404) for status, _, _, _ in log), log)
+        self.assertTrue(all(auth == "-" for _, _, _, auth in log), log)  # no token outside hf://
+
+    def test_stats_of_one_tensor_fetches_that_tensor(self):
+        local, remote = self.both(["stats", "--json"], "model.safetensors")
+        self.assert_same(local, remote)
+        for name in ("embed.weight", "codes"):
+            local = run(["stats", os.path.join(self.root, "model.safetensors"), name, "--json"])
+            remote = run(["stats", self.nginx.url("model.safetensors"), name, "--json"])
+            self.assert_same(local, remote)
+            got, _, _ = fetched_bytes(remote.err)
+            self.assertLessEqual(got, self.single_header + self.single[name].nbytes, remote.err)
+            self.assertGreaterEqual(got, self.single_header + self.single[name].nbytes)
+
+    def test_stats_with_flags_the_index_does_not_store(self):
+        local = run(["stats", os.path.join(self.root, "gguf/tiny-mixed.gguf"), "--bins", "16", "--json"])
+        remote = run(["stats", self.nginx.url("gguf/tiny-mixed.gguf"), "--bins", "16", "--json"])
+        self.assert_same(local, remote)
+
+    def test_index_streams_every_tensor_and_the_index_serves_later_commands(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        for name in ("sharded/model.safetensors.index.json", "gguf/tiny-split-00001-of-00002.gguf"):
+            r = run(["index", self.nginx.url(name), "--json"], cache_home=cache)
+            self.assertEqual(r.code, 0, r.err)
+            doc = r.json()
+            self.assertEqual(doc["computed"], doc["tensors"] - doc["unavailable"])
+            local = run(["stats", os.path.join(self.root, name), "--json"])
+            remote = run(["stats", self.nginx.url(name), "--json"], cache_home=cache)
+            self.assert_same(local, remote)
+            self.assertLess(fetched_bytes(remote.err)[0], 1.1 * 1024 * 1024)  # served by the index: headers only
+            again = run(["index", self.nginx.url(name), "--json"], cache_home=cache)
+            self.assertEqual(again.json()["computed"], 0, again.out)
+        # The stand-ins keep headers only: their tensor bytes were released.
+        blocks = 0
+        for dirpath, _, files in os.walk(os.path.join(cache, "tensormorph", "remote")):
+            blocks += sum(os.stat(os.path.join(dirpath, f)).st_blocks * 512 for f in files)
+        self.assertLess(blocks, 1024 * 1024)
+
+    def test_https_with_the_test_certificate(self):
+        env = {"CURL_CA_BUNDLE": self.nginx.cert_file}
+        local, remote = self.both(["info", "--json"], "model.safetensors", url=self.nginx.tls_url("model.safetensors"), env=env)
+        self.assert_same(local, remote, url_base=self.nginx.tls_url())
+        untrusted = run(["info", self.nginx.tls_url("model.safetensors")])
+        self.assertEqual(untrusted.code, IO, untrusted.err)
+        self.assertIn(self.nginx.tls_url("model.safetensors"), untrusted.err)
+        self.assertIn("certificate", untrusted.err.lower())
+
+    def test_hf_paths_resolve_against_the_endpoint_and_the_token_is_never_shown(self):
+        env = {"HF_ENDPOINT": self.nginx.url("hub"), "HF_TOKEN": "hf_secret_for_the_test"}
+        for path, rev in (("hf://org/tiny/model.safetensors", "main"), ("hf://org/tiny@v1/model.safetensors", "v1")):
+            self.nginx.clear_log()
+            local = run(["ls", os.path.join(self.root, "model.safetensors"), "--json"])
+            remote = run(["ls", path, "--json"], env_extra=env)
+            self.assertEqual(remote.code, 0, remote.err)
+            self.assertEqual(normalise(local.json(), os.path.join(self.root, "model.safetensors")),
+                             normalise(remote.json(), path))
+            self.assertNotIn("hf_secret", remote.out + remote.err)
+            log = self.nginx.log()
+            self.assertTrue(log and all(auth == "Bearer hf_secret_for_the_test" for _, _, _, auth in log), log)
+            self.assertTrue(all("/org/tiny/resolve/%s/" % rev in uri for _, _, _, _, uri in self.nginx.log(uris=True)))
+        missing = run(["info", "hf://org/absent/model.safetensors"], env_extra=env)
+        self.assertEqual(missing.code, IO, missing.err)
+        self.assertIn("/org/absent/resolve/main/model.safetensors", missing.err)
+        self.assertIn("HTTP 404", missing.err)
+        self.assertNotIn("hf_secret", missing.err)
+
+
+class TestRefusals(RemoteCase):
+    def test_a_lying_header_length_names_the_url_and_offset(self):
+        r = run(["info", self.nginx.url("lying.safetensors")])
+        self.assertEqual(r.code, BAD_INPUT, r.err)
+        self.assertIn(self.nginx.url("lying.safetensors") + ": offset 0: a safetensors header length of 1048576 bytes", r.err)
+
+    def test_missing_file_and_malformed_urls(self):
+        r = run(["info", self.nginx.url("absent.safetensors")])
+        self.assertEqual(r.code, IO, r.err)
+        self.assertIn(self.nginx.url("absent.safetensors") + " (bytes 0-7): HTTP 404", r.err)
+        for bad in ("http://127.0.0.1:1", "http://127.0.0.1:1/a/../b.safetensors", "hf://org/model.safetensors",
+                    "http://user:pw@127.0.0.1/x.safetensors", "http://127.0.0.1/x.safetensors?a=1"):
+            r = run(["info", bad])
+            self.assertEqual(r.code, INVALID, (bad, r.err))
+            self.assertIn(bad + ": not a usable remote path", r.err)
+
+    def test_s3_is_reported_as_not_read_yet(self):
+        r = run(["info", "s3://bucket/model.safetensors"])
+        self.assertEqual(r.code, 4, r.err)
+        self.assertIn("s3://bucket/model.safetensors: s3:// paths are not read yet", r.err)
+
+    def test_nothing_listens(self):
+        url = "http://127.0.0.1:%d/model.safetensors" % remote_servers.free_port()
+        cfg = tempfile.mkdtemp(prefix="tm-remote-cfg-")
+        os.makedirs(os.path.join(cfg, "tensormorph"))
+        with open(os.path.join(cfg, "tensormorph", "settings.json"), "w") as f:
+            json.dump({"remote.attempts": "2"}, f)
+        r = run(["info", url], config_home=cfg)
+        self.assertEqual(r.code, IO, r.err)
+        self.assertIn(url + " (bytes 0-7): failed after 2 attempts; last: Couldn't connect to server", r.err)
+
+
+class TestFaults(RemoteCase):
+    """Each fault spoils responses of tensor data (ranges past the headers) through the proxy."""
+
+    def settings(self, **values):
+        cfg = tempfile.mkdtemp(prefix="tm-remote-cfg-")
+        os.makedirs(os.path.join(cfg, "tensormorph"))
+        with open(os.path.join(cfg, "tensormorph", "settings.json"), "w") as f:
+            json.dump({k.replace("__", "."): str(v) for k, v in values.items()}, f)
+        return cfg
+
+    def through_proxy(self, fault, count=1, cfg=None, name="model.safetensors", tensor="embed.weight", stall_s=4):
+        proxy = remote_servers.FaultProxy(self.nginx.port, fault, count=count, min_offset=self.single_header, stall_s=stall_s)
+        try:
+            t0 = time.time()
+            r = run(["stats", proxy.url(name), tensor, "--json"], config_home=cfg)
+            return r, time.time() - t0, proxy
+        finally:
+            proxy.stop()
+
+    def expect_same(self, r, proxy):
+        local = run(["stats", os.path.join(self.root, "model.safetensors"), "embed.weight", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(r.json(), proxy.url()))
+
+    def test_reset_mid_body_is_resumed(self):
+        r, _, proxy = self.through_proxy("reset")
+        self.expect_same(r, proxy)
+        self.assertEqual(fetched_bytes(r.err)[2], 1, r.err)
+
+    def test_short_body_is_resumed(self):
+        r, _, proxy = self.through_proxy("short", count=2)
+        self.expect_same(r, proxy)
+        self.assertEqual(fetched_bytes(r.err)[2], 2, r.err)
+
+    def test_503_honours_retry_after(self):
+        r, seconds, proxy = self.through_proxy("503", count=2)
+        self.expect_same(r, proxy)
+        self.assertEqual(fetched_bytes(r.err)[2], 2, r.err)
+        self.assertGreaterEqual(seconds, 2.0)  # Retry-After: 1, twice
+
+    def test_stalled_body_is_retried_after_the_stall_timeout(self):
+        cfg = self.settings(**{"remote__stall_timeout_s": 1})
+        r, _, proxy = self.through_proxy("stall", cfg=cfg, stall_s=4)
+        self.expect_same(r, proxy)
+        self.assertEqual(fetched_bytes(r.err)[2], 1, r.err)
+
+    def test_persistent_503_fails_naming_the_url_range_and_cause(self):
+        cfg = self.settings(**{"remote__attempts": 2})
+        r, _, proxy = self.through_proxy("503", count=100, cfg=cfg)
+        self.assertEqual(r.code, IO, r.err)
+        self.assertRegex(r.err, re.escape(proxy.url("model.safetensors")) + r" \(bytes \d+-\d+\): failed after 2 attempts; last: HTTP 503")
+
+    def test_etag_change_during_index_fails_naming_the_url_and_commits_nothing_wrong(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        # The headers' requests pass (open, header, config.json, quantize_config.json); the data's carry another ETag.
+        proxy = remote_servers.FaultProxy(self.nginx.port, "etag", count=4)
+        try:
+            r = run(["index", proxy.url("model.safetensors"), "--json"], cache_home=cache)
+        finally:
+            proxy.stop()
+        self.assertEqual(r.code, BAD_INPUT, r.err)
+        self.assertIn(proxy.url("model.safetensors") + ": the file changed during this run (its ETag is now \"changed-", r.err)
+        # Nothing was committed: a clean run afterwards computes every tensor and equals the local statistics.
+        again = run(["stats", self.nginx.url("model.safetensors"), "--json"], cache_home=cache)
+        local = run(["stats", os.path.join(self.root, "model.safetensors"), "--json"])
+        self.assert_same(local, again)
+
+
+if __name__ == "__main__":
+    unittest.main()
