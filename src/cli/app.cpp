@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/help_examples.h"
 #include "cli/commands.h"
 #include "cli/ranks.h"
 #include "distributed/world.h"
@@ -56,6 +57,7 @@ int run_command(int argc, char** argv) {
   add_stem_command(app);
   add_render_commands(app);
   add_serve_command(app);
+  add_help_examples(app);
   try {
     join_ranks(&argc, &argv, command_words(argc, argv));
   } catch (const Error& e) {

@@ -26,6 +26,27 @@ class Help(unittest.TestCase):
             self.assertEqual(r.code, 0, sub)
             self.assertIn("--help", r.out, sub)
 
+    def test_every_subcommand_help_ends_with_an_example_of_itself(self):
+        """Issue 51: each --help text gives one example, a command line of that very subcommand."""
+        def subcommands(path):
+            out = run(path + ["--help"]).out
+            section = out.split("Subcommands:\n", 1)[1].split("\n\n", 1)[0] if "Subcommands:" in out else ""
+            return [line.split()[0] for line in section.splitlines() if line.startswith("  ") and line.split()]
+
+        todo, seen = [[]], 0
+        while todo:
+            path = todo.pop()
+            for name in subcommands(path):
+                sub = path + [name]
+                todo.append(sub)
+                r = run(sub + ["--help"])
+                self.assertEqual(r.code, 0, sub)
+                tail = r.out.rstrip("\n").splitlines()[-2:]
+                self.assertEqual(tail[0], "Example:", (sub, r.out[-300:]))
+                self.assertTrue((tail[1] + " ").startswith("  tensormorph " + " ".join(sub) + " "), (sub, tail))
+                seen += 1
+        self.assertGreater(seen, 35)
+
     def test_no_subcommand_is_a_usage_error(self):
         r = run([])
         self.assertEqual(r.code, 2)
