@@ -139,6 +139,12 @@ class StemEmpad(unittest.TestCase):
         self.assertGreater(sel.sum(), K * K // 2)  # dense: still summed directly
         self.assertEqual(img.tobytes(), seq_sum(data[:, sel]).reshape(ROWS, COLS).tobytes())
 
+        # The resident store holds integer counts only: float frames are streamed, and the provenance says why.
+        again, rep = self.product("mask", "--center", "60,70", "--inner", "3", "--outer", "60.5", "--resident-memory", "1G")
+        self.assertEqual(again.tobytes(), img.tobytes())
+        self.assertFalse(rep["provenance"]["resident"]["used"], rep["provenance"]["resident"])
+        self.assertIn("frames of f32", rep["provenance"]["resident"]["why"])
+
         com, _ = self.product("com")
         idx = np.arange(K * K)
         w = seq_sum(data)
