@@ -236,6 +236,33 @@ class StemNpy(unittest.TestCase):
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
+    def test_a_folder_holding_one_npy_or_blockfile_is_that_acquisition(self):
+        """`stem inspect FOLDER` (and every product) on a folder whose only acquisition is a .npy or a .blo (rows that
+        claim files only): the one acquisition any row discovers there; two are refused naming both (exit 2)."""
+        sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+        from blockfile_writer import write_blockfile
+        d = self.path("folder-npy")
+        os.makedirs(os.path.join(d, "sub"), exist_ok=True)
+        data = np.arange(2 * 3 * 8 * 8, dtype=np.uint16).reshape(2, 3, 8, 8)
+        np.save(os.path.join(d, "sub", "scan.npy"), data)
+        r = run(["stem", "inspect", d, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual((r.json()["format"], r.json()["scan_shape"]), ("npy", [2, 3]))
+        img, _ = self.product("mask", d, "--center", "4,4", "--inner", "0", "--outer", "100")
+        np.testing.assert_array_equal(img, data.astype(np.uint64).sum(axis=(2, 3)))
+        b = self.path("folder-blo")
+        os.makedirs(b, exist_ok=True)
+        write_blockfile(os.path.join(b, "scan.blo"), np.zeros((2, 2, 8, 8), dtype=np.uint8))
+        r = run(["stem", "inspect", b, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["format"], "blockfile")
+        np.save(os.path.join(b, "other.npy"), data)
+        r = run(["stem", "inspect", b])
+        self.assertEqual(r.code, 2, r.err)
+        self.assertIn("2 acquisitions here", r.err)
+        self.assertIn("scan.blo", r.err)
+        self.assertIn("other.npy", r.err)
+
     def test_a_fifo_is_not_waited_for(self):
         p = self.path("pipe.npy")
         os.mkfifo(p)

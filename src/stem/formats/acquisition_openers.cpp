@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "core/folder_walk.h"
 #include "core/path_kind.h"
 #include "tensormorph/error.h"
 
@@ -63,6 +64,13 @@ Acquisition open_acquisition(const std::string& path) {
   std::vector<const AcquisitionOpener*> claiming;
   for (const AcquisitionOpener* row : acquisition_openers())
     if (row->claims(path)) claiming.push_back(row);
+  // A folder no row claims (rows such as .npy's and blockfile's claim files only): the one acquisition any row
+  // discovers in it (searched recursively); several are refused naming each; none falls to the first row's message.
+  std::error_code ec;
+  if (claiming.empty() && std::filesystem::is_directory(path, ec)) {
+    const std::vector<std::string> found = discover_acquisitions(path);
+    if (!found.empty()) return open_acquisition(only_file_in(path, found, "acquisition"));
+  }
   // No row claims it: the row whose extension it has (else the first) reads it and says why it is not one.
   if (claiming.empty()) return row_by_extension(path).open(path);
   std::string refusals;
