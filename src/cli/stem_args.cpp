@@ -63,7 +63,8 @@ void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products) {
     return;
   }
   cmd->add_option("--frame", a.frame, "R,C: only the frame at scan position (R, C)");
-  cmd->add_option("--dtype", a.dtype, "auto (wide enough for every sum), or uint8/16/32/64 (narrowing only when every value fits)");
+  cmd->add_option("--dtype", a.dtype, "auto (wide enough for every sum), or uint8/16/32/64 (narrowing only when every value fits); float frames "
+                                     "(EMPAD): auto (float32 unbinned, float64 bins) or float64");
   cmd->add_option("--threads", a.compute.threads, "decode threads (default: compute.threads or all cores)")->check(CLI::Range(1u, kMaxThreads));
   cmd->add_option("--memory-budget", a.compute.memory_budget, "bytes the load may hold, e.g. 4G (default: compute.memory_budget or half of RAM)");
 }
