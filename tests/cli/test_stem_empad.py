@@ -110,6 +110,10 @@ class StemEmpad(unittest.TestCase):
                             for l in range(4):
                                 want[R, C] += d[r_, c_, k::4, l::4].astype(np.float64)
         self.assertEqual(got.tobytes(), want.tobytes())
+        # Products of binned float frames: the float64 bins, then the float64 op in its order.
+        mdp, _ = self.product("mean-dp", "--scan-bin", "2,2", "--detector-bin", "4,4")
+        n = want.shape[0] * want.shape[1]
+        self.assertEqual(mdp.tobytes(), (np.cumsum(want.reshape(n, 32, 32), axis=0)[-1] / n).tobytes())
         r = run(["stem", "export", self.xml, "-o", out, "--dtype", "uint16"])
         self.assertEqual(r.code, 2, r.err)
         self.assertIn("the frames are f32", r.err)
