@@ -455,7 +455,7 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(set(preview), ops)
         self.assertEqual(preview["stats.moments"]["request"], {"bytes": 64 << 20, "on_host": True, "dtype": "f32"})
         self.assertEqual(preview["stats.moments"]["placement"]["backend"], "cpu")
-        self.assertEqual(preview["stem.frame_sums"]["request"]["dtype"], "u8")  # no f32 kernel: the first dtype
+        self.assertEqual(preview["stem.frame_sums"]["request"]["dtype"], "f32")  # float frames (EMPAD) have an f32 kernel
         self.assertEqual(preview["dequantize.ggml"]["request"]["format"], "Q4_0")  # format ops: the first format
         self.assertEqual(preview["stem.ssb_overlap"]["request"]["format"], "quadratic")
 
