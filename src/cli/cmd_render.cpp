@@ -15,6 +15,7 @@
 #include "render/overview.h"
 #include "cli/compute_flags.h"
 #include "render/cell_image.h"
+#include "render/colour_bar_ticks.h"
 #include "render/tensor_render.h"
 #include "tensormorph/error.h"
 
@@ -60,6 +61,13 @@ DisplayRequest display_request(const RenderArgs& a) {
   return display;
 }
 
+// The colour bar's title in a written figure: the statistic and a non-linear transform ("ABS_MAX LOG").
+std::string figure_title(CellStat stat, const CellImage& img) {
+  std::string title(cell_stat_name(stat));
+  if (img.params.transform != Transform::Linear) title += " " + std::string(transform_name(img.params.transform));
+  return title;
+}
+
 // render PATH --overview -o DIR: every tensor; render PATH --strips PATTERN -o OUT.png: one family.
 void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointIndex& index) {
   fill_index(index, rt, {}, a.json);
@@ -73,8 +81,9 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
   } else {
     const Planner planner = rt.planner();
     const StripsImage s = render_strips(index, planner, a.strips, stat, display_request(a));
-    write_png(a.out, s.image.image,
-              cell_image_text(s.image, stat, {{"tensormorph:strips", a.strips}, {"tensormorph:bands", std::to_string(s.bands)}}));
+    write_labelled_png(a.out, s.image,
+                       cell_image_text(s.image, stat, {{"tensormorph:strips", a.strips}, {"tensormorph:bands", std::to_string(s.bands)}}),
+                       figure_title(stat, s.image));
     nlohmann::json cols = nlohmann::json::array();
     for (const auto& [layer, name] : s.columns) cols.push_back({{"layer", layer}, {"tensor", name}});
     j = {{"out", a.out}, {"pattern", a.strips}, {"stat", cell_stat_name(stat)}, {"columns", cols}, {"bands", s.bands},
@@ -111,7 +120,7 @@ void run_render(const RenderArgs& a) {
   const Planner planner = rt->planner();
   const TensorRender r = render_tensor(*index, i, planner, req);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
-  write_png(a.out, r.image.image, tensor_render_text(r, t, a.slice));
+  write_labelled_png(a.out, r.image, tensor_render_text(r, t, a.slice), figure_title(req.stat, r.image));
   nlohmann::json j = r.report;
   j["out"] = a.out;
   const CellSource& src = r.source;
@@ -160,6 +169,7 @@ void run_tile(const TileArgs& a) {
       {"min", number(st["min"])},
       {"max", number(st["max"])},
       {"abs_max", number(st["abs_max"])},
+      {"sum", number(st["sum"])},
       {"mean", number(st["mean"])},
       {"std", number(st["std"])}});
 }
@@ -169,7 +179,6 @@ void run_tile(const TileArgs& a) {
 void add_render_commands(CLI::App& app) {
   auto r = std::make_shared<RenderArgs>();
   CLI::App* cmd = app.add_subcommand("render", "draw a tensor (overview, one pyramid level, or one tile) as a PNG with a "
-      {"sum", number(st["sum"])},
                                                "colour bar; exact cell statistics from its pyramid or its values");
   cmd->add_option("path", r->path, "checkpoint")->required();
   cmd->add_option("tensor", r->tensor, "tensor name (none with --overview or --strips)");

@@ -7,6 +7,7 @@
 
 #include "cli/number_lists.h"
 #include "render/cell_image.h"
+#include "render/colour_bar_ticks.h"
 #include "render/product_image.h"
 #include "tensormorph/error.h"
 
@@ -33,8 +34,9 @@ void write_product_png(const std::string& path, const std::string& product, cons
                        nlohmann::json& report, std::vector<Placement>& placements) {
   const CellImage img = render_product_image(shape, v, flags.display(), planner);
   placements.push_back(img.placement);
-  write_png(path, img.image, cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product},
-                                                                    {"tensormorph:shape", nlohmann::json(shape).dump()}}));
+  write_labelled_png(path, img,
+                     cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product}, {"tensormorph:shape", nlohmann::json(shape).dump()}}),
+                     img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)));
   report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
                        {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}};
 }

@@ -12,7 +12,7 @@ namespace tmorph {
 
 namespace {
 
-constexpr uint32_t kMinLongSide = 256, kMinHeight = 32, kGap = 8, kBarWidth = 16, kMinBarHeight = 128;
+constexpr uint32_t kMinLongSide = 256, kMinHeight = 32, kGap = kColourBarGap, kBarWidth = kColourBarWidth, kMinBarHeight = 128;
 constexpr uint64_t kMaxPixels = uint64_t{1} << 26;  // 64 Mpx: refuse images nobody can open
 
 std::string exact(double v) {
@@ -89,6 +89,7 @@ CellImage render_cells(const CellGrid& g, CellStat stat, const DisplayRequest& r
     throw Error(ErrorKind::InvalidArgument, "render: a " + std::to_string(width) + " x " + std::to_string(height) +
                                                 " image is too large; choose a coarser level");
   out.image = RgbaImage(static_cast<uint32_t>(width), static_cast<uint32_t>(height));
+  out.cells_width = static_cast<uint32_t>(cells_w), out.cells_height = static_cast<uint32_t>(cells_h);
   const size_t n = g.cells.size();
   for (uint64_t y = 0; y < cells_h; ++y) {
     const uint64_t row = y / out.scale_y;

@@ -32,8 +32,12 @@ std::string_view cell_stat_name(CellStat s);
 // followed by the max of every cell.
 std::vector<double> cell_values(const CellGrid& g, CellStat stat);
 
+// The colour bar's place right of the cells (pixels).
+constexpr uint32_t kColourBarGap = 8, kColourBarWidth = 16;
+
 struct CellImage {
   RgbaImage image;
+  uint32_t cells_width = 0, cells_height = 0;  // the cells' block at the top left; the bar starts at cells_width + gap
   DisplayParams params;         // the limits actually used
   DisplayHistogram histogram;   // of the values drawn (both ends of the envelope)
   uint32_t scale_x = 1, scale_y = 1;

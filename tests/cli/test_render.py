@@ -158,8 +158,16 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(img.text["tensormorph:colormap"], "gray")
         self.assertEqual(img.text["tensormorph:tensor"], "w")
         a = np.asarray(img.convert("RGBA"))
-        self.assertEqual(a[0, -1].tolist(), [255, 255, 255, 255])  # bar: top = last entry
-        self.assertEqual(a[-1, -1].tolist(), [0, 0, 0, 255])
+        bx, by, bw, bh = map(int, img.text["tensormorph:colour_bar_box"].split(","))
+        self.assertEqual(a[by, bx + bw - 1].tolist(), [255, 255, 255, 255])  # bar: top = last entry
+        self.assertEqual(a[by + bh - 1, bx + bw - 1].tolist(), [0, 0, 0, 255])
+        # labelled ticks right of the bar: nice values inside the limits, the labels' ink in their panel
+        self.assertEqual(img.text["tensormorph:ticks"], "0.04;0.02;0;-0.02;-0.04")
+        lx, ly, lw, lh = map(int, img.text["tensormorph:labels_box"].split(","))
+        self.assertEqual((lx, lh, a.shape[1]), (bx + bw, a.shape[0], lx + lw))
+        panel = a[:, lx:lx + lw, :3]
+        self.assertTrue((panel == 34).all(axis=2).sum() > 50)  # ink
+        self.assertTrue((panel == 255).all(axis=2).sum() > panel.shape[0] * panel.shape[1] // 2)  # paper
         # overview of a small tensor comes from the values: 600 x 1000 in cells of 1 element
         self.assertEqual(j["source"], "values")
         self.assertEqual(j["cell_size"], [1, 1])

@@ -245,9 +245,10 @@ class StemProducts(unittest.TestCase):
                 with Image.open(out) as img:
                     self.assertEqual(img.text["tensormorph:product"], name)
                     self.assertEqual(img.text["tensormorph:colormap"], cmap)
+                    self.assertGreaterEqual(len(img.text["tensormorph:ticks"].split(";")), 2)  # a labelled colour bar
+                    _, _, cw, ch = map(int, img.text["tensormorph:cells_box"].split(","))
                     px = np.asarray(img.convert("RGBA"))
-                sx, sy = (px.shape[1] - 24) // values.shape[1], max(1, px.shape[0] // values.shape[0])
-                sy = sx if sx * values.shape[0] <= px.shape[0] else sy
+                sx, sy = cw // values.shape[1], ch // values.shape[0]
                 cells = px[: values.shape[0] * sy : sy, : values.shape[1] * sx : sx]
                 # matplotlib's colour map of the normalised values, channels rounded: the expected image
                 n = (values.astype(np.float64) - lo) / (hi - lo)
