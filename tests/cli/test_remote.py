@@ -87,10 +87,16 @@ class RemoteCase(unittest.TestCase):
         with open(os.path.join(cls.root, "lying.safetensors"), "wb") as f:
             f.write(struct.pack("<Q", 1 << 20) + b'{"a": 1}')
         os.makedirs(os.path.join(cls.root, "gguf"))
-        shutil.copy(os.path.join(FIXTURES, "gguf", "tiny-mixed.gguf"), os.path.join(cls.root, "gguf"))
-        for f in os.listdir(os.path.join(FIXTURES, "gguf", "split")):
-            if f.endswith(".gguf"):
-                shutil.copy(os.path.join(FIXTURES, "gguf", "split", f), os.path.join(cls.root, "gguf"))
+        # The GGUF cases need the shared fixtures; without them (CI's clean clone) they are skipped with a message.
+        cls.have_gguf = os.path.isfile(os.path.join(FIXTURES, "gguf", "tiny-mixed.gguf")) and \
+            os.path.isdir(os.path.join(FIXTURES, "gguf", "split"))
+        if cls.have_gguf:
+            shutil.copy(os.path.join(FIXTURES, "gguf", "tiny-mixed.gguf"), os.path.join(cls.root, "gguf"))
+            for f in os.listdir(os.path.join(FIXTURES, "gguf", "split")):
+                if f.endswith(".gguf"):
+                    shutil.copy(os.path.join(FIXTURES, "gguf", "split", f), os.path.join(cls.root, "gguf"))
+        else:
+            print(f"test_remote: {FIXTURES}/gguf is absent: the GGUF cases are skipped", file=sys.stderr)
         # The hub's layout: ORG/NAME/resolve/REVISION/FILE.
         for rev in ("main", "v1"):
             d = os.path.join(cls.root, "hub", "org", "tiny", "resolve", rev)
@@ -118,8 +124,8 @@ class RemoteCase(unittest.TestCase):
 
 class TestFirstLook(RemoteCase):
     def test_info_and_ls_of_each_layout_equal_the_local_run(self):
-        for name in ("model.safetensors", "sharded/model.safetensors.index.json", "gguf/tiny-mixed.gguf",
-                     "gguf/tiny-split-00001-of-00002.gguf"):
+        gguf = ("gguf/tiny-mixed.gguf", "gguf/tiny-split-00001-of-00002.gguf") if self.have_gguf else ()
+        for name in ("model.safetensors", "sharded/model.safetensors.index.json", *gguf):
             for cmd in ("info", "ls"):
                 local, remote = self.both([cmd, "--json"], name)
                 self.assert_same(local, remote)
@@ -150,13 +156,15 @@ class TestFirstLook(RemoteCase):
             self.assertGreaterEqual(got, self.single_header + self.single[name].nbytes)
 
     def test_stats_with_flags_the_index_does_not_store(self):
+        if not self.have_gguf:
+            self.skipTest("the shared fixtures' gguf/tiny-mixed.gguf is absent")
         local = run(["stats", os.path.join(self.root, "gguf/tiny-mixed.gguf"), "--bins", "16", "--json"])
         remote = run(["stats", self.nginx.url("gguf/tiny-mixed.gguf"), "--bins", "16", "--json"])
         self.assert_same(local, remote)
 
     def test_index_streams_every_tensor_and_the_index_serves_later_commands(self):
         cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
-        for name in ("sharded/model.safetensors.index.json", "gguf/tiny-split-00001-of-00002.gguf"):
+        for name in ("sharded/model.safetensors.index.json", *(("gguf/tiny-split-00001-of-00002.gguf",) if self.have_gguf else ())):
             r = run(["index", self.nginx.url(name), "--json"], cache_home=cache)
             self.assertEqual(r.code, 0, r.err)
             doc = r.json()

@@ -33,8 +33,11 @@ def gif_frames(path):
 
 
 def png_rgba(path):
+    """The render of a CLI PNG: its pixels left of the colour bar's label panel (render/colour_bar_ticks.h), which
+    is what a movie frame shows above its caption."""
     with Image.open(path) as im:
-        return np.asarray(im.convert("RGBA"))
+        width = int(im.text["tensormorph:labels_box"].split(",")[0])
+        return np.asarray(im.convert("RGBA"))[:, :width]
 
 
 def as_frame(png, paper):
