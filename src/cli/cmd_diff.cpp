@@ -13,6 +13,7 @@
 #include "cli/compute_flags.h"
 #include "cli/output.h"
 #include "core/json_number.h"
+#include "tensormorph/error.h"
 
 namespace tmorph::cli {
 

@@ -100,7 +100,10 @@ LoraAdapter open_lora_adapter(const std::string& folder, const Checkpoint& base,
   }
   std::map<std::string, const CheckpointTensor*> in_base;
   for (const auto& t : base.tensors) in_base[t.name] = &t;
-  for (const auto& [module, ab] : modules) {
+  for (const auto& entry : modules) {
+    // Named copies, not structured bindings: clang 14 (the sanitizer and fuzz builds) cannot capture those.
+    const std::string& module = entry.first;
+    const auto& ab = entry.second;
     const auto skip = [&](const std::string& why) { ad.skipped.push_back({module, why}); };
     if (!ab.first || !ab.second) {
       skip(std::string("its lora_") + (ab.first ? "B" : "A") + " tensor is missing");
