@@ -14,6 +14,7 @@ import { constraintsEditor } from "./constraints_editor";
 import { el } from "./dom";
 import { fmt, fmtBytes, fmtInt } from "./format";
 import { deviceText, isFallback, lastSeenPlacements, reasonText, rejectedList } from "./placement";
+import { diffSection } from "./diff_compute";
 import { adapterReport, gpuColorizer } from "./webgpu/colorize";
 
 function listText(names: string[], empty: string): string {
@@ -309,6 +310,7 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
         "may be placed differently: renders report where they ran (“last run” and the tensor page).",
     ),
     opMatrix(doc),
+    ...diffSection(),
     ...residentSection(doc),
     ...missingSection(doc),
   );

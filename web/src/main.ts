@@ -1,7 +1,8 @@
 // The viewer's entry: a hash router between the inventory (#/; #/tree, #/list choose its view), a tensor page
-// (#/tensor/{checkpoint}/{name}) and the Compute panel (#/compute), with every error shown in the banner.
+// (#/tensor/{checkpoint}/{name}), diff mode (#/diff/{a}/{b}[/{name}], diff_page.ts) and the Compute panel (#/compute), with every error shown in the banner.
 import { api, ApiError } from "./api";
 import { renderComputePanel } from "./compute_panel";
+import { renderDiffPage } from "./diff_page";
 import { clearErrors, el, showError } from "./dom";
 import { renderInventory } from "./inventory";
 import { indexingPanel } from "./jobs";
@@ -19,6 +20,7 @@ async function navigate(): Promise<void> {
   const hash = window.location.hash.replace(/^#\/?/, "");
   const m = /^tensor\/([^/]+)\/(.+)$/.exec(hash);
   const stem = /^acquisition\/([^/]+)$/.exec(hash);
+  const diff = /^diff\/([^/]+)\/([^/]+)(?:\/(.+))?$/.exec(hash); // diff mode (diff_page.ts)
   const compute = hash === "compute";
   document.getElementById("nav-compute")?.classList.toggle("active", compute);
   document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m);
@@ -26,6 +28,10 @@ async function navigate(): Promise<void> {
     if (compute) {
       document.title = "Compute · Tensormorph";
       await renderComputePanel(root);
+    } else if (diff) {
+      const tensor = diff[3] === undefined ? undefined : decodeURIComponent(diff[3]);
+      document.title = `${tensor ?? "Difference"} · Tensormorph`;
+      await renderDiffPage(root, decodeURIComponent(diff[1]), decodeURIComponent(diff[2]), tensor);
     } else if (stem) {
       await renderAcquisitionPage(root, decodeURIComponent(stem[1]));
     } else if (m) {
@@ -40,7 +46,7 @@ async function navigate(): Promise<void> {
   } catch (e) {
     if (seq !== route) return;
     if (m && e instanceof ApiError && e.status === 503 && (await showIndexing(decodeURIComponent(m[1]), seq))) return;
-    showError(e, compute ? "cannot list the compute backends" : stem ? "cannot open the acquisition" : m ? "cannot open the tensor" : "cannot list the tensors");
+    showError(e, compute ? "cannot list the compute backends" : diff ? "cannot compute the difference" : stem ? "cannot open the acquisition" : m ? "cannot open the tensor" : "cannot list the tensors");
     if (!root.textContent?.trim() || root.querySelector(".status")) {
       root.replaceChildren();
       const p = document.createElement("p");

@@ -76,8 +76,8 @@ function tensorHref(ckpt: string, name: string): string {
   return `#/tensor/${encodeURIComponent(ckpt)}/${encodeURIComponent(name)}`;
 }
 
-/** A bar of `value` against `scale` (> 0): from the left, or about the middle when `diverging`. */
-function bar(value: number, scale: number, diverging: boolean, cls: string): HTMLTableCellElement {
+/** A bar of `value` against `scale` (> 0): from the left, or about the middle when `diverging` (also diff mode's, diff_page.ts). */
+export function bar(value: number, scale: number, diverging: boolean, cls: string): HTMLTableCellElement {
   const f = Number.isFinite(value) && scale > 0 ? Math.min(1, Math.abs(value) / scale) : 0;
   const fill = el("span", { class: "strip-bar-fill" });
   if (diverging) {

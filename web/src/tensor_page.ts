@@ -5,6 +5,7 @@
 // server's X-Tensormorph-Placement header / render JSON `placement`) and where the index computed the
 // statistics (the detail's `placement`); below them, when the name has a layer number, the same tensor in
 // every layer (strips.ts).
+import { compareWith } from "./diff_page";
 import { api, num, onPlacement, tensorPath, type CheckpointInfo, type DetailStats, type Placement, type TensorDetail } from "./api";
 import { el, showError } from "./dom";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
@@ -122,6 +123,8 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   const ck = cks.checkpoints.find((c) => c.id === ckpt);
   const title = el("h2", { id: "tensor-name" }, t.name);
   const back = el("a", { href: "#/", class: "back" }, "← all tensors");
+  // Diff mode: this tensor against its counterpart in another served checkpoint (diff_page.ts).
+  const compare = cks.checkpoints.length > 1 ? [el("p", { class: "compare" }, compareWith(cks.checkpoints, ckpt, null, t.name))] : [];
   const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Tensor"), table(factsRows(t, ck), "facts"), ...quantizationView(t.quantization));
   if (t.stats) {
     left.append(el("h3", {}, "Statistics"), table(statsRows(t.stats), "stats"), ...indexPlacementView(t.placement));
@@ -131,7 +134,7 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
   const right = el("section", { class: "tensor-views" });
   if (t.stats?.histogram) right.append(el("h3", {}, "Histogram"), histogramView(t.stats.histogram));
   right.append(el("h3", {}, "Heatmap"));
-  root.replaceChildren(back, title, el("div", { class: "tensor-layout" }, left, right));
+  root.replaceChildren(back, title, ...compare, el("div", { class: "tensor-layout" }, left, right));
   const strips = layerStrips(ckpt, t.name); // "Across layers": the same role in every layer (strips.ts)
   if (strips) root.append(strips);
   if (t.pyramid) {
