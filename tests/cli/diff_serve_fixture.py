@@ -11,7 +11,8 @@ A and B share a llama-style layout of two layers:
 Level-0 tiles are 256 x 256 elements (docs/diff.md), so a [600, 300] view has 3 x 2 level-0 tiles.
 
 Run as a script (`python3 diff_serve_fixture.py DIR`) it writes DIR/a.safetensors and DIR/b.safetensors and prints
-{"a", "b", "changed_rows", "tiles": {name: {level: [figures with tx, ty, row/col ranges]}}} as JSON."""
+{"a", "b", "changed_rows", "tiles": {name: {level: [figures with tx, ty, row/col ranges]}}, "samples": [{row, col, delta}]
+(b - a of the changed-rows tensor at rows 296-307 and 516-524, columns 40, 150, 260)} as JSON."""
 import json
 import math
 import os
@@ -86,4 +87,6 @@ if __name__ == "__main__":
     a, b, pairs = make(sys.argv[1])
     tiles = {name: {str(level): [{k: json_safe(v) for k, v in t.items()} for t in level_tiles(va.astype(np.float64), vb.astype(np.float64), level)]
                     for level in range(3)} for name, (va, vb) in pairs.items() if va.shape[0] > 1}
-    print(json.dumps({"a": a, "b": b, "changed_rows": {str(k): v for k, v in CHANGED_ROWS.items()}, "tiles": tiles}))
+    va, vb = (v.astype(np.float64) for v in pairs[CHANGED])
+    samples = [{"row": r, "col": c, "delta": float(vb[r, c] - va[r, c])} for r in [*range(296, 308), *range(516, 525)] for c in (40, 150, 260)]
+    print(json.dumps({"a": a, "b": b, "changed_rows": {str(k): v for k, v in CHANGED_ROWS.items()}, "tiles": tiles, "samples": samples}))

@@ -8,6 +8,8 @@
 //     the canvas in its tile's colour (read back from the canvas pixels), the changed ones in other colours;
 //   - hovering a tile shows its difference statistics, equal to numpy's (counts and extremes exactly, sums to 1e-12);
 //   - the signed quantity (largest |Δ| per tile) is + in tile row 1 and − in tile row 2 under a diverging map;
+//   - zoomed in (two double-clicks) about rows 301 and 520, the elements are drawn: Δ of each equals numpy's b − a at
+//     sampled elements, drawn in its colour on the canvas, and only the changed rows differ from Δ = 0's colour;
 //   - "Across layers" lists both layers' pairs, the list page ranks the changed tensor first and says why the
 //     mismatched pair was not compared, and the Compute panel lists the diff and where its ops ran.
 //
@@ -28,13 +30,13 @@ const { log, check } = checker("[diff]", () => step);
 const num = (v) => (v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v));
 const close = (a, b) => a === b || Math.abs(a - b) <= 1e-12 * Math.max(Math.abs(a), Math.abs(b));
 
-/** Waits until the diff heatmap has drawn every visible tile; returns its dataset. */
-async function ready(page, what) {
+/** Waits until the diff heatmap has drawn every visible tile (of `quantity` when given); returns its dataset. */
+async function ready(page, what, quantity = null) {
   try {
-    const h = await page.waitForFunction(() => {
+    const h = await page.waitForFunction((quantity) => {
       const c = document.querySelector("#diff-heatmap");
-      return c && c.dataset.state === "ready" ? { ...c.dataset } : null;
-    }, null, { timeout: 30_000 });
+      return c && c.dataset.state === "ready" && (!quantity || c.dataset.quantity === quantity) ? { ...c.dataset } : null;
+    }, quantity, { timeout: 30_000 });
     return await h.jsonValue();
   } catch (e) {
     const now = await page.evaluate(() => ({ ...document.querySelector("#diff-heatmap")?.dataset, status: document.querySelector("#diff-heatmap-status")?.textContent }));
@@ -125,13 +127,46 @@ async function main() {
 
     step = "signed Δ";
     await page.selectOption("#diff-quantity", "extreme_delta");
-    state = await ready(page, "the signed quantity");
+    state = await ready(page, "the signed quantity", "extreme_delta");
     tiles = await drawnTiles(page);
     check(state.colormap === "RdBu_r" && num(state.limits.split(",")[0]) === -num(state.limits.split(",")[1]), `a diverging map with symmetric limits: ${state.colormap} [${state.limits}]`);
     check(at(tiles, 1, 0).value === at(want, 1, 0).max_delta && at(tiles, 1, 0).value > 0, `tile row 1 (rows 300-303, + 0.5): ${at(tiles, 1, 0).value}`);
     check(at(tiles, 2, 0).value === at(want, 2, 0).min_delta && at(tiles, 2, 0).value < 0, `tile row 2 (row 520, - 0.25): ${at(tiles, 2, 0).value}`);
     check(at(tiles, 1, 0).rgba.join() !== at(tiles, 2, 0).rgba.join(), "the + and − tiles have different colours");
     await page.screenshot({ path: join(OUT_DIR, "diff.png") });
+
+    step = "elements";
+    for (const centre of [301, 520]) {
+      await page.click("button[title='fit the tensor to the view']");
+      await page.waitForFunction(() => document.querySelector("#diff-heatmap").dataset.mode === "tiles");
+      await ready(page, "fit");
+      for (let i = 0; i < 2; i++) {
+        const p = await page.evaluate(([row, col]) => {
+          const c = document.querySelector("#diff-heatmap"), d = c.dataset, box = c.getBoundingClientRect();
+          return { x: box.left + (col - Number(d.ox)) * Number(d.sx), y: box.top + (row - Number(d.oy)) * Number(d.sy) };
+        }, [centre, 150]);
+        await page.mouse.dblclick(p.x, p.y);
+      }
+      state = await page.waitForFunction(() => {
+        const d = document.querySelector("#diff-heatmap").dataset;
+        return d.state === "ready" && d.mode === "elements" ? { ...d } : null;
+      }, null, { timeout: 30_000 }).then((h) => h.jsonValue());
+      log(`zoomed in about row ${centre}: ${Number(state.sx).toFixed(2)} px per element, ${state.mode}, ${state.colormap} [${state.limits}]`);
+      const near = ref.samples.filter((s) => Math.abs(s.row - centre) <= 6);
+      const seen = await page.evaluate((near) => {
+        const c = document.querySelector("#diff-heatmap"), d = c.dataset, ctx = c.getContext("2d"), dpr = c.width / c.clientWidth;
+        return near.map((s) => {
+          const e = window.tmDiffHeatmap.element(s.row, s.col);
+          const x = (s.col + 0.5 - Number(d.ox)) * Number(d.sx), y = (s.row + 0.5 - Number(d.oy)) * Number(d.sy);
+          return { ...s, got: e?.delta, rgba: e?.rgba, shown: Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data) };
+        });
+      }, near);
+      for (const s of seen) check(s.got === s.delta && s.shown.join() === s.rgba.join(),
+        `element (${s.row}, ${s.col}): Δ ${s.got} = numpy's ${s.delta}, drawn in its colour ${s.rgba?.join(",")} (canvas ${s.shown.join(",")})`);
+      const changedRows = new Set(Object.keys(ref.changed_rows).map(Number));
+      const unchangedColour = seen.find((s) => !changedRows.has(s.row)).rgba.join();
+      check(seen.every((s) => changedRows.has(s.row) === (s.rgba.join() !== unchangedColour)), `only the changed rows ${[...changedRows].filter((r) => Math.abs(r - centre) <= 6).join(", ")} are drawn in another colour than Δ = 0 near row ${centre}`);
+    }
 
     step = "across layers";
     const strips = await page.$$eval("#diff-strips tr.strip-row", (rows) => rows.map((r) => ({ ...r.dataset, current: r.classList.contains("current") })));

@@ -3,7 +3,7 @@
 // Every pair's placement report (the dequantization ops of both sides) is published like a render's
 // (api.ts reportPlacement), so the Compute panel's "last run" shows where the difference's ops ran; the
 // diffs opened in this page session are listed for its "Differences" section (diffRuns()).
-import { getJson, reportPlacement, type Num, type Placement } from "./api";
+import { getBinary, getJson, reportPlacement, type Num, type Placement } from "./api";
 
 /** The statistics of a tile (or a whole pair) of the difference Δ = b − a (docs/diff.md). */
 export interface DiffStats {
@@ -132,4 +132,27 @@ export function diffDocument(a: string, b: string): Promise<DiffDocument> {
 /** The tiles of a window [x0, x1) × [y0, y1) of `level` (at most MAX_TILES_PER_REQUEST). */
 export function diffTiles(a: string, b: string, tensor: string, level: number, slice: number, window?: [number, number, number, number]): Promise<DiffTiles> {
   return getJson<DiffTiles>(diffPath(a, b, "tiles", tensor), { level, slice, ...(window ? { window: window.join(",") } : {}) });
+}
+
+/** One tile's Δ = b − a (GET …/values/…): row-major float64 over rows [r0, r1) × columns [c0, c1). */
+export interface DiffValues {
+  r0: number;
+  r1: number;
+  c0: number;
+  c1: number;
+  delta: Float64Array;
+}
+
+export async function diffValues(a: string, b: string, tensor: string, level: number, slice: number, x: number, y: number): Promise<DiffValues> {
+  const { buffer, headers } = await getBinary(diffPath(a, b, "values", tensor), { level, slice, x, y });
+  const pair = (h: string): [number, number] => {
+    const v = (headers.get(h) ?? "").split(",").map(Number);
+    if (v.length !== 2 || !v.every(Number.isSafeInteger)) throw new Error(`values of ${tensor}: bad ${h} header '${headers.get(h)}'`);
+    return [v[0], v[1]];
+  };
+  const [r0, r1] = pair("X-Tensormorph-Tile-Rows");
+  const [c0, c1] = pair("X-Tensormorph-Tile-Cols");
+  const delta = new Float64Array(buffer);
+  if (delta.length !== (r1 - r0) * (c1 - c0)) throw new Error(`values of ${tensor}: ${delta.length} values for ${r1 - r0} x ${c1 - c0}`);
+  return { r0, r1, c0, c1, delta };
 }

@@ -13,10 +13,13 @@
 //
 // Zoom and pan as the tensor heatmap (wheel about the cursor, drag, +/−/fit); the level is the finest whose tiles
 // are at least MIN_TILE_PX CSS pixels both ways with at most MAX_TILES_PER_REQUEST visible (or a level chosen
-// by hand). Hovering shows the statistics of the tile under the cursor in #diff-readout, exact values in its
+// by hand). Zoomed in to at least ELEMENT_PX CSS pixels per element with at most MAX_ELEMENT_TILES level-0 tiles in
+// view (level "auto"), the elements themselves are drawn for |Δ| (|Δ| of each element) and the signed quantities (Δ
+// of each element: an element is a one-element tile), from GET …/values/… (data-mode "elements"), with the limits
+// of the pair's extremes. Hovering shows the statistics of the tile under the cursor in #diff-readout, exact values in its
 // data-* attributes. window.tmDiffHeatmap exposes the drawn tiles (value and colour) for tests/e2e/diff.test.mjs.
 import { num, type Num } from "./api";
-import { diffTiles, MAX_TILES_PER_REQUEST, type DiffStats, type DiffTile, type DiffTiles } from "./diff_api";
+import { diffTiles, diffValues, MAX_TILES_PER_REQUEST, type DiffStats, type DiffTile, type DiffTiles, type DiffValues } from "./diff_api";
 import { describeError, el } from "./dom";
 import { fmt, fmtInt } from "./format";
 import { drawColourBar } from "./overlay";
@@ -47,6 +50,9 @@ export const QUANTITIES: Quantity[] = [
 const TRANSFORMS = ["linear", "log", "signed-log"];
 const COLORMAPS = ["auto", "viridis", "RdBu_r", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "seismic", "coolwarm"];
 const MIN_TILE_PX = 4;
+const ELEMENT_PX = 2;
+const MAX_ELEMENT_TILES = 4;
+const ELEMENT_QUANTITIES = new Set(["abs_delta", "delta", "extreme_delta"]);
 
 export interface DiffHeatmapOptions {
   a: string;
@@ -101,6 +107,11 @@ export class DiffHeatmap {
   private readonly tiles = new Map<string, DiffTile>(); // `${slice}/${level}/${ty}/${tx}`
   private readonly requested = new Set<string>(); // windows asked for
   private drawn: Drawn[] = [];
+  private readonly values = new Map<string, DiffValues>(); // level-0 tiles' Δ, by key()
+  private readonly valuesRequested = new Set<string>();
+  private readonly coloured = new Map<string, { canvas: HTMLCanvasElement; rgba: Uint8Array }>(); // by style + key()
+  private elementTiles: { key: string; v: DiffValues; rgba: Uint8Array }[] = [];
+  private elementMode = false;
   private drawSeq = 0;
   private scheduled = false;
 
@@ -126,6 +137,15 @@ export class DiffHeatmap {
     window.tmDiffHeatmap = {
       drawn: (): Drawn[] => this.drawn.map((d) => ({ ...d })),
       level: (): number => this.level,
+      /** In element mode: the Δ and the colour drawn for element (row, col), or null when it is not drawn. */
+      element: (row: number, col: number): { delta: number; rgba: number[] } | null => {
+        for (const e of this.elementTiles)
+          if (row >= e.v.r0 && row < e.v.r1 && col >= e.v.c0 && col < e.v.c1) {
+            const i = (row - e.v.r0) * (e.v.c1 - e.v.c0) + (col - e.v.c0);
+            return { delta: e.v.delta[i], rgba: Array.from(e.rgba.subarray(4 * i, 4 * i + 4)) };
+          }
+        return null;
+      },
       setView: (level: number | "auto"): void => {
         this.levelChoice = level;
         this.schedule();
@@ -326,6 +346,12 @@ export class DiffHeatmap {
       ["cosine", fmt(t.cosine)],
     ];
     if (t.nonfinite) rows.push(["non-finite pairs", fmtInt(t.nonfinite)]);
+    const v = this.level === 0 ? this.values.get(this.key(this.slice, 0, ty, tx)) : undefined;
+    if (v) {
+      const delta = v.delta[(row - v.r0) * (v.c1 - v.c0) + (col - v.c0)];
+      d.delta = String(delta);
+      rows.unshift([`Δ at (${fmtInt(row)}, ${fmtInt(col)})`, fmt(delta)]);
+    } else delete d.delta;
     const table = el("table", { class: "facts" });
     for (const [k, v] of rows) table.append(el("tr", { "data-field": k }, el("th", {}, k), el("td", {}, v)));
     this.readout.replaceChildren(el("p", { class: "readout-where" }, `level ${this.level} tile (${tx}, ${ty}) under row ${fmtInt(row)}, column ${fmtInt(col)}`), table);
@@ -349,7 +375,7 @@ export class DiffHeatmap {
     const t = parseTransform(this.transform);
     if (t === "log") return { lo: null, hi: null, source: "full: the drawn tiles' range of |value| (log)" };
     if (this.quantity.id === "abs_delta") return { lo: 0, hi: num(s.max_abs_delta), source: "full: 0 to the pair's max |Δ| (exact)" };
-    if (this.quantity.id === "extreme_delta") return { lo: num(s.min_delta), hi: num(s.max_delta), source: "full: the pair's min Δ to max Δ (exact)" };
+    if (this.quantity.id === "extreme_delta" || (this.elementMode && this.quantity.id === "delta")) return { lo: num(s.min_delta), hi: num(s.max_delta), source: "full: the pair's min Δ to max Δ (exact)" };
     if (this.quantity.id === "changed_fraction") return { lo: 0, hi: 1, source: "full: 0 to 1" };
     const [lo, hi] = autoLimits(loaded, t, false);
     return { lo, hi, source: `full: the range of the ${loaded.length} tile(s) loaded at level ${this.level}` };
@@ -363,6 +389,8 @@ export class DiffHeatmap {
     if (!this.fitted) this.fit();
     this.level = this.chooseLevel();
     const [x0, x1, y0, y1] = this.visible(this.level);
+    this.elementMode = this.levelChoice === "auto" && this.level === 0 && this.sx >= ELEMENT_PX && this.sy >= ELEMENT_PX &&
+      ELEMENT_QUANTITIES.has(this.quantity.id) && (x1 - x0) * (y1 - y0) <= MAX_ELEMENT_TILES;
     const want: DiffTile[] = [];
     let missing = false;
     for (let ty = y0; ty < y1; ty++)
@@ -411,19 +439,71 @@ export class DiffHeatmap {
       ctx.fillRect(X(t.col_begin), Y(t.row_begin), (t.col_end - t.col_begin) * this.sx, (t.row_end - t.row_begin) * this.sy);
       return { level: this.level, tx: t.tx, ty: t.ty, value: values[i], rgba, row_begin: t.row_begin, row_end: t.row_end, col_begin: t.col_begin, col_end: t.col_end };
     });
+    const elementsMissing = this.elementMode ? await this.drawElements(ctx, want, { transform: this.transform, lo: colours.lo, hi: colours.hi, colormap }, X, Y) : false;
+    if (seq !== this.drawSeq) return;
+    if (!this.elementMode) this.elementTiles = [];
     drawColourBar(this.legend, colormapTable(colormap));
     this.legendLo.textContent = fmt(colours.lo);
     this.legendHi.textContent = fmt(colours.hi);
     const [sr, sc] = this.span(this.level);
     Object.assign(d, {
-      state: missing ? "loading" : "ready", level: String(this.level), quantity: this.quantity.id, colormap, transform: this.transform,
+      state: missing || elementsMissing ? "loading" : "ready", mode: this.elementMode ? "elements" : "tiles", level: String(this.level), quantity: this.quantity.id, colormap, transform: this.transform,
       limits: `${colours.lo},${colours.hi}`, limitsSource: lo === null ? "full: the drawn tiles' range" : lim.source, tiles: String(want.length),
       colourPath: colours.path, ox: String(this.ox), oy: String(this.oy), sx: String(this.sx), sy: String(this.sy),
     });
     this.status.textContent =
-      `level ${this.level} of ${this.opts.first.levels.length - 1} · a cell is a ${fmtInt(sr)} × ${fmtInt(sc)}-element tile · ` +
+      (this.elementMode ? `elements (Δ of each) over level 0 · ` : `level ${this.level} of ${this.opts.first.levels.length - 1} · a cell is a ${fmtInt(sr)} × ${fmtInt(sc)}-element tile · `) +
       `${want.length} tile(s) drawn${missing ? ", loading more" : ""} · ${this.quantity.label} · ${colormap} [${fmt(colours.lo)}, ${fmt(colours.hi)}] ` +
       `(${d.limitsSource}) · coloured ${colours.path === "webgpu" ? "on this page's WebGPU adapter" : "on this page's CPU"}`;
+  }
+
+  /** Element mode: each visible level-0 tile's Δ (|Δ| for abs_delta) coloured under the same scale, over its tile's
+   *  colour; returns whether some tile's values are still loading. */
+  private async drawElements(ctx: CanvasRenderingContext2D, tiles: DiffTile[], req: { transform: string; lo: number; hi: number; colormap: string },
+                             X: (c: number) => number, Y: (r: number) => number): Promise<boolean> {
+    const abs = this.quantity.id === "abs_delta";
+    const style = [this.quantity.id, req.transform, req.colormap, req.lo, req.hi].join("|");
+    let missing = false;
+    const shown: { key: string; v: DiffValues; rgba: Uint8Array }[] = [];
+    for (const t of tiles) {
+      const key = this.key(this.slice, 0, t.ty, t.tx);
+      const v = this.values.get(key);
+      if (!v) {
+        missing = true;
+        void this.fetchValues(t.tx, t.ty);
+        continue;
+      }
+      let c = this.coloured.get(style + "#" + key);
+      if (!c) {
+        const vals = abs ? v.delta.map(Math.abs) : v.delta;
+        const out = await displayColorize(vals, req);
+        const w = v.c1 - v.c0, h = v.r1 - v.r0;
+        const canvas = document.createElement("canvas");
+        canvas.width = w;
+        canvas.height = h;
+        canvas.getContext("2d")?.putImageData(new ImageData(new Uint8ClampedArray(out.rgba), w, h), 0, 0);
+        c = { canvas, rgba: out.rgba };
+        if (this.coloured.size > 64) this.coloured.clear();
+        this.coloured.set(style + "#" + key, c);
+      }
+      ctx.drawImage(c.canvas, X(v.c0), Y(v.r0), (v.c1 - v.c0) * this.sx, (v.r1 - v.r0) * this.sy);
+      shown.push({ key, v, rgba: c.rgba });
+    }
+    this.elementTiles = shown;
+    return missing;
+  }
+
+  private async fetchValues(tx: number, ty: number): Promise<void> {
+    const key = this.key(this.slice, 0, ty, tx);
+    if (this.valuesRequested.has(key)) return;
+    this.valuesRequested.add(key);
+    try {
+      this.values.set(key, await diffValues(this.opts.a, this.opts.b, this.opts.name, 0, this.slice, tx, ty));
+      this.schedule();
+    } catch (e) {
+      this.canvas.dataset.state = "error"; // not asked again (see fetch)
+      this.opts.onError(e, `diff values of tile (${tx}, ${ty})`);
+    }
   }
 
   private async fetch(level: number, win: [number, number, number, number]): Promise<void> {
