@@ -11,7 +11,7 @@ A and B share a llama-style layout of two layers:
 Level-0 tiles are 256 x 256 elements (docs/diff.md), so a [600, 300] view has 3 x 2 level-0 tiles.
 
 Run as a script (`python3 diff_serve_fixture.py DIR`) it writes DIR/a.safetensors and DIR/b.safetensors and prints
-{"a", "b", "changed_rows", "tiles": {name: {level: [figures with tx, ty, row/col ranges]}}, "samples": [{row, col, delta}]
+{"a", "b", "changed_rows", "tiles": {CHANGED: {"0": [level-0 figures with hist, tx, ty, row/col ranges]}}, "samples": [{row, col, delta}]
 (b - a of the changed-rows tensor at rows 296-307 and 516-524, columns 40, 150, 260)} as JSON."""
 import json
 import math
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from diff_reference import figures  # noqa: E402
+from diff_reference import bins_of, figures  # noqa: E402
 
 CHANGED = "model.layers.1.mlp.down_proj.weight"
 COLUMN = "model.layers.0.mlp.down_proj.weight"
@@ -64,8 +64,9 @@ def make(folder):
     return a, b, {COLUMN: (l0, l0b), CHANGED: (l1, l1b), NORM: (norm.reshape(1, -1), norm.reshape(1, -1))}
 
 
-def level_tiles(va, vb, level, tile_rows=TILE, tile_cols=TILE):
-    """numpy's figures of every tile of `level` of a 2-D pair (row-major), with where each lies."""
+def level_tiles(va, vb, level, tile_rows=TILE, tile_cols=TILE, shared=None):
+    """numpy's figures of every tile of `level` of a 2-D pair (row-major), with where each lies (and its histogram of Δ,
+    "hist", over the pair's shared bins when `shared` is diff_reference.bins_of of the pair's Δ)."""
     span_r, span_c = tile_rows << level, tile_cols << level
     rows, cols = va.shape
     out = []
@@ -73,7 +74,7 @@ def level_tiles(va, vb, level, tile_rows=TILE, tile_cols=TILE):
         for tx in range(math.ceil(cols / span_c)):
             r0, c0 = ty * span_r, tx * span_c
             r1, c1 = min(rows, r0 + span_r), min(cols, c0 + span_c)
-            f = figures(va[r0:r1, c0:c1], vb[r0:r1, c0:c1])
+            f = figures(va[r0:r1, c0:c1], vb[r0:r1, c0:c1], shared)
             f.update(tx=tx, ty=ty, row_begin=r0, row_end=r1, col_begin=c0, col_end=c1)
             out.append(f)
     return out
@@ -85,8 +86,12 @@ def json_safe(v):
 
 if __name__ == "__main__":
     a, b, pairs = make(sys.argv[1])
-    tiles = {name: {str(level): [{k: json_safe(v) for k, v in t.items()} for t in level_tiles(va.astype(np.float64), vb.astype(np.float64), level)]
-                    for level in range(3)} for name, (va, vb) in pairs.items() if va.shape[0] > 1}
+    def shared(va, vb):
+        d = (vb.astype(np.float64) - va.astype(np.float64)).ravel()
+        return bins_of(d[np.isfinite(d)])
+    va, vb = pairs[CHANGED]
+    tiles = {CHANGED: {"0": [{k: json_safe(v) for k, v in t.items()}
+                             for t in level_tiles(va.astype(np.float64), vb.astype(np.float64), 0, shared=shared(va, vb))]}}
     va, vb = (v.astype(np.float64) for v in pairs[CHANGED])
     samples = [{"row": r, "col": c, "delta": float(vb[r, c] - va[r, c])} for r in [*range(296, 308), *range(516, 525)] for c in (40, 150, 260)]
     print(json.dumps({"a": a, "b": b, "changed_rows": {str(k): v for k, v in CHANGED_ROWS.items()}, "tiles": tiles, "samples": samples}))

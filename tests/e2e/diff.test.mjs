@@ -6,7 +6,8 @@
 //   - the heatmap (level 0: 3 x 2 tiles of 256 x 256) draws max |Δ| per tile: the tiles holding the changed rows
 //     (tile rows 1 and 2) carry numpy's max |Δ| of their elements and the unchanged tile row 0 is 0, each drawn on
 //     the canvas in its tile's colour (read back from the canvas pixels), the changed ones in other colours;
-//   - hovering a tile shows its difference statistics, equal to numpy's (counts and extremes exactly, sums to 1e-12);
+//   - hovering a tile shows its difference statistics, equal to numpy's (counts and extremes exactly, sums to 1e-12),
+//     and its histogram of Δ, every occupied bin's count equal to numpy's (docs/diff.md's binade bins);
 //   - the signed quantity (largest |Δ| per tile) is + in tile row 1 and − in tile row 2 under a diverging map;
 //   - zoomed in (two double-clicks) about rows 301 and 520, the elements are drawn: Δ of each equals numpy's b − a at
 //     sampled elements, drawn in its colour on the canvas, and only the changed rows differ from Δ = 0's colour;
@@ -123,6 +124,9 @@ async function main() {
         check(num(r[k]) === num(w[f]), `hover tile (${tx}, ${ty}): ${f} ${r[k]} = numpy's ${w[f]}`);
       for (const [k, f] of [["sumDelta", "sum_delta"], ["sumSqDelta", "sum_sq_delta"], ["relChange", "rel_change"], ["cosine", "cosine"]])
         check(close(num(r[k]), num(w[f])), `hover tile (${tx}, ${ty}): ${f} ${r[k]} = numpy's ${w[f]} (1e-12)`);
+      const bins = await (await page.waitForSelector("#diff-readout-histogram")).evaluate((t) => [...t.querySelectorAll("tr[data-bin]")].map((r) => [Number(r.dataset.bin), Number(r.dataset.count)]));
+      const wantBins = w.hist.map((c, i) => [i, c]).filter(([, c]) => c);
+      check(JSON.stringify(bins) === JSON.stringify(wantBins), `hover tile (${tx}, ${ty}): its histogram of Δ (bin, count) ${JSON.stringify(bins)} = numpy's`);
     }
 
     step = "signed Δ";

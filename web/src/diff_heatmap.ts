@@ -18,8 +18,9 @@
 // of each element: an element is a one-element tile), from GET …/values/… (data-mode "elements"), with the limits
 // of the pair's extremes. Hovering shows the statistics of the tile under the cursor in #diff-readout, exact values in its
 // data-* attributes. window.tmDiffHeatmap exposes the drawn tiles (value and colour) for tests/e2e/diff.test.mjs.
-import { num, type Num } from "./api";
-import { diffTiles, diffValues, MAX_TILES_PER_REQUEST, type DiffStats, type DiffTile, type DiffTiles, type DiffValues } from "./diff_api";
+import { getJson, num, type Num } from "./api";
+import { deltaHistogram } from "./diff_histogram";
+import { diffPath, diffTiles, diffValues, MAX_TILES_PER_REQUEST, type DiffStats, type DiffTile, type DiffTiles, type DiffValues } from "./diff_api";
 import { describeError, el } from "./dom";
 import { fmt, fmtInt } from "./format";
 import { drawColourBar } from "./overlay";
@@ -112,6 +113,8 @@ export class DiffHeatmap {
   private readonly coloured = new Map<string, { canvas: HTMLCanvasElement; rgba: Uint8Array }>(); // by style + key()
   private elementTiles: { key: string; v: DiffValues; rgba: Uint8Array }[] = [];
   private elementMode = false;
+  private readonly histograms = new Map<string, Promise<DiffStats>>(); // hovered tiles with their histogram, by key()
+  private hoverSeq = 0;
   private drawSeq = 0;
   private scheduled = false;
 
@@ -354,7 +357,29 @@ export class DiffHeatmap {
     } else delete d.delta;
     const table = el("table", { class: "facts" });
     for (const [k, v] of rows) table.append(el("tr", { "data-field": k }, el("th", {}, k), el("td", {}, v)));
-    this.readout.replaceChildren(el("p", { class: "readout-where" }, `level ${this.level} tile (${tx}, ${ty}) under row ${fmtInt(row)}, column ${fmtInt(col)}`), table);
+    const where = `level ${this.level} tile (${tx}, ${ty}) under row ${fmtInt(row)}, column ${fmtInt(col)}`;
+    const key = this.key(this.slice, this.level, ty, tx);
+    if (d.key === key && this.readout.querySelector(".delta-histogram")) {
+      // the same tile: keep its histogram, update the place and the element's Δ
+      this.readout.replaceChildren(el("p", { class: "readout-where" }, where), table, ...[...this.readout.querySelectorAll(".hist-title, .delta-histogram")]);
+      return;
+    }
+    d.key = key;
+    this.readout.replaceChildren(el("p", { class: "readout-where" }, where), table);
+    // The tile's histogram of Δ (GET …/tiles/…?x=&y=, once per tile).
+    let p = this.histograms.get(key);
+    if (!p) {
+      p = getJson<DiffStats>(diffPath(this.opts.a, this.opts.b, "tiles", this.opts.name), { level: this.level, slice: this.slice, x: tx, y: ty });
+      this.histograms.set(key, p);
+      p.catch(() => this.histograms.delete(key));
+    }
+    const seq = ++this.hoverSeq;
+    p.then(
+      (full) => {
+        if (seq === this.hoverSeq && d.key === key) this.readout.append(el("p", { class: "hist-title" }, "histogram of Δ in this tile"), deltaHistogram(full.histogram, "diff-readout-histogram"));
+      },
+      (e) => this.opts.onError(e, `diff tile ${key}`),
+    );
   }
 
   // ---- drawing

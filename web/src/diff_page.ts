@@ -9,6 +9,7 @@
 import { api, num, type CheckpointInfo } from "./api";
 import { diffDocument, diffTiles, type DiffDocument, type DiffPair } from "./diff_api";
 import { DiffHeatmap } from "./diff_heatmap";
+import { deltaHistogram } from "./diff_histogram";
 import { el, showError } from "./dom";
 import { fmt, fmtInt, fmtShape } from "./format";
 import { layerSiblings } from "./layer_groups";
@@ -152,7 +153,8 @@ async function renderPair(root: HTMLElement, a: string, b: string, tensor: strin
   const table = el("table", { class: "facts", id: "diff-facts" });
   for (const [k, v] of facts) table.append(el("tr", { "data-field": k }, el("th", {}, k), el("td", {}, v)));
   const right = el("section", { class: "tensor-views" }, el("h3", {}, "Where it changed"), el("p", { class: "status" }, "Loading the difference pyramid…"));
-  const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Difference"), table, el("h3", {}, "Where its ops ran"), placementSection([pair]));
+  const left = el("section", { class: "tensor-facts" }, el("h3", {}, "Difference"), table, el("h3", {}, "Histogram of Δ"), deltaHistogram(d.histogram, "diff-histogram"),
+    el("h3", {}, "Where its ops ran"), placementSection([pair]));
   root.replaceChildren(...head, el("div", { class: "tensor-layout" }, left, right));
   const strips = acrossLayers(a, b, doc, tensor);
   if (strips) root.append(strips);
