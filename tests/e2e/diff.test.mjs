@@ -11,7 +11,8 @@
 //   - the signed quantity (largest |Δ| per tile) is + in tile row 1 and − in tile row 2 under a diverging map;
 //   - zoomed in (two double-clicks) about rows 301 and 520, the elements are drawn: Δ of each equals numpy's b − a at
 //     sampled elements, drawn in its colour on the canvas, and only the changed rows differ from Δ = 0's colour;
-//   - "Across layers" lists both layers' pairs, the list page ranks the changed tensor first and says why the
+//   - "Across layers" lists both layers' pairs with strips of max |Δ| per tile under one colour scale, showing where
+//     each changed (layer 0: tile column 0; layer 1: tile rows 1 and 2), the list page ranks the changed tensor first and says why the
 //     mismatched pair was not compared, and the Compute panel lists the diff and where its ops ran.
 //
 // Environment: TM_BIN, TM_E2E_OUT, CHROMIUM (as the other e2e tests), PYTHON (default /usr/bin/python3, with numpy).
@@ -173,7 +174,20 @@ async function main() {
     }
 
     step = "across layers";
-    const strips = await page.$$eval("#diff-strips tr.strip-row", (rows) => rows.map((r) => ({ ...r.dataset, current: r.classList.contains("current") })));
+    await page.waitForFunction(() => [...document.querySelectorAll("#diff-strips tr.strip-row")].every((r) => r.dataset.state === "loaded"), null, { timeout: 30_000 });
+    const strips = await page.$$eval("#diff-strips tr.strip-row", (rows) => rows.map((r) => {
+      const c = r.querySelector("canvas.diff-strip-thumb");
+      const px = Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data);
+      const cells = [];
+      for (let i = 0; i < px.length; i += 4) cells.push(px.slice(i, i + 4).join(","));
+      return { ...r.dataset, current: r.classList.contains("current"), grid: c.dataset.grid, limits: c.dataset.limits, cells };
+    }));
+    const maxAbs = Math.max(...doc.pairs.filter((p) => p.name.endsWith("mlp.down_proj.weight")).map((p) => num(p.difference.max_abs_delta)));
+    check(strips.every((s) => s.limits === `0,${maxAbs}`), `every layer's strip has one colour scale, 0 to the largest max |Δ| ${maxAbs}: ${strips.map((s) => s.limits).join(" | ")}`);
+    const zero = strips[1].cells[0]; // layer 1, tile (0, 0): unchanged
+    const pattern = (s) => s.cells.map((c) => (c === zero ? "." : "#")).join("");
+    check(strips[0].grid === "3,2" && pattern(strips[0]) === "#.#.#.", `layer 0's strip (column 10 changed): tile column 0 changed in every tile row: ${pattern(strips[0])}`);
+    check(strips[1].grid === "3,2" && pattern(strips[1]) === "..####", `layer 1's strip (rows 300-303, 520 changed): tile rows 1 and 2 changed: ${pattern(strips[1])}`);
     check(strips.length === 2 && strips[1].name === CHANGED && strips[1].current, `both layers' pairs, this one current: ${strips.map((s) => s.layer).join(", ")}`);
     for (const s of strips) check(num(s.relChange) === num(doc.pairs.find((p) => p.name === s.name).difference.rel_change), `layer ${s.layer}: relative change ${s.relChange} as the document`);
 

@@ -2,17 +2,16 @@
 //   #/diff/{a}/{b}           every compared pair ranked by relative change, the per-layer strip, what was not
 //                            compared (skipped, with the reason) or not matched, and where the ops ran;
 //   #/diff/{a}/{b}/{tensor}  one pair: its facts, the heatmap of its difference pyramid (diff_heatmap.ts), the same
-//                            role in every layer (relative change, changed fraction and max |Δ| as bars, strips.ts'
-//                            bars), and the placement of its ops.
+//                            role in every layer (diff_strips.ts), and the placement of its ops.
 // B is chosen for A with the "compare with" select (here and on a tensor page). Data: GET /api/diff/{a}/{b} (the
 // document `tensormorph diff A B --json` prints) and GET /api/diff/{a}/{b}/tiles/{tensor} (diff_api.ts).
 import { api, num, type CheckpointInfo } from "./api";
 import { diffDocument, diffTiles, type DiffDocument, type DiffPair } from "./diff_api";
 import { DiffHeatmap } from "./diff_heatmap";
+import { acrossLayers } from "./diff_strips";
 import { deltaHistogram } from "./diff_histogram";
 import { el, showError } from "./dom";
 import { fmt, fmtInt, fmtShape } from "./format";
-import { layerSiblings } from "./layer_groups";
 import { placementTable } from "./placement";
 import { bar } from "./strips";
 
@@ -96,33 +95,6 @@ function layerStrip(doc: DiffDocument): HTMLElement {
 function listSection(title: string, id: string, items: (string | Node)[]): HTMLElement[] {
   if (!items.length) return [];
   return [el("h3", {}, title), el("ul", { id }, ...items.map((i) => el("li", {}, i)))];
-}
-
-/** The pairs of the same role as `name` in every layer, with their relative change, changed fraction and max |Δ|. */
-function acrossLayers(a: string, b: string, doc: DiffDocument, name: string): HTMLElement | null {
-  const siblings = layerSiblings(name, doc.pairs.map((p) => p.name));
-  if (siblings.length < 2) return null;
-  const byName = new Map(doc.pairs.map((p) => [p.name, p]));
-  const pairs = siblings.map((s) => byName.get(s.name) as DiffPair);
-  const scale = (f: (p: DiffPair) => number): number => pairs.reduce((m, p) => (Number.isFinite(f(p)) ? Math.max(m, Math.abs(f(p))) : m), 0);
-  const rel = (p: DiffPair): number => num(p.difference.rel_change);
-  const frac = (p: DiffPair): number => num(p.difference.changed_fraction);
-  const mx = (p: DiffPair): number => num(p.difference.max_abs_delta);
-  const t = el("table", { class: "strips-table", id: "diff-strips" });
-  t.append(el("tr", {}, ...["layer", "relative change", "changed fraction", "max |Δ|"].map((h) => el("th", {}, h))));
-  siblings.forEach((s, i) => {
-    const p = pairs[i];
-    const row = el(
-      "tr",
-      { class: "strip-row" + (s.name === name ? " current" : ""), "data-layer": String(s.layer), "data-name": s.name, "data-rel-change": String(p.difference.rel_change) },
-      el("td", { class: "strip-layer" }, el("a", { href: diffHash(a, b, s.name) }, String(s.layer))),
-      bar(rel(p), scale(rel), false, "diff-rel"),
-      bar(frac(p), 1, false, "diff-frac"),
-      bar(mx(p), scale(mx), false, "diff-maxabs"),
-    );
-    t.append(row);
-  });
-  return el("section", { class: "strips", id: "diff-across-layers" }, el("h3", {}, "Across layers (this difference)"), t);
 }
 
 async function renderPair(root: HTMLElement, a: string, b: string, tensor: string, doc: DiffDocument, cks: CheckpointInfo[]): Promise<void> {
