@@ -2,7 +2,8 @@
 (diff_serve_fixture.py): the document equals `tensormorph diff A B --json`, every tile of levels 0-2 equals the
 CLI's `--level` tiles and numpy's figures (relative 1e-12; counts, extremes and histogram counts exact), a tile's
 values equal numpy's b - a exactly; bad parameters are 400 naming the parameter, unknown checkpoints and tensors
-404, a shape mismatch 409 with the diff's reason."""
+404, a shape mismatch 409 with the diff's reason. A Q8_0 GGUF against its F32 source: the tiles report the
+dequantization's placement, and figures and values equal numpy's of the decoded values."""
 import json
 import math
 import os
@@ -16,7 +17,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cli_harness import TM_BIN  # noqa: E402,F401
+from diff_reference import figures  # noqa: E402
+from gguf_write import write_gguf  # noqa: E402
+from test_compare import quantize_q8_0  # noqa: E402
 from diff_serve_fixture import CHANGED, CHANGED_ROWS, COLUMN, MISMATCH, NORM, ONLY_A, level_tiles, make  # noqa: E402
 import test_serve  # noqa: E402  (its helpers; imported as a module so that its suite is not collected here)
 from test_serve import Server, private_env  # noqa: E402
@@ -169,6 +174,48 @@ class ServeDiffTest(unittest.TestCase):
         self.assertEqual(got["view"]["rows"], 1)
         self.assertEqual([t["changed"] for t in got["tiles"]], [0])
         self.assertEqual(got["difference"]["rel_change"], 0)
+
+
+class ServeQuantizedDiffTest(unittest.TestCase):
+    """A Q8_0 GGUF against its F32 source, both served: the tiles carry the dequantization's placement (the pair's
+    placed ops, as the document's), and the figures and values equal numpy's of the decoded Q8_0 values."""
+    request, get_json = ServeDiffTest.request, ServeDiffTest.get_json
+    NAME = "blk.2.ffn_up.weight"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tm-serve-diff-q8-")
+        cls.env = private_env(cls.tmp)
+        rng = np.random.default_rng(8)
+        cls.w = (rng.standard_normal((300, 320)) * 0.02).astype(np.float32)
+        blocks, decoded = quantize_q8_0(cls.w.ravel())
+        cls.decoded = decoded.reshape(cls.w.shape)
+        kv = [("general.architecture", "STRING", "llama")]
+        f32, q8 = os.path.join(cls.tmp, "f32.gguf"), os.path.join(cls.tmp, "q8.gguf")
+        write_gguf(f32, kv, [(cls.NAME, "F32", [320, 300], cls.w)])
+        write_gguf(q8, kv, [(cls.NAME, "Q8_0", [320, 300], blocks)])
+        cls.server = Server([f32, q8], cls.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.proc.poll() is None:
+            cls.server.proc.kill()
+            cls.server.proc.wait()
+
+    def test_placement_figures_and_values(self):
+        doc = self.get_json("/api/diff/0/1")
+        got = self.get_json(f"/api/diff/0/1/tiles/{self.NAME}?level=0")
+        self.assertTrue(got["placement"], "the dequantization's placement is reported")
+        self.assertEqual(got["placement"], doc["pairs"][0]["placement"])
+        self.assertTrue(all(p["backend"] for p in got["placement"]), got["placement"])
+        a, b = self.w.astype(np.float64), self.decoded.astype(np.float64)
+        for t in got["tiles"]:
+            want = figures(a[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]], b[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]])
+            ServeDiffTest.assert_figures(self, t, want, (t["ty"], t["tx"]))
+        code, headers, body = self.request(f"/api/diff/0/1/values/{self.NAME}?level=0&x=1&y=1")
+        self.assertEqual(code, 200, body[:300])
+        d = np.frombuffer(body, "<f8").reshape(300 - 256, 320 - 256)
+        self.assertTrue(np.array_equal(d, b[256:, 256:] - a[256:, 256:]))
 
 
 if __name__ == "__main__":
