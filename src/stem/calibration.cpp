@@ -43,7 +43,9 @@ std::optional<Sourced> metadata_quantity(const Acquisition& acq, const std::stri
     if (unit == "angstrom") scale = units == "angstrom" || units == "A" ? 1 : units == "nm" ? 10 : units == "m" ? 1e10 : 0;
     if (unit == "mrad") scale = units == "mrad" ? 1 : units == "rad" ? 1e3 : 0;
     if (scale == 0) continue;
-    return given(v * scale, unit, "file: " + path);
+    // An opener that derived the value records what from ("from": the file's own fields), shown in the source.
+    const std::string from = entry.contains("from") && entry["from"].is_string() ? " (from " + entry["from"].get<std::string>() + ")" : "";
+    return given(v * scale, unit, "file: " + path + from);
   }
   return std::nullopt;
 }

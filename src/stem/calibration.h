@@ -17,6 +17,8 @@
 //     3. else derived: α / the bright-field disk radius in output pixels (source "convergence semi-angle /
 //        bright-field disk radius"); α as above.
 //   1 and 2 need the detector binned equally on both axes (else there is no single angular pixel size).
+// - A file value's source is "file: <metadata path>", followed by " (from <fields>)" when the opener derived it
+//   and recorded its "from" (EMPAD: "empad/scan_step" from the field of view, scan_size and pix_x).
 // - A value that cannot be resolved is `missing` (the reason and what to give); require_positive turns that,
 //   or a value that is not a positive finite number, into Error(InvalidArgument).
 #pragma once

@@ -4,7 +4,9 @@ products of float frames (bf, adf, mask, com, mean-dp and the max pattern) equal
 the order docs/stem.md states (sequential float64: np.cumsum(...)[-1]), exactly, and the CoM within 1e-12 after
 the mean is taken off; the scan shape from pix_y/pix_x, scan_resolution_y/_x or a series; a truncated .raw is
 readiness and a product over its missing frames names the frame and byte offset; an .xml lying about the scan, a
-missing .raw, trailing bytes and malformed XML are bad input (exit 3) naming the file and the field or offset.
+missing .raw, trailing bytes and malformed XML are bad input (exit 3) naming the file and the field or offset; the
+sidecar's beam energy, diffraction angle, camera length and scan step (field of view × scan_size ÷ scan extent) are
+calibration with their XML paths, a bad reading is not used and says why; the scan is the acquire mode's.
 
 Runs with Debian's /usr/bin/python3 + numpy."""
 import math
@@ -192,6 +194,75 @@ class StemEmpad(unittest.TestCase):
         img, _ = self.product("mask", "--center", "64,64", "--inner", "0", "--outer", "5", "--scan-shape", "3,2", path=p)
         sel = annulus((K, K), (64, 64), 0, 5).ravel()
         self.assertEqual(img.tobytes(), seq_sum(f.reshape(6, K * K)[:, sel]).reshape(3, 2).tobytes())
+
+    def test_scan_shape_is_the_acquire_modes(self):
+        # A <scan_parameters mode="search"> block before the acquire one (EMPAD writes one per mode): the scan is
+        # the acquire mode's; the search mode's values are kept under their own path.
+        d = self.sub("modes")
+        p = ew.write(d, "modes", self.frames[:6], resolution=(2, 3), search_mode=(64, 64))
+        r = run(["stem", "inspect", p, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        j = r.json()
+        self.assertEqual(j["scan_shape"], [2, 3])
+        self.assertEqual(j["scan_shape_source"], "root/scan_parameters/scan_resolution_y × root/scan_parameters/scan_resolution_x")
+        self.assertEqual(j["metadata"]["root/scan_parameters[mode=search]/scan_resolution_x"], {"value": "64"})
+        self.assertEqual(j["metadata"]["root/scan_parameters[mode=search]@mode"], {"value": "search"})
+        self.assertEqual(j["metadata"]["root/scan_parameters@mode"], {"value": "acquire"})
+
+    def test_calibration_from_the_sidecar(self):
+        # The readings under <iom_measurements> as calibration with the XML path each came from (docs/stem.md,
+        # "EMPAD", Calibration). Expected values computed here from the written numbers.
+        d = self.sub("calibration")
+        cal = {"source.get_voltage": "200000.0", "optics.get_cameralength": "0.23", "calibrated_diffraction_angle": "0.00025"}
+        p = ew.write(d, "cal", self.frames, scan=(ROWS, COLS), fov="[4e-09, 3e-09]", scan_size="0.5", calibration=cal)
+        r = run(["stem", "inspect", p, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        j = r.json()
+        m = j["metadata"]
+        iom = "root/iom_measurements/"
+        self.assertEqual(j["beam_energy_ev"], 200000.0)
+        self.assertEqual(m["empad/beam_energy"], {"value": 200000.0, "units": "V", "from": iom + "source.get_voltage"})
+        self.assertEqual(m["empad/camera_length"], {"value": 0.23, "units": "m", "from": iom + "optics.get_cameralength"})
+        self.assertEqual(m["empad/detector_angle_per_pixel"], {"value": 0.00025, "units": "rad", "from": iom + "calibrated_diffraction_angle"})
+        step = 4e-09 * 0.5 / COLS  # x: the field of view's first number, times scan_size, over the scan's columns
+        self.assertAlmostEqual(3e-09 * 0.5 / ROWS, step, delta=1e-24)
+        self.assertAlmostEqual(m["empad/scan_step"]["value"], step, delta=step * 1e-12)
+        self.assertEqual(m["empad/scan_step"]["units"], "m")
+        self.assertEqual(m["empad/scan_step"]["from"], iom + "optics.get_full_scan_field_of_view[0] × root/scan_parameters/scan_size ÷ root/pix_x")
+        self.assertNotIn("empad/calibration_not_used", m)
+
+        # A product converts its radii with the sidecar's angle per pixel, and names where it came from.
+        img, rep = self.product("mask", "--center", "64,64", "--inner", "2", "--outer", "20", path=p)
+        a = rep["detector"]["angle_per_pixel"]
+        self.assertEqual(a["source"], "file: empad/detector_angle_per_pixel (from root/iom_measurements/calibrated_diffraction_angle)")
+        self.assertAlmostEqual(a["value"], 0.25, places=12)
+        self.assertAlmostEqual(rep["detector"]["outer_mrad"], 20 * 0.25, places=9)
+        # --detector-mrad-per-px still wins over the file.
+        _, rep = self.product("mask", "--center", "64,64", "--inner", "2", "--outer", "20", "--detector-mrad-per-px", "0.5", path=p)
+        self.assertEqual(rep["detector"]["angle_per_pixel"]["source"], "--detector-mrad-per-px")
+
+        # Steps that differ between the axes are kept per axis and not used; no scan_size is the whole frame.
+        p = ew.write(d, "square_fov", self.frames, scan=(ROWS, COLS), fov="[4e-09, 4e-09]")
+        m = run(["stem", "inspect", p, "--json"]).json()["metadata"]
+        self.assertNotIn("empad/scan_step", m)
+        self.assertAlmostEqual(m["empad/scan_step_x"]["value"], 4e-09 / COLS, delta=1e-21)
+        self.assertAlmostEqual(m["empad/scan_step_y"]["value"], 4e-09 / ROWS, delta=1e-21)
+        self.assertIn("(root/scan_parameters/scan_size absent: the whole frame)", m["empad/scan_step_x"]["from"])
+        self.assertIn("give --scan-step-A", m["empad/calibration_not_used"]["value"])
+
+        # A reading that is not a positive number is not used, and says so; the acquisition still opens.
+        p = ew.write(d, "bad", self.frames, scan=(ROWS, COLS), fov="[4e-09]",
+                     calibration={"source.get_voltage": "n/a", "calibrated_diffraction_angle": "-1"})
+        r = run(["stem", "inspect", p, "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        j = r.json()
+        self.assertIsNone(j["beam_energy_ev"])
+        for key in ("empad/beam_energy", "empad/detector_angle_per_pixel", "empad/scan_step"):
+            self.assertNotIn(key, j["metadata"])
+        note = j["metadata"]["empad/calibration_not_used"]["value"]
+        self.assertIn("root/iom_measurements/source.get_voltage is 'n/a': expected a positive number of volts", note)
+        self.assertIn("calibrated_diffraction_angle is '-1'", note)
+        self.assertIn("optics.get_full_scan_field_of_view is '[4e-09]': expected [x, y]", note)
 
     def test_truncated_raw_is_readiness_and_missing_frames_are_named(self):
         d = self.sub("trunc")

@@ -5,16 +5,24 @@
 //     /usr/bin/python3 + numpy), an 8 × 8 scan of 256 × 256 raw 12-bit (R64) single-chip frames with a bright disk,
 //     the scan shape from the .hdr's ScanY/ScanX;
 //   - a NumPy acquisition: stack.npy, a (6, 5, 32, 32) '<u2' array saved by numpy;
-// serves both (`tensormorph serve scan.mib stack.npy`), and checks:
+//   - an EMPAD acquisition: empad.xml + empad.raw (tests/fixtures/empad_writer.py), a 7 × 6 scan of 128 × 128
+//     float32 frames (130-row records) with the sidecar's beam energy, field of view, scan_size and calibrated
+//     diffraction angle;
+// serves the three (`tensormorph serve scan.mib stack.npy empad.xml`), and checks:
 //   - the inventory lists each by name with its readiness ("complete"), and GET /api/acquisitions names the format
 //     ("mib", "npy");
 //   - each acquisition's page draws the mean pattern and the virtual image (not blank); the image is computed on the
 //     page's WebGPU adapter (SwiftShader here; TM_ALLOW_NO_WEBGPU=1 accepts a Chromium without one) and its numbers
 //     (window.tmStem) equal the CLI's `stem mask PATH --inner X --outer Y` .npy for the annulus the page shows; the
 //     mean pattern's numbers equal `stem mean-dp PATH`;
-//   - no page errors; screenshots build/e2e/stem-mib.png and build/e2e/stem-npy.png (not blank).
+//   - EMPAD's float frames take the server's products: the page does not ask for the block (no 409 in the page's
+//     requests), says why ("float kernels are not implemented") and that the image is "computed on the server"; the
+//     image equals `stem mask`, the BF preset's image equals `stem bf`, the mean pattern `stem mean-dp` (float64, bit
+//     for bit through JSON); the calibration table shows the sidecar's beam energy, scan step and detector angle per
+//     pixel with their sources;
+//   - no page errors; screenshots build/e2e/stem-mib.png, stem-npy.png and stem-empad.png (not blank).
 // The rest of the page (dragging, presets, fields, SSB, movies, readiness events) is format-neutral and tested on
-// Dectris data by stem.test.mjs. EMPAD is not read yet: no case for it.
+// Dectris data by stem.test.mjs.
 //
 // Environment: TM_BIN (default build/tensormorph), TM_E2E_OUT (default e2e/ beside TM_BIN), CHROMIUM (default
 // /usr/lib/chromium/chromium or /usr/bin/chromium), PYTHON (default /usr/bin/python3, with numpy). Exits 0 with
@@ -29,7 +37,8 @@ const PYTHON = process.env.PYTHON || "/usr/bin/python3";
 let step = "setup";
 const { log, check } = checker("[e2e stem formats]", () => step);
 
-/** Writes tmp/scan.mib (+ .hdr) and tmp/stack.npy with numpy and the MIB fixture writer; returns their paths. */
+/** Writes tmp/scan.mib (+ .hdr), tmp/stack.npy and tmp/empad.xml (+ .raw) with numpy and the MIB and EMPAD fixture
+ *  writers; returns their paths. */
 function writeAcquisitions(tmp, env) {
   const mib = join(tmp, "scan.mib");
   const npy = join(tmp, "stack.npy");
@@ -37,17 +46,20 @@ function writeAcquisitions(tmp, env) {
 import sys
 import numpy as np
 import mib_writer as mw
-mib, npy = sys.argv[1:3]
+import empad_writer as ew
+mib, npy, folder = sys.argv[1:4]
 rng = np.random.default_rng(48)
 frames = mw.counts(rng, (64, 256, 256), 12, np.uint16)
 mw.write(mib, frames, hdr=mw.hdr_text(64, 8, depth=12, scan=(8, 8)), raw=True, depth=12)
 a = rng.integers(0, 40, size=(6, 5, 32, 32)).astype("<u2")
 a[..., 11:21, 12:20] += 500
 np.save(npy, a)
+ew.write(folder, "empad", ew.frames(rng, 7 * 6), scan=(7, 6), fov="[1.2e-08, 1.4e-08]", scan_size="0.5",
+         calibration={"source.get_voltage": "300000.0", "calibrated_diffraction_angle": "0.00025"})
 `;
-  const r = spawnSync(PYTHON, ["-c", code, mib, npy], { env: { ...env, PYTHONPATH: join(ROOT, "tests", "fixtures") }, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`${PYTHON} (mib_writer, numpy): exit ${r.status}\n${r.stdout}\n${r.stderr}`);
-  return { mib, npy };
+  const r = spawnSync(PYTHON, ["-c", code, mib, npy, tmp], { env: { ...env, PYTHONPATH: join(ROOT, "tests", "fixtures") }, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`${PYTHON} (mib_writer, empad_writer, numpy): exit ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return { mib, npy, empad: join(tmp, "empad.xml") };
 }
 
 async function main() {
@@ -61,8 +73,9 @@ async function main() {
     const cases = [
       { id: "a0", format: "mib", path: files.mib, name: "scan.mib", shot: "stem-mib.png" },
       { id: "a1", format: "npy", path: files.npy, name: "stack.npy", shot: "stem-npy.png" },
+      { id: "a2", format: "empad", path: files.empad, name: "empad.xml", shot: "stem-empad.png", server: true },
     ];
-    server = await startServer([files.mib, files.npy, "--web-root", WEB_DIST], env);
+    server = await startServer([files.mib, files.npy, files.empad, "--web-root", WEB_DIST], env);
     const base = server.url;
     log(`fixtures written and served in ${Date.now() - t0} ms`);
 
@@ -95,7 +108,18 @@ async function main() {
       await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
       const path = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
       const note = await page.locator("#stem-compute-note").textContent();
-      if (ALLOW_NO_WEBGPU && path !== "page") log(`no WebGPU adapter (${note}): the page path is not checked`);
+      if (c.server) {
+        // Float frames: the server's products, and the page says so (the block is not asked for: no 409 above).
+        const caption = await page.locator("#stem-image-caption").textContent();
+        const notePath = await page.locator("#stem-compute-note").getAttribute("data-path");
+        check(path === "server" && notePath === "server", `float frames: the virtual image is the server's (image ${path}, note ${notePath})`);
+        check(note.includes("float32") && note.includes("float kernels are not implemented"), `the page says why: "${note}"`);
+        check(caption.includes("computed on the server"), `the caption says which path ran: "${caption}"`);
+        check(await page.locator("#stem-compute-on option[value=page]").isDisabled(), "'Compute on: page adapter' is disabled");
+        const facts = await page.locator("#stem-calibration").textContent();
+        for (const want of ["300000 eV (file: beam energy)", "10 angstrom (file: empad/scan_step (from root/iom_measurements/optics.get_full_scan_field_of_view[0] × root/scan_parameters/scan_size ÷ root/pix_x))", "0.25 mrad (file: empad/detector_angle_per_pixel (from root/iom_measurements/calibrated_diffraction_angle))"])
+          check(facts.includes(want), `the calibration table shows "${want}"`);
+      } else if (ALLOW_NO_WEBGPU && path !== "page") log(`no WebGPU adapter (${note}): the page path is not checked`);
       else check(path === "page", `the virtual image is computed on the page's adapter: "${note}"`);
 
       const s = await page.evaluate(() => ({ values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner, outer: document.querySelector("#stem-image").dataset.outer }));
@@ -104,6 +128,17 @@ async function main() {
       const want = readNpy(maskOut);
       check(sameValues(s.values, want.values), `the virtual image (${path}) equals the CLI's stem mask ${c.name} --inner ${s.inner} --outer ${s.outer} (${want.values.length} positions)`);
       check(new Set(s.values).size > 1, "and it varies over the scan");
+      if (c.server) {
+        // The BF preset: the server's bf detector, drawn as a mask image; equal to the CLI's stem bf.
+        const before = await page.evaluate(() => window.tmStem.requests);
+        await page.locator("#stem-preset-bf").click();
+        await page.waitForFunction((n) => window.tmStem.requests > n && document.querySelector("#stem-image").dataset.state === "ready", before, { timeout: 60_000 });
+        const bfOut = join(tmp, `bf-${c.format}.npy`);
+        tm(["stem", "bf", c.path, "-o", bfOut], env);
+        const bf = readNpy(bfOut);
+        const shown = await page.evaluate(() => window.tmStem.image.values);
+        check(sameValues(shown, bf.values), `the BF preset's image equals the CLI's stem bf ${c.name} (${bf.values.length} positions, float64)`);
+      }
 
       if (path === "page") await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.path === "page", null, { timeout: 60_000 });
       const meanOut = join(tmp, `mean-${c.format}.npy`);

@@ -3,7 +3,8 @@
 // float32 little-endian values: 128 rows of detector pixels, then 2 rows of per-frame metadata, which are skipped
 // (128 × 128 pixels are read; the layout rosettasciio, LiberTEM and py4DSTEM read). Scan rows are root/pix_y and
 // columns root/pix_x (x runs fastest, as LiberTEM reads it; rosettasciio's reshape agrees for square scans); a
-// series (root/scan_parameters/series_count) records no 2-D shape: --scan-shape gives one.
+// series (root/scan_parameters/series_count) records no 2-D shape: --scan-shape gives one. The sidecar's readings
+// become calibration as empad_calibration.h says.
 //
 // Errors and readiness: an .xml that is not EMPAD's, or whose .raw is missing or not a regular file, is
 // Error(BadInput)/Error(Io) naming the file and field; a .raw holding MORE whole frames than the XML's scan is
@@ -14,6 +15,7 @@
 #include "core/folder_walk.h"
 #include "core/path_kind.h"
 #include "stem/formats/acquisition_openers.h"
+#include "stem/formats/empad_calibration.h"
 #include "stem/formats/empad_xml.h"
 #include "stem/formats/plain_files.h"
 #include "tensormorph/error.h"
@@ -75,6 +77,7 @@ Acquisition open_empad(const std::string& path_in) {
   a.metadata = x.metadata;
   a.metadata["empad/raw_file"] = {{"value", raw}};
   a.metadata["empad/record_bytes"] = {{"value", kRecordBytes}, {"units", "bytes"}};
+  add_empad_calibration(a, x);  // beam energy, detector angle per pixel, camera length, scan step (with their paths)
   uint64_t expected = 0;
   std::string expected_from;
   if (x.scan_x) {

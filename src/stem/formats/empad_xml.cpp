@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/utf8.h"
@@ -134,17 +135,31 @@ class Parser {
     ++i_;
     const std::string tag = name("an element name");
     if (root_name) *root_name = tag;
-    const std::string here = parent.empty() ? tag : parent + "/" + tag;
+    std::vector<std::pair<std::string, std::string>> attributes;
+    std::string here;
+    // The element's path, once its attributes are read: "parent/tag"; a <scan_parameters> whose mode is not
+    // "acquire" (EMPAD writes one per mode: search, acquire) is "parent/scan_parameters[mode=search]", so that
+    // root/scan_parameters/... are always the acquisition's own.
+    const auto place = [&] {
+      std::string segment = tag;
+      for (const auto& [attr, value] : attributes)
+        if (tag == "scan_parameters" && attr == "mode" && value != "acquire")  // at most 64 bytes of it in every path below
+          segment += "[mode=" + value.substr(0, 64) + (value.size() > 64 ? "…" : "") + "]";
+      here = parent.empty() ? segment : parent + "/" + segment;
+      for (const auto& [attr, value] : attributes) keep(here + "@" + attr, value);
+    };
     for (;;) {  // attributes
       const size_t before = i_;
       skip_space();
       if (at_end()) fail("unterminated start tag <" + tag + ">");
       if (starts("/>")) {
         i_ += 2;
+        place();
         return;
       }
       if (s_[i_] == '>') {
         ++i_;
+        place();
         break;
       }
       if (i_ == before) fail("expected whitespace before an attribute of <" + tag + ">");
@@ -162,7 +177,7 @@ class Parser {
       std::string value;
       decode(raw, i_, value);
       i_ = end + 1;
-      keep(here + "@" + attr, value);
+      attributes.emplace_back(attr, std::move(value));
     }
     std::string text;
     for (;;) {  // content

@@ -5,11 +5,13 @@
 //     <raw_file filename="…/scan_x256_y256.raw"/>        the frames (a path of the acquiring machine: its basename
 //                                                         is looked up beside the .xml)
 //     <pix_x>256</pix_x> <pix_y>256</pix_y>              scan columns (fast) and rows
-//     <scan_parameters mode="acquire">
+//     <scan_parameters mode="acquire">                  (one per mode: search, acquire; a mode other than
+//                                                         acquire is kept as root/scan_parameters[mode=search])
 //       <scan_resolution_x>…</scan_resolution_x> …       the same, where pix_x/pix_y are absent
 //       <series_count>…</series_count>                    a time series of frames instead of a 2-D scan
 //     </scan_parameters>
-//     <iom_measurements>…</iom_measurements>               microscope readings (metadata only)
+//     <iom_measurements>…</iom_measurements>               microscope readings (metadata; empad_calibration.h
+//                                                         turns some into calibration)
 //   </root>
 // Values may be written quoted ('256'). The parser reads a well-formed subset of XML 1.0: elements, attributes,
 // text, comments, processing instructions, CDATA, a DOCTYPE without an internal subset, the five predefined and

@@ -7,7 +7,8 @@
 // of the canvas). Numbers come from the server (GET /api/acquisitions/…, docs/api.md, the same domain calls as
 // `tensormorph stem`, each product saying where it ran), or, with a WebGPU adapter whose limits hold the decoded
 // block, from the page's adapter (stem/webgpu/masked_sums.ts: the block uploaded once, the same numbers as the
-// CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot.
+// CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot
+// (float frames, EMPAD's: no WGSL float kernels, the server computes them).
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { latestWins } from "./latest_wins";
@@ -125,6 +126,14 @@ function serverPath(p: Product): { path: "resident" | "streamed"; text: string }
     return { path: "resident", text: `from the server's resident copy at full resolution (${(r.bytes / 2 ** 20).toFixed(1)} MiB in ${!r.where || r.where === "host" ? "host memory" : r.where}, ${built})` };
   }
   return { path: "streamed", text: `decoded from the files for this request${r?.why ? ` (not resident: ${r.why})` : ""}` };
+}
+
+/** Why the page's WGSL kernels cannot take frames of this dtype ("" when they can): they read integer counts (u8,
+ *  u16, u32); float frames (EMPAD's float32) have no WebGPU kernel, so the server's products (float64 sums in the
+ *  contract's order, docs/stem.md "Float frames") are shown, and the block (which the server refuses, 409) is not asked for. */
+function pageKernelRefusal(dtype: string): string {
+  if (!dtype.startsWith("f")) return "";
+  return `the frames are ${dtype === "f32" ? "float32" : dtype === "f64" ? "float64" : dtype}: the page's WebGPU kernels read integer counts (u8, u16, u32) and float kernels are not implemented, so the server computes every product`;
 }
 
 export async function renderAcquisitionPage(root: HTMLElement, id: string): Promise<void> {
@@ -310,7 +319,9 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   // the adapter cannot hold is refused with the ladder's steps, offered as buttons; the server computes meanwhile.
   const openPagePath = async () => {
     let how = "";
-    try {
+    const refusal = pageKernelRefusal(acq.dtype);
+    if (refusal) st.pageRefused = refusal;
+    else try {
       const full = resident.get(path);
       if (full && !r) {
         if (b === 1) (gpu = full), (how = "the decoded block was uploaded once");
@@ -345,6 +356,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       ? `virtual images, patterns and CoM sums on the page's adapter (${gpu.adapter}): ${how} (${(gpu.block.words.byteLength / 2 ** 20).toFixed(1)} MiB` +
         `${gpu.chunkCount > 1 ? ` in ${gpu.chunkCount} device buffers, each within one storage binding` : ""})`
       : `virtual images on the server, from its resident copy at full resolution when it holds one (the caption under the image says which path ran): the page cannot (${st.pageRefused})`;
+    computeNote.dataset.path = gpu ? "page" : "server";
     computeOn.dataset.ready = "1";
   };
   computeOn.addEventListener("change", () => {
