@@ -69,7 +69,7 @@ struct DiffCache {
   }
 };
 
-const ServedCheckpoint& checkpoint(const ServerState& state, const std::string& id) {
+const ServedCheckpoint& served_checkpoint(const ServerState& state, const std::string& id) {
   for (const auto& c : state.checkpoints)
     if (c->id == id) return *c;
   throw HttpError(404, "no checkpoint with id '" + id + "' (see /api/checkpoints)");
@@ -125,7 +125,7 @@ std::shared_ptr<const PairDiff> pair_with_tiles(ServerState& state, DiffCache& c
   return p;
 }
 
-uint64_t required(const std::optional<uint64_t>& v, const char* name) {
+uint64_t required_count(const std::optional<uint64_t>& v, const char* name) {
   if (!v) throw HttpError(400, std::string("parameter '") + name + "' is required");
   return *v;
 }
@@ -156,7 +156,7 @@ nlohmann::json layout_json(const PyramidLayout& l) {
           {"levels", levels}};
 }
 
-nlohmann::json tile_json(const PairDiff& p, unsigned level, uint64_t slice, uint64_t ty, uint64_t tx, bool histogram) {
+nlohmann::json diff_tile_json(const PairDiff& p, unsigned level, uint64_t slice, uint64_t ty, uint64_t tx, bool histogram) {
   const TileRange r = p.pyramid.layout.range(level, ty, tx);
   nlohmann::json t = app::diff_stats_json(p.pyramid.tile(level, slice, ty, tx), histogram ? &p.pyramid.edges : nullptr);
   t.update({{"tx", tx}, {"ty", ty}, {"row_begin", r.row_begin}, {"row_end", r.row_end}, {"col_begin", r.col_begin}, {"col_end", r.col_end}});
@@ -166,8 +166,8 @@ nlohmann::json tile_json(const PairDiff& p, unsigned level, uint64_t slice, uint
 // GET /api/diff/{a}/{b}?top=N
 void get_document(ServerState& state, DiffCache& cache, const httplib::Request& req, httplib::Response& res) {
   const DeclaredQuery q(req, diff_document_params());
-  const ServedCheckpoint& a = checkpoint(state, req.matches[1]);
-  const ServedCheckpoint& b = checkpoint(state, req.matches[2]);
+  const ServedCheckpoint& a = served_checkpoint(state, req.matches[1]);
+  const ServedCheckpoint& b = served_checkpoint(state, req.matches[2]);
   app::DiffDocumentOptions o;
   o.top = q.count("top").value_or(10);
   nlohmann::json doc = app::diff_document(*whole_diff(state, cache, a, b), o);
@@ -179,14 +179,14 @@ void get_document(ServerState& state, DiffCache& cache, const httplib::Request& 
 // GET /api/diff/{a}/{b}/tiles/{tensor}?level=&slice=[&x=&y=|&window=X0,X1,Y0,Y1]
 void get_tiles(ServerState& state, DiffCache& cache, const httplib::Request& req, httplib::Response& res) {
   const DeclaredQuery q(req, diff_tiles_params());
-  const uint64_t level = required(q.count("level"), "level");
+  const uint64_t level = required_count(q.count("level"), "level");
   const uint64_t slice = q.count("slice").value_or(0);
   const auto x = q.count("x"), y = q.count("y");
   const auto window = q.counts("window");
   if (x.has_value() != y.has_value()) throw HttpError(400, std::string("parameter '") + (x ? "y" : "x") + "' is required with the other");
   if (x && window) throw HttpError(400, "parameter 'window': give either x and y (one tile) or a window, not both");
-  const ServedCheckpoint& a = checkpoint(state, req.matches[1]);
-  const ServedCheckpoint& b = checkpoint(state, req.matches[2]);
+  const ServedCheckpoint& a = served_checkpoint(state, req.matches[1]);
+  const ServedCheckpoint& b = served_checkpoint(state, req.matches[2]);
   const auto p = pair_with_tiles(state, cache, a, b, req.matches[3]);
   const PyramidLayout& l = p->pyramid.layout;
   check_level_slice(l, level, slice);
@@ -195,7 +195,7 @@ void get_tiles(ServerState& state, DiffCache& cache, const httplib::Request& req
                       {"level", level}, {"slice", slice}, {"rows", p->qk && p->qk->unpermute ? "unpermuted" : "stored"}};
   if (x) {
     check_tile(l, lv, *x, *y);
-    j.update(tile_json(*p, lv, slice, *y, *x, true));
+    j.update(diff_tile_json(*p, lv, slice, *y, *x, true));
     send_json(res, j);
     return;
   }
@@ -213,7 +213,7 @@ void get_tiles(ServerState& state, DiffCache& cache, const httplib::Request& req
                              std::to_string(kMaxDiffTilesPerRequest) + " answered at once: give a smaller window or a coarser level");
   nlohmann::json tiles = nlohmann::json::array();
   for (uint64_t ty = y0; ty < y1; ++ty)
-    for (uint64_t tx = x0; tx < x1; ++tx) tiles.push_back(tile_json(*p, lv, slice, ty, tx, false));
+    for (uint64_t tx = x0; tx < x1; ++tx) tiles.push_back(diff_tile_json(*p, lv, slice, ty, tx, false));
   j.update(layout_json(l));
   j["window"] = {x0, x1, y0, y1};
   j["grid"] = {{"rows", g.rows}, {"cols", g.cols}};
@@ -227,11 +227,11 @@ void get_tiles(ServerState& state, DiffCache& cache, const httplib::Request& req
 // GET /api/diff/{a}/{b}/values/{tensor}?level=&x=&y=[&slice=]
 void get_values(ServerState& state, DiffCache& cache, const httplib::Request& req, httplib::Response& res) {
   const DeclaredQuery q(req, diff_values_params());
-  const uint64_t level = required(q.count("level"), "level");
-  const uint64_t x = required(q.count("x"), "x"), y = required(q.count("y"), "y");
+  const uint64_t level = required_count(q.count("level"), "level");
+  const uint64_t x = required_count(q.count("x"), "x"), y = required_count(q.count("y"), "y");
   const uint64_t slice = q.count("slice").value_or(0);
-  const ServedCheckpoint& a = checkpoint(state, req.matches[1]);
-  const ServedCheckpoint& b = checkpoint(state, req.matches[2]);
+  const ServedCheckpoint& a = served_checkpoint(state, req.matches[1]);
+  const ServedCheckpoint& b = served_checkpoint(state, req.matches[2]);
   const auto p = pair_with_tiles(state, cache, a, b, req.matches[3]);
   const PyramidLayout& l = p->pyramid.layout;
   check_level_slice(l, level, slice);

@@ -9,7 +9,7 @@
 //   - hovering a tile shows its difference statistics, equal to numpy's (counts and extremes exactly, sums to 1e-12),
 //     and its histogram of Δ, every occupied bin's count equal to numpy's (docs/diff.md's binade bins);
 //   - the signed quantity (largest |Δ| per tile) is + in tile row 1 and − in tile row 2 under a diverging map;
-//   - zoomed in (two double-clicks) about rows 301 and 520, the elements are drawn: Δ of each equals numpy's b − a at
+//   - zoomed in (one double-click) on row 520, the elements are drawn: Δ of each equals numpy's b − a at
 //     sampled elements, drawn in its colour on the canvas, and only the changed rows differ from Δ = 0's colour;
 //   - "Across layers" lists both layers' pairs with strips of max |Δ| per tile under one colour scale, showing where
 //     each changed (layer 0: tile column 0; layer 1: tile rows 1 and 2), the list page ranks the changed tensor first and says why the
@@ -28,6 +28,11 @@ const MISMATCH = "model.layers.0.self_attn.q_proj.weight";
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[diff]", () => step);
+const T0 = Date.now();
+const at = (name) => {
+  step = name;
+  log(`step "${name}" at ${((Date.now() - T0) / 1000).toFixed(1)} s`);
+};
 
 const num = (v) => (v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v));
 const close = (a, b) => a === b || Math.abs(a - b) <= 1e-12 * Math.max(Math.abs(a), Math.abs(b));
@@ -69,18 +74,18 @@ async function main() {
   let server = null;
   let context = null;
   try {
-    step = "fixture";
+    at("fixture");
     const fx = spawnSync(PYTHON, [join(ROOT, "tests", "cli", "diff_serve_fixture.py"), tmp], { encoding: "utf8" });
     check(fx.status === 0, `the changed-rows fixture is written by numpy${fx.status ? ": " + fx.stderr : ""}`);
     const ref = JSON.parse(fx.stdout);
     const want = ref.tiles[CHANGED]["0"];
 
-    step = "serve";
+    at("serve");
     server = await startServer([ref.a, ref.b, "--web-root", WEB_DIST], env);
     const base = server.url.split("?")[0].replace(/\/$/, "");
     const doc = await getJson(server.url, "/api/diff/0/1");
 
-    step = "browser";
+    at("browser");
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "chromium-profile"));
     const page = context.pages()[0] ?? (await context.newPage());
     const errors = watchErrors(page);
@@ -88,19 +93,19 @@ async function main() {
     await page.goto(`${base}/#/tensor/0/${encodeURIComponent(CHANGED)}`);
     await page.waitForSelector("#diff-b");
 
-    step = "choose B";
+    at("choose B");
     await page.selectOption("#diff-b", "1");
     await page.waitForFunction(() => window.location.hash.startsWith("#/diff/0/1/"));
     check(decodeURIComponent(await page.evaluate(() => window.location.hash)) === `#/diff/0/1/${CHANGED}`, "choosing B on A's tensor page opens diff mode for the tensor");
 
-    step = "max |Δ| per tile";
+    at("max |Δ| per tile");
     let state = await ready(page, "opening diff mode");
     check(state.level === "0" && state.quantity === "abs_delta", `level ${state.level}, ${state.quantity}, ${state.colormap} [${state.limits}] (${state.limitsSource})`);
     let tiles = await drawnTiles(page);
     check(tiles.length === want.length, `${tiles.length} level-0 tiles drawn (numpy: ${want.length})`);
-    const at = (list, ty, tx) => list.find((t) => t.ty === ty && t.tx === tx);
+    const tileAt = (list, ty, tx) => list.find((t) => t.ty === ty && t.tx === tx);
     for (const w of want) {
-      const t = at(tiles, w.ty, w.tx);
+      const t = tileAt(tiles, w.ty, w.tx);
       check(t && t.value === w.max_abs_delta, `tile (${w.tx}, ${w.ty}) rows ${w.row_begin}-${w.row_end - 1}: max |Δ| ${t?.value} = numpy's ${w.max_abs_delta}`);
       check(t.shown.join() === t.rgba.join(), `tile (${w.tx}, ${w.ty}) is drawn in its colour ${t.rgba.join(",")} (the canvas shows ${t.shown.join(",")})`);
     }
@@ -109,12 +114,12 @@ async function main() {
       const changed = rowsOf(t).length > 0;
       check(changed === t.value > 0, `tile (${t.tx}, ${t.ty}) ${changed ? `holds changed rows ${rowsOf(t).join(", ")} and shows them` : "holds no changed row and shows 0"}`);
     }
-    const unchanged = at(tiles, 0, 0).rgba.join();
+    const unchanged = tileAt(tiles, 0, 0).rgba.join();
     check(tiles.filter((t) => t.value > 0).every((t) => t.rgba.join() !== unchanged), "every changed tile's colour differs from the unchanged tiles'");
 
-    step = "hover";
+    at("hover");
     for (const [ty, tx] of [[1, 0], [2, 1], [0, 1]]) {
-      const t = at(tiles, ty, tx);
+      const t = tileAt(tiles, ty, tx);
       await page.mouse.move(t.clientX, t.clientY);
       const r = await (await page.waitForFunction(([x, y]) => {
         const d = document.querySelector("#diff-readout").dataset;
@@ -130,50 +135,48 @@ async function main() {
       check(JSON.stringify(bins) === JSON.stringify(wantBins), `hover tile (${tx}, ${ty}): its histogram of Δ (bin, count) ${JSON.stringify(bins)} = numpy's`);
     }
 
-    step = "signed Δ";
+    at("signed Δ");
     await page.selectOption("#diff-quantity", "extreme_delta");
     state = await ready(page, "the signed quantity", "extreme_delta");
     tiles = await drawnTiles(page);
     check(state.colormap === "RdBu_r" && num(state.limits.split(",")[0]) === -num(state.limits.split(",")[1]), `a diverging map with symmetric limits: ${state.colormap} [${state.limits}]`);
-    check(at(tiles, 1, 0).value === at(want, 1, 0).max_delta && at(tiles, 1, 0).value > 0, `tile row 1 (rows 300-303, + 0.5): ${at(tiles, 1, 0).value}`);
-    check(at(tiles, 2, 0).value === at(want, 2, 0).min_delta && at(tiles, 2, 0).value < 0, `tile row 2 (row 520, - 0.25): ${at(tiles, 2, 0).value}`);
-    check(at(tiles, 1, 0).rgba.join() !== at(tiles, 2, 0).rgba.join(), "the + and − tiles have different colours");
+    check(tileAt(tiles, 1, 0).value === tileAt(want, 1, 0).max_delta && tileAt(tiles, 1, 0).value > 0, `tile row 1 (rows 300-303, + 0.5): ${tileAt(tiles, 1, 0).value}`);
+    check(tileAt(tiles, 2, 0).value === tileAt(want, 2, 0).min_delta && tileAt(tiles, 2, 0).value < 0, `tile row 2 (row 520, - 0.25): ${tileAt(tiles, 2, 0).value}`);
+    check(tileAt(tiles, 1, 0).rgba.join() !== tileAt(tiles, 2, 0).rgba.join(), "the + and − tiles have different colours");
     await page.screenshot({ path: join(OUT_DIR, "diff.png") });
 
-    step = "elements";
-    for (const centre of [301, 520]) {
-      await page.click("button[title='fit the tensor to the view']");
-      await page.waitForFunction(() => document.querySelector("#diff-heatmap").dataset.mode === "tiles");
-      await ready(page, "fit");
-      for (let i = 0; i < 2; i++) {
-        const p = await page.evaluate(([row, col]) => {
-          const c = document.querySelector("#diff-heatmap"), d = c.dataset, box = c.getBoundingClientRect();
-          return { x: box.left + (col - Number(d.ox)) * Number(d.sx), y: box.top + (row - Number(d.oy)) * Number(d.sy) };
-        }, [centre, 150]);
-        await page.mouse.dblclick(p.x, p.y);
-      }
-      state = await page.waitForFunction(() => {
-        const d = document.querySelector("#diff-heatmap").dataset;
-        return d.state === "ready" && d.mode === "elements" ? { ...d } : null;
-      }, null, { timeout: 30_000 }).then((h) => h.jsonValue());
-      log(`zoomed in about row ${centre}: ${Number(state.sx).toFixed(2)} px per element, ${state.mode}, ${state.colormap} [${state.limits}]`);
-      const near = ref.samples.filter((s) => Math.abs(s.row - centre) <= 6);
-      const seen = await page.evaluate((near) => {
-        const c = document.querySelector("#diff-heatmap"), d = c.dataset, ctx = c.getContext("2d"), dpr = c.width / c.clientWidth;
-        return near.map((s) => {
-          const e = window.tmDiffHeatmap.element(s.row, s.col);
-          const x = (s.col + 0.5 - Number(d.ox)) * Number(d.sx), y = (s.row + 0.5 - Number(d.oy)) * Number(d.sy);
-          return { ...s, got: e?.delta, rgba: e?.rgba, shown: Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data) };
-        });
-      }, near);
-      for (const s of seen) check(s.got === s.delta && s.shown.join() === s.rgba.join(),
-        `element (${s.row}, ${s.col}): Δ ${s.got} = numpy's ${s.delta}, drawn in its colour ${s.rgba?.join(",")} (canvas ${s.shown.join(",")})`);
-      const changedRows = new Set(Object.keys(ref.changed_rows).map(Number));
-      const unchangedColour = seen.find((s) => !changedRows.has(s.row)).rgba.join();
-      check(seen.every((s) => changedRows.has(s.row) === (s.rgba.join() !== unchangedColour)), `only the changed rows ${[...changedRows].filter((r) => Math.abs(r - centre) <= 6).join(", ")} are drawn in another colour than Δ = 0 near row ${centre}`);
-    }
+    at("elements");
+    // One double-click on row 520 of the fitted view (zooming x2 about the cursor): rows ~254-566 in view at ~1.7 px
+    // per element, so rows
+    // 300-303 and 520 are both drawn as elements.
+    await page.click("button[title='fit the tensor to the view']");
+    await page.waitForFunction(() => document.querySelector("#diff-heatmap").dataset.mode === "tiles");
+    await ready(page, "fit");
+    const p = await page.evaluate(([row, col]) => {
+      const c = document.querySelector("#diff-heatmap"), d = c.dataset, box = c.getBoundingClientRect();
+      return { x: box.left + (col - Number(d.ox)) * Number(d.sx), y: box.top + (row - Number(d.oy)) * Number(d.sy) };
+    }, [520, 150]);
+    await page.mouse.dblclick(p.x, p.y);
+    state = await page.waitForFunction(() => {
+      const d = document.querySelector("#diff-heatmap").dataset;
+      return d.state === "ready" && d.mode === "elements" ? { ...d } : null;
+    }, null, { timeout: 30_000 }).then((h) => h.jsonValue());
+    log(`zoomed in on row 520: ${Number(state.sx).toFixed(2)} px per element, ${state.mode}, ${state.colormap} [${state.limits}]`);
+    const seen = await page.evaluate((samples) => {
+      const c = document.querySelector("#diff-heatmap"), d = c.dataset, ctx = c.getContext("2d"), dpr = c.width / c.clientWidth;
+      return samples.map((s) => {
+        const e = window.tmDiffHeatmap.element(s.row, s.col);
+        const x = (s.col + 0.5 - Number(d.ox)) * Number(d.sx), y = (s.row + 0.5 - Number(d.oy)) * Number(d.sy);
+        return { ...s, got: e?.delta, rgba: e?.rgba, shown: Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data) };
+      });
+    }, ref.samples);
+    for (const s of seen) check(s.got === s.delta && s.shown.join() === s.rgba.join(),
+      `element (${s.row}, ${s.col}): Δ ${s.got} = numpy's ${s.delta}, drawn in its colour ${s.rgba?.join(",")} (canvas ${s.shown.join(",")})`);
+    const changedRows = new Set(Object.keys(ref.changed_rows).map(Number));
+    const unchangedColour = seen.find((s) => !changedRows.has(s.row)).rgba.join();
+    check(seen.every((s) => changedRows.has(s.row) === (s.rgba.join() !== unchangedColour)), `only the changed rows ${[...changedRows].join(", ")} are drawn in another colour than Δ = 0's`);
 
-    step = "across layers";
+    at("across layers");
     await page.waitForFunction(() => [...document.querySelectorAll("#diff-strips tr.strip-row")].every((r) => r.dataset.state === "loaded"), null, { timeout: 30_000 });
     const strips = await page.$$eval("#diff-strips tr.strip-row", (rows) => rows.map((r) => {
       const c = r.querySelector("canvas.diff-strip-thumb");
@@ -191,7 +194,7 @@ async function main() {
     check(strips.length === 2 && strips[1].name === CHANGED && strips[1].current, `both layers' pairs, this one current: ${strips.map((s) => s.layer).join(", ")}`);
     for (const s of strips) check(num(s.relChange) === num(doc.pairs.find((p) => p.name === s.name).difference.rel_change), `layer ${s.layer}: relative change ${s.relChange} as the document`);
 
-    step = "list page";
+    at("list page");
     await page.goto(`${base}/#/diff/0/1`);
     await page.waitForSelector("#diff-ranking tr.diff-pair");
     const first = await page.$eval("#diff-ranking tr.diff-pair", (r) => r.dataset.name);
@@ -199,7 +202,7 @@ async function main() {
     const skipped = await page.textContent("#diff-skipped");
     check(skipped.includes(MISMATCH) && skipped.includes("shape [8, 8] in A against [8, 4] in B"), `the mismatched pair is listed with the reason: ${skipped.trim()}`);
 
-    step = "compute panel";
+    at("compute panel");
     await page.goto(`${base}/#/compute`);
     const run = await (await page.waitForSelector("#compute-diffs .diff-run")).evaluate((p) => ({ ...p.dataset, text: p.textContent }));
     check(run.a === "0" && run.b === "1" && run.placed === "0" && /not a placed op/.test(run.text), `the Compute panel lists the diff and where its ops ran: ${run.text}`);

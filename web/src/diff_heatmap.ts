@@ -51,8 +51,8 @@ export const QUANTITIES: Quantity[] = [
 const TRANSFORMS = ["linear", "log", "signed-log"];
 const COLORMAPS = ["auto", "viridis", "RdBu_r", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "seismic", "coolwarm"];
 const MIN_TILE_PX = 4;
-const ELEMENT_PX = 2;
-const MAX_ELEMENT_TILES = 4;
+const ELEMENT_PX = 1.5;
+const MAX_ELEMENT_TILES = 6;
 const ELEMENT_QUANTITIES = new Set(["abs_delta", "delta", "extreme_delta"]);
 
 export interface DiffHeatmapOptions {
