@@ -15,13 +15,19 @@ then best of --runs each:
       the image as chunk.sum(axis=(2, 3), dtype=float64) (numpy's pairwise order: not the same bits) and the
       contract's order np.cumsum(chunk.reshape(n, -1), axis=1, dtype=float64)[:, -1] (the same bits); the mean
       pattern as a float64 running sum of the chunks;
-  (3) the floor: reading the .raw from the page cache in 64 MiB chunks.
+  (3) BF with the writer's disk given (--center 63.5,64.5 --radius 14: no detection pass), `tensormorph stem bf`
+      at --threads 1 and 2, beside numpy on the same map: chunk[..., disk].sum(-1, dtype=float64) (pairwise) and
+      np.cumsum(chunk[..., disk], dtype=float64)[..., -1] (the contract's order: checked equal to tensormorph's image,
+      bit for bit);
+  (4) the floor: reading the .raw from the page cache in 64 MiB chunks; and the memory: peak RSS
+      (/usr/bin/time -v) of `stem mask` and `stem bf` at 2 threads (frames streamed, not loaded).
 GB/s = 1e9 frame bytes (128 x 128 x 4 per frame; the metadata rows excluded) per second.
 """
 import argparse
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -87,7 +93,36 @@ def main():
             t, _ = best_of(a.runs, once)
             rows.append(("tensormorph stem " + name + " (process)", threads, t))
             rows.append(("tensormorph stem " + name + " (its pass: report's pass_seconds)", threads, min(passes)))
+    # BF with the disk given (the disk tests/fixtures/empad_writer.frames draws: centre (63.5, 64.5), radius 14).
+    centre, radius = (63.5, 64.5), 14.0
+    bf_args = ["--center", "%g,%g" % centre, "--radius", "%g" % radius]
+    bf_out = os.path.join(a.build, "bench-data", "stem-empad", "bf.npy")
+    for threads in (1, 2):
+        cmd = [tm, "stem", "bf", xml, "-o", bf_out, "--no-cache", "--json", "--threads", str(threads)] + bf_args
+        passes = []
+
+        def once_bf():
+            passes.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["pass_seconds"])
+        t, _ = best_of(a.runs, once_bf)
+        rows.append(("tensormorph stem bf, disk given (process)", threads, t))
+        rows.append(("tensormorph stem bf, disk given (its pass)", threads, min(passes)))
+    rss = {}
+    for name, args in (("mask", ["mask", "--center", "64,64", "--inner", "0", "--outer", "1000"]), ("bf", ["bf"] + bf_args)):
+        p = subprocess.run(["/usr/bin/time", "-v", tm, "stem", args[0], xml, "-o", out, "--no-cache", "--threads", "2"] + args[1:],
+                           capture_output=True, text=True)
+        found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+        rss[name] = int(found.group(1)) / 1024 if p.returncode == 0 and found else float("nan")
     m = np.memmap(raw, dtype="<f4", mode="r").reshape(s, s, 130, 128)
+    # The same pixels as the server's annulus_pixels: float32 distances from the centre, d <= radius.
+    k, l = np.meshgrid(np.arange(128, dtype=np.float32), np.arange(128, dtype=np.float32), indexing="ij")
+    disk = np.sqrt((k - np.float32(centre[0])) ** 2 + (l - np.float32(centre[1])) ** 2) <= np.float32(radius)
+
+    def np_bf(exact):
+        img = np.empty((s, s))
+        for r in range(0, s, CHUNK_ROWS):
+            c = np.asarray(m[r:r + CHUNK_ROWS, :, :128, :])[..., disk]
+            img[r:r + CHUNK_ROWS] = np.cumsum(c, axis=-1, dtype=np.float64)[..., -1] if exact else c.sum(-1, dtype=np.float64)
+        return img
 
     def np_image(exact):
         img = np.empty((s, s))
@@ -110,6 +145,11 @@ def main():
     rows.append(("numpy memmap image, cumsum (the contract's order)", 1, t))
     t, _ = best_of(a.runs, np_mean)
     rows.append(("numpy memmap mean pattern, sum(dtype=f8)", 1, t))
+    t, _ = best_of(a.runs, lambda: np_bf(False))
+    rows.append(("numpy memmap BF, chunk[..., disk].sum(dtype=f8) (pairwise)", 1, t))
+    t, exact_bf = best_of(a.runs, lambda: np_bf(True))
+    rows.append(("numpy memmap BF, cumsum (the contract's order)", 1, t))
+    bf_equal = np.load(bf_out).tobytes() == exact_bf.tobytes()
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
     print("EMPAD %d x %d scan of 128 x 128 float32 (%.2f GB of frames), %s, %d cores, %s, best of %d" %
           (s, s, frame_bytes / 1e9, cpu, os.cpu_count(), datetime.date.today().isoformat(), a.runs))
@@ -117,6 +157,11 @@ def main():
     print("|---|---|---|---|")
     for name, threads, t in rows:
         print("| %s | %d | %.3f | %.2f |" % (name, threads, t, frame_bytes / t / 1e9))
+    print()
+    print("BF disk: centre (%g, %g), radius %g: %d pixels; tensormorph's bf image equals numpy's cumsum bit for bit: %s" %
+          (centre[0], centre[1], radius, int(disk.sum()), "yes" if bf_equal else "NO"))
+    print("Peak RSS (/usr/bin/time -v, --threads 2): stem mask %.0f MB, stem bf %.0f MB, for %.2f GB of frames" %
+          (rss["mask"], rss["bf"], frame_bytes / 1e9))
 
 
 if __name__ == "__main__":
