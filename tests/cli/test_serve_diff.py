@@ -3,7 +3,7 @@
 CLI's `--level` tiles and numpy's figures (relative 1e-12; counts, extremes and histogram counts exact), a tile's
 values equal numpy's b - a exactly; bad parameters are 400 naming the parameter, unknown checkpoints and tensors
 404, a shape mismatch 409 with the diff's reason. A Q8_0 GGUF against its F32 source: the tiles report the
-dequantization's placement, and figures and values equal numpy's of the decoded values."""
+dequantization's placement, and figures and values equal numpy's of the decoded values; a rank-3 tensor's slices."""
 import json
 import math
 import os
@@ -181,6 +181,7 @@ class ServeQuantizedDiffTest(unittest.TestCase):
     placed ops, as the document's), and the figures and values equal numpy's of the decoded Q8_0 values."""
     request, get_json = ServeDiffTest.request, ServeDiffTest.get_json
     NAME = "blk.2.ffn_up.weight"
+    EXPERTS = "blk.2.ffn_gate_exps.weight"
 
     @classmethod
     def setUpClass(cls):
@@ -192,8 +193,12 @@ class ServeQuantizedDiffTest(unittest.TestCase):
         cls.decoded = decoded.reshape(cls.w.shape)
         kv = [("general.architecture", "STRING", "llama")]
         f32, q8 = os.path.join(cls.tmp, "f32.gguf"), os.path.join(cls.tmp, "q8.gguf")
-        write_gguf(f32, kv, [(cls.NAME, "F32", [320, 300], cls.w)])
-        write_gguf(q8, kv, [(cls.NAME, "Q8_0", [320, 300], blocks)])
+        # A rank-3 tensor (2 slices of 40 x 64): slice 1's rows 5-6 changed in B.
+        cls.e = rng.standard_normal((2, 40, 64)).astype(np.float32)
+        cls.eb = cls.e.copy()
+        cls.eb[1, 5:7] += np.float32(1.0)
+        write_gguf(f32, kv, [(cls.NAME, "F32", [320, 300], cls.w), (cls.EXPERTS, "F32", [64, 40, 2], cls.e)])
+        write_gguf(q8, kv, [(cls.NAME, "Q8_0", [320, 300], blocks), (cls.EXPERTS, "F32", [64, 40, 2], cls.eb)])
         cls.server = Server([f32, q8], cls.env)
 
     @classmethod
@@ -216,6 +221,23 @@ class ServeQuantizedDiffTest(unittest.TestCase):
         self.assertEqual(code, 200, body[:300])
         d = np.frombuffer(body, "<f8").reshape(300 - 256, 320 - 256)
         self.assertTrue(np.array_equal(d, b[256:, 256:] - a[256:, 256:]))
+
+    def test_slices_of_a_rank_3_tensor(self):
+        for sl in (0, 1):
+            got = self.get_json(f"/api/diff/0/1/tiles/{self.EXPERTS}?level=0&slice={sl}")
+            self.assertEqual((got["view"]["slices"], got["view"]["rows"], got["view"]["cols"], got["slice"]), (2, 40, 64, sl))
+            a, b = self.e[sl].astype(np.float64), self.eb[sl].astype(np.float64)
+            for t in got["tiles"]:
+                want = figures(a[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]], b[t["row_begin"]:t["row_end"], t["col_begin"]:t["col_end"]])
+                ServeDiffTest.assert_figures(self, t, want, (sl, t["ty"], t["tx"]))
+            self.assertEqual(sum(t["changed"] for t in got["tiles"]), 0 if sl == 0 else 2 * 64)
+        code, _, body = self.request(f"/api/diff/0/1/values/{self.EXPERTS}?level=0&x=0&y=0&slice=1")
+        self.assertEqual(code, 200, body[:300])
+        d = np.frombuffer(body, "<f8").reshape(40, 64)
+        self.assertTrue(np.array_equal(d, self.eb[1].astype(np.float64) - self.e[1].astype(np.float64)))
+        code, _, body = self.request(f"/api/diff/0/1/tiles/{self.EXPERTS}?level=0&slice=2")
+        self.assertEqual(code, 400)
+        self.assertIn("parameter 'slice': 2 is outside the view's 2 slice(s)", json.loads(body)["error"])
 
 
 if __name__ == "__main__":
