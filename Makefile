@@ -71,6 +71,7 @@ bench: build
 	@/usr/bin/python3 bench/backend_bench.py --build build --backend hip
 	@/usr/bin/python3 bench/stem_bench.py --build build
 	@/usr/bin/python3 bench/stem_formats_bench.py --build build
+	@/usr/bin/python3 bench/stem_formats_bench.py --build build --scan 256 --formats mib
 	@/usr/bin/python3 bench/stem_empad_bench.py --build build
 	@/usr/bin/python3 bench/stem_decode_gpu_bench.py --build build --backend cuda
 	@/usr/bin/python3 bench/stem_decode_gpu_bench.py --build build --backend hip

@@ -4,9 +4,11 @@ HDF5 array of the same frames, beside numpy on a memory map (what a user does wi
 floor.
 
   /usr/bin/python3 bench/stem_formats_bench.py --build build      (part of `make bench`)
+  /usr/bin/python3 bench/stem_formats_bench.py --build build --scan 256 --formats mib   (also in `make bench`: the
+      issue's 256² × 256² uint16 MIB, 8.6 GB, alone; writes bench/last-run-stem-formats-mib-256.md)
 
 Data (written once into build/bench-data/stem-formats/, reused when present): SCAN x SCAN positions (default 128,
-i.e. 16384 frames; the issue names a 256² scan = 8.6 GB, which this 2-core VM's disk and time do not justify) of
+i.e. 16384 frames; `--scan 256 --formats mib` writes and times the issue's 256² scan = 8.6 GB as a MIB alone) of
 256 x 256 uint16 counts (12-bit random counts with a bright disk, tests/fixtures/mib_writer.counts), stored as
   - a Merlin MIB of processed U16 frames (big-endian, 384-byte frame headers) with its .hdr (ScanX/ScanY),
     written by tests/fixtures/mib_writer.py;
@@ -51,47 +53,63 @@ import mib_writer  # noqa: E402
 K = 256           # detector rows = cols
 CHUNK_ROWS = 8    # scan rows per numpy chunk (8 x 128 frames = 128 MiB)
 READ_CHUNK = 64 << 20
+FORMATS = ("mib", "npy", "emd")
 
 
 def log(msg):
     print("[stem_formats_bench] " + msg, file=sys.stderr, flush=True)
 
 
-def write_data(d, scan):
-    """The three files, each written under a temporary name and renamed when complete (a cut run is not reused)."""
+def write_data(d, scan, formats=FORMATS):
+    """The files of `formats`, each written under a temporary name and renamed when complete (a cut run is not
+    reused); the same frames whichever formats are written. Returns {format: path}."""
     os.makedirs(d, exist_ok=True)
-    mib, npy, emd = (os.path.join(d, "scan%d.%s" % (scan, e)) for e in ("mib", "npy", "emd"))
-    if all(os.path.exists(p) for p in (mib, npy, emd)):
-        return mib, npy, emd
+    paths = {f: os.path.join(d, "scan%d.%s" % (scan, f)) for f in formats}
+    if all(os.path.exists(p) for p in paths.values()):
+        return paths
+    import contextlib
     import h5py
-    log("writing %d x %d frames of %d x %d uint16 (once) to %s" % (scan, scan, K, K, d))
+    log("writing %d x %d frames of %d x %d uint16 as %s (once) to %s" % (scan, scan, K, K, ", ".join(formats), d))
     rng = np.random.default_rng(48)
-    tmp = {p: p + ".part" for p in (mib, npy, emd)}
-    a = np.lib.format.open_memmap(tmp[npy], mode="w+", dtype="<u2", shape=(scan, scan, K, K))
-    with open(tmp[mib], "wb") as fm, h5py.File(tmp[emd], "w") as fh:
-        fh.attrs["emd_group_type"] = "file"
-        fh.attrs["version_major"] = 1
-        fh.attrs["version_minor"] = 0
-        root = fh.create_group("experiment")
-        root.attrs["emd_group_type"] = "root"
-        cube = root.create_group("datacube")
-        cube.attrs["emd_group_type"] = "array"
-        cube.attrs["python_class"] = "DataCube"
-        ds = cube.create_dataset("data", shape=(scan, scan, K, K), dtype="<u2")  # contiguous
-        for axis, n in enumerate((scan, scan, K, K), start=1):
-            cube.create_dataset("dim%d" % axis, data=np.arange(n, dtype=np.float64))
+    mib, npy, emd = (paths.get(f, os.devnull) for f in FORMATS)
+    tmp = {p: p + ".part" for p in paths.values()}
+    a = np.lib.format.open_memmap(tmp[npy], mode="w+", dtype="<u2", shape=(scan, scan, K, K)) if "npy" in formats else None
+    with (open(tmp[mib], "wb") if "mib" in formats else open(os.devnull, "wb")) as fm, \
+            (h5py.File(tmp[emd], "w") if "emd" in formats else contextlib.nullcontext()) as fh:
+        ds = create_emd(fh, scan) if fh is not None else None
         for r in range(scan):
             frames = mib_writer.counts(rng, (scan, K, K), 12, np.uint16)
             fm.write(b"".join(mib_writer.records(frames, pixel_type="U16", first_seq=1 + r * scan)))
-            a[r] = frames
-            ds[r] = frames
-    a.flush()
-    del a
-    with open(tmp[mib][:-len(".mib.part")] + ".hdr", "w", newline="") as f:
-        f.write(mib_writer.hdr_text(scan * scan, scan, depth=12, scan=(scan, scan)))
-    for p in (mib, npy, emd):
+            if a is not None:
+                a[r] = frames
+            if ds is not None:
+                ds[r] = frames
+    if a is not None:
+        a.flush()
+        del a
+    if "mib" in formats:
+        with open(tmp[mib][:-len(".mib.part")] + ".hdr", "w", newline="") as f:
+            f.write(mib_writer.hdr_text(scan * scan, scan, depth=12, scan=(scan, scan)))
+    for p in paths.values():
         os.replace(tmp[p], p)
-    return mib, npy, emd
+    return paths
+
+
+def create_emd(fh, scan):
+    """An EMD 1.0 file's groups and its contiguous (scan, scan, K, K) uint16 dataset (the layout
+    tests/cli/test_stem_hdf5_array.py writes)."""
+    fh.attrs["emd_group_type"] = "file"
+    fh.attrs["version_major"] = 1
+    fh.attrs["version_minor"] = 0
+    root = fh.create_group("experiment")
+    root.attrs["emd_group_type"] = "root"
+    cube = root.create_group("datacube")
+    cube.attrs["emd_group_type"] = "array"
+    cube.attrs["python_class"] = "DataCube"
+    ds = cube.create_dataset("data", shape=(scan, scan, K, K), dtype="<u2")  # contiguous
+    for axis, n in enumerate((scan, scan, K, K), start=1):
+        cube.create_dataset("dim%d" % axis, data=np.arange(n, dtype=np.float64))
+    return ds
 
 
 def read_floor(path, runs):
@@ -218,14 +236,22 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--scan", type=int, default=128)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--out", default=os.path.join(HERE, "last-run-stem-formats.md"))
+    ap.add_argument("--formats", default=",".join(FORMATS), help="which of mib,npy,emd to write and time")
+    ap.add_argument("--out", default=None, help="default bench/last-run-stem-formats.md (all formats, scan 128), else "
+                    "bench/last-run-stem-formats-FORMATS-SCAN.md")
     args = ap.parse_args()
+    formats = tuple(f for f in args.formats.split(",") if f)
+    if not formats or any(f not in FORMATS for f in formats):
+        raise SystemExit("--formats: a comma-separated subset of " + ",".join(FORMATS))
+    if args.out is None:
+        args.out = os.path.join(HERE, "last-run-stem-formats.md" if (formats, args.scan) == (FORMATS, 128) else
+                                "last-run-stem-formats-%s-%d.md" % ("-".join(formats), args.scan))
     started = datetime.datetime.utcnow()
     tm = os.path.join(args.build, "tensormorph")
     tmp = tempfile.mkdtemp(prefix="tm-stem-formats-")
     env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_CACHE_HOME=os.path.join(tmp, "cache"))
     scan = args.scan
-    files = dict(zip(("mib", "npy", "emd"), write_data(os.path.join(args.build, "bench-data", "stem-formats"), scan)))
+    files = write_data(os.path.join(args.build, "bench-data", "stem-formats"), scan, formats)
     frame_bytes = scan * scan * K * K * 2
     out = os.path.join(tmp, "out.npy")
     load_before = os.getloadavg()
@@ -278,20 +304,20 @@ def main():
     with open("/proc/meminfo") as f:
         ram_gb = int(f.readline().split()[1]) / 1e6 * 1.024
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    revision = res["mib"]["mask", 1][1]["provenance"]["software"].get("revision", "?")
+    revision = res[formats[0]]["mask", 1][1]["provenance"]["software"].get("revision", "?")
     command = " ".join(shlex.quote(a) for a in ["/usr/bin/python3"] + sys.argv)
-    L = ["# 4D-STEM detector formats: MIB, .npy, EMD (issue 48)", "",
+    L = ["# 4D-STEM detector formats: %s (issue 48)" % ", ".join({"mib": "MIB", "npy": ".npy", "emd": "EMD"}[f] for f in formats), "",
          "- date: %s UTC (%.0f s)" % (started.strftime("%Y-%m-%d %H:%M"), (finished - started).total_seconds()),
          "- command: `%s`" % command,
          "- machine: `%s`; %s, %d CPUs (nproc), %.1f GB RAM" % (uname, cpu_model(), os.cpu_count(), ram_gb),
          "- commit %s; tensormorph binary revision %s" % (commit, revision),
          "- load average before %.2f %.2f %.2f, after %.2f %.2f %.2f; busy processes before: %s; after: %s" %
          (load_before + load_after + (busy_before, busy_after)),
-         "- data: %d x %d scan of %d x %d uint16 frames = %.2f GB of frame bytes (the issue's 256² scan would be "
-         "8.6 GB); MIB %.2f GB on disk (384-byte headers), .npy %.2f GB, EMD (contiguous) %.2f GB; page cache warm "
-         "(each file read once first); best of %d runs" %
-         (scan, scan, K, K, frame_bytes / 1e9, res["mib"]["bytes"] / 1e9, res["npy"]["bytes"] / 1e9,
-          res["emd"]["bytes"] / 1e9, args.runs),
+         "- data: %d x %d scan of %d x %d uint16 frames = %.2f GB of frame bytes (the issue's 256² scan is "
+         "8.6 GB); %s; page cache warm (each file read once first); best of %d runs" %
+         (scan, scan, K, K, frame_bytes / 1e9, ", ".join(
+             {"mib": "MIB %.2f GB on disk (384-byte headers)", "npy": ".npy %.2f GB",
+              "emd": "EMD (contiguous) %.2f GB"}[f] % (res[f]["bytes"] / 1e9) for f in formats), args.runs),
          "- GB/s = 1e9 frame bytes per second; tensormorph's seconds are the process's wall time (start, open, detect, "
          "sum, write the .npy; GB/s and ratios use it), its own timer (`seconds` of --json) beside it; numpy is one "
          "thread in the Python process, chunks of %d scan rows" % CHUNK_ROWS,
@@ -300,7 +326,7 @@ def main():
          "",
          "| format | what | threads | seconds | own timer s | GB/s | tm ÷ numpy (speed) | of read floor, same threads | peak RSS |",
          "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for fmt in ("mib", "npy", "emd"):
+    for fmt in formats:
         r = res[fmt]
         np_label = {"mib": "np.memmap (structured dtype, '>u2')", "npy": "np.load(mmap_mode='r')",
                     "emd": "h5py slices"}[fmt]
