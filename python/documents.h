@@ -12,7 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "index/indexer.h"
 #include "interrupt.h"
-#include "render/tensor_render.h"
+#include "render/tensors/tensor_render.h"
 
 namespace tmorph::python {
 

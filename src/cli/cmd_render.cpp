@@ -11,12 +11,12 @@
 #include "cli/number_lists.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
-#include "render/cell_source.h"
-#include "render/overview.h"
+#include "render/tensors/cell_source.h"
+#include "render/tensors/overview.h"
 #include "cli/compute_flags.h"
 #include "render/cell_image.h"
 #include "render/colour_bar_ticks.h"
-#include "render/tensor_render.h"
+#include "render/tensors/tensor_render.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {

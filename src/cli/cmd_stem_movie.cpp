@@ -1,15 +1,15 @@
 // tensormorph stem movie PATH -o OUT.gif|OUT.mp4: the diffraction patterns along a scan line
 // (--patterns-along R0,C0:R1,C1) or a virtual image while one annulus radius sweeps (--sweep inner|outer
 // --from A --to B --steps N), each frame as `stem mean-dp|mask -o OUT.png` draws it, captioned with a label
-// and a scale bar. The frames come from the domain (stem/products/movie_plan.h) and the movie from the application
-// (app/stem_movie.h); this file parses, calls and prints.
+// and a scale bar. The frames come from the domain (stem/products/movie_plan.h) and the movie from the STEM images
+// (stem/images/stem_movie.h); this file parses, calls and prints.
 #include <cmath>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
-#include "app/stem_movie.h"
+#include "stem/images/stem_movie.h"
 #include "cli/output.h"
 #include "cli/declared_flags.h"
 #include "cli/product_output.h"
@@ -76,7 +76,8 @@ void run_movie(const MovieArgs& a) {
   const MoviePlan plan = plan_movie(acq, request);
   const Planner planner = rt->planner();
   MovieResult movie =
-      write_stem_movie(acq, plan, display, a.load.out, a.fps, a.shared_limits, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
+      write_stem_movie(acq, plan, display, MovieTarget::file(a.load.out), a.fps, a.shared_limits, [&]() -> const Planner& { return planner; },
+                       rt->plugin_dir);
   movie.report["placement"] = placements_json(movie.placements);
   if (!acq.problems.empty()) movie.report["acquisition_problems"] = acq.problems_report();
   if (a.load.json) {

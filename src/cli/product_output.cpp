@@ -1,15 +1,9 @@
 #include "cli/product_output.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <tuple>
+#include <utility>
 
 #include "cli/number_lists.h"
-#include "render/cell_image.h"
-#include "render/colour_bar_ticks.h"
-#include "render/product_image.h"
-#include "tensormorph/error.h"
 
 namespace tmorph::cli {
 
@@ -32,23 +26,9 @@ bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(p
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements) {
-  const CellImage img = render_product_image(shape, v, flags.display(), planner);
-  placements.push_back(img.placement);
-  write_labelled_png(path, img,
-                     cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product}, {"tensormorph:shape", nlohmann::json(shape).dump()}}),
-                     img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)));
-  report["display"] = {{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
-                       {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}};
-}
-
-void write_product_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape,
-                       const void* data, uint64_t bytes) {
-  const std::string preamble = npy_preamble(descr, shape);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorKind::Io, path + ": cannot create");
-  out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!out) throw Error(ErrorKind::Io, path + ": write failed");
+  ProductPng png = tmorph::write_product_png(path, product, shape, v, flags.display(), planner);
+  placements.push_back(std::move(png.placement));
+  report["display"] = std::move(png.display);
 }
 
 }  // namespace tmorph::cli

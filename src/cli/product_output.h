@@ -1,5 +1,5 @@
-// Writing a 4D-STEM product (a scan-grid array) as OUT.npy (the exact numbers) or OUT.png (an image through
-// the display kernels: transform, limits, colour map, colour bar), shared by the product commands and SSB.
+// The product commands' and SSB's output flags (--colormap, --transform, --limits) and the call that writes OUT.png
+// with them; the writing itself (PNG and .npy) is the STEM domain's (stem/images/product_output.h).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
-#include "render/product_image.h"
+#include "stem/images/product_output.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
 
@@ -27,15 +27,11 @@ struct ProductDisplayFlags {
 bool is_png(const std::string& path);
 
 
-// OUT.png: one cell per value (a [2, R, C] field drawn as its two components one above the other,
-// sharing limits), gray by default or RdBu_r when values are negative. Adds `display` to the report and
-// the colour op's placement to `placements`. `product` names it in the PNG's metadata.
+// OUT.png through tmorph::write_product_png with the flags' display (gray by default, RdBu_r when values are
+// negative). Adds `display` to the report and the colour op's placement to `placements`. (OUT.npy:
+// tmorph::write_product_npy, found from this namespace.)
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& values, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements);
-
-// OUT.npy with the values' numpy dtype `descr` ("<f8", "<u8", ...).
-void write_product_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape,
-                       const void* data, uint64_t bytes);
 
 }  // namespace tmorph::cli

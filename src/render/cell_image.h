@@ -18,7 +18,7 @@
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
 #include "lod/cells.h"
-#include "render/png_write.h"
+#include "image/png_encoder.h"
 
 namespace tmorph {
 

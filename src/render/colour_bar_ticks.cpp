@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "render/bitmap_font.h"
+#include "image/bitmap_font.h"
 
 namespace tmorph {
 

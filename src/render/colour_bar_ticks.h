@@ -19,7 +19,7 @@
 
 #include "display/display_kernels.h"
 #include "render/cell_image.h"
-#include "render/png_write.h"
+#include "image/png_encoder.h"
 
 namespace tmorph {
 

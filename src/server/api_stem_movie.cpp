@@ -1,16 +1,10 @@
 // GET /api/acquisitions/{id}/movie: the viewer's movie export, the file `tensormorph stem movie` writes for the
-// same request (the same domain plan, stem/products/movie_plan.h, and application call, app/stem_movie.h): the diffraction
+// same request (the same domain plan, stem/products/movie_plan.h, and STEM call, stem/images/stem_movie.h): the diffraction
 // patterns along a scan line, or a virtual image while one annulus radius sweeps, as GIF or MP4. The face parses
-// the query, runs the movie under the render mutex into a temporary file, and sends its bytes.
-#include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <unistd.h>
-
+// the query, runs the movie under the render mutex into memory (the writers' memory target: the bytes a file would
+// hold, no scratch file), and sends them.
 #include "app/runtime.h"
-#include "app/stem_movie.h"
+#include "stem/images/stem_movie.h"
 #include "display/transform.h"
 #include "ops/placement_json.h"
 #include "server/http_util.h"
@@ -67,21 +61,6 @@ ProductDisplay display_params(const DeclaredQuery& q) {
   return d;
 }
 
-// A file name no other request uses, in the system's temporary folder; removed when this goes out of scope.
-struct TemporaryFile {
-  std::filesystem::path path;
-  explicit TemporaryFile(const std::string& extension) {
-    static std::atomic<uint64_t> counter{0};
-    std::ostringstream name;
-    name << "tensormorph-movie-" << ::getpid() << "-" << counter++ << extension;
-    path = std::filesystem::temp_directory_path() / name.str();
-  }
-  ~TemporaryFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-  }
-};
-
 // GET /api/acquisitions/{id}/movie?along=R0,C0:R1,C1 | sweep=inner|outer&from=&to= [&steps=&inner=&outer=
 //     &center=R,C&radius=&detector_bin=N&fps=&colormap=&transform=linear|log|signed-log&lo=&hi=&format=gif|mp4]
 void get_movie(ServerState& state, const httplib::Request& req, httplib::Response& res) {
@@ -99,18 +78,15 @@ void get_movie(ServerState& state, const httplib::Request& req, httplib::Respons
   request.base.load.memory_budget = rt->memory_budget;
   const MoviePlan plan = plan_movie(acq, request);
   const Planner planner = rt->planner();
-  const TemporaryFile file("." + format);
+  const MovieTarget target = MovieTarget::memory(format == "mp4" ? MovieFormat::mp4 : MovieFormat::gif, "movie of " + served.id);
   MovieResult movie;
   {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
-    movie = write_stem_movie(acq, plan, display, file.path.string(), fps, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
+    movie = write_stem_movie(acq, plan, display, target, fps, false, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
   }
-  std::ifstream in(file.path, std::ios::binary);
-  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw Error(ErrorKind::Io, "movie: cannot read back " + file.path.string());
   res.set_header("Content-Disposition", "attachment; filename=\"" + served.id + "-" + plan.mode.substr(0, plan.mode.find(' ')) + "." + format + "\"");
   res.set_header("X-Movie-Frames", std::to_string(plan.frames.size()));
-  res.set_content(std::move(body), format == "gif" ? "image/gif" : "video/mp4");
+  res.set_content(std::move(movie.bytes), format == "gif" ? "image/gif" : "video/mp4");
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 
 #include "display/colormap.h"
 #include "render/cell_image.h"
-#include "render/cell_source.h"
-#include "render/png_write.h"
-#include "render/tensor_render.h"
+#include "render/tensors/cell_source.h"
+#include "image/png_encoder.h"
+#include "render/tensors/tensor_render.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"

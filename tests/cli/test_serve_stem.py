@@ -338,6 +338,12 @@ class ServeStemTest(unittest.TestCase):
         status, headers, body = self.get("/api/acquisitions/a0/movie?along=0,0:3,3&format=mp4")
         self.assertEqual(status, 200, body[:300])
         self.assertEqual((headers["content-type"], body[4:8], headers["x-movie-frames"]), ("video/mp4", b"ftyp", "4"))
+        # Encoded in memory (no scratch file), the MP4 is the file stem movie writes, byte for byte.
+        out = os.path.join(self.tmp, "movie.mp4")
+        r = self.tm("stem", "movie", self.master, "--patterns-along", "0,0:3,3", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as f:
+            self.assertEqual(body, f.read(), "the MP4 bytes stem movie writes")
         bad = [("", "along"), ("along=0,0", "'along'"), ("along=0,0:9,9", "outside the scan"), ("along=0,0:1,1&steps=0", "'steps'"),
                ("sweep=middle&from=1&to=2", "'sweep'"), ("sweep=outer&from=1", "'from' and 'to'"), ("along=0,0:1,1&format=avi", "'format'"),
                ("along=0,0:1,1&fps=0", "'fps'"), ("along=0,0:1,1&sweep=outer", "one of"), ("sweep=outer&inner=5&from=-1&to=3", "parameter 'from': expected a number from 0 to 1000000 (detector pixels), got '-1'"),

@@ -177,12 +177,15 @@ def check_includes(root, picture):
 
 
 def library_module(picture, target):
-    """The module a CMake target of ours stands for: tm_NAME -> NAME, tm_backend_X -> backend-X."""
+    """The module a CMake target of ours stands for: tm_NAME -> NAME, tm_backend_X -> backend-X, and a sub-module's
+    library tm_A_B -> A-B (tm_stem_images -> stem-images) when no module is named A_B."""
     if not target.startswith("tm_"):
         return None
     name = target[3:]
     if name.startswith("backend_"):
         name = "backend-" + name[len("backend_"):]
+    if name not in picture.allowed and name.replace("_", "-") in picture.allowed:
+        name = name.replace("_", "-")
     return name if name in picture.allowed else None
 
 
@@ -335,6 +338,14 @@ class SelfTest(unittest.TestCase):
         problems = run(root, verbose=False)
         self.assertTrue(any("core may not depend on cli" in p for p in problems), problems)
         self.assertTrue(any("tm_nowhere" in p and "no module" in p for p in problems), problems)
+
+    def test_sub_module_library_is_checked_as_its_module(self):
+        doc = self.DOC.replace("cli src/cli\n", "cli src/cli\ncore-sub src/core/sub\n").replace("core: abi\n", "core: abi\ncore-sub: core abi\n")
+        root = self.tree({"docs/architecture.md": doc,
+                          "src/core/sub/CMakeLists.txt": "tm_module(core_sub SOURCES a.cpp PUBLIC tm_core PRIVATE tm_cli)\n"})
+        problems = run(root, verbose=False)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("core-sub may not depend on cli", problems[0])
 
     def test_face_reading_a_storage_field_is_caught(self):
         root = self.tree({"docs/architecture.md": self.DOC,

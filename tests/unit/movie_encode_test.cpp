@@ -1,5 +1,6 @@
 // stem movie's pieces: the GIF writer (decoded back with giflib's DGifSlurp: exact), the MP4 writer (decoded
-// back with libavformat/libavcodec: frame count, even size, colours within the codec's error), the caption
+// back with libavformat/libavcodec: frame count, even size, colours within the codec's error), both writing the same
+// bytes to memory as to a file (image/movie_writer.h), the byte sinks, the PNG encoder to bytes and to a path, the caption
 // (paper/ink, scale bar lengths, bitmap font) and the domain's frame plan (line positions, sweep radii).
 #include <gif_lib.h>
 extern "C" {
@@ -15,15 +16,20 @@ extern "C" {
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "display/colormap.h"
-#include "render/bitmap_font.h"
-#include "render/gif_write.h"
-#include "render/movie_frame.h"
-#include "render/mp4_write.h"
+#include "image/bitmap_font.h"
+#include "image/byte_sink.h"
+#include "image/gif_writer.h"
+#include "image/movie_writer.h"
+#include "stem/images/movie_frame.h"
+#include "image/mp4_writer.h"
+#include "image/png_encoder.h"
 #include "stem/products/movie_plan.h"
 #include "tensormorph/error.h"
 
@@ -79,7 +85,7 @@ TEST(GifWrite, FramesDecodeExactlyWithDelayAndLoop) {
   std::vector<RgbaImage> frames = {stripes(37, 21, 256, 0), stripes(37, 21, 3, 1), stripes(37, 21, 200, 2)};
   frames[1].at(0, 0)[3] = 0;  // alpha is dropped
   {
-    GifWriter w(path, 37, 21, 25);
+    GifWriter w(MovieTarget::file(path), 37, 21, 25);
     EXPECT_EQ(w.delay_cs(), 4u);
     for (const RgbaImage& f : frames) w.add(f);
     w.finish();
@@ -122,7 +128,7 @@ TEST(GifWrite, MoreThan256ColoursKeepTheMostFrequentAndReportTheError) {
   RgbaImage f = stripes(40, 40, 256, 0);  // 256 colours, then 4 more near ones
   for (uint32_t x = 0; x < 4; ++x) f.at(x, 39)[0] = static_cast<uint8_t>(f.at(x, 39)[0] + 1), f.at(x, 39)[2] ^= 0;
   {
-    GifWriter w(path, 40, 40, 10);
+    GifWriter w(MovieTarget::file(path), 40, 40, 10);
     w.add(f);
     w.finish();
     EXPECT_EQ(w.inexact_frames(), 1u);
@@ -144,7 +150,7 @@ TEST(GifWrite, MoreThan256ColoursKeepTheMostFrequentAndReportTheError) {
 
 TEST(GifWrite, ErrorsNameThePathAndLeaveNoPartialFile) {
   try {
-    GifWriter w("/nonexistent-dir/x.gif", 4, 4, 10);
+    GifWriter w(MovieTarget::file("/nonexistent-dir/x.gif"), 4, 4, 10);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
@@ -152,13 +158,13 @@ TEST(GifWrite, ErrorsNameThePathAndLeaveNoPartialFile) {
   }
   const std::string path = temp_path("partial.gif");
   {
-    GifWriter w(path, 4, 4, 10);
+    GifWriter w(MovieTarget::file(path), 4, 4, 10);
     w.add(stripes(4, 4, 3, 0));
     EXPECT_THROW(w.add(stripes(5, 4, 3, 0)), Error);  // another size
   }  // unfinished: removed
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_THROW(GifWriter(path, 4, 4, 0), Error);
-  EXPECT_THROW(GifWriter(path, 0, 4, 10), Error);
+  EXPECT_THROW(GifWriter(MovieTarget::file(path), 4, 4, 0), Error);
+  EXPECT_THROW(GifWriter(MovieTarget::file(path), 0, 4, 10), Error);
 }
 
 struct InputCloser {
@@ -243,7 +249,7 @@ TEST(Mp4Write, DecodesToTheFramesAtEvenSizeWithinTheCodecsError) {
   std::vector<RgbaImage> frames;
   for (uint32_t t = 0; t < 5; ++t) frames.push_back(smooth(37, 21, t));
   {
-    Mp4Writer w(path, 37, 21, 8, kEncoderDir);
+    Mp4Writer w(MovieTarget::file(path), 37, 21, 8, kEncoderDir);
     EXPECT_EQ(w.coded_width(), 38u);
     EXPECT_EQ(w.coded_height(), 22u);
     for (const RgbaImage& f : frames) w.add(f);
@@ -279,7 +285,7 @@ TEST(Mp4Write, DecodesToTheFramesAtEvenSizeWithinTheCodecsError) {
 
 TEST(Mp4Write, ErrorsNameThePathAndLeaveNoPartialFile) {
   try {
-    Mp4Writer w("/nonexistent-dir/x.mp4", 16, 16, 10, kEncoderDir);
+    Mp4Writer w(MovieTarget::file("/nonexistent-dir/x.mp4"), 16, 16, 10, kEncoderDir);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
@@ -287,19 +293,19 @@ TEST(Mp4Write, ErrorsNameThePathAndLeaveNoPartialFile) {
   }
   const std::string path = temp_path("partial.mp4");
   {
-    Mp4Writer w(path, 16, 16, 10, kEncoderDir);
+    Mp4Writer w(MovieTarget::file(path), 16, 16, 10, kEncoderDir);
     w.add(smooth(16, 16, 0));
     EXPECT_THROW(w.add(smooth(16, 18, 0)), Error);
   }
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_THROW(Mp4Writer(path, 16, 16, -1, kEncoderDir), Error);
+  EXPECT_THROW(Mp4Writer(MovieTarget::file(path), 16, 16, -1, kEncoderDir), Error);
 }
 
 // Without the module an MP4 is refused as unavailable, naming the module it looked for; nothing is written.
 TEST(Mp4Write, AMissingEncoderModuleIsUnavailableAndNamed) {
   const std::string path = temp_path("nomodule.mp4");
   try {
-    Mp4Writer w(path, 16, 16, 10, "/nonexistent-plugin-dir");
+    Mp4Writer w(MovieTarget::file(path), 16, 16, 10, "/nonexistent-plugin-dir");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
@@ -318,7 +324,7 @@ TEST(Mp4Write, ALibraryWithoutTheEncoderEntryIsUnavailableAndNamed) {
                              dir / "libtensormorph-encoder-mp4.so", std::filesystem::copy_options::overwrite_existing);
   const std::string path = temp_path("wrongmodule.mp4");
   try {
-    Mp4Writer w(path, 16, 16, 10, dir.string());
+    Mp4Writer w(MovieTarget::file(path), 16, 16, 10, dir.string());
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unavailable);
@@ -326,6 +332,116 @@ TEST(Mp4Write, ALibraryWithoutTheEncoderEntryIsUnavailableAndNamed) {
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   std::filesystem::remove_all(dir);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// One writer interface, two targets: the bytes in memory are the bytes of the file, for both formats (the MP4 muxer
+// seeks back through the sink to fill in sizes, as in a file).
+TEST(MovieWriter, MemoryHoldsTheBytesTheFileHolds) {
+  for (const MovieFormat format : {MovieFormat::gif, MovieFormat::mp4}) {
+    const std::string path = temp_path(std::string("same.") + std::string(movie_format_name(format)));
+    std::string from_memory;
+    std::vector<std::pair<std::string, uint64_t>> facts;
+    for (const MovieTarget& target : {MovieTarget::file(path), MovieTarget::memory(format, "movie in memory")}) {
+      ASSERT_EQ(target.format, format);
+      auto w = open_movie_writer(target, 37, 21, 8, kEncoderDir);
+      EXPECT_EQ(w->format(), format);
+      for (uint32_t t = 0; t < 5; ++t) w->add(smooth(37, 21, t));
+      EXPECT_THROW(w->take_bytes(), Error);  // not finished yet
+      w->finish();
+      EXPECT_EQ(w->frames(), 5u);
+      if (target.in_memory()) {
+        from_memory = w->take_bytes();
+        EXPECT_EQ(w->facts(), facts);
+      } else {
+        EXPECT_THROW(w->take_bytes(), Error);  // a file's bytes are in the file
+        facts = w->facts();
+      }
+    }
+    const std::string from_file = file_bytes(path);
+    EXPECT_GT(from_file.size(), 100u);
+    EXPECT_TRUE(from_memory == from_file) << movie_format_name(format) << ": " << from_memory.size() << " bytes in memory, "
+                                          << from_file.size() << " in the file";
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(MovieWriter, FormatByExtensionAndErrorsNameTheMemoryTarget) {
+  EXPECT_EQ(movie_format("a/b.GIF"), MovieFormat::gif);
+  EXPECT_EQ(movie_format("x.mp4"), MovieFormat::mp4);
+  EXPECT_THROW(movie_format("x.avi"), Error);
+  EXPECT_THROW(movie_format("dir.gif/x"), Error);
+  auto w = open_movie_writer(MovieTarget::memory(MovieFormat::gif, "movie of a0"), 4, 4, 10, kEncoderDir);
+  try {
+    w->add(stripes(5, 4, 3, 0));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("movie of a0: frame 0 is 5 x 4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ByteSink, MemorySeeksAndOverwritesAFileIsKeptOnlyWhenCommitted) {
+  auto m = ByteSink::memory("bytes");
+  m->write("abcdef", 6);
+  m->seek(2);
+  m->write("XY", 2);
+  m->seek(6);
+  m->write("g", 1);
+  EXPECT_EQ(m->size(), 7u);
+  EXPECT_THROW(m->seek(8), Error);  // past the bytes written
+  m->commit();
+  EXPECT_EQ(m->take(), "abXYefg");
+
+  const std::string path = temp_path("sink.bin");
+  {
+    auto f = ByteSink::file(path);
+    f->write("partial", 7);
+    EXPECT_TRUE(std::filesystem::exists(path));
+    EXPECT_THROW(f->take(), Error);
+  }  // never committed: removed
+  EXPECT_FALSE(std::filesystem::exists(path));
+  {
+    auto f = ByteSink::file(path);
+    f->write("0123456789", 10);
+    f->seek(3);
+    f->write("ab", 2);
+    f->commit();
+  }
+  EXPECT_EQ(file_bytes(path), "012ab56789");
+  std::filesystem::remove(path);
+  try {
+    ByteSink::file("/nonexistent-dir/x.bin");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.bin: cannot create (No such file or directory)"), std::string::npos) << e.what();
+  }
+}
+
+// The still-image encoder: a PNG written to a path is the bytes encoded in memory; a path that cannot be written
+// is Error(Io) naming it, and leaves nothing.
+TEST(PngEncoder, TheFileHoldsTheEncodedBytes) {
+  const RgbaImage img = stripes(19, 7, 40, 3);
+  const PngText text = {{"tensormorph:test", "yes"}};
+  const std::string bytes = encode_png(img, text, "test image");
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  const std::string path = temp_path("still.png");
+  write_png(path, img, text);
+  EXPECT_TRUE(file_bytes(path) == bytes);
+  std::filesystem::remove(path);
+  try {
+    write_png("/nonexistent-dir/x.png", img, text);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.png: cannot create"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(encode_png(RgbaImage(), text), Error);
 }
 
 TEST(MovieFrame, ScaleBarsAreRoundLengthsWithinAThird) {

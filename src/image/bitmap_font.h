@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "render/png_write.h"
+#include "image/rgba_image.h"
 
 namespace tmorph {
 

@@ -1,4 +1,4 @@
-#include "render/bitmap_font.h"
+#include "image/bitmap_font.h"
 
 #include <algorithm>
 #include <array>

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "render/cell_source.h"
+#include "render/tensors/cell_source.h"
 
 namespace tmorph {
 

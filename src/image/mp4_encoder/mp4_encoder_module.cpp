@@ -1,7 +1,9 @@
 // The MP4 encoder module (libtensormorph-encoder-mp4.so, include/tensormorph/movie_encoder_abi.h): RGBA8 frames as
 // H.264 (libavcodec's libx264, yuv420p, CRF 16, preset veryfast, a key frame every 12) in an MP4 container at a
-// constant frame rate. Core opens it only when an .mp4 is written, so libav's libraries load in no other process.
-// Nothing here throws across the table: every failure is a status and a message naming the path.
+// constant frame rate, written through the caller's sink (a file or memory: the caller's; a seekable AVIOContext, so
+// the muxer writes the index after the frames exactly as to a file). Core opens it only when an MP4 is written, so
+// libav's libraries load in no other process. Nothing here throws across the table: every failure is a status and a
+// message naming the movie.
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -10,6 +12,8 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,9 +26,13 @@ extern "C" {
 
 namespace {
 
+// The muxer's context; its AVIOContext is ours (custom I/O), freed here with its buffer.
 struct OutputDeleter {
   void operator()(AVFormatContext* f) const {
-    if (f->pb) avio_closep(&f->pb);
+    if (f->pb) {
+      av_freep(&f->pb->buffer);
+      avio_context_free(&f->pb);
+    }
     avformat_free_context(f);
   }
 };
@@ -60,10 +68,19 @@ void write_message(char* message, size_t size, const std::string& text) {
   message[n] = 0;
 }
 
+// libavformat 61 made the write callback's buffer const.
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+using WriteBuffer = const uint8_t*;
+#else
+using WriteBuffer = uint8_t*;
+#endif
+
 }  // namespace
 
 struct tm_movie_encoder {
-  std::string path;
+  std::string path;  // the movie's name in messages
+  tm_movie_sink sink{};
+  uint64_t position = 0, end = 0;  // in the sink, for the muxer's SEEK_CUR, SEEK_END and AVSEEK_SIZE
   std::unique_ptr<AVFormatContext, OutputDeleter> out;
   std::unique_ptr<AVCodecContext, CodecDeleter> codec;
   std::unique_ptr<AVFrame, FrameDeleter> yuv, rgba;  // libav-allocated (aligned rows: swscale's SIMD paths need them)
@@ -72,13 +89,26 @@ struct tm_movie_encoder {
   AVStream* stream = nullptr;
   uint32_t width = 0, height = 0;
   uint64_t frames = 0;
-  bool created = false, finished = false;
+  bool finished = false;
 
-  // An unfinished file is closed and removed.
-  ~tm_movie_encoder() {
-    if (!created || finished) return;
-    out.reset();
-    std::remove(path.c_str());
+  // AVIOContext callbacks: the bytes go to the caller's sink.
+  static int write_packet(void* opaque, WriteBuffer data, int size) {
+    auto* e = static_cast<tm_movie_encoder*>(opaque);
+    if (size < 0 || e->sink.write(e->sink.context, data, static_cast<size_t>(size)) != 0) return AVERROR(EIO);
+    e->position += static_cast<uint64_t>(size);
+    e->end = std::max(e->end, e->position);
+    return size;
+  }
+  static int64_t seek(void* opaque, int64_t offset, int whence) {
+    auto* e = static_cast<tm_movie_encoder*>(opaque);
+    if (whence & AVSEEK_SIZE) return static_cast<int64_t>(e->end);
+    const int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR ? static_cast<int64_t>(e->position)
+                         : (whence & ~AVSEEK_FORCE) == SEEK_END ? static_cast<int64_t>(e->end)
+                                                                : 0;
+    const int64_t to = base + offset;
+    if (to < 0 || static_cast<uint64_t>(to) > e->end || e->sink.seek(e->sink.context, static_cast<uint64_t>(to)) != 0) return AVERROR(EIO);
+    e->position = static_cast<uint64_t>(to);
+    return to;
   }
   void check(int rc, const std::string& what) const {
     if (rc < 0) throw Failure{TM_MOVIE_IO, path + ": " + what + " (libav: " + av_reason(rc) + ")"};
@@ -103,7 +133,7 @@ struct tm_movie_encoder {
       throw Failure{TM_MOVIE_UNAVAILABLE, path + ": this libavcodec has no libx264 encoder (H.264 for MP4); install Debian's "
                                                  "libavcodec with libx264 (scripts/install-deps) or write a .gif"};
     AVFormatContext* raw = nullptr;
-    check(avformat_alloc_output_context2(&raw, nullptr, "mp4", path.c_str()), "cannot set up an MP4 container");
+    check(avformat_alloc_output_context2(&raw, nullptr, "mp4", nullptr), "cannot set up an MP4 container");
     out.reset(raw);
     codec.reset(avcodec_alloc_context3(encoder));
     yuv.reset(av_frame_alloc());
@@ -126,8 +156,16 @@ struct tm_movie_encoder {
     stream->time_base = codec->time_base;
     stream->avg_frame_rate = rate;
     check(avcodec_parameters_from_context(stream->codecpar, codec.get()), "cannot describe the video stream");
-    check(avio_open(&out->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot create");
-    created = true;
+    // A seekable context (a seek callback) of libav's usual 32 KiB buffer, as avio_open gives a file.
+    constexpr int kBuffer = 32768;
+    auto* buffer = static_cast<unsigned char*>(av_malloc(kBuffer));
+    if (!buffer) throw Failure{TM_MOVIE_IO, path + ": out of memory for the output buffer"};
+    out->pb = avio_alloc_context(buffer, kBuffer, 1, this, nullptr, write_packet, seek);
+    if (!out->pb) {
+      av_free(buffer);
+      throw Failure{TM_MOVIE_IO, path + ": out of memory for the output context"};
+    }
+    out->flags |= AVFMT_FLAG_CUSTOM_IO;
     check(avformat_write_header(out.get(), nullptr), "cannot write the MP4 header");
     yuv->format = AV_PIX_FMT_YUV420P;
     yuv->width = codec->width;
@@ -156,7 +194,8 @@ struct tm_movie_encoder {
     if (finished) return;
     encode(nullptr);
     check(av_write_trailer(out.get()), "cannot write the MP4 index");
-    check(avio_closep(&out->pb), "cannot close");
+    avio_flush(out->pb);
+    check(out->pb->error, "cannot write");
     finished = true;
   }
 };
@@ -181,17 +220,22 @@ tm_movie_status guarded(char* message, size_t size, Body&& body) {
   }
 }
 
-tm_movie_status mp4_open(const char* path, uint32_t width, uint32_t height, double fps, tm_movie_encoder** out, char* message,
-                         size_t size) {
+tm_movie_status mp4_open(const char* name, const tm_movie_sink* sink, uint32_t width, uint32_t height, double fps,
+                         tm_movie_encoder** out, char* message, size_t size) {
   if (!out) return TM_MOVIE_INVALID_ARGUMENT;
   *out = nullptr;
-  const std::string where = path ? path : "(no path)";
-  if (!path || width < 2 || height < 2 || width > 16384 || height > 16384 || width % 2 || height % 2 || !(fps > 0) || !std::isfinite(fps)) {
+  const std::string where = name ? name : "(no name)";
+  if (!sink || !sink->write || !sink->seek) {
+    write_message(message, size, where + ": an MP4 encoder needs a sink with write and seek");
+    return TM_MOVIE_INVALID_ARGUMENT;
+  }
+  if (!name || width < 2 || height < 2 || width > 16384 || height > 16384 || width % 2 || height % 2 || !(fps > 0) || !std::isfinite(fps)) {
     write_message(message, size, where + ": an MP4 encoder takes even frame sides 2..16384 and a positive finite fps");
     return TM_MOVIE_INVALID_ARGUMENT;
   }
   auto encoder = std::make_unique<tm_movie_encoder>();
-  encoder->path = path;
+  encoder->path = name;
+  encoder->sink = *sink;
   encoder->width = width, encoder->height = height;
   const tm_movie_status status = guarded(message, size, [&] { encoder->open(fps); });
   if (status == TM_MOVIE_OK) *out = encoder.release();

@@ -1,4 +1,4 @@
-#include "render/cell_source.h"
+#include "render/tensors/cell_source.h"
 
 #include <algorithm>
 #include <cmath>

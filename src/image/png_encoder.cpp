@@ -1,8 +1,7 @@
-#include "render/png_write.h"
+#include "image/png_encoder.h"
 
 #include <png.h>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -11,13 +10,6 @@
 namespace tmorph {
 
 namespace {
-
-struct File {
-  std::FILE* f = nullptr;
-  ~File() {
-    if (f) std::fclose(f);
-  }
-};
 
 // libpng's output: appended to a string.
 void append_bytes(png_structp png, png_bytep data, png_size_t length) {
@@ -84,11 +76,9 @@ std::string encode_png(const RgbaImage& image, const PngText& text, const std::s
 
 void write_png(const std::string& path, const RgbaImage& image, const PngText& text) {
   const std::string bytes = encode_png(image, text, path);
-  File file;
-  file.f = std::fopen(path.c_str(), "wb");
-  if (!file.f) throw Error(ErrorKind::Io, path + ": cannot be written");
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file.f) != bytes.size() || std::fflush(file.f) != 0)
-    throw Error(ErrorKind::Io, path + ": write failed");
+  const std::unique_ptr<ByteSink> file = ByteSink::file(path);
+  file->write(bytes.data(), bytes.size());
+  file->commit();
 }
 
 }  // namespace tmorph

@@ -1,9 +1,9 @@
-#include "render/movie_frame.h"
+#include "stem/images/movie_frame.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "render/bitmap_font.h"
+#include "image/bitmap_font.h"
 
 namespace tmorph {
 

@@ -1,4 +1,4 @@
-#include "render/tensor_render.h"
+#include "render/tensors/tensor_render.h"
 
 #include "core/json_number.h"
 #include "ops/placement_json.h"

@@ -1,10 +1,11 @@
-#include "render/mp4_write.h"
+#include "image/mp4_writer.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -58,9 +59,12 @@ ErrorKind kind_of(tm_movie_status status) {
 }  // namespace
 
 struct Mp4Writer::State {
-  std::string path;
+  std::string path;  // the target's name
+  ByteSink* sink = nullptr;
+  std::string sink_error;  // what the sink threw inside a module call, reported instead of the module's message
+  tm_movie_sink c_sink{};
   const tm_movie_encoder_v1* table = nullptr;
-  tm_movie_encoder* encoder = nullptr;  // the module removes an unfinished file when it is destroyed
+  tm_movie_encoder* encoder = nullptr;
   std::vector<uint8_t> padded;          // one frame at the coded size
   uint32_t width = 0, height = 0, coded_w = 0, coded_h = 0;
   uint64_t frames = 0;
@@ -70,13 +74,37 @@ struct Mp4Writer::State {
     if (encoder) table->destroy(encoder);
   }
   void check(tm_movie_status status, const char* message) const {
-    if (status != TM_MOVIE_OK) throw Error(kind_of(status), message[0] ? std::string(message) : path + ": the MP4 encoder failed");
+    if (status == TM_MOVIE_OK) return;
+    if (!sink_error.empty()) throw Error(ErrorKind::Io, sink_error);
+    throw Error(kind_of(status), message[0] ? std::string(message) : path + ": the MP4 encoder failed");
+  }
+  // The sink as the module's C callbacks: nothing is thrown through the module.
+  static int write(void* context, const uint8_t* data, size_t size) {
+    auto* s = static_cast<State*>(context);
+    try {
+      s->sink->write(data, size);
+      return 0;
+    } catch (const std::exception& e) {
+      if (s->sink_error.empty()) s->sink_error = e.what();
+      return 1;
+    }
+  }
+  static int seek(void* context, uint64_t offset) {
+    auto* s = static_cast<State*>(context);
+    try {
+      s->sink->seek(offset);
+      return 0;
+    } catch (const std::exception& e) {
+      if (s->sink_error.empty()) s->sink_error = e.what();
+      return 1;
+    }
   }
 };
 
-Mp4Writer::Mp4Writer(const std::string& path, uint32_t width, uint32_t height, double fps, const std::string& encoder_dir)
+Mp4Writer::Mp4Writer(const MovieTarget& target, uint32_t width, uint32_t height, double fps, const std::string& encoder_dir)
     : s_(std::make_unique<State>()) {
   State& s = *s_;
+  const std::string& path = target.name;
   s.path = path;
   if (width == 0 || height == 0 || width > 16384 || height > 16384)
     throw Error(ErrorKind::InvalidArgument, path + ": an MP4 frame is 1..16384 pixels a side, not " + std::to_string(width) + " x " +
@@ -85,13 +113,19 @@ Mp4Writer::Mp4Writer(const std::string& path, uint32_t width, uint32_t height, d
   s.width = width, s.height = height;
   s.coded_w = width + (width & 1), s.coded_h = height + (height & 1);
   s.table = &encoder_table(encoder_dir, path);
+  sink_ = target.open_sink();  // a file: created here, once the module is found
+  s.sink = sink_.get();
+  s.c_sink = {&s, &State::write, &State::seek};
   char message[512] = {};
-  s.check(s.table->open(path.c_str(), s.coded_w, s.coded_h, fps, &s.encoder, message, sizeof message), message);
+  s.check(s.table->open(path.c_str(), &s.c_sink, s.coded_w, s.coded_h, fps, &s.encoder, message, sizeof message), message);
   s.padded.resize(size_t{s.coded_w} * s.coded_h * 4);
 }
 
 Mp4Writer::~Mp4Writer() = default;
 
+std::vector<std::pair<std::string, uint64_t>> Mp4Writer::facts() const {
+  return {{"coded_width", s_->coded_w}, {"coded_height", s_->coded_h}};
+}
 uint32_t Mp4Writer::coded_width() const { return s_->coded_w; }
 uint32_t Mp4Writer::coded_height() const { return s_->coded_h; }
 uint64_t Mp4Writer::frames() const { return s_->frames; }
@@ -121,7 +155,9 @@ void Mp4Writer::finish() {
   if (s.finished) return;
   char message[512] = {};
   s.check(s.table->finish(s.encoder, message, sizeof message), message);
+  sink_->commit();
   s.finished = true;
+  finished_ = true;
 }
 
 }  // namespace tmorph

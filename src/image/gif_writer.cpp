@@ -1,16 +1,12 @@
-#include "render/gif_write.h"
+#include "image/gif_writer.h"
 
-#include <fcntl.h>
 #include <gif_lib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
-#include <cerrno>
-#include <cstring>
+#include <exception>
 #include <unordered_map>
 #include <vector>
 
@@ -19,21 +15,23 @@
 namespace tmorph {
 
 struct GifWriter::State {
-  std::string path;
+  std::string path;  // the target's name (its path, or what memory is called)
+  ByteSink* sink = nullptr;
+  std::string sink_error;  // what the sink threw inside giflib's output callback, rethrown after giflib returns
   GifFileType* gif = nullptr;
   uint32_t width = 0, height = 0, delay = 0;
   uint64_t frames = 0, inexact = 0;
   uint32_t max_error = 0;
 
-  // An unfinished file (a throw in the constructor or add, or no finish()) is closed and removed: a partial
-  // movie is worse than none.
+  // An unfinished movie (a throw in the constructor or add, or no finish()) is closed here; its sink, left
+  // uncommitted, removes a file: a partial movie is worse than none.
   ~State() {
     if (!gif) return;
     int err = 0;
     EGifCloseFile(gif, &err);
-    std::remove(path.c_str());
   }
   [[noreturn]] void fail(const std::string& what, int code) const {
+    if (!sink_error.empty()) throw Error(ErrorKind::Io, sink_error);
     const char* reason = GifErrorString(code);  // null for a code giflib does not name
     throw Error(ErrorKind::Io, path + ": " + what + " (giflib: " + (reason ? reason : "error " + std::to_string(code)) + ")");
   }
@@ -44,6 +42,19 @@ struct GifWriter::State {
 
 namespace {
 
+// giflib's output function: the bytes go to the sink. Nothing may be thrown through giflib (C): a failure is
+// kept and reported as a short write, which giflib turns into an error the writer then names.
+int write_to_sink(GifFileType* gif, const GifByteType* data, int length) {
+  auto* s = static_cast<GifWriter::State*>(gif->UserData);
+  try {
+    s->sink->write(data, static_cast<size_t>(length));
+    return length;
+  } catch (const std::exception& e) {
+    if (s->sink_error.empty()) s->sink_error = e.what();
+    return 0;
+  }
+}
+
 uint32_t rgb_key(const uint8_t* p) { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
 
 struct MapDeleter {
@@ -52,7 +63,8 @@ struct MapDeleter {
 
 }  // namespace
 
-GifWriter::GifWriter(const std::string& path, uint32_t width, uint32_t height, double fps) : s_(std::make_unique<State>()) {
+GifWriter::GifWriter(const MovieTarget& target, uint32_t width, uint32_t height, double fps) : s_(std::make_unique<State>()) {
+  const std::string& path = target.name;
   s_->path = path;
   if (width == 0 || height == 0 || width > 65535 || height > 65535)
     throw Error(ErrorKind::InvalidArgument, path + ": a GIF frame is 1..65535 pixels a side, not " + std::to_string(width) + " x " +
@@ -60,16 +72,11 @@ GifWriter::GifWriter(const std::string& path, uint32_t width, uint32_t height, d
   if (!(fps > 0) || !std::isfinite(fps)) throw Error(ErrorKind::InvalidArgument, path + ": fps must be a positive number");
   s_->width = width, s_->height = height;
   s_->delay = static_cast<uint32_t>(std::clamp(std::lround(100.0 / fps), 2L, 65535L));
-  // open(2) with 0666 (the umask applies), not giflib's EGifOpenFileName (0600).
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error(ErrorKind::Io, path + ": cannot create (" + std::strerror(errno) + ")");
+  sink_ = target.open_sink();  // a file: created here (ByteSink::file: 0666 less the umask)
+  s_->sink = sink_.get();
   int err = 0;
-  s_->gif = EGifOpenFileHandle(fd, &err);  // owns fd from here, closed by EGifCloseFile
-  if (!s_->gif) {
-    ::close(fd);
-    std::remove(path.c_str());
-    s_->fail("cannot create", err);
-  }
+  s_->gif = EGifOpen(s_.get(), write_to_sink, &err);
+  if (!s_->gif) s_->fail("cannot start the GIF", err);
   EGifSetGifVersion(s_->gif, true);
   s_->check(EGifPutScreenDesc(s_->gif, static_cast<int>(width), static_cast<int>(height), 8, 0, nullptr), "cannot write the screen descriptor");
   // NETSCAPE2.0 application extension: loop count 0 = forever.
@@ -83,6 +90,9 @@ GifWriter::GifWriter(const std::string& path, uint32_t width, uint32_t height, d
 
 GifWriter::~GifWriter() = default;
 
+std::vector<std::pair<std::string, uint64_t>> GifWriter::facts() const {
+  return {{"delay_cs", s_->delay}, {"inexact_frames", s_->inexact}, {"max_error", s_->max_error}};
+}
 uint32_t GifWriter::delay_cs() const { return s_->delay; }
 uint64_t GifWriter::frames() const { return s_->frames; }
 uint64_t GifWriter::inexact_frames() const { return s_->inexact; }
@@ -157,10 +167,9 @@ void GifWriter::finish() {
   int err = 0;
   const int rc = EGifCloseFile(s.gif, &err);  // frees the handle either way
   s.gif = nullptr;
-  if (rc != GIF_OK) {
-    std::remove(s.path.c_str());
-    s.fail("cannot finish the file", err);
-  }
+  if (rc != GIF_OK) s.fail("cannot finish the file", err);  // the uncommitted sink removes a file
+  sink_->commit();
+  finished_ = true;
 }
 
 }  // namespace tmorph

@@ -1,4 +1,4 @@
-#include "render/product_image.h"
+#include "stem/images/product_image.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "render/overview.h"
+#include "render/tensors/overview.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "render/cell_source.h"
+#include "render/tensors/cell_source.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 

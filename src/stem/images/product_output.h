@@ -1,0 +1,35 @@
+// Writing a 4D-STEM product (a scan-grid array, a diffraction pattern, an SSB phase) as OUT.png (an image through the
+// display kernels with its labelled colour bar) or OUT.npy (the exact numbers): what `stem <product> -o OUT` and
+// `stem ssb -o OUT` write. The CLI parses the flags into a ProductDisplay and calls these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stem/images/product_image.h"
+#include "tensormorph/placement.h"
+#include "tensormorph/planner.h"
+
+namespace tmorph {
+
+struct ProductPng {
+  nlohmann::json display;  // colormap, transform, limits [lo, hi] (product units), histogram (counts)
+  Placement placement;     // where display.colorize ran
+};
+
+// OUT.png: render_product_image's cells (a [2, R, C] field as its two components one above the other, sharing
+// limits) with the colour bar's ticks and labels (render/colour_bar_ticks.h), titled by `product` (and the
+// transform when not linear); `product` and the shape travel in the PNG's text. Throws what the renderer throws
+// (a bad map or limits: InvalidArgument) and Error(Io) naming the path when it cannot be written.
+ProductPng write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
+                             const std::vector<double>& values, const ProductDisplay& display, const Planner& planner);
+
+// OUT.npy: the numpy preamble for `descr` ("<f8", "<u8", ...) and `shape`, then `bytes` bytes of row-major values.
+// Error(Io) naming the path when it cannot be created or written.
+void write_product_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape,
+                       const void* data, uint64_t bytes);
+
+}  // namespace tmorph
