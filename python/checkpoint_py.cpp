@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "app/diff_document.h"
 #include "checkpoint/openers/open_checkpoint.h"
 #include "compute_args.h"
+#include "core/name_suggestions.h"
 #include "display/colormap.h"
 #include "display/transform.h"
 #include "documents.h"
@@ -21,6 +23,7 @@
 #include "json_to_python.h"
 #include "lod/view.h"
 #include "read_array.h"
+#include "result_py.h"
 #include "tensormorph/error.h"
 
 namespace py = pybind11;
@@ -34,12 +37,23 @@ struct PyCheckpoint {
   std::string path;
   std::shared_ptr<const Checkpoint> c;
 
-  const CheckpointTensor& tensor(const std::string& name) const {
+  const CheckpointTensor& tensor(const std::string& name) const { return c->tensors[c->position(name, path)]; }
+
+  bool has(const std::string& name) const {
     for (const auto& t : c->tensors)
-      if (t.name == name) return t;
-    throw Error(ErrorKind::InvalidArgument, path + ": no tensor named '" + name + "'");
+      if (t.name == name) return true;
+    return false;
+  }
+
+  py::list names() const {
+    py::list out;
+    for (const auto& t : c->tensors) out.append(t.name);
+    return out;
   }
 };
+
+// A read with no placement arguments (mapping access).
+app::ComputeRequest default_request() { return compute_request(py::none(), py::none(), py::none(), py::none()); }
 
 PyCheckpoint open_path(const std::string& path) {
   py::gil_scoped_release unlocked;
@@ -80,14 +94,13 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
                          const py::object& threads, const py::object& progress) {
   TensorRenderRequest render;
   if (!level.is_none()) {
-    const auto l = level.cast<long long>();
-    if (l < 0 || l > 63) throw Error(ErrorKind::InvalidArgument, "level: expected 0 to 63, have " + std::to_string(l));
+    const long long l = integer_argument(level, "level", 0, 63);
     render.source.level = static_cast<int>(l);
   }
   if (!tile.is_none()) {
     if (level.is_none()) throw Error(ErrorKind::InvalidArgument, "tile: give level= too (the tile is one of that level)");
-    const auto xy = tile.cast<std::array<uint64_t, 2>>();
-    render.source.tile = std::make_pair(xy[0], xy[1]);
+    const auto xy = integer_pair_argument(tile, "tile", "(x, y)", 0, std::numeric_limits<long long>::max());
+    render.source.tile = std::make_pair(static_cast<uint64_t>(xy[0]), static_cast<uint64_t>(xy[1]));
   }
   render.source.slice = slice;
   render.source.view = view;
@@ -97,7 +110,7 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
     throw Error(ErrorKind::InvalidArgument, "log_floor: must be a finite number > 0");
   render.display.log_floor = log_floor;
   if (!limits.is_none()) {
-    const auto lh = limits.cast<std::array<double, 2>>();
+    const auto lh = number_pair_argument(limits, "limits", "(lo, hi)");
     if (!(lh[0] <= lh[1])) throw Error(ErrorKind::InvalidArgument, "limits: LO must not be above HI");
     render.display.lo = lh[0], render.display.hi = lh[1];
   }
@@ -110,7 +123,7 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
   py::array_t<uint8_t> rgba({static_cast<py::ssize_t>(doc.image.height), static_cast<py::ssize_t>(doc.image.width),
                              py::ssize_t{4}});
   std::copy(doc.image.pixels.begin(), doc.image.pixels.end(), rgba.mutable_data());
-  return py::make_tuple(rgba, to_python(doc.report));
+  return named_result(rgba, to_python(doc.report));
 }
 
 py::object tile_method(const PyCheckpoint& self, const std::string& name, unsigned level, uint64_t x, uint64_t y, uint64_t slice,
@@ -183,6 +196,30 @@ void bind_checkpoint(py::module_& m) {
            "Exact statistics of one tile of the tensor's pyramid (column x, row y of `level`), with the elements it "
            "covers and its histogram: the document `tensormorph tile PATH NAME --json` prints (placement arguments "
            "place the indexing that builds the pyramid when the tensor is not indexed yet).")
+      // The mapping protocol (like safetensors.safe_open): names in file order, ckpt[name] is read(name).
+      .def("__len__", [](const PyCheckpoint& s) { return s.c->tensors.size(); })
+      .def("__iter__", [](const PyCheckpoint& s) { return s.names().attr("__iter__")(); })
+      .def("__contains__", [](const PyCheckpoint& s, const py::object& name) {
+        return py::isinstance<py::str>(name) && s.has(name.cast<std::string>());
+      })
+      .def("__getitem__", [](const PyCheckpoint& s, const py::object& key) {
+        if (!py::isinstance<py::str>(key))
+          throw Error(ErrorKind::InvalidArgument, "a checkpoint is indexed by tensor name (str), not " +
+                                                      py::str(py::type::of(key).attr("__name__")).cast<std::string>());
+        const std::string name = key.cast<std::string>();
+        if (!s.has(name)) {
+          // KeyError, as a mapping must (so get() and `in` behave); the message suggests close names.
+          std::vector<std::string> known;
+          for (const auto& t : s.c->tensors) known.push_back(t.name);
+          throw py::key_error(s.path + ": no tensor named '" + name + "'" + did_you_mean(name, known));
+        }
+        return read_tensor(s.c, s.tensor(name), false, Region{}, default_request());
+      }, py::arg("name"), "read(name) with the defaults")
+      .def("keys", &PyCheckpoint::names, "the tensor names in file order (as safetensors' keys())")
+      .def("get", [](const PyCheckpoint& s, const std::string& name, const py::object& fallback) -> py::object {
+        if (!s.has(name)) return fallback;
+        return read_tensor(s.c, s.tensor(name), false, Region{}, default_request());
+      }, py::arg("name"), py::arg("default") = py::none(), "read(name), or default when there is no such tensor")
       .def("__repr__", [](const PyCheckpoint& s) {
         return "<tensormorph.Checkpoint " + s.c->format + " '" + s.path + "', " + std::to_string(s.c->tensors.size()) +
                " tensors>";
@@ -222,9 +259,7 @@ void bind_checkpoint(py::module_& m) {
         if (!level.is_none()) {
           if (options.tensors.empty())
             throw Error(ErrorKind::InvalidArgument, "level lists every tile of each pair: name the tensors it is for");
-          const long l = level.cast<long>();
-          if (l < 0 || l > 63) throw Error(ErrorKind::InvalidArgument, "level: expected 0 to 63, have " + std::to_string(l));
-          doc_options.level = static_cast<unsigned>(l);
+          doc_options.level = static_cast<unsigned>(integer_argument(level, "level", 0, 63));
           options.keep_tiles = true;
         }
         const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
@@ -267,7 +302,7 @@ void bind_checkpoint(py::module_& m) {
         where["level"] = level, where["slice"] = slice, where["tx"] = x, where["ty"] = y;
         where["row_begin"] = t.range.row_begin, where["row_end"] = t.range.row_end;
         where["col_begin"] = t.range.col_begin, where["col_end"] = t.range.col_end;
-        return py::make_tuple(delta, where);
+        return named_result(delta, where);
       },
       py::arg("a"), py::arg("b"), py::arg("name"), py::kw_only(), py::arg("level") = 0, py::arg("x") = 0, py::arg("y") = 0,
       py::arg("slice") = 0, py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),

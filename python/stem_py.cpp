@@ -15,6 +15,7 @@
 #include "interrupt.h"
 #include "stem/acquisition.h"
 #include "json_to_python.h"
+#include "result_py.h"
 #include "ops/placement_json.h"
 #include "stem/products/calibration_document.h"
 #include "stem/inspect_document.h"
@@ -226,7 +227,7 @@ void bind_stem(py::module_& m) {
                         load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt, call.cancel_flag()));
         });
         py::object provenance = to_python(s.provenance);
-        return py::make_tuple(to_numpy(std::move(s)), provenance);
+        return named_result(to_numpy(std::move(s)), provenance);
       },
       py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(), py::arg("scan_region") = py::none(),
       py::arg("detector_region") = py::none(), py::arg("scan_bin") = py::none(), py::arg("detector_bin") = py::none(),
@@ -283,7 +284,7 @@ void bind_stem(py::module_& m) {
         report.update(cache_lookup);
         report["placement"] = placements_json(out.placements);
         py::array values = std::visit([&](const auto& v) { return values_array(v, out.shape); }, out.values);
-        return py::make_tuple(values, to_python(report));
+        return named_result(values, to_python(report));
       },
       py::arg("path"), py::arg("kind"), py::kw_only(), py::arg("of") = py::none(), py::arg("max_pattern") = false,
       py::arg("inner") = py::none(), py::arg("outer") = py::none(), py::arg("inner_mrad") = py::none(),
@@ -368,7 +369,7 @@ void bind_stem(py::module_& m) {
         report["placement"] = placements_json(run.placements);
         py::array_t<double> phase({static_cast<py::ssize_t>(run.result.rows), static_cast<py::ssize_t>(run.result.cols)});
         std::copy(run.result.phase.begin(), run.result.phase.end(), phase.mutable_data());
-        return py::make_tuple(phase, to_python(report));
+        return named_result(phase, to_python(report));
       },
       py::arg("path"), py::kw_only(), py::arg("C10") = 0.0, py::arg("C12") = 0.0, py::arg("phi12") = 0.0, py::arg("fit") = false,
       py::arg("scan_rotation_deg") = py::none(), py::arg("search") = "estimate", py::arg("trials") = 200,

@@ -2,6 +2,8 @@
 statistics as plain dicts (the documents `tensormorph stats --json` prints) and read tensors as numpy
 arrays (zero-copy views of the memory map where numpy has the dtype); 4D-STEM acquisitions with tensormorph.stem
 (open, inspect, calibration, load, products, ssb). See docs/python.md."""
+import collections.abc
+
 from ._core import (
     BadInput,
     Checkpoint,
@@ -22,10 +24,12 @@ from ._core import (
     stem,
 )
 from . import acquisition as _acquisition
+from . import results as _results
+from .results import Result
 
 __all__ = [
     "BadInput", "Checkpoint", "Error", "Incomplete", "InternalError", "InvalidArgument", "IoError", "Mapping",
-    "PrecisionRefused", "Unavailable", "__version__", "backends", "compare", "diff", "diff_tile", "open", "stem",
+    "PrecisionRefused", "Result", "Unavailable", "__version__", "backends", "compare", "diff", "diff_tile", "open", "stem",
 ]
 
 
@@ -45,6 +49,24 @@ for _kind in _acquisition.PRODUCTS:
 del _kind
 stem.open = _acquisition.open
 stem.Acquisition = _acquisition.Acquisition
+
+# A Checkpoint is a read-only mapping of tensor names to arrays (len, iteration, `in`, ckpt[name], keys());
+# notebooks show checkpoints, acquisitions and results as tables and thumbnails.
+def _values(self):
+    """A lazy iterator of self[name] for every name in file order (an unreadable tensor raises when reached)."""
+    return (self[name] for name in self)
+
+
+def _items(self):
+    """A lazy iterator of (name, self[name]) in file order (an unreadable tensor raises when reached)."""
+    return ((name, self[name]) for name in self)
+
+
+Checkpoint.values = _values
+Checkpoint.items = _items
+collections.abc.Mapping.register(Checkpoint)
+Checkpoint._repr_html_ = _results.checkpoint_html
+_acquisition.Acquisition._repr_html_ = _results.acquisition_html
 
 
 def __getattr__(name):

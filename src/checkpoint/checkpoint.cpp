@@ -1,5 +1,7 @@
 #include "checkpoint/checkpoint.h"
 
+#include "core/name_suggestions.h"
+
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -28,7 +30,10 @@ void CheckpointTensor::refuse_unreadable() const {
 size_t Checkpoint::position(const std::string& name, const std::string& shown_path) const {
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].name == name) return i;
-  throw Error(ErrorKind::InvalidArgument, shown_path + ": no tensor named '" + name + "'");
+  std::vector<std::string> names;
+  names.reserve(tensors.size());
+  for (const auto& t : tensors) names.push_back(t.name);
+  throw Error(ErrorKind::InvalidArgument, shown_path + ": no tensor named '" + name + "'" + did_you_mean(name, names));
 }
 
 }  // namespace tmorph

@@ -8,6 +8,7 @@
 #include "server/http_util.h"
 #include "server/stats_json.h"
 #include "checkpoint/tensor_stats.h"
+#include "core/name_suggestions.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::server {
@@ -39,7 +40,11 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
   for (auto& c : state.checkpoints) {
     if (c->id != ckpt) continue;
     const auto it = c->by_name.find(name);
-    if (it == c->by_name.end()) throw HttpError(404, "checkpoint " + ckpt + " has no tensor named '" + name + "'");
+    if (it == c->by_name.end()) {
+      std::vector<std::string> known;
+      for (const auto& t : c->index->checkpoint().tensors) known.push_back(t.name);
+      throw HttpError(404, "checkpoint " + ckpt + " has no tensor named '" + name + "'" + did_you_mean(name, known));
+    }
     switch (c->phase.load()) {
       case ServedCheckpoint::Phase::Ready: return {*c, it->second};
       case ServedCheckpoint::Phase::Indexing: {
