@@ -8,10 +8,12 @@
 // the small ones. The harness writes a master (and up to two data files behind external links) through
 // HDF5's in-memory core driver into its scratch folder, then reads them as `tensormorph stem inspect` does:
 // open_acquisition on the master, the folder or a data file, then every JSON the CLI prints from it.
-// libhdf5's own parser is never given mutated bytes: every file it opens was written by libhdf5.
+// libhdf5's own parser is never given mutated bytes: every file it opens was written by libhdf5. The input may
+// also add an EMD / py4DSTEM array group, which the next row of the openers' table (hdf5-array) reads.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -143,11 +145,12 @@ class Writer {
   }
 
   // A dataset at `path` (intermediate groups created). Frames datasets are mostly rank 3 and chunked.
-  void dataset(hid_t file, const std::string& path, bool frames) {
+  // `forced_rank`: a simple dataspace of that rank (an EMD array's 4-D data).
+  void dataset(hid_t file, const std::string& path, bool frames, std::optional<int> forced_rank = std::nullopt) {
     const bool chunked = in_.ConsumeBool();
     Id t(frames && in_.ConsumeBool() ? H5Tcopy(in_.PickValueInArray({H5T_STD_U8LE, H5T_STD_U16LE, H5T_STD_U32LE})) : type(),
          H5Tclose);
-    Id s(space(frames && in_.ConsumeBool() ? std::optional<int>(3) : std::nullopt, chunked), H5Sclose);
+    Id s(space(forced_rank ? forced_rank : frames && in_.ConsumeBool() ? std::optional<int>(3) : std::nullopt, chunked), H5Sclose);
     Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     H5Pset_create_intermediate_group(lcpl, 1);
     Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
@@ -240,6 +243,51 @@ class Writer {
       const std::string path = in_.PickValueInArray(kMetadataPaths);
       if (H5Lexists(f, "entry", H5P_DEFAULT) > 0 && tmorph_exists(f, path)) continue;
       dataset(f, path, false);
+    }
+    if (in_.ConsumeBool()) emd_array(f);  // last, so that older seeds decode to the same Dectris files
+  }
+
+  // An EMD array group, as the hdf5-array row (src/stem/formats/hdf5_array_opener.cpp) finds it when no Dectris
+  // layout is there: emd_group_type "array" (EMD 1.0) or 1 (EMD 0.2), or another value; a `data` dataset of the
+  // input's rank, type and storage; dim1..dim4 with `name`/`units` attributes of the input's types.
+  void emd_array(hid_t file) {
+    Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    const std::string group = in_.PickValueInArray({"experiment/datacube", "4DSTEM_experiment/data/datacubes/dc", "entry/data"});
+    if (!tmorph_exists(file, group)) Id(H5Gcreate2(file, group.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    Id g(H5Oopen(file, group.c_str(), H5P_DEFAULT), H5Oclose);
+    if (!g.ok()) return;
+    switch (in_.ConsumeIntegralInRange(0, 3)) {
+      case 0: {  // EMD 1.0: a string
+        const std::string v = in_.ConsumeBool() ? "array" : in_.ConsumeRandomLengthString(8);
+        Id t(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(t, std::max<size_t>(1, v.size()));
+        Id s(H5Screate(H5S_SCALAR), H5Sclose);
+        Id a(H5Acreate2(g, "emd_group_type", t, s, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+        if (a.ok()) H5Awrite(a, t, v.c_str());
+        break;
+      }
+      case 1: {  // EMD 0.2: an integer
+        const int32_t v = in_.ConsumeBool() ? 1 : in_.ConsumeIntegral<int32_t>();
+        Id s(H5Screate(H5S_SCALAR), H5Sclose);
+        Id a(H5Acreate2(g, "emd_group_type", H5T_STD_I32LE, s, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+        if (a.ok()) H5Awrite(a, H5T_NATIVE_INT32, &v);
+        break;
+      }
+      case 2: attribute(g, "emd_group_type"); break;  // any type, any bytes
+      default: break;
+    }
+    if (!tmorph_exists(file, group + "/data"))
+      dataset(file, group + "/data", true, in_.ConsumeBool() ? std::optional<int>(4) : std::nullopt);
+    const int dims = in_.ConsumeIntegralInRange(0, 4);
+    for (int axis = 1; axis <= dims; ++axis) {
+      const std::string dim = group + "/dim" + std::to_string(axis);
+      if (tmorph_exists(file, dim)) continue;
+      dataset(file, dim, false);
+      Id d(H5Oopen(file, dim.c_str(), H5P_DEFAULT), H5Oclose);
+      if (!d.ok()) continue;
+      if (in_.ConsumeBool()) attribute(d, "name");
+      if (in_.ConsumeBool()) attribute(d, "units");
     }
   }
 
