@@ -15,6 +15,7 @@
 #include "cpu/cpu_backend.h"
 #include "index/checkpoint_index.h"
 #include "lod/pyramid.h"
+#include "ops/tile_stats.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/planner.h"
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     s.finish(data.data());
   });
   const double pyramid_s = best_of([&] {
-    PyramidBuilder b(dtype, default_view({rows, cols}));
+    PyramidBuilder b(dtype, default_view({rows, cols}), PlacedTileStats(planner, dtype, n, 0, 1));
     for (uint64_t off = 0; off < n; off += piece) b.feed(data.data() + off * width, std::min(piece, n - off));
     b.finish();
   });
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   // counts (8/16-bit dtypes) instead of counting them.
   const double both_s = best_of([&] {
     StatsStream s(planner, dtype, n, options);
-    PyramidBuilder b(dtype, default_view({rows, cols}));
+    PyramidBuilder b(dtype, default_view({rows, cols}), PlacedTileStats(planner, dtype, n, 0, 1));
     const bool shared = b.pattern_counts() && s.count_patterns_elsewhere("counted_by_pyramid_pass");
     const uint64_t step = b.piece_elements(piece);
     for (uint64_t off = 0; off < n; off += step) {

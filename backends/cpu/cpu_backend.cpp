@@ -22,6 +22,7 @@
 #include "radix_select.h"
 #include "ssb_overlap_kernel.h"
 #include "stem_kernels.h"
+#include "tile_stats_kernel.h"
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 
@@ -44,7 +45,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kTileStats, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -84,6 +85,9 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
      TM_PRECISION_DETERMINISTIC, 0, 0, 0, nullptr, nullptr},
     // decode.bitshuffle_lz4: elements of every dtype (only the width matters).
     {sizeof(tm_kernel_cap_v1), TM_OP_DECODE_BITSHUFFLE_LZ4, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    // lod.tile_stats: the reference of every method (op_contracts.h); a thread's pattern tables (65,536 x 2 x 2
+    // bytes) are its workspace.
+    {sizeof(tm_kernel_cap_v1), TM_OP_LOD_TILE_STATS, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 65536 * 4, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -270,6 +274,12 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                                                                : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;
+      }
+      case TM_OP_LOD_TILE_STATS: {
+        const std::string problem = tile_stats_call_problem(*call);
+        if (!problem.empty()) return set_message(msg, "lod.tile_stats: " + problem), TM_ERR_INVALID_ARGUMENT;
+        tile_stats(*call);
+        return TM_OK;
       }
       default: return set_message(msg, "cpu: unknown op"), TM_ERR_UNSUPPORTED;
     }

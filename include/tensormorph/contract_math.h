@@ -1,6 +1,7 @@
 // C++ statements of op contracts (op_contracts.h) that the core and every backend evaluate the same way:
 // the quantile definition (TM_OP_STATS_QUANTILES), the identity of the moments partial
-// (TM_OP_STATS_MOMENTS) and the checks of TM_OP_STEM_SSB_OVERLAP and TM_OP_DECODE_BITSHUFFLE_LZ4 calls. Header-only, depends on the ABI alone, so a backend may include it.
+// (TM_OP_STATS_MOMENTS) and the checks of TM_OP_STEM_SSB_OVERLAP, TM_OP_DECODE_BITSHUFFLE_LZ4 and
+// TM_OP_LOD_TILE_STATS calls. Header-only, depends on the ABI alone, so a backend may include it.
 #pragma once
 
 #include <algorithm>
@@ -139,6 +140,41 @@ inline std::string decode_call_problem(const tm_kernel_call_v1& c, uint32_t elem
     if (m.zero_elements[i] >= p.chunk_elements)
       return "zero_elements[" + std::to_string(i) + "] = " + std::to_string(m.zero_elements[i]) + " lies outside a chunk of " +
              std::to_string(p.chunk_elements) + " elements";
+  return {};
+}
+
+// Whether TM_OP_LOD_TILE_STATS's `method` takes `dtype` (tm_dtype ids; op_contracts.h).
+inline bool tile_stats_method_takes(uint32_t method, uint32_t dtype) {
+  switch (method) {
+    case TM_TILE_PATTERNS:
+      return dtype == TM_DTYPE_BF16 || dtype == TM_DTYPE_F16 || dtype == TM_DTYPE_F8_E4M3FN || dtype == TM_DTYPE_F8_E5M2 ||
+             dtype == TM_DTYPE_I8 || dtype == TM_DTYPE_U8 || dtype == TM_DTYPE_BOOL;
+    case TM_TILE_SEGMENTS: return dtype == TM_DTYPE_F32 || dtype == TM_DTYPE_BF16 || dtype == TM_DTYPE_F16;
+    case TM_TILE_WIDENED: return dtype > TM_DTYPE_INVALID && dtype < TM_DTYPE_COUNT_;
+    default: return false;
+  }
+}
+
+// What is wrong with a TM_OP_LOD_TILE_STATS call (op_contracts.h), or "" when it holds; every backend refuses
+// the same calls with the same words before reading the input.
+inline std::string tile_stats_problem(const tm_kernel_call_v1& c) {
+  if (!c.params || c.params_size < sizeof(tm_tile_stats_params_v1)) return "params missing";
+  const auto& p = *static_cast<const tm_tile_stats_params_v1*>(c.params);
+  if (p.rows == 0 || p.cols == 0) return "a band of " + std::to_string(p.rows) + " x " + std::to_string(p.cols) + " elements";
+  if (p.tile_cols == 0 || (p.tile_cols & (p.tile_cols - 1)) != 0)
+    return "tile_cols " + std::to_string(p.tile_cols) + " is not a power of two";
+  if (p.rows > TM_TILE_ELEMENTS / p.tile_cols)
+    return "tiles of " + std::to_string(p.rows) + " x " + std::to_string(p.tile_cols) + " elements exceed " +
+           std::to_string(TM_TILE_ELEMENTS);
+  if (p.cols > UINT64_MAX / p.rows || c.element_count != p.rows * p.cols)
+    return "element_count " + std::to_string(c.element_count) + " is not rows " + std::to_string(p.rows) + " x cols " +
+           std::to_string(p.cols);
+  const uint64_t tiles = (p.cols + p.tile_cols - 1) / p.tile_cols;
+  if (c.output_size < tiles * sizeof(tm_tile_stats_v1))
+    return "output of " + std::to_string(c.output_size) + " bytes, " + std::to_string(tiles) + " tiles need " +
+           std::to_string(tiles * sizeof(tm_tile_stats_v1));
+  if (!tile_stats_method_takes(p.method, static_cast<uint32_t>(c.dtype)))
+    return "method " + std::to_string(p.method) + " does not take dtype " + std::to_string(static_cast<uint32_t>(c.dtype));
   return {};
 }
 

@@ -430,6 +430,57 @@ static inline uint64_t tm_ssb_cpu_workspace_bytes(uint64_t pixels, uint64_t rows
   return groups * ((rows * cols * 8 + 63) / 64 * 64 + (rows * cols * 32 + 63) / 64 * 64);
 }
 
+/* ---- TM_OP_LOD_TILE_STATS ----------------------------------------------------------------------------
+ * The level-0 tiles of a statistics pyramid (src/lod/pyramid.h) over one band of a tensor's 2-D view: the
+ * exact partials the pyramid stores per tile, before its levels are merged and its bins chosen.
+ * Input: params.rows x params.cols elements of dtype, row-major (element_count = rows * cols): the rows of
+ * one row of tiles (rows <= the tile height), or for a one-row band any run of whole tiles of it.
+ * Tile t covers every row and columns [t * tile_cols, min(cols, (t + 1) * tile_cols)); rows * tile_cols
+ * <= TM_TILE_ELEMENTS. Output: one tm_tile_stats_v1 per tile (ceil(cols / tile_cols)), WRITTEN.
+ * Params: tm_tile_stats_params_v1. The method fixes the float64 arithmetic (the caller chooses it, so a
+ * tensor's tiles never depend on the backend); counts, min, max, abs_max and buckets are exact under each:
+ *  - TM_TILE_PATTERNS (bf16, f16, f8_e4m3fn, f8_e5m2, i8, u8, bool): from the counts of the tile's bit
+ *    patterns: sum and m2 over the distinct patterns in float64 about a shift (the first finite value of the
+ *    tile's first row), summed again about the mean when the sum of squares loses more than 10 bits
+ *    (backends/cpu/pattern_tiles.h states the order of every addition). Every element's pattern is also
+ *    ADDED to params.pattern_counts (256 or 65,536 counts, host memory; may be NULL).
+ *  - TM_TILE_SEGMENTS (f32, bf16, f16): each row's part of the tile as a segment, element i of a segment
+ *    into float64 lane i % 16 (fused multiply-add for the squares), about the f32-rounded mean of the
+ *    tile's first segment (backends/cpu/tile_kernels.h).
+ *  - TM_TILE_WIDENED (every dtype): each row's part widened to float64, its statistics in 8 lanes about its
+ *    first value, merged row after row by Chan's update (backends/cpu/widened_tiles.h).
+ * A method the dtype does not take fails the call with TM_ERR_INVALID_ARGUMENT.
+ */
+#define TM_TILE_ELEMENTS 65536u
+#define TM_TILE_BUCKETS 256u
+
+typedef enum tm_tile_stats_method {
+  TM_TILE_PATTERNS = 0,
+  TM_TILE_SEGMENTS = 1,
+  TM_TILE_WIDENED = 2
+} tm_tile_stats_method;
+
+typedef struct tm_tile_stats_params_v1 {
+  uint64_t rows;             /* rows of the input, >= 1                                                */
+  uint64_t cols;             /* columns of the input, >= 1                                             */
+  uint32_t tile_cols;        /* tile width, a power of two; rows * tile_cols <= TM_TILE_ELEMENTS       */
+  uint32_t method;           /* tm_tile_stats_method                                                   */
+  uint64_t* pattern_counts;  /* TM_TILE_PATTERNS: counts per raw bit pattern, added to; may be NULL    */
+} tm_tile_stats_params_v1;
+
+typedef struct tm_tile_stats_v1 {
+  uint64_t count;    /* elements of the tile, NaN and +-Inf included                                      */
+  uint64_t nan_count, inf_count, zero_count;
+  double min, max;   /* over the finite values; +Inf / -Inf when none                                     */
+  double abs_max;    /* over the finite values; 0 when none                                               */
+  double sum;        /* of the finite values (float64, the method's order)                                 */
+  double m2;         /* sum of squared deviations from their mean, >= 0                                    */
+  /* The finite values per order bucket: the top 8 bits of the order key (the bit pattern remapped so that
+   * unsigned order is value order: floats' negative patterns complemented, the others with the sign bit set;
+   * signed integers with the sign bit flipped). */
+  uint32_t buckets[TM_TILE_BUCKETS];
+} tm_tile_stats_v1;
+
 /* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes, TM_SSB_* variants) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {

@@ -41,6 +41,22 @@ void stats_moments(CalibrationCall& c, DType dtype, const void* data, uint64_t e
   c.output_bytes = moments_partials_bytes(elements);
 }
 
+void lod_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // The sample as bands of 256 rows in tiles of 256 x 256 (a matrix's level 0), whole rows of 256 only, under
+  // the method a pyramid asks of the dtype; its pattern counts (when any) go to u64s.
+  const uint32_t dt = static_cast<uint32_t>(dtype);
+  const uint32_t method = tile_stats_method_takes(TM_TILE_PATTERNS, dt)   ? TM_TILE_PATTERNS
+                          : tile_stats_method_takes(TM_TILE_SEGMENTS, dt) ? TM_TILE_SEGMENTS
+                                                                           : TM_TILE_WIDENED;
+  const uint64_t cols = std::max<uint64_t>(1, elements / 256);
+  if (method == TM_TILE_PATTERNS) c.u64s.assign(size_t{1} << (8 * dtype_size(dtype)), 0);
+  set_params(c, tm_tile_stats_params_v1{std::min<uint64_t>(256, elements ? elements : 1), cols, 256, method,
+                                        c.u64s.empty() ? nullptr : c.u64s.data()});
+  const auto& p = *reinterpret_cast<const tm_tile_stats_params_v1*>(c.params.data());
+  c.dtype = dtype, c.input = data, c.elements = p.rows * p.cols;
+  c.output_bytes = (p.cols + 255) / 256 * sizeof(tm_tile_stats_v1);
+}
+
 void stats_histogram(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
   c.dtype = dtype, c.input = data, c.elements = elements;
   c.doubles.resize(257);  // 256 bins over [-4, 4]

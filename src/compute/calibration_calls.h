@@ -40,6 +40,7 @@ void stem_pattern_reduce(CalibrationCall& c, DType dtype, const void* data, uint
 void display_colorize(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void stem_ssb_overlap(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void decode_bitshuffle_lz4(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
+void lod_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 }  // namespace calibration_calls
 
 }  // namespace tmorph

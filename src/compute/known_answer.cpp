@@ -121,6 +121,21 @@ bool stats_moments(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
   return true;
 }
 
+bool lod_tile_stats(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
+  // A band of 5 rows x 20,000 columns in tiles of 8,192 (the last one short), under the method a pyramid asks
+  // of the dtype for such a band (op_contracts.h); random patterns hold NaN, +-Inf, zeros and subnormals.
+  const uint32_t dt = static_cast<uint32_t>(req.dtype);
+  const uint32_t method = tile_stats_method_takes(TM_TILE_PATTERNS, dt)   ? TM_TILE_PATTERNS
+                          : tile_stats_method_takes(TM_TILE_SEGMENTS, dt) ? TM_TILE_SEGMENTS
+                                                                           : TM_TILE_WIDENED;
+  const tm_tile_stats_params_v1 p{5, 20000, 8192, method, nullptr};
+  k.elements = p.rows * p.cols;
+  k.input = element_bytes(req.dtype, k.elements, seed);
+  k.params = params_bytes(p);
+  k.initial_output.assign(3 * sizeof(tm_tile_stats_v1), 0);
+  return true;
+}
+
 bool stats_histogram(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
   k.elements = 20000;
   k.input = element_bytes(req.dtype, k.elements, seed);

@@ -71,6 +71,7 @@ bool dequantize_ggml(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool quant_moments(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool decode_bitshuffle_lz4(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool stem_ssb_overlap(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
+bool lod_tile_stats(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 }  // namespace known_answer_cases
 
 }  // namespace tmorph

@@ -18,6 +18,7 @@
 #include "checkpoint/tensor_stats.h"
 #include "checkpoint/value_reader.h"
 #include "formats/zip_archive.h"
+#include "ops/tile_stats.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -123,7 +124,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
       // decode of the pages just read).
       const View2D view = default_view(t.shape);
       ValueReader reader(c, t, planner, view);
-      PyramidBuilder lod(DType::F32, view);
+      PyramidBuilder lod(DType::F32, view, PlacedTileStats(planner, DType::F32, t.elements, options.memory_budget_bytes, 1));
       for (uint64_t s = 0; s < view.slices; ++s)
         for (uint64_t y = 0; y < view.rows; ++y) lod.feed(reader.read_decoded(s, y, 0, view.cols), view.cols);
       *pyramid = lod.finish();
@@ -136,10 +137,11 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   const size_t width = dtype_size(dtype);
   StatsStream stream(planner, dtype, t.elements, options);
   std::optional<PyramidBuilder> lod;
-  if (pyramid) lod.emplace(dtype, default_view(t.shape));
+  // Level-0 tiles are the placed op lod.tile_stats, placed once for the tensor (ops/tile_stats.h).
+  if (pyramid) lod.emplace(dtype, default_view(t.shape), PlacedTileStats(planner, dtype, t.elements, options.memory_budget_bytes, 1));
   // 8- and 16-bit dtypes: the pyramid counts every element's bit pattern as it tiles them, so the
   // statistics take those counts instead of counting the patterns again (the pass is then one count
-  // per element, in tile order; lod/pattern_tiles.h).
+  // per element, in tile order; the pattern method of lod.tile_stats, op_contracts.h).
   const bool shared_patterns = lod && lod->pattern_counts() && stream.count_patterns_elsewhere("counted_by_pyramid_pass");
   // Ends the pyramid, handing its pattern counts to the statistics.
   auto finish_pyramid = [&] {

@@ -4,8 +4,7 @@
 #include <bit>
 #include <cstring>
 
-#include "lod/pattern_tiles.h"
-#include "lod/tile_kernels.h"
+#include "tensormorph/contract_math.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -48,26 +47,6 @@ void widen(const uint8_t* src, uint64_t n, double* dst) {
   for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<double>(load<T>(src + i * sizeof(T)));
 }
 
-// The top 8 bits of each element's order key (see pyramid.h).
-template <typename U>
-void float_buckets(const uint8_t* src, uint64_t n, uint8_t* dst) {
-  constexpr unsigned bits = sizeof(U) * 8;
-  constexpr U sign = U(1) << (bits - 1);
-  for (uint64_t i = 0; i < n; ++i) {
-    const U b = load<U>(src + i * sizeof(U));
-    const U key = (b & sign) ? U(~b) : U(b | sign);
-    dst[i] = static_cast<uint8_t>(key >> (bits - 8));
-  }
-}
-
-template <typename U>
-void int_buckets(const uint8_t* src, uint64_t n, bool is_signed, uint8_t* dst) {
-  constexpr unsigned bits = sizeof(U) * 8;
-  const U flip = is_signed ? U(U(1) << (bits - 1)) : U(0);
-  for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(U(load<U>(src + i * sizeof(U)) ^ flip) >> (bits - 8));
-}
-
-
 // The smallest value whose order key lies in bucket b.
 double bucket_start(DType t, unsigned b) {
   const size_t width = dtype_size(t);
@@ -84,26 +63,6 @@ double bucket_start(DType t, unsigned b) {
 }
 
 }  // namespace
-
-void order_buckets(DType t, const uint8_t* src, uint64_t n, uint8_t* dst) {
-  switch (t) {
-    case DType::F64: return float_buckets<uint64_t>(src, n, dst);
-    case DType::F32: return float_buckets<uint32_t>(src, n, dst);
-    case DType::F16:
-    case DType::BF16: return float_buckets<uint16_t>(src, n, dst);
-    case DType::F8_E4M3FN:
-    case DType::F8_E5M2: return float_buckets<uint8_t>(src, n, dst);
-    case DType::I8: return int_buckets<uint8_t>(src, n, true, dst);
-    case DType::I16: return int_buckets<uint16_t>(src, n, true, dst);
-    case DType::I32: return int_buckets<uint32_t>(src, n, true, dst);
-    case DType::I64: return int_buckets<uint64_t>(src, n, true, dst);
-    case DType::U8:
-    case DType::BOOL: return int_buckets<uint8_t>(src, n, false, dst);
-    case DType::U16: return int_buckets<uint16_t>(src, n, false, dst);
-    case DType::U32: return int_buckets<uint32_t>(src, n, false, dst);
-    case DType::U64: return int_buckets<uint64_t>(src, n, false, dst);
-  }
-}
 
 void decode_to_double(DType t, const uint8_t* src, uint64_t n, double* dst) {
   switch (t) {
@@ -179,132 +138,110 @@ TileStats Pyramid::summary() const {
   return all;
 }
 
+tm_tile_stats_method tile_stats_method(DType dtype, const View2D& view, TileKernels kernels) {
+  const uint32_t dt = static_cast<uint32_t>(dtype);
+  const PyramidLayout layout = make_pyramid_layout(view);
+  // What the pattern method's band takes before its last row (none when a band is one row).
+  const uint64_t band_copy = (std::clamp<uint64_t>(view.rows, 1, layout.tile_rows) - 1) * view.cols * dtype_size(dtype);
+  if (kernels == TileKernels::Simd && tile_stats_method_takes(TM_TILE_PATTERNS, dt) && band_copy <= kMaxBandBytes)
+    return TM_TILE_PATTERNS;
+  if (kernels != TileKernels::Scalar && tile_stats_method_takes(TM_TILE_SEGMENTS, dt)) return TM_TILE_SEGMENTS;
+  return TM_TILE_WIDENED;
+}
+
 struct PyramidBuilder::State {
   DType dtype;
   size_t width;
   PyramidLayout layout;
+  TileStatsKernel kernel;
+  tm_tile_stats_method method;
   uint64_t total = 0, pos = 0;           // elements expected, fed
-  std::vector<uint8_t> carry;            // the start of a segment split between two feeds
-  std::vector<double> values;            // one segment as float64 (the scalar path)
-  std::vector<uint8_t> buckets;          // one segment's order buckets (the scalar path)
-  std::vector<TileSums> band;            // the segment path: the open tiles of one row of tiles
-  std::unique_ptr<PatternTiles> patterns;  // the pattern path (pattern_tiles.h), a band at a time
-  std::vector<uint8_t> band_rows;        // the pattern path: the open band's rows before its last
+  std::vector<uint8_t> pending;          // the open band's elements fed so far (a one-row view: its open tile's)
+  std::vector<uint64_t> patterns;        // the pattern method's counts per raw bit pattern
+  std::vector<tm_tile_stats_v1> records; // one call's output
   std::vector<TileStats> level0;         // slice-major, row-major
   std::vector<uint32_t> bucket_counts;   // kBuckets per level-0 tile (finite values only)
 
-  // Where the next segment starts (the element after the last whole segment added), kept as
-  // coordinates so that finding a segment costs no division: tile sides are powers of two.
-  uint64_t slice = 0, row = 0, col = 0;
-  unsigned row_shift = 0, col_shift = 0;  // log2 of tile_rows and tile_cols
-
-  struct Segment {
-    uint64_t length = 0;  // elements, up to the tile's right edge
-    size_t tile = 0;      // level-0 tile index
-    uint64_t row = 0;     // row of the slice
-    uint64_t tx = 0;      // tile column
-  };
-  Segment next_segment() const {
-    const uint64_t tx = col >> col_shift;
-    const auto& grid = layout.levels[0];
-    return {std::min(layout.view.cols - col, layout.tile_cols - (col & (layout.tile_cols - 1))),
-            static_cast<size_t>((slice * grid.rows + (row >> row_shift)) * grid.cols + tx), row, tx};
-  }
-  void advance(uint64_t length) {
-    col += length;
-    if (col < layout.view.cols) return;
-    col = 0;
-    if (++row < layout.view.rows) return;
-    row = 0;
-    ++slice;
-  }
-
-  void add_segment(const uint8_t* data, const Segment& seg) {
-    uint32_t* counts = bucket_counts.data() + seg.tile * kBuckets;
-    if (!band.empty()) {  // f32 / bf16 / f16: tile_kernels.h
-      TileSums& sums = band[seg.tx];
-      if ((seg.row & (layout.tile_rows - 1)) == 0) start_tile(sums);
-      add_tile_segment(dtype, data, seg.length, sums, counts);
-      const uint64_t tile_end = std::min(layout.view.rows, ((seg.row >> row_shift) + 1) << row_shift);
-      if (seg.row + 1 == tile_end) level0[seg.tile] = finish_tile(sums);
-      return;
+  // Computes the tiles of `rows` x `cols` elements at data, the first of them level-0 tile `first_tile`.
+  void run(const uint8_t* data, uint64_t rows, uint64_t cols, size_t first_tile) {
+    const uint64_t tiles = (cols + layout.tile_cols - 1) / layout.tile_cols;
+    records.resize(tiles);
+    const tm_tile_stats_params_v1 params{rows, cols, layout.tile_cols, static_cast<uint32_t>(method),
+                                         patterns.empty() ? nullptr : patterns.data()};
+    kernel(dtype, params, data, rows * cols, records.data(), tiles);
+    for (uint64_t t = 0; t < tiles; ++t) {
+      const tm_tile_stats_v1& r = records[t];
+      TileStats& tile = level0[first_tile + t];
+      tile.count = r.count, tile.nan = r.nan_count, tile.inf = r.inf_count, tile.zero = r.zero_count;
+      tile.min = r.min, tile.max = r.max, tile.abs_max = r.abs_max, tile.sum = r.sum, tile.m2 = r.m2;
+      std::copy(r.buckets, r.buckets + kBuckets, bucket_counts.begin() + static_cast<ptrdiff_t>((first_tile + t) * kBuckets));
     }
-    const uint64_t n = seg.length;
-    decode_to_double(dtype, data, n, values.data());
-    merge_into(level0[seg.tile], stats_of(values.data(), n));
-    order_buckets(dtype, data, n, buckets.data());
-    for (uint64_t i = 0; i < n; ++i) counts[buckets[i]] += (values[i] - values[i]) == 0.0;
   }
 
-  // The pattern path: a band (the rows of one row of tiles) is counted tile by tile once its last row
-  // arrives. Its rows before the last are copied into band_rows unless a feed holds the whole band;
-  // the last row's segments close their tiles as they arrive (from the feed, or from carry when split).
-  void feed_patterns(const uint8_t* p, uint64_t elements) {
+  // Bands of several rows: each whole band in one call, from the feed when it holds the band, else once
+  // the copy of it is complete.
+  void feed_bands(const uint8_t* p, uint64_t elements) {
     const View2D& v = layout.view;
-    const uint64_t th = layout.tile_rows, tw = layout.tile_cols, stride = v.cols * width;
-    const uint64_t slice_elements = v.rows * v.cols;
+    const uint64_t th = layout.tile_rows, slice_elements = v.rows * v.cols;
     while (elements > 0) {
-      const uint64_t at = pos - carry.size() / width;  // the first element not yet in a closed tile or band row
-      const uint64_t sl = at / slice_elements, in_slice = at % slice_elements;
-      const uint64_t r = in_slice / v.cols, c = in_slice % v.cols;
-      const uint64_t band_first = r / th * th, band_end = std::min(v.rows, band_first + th);
-      const uint64_t band_height = band_end - band_first, ty = band_first / th;
+      const uint64_t at = pos - pending.size() / width;  // the open band's first element
+      const uint64_t sl = at / slice_elements, r = at % slice_elements / v.cols;
+      const uint64_t height = std::min(v.rows, r + th) - r, band = height * v.cols, ty = r / th;
       const size_t first_tile = static_cast<size_t>((sl * layout.levels[0].rows + ty) * layout.levels[0].cols);
-      if (r == band_first && c == 0 && carry.empty() && elements >= band_height * v.cols) {
-        for (uint64_t tx = 0; tx < layout.levels[0].cols; ++tx) {
-          const uint64_t c0 = tx * tw, w = std::min(v.cols, c0 + tw) - c0;
-          patterns->add_rows(p + c0 * width, stride, band_height, w);
-          level0[first_tile + tx] = patterns->finish_tile(bucket_counts.data() + (first_tile + tx) * kBuckets);
-        }
-        const uint64_t n = band_height * v.cols;
-        p += n * width, pos += n, elements -= n;
+      const uint64_t have = pending.size() / width;
+      if (have == 0 && elements >= band) {
+        run(p, height, v.cols, first_tile);
+        p += band * width, pos += band, elements -= band;
         continue;
       }
-      if (r + 1 < band_end) {  // a row before the band's last: kept until the last row arrives
-        const uint64_t n = std::min(elements, (band_end - 1) * v.cols - in_slice);
-        band_rows.insert(band_rows.end(), p, p + n * width);
-        p += n * width, pos += n, elements -= n;
-        continue;
-      }
-      // The band's last row: the segment from column c to its tile's right edge closes that tile.
-      const uint64_t tx = c / tw, seg = std::min(v.cols, (tx + 1) * tw) - c;
-      const uint64_t carried = carry.size() / width, take = std::min(elements, seg - carried);
-      const uint8_t* last_row = p;
-      if (carried > 0 || take < seg) {
-        carry.insert(carry.end(), p, p + take * width);
-        last_row = carry.data();
-      }
+      const uint64_t take = std::min(elements, band - have);
+      pending.insert(pending.end(), p, p + take * width);
       p += take * width, pos += take, elements -= take;
-      if (carried + take < seg) continue;
-      patterns->add_rows(band_rows.data() + c * width, stride, band_height - 1, seg);
-      patterns->add_rows(last_row, 0, 1, seg);
-      level0[first_tile + tx] = patterns->finish_tile(bucket_counts.data() + (first_tile + tx) * kBuckets);
-      carry.clear();
-      if (c + seg == v.cols) band_rows.clear();
+      if (have + take < band) continue;
+      run(pending.data(), height, v.cols, first_tile);
+      pending.clear();
+    }
+  }
+
+  // A view of one row per slice: runs of whole tiles as they arrive (the last tile of a row may be short).
+  void feed_row(const uint8_t* p, uint64_t elements) {
+    const View2D& v = layout.view;
+    const uint64_t tw = layout.tile_cols;
+    while (elements > 0) {
+      const uint64_t at = pos - pending.size() / width;  // the open tile's first element
+      const uint64_t sl = at / v.cols, c = at % v.cols, tx = c / tw;
+      const size_t first_tile = static_cast<size_t>(sl * layout.levels[0].cols + tx);
+      const uint64_t tile = std::min(v.cols, c + tw) - c, have = pending.size() / width;
+      if (have == 0 && elements >= tile) {
+        // Whole tiles of this row in the feed: all of them but a short piece at the end.
+        const uint64_t in_row = std::min(elements, v.cols - c);
+        const uint64_t n = in_row == v.cols - c ? in_row : in_row / tw * tw;
+        run(p, 1, n, first_tile);
+        p += n * width, pos += n, elements -= n;
+        continue;
+      }
+      const uint64_t take = std::min(elements, tile - have);
+      pending.insert(pending.end(), p, p + take * width);
+      p += take * width, pos += take, elements -= take;
+      if (have + take < tile) continue;
+      run(pending.data(), 1, tile, first_tile);
+      pending.clear();
     }
   }
 };
 
-PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileKernels kernels) : s_(std::make_unique<State>()) {
+PyramidBuilder::PyramidBuilder(DType dtype, const View2D& view, TileStatsKernel kernel, TileKernels kernels)
+    : s_(std::make_unique<State>()) {
   s_->dtype = dtype;
   s_->width = dtype_size(dtype);
   s_->layout = make_pyramid_layout(view);
-  s_->row_shift = static_cast<unsigned>(std::countr_zero(s_->layout.tile_rows));
-  s_->col_shift = static_cast<unsigned>(std::countr_zero(s_->layout.tile_cols));
+  s_->kernel = std::move(kernel);
+  s_->method = tile_stats_method(dtype, view, kernels);
   s_->total = view.slices * view.rows * view.cols;
   const size_t tiles = view.slices * s_->layout.tiles_per_slice(0);
   s_->level0.resize(tiles);
   s_->bucket_counts.assign(tiles * kBuckets, 0);
-  // What the pattern path copies per band: its rows before the last (none when a band is one row).
-  const uint64_t band_copy = (std::clamp<uint64_t>(view.rows, 1, s_->layout.tile_rows) - 1) * view.cols * s_->width;
-  if (kernels == TileKernels::Simd && PatternTiles::supports(dtype) && band_copy <= kMaxBandBytes) {
-    s_->patterns = std::make_unique<PatternTiles>(dtype);
-  } else if (kernels != TileKernels::Scalar && tile_kernel_supports(dtype)) {
-    s_->band.resize(s_->layout.levels[0].cols);
-  } else {
-    s_->values.resize(s_->layout.tile_cols);
-    s_->buckets.resize(s_->layout.tile_cols);
-  }
+  if (s_->method == TM_TILE_PATTERNS) s_->patterns.assign(size_t{1} << (8 * s_->width), 0);
 }
 
 PyramidBuilder::~PyramidBuilder() = default;
@@ -314,42 +251,24 @@ void PyramidBuilder::feed(const void* data, uint64_t elements) {
   if (elements > s.total - s.pos)
     throw Error(ErrorKind::Internal, "pyramid: fed more elements than the tensor holds");
   const uint8_t* p = static_cast<const uint8_t*>(data);
-  if (s.patterns) return s.feed_patterns(p, elements);
-  while (elements > 0) {
-    const uint64_t carried = s.carry.size() / s.width;
-    const State::Segment seg = s.next_segment();
-    const uint64_t take = std::min(seg.length - carried, elements);
-    if (carried == 0 && take == seg.length) {
-      s.add_segment(p, seg);
-      s.advance(seg.length);
-    } else {
-      s.carry.insert(s.carry.end(), p, p + take * s.width);
-      if (carried + take == seg.length) {
-        s.add_segment(s.carry.data(), seg);
-        s.carry.clear();
-        s.advance(seg.length);
-      }
-    }
-    p += take * s.width;
-    s.pos += take;
-    elements -= take;
-  }
+  if (s.layout.view.rows == 1) s.feed_row(p, elements);
+  else s.feed_bands(p, elements);
 }
 
 const std::vector<uint64_t>* PyramidBuilder::pattern_counts() const {
-  return s_->patterns ? &s_->patterns->totals() : nullptr;
+  return s_->patterns.empty() ? nullptr : &s_->patterns;
 }
 
 uint64_t PyramidBuilder::piece_elements(uint64_t max_elements) const {
   const View2D& v = s_->layout.view;
-  const uint64_t band = std::min<uint64_t>(v.rows, s_->layout.tile_rows) * v.cols;
-  if (!s_->patterns || band == 0 || band > max_elements) return max_elements;
-  return max_elements / band * band;
+  const uint64_t unit = v.rows == 1 ? s_->layout.tile_cols : std::min<uint64_t>(v.rows, s_->layout.tile_rows) * v.cols;
+  if (unit == 0 || unit > max_elements) return max_elements;
+  return max_elements / unit * unit;
 }
 
 Pyramid PyramidBuilder::finish() {
   State& s = *s_;
-  if (s.pos != s.total || !s.carry.empty())
+  if (s.pos != s.total || !s.pending.empty())
     throw Error(ErrorKind::Internal, "pyramid: " + std::to_string(s.pos) + " of " + std::to_string(s.total) +
                                          " elements were fed");
   Pyramid out;
@@ -409,8 +328,9 @@ Pyramid PyramidBuilder::finish() {
   return out;
 }
 
-Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, TileKernels kernels) {
-  PyramidBuilder b(dtype, view, kernels);
+Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, const TileStatsKernel& kernel,
+                      TileKernels kernels) {
+  PyramidBuilder b(dtype, view, kernel, kernels);
   b.feed(data, view.slices * view.rows * view.cols);
   return b.finish();
 }

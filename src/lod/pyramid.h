@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "lod/tile_stats.h"
 #include "lod/view.h"
 #include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
 
 namespace tmorph {
 
@@ -55,24 +57,35 @@ struct Pyramid {
   size_t level_offset(unsigned level) const;
 };
 
-// How level-0 tiles are computed.
+// How level-0 tiles are computed: the method of TM_OP_LOD_TILE_STATS (op_contracts.h) the builder asks for.
 // - Simd (the default): 8- and 16-bit floats and 8-bit integers from their bit-pattern counts
-//   (pattern_tiles.h), a band of tile rows at a time, when the band's rows before its last fit in
-//   kMaxBandBytes (else as Segments); otherwise as Segments.
-// - Segments: f32, bf16 and f16 a row segment at a time through tile_kernels.h (Highway), every other
-//   dtype widened to float64 a segment at a time.
-// - Scalar: every dtype the float64 way, the reference the others are tested against (same counts,
+//   (TM_TILE_PATTERNS) when a band's rows before its last fit in kMaxBandBytes; else as Segments.
+// - Segments: f32, bf16 and f16 a row segment at a time in 16 float64 lanes (TM_TILE_SEGMENTS), every other
+//   dtype widened to float64 a segment at a time (TM_TILE_WIDENED).
+// - Scalar: every dtype widened (TM_TILE_WIDENED), the reference the others are tested against (same counts,
 //   extremes and histograms; sum and m2 to float64 rounding).
 enum class TileKernels { Simd, Segments, Scalar };
 
-// The most a builder copies to count a band's tiles in tile order (the band's rows before its last).
+// The most a band's rows before its last may take for the pattern method (its choice, kept from when the
+// builder copied only that method's bands).
 constexpr uint64_t kMaxBandBytes = uint64_t{64} << 20;
 
+// Runs TM_OP_LOD_TILE_STATS on one call: `elements` elements of dtype at input (params.rows x params.cols)
+// into out[0, tiles). The placed op (ops/tile_stats.h makes one from a planner), or anything that keeps the
+// contract. Throws on failure.
+using TileStatsKernel = std::function<void(DType dtype, const tm_tile_stats_params_v1& params, const void* input,
+                                           uint64_t elements, tm_tile_stats_v1* out, uint64_t tiles)>;
+
+// The method a builder with `kernels` asks for on a view of dtype.
+tm_tile_stats_method tile_stats_method(DType dtype, const View2D& view, TileKernels kernels);
+
 // Feeds a tensor's elements in flat (row-major) order, in pieces of any size; the result does not
-// depend on how the elements were cut into pieces.
+// depend on how the elements were cut into pieces. Level-0 tiles are computed by `kernel` a band (the
+// rows of one row of tiles) at a time, where a feed holds the whole band, else from a copy of it; a view
+// of one row a run of whole tiles at a time.
 class PyramidBuilder {
  public:
-  PyramidBuilder(DType dtype, const View2D& view, TileKernels kernels = TileKernels::Simd);
+  PyramidBuilder(DType dtype, const View2D& view, TileStatsKernel kernel, TileKernels kernels = TileKernels::Simd);
   ~PyramidBuilder();
   PyramidBuilder(const PyramidBuilder&) = delete;
   PyramidBuilder& operator=(const PyramidBuilder&) = delete;
@@ -81,12 +94,12 @@ class PyramidBuilder {
   // Throws Error(Internal) unless exactly slices x rows x cols elements were fed.
   Pyramid finish();
 
-  // With pattern tiles, the count of every fed element's raw bit pattern (256 or 65,536 counts: what
+  // With the pattern method, the count of every fed element's raw bit pattern (256 or 65,536 counts: what
   // stats.bitpattern_histogram counts), complete once every element was fed; else null.
   const std::vector<uint64_t>* pattern_counts() const;
 
-  // A feed size at most `max_elements`: with pattern tiles, whole bands (a feed that holds a whole band
-  // is tiled where it lies, without a copy) when a band fits; else max_elements.
+  // A feed size at most `max_elements`: whole bands (a feed that holds a whole band is tiled where it lies,
+  // without a copy) when a band fits, whole tiles for a view of one row; else max_elements.
   uint64_t piece_elements(uint64_t max_elements) const;
 
  private:
@@ -95,12 +108,11 @@ class PyramidBuilder {
 };
 
 // The pyramid of a tensor in memory (tests, and views that differ from the stored one).
-Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, TileKernels kernels = TileKernels::Simd);
+Pyramid build_pyramid(DType dtype, const View2D& view, const void* data, const TileStatsKernel& kernel,
+                      TileKernels kernels = TileKernels::Simd);
 
 // n elements of dtype at src as float64 (exact for every dtype but 64-bit integers beyond 2^53).
 void decode_to_double(DType dtype, const uint8_t* src, uint64_t n, double* dst);
 
-// The histogram bucket of each of n elements of dtype at src: the top 8 bits of its order key (above).
-void order_buckets(DType dtype, const uint8_t* src, uint64_t n, uint8_t* dst);
 
 }  // namespace tmorph

@@ -32,7 +32,8 @@ struct TileStats {
 // Adds b into a (Chan's update for m2). Histograms must have the same bins (or b's be empty).
 void merge_into(TileStats& a, const TileStats& b);
 
-// Statistics of n finite-or-not float64 values, without a histogram.
+// Statistics of n finite-or-not float64 values, without a histogram (cells from values; the CPU backend's
+// widened level-0 tiles compute each row segment the same way, backends/cpu/widened_tiles.cpp).
 TileStats stats_of(const double* values, uint64_t n);
 
 // Fixed little-endian record: 4 x u64 counts, 5 x f64, then hist.size() x u64.

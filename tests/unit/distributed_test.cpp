@@ -21,6 +21,7 @@
 
 namespace tmorph {
 namespace {
+#include "ops/tile_stats.h"
 
 uint64_t largest_run(const std::vector<uint64_t>& bytes, const std::vector<std::vector<size_t>>& plan) {
   uint64_t worst = 0;
@@ -123,7 +124,7 @@ TensorResult sample_result() {
   r.tensor = 12;
   r.seconds = 0.125;
   r.stats = compute_stats(raw.data(), DType::BF16, n, planner, StatsOptions{});
-  PyramidBuilder lod(DType::BF16, default_view({rows, cols}));
+  PyramidBuilder lod(DType::BF16, default_view({rows, cols}), PlacedTileStats(planner, DType::BF16, n, 0, 1));
   lod.feed(raw.data(), n);
   r.pyramid = lod.finish();
   return r;

@@ -10,12 +10,16 @@
 #include <vector>
 
 #include "lod/pyramid.h"
+#include "ops/tile_stats.h"
 #include "test_support.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
 
 namespace tmorph {
 namespace {
+
+// Level-0 tiles by lod.tile_stats placed on the CPU backend, the reference (ops/tile_stats.h).
+TileStatsKernel cpu_tiles(DType dtype) { return PlacedTileStats(test::cpu_planner(), dtype, 0, 0, 1); }
 
 uint64_t bits_of(double x) {
   uint64_t b;
@@ -118,10 +122,10 @@ TEST_P(PyramidOverTensor, EveryTileEqualsItsElementsAndTheTopEqualsTheGlobalStat
   std::vector<double> values(n);
   decode_to_double(dtype, raw.data(), n, values.data());
   const View2D view = default_view(shape);
-  const Pyramid p = build_pyramid(dtype, view, raw.data());
+  const Pyramid p = build_pyramid(dtype, view, raw.data(), cpu_tiles(dtype));
 
   // Fed in odd pieces: bit-identical tiles.
-  PyramidBuilder pieces(dtype, view);
+  PyramidBuilder pieces(dtype, view, cpu_tiles(dtype));
   const size_t w = dtype_size(dtype);
   for (uint64_t off = 0, k = 1; off < n; ++k) {
     const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 5000 + 1);
@@ -249,10 +253,10 @@ TEST_P(PyramidKernelsAgree, SimdTilesEqualTheScalarReference) {
   }
   for (const Case& c : cases) {
     const View2D view = default_view(c.shape);
-    const Pyramid ref = build_pyramid(dtype, view, c.raw.data(), TileKernels::Scalar);
+    const Pyramid ref = build_pyramid(dtype, view, c.raw.data(), cpu_tiles(dtype), TileKernels::Scalar);
     for (TileKernels kernels : {TileKernels::Simd, TileKernels::Segments}) {
       const std::string how = kernels == TileKernels::Simd ? "simd" : "segments";
-      const Pyramid simd = build_pyramid(dtype, view, c.raw.data(), kernels);
+      const Pyramid simd = build_pyramid(dtype, view, c.raw.data(), cpu_tiles(dtype), kernels);
       ASSERT_EQ(simd.tiles.size(), ref.tiles.size()) << how;
       ASSERT_EQ(simd.edges.size(), ref.edges.size()) << how;
       for (size_t i = 0; i < ref.edges.size(); ++i)
@@ -286,7 +290,7 @@ TEST(Pyramid, StatisticsFromThePyramidsPatternCountsEqualTheirOwn) {
     const StatsResult want = own.finish(nullptr);
 
     StatsStream shared(planner, dtype, n, o);
-    PyramidBuilder lod(dtype, default_view(shape));
+    PyramidBuilder lod(dtype, default_view(shape), cpu_tiles(dtype));
     ASSERT_NE(lod.pattern_counts(), nullptr) << dtype_name(dtype);
     ASSERT_TRUE(shared.count_patterns_elsewhere("counted_by_pyramid_pass"));
     const uint64_t half = n / 2 + 123;
@@ -323,7 +327,7 @@ TEST(Pyramid, PatternCountsMadeElsewhereMustArrive) {
 
 TEST(Pyramid, AllNanTensorHasNoBinsAndEmptyRanges) {
   std::vector<float> v(1000, std::nanf(""));
-  const Pyramid p = build_pyramid(DType::F32, default_view({1000}), v.data());
+  const Pyramid p = build_pyramid(DType::F32, default_view({1000}), v.data(), cpu_tiles(DType::F32));
   EXPECT_TRUE(p.edges.empty());
   const TileStats top = p.summary();
   EXPECT_EQ(top.nan, 1000u);
@@ -334,7 +338,7 @@ TEST(Pyramid, AllNanTensorHasNoBinsAndEmptyRanges) {
 TEST(Pyramid, OneOutlierReachesTheTop) {
   std::vector<float> v(1024 * 1024, 0.5f);
   v[777 * 1024 + 333] = 1e6f;
-  const Pyramid p = build_pyramid(DType::F32, default_view({1024, 1024}), v.data());
+  const Pyramid p = build_pyramid(DType::F32, default_view({1024, 1024}), v.data(), cpu_tiles(DType::F32));
   const unsigned top = static_cast<unsigned>(p.layout.levels.size() - 1);
   EXPECT_EQ(p.tile(top, 0, 0, 0).max, 1e6);
   EXPECT_EQ(p.tile(0, 0, 3, 1).max, 1e6);  // row 777 / 256 = 3, col 333 / 256 = 1
@@ -343,7 +347,7 @@ TEST(Pyramid, OneOutlierReachesTheTop) {
 
 TEST(Pyramid, FeedingTooMuchOrTooLittleIsRefused) {
   std::vector<float> v(10, 1.0f);
-  PyramidBuilder b(DType::F32, default_view({8}));
+  PyramidBuilder b(DType::F32, default_view({8}), cpu_tiles(DType::F32));
   EXPECT_THROW(b.feed(v.data(), 10), Error);
   b.feed(v.data(), 7);
   EXPECT_THROW(b.finish(), Error);

@@ -1,5 +1,5 @@
-// Level-0 pyramid tiles of 8- and 16-bit floats (bf16, f16, the float8 formats) and 8-bit integers from
-// the counts of their bit patterns.
+// TM_OP_LOD_TILE_STATS's TM_TILE_PATTERNS method (op_contracts.h): level-0 pyramid tiles of 8- and 16-bit
+// floats (bf16, f16, the float8 formats) and 8-bit integers from the counts of their bit patterns.
 //
 // A tile's elements are counted by raw bit pattern, then its statistics follow from the few thousand
 // patterns it holds instead of from its 65,536 elements: counts, min, max and abs_max exact (min and
@@ -9,8 +9,8 @@
 // rounding), with shift the tile's first finite value of its first row; when that sum of squares
 // would lose more than 10 bits to cancellation, m2 is summed again about the tile's mean.
 //
-// Every counted element's pattern is also added to totals(): the tensor's bit-pattern histogram (the
-// counts stats.bitpattern_histogram makes), so the statistics pass need not count the patterns again.
+// Every counted element's pattern is also added to the caller's totals: the tensor's bit-pattern histogram
+// (the counts stats.bitpattern_histogram makes), so the statistics pass need not count the patterns again.
 //
 // The arithmetic depends only on the tile's elements, never on the SIMD target or on how the tensor
 // was cut into pieces: pattern p of a 16-bit scan feeds virtual float64 lane p % 32, lanes are reduced
@@ -20,38 +20,36 @@
 #include <cstdint>
 #include <vector>
 
-#include "lod/tile_stats.h"
 #include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
 
-namespace tmorph {
+namespace tmorph::cpu {
 
 class PatternTiles {
  public:
   // BF16, F16, F8_E4M3FN, F8_E5M2, I8, U8, BOOL.
   static bool supports(DType dtype);
 
-  explicit PatternTiles(DType dtype);
+  explicit PatternTiles(DType dtype);  // dtype: one supports() takes
 
   // Adds `rows` rows of `cols` elements to the open tile: the first row at `first`, each next one
   // `stride` bytes after the previous. A tile holds at most 65,536 elements. The rows must stay in
   // memory until finish_tile() (a tile whose m2 cancels is counted again).
   void add_rows(const uint8_t* first, uint64_t stride, uint64_t rows, uint64_t cols);
 
-  // Closes the open tile and returns its statistics (without the histogram); its finite values' order
-  // buckets (pyramid.h: the top 8 bits of the order key) are added to buckets[256].
-  TileStats finish_tile(uint32_t* buckets);
-
-  // Elements added so far per raw bit pattern (256 or 65,536 counts), NaN and infinities included.
-  const std::vector<uint64_t>& totals() const { return totals_; }
+  // Closes the open tile and writes its statistics to t, its finite values' order buckets (the top 8 bits
+  // of the order key) to t.buckets; adds the count of every raw bit pattern of its elements (256 or 65,536
+  // counts, NaN and infinities included) to totals. The tables are left empty for the next tile.
+  void finish_tile(tm_tile_stats_v1& t, uint64_t* totals);
 
  private:
-  TileStats finish_table_scan(uint32_t* buckets);  // 8-bit dtypes: every pattern
-  TileStats finish_range_scan(uint32_t* buckets);  // 16-bit floats: the patterns the range pass saw
+  void finish_table_scan(tm_tile_stats_v1& t, uint32_t* buckets);  // 8-bit dtypes: every pattern
+  void finish_range_scan(tm_tile_stats_v1& t, uint32_t* buckets);  // 16-bit floats: the patterns the range pass saw
 
   DType dtype_;
   size_t width_;
   std::vector<uint16_t> even_, odd_;  // counts of the open tile, elements at even / odd positions of a row
-  std::vector<uint64_t> totals_;
+  uint64_t* totals_ = nullptr;  // the caller's, during finish_tile
   std::vector<double> value_;   // 8-bit dtypes: the value of every pattern
   std::vector<uint8_t> key_;    // 8-bit dtypes: the order key of every pattern (= its bucket)
   struct Part {
@@ -69,4 +67,4 @@ class PatternTiles {
   uint64_t non_finite_ = 0;
 };
 
-}  // namespace tmorph
+}  // namespace tmorph::cpu

@@ -1,7 +1,7 @@
 // Level-0 tiles from bit-pattern counts (pattern_tiles.h). The 16-bit floats' per-row pass and pattern
 // scan are Highway kernels, dynamically dispatched per CPU; the 8-bit dtypes scan their 256 patterns.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lod/pattern_tiles.cpp"
+#define HWY_TARGET_INCLUDE "pattern_tiles.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -11,14 +11,13 @@
 #include <cstring>
 #include <limits>
 
-#include "lod/order_bucket.h"
-#include "lod/pattern_tiles.h"
-#include "lod/pyramid.h"
-#include "tensormorph/error.h"
+#include "order_bucket.h"
+#include "pattern_tiles.h"
+#include "widened_tiles.h"
 
 #ifndef TM_LOD_PATTERN_TILES_SHARED
 #define TM_LOD_PATTERN_TILES_SHARED
-namespace tmorph::pattern_tiles {
+namespace tmorph::cpu::pattern_tiles {
 
 // What a 16-bit float tile's rows show before their patterns are counted (pattern_tiles.h).
 struct RowExtent {
@@ -35,11 +34,11 @@ struct ScanLanes {
   double sq[kScanGroup];
 };
 
-}  // namespace tmorph::pattern_tiles
+}  // namespace tmorph::cpu::pattern_tiles
 #endif
 
 HWY_BEFORE_NAMESPACE();
-namespace tmorph {
+namespace tmorph::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using pattern_tiles::kScanGroup;
@@ -182,11 +181,11 @@ void ScanPatterns16(uint32_t dtype, bool tally, uint16_t* even, uint16_t* odd, u
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace tmorph
+}  // namespace tmorph::cpu
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace tmorph {
+namespace tmorph::cpu {
 
 HWY_EXPORT(CountRows16);
 HWY_EXPORT(ScanPatterns16);
@@ -224,24 +223,21 @@ bool PatternTiles::supports(DType t) {
 }
 
 PatternTiles::PatternTiles(DType dtype) : dtype_(dtype), width_(dtype_size(dtype)) {
-  if (!supports(dtype)) throw Error(ErrorKind::Internal, "pattern tiles: unsupported dtype " + std::string(dtype_name(dtype)));
   const size_t patterns = size_t{1} << (8 * width_);
   even_.assign(patterns, 0);
   odd_.assign(patterns, 0);
-  totals_.assign(patterns, 0);
   if (width_ == 1) {  // every pattern's value and order key (= its bucket), by the pyramid's own rules
     uint8_t all[256];
     for (uint32_t p = 0; p < 256; ++p) all[p] = static_cast<uint8_t>(p);
     value_.resize(256);
     key_.resize(256);
-    decode_to_double(dtype, all, 256, value_.data());
+    widen_to_double(dtype, all, 256, value_.data());
     order_buckets(dtype, all, 256, key_.data());
   }
 }
 
 void PatternTiles::add_rows(const uint8_t* first, uint64_t stride, uint64_t rows, uint64_t cols) {
-  if (rows == 0 || cols == 0) return;
-  if (count_ + rows * cols > 65536) throw Error(ErrorKind::Internal, "pattern tiles: a tile holds at most 65,536 elements");
+  if (rows == 0 || cols == 0) return;  // the caller keeps a tile at most TM_TILE_ELEMENTS (16-bit counts)
   if (!shift_set_) {  // the tile's first finite value of its first row (0 when that row has none)
     for (uint64_t i = 0; i < cols && !shift_set_; ++i) {
       double v;
@@ -272,16 +268,19 @@ void PatternTiles::add_rows(const uint8_t* first, uint64_t stride, uint64_t rows
   }
 }
 
-TileStats PatternTiles::finish_tile(uint32_t* buckets) {
-  TileStats t = width_ == 2 ? finish_range_scan(buckets) : finish_table_scan(buckets);
+void PatternTiles::finish_tile(tm_tile_stats_v1& t, uint64_t* totals) {
+  t = tm_tile_stats_v1{};
+  t.min = std::numeric_limits<double>::infinity(), t.max = -std::numeric_limits<double>::infinity();
+  totals_ = totals;
+  if (width_ == 2) finish_range_scan(t, t.buckets);
+  else finish_table_scan(t, t.buckets);
+  totals_ = nullptr;
   parts_.clear();
   count_ = 0, shift_ = 0, shift_set_ = false;
   key_min_ = 0xFFFF, key_max_ = 0, mag_low_ = 0xFFFF, mag_high_ = 0, non_finite_ = 0;
-  return t;
 }
 
-TileStats PatternTiles::finish_table_scan(uint32_t* buckets) {
-  TileStats t;
+void PatternTiles::finish_table_scan(tm_tile_stats_v1& t, uint32_t* buckets) {
   t.count = count_;
   double sum = 0, sq = 0;
   uint32_t min_key = 256, max_key = 0, min_p = 0, max_p = 0;
@@ -291,14 +290,14 @@ TileStats PatternTiles::finish_table_scan(uint32_t* buckets) {
     totals_[p] += c;
     const double v = value_[p];
     if (std::isnan(v)) {
-      t.nan += c;
+      t.nan_count += c;
       continue;
     }
     if (std::isinf(v)) {
-      t.inf += c;
+      t.inf_count += c;
       continue;
     }
-    if (v == 0) t.zero += c;
+    if (v == 0) t.zero_count += c;
     const double d = v - shift_, cd = static_cast<double>(c) * d;
     sum += cd, sq += cd * d;
     buckets[key_[p]] += static_cast<uint32_t>(c);
@@ -306,7 +305,7 @@ TileStats PatternTiles::finish_table_scan(uint32_t* buckets) {
     if (key_[p] >= max_key) max_key = key_[p], max_p = p;
     t.abs_max = std::max(t.abs_max, std::fabs(v));
   }
-  const uint64_t finite = t.finite();
+  const uint64_t finite = t.count - t.nan_count - t.inf_count;
   if (finite) {
     const double n = static_cast<double>(finite);
     double m2 = sq - sum * sum / n;
@@ -327,11 +326,9 @@ TileStats PatternTiles::finish_table_scan(uint32_t* buckets) {
   }
   std::fill(even_.begin(), even_.end(), 0);
   std::fill(odd_.begin(), odd_.end(), 0);
-  return t;
 }
 
-TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
-  TileStats t;
+void PatternTiles::finish_range_scan(tm_tile_stats_v1& t, uint32_t* buckets) {
   t.count = count_;
   const uint32_t exp_mask = exponent_mask(dtype_);
   // Zeros and the non-finite patterns one by one, then taken out of the tables so that the vector scan
@@ -343,14 +340,14 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
     return c;
   };
   const uint64_t plus_zero = take(0), minus_zero = take(0x8000);
-  t.zero = plus_zero + minus_zero;
+  t.zero_count = plus_zero + minus_zero;
   if (non_finite_)
     for (uint32_t p = exp_mask; p <= 0x7FFF; ++p) {
       const uint64_t c = take(p) + take(p | 0x8000);
-      (p == exp_mask ? t.inf : t.nan) += c;
+      (p == exp_mask ? t.inf_count : t.nan_count) += c;
     }
-  const uint64_t finite = t.finite();
-  if (finite == 0) return t;
+  const uint64_t finite = t.count - t.nan_count - t.inf_count;
+  if (finite == 0) return;
   buckets[bucket_of_top_byte(0x00)] += static_cast<uint32_t>(plus_zero);
   buckets[bucket_of_top_byte(0x80)] += static_cast<uint32_t>(minus_zero);
 
@@ -359,14 +356,14 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
   const uint32_t begin = mag_low_ & ~(kScanGroup - 1), end = (mag_high_ | (kScanGroup - 1)) + 1;
   // Sums of d and d^2 about `shift` over the finite values; the scan leaves the tables empty.
   auto sums_about = [&](double shift, bool tally, double& sum, double& sq) {
-    const double z = static_cast<double>(t.zero);
+    const double z = static_cast<double>(t.zero_count);
     sum = z * (0.0 - shift), sq = z * shift * shift;
     if (!scan) return;
     ScanLanes lanes{};
     uint64_t blocks[256] = {};
     for (uint32_t sign : {0u, 0x8000u})
       HWY_DYNAMIC_DISPATCH(ScanPatterns16)(static_cast<uint32_t>(dtype_), tally, even_.data(), odd_.data(),
-                                           begin | sign, end | sign, shift, &lanes, totals_.data(), blocks);
+                                           begin | sign, end | sign, shift, &lanes, totals_, blocks);
     sum += reduce(lanes.sum), sq += reduce(lanes.sq);
     if (tally)
       for (uint32_t b = 0; b < 256; ++b)
@@ -396,8 +393,7 @@ TileStats PatternTiles::finish_range_scan(uint32_t* buckets) {
   t.min = value16(dtype_, pattern_of_key(key_min_));
   t.max = value16(dtype_, pattern_of_key(key_max_));
   t.abs_max = value16(dtype_, mag_high_);
-  return t;
 }
 
-}  // namespace tmorph
+}  // namespace tmorph::cpu
 #endif  // HWY_ONCE

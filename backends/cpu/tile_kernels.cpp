@@ -1,6 +1,6 @@
 // SIMD level-0 tile accumulation (tile_kernels.h): Highway, dynamically dispatched per CPU.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lod/tile_kernels.cpp"
+#define HWY_TARGET_INCLUDE "tile_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -10,14 +10,17 @@
 #include <cstring>
 #include <limits>
 
-#include "lod/order_bucket.h"
-#include "lod/tile_kernels.h"
+#include "order_bucket.h"
+#include "tile_kernels.h"
 #include "support/simd_f32_loaders-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace tmorph {
+namespace tmorph::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using tmorph::HWY_NAMESPACE::LoadBF16;
+using tmorph::HWY_NAMESPACE::LoadF16;
+using tmorph::HWY_NAMESPACE::LoadF32;
 
 constexpr int kLanes = TileSums::kLanes;
 // Above this many distinct magnitude bytes in a segment, the histogram counts element by element
@@ -263,11 +266,11 @@ void AddTileSegment(uint32_t dtype_code, const uint8_t* data, uint64_t n, TileSu
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace tmorph
+}  // namespace tmorph::cpu
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace tmorph {
+namespace tmorph::cpu {
 
 HWY_EXPORT(AddTileSegment);
 
@@ -297,13 +300,14 @@ void add_tile_segment(DType dtype, const uint8_t* data, uint64_t n, TileSums& s,
   HWY_DYNAMIC_DISPATCH(AddTileSegment)(static_cast<uint32_t>(dtype), data, n, &s, buckets);
 }
 
-TileStats finish_tile(const TileSums& s) {
-  TileStats t;
+void finish_tile(const TileSums& s, tm_tile_stats_v1& t) {
   t.count = s.count;
-  t.nan = s.nan;
-  t.zero = s.zero;
-  t.inf = s.count - s.finite - s.nan;
-  if (s.finite == 0) return t;
+  t.nan_count = s.nan;
+  t.zero_count = s.zero;
+  t.inf_count = s.count - s.finite - s.nan;
+  t.min = std::numeric_limits<double>::infinity(), t.max = -std::numeric_limits<double>::infinity();
+  t.abs_max = 0, t.sum = 0, t.m2 = 0;
+  if (s.finite == 0) return;
   double sum = 0, sq = 0;
   for (int l = 0; l < TileSums::kLanes; ++l) {
     sum += s.sum[l], sq += s.sq[l];
@@ -314,8 +318,7 @@ TileStats finish_tile(const TileSums& s) {
   const double n = static_cast<double>(s.finite);
   t.sum = sum + static_cast<double>(s.shift) * n;
   t.m2 = std::max(0.0, sq - sum * sum / n);
-  return t;
 }
 
-}  // namespace tmorph
+}  // namespace tmorph::cpu
 #endif  // HWY_ONCE

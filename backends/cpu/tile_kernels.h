@@ -1,8 +1,8 @@
-// SIMD (Highway, dynamic dispatch) accumulation of level-0 pyramid tiles for the floats every kernel
-// widens to f32 exactly: f32, bf16 and f16. The pyramid builder (pyramid.cpp) feeds a tile one segment
-// at a time (the part of one row that lies in the tile); other dtypes take its scalar float64 path.
+// TM_OP_LOD_TILE_STATS's TM_TILE_SEGMENTS method (op_contracts.h): SIMD (Highway, dynamic dispatch)
+// accumulation of level-0 pyramid tiles for the floats every kernel widens to f32 exactly: f32, bf16 and
+// f16. tile_stats_kernel.cpp feeds a tile one segment at a time (the part of one row that lies in it).
 //
-// Contract (the same as TileStats'): counts, min, max and abs_max exact; sum and m2 to float64
+// Contract (the same as lod/tile_stats.h's TileStats): counts, min, max and abs_max exact; sum and m2 to float64
 // rounding; the histogram buckets exact. The arithmetic depends only on the tile's elements and their
 // positions, never on how the tensor was cut into pieces or which SIMD target runs: element i of a
 // segment feeds virtual lane i % 16, and lanes are reduced in a fixed order.
@@ -10,10 +10,10 @@
 
 #include <cstdint>
 
-#include "lod/tile_stats.h"
 #include "tensormorph/dtype.h"
+#include "tensormorph/op_contracts.h"
 
-namespace tmorph {
+namespace tmorph::cpu {
 
 // Running statistics of one tile. Sums are of d = x - shift over the finite x, with shift the mean of
 // the finite values of the tile's first segment rounded to f32 (0 when it has none), so m2 = sum d^2 -
@@ -41,7 +41,7 @@ void start_tile(TileSums& s);
 // start_tile sets the shift.
 void add_tile_segment(DType dtype, const uint8_t* data, uint64_t n, TileSums& s, uint32_t* buckets);
 
-// The tile's statistics (without the histogram, which the builder bins at the end).
-TileStats finish_tile(const TileSums& s);
+// The tile's statistics; its buckets are left as they are (add_tile_segment counted them).
+void finish_tile(const TileSums& s, tm_tile_stats_v1& t);
 
-}  // namespace tmorph
+}  // namespace tmorph::cpu
