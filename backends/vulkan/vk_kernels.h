@@ -49,5 +49,8 @@ void run_display_colorize(Device& device, const tm_kernel_call_v1& call, const R
 // TM_OP_STEM_SSB_OVERLAP, quadratic variant (vk_ssb_kernel.cpp): host spectra uploaded a batch of pixels
 // at a time; TM_ERR_UNSUPPORTED for the direct variant.
 void run_stem_ssb_overlap(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+// TM_OP_LOD_TILE_STATS (vk_tile_stats.cpp): the widened method, and the pattern method of 8-bit dtypes;
+// TM_ERR_UNSUPPORTED for the other methods. Host input only (`resident` is ignored).
+void run_tile_stats(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 
 }  // namespace tmorph::vk
