@@ -79,7 +79,7 @@ class VulkanCli(unittest.TestCase):
             self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
         ops = {k["op"] for k in VULKAN["kernels"]}
         self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles",
-                               "dequantize.ggml", "stem.frame_sums", "display.colorize", "stem.ssb_overlap"})
+                               "dequantize.ggml", "stem.frame_sums", "display.colorize", "stem.ssb_overlap", "lod.tile_stats"})
         dequant = next(k for k in VULKAN["kernels"] if k["op"] == "dequantize.ggml")
         self.assertEqual(sorted(dequant["dtypes"]), ["Q4_0", "Q8_0"])
         # Every kernel is exact but SSB's, whose complex64 transforms are bounded against the CPU's.
@@ -153,8 +153,13 @@ class VulkanCli(unittest.TestCase):
 
     def test_index_on_vulkan_equals_the_cpu(self):
         """Indexing with Vulkan preferred (two workers calling the plugin at once) stores the statistics
-        the CPU stores; pinned strictly, the f64 tensor Vulkan cannot serve stops it with the reason."""
+        the CPU stores; pinned strictly, the first op Vulkan cannot serve stops it with the reason: the f32
+        tensor's pyramid tiles (lod.tile_stats has no Vulkan kernel for f32), and without pyramids the f64
+        tensor's moments."""
         r = run(["index", self.path, "--backend", "vulkan", "--json"])
+        self.assertEqual(r.code, 4)
+        self.assertIn("lod.tile_stats on f32", r.err)
+        r = run(["index", self.path, "--backend", "vulkan", "--no-pyramid", "--json"], cache_home=tempfile.mkdtemp(prefix="tm-vk-cache-"))
         self.assertEqual(r.code, 4)
         self.assertIn("stats.moments on f64", r.err)
         stored = {}
