@@ -1,5 +1,5 @@
 # Tensormorph: every target does its own set-up on a fresh Debian 12 machine.
-#   make run    build the tool, its plugins and the viewer (not the tests), write the demo checkpoint (if absent), index it, print inventory and statistics,
+#   make run    build the tool, its plugins and the viewer (not the tests), write the demo checkpoint and its quantized GGUF copies (if absent), index it, print inventory and statistics,
 #               draw one tensor as PNG and print one pyramid tile;
 #               then write the simulated 4D-STEM demo acquisition (if absent), inspect it and load it binned;
 #               then serve the viewer on the demo checkpoint (http://127.0.0.1:$(PORT)/, Ctrl-C stops it;
@@ -30,7 +30,7 @@ build: deps
 	@cmake --build --preset release -j $(JOBS)
 
 run: tool
-	@test -f build/demo/model.safetensors.index.json || build/tensormorph demo --out build/demo
+	@test -f build/demo/model.safetensors.index.json -a -f build/demo/gguf/demo-Q4_K.gguf || build/tensormorph demo --out build/demo
 	@build/tensormorph index build/demo
 	@build/tensormorph info build/demo
 	@build/tensormorph ls build/demo

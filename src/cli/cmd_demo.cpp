@@ -1,6 +1,7 @@
 // tensormorph demo: writes a deterministic, llama-shaped bf16 checkpoint so there is real-looking data
 // to explore without any download: sharded safetensors (model-0000k-of-0000N.safetensors), the
-// model.safetensors.index.json that names them, and a Hugging Face style config.json.
+// model.safetensors.index.json that names them, and a Hugging Face style config.json; then the same weights
+// quantized to Q8_0 and to Q4_K as GGUF files in DIR/gguf/ (cli/demo_gguf.h).
 //
 // Values (fixed seed; identical bytes for any thread count):
 //   - linear weights: N(0, 1/sqrt(fan_in)); embeddings: N(0, 0.02); RMSNorm weights: 1 + N(0, 0.05);
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/demo_gguf.h"
 #include "cli/output.h"
 #include "core/format.h"
 #include "support/thread_pool.h"
@@ -47,6 +49,7 @@ struct DemoArgs {
   uint64_t hidden = 512, intermediate = 1376, layers = 4, heads = 8, kv_heads = 4, vocab = 8000, shards = 2;
   uint64_t threads = 0;  // 0: all cores
   bool json = false;
+  bool no_gguf = false;  // --no-gguf: the safetensors checkpoint only
 };
 
 // ---- Deterministic values -------------------------------------------------------------------------
@@ -340,13 +343,19 @@ void create_out_dir(const std::string& dir) {
 }
 
 void report(const DemoArgs& a, const std::vector<TensorPlan>& plan, const std::vector<std::string>& files,
-            const std::string& index, const std::string& config, double seconds) {
+            const std::string& index, const std::string& config, const std::vector<DemoGgufCopy>& ggufs, double seconds) {
   uint64_t bytes = 0;
   for (const auto& t : plan) bytes += t.bytes();
   if (a.json) {
+    nlohmann::json gguf = nlohmann::json::array();
+    for (const auto& g : ggufs) {
+      nlohmann::json types = nlohmann::json::object();
+      for (const auto& [type, n] : g.types) types[type] = n;
+      gguf.push_back({{"path", g.path}, {"target", g.target}, {"tensor_types", types}, {"bytes", g.bytes}});
+    }
     print_json(nlohmann::json{{"path", index},       {"files", files},       {"config", config},
                                 {"tensors", plan.size()}, {"bytes", bytes},     {"parameters", bytes / 2},
-                                {"damaged_tensor", kDamagedTensor}});
+                                {"damaged_tensor", kDamagedTensor}, {"gguf", gguf}});
     return;
   }
   std::printf("wrote %s in %.1f s: llama-shaped bf16 demo, %zu tensors, %llu parameters, %s in %zu shard(s)\n", a.out.c_str(),
@@ -360,6 +369,9 @@ void report(const DemoArgs& a, const std::vector<TensorPlan>& plan, const std::v
   std::printf("  %s\n  %s\n", index.c_str(), config.c_str());
   std::printf("  outliers: 2 hot columns in o_proj (odd layers) and down_proj (even layers); 41.5, one NaN and one +Inf in %s\n",
               kDamagedTensor);
+  for (const auto& g : ggufs)
+    std::printf("  %s: %s, %s (the same weights, read back)\n", g.path.c_str(), g.types_text().c_str(),
+                format_bytes(static_cast<double>(g.bytes)).c_str());
 }
 
 void run_demo(const DemoArgs& a) {
@@ -383,15 +395,17 @@ void run_demo(const DemoArgs& a) {
   // The index goes last: once it names the new shards, every one of them is complete.
   const std::string index = (fs::path(a.out) / "model.safetensors.index.json").string();
   write_text(index, nlohmann::json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2));
+  const std::vector<DemoGgufCopy> ggufs =
+      a.no_gguf ? std::vector<DemoGgufCopy>{} : write_demo_gguf_copies(a.out, index, {a.hidden, a.intermediate, a.layers, a.heads, a.kv_heads, a.vocab}, pool);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  report(a, plan, files, index, config, took.count());
+  report(a, plan, files, index, config, ggufs, took.count());
 }
 
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
   auto args = std::make_shared<DemoArgs>();
-  CLI::App* cmd = app.add_subcommand("demo", "write a llama-shaped bf16 demo checkpoint (sharded safetensors) for trying things out");
+  CLI::App* cmd = app.add_subcommand("demo", "write a llama-shaped bf16 demo checkpoint (sharded safetensors) and its Q8_0 and Q4_K GGUF copies for trying things out");
   cmd->add_option("--out", args->out, "directory to write into (default build/demo)");
   cmd->add_option("--hidden", args->hidden, "hidden size, 8..65536 (default 512)");
   cmd->add_option("--intermediate", args->intermediate, "MLP intermediate size, 8..262144 (default 1376)");
@@ -401,6 +415,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--vocab", args->vocab, "vocabulary size, 8..2097152 (default 8000)");
   cmd->add_option("--shards", args->shards, "safetensors files to split the tensors over, 1..99999 (default 2)");
   cmd->add_option("--threads", args->threads, "threads drawing values (default: all cores); the bytes do not depend on it");
+  cmd->add_flag("--no-gguf", args->no_gguf, "skip the quantized copies (DIR/gguf/demo-Q8_0.gguf and demo-Q4_K.gguf)");
   cmd->add_flag("--json", args->json, "print one JSON document");
   cmd->callback([args] { run_demo(*args); });
 }
