@@ -1,10 +1,8 @@
 #include "cli/ranks.h"
 
-#include "app/indexing.h"
+#include "app/rank_worker.h"
 #include "distributed/world.h"
 #include "index/distributed_indexer.h"
-#include "stem/distribution/distributed_products.h"
-#include "stem/distribution/distributed_ssb.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -44,19 +42,7 @@ bool serve_as_other_rank(const ComputeFlags& flags) {
   World& world = World::instance();
   if (world.rank() == 0) return false;
   const auto rt = command_runtime(&flags);
-  const Planner planner = rt->planner();
-  const IndexingOptions indexing = app::indexing_options(*rt, {}, true);
-  for (;;) {
-    const RankMessage m = world.receive(0);
-    if (m.tag == kTagEndOfService) {
-      g_served_code = World::end_of_service_code(m);
-      break;
-    }
-    if (is_indexing_request(m.tag)) serve_indexing_request(m, planner, indexing, world);
-    else if (is_product_request(m.tag)) serve_product_request(m, planner, rt->threads, rt->memory_budget, world);
-    else if (is_ssb_band_request(m.tag)) serve_ssb_band_request(m, rt->threads, rt->memory_budget, world);
-    else throw Error(ErrorKind::Internal, "unexpected message tag " + std::to_string(m.tag) + " from rank 0");
-  }
+  g_served_code = app::serve_as_worker_rank(*rt, world);  // the rank services' loop (app/rank_worker.h)
   g_served = true;
   return true;
 }

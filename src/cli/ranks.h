@@ -17,8 +17,9 @@ namespace tmorph::cli {
 // options, e.g. {"stem", "bf", PATH}) cannot run across them.
 void join_ranks(int* argc, char*** argv, const std::vector<std::string>& words);
 
-// On a rank > 0: serves rank 0's requests (indexing, 4D-STEM product bands) with the runtime `flags`
-// give (this node's backends and cores) until rank 0 ends the job, then returns true. On rank 0 and in a one-process run: false.
+// On a rank > 0: serves rank 0's requests (app/rank_worker.h: every protocol's rank service) with the runtime
+// `flags` give (this node's backends and cores) until rank 0 ends the job, then returns true. On rank 0 and in a
+// one-process run: false.
 bool serve_as_other_rank(const ComputeFlags& flags);
 
 // Whether this process is rank 0 of a job with several ranks.

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "checkpoint/openers/open_checkpoint.h"
-#include "distributed/rank_failure.h"
+#include "distributed/rank_exchange.h"
 #include "distributed/wire.h"
 #include "index/rank_plan.h"
 #include "index/tensor_result_codec.h"
@@ -20,7 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum Tag : int { kPlan = 16, kResult = 17, kProgress = 18, kDone = 19, kFail = 20 };
+constexpr RankProtocol kProtocol{"indexing", 16, 20};
+enum Tag : int { kPlan = kProtocol.tag(0), kResult = kProtocol.tag(1), kProgress = kProtocol.tag(2), kDone = kProtocol.tag(3),
+                 kFail = kProtocol.tag(4) };
 
 bool g_ranks_working = false;
 
@@ -110,8 +112,8 @@ class Coordinator {
  public:
   Coordinator(CheckpointIndex& index, const IndexingOptions& options, World& world, std::vector<std::vector<size_t>> shares,
               IndexingProgress progress)
-      : index_(index), options_(options), world_(world), shares_(std::move(shares)), progress_(std::move(progress)),
-        ranks_(static_cast<size_t>(world.size())) {
+      : index_(index), options_(options), world_(world), exchange_(world, kProtocol, kPlan, kFail), shares_(std::move(shares)),
+        progress_(std::move(progress)), ranks_(static_cast<size_t>(world.size())) {
     for (size_t r = 0; r < shares_.size(); ++r)
       for (size_t i : shares_[r]) owner_[i] = static_cast<int>(r);
   }
@@ -126,8 +128,8 @@ class Coordinator {
 
   // Handles every message that has arrived.
   void poll() {
-    RankMessage m;
-    while (world_.poll(m)) handle(m);
+    RankExchange::Reply r;
+    while (exchange_.poll(r, [&](int source) { return "failure report from " + rank_name(source, world_.size()); })) handle(r);
   }
 
   void own_bytes(uint64_t bytes) { progress_.ranks[0].bytes_done = bytes; }
@@ -183,7 +185,8 @@ class Coordinator {
     std::string host;  // where it failed
   };
 
-  void handle(const RankMessage& m) {
+  void handle(RankExchange::Reply& reply) {
+    const RankMessage& m = reply.message;
     const std::string from = rank_name(m.source, world_.size());
     if (m.source <= 0 || m.source >= world_.size())
       throw Error(ErrorKind::Internal, "a message from unknown rank " + std::to_string(m.source));
@@ -217,7 +220,7 @@ class Coordinator {
         return;
       }
       case kFail: {
-        RankFailure f = decode_rank_failure(m.bytes, "failure report from " + from);
+        RankFailure& f = *reply.failure;  // decoded by the exchange
         s.failure = std::move(f.error), s.host = std::move(f.host);
         s.finished = true;
         return;
@@ -230,6 +233,7 @@ class Coordinator {
   CheckpointIndex& index_;
   const IndexingOptions& options_;
   World& world_;
+  RankExchange exchange_;
   std::vector<std::vector<size_t>> shares_;
   IndexingProgress progress_;
   std::vector<RankState> ranks_;
@@ -266,12 +270,12 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
   plan.pyramids = options.pyramids;
   plan.max_bytes_per_s = options.max_bytes_per_s;
   plan.allowed_approx_steps.assign(options.allowed_approx_steps.begin(), options.allowed_approx_steps.end());
-  for (int r = 1; r < world.size(); ++r) {
+  RankExchange(world, kProtocol, kPlan, kFail).scatter(world.size(), [&](int r) {
     plan.items.clear();
     for (size_t i : shares[static_cast<size_t>(r)])
       plan.items.push_back({i, c.tensors[i].bytes, c.tensors[i].file_offset, c.tensors[i].name});
-    world.send(r, kPlan, encode_plan(plan));
-  }
+    return encode_plan(plan);
+  });
   g_ranks_working = true;
 
   Coordinator job(index, options, world, shares, std::move(progress));
@@ -306,13 +310,16 @@ IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Plann
   return report;
 }
 
-bool is_indexing_request(int tag) { return tag == kPlan; }
+namespace {
 
+// Ranks > 0: computes the run that message m (from rank 0) asks for, sending each tensor's result as it completes and
+// then the rank's report, or the failure, to rank 0.
 void serve_indexing_request(const RankMessage& m, const Planner& planner, const IndexingOptions& base, World& world) {
   // The checkpoint of the last request stays open: a command may send several (render's one tensor, then more).
   static std::unique_ptr<Checkpoint> checkpoint;
   static std::string open_path;
-  send_failure_to_rank0(world, kFail, [&] {
+  const RankExchange exchange(world, kProtocol, kPlan, kFail);
+  exchange.serve([&] {
     const RankPlan plan = decode_plan(m.bytes);
     if (!checkpoint || open_path != plan.checkpoint_path) {
       checkpoint.reset();
@@ -329,14 +336,20 @@ void serve_indexing_request(const RankMessage& m, const Planner& planner, const 
     for (const auto& it : plan.items) tensors.push_back(static_cast<size_t>(it.tensor));
     auto last = Clock::now();
     const IndexingReport r = compute_tensors(
-        *checkpoint, planner, options, tensors, [&](TensorResult&& d) { world.send(0, kResult, encode_tensor_result(d)); },
+        *checkpoint, planner, options, tensors, [&](TensorResult&& d) { exchange.reply(kResult, encode_tensor_result(d)); },
         [&](uint64_t bytes_done) {
           if (since(last) < 0.2) return;
-          world.send(0, kProgress, encode_progress(bytes_done));
+          exchange.reply(kProgress, encode_progress(bytes_done));
           last = Clock::now();
         });
-    world.send(0, kDone, encode_done(r));
+    exchange.reply(kDone, encode_done(r));
   });
+}
+
+}  // namespace
+
+RankService indexing_rank_service(const Planner& planner, const IndexingOptions& base) {
+  return {kProtocol, kPlan, [&planner, &base](const RankMessage& m, World& world) { serve_indexing_request(m, planner, base, world); }};
 }
 
 

@@ -11,11 +11,12 @@
 // Ranks > 0 do not run the command: they serve rank 0's requests (serve_indexing_request, and the
 // 4D-STEM products' stem/distribution/distributed_products.h) until rank 0 ends the service with the job's exit code.
 //
-// Messages (tagged byte strings, distributed/world.h): rank 0 -> r: plan, end; r -> 0: result,
-// progress (bytes read, about five times a second), done (the rank's report), fail (the error, with
-// the rank and host named).
+// Messages (protocol "indexing", tags 16..20, distributed/rank_services.h; sent and taken through
+// distributed/rank_exchange.h): rank 0 -> r: plan (16); r -> 0: result (17), progress (18: bytes read, about five
+// times a second), done (19: the rank's report), fail (20: the error, with the rank and host named).
 #pragma once
 
+#include "distributed/rank_services.h"
 #include "distributed/world.h"
 #include "index/indexer.h"
 
@@ -28,14 +29,11 @@ namespace tmorph {
 IndexingReport index_checkpoint_across_ranks(CheckpointIndex& index, const Planner& planner, const IndexingOptions& options,
                                              World& world);
 
-// Whether `tag` is an indexing request of this protocol.
-bool is_indexing_request(int tag);
-
-// Ranks > 0: computes the run that message m (from rank 0) asks for, sending each tensor's result as it
-// completes and then the rank's report, or the failure, to rank 0. `base` gives this rank's threads and
-// memory budget; the plan gives the checkpoint, the tensors, the read rate, whether to build pyramids
-// and the approximations consented to.
-void serve_indexing_request(const RankMessage& m, const Planner& planner, const IndexingOptions& base, World& world);
+// The service ranks > 0 give: each request (a plan) computes its run, sending each tensor's result as it completes
+// and then the rank's report, or the failure, to rank 0. `base` gives this rank's threads and memory budget; the plan
+// gives the checkpoint, the tensors, the read rate, whether to build pyramids and the approximations consented to.
+// `planner` and `base` are kept by reference (they outlive the service).
+RankService indexing_rank_service(const Planner& planner, const IndexingOptions& base);
 
 // Rank 0: whether other ranks are computing a plan now (an error that escapes then cannot wait for them:
 // the job must be aborted).

@@ -1,27 +1,33 @@
-// Indexing across MPI ranks, the parts that need no second process: the plan that splits tensors
-// between ranks, and the bytes a rank sends rank 0 for one tensor (lossless, and refused cleanly when
-// damaged). The ranks themselves run in tests/cli/test_mpi.py under mpirun.
+// Work across MPI ranks, the parts that need no second process: the plan that splits tensors between ranks, the
+// bytes a rank sends rank 0 for one tensor (lossless, and refused cleanly when damaged), and the registry of rank
+// services (tag ranges disjoint, checked when a protocol registers). The ranks themselves run in
+// tests/cli/test_mpi.py under mpirun.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "app/rank_worker.h"
+#include "distributed/rank_exchange.h"
+#include "distributed/rank_services.h"
 #include "distributed/wire.h"
 #include "index/rank_plan.h"
 #include "index/tensor_result_codec.h"
 #include "lod/pyramid.h"
+#include "ops/tile_stats.h"
 #include "test_support.h"
 #include "tensormorph/error.h"
 #include "tensormorph/stats.h"
 
 namespace tmorph {
 namespace {
-#include "ops/tile_stats.h"
 
 uint64_t largest_run(const std::vector<uint64_t>& bytes, const std::vector<std::vector<size_t>>& plan) {
   uint64_t worst = 0;
@@ -207,6 +213,66 @@ TEST(Wire, LengthsBeyondTheMessageAreRefusedBeforeAllocating) {
   EXPECT_THROW(in.get_vector<double>(), Error);
   WireReader strings(bytes, "probe");
   EXPECT_THROW(strings.get_string(), Error);
+}
+
+RankService service(const char* name, int first, int last, int request) {
+  return {RankProtocol{name, first, last}, request, [](const RankMessage&, World&) {}};
+}
+
+std::string refusal(RankServiceRegistry& r, RankService s) {
+  try {
+    r.add(std::move(s));
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Internal);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RankServices, OverlappingOrMalformedRangesAreRefusedNamingThem) {
+  RankServiceRegistry r;
+  r.add(service("first", 16, 20, 16));
+  r.add(service("second", 21, 23, 21));
+  EXPECT_EQ(refusal(r, service("third", 23, 30, 24)), "rank protocol 'third' (tags 23..30) overlaps 'second' (tags 21..23)");
+  EXPECT_EQ(refusal(r, service("inside", 17, 18, 17)), "rank protocol 'inside' (tags 17..18) overlaps 'first' (tags 16..20)");
+  EXPECT_NE(refusal(r, service("low", 1, 3, 1)).find("from 16 up"), std::string::npos);  // the world's own tags
+  EXPECT_NE(refusal(r, service("empty", 40, 39, 40)).find("from 16 up"), std::string::npos);
+  EXPECT_NE(refusal(r, service("stray", 40, 42, 43)).find("request tag 43 is outside its range"), std::string::npos);
+  EXPECT_NE(refusal(r, {RankProtocol{"mute", 50, 51}, 50, nullptr}).find("no handler"), std::string::npos);
+  ASSERT_EQ(r.services().size(), 2u);  // nothing refused was kept
+  ASSERT_NE(r.find(21), nullptr);
+  EXPECT_STREQ(r.find(21)->protocol.name, "second");
+  EXPECT_EQ(r.find(17), nullptr);  // a tag of a range that is no request
+}
+
+// The protocols the worker ranks serve register without overlapping, each with its documented range (the tags on
+// the wire are unchanged: docs/scaling.md and the protocols' headers name them).
+TEST(RankServices, TheProtocolsServedByOtherRanksHaveDisjointRanges) {
+  const IndexingOptions indexing;
+  const RankServiceRegistry r = app::rank_services(test::cpu_planner(), indexing, 1, 0);
+  ASSERT_EQ(r.services().size(), 3u);
+  std::vector<std::array<int, 3>> ranges;
+  for (const RankService& s : r.services()) ranges.push_back({s.protocol.first_tag, s.protocol.last_tag, s.request_tag});
+  EXPECT_EQ(ranges, (std::vector<std::array<int, 3>>{{16, 20, 16}, {32, 34, 32}, {40, 43, 40}}));
+}
+
+// One process is a world of one: the exchange refuses tags outside its protocol before anything is sent.
+TEST(RankExchange, TagsOutsideTheProtocolAreRefused) {
+  World& world = World::instance();
+  const RankProtocol p{"test", 60, 62};
+  EXPECT_THROW(RankExchange(world, p, 59, 62), Error);
+  EXPECT_THROW(RankExchange(world, p, 60, 63), Error);
+  const RankExchange e(world, p, 60, 62);
+  try {
+    e.reply(70, {});
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::Internal);
+    EXPECT_NE(std::string(err.what()).find("tag 70 is not one of protocol 'test' (60..62)"), std::string::npos) << err.what();
+  }
+  int asked = 0;
+  e.scatter(1, [&](int) { return std::vector<uint8_t>{}; }, [&](int) { ++asked; });  // a world of one: nobody to ask
+  EXPECT_EQ(asked, 0);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "distributed/rank_failure.h"
+#include "distributed/rank_exchange.h"
 #include "distributed/wire.h"
 #include "ops/placement_json.h"
 #include "stem/distribution/rank_bands.h"
@@ -14,7 +14,8 @@ namespace tmorph {
 
 namespace {
 
-enum Tag : int { kRequest = 32, kResult = 33, kFail = 34 };
+constexpr RankProtocol kProtocol{"4D-STEM products", 32, 34};
+enum Tag : int { kRequest = kProtocol.tag(0), kResult = kProtocol.tag(1), kFail = kProtocol.tag(2) };
 
 // The request for one band. Threads and memory budget are the serving rank's own.
 std::vector<uint8_t> encode_request(const Acquisition& acq, const ProductRequest& req) {
@@ -103,9 +104,27 @@ void merge_band(ProductResult& into, const ProductResult& band, const std::strin
   into.decoded_bytes += band.decoded_bytes;
 }
 
+// Ranks > 0: computes the band that message m (from rank 0) asks for with this rank's planner, threads and memory
+// budget, and sends the result or the failure to rank 0.
+void serve_product_request(const RankMessage& m, const Planner& planner, unsigned threads, uint64_t memory_budget, World& world) {
+  const RankExchange exchange(world, kProtocol, kRequest, kFail);
+  const std::string host = world.host();
+  exchange.serve([&] {
+    BandRequest b = decode_request(m.bytes);
+    const Acquisition acq = open_rank0_acquisition(b.source);
+    b.req.load.threads = threads;
+    b.req.load.memory_budget = memory_budget;
+    exchange.reply(kResult, encode_result(compute_products_here(acq, b.req, planner), host));
+  });
+}
+
 }  // namespace
 
-bool is_product_request(int tag) { return tag == kRequest; }
+RankService product_rank_service(const Planner& planner, unsigned threads, uint64_t memory_budget) {
+  return {kProtocol, kRequest, [&planner, threads, memory_budget](const RankMessage& m, World& world) {
+            serve_product_request(m, planner, threads, memory_budget, world);
+          }};
+}
 
 // Declared in products.h: defined here so that products.cpp (one rank's pass) never depends on the ranks' protocol.
 ProductResult compute_products(const Acquisition& acq, const ProductRequest& req, const Planner& planner) {
@@ -128,7 +147,8 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
     r.load = band.load;
     return std::pair{r, band.rows};
   };
-  for (uint64_t k = 1; k < ranks; ++k) world.send(static_cast<int>(k), kRequest, encode_request(acq, band_request(k).first));
+  const RankExchange exchange(world, kProtocol, kRequest, kFail);
+  exchange.scatter(static_cast<int>(ranks), [&](int k) { return encode_request(acq, band_request(static_cast<uint64_t>(k)).first); });
 
   // Rank 0's band, then the others' in rank order (each waits in its send until rank 0 receives it).
   std::vector<std::optional<ProductResult>> bands(ranks);
@@ -140,15 +160,14 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
     failures[0] = e;
   }
   for (uint64_t k = 1; k < ranks; ++k) {
-    const RankMessage m = world.receive(static_cast<int>(k));
     const std::string what = "4D-STEM product result from " + rank_name(static_cast<int>(k), world.size());
-    if (m.tag == kResult) {
-      bands[k] = decode_result(m.bytes, what, hosts[k]);
-    } else if (m.tag == kFail) {
-      RankFailure f = decode_rank_failure(m.bytes, what);
-      failures[k] = std::move(f.error), hosts[k] = std::move(f.host);
+    RankExchange::Reply reply = exchange.receive(static_cast<int>(k), what);
+    if (reply.failure) {
+      failures[k] = std::move(reply.failure->error), hosts[k] = std::move(reply.failure->host);
+    } else if (reply.message.tag == kResult) {
+      bands[k] = decode_result(reply.message.bytes, what, hosts[k]);
     } else {
-      throw Error(ErrorKind::Internal, what + ": unexpected message tag " + std::to_string(m.tag));
+      throw Error(ErrorKind::Internal, what + ": unexpected message tag " + std::to_string(reply.message.tag));
     }
   }
   for (uint64_t k = 0; k < ranks; ++k)
@@ -173,17 +192,6 @@ ProductResult compute_products_across_ranks(const Acquisition& acq, const Produc
   describe_whole_request(r.load_provenance, plan, zeroed);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
-}
-
-void serve_product_request(const RankMessage& m, const Planner& planner, unsigned threads, uint64_t memory_budget, World& world) {
-  const std::string host = world.host();
-  send_failure_to_rank0(world, kFail, [&] {
-    BandRequest b = decode_request(m.bytes);
-    const Acquisition acq = open_rank0_acquisition(b.source);
-    b.req.load.threads = threads;
-    b.req.load.memory_budget = memory_budget;
-    world.send(0, kResult, encode_result(compute_products_here(acq, b.req, planner), host));
-  });
 }
 
 }  // namespace tmorph

@@ -7,9 +7,11 @@
 // rank reads only the chunks of its band's frames and places its ops on its own node's backends; the
 // merged result lists every rank's placement, positions and time (ProductResult::ranks).
 //
-// Messages: rank 0 -> r: product request (tag 32); r -> 0: product result (33) or failure (34).
+// Messages (protocol "4D-STEM products", tags 32..34, distributed/rank_services.h; sent and taken through
+// distributed/rank_exchange.h): rank 0 -> r: product request (32); r -> 0: product result (33) or failure (34).
 #pragma once
 
+#include "distributed/rank_services.h"
 #include "distributed/world.h"
 #include "stem/products/products.h"
 
@@ -20,11 +22,8 @@ namespace tmorph {
 ProductResult compute_products_across_ranks(const Acquisition& acq, const ProductRequest& req, const Planner& planner,
                                             World& world);
 
-// Whether `tag` is a request of this protocol.
-bool is_product_request(int tag);
-
-// Ranks > 0: computes the band that message m (from rank 0) asks for with this rank's planner, threads
-// and memory budget, and sends the result or the failure to rank 0.
-void serve_product_request(const RankMessage& m, const Planner& planner, unsigned threads, uint64_t memory_budget, World& world);
+// The service ranks > 0 give: each request computes its band with this rank's planner, threads and memory budget
+// (kept by reference: `planner` outlives the service) and sends the result or the failure to rank 0.
+RankService product_rank_service(const Planner& planner, unsigned threads, uint64_t memory_budget);
 
 }  // namespace tmorph

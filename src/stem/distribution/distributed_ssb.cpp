@@ -5,7 +5,7 @@
 #include <cstring>
 #include <optional>
 
-#include "distributed/rank_failure.h"
+#include "distributed/rank_exchange.h"
 #include "distributed/wire.h"
 #include "stem/distribution/rank_bands.h"
 #include "support/large_buffer.h"
@@ -15,7 +15,8 @@ namespace tmorph {
 
 namespace {
 
-enum Tag : int { kRequest = 40, kValues = 41, kSummary = 42, kFail = 43 };
+constexpr RankProtocol kProtocol{"SSB bands", 40, 43};
+enum Tag : int { kRequest = kProtocol.tag(0), kValues = kProtocol.tag(1), kSummary = kProtocol.tag(2), kFail = kProtocol.tag(3) };
 
 constexpr uint64_t kMessageBytes = uint64_t{64} << 20;  // values per message, whole positions
 constexpr uint64_t kReadBatchBytes = uint64_t{8} << 20;  // frames per read on a serving rank
@@ -63,6 +64,7 @@ struct SsbFrameSource::State {
   LoadRequest load;
   LoadPlan plan;
   World* world = nullptr;                  // across ranks only
+  std::optional<RankExchange> exchange;    // across ranks only
   std::unique_ptr<StemLoader> loader;      // the whole request here; band 0 across ranks
   // Across ranks.
   std::vector<ScanBand> bands;
@@ -79,24 +81,38 @@ struct SsbFrameSource::State {
 
   std::string rank_label(uint64_t k) const { return rank_name(static_cast<int>(k), world->size()); }
 
-  [[noreturn]] void fail(uint64_t k, const RankMessage& m) {
-    const std::string what = "SSB values from " + rank_label(k);
+  [[noreturn]] void fail(uint64_t k, const RankFailure& f) {
     asked[k] = false;  // it sends nothing more
-    RankFailure f = decode_rank_failure(m.bytes, what);
     throw Error(f.error.kind(), rank_label(k) + " on " + f.host + " failed reading its band of the scan: " + f.error.what());
+  }
+
+  // Rank k's next message; a failure report is thrown (fail).
+  RankMessage next(uint64_t k) {
+    RankExchange::Reply r;
+    try {
+      r = exchange->receive(static_cast<int>(k), "SSB values from " + rank_label(k));
+    } catch (...) {
+      asked[k] = false;  // a damaged or foreign message: nothing more is taken from it
+      throw;
+    }
+    if (r.failure) fail(k, *r.failure);
+    return std::move(r.message);
   }
 
   void start(const std::vector<uint32_t>& bf) {
     pixels = bf;
     const uint64_t frame_pixels = plan.output_shape[2] * plan.output_shape[3];
-    for (uint64_t k = 1; k < bands.size(); ++k) {
-      WireWriter w;
-      put_load_request(w, acq, bands[k].load);
-      w.put_vector(pixels).put<uint8_t>(static_cast<uint8_t>(plan.output_dtype)).put(frame_pixels);
-      w.put<uint64_t>((bands[k].rows[1] - bands[k].rows[0]) * plan.output_shape[1]);
-      world->send(static_cast<int>(k), kRequest, w.bytes());
-      asked[k] = true;
-    }
+    exchange->scatter(
+        static_cast<int>(bands.size()),
+        [&](int k) {
+          const ScanBand& band = bands[static_cast<size_t>(k)];
+          WireWriter w;
+          put_load_request(w, acq, band.load);
+          w.put_vector(pixels).put<uint8_t>(static_cast<uint8_t>(plan.output_dtype)).put(frame_pixels);
+          w.put<uint64_t>((band.rows[1] - band.rows[0]) * plan.output_shape[1]);
+          return std::move(w.bytes());
+        },
+        [&](int k) { asked[static_cast<size_t>(k)] = true; });
     loader = std::make_unique<StemLoader>(acq, bands[0].load);
   }
 
@@ -115,8 +131,7 @@ struct SsbFrameSource::State {
     const uint64_t row_bytes = pixels.size() * sizeof(float);
     while (n) {
       if (message_at == message.bytes.size()) {
-        message = world->receive(static_cast<int>(k)), message_at = 0;
-        if (message.tag == kFail) fail(k, message);
+        message = next(k), message_at = 0;
         if (message.tag == kSummary) asked[k] = false;  // it sends nothing more
         if (message.tag != kValues || message.bytes.empty() || message.bytes.size() % row_bytes)
           throw Error(ErrorKind::Internal, "SSB values from " + rank_label(k) + ": a message with tag " + std::to_string(message.tag) +
@@ -142,8 +157,7 @@ struct SsbFrameSource::State {
     const std::string what = "SSB summary from " + rank_label(k);
     if (message_at != message.bytes.size()) throw Error(ErrorKind::Internal, what + ": more values than its band has");
     message = RankMessage{}, message_at = 0;
-    const RankMessage m = world->receive(static_cast<int>(k));
-    if (m.tag == kFail) fail(k, m);
+    const RankMessage m = next(k);
     if (m.tag != kSummary) throw Error(ErrorKind::Internal, what + ": unexpected message tag " + std::to_string(m.tag));
     asked[k] = false;
     BandSummary s = decode_summary(m.bytes, what);
@@ -177,6 +191,7 @@ SsbFrameSource::SsbFrameSource(const Acquisition& acq, const LoadRequest& load) 
     return;
   }
   S.world = &world;
+  S.exchange.emplace(world, kProtocol, kRequest, kFail);
   const uint64_t n = band_count(S.plan.output_shape[0], world.size());
   for (uint64_t k = 0; k < n; ++k) S.bands.push_back(scan_band(S.plan, load, k, n));
   S.summaries.resize(n), S.asked.assign(n, false);
@@ -187,8 +202,8 @@ SsbFrameSource::~SsbFrameSource() {
   for (uint64_t k = 1; k < s_->asked.size(); ++k) {
     try {
       while (s_->asked[k]) {
-        const RankMessage m = s_->world->receive(static_cast<int>(k));
-        if (m.tag == kSummary || m.tag == kFail) s_->asked[k] = false;
+        const RankExchange::Reply r = s_->exchange->receive(static_cast<int>(k), "SSB values from " + s_->rank_label(k));
+        if (r.message.tag == kSummary || r.failure) s_->asked[k] = false;
       }
     } catch (...) {  // MPI failed: mpirun ends the job
       s_->asked[k] = false;
@@ -232,10 +247,13 @@ nlohmann::json SsbFrameSource::ranks() const {
   return out;
 }
 
-bool is_ssb_band_request(int tag) { return tag == kRequest; }
+namespace {
 
+// Ranks > 0: reads the band that message m (from rank 0) asks for with this rank's threads and memory budget, and
+// sends its bright-field values, then the summary, or the failure, to rank 0.
 void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t memory_budget, World& world) {
-  send_failure_to_rank0(world, kFail, [&] {
+  const RankExchange exchange(world, kProtocol, kRequest, kFail);
+  exchange.serve([&] {
     const auto t0 = std::chrono::steady_clock::now();
     WireReader in(m.bytes, "SSB band request from rank 0");
     RankLoad r = get_load_request(in);
@@ -279,13 +297,20 @@ void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t mem
     for (uint64_t first = 0; first < positions; first += per_message) {
       const uint64_t n = std::min(per_message, positions - first);
       const uint8_t* at = values.get() + first * row_bytes;
-      world.send(0, kValues, std::vector<uint8_t>(at, at + n * row_bytes));
+      exchange.reply(kValues, std::vector<uint8_t>(at, at + n * row_bytes));
     }
     BandSummary s;
     s.positions = positions, s.decoded_bytes = loader.decoded_bytes(), s.stored_bytes_read = loader.stored_bytes_read();
     s.bright_field_bytes = positions * row_bytes, s.seconds = seconds, s.provenance = loader.provenance(), s.host = world.host();
-    world.send(0, kSummary, encode_summary(s));
+    exchange.reply(kSummary, encode_summary(s));
   });
+}
+
+}  // namespace
+
+RankService ssb_band_rank_service(unsigned threads, uint64_t memory_budget) {
+  return {kProtocol, kRequest,
+          [threads, memory_budget](const RankMessage& m, World& world) { serve_ssb_band_request(m, threads, memory_budget, world); }};
 }
 
 }  // namespace tmorph

@@ -18,13 +18,16 @@
 // Memory: a rank other than 0 holds its band's values (positions × B × 4 bytes), admitted against its own
 // budget; rank 0 holds one message (≤ 64 MiB) beyond what SsbProblem's admission counts.
 //
-// Messages: rank 0 -> r: band request (tag 40); r -> 0: values (41, repeated), summary (42), or failure (43).
+// Messages (protocol "SSB bands", tags 40..43, distributed/rank_services.h; sent and taken through
+// distributed/rank_exchange.h): rank 0 -> r: band request (40); r -> 0: values (41, repeated), summary (42), or
+// failure (43).
 #pragma once
 
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/rank_services.h"
 #include "distributed/world.h"
 #include "stem/ssb/ssb.h"
 
@@ -52,11 +55,8 @@ class SsbFrameSource {
   std::unique_ptr<State> s_;
 };
 
-// Whether `tag` is a request of this protocol.
-bool is_ssb_band_request(int tag);
-
-// Ranks > 0: reads the band that message m (from rank 0) asks for with this rank's threads and memory budget,
-// and sends its bright-field values, then the summary, or the failure, to rank 0.
-void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t memory_budget, World& world);
+// The service ranks > 0 give: each request reads its band with this rank's threads and memory budget and sends its
+// bright-field values, then the summary, or the failure, to rank 0.
+RankService ssb_band_rank_service(unsigned threads, uint64_t memory_budget);
 
 }  // namespace tmorph
