@@ -25,7 +25,7 @@
 #include "tensormorph/error.h"
 
 namespace tmorph {
-namespace {
+namespace ggml_quantize_test {  // named: the unit tests compile as unity batches
 
 std::vector<float> decode(uint32_t id, const std::vector<uint8_t>& bytes, uint64_t n) {
   const cpu::GgmlBlockFormat* f = cpu::ggml_block_format(id);
@@ -313,5 +313,5 @@ TEST(GgmlQuantizeFixtures, Gguf_pyBlocksComeBackFromTheirValues) {
   EXPECT_EQ(checked, 3);
 }
 
-}  // namespace
+}  // namespace ggml_quantize_test
 }  // namespace tmorph
