@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
+#include "app/parity_matrix.h"
 #include "core/byte_size.h"
 #include "cpu/cpu_backend.h"
 #include "stem/resident/resident_store.h"
@@ -41,10 +44,17 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   rt->calibration_path = config_dir() + "/calibration.json";
   rt->costs.load(rt->calibration_path);
 
-  // Constraints: flags add to (and a strict --backend overrides) what the settings say.
-  if (auto s = rt->settings.get("compute.prefer")) rt->constraints.prefer = split_list(*s);
-  if (auto s = rt->settings.get("compute.never"))
-    for (const auto& n : split_list(*s)) rt->constraints.never.insert(n);
+  // Constraints: flags add to (and a strict --backend overrides) what the settings say. A name no backend has
+  // is refused, never ignored (a typo in --never would otherwise leave the backend in use).
+  const std::set<std::string> known_backends = known_backend_names(rt.get());
+  const auto checked_setting = [&](const char* key) {
+    std::vector<std::string> names;
+    if (auto s = rt->settings.get(key)) names = split_list(*s);
+    check_backend_names(names, known_backends, std::string("setting ") + key + " (change it with tensormorph config set or unset)");
+    return names;
+  };
+  rt->constraints.prefer = checked_setting("compute.prefer");
+  for (const auto& n : checked_setting("compute.never")) rt->constraints.never.insert(n);
   rt->threads = default_thread_count();
   if (auto s = rt->settings.get("compute.threads")) rt->threads = parse_thread_count(*s, "setting compute.threads");
   const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -57,6 +67,10 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   if (auto s = rt->settings.get("stem.resident_memory")) rt->resident_memory = parse_bytes(*s, "setting stem.resident_memory");
 
   if (flags) {
+    const bool cli = flags->face == Face::Cli;
+    check_backend_names(flags->prefer, known_backends, cli ? "--prefer" : "prefer");
+    check_backend_names(flags->never, known_backends, cli ? "--never" : "never");
+    if (!flags->backend.empty()) check_backend_names({flags->backend}, known_backends, cli ? "--backend" : "backend");
     if (!flags->resident_memory.empty()) rt->resident_memory = parse_bytes(flags->resident_memory, "--resident-memory");
     if (!flags->prefer.empty()) rt->constraints.prefer = flags->prefer;
     for (const auto& n : flags->never) rt->constraints.never.insert(n);
@@ -94,6 +108,24 @@ uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default) {
   const uint64_t bytes = rt.resident_memory.value_or(face_default);
   ResidentStore::process().set_budget(bytes);
   return bytes;
+}
+
+std::set<std::string> known_backend_names(const Runtime* rt) {
+  static const nlohmann::json matrix = nlohmann::json::parse(kParityMatrixJson);
+  std::set<std::string> names;
+  for (const auto& [name, info] : matrix.at("backends").items()) names.insert(name);
+  if (rt)
+    for (const auto& b : rt->registry.backends()) names.insert(b.name);
+  return names;
+}
+
+void check_backend_names(const std::vector<std::string>& names, const std::set<std::string>& known, const std::string& what) {
+  for (const auto& n : names) {
+    if (known.count(n)) continue;
+    std::string listed;
+    for (const auto& k : known) listed += (listed.empty() ? "" : ", ") + k;
+    throw Error(ErrorKind::InvalidArgument, what + ": unknown backend '" + n + "' (known: " + listed + ")");
+  }
 }
 
 std::set<std::string> known_approximation_steps(const Runtime& rt) {

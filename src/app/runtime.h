@@ -60,6 +60,13 @@ std::set<std::string> known_approximation_steps(const Runtime& rt);
 
 std::unique_ptr<Runtime> make_runtime(const ComputeRequest* request);
 
+// The backend names a constraint (prefer, never, a strict backend) may use: the project's backends, installed
+// here or not (the parity matrix's columns: cpu, vulkan, cuda, hip, metal, webgpu, ...), and every plugin `rt`
+// loaded (null: the matrix's alone, for `config set`, which builds no runtime).
+std::set<std::string> known_backend_names(const Runtime* rt);
+// Throws InvalidArgument "WHAT: unknown backend 'NAME' (known: a, b, ...)" for the first name not in `known`.
+void check_backend_names(const std::vector<std::string>& names, const std::set<std::string>& known, const std::string& what);
+
 // Sets the process's resident store budget: rt.resident_memory, else `face_default` bytes. Returns the budget.
 uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default);
 // A quarter of physical memory: the server's and Python's default resident budget.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/runtime.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "tensormorph/error.h"
@@ -32,6 +33,8 @@ void add_config_command(CLI::App& app) {
   set->add_option("key", *key, "setting key")->required();
   set->add_option("value", *value, "value")->required();
   set->callback([key, value] {
+    if (*key == "compute.prefer" || *key == "compute.never")  // the names a runtime would refuse, refused now
+      app::check_backend_names(split_list(*value), app::known_backend_names(nullptr), *key);
     auto s = Settings::load();
     s.set(*key, *value);
     s.save();

@@ -266,6 +266,7 @@ void add_stem_command(CLI::App& app) {
   auto ins = std::make_shared<InspectArgs>();
   CLI::App* i = stem->add_subcommand("inspect", "readiness, detector, metadata and source identity of an acquisition (decodes nothing)");
   i->add_option("PATH", ins->path, "master file, data file or folder with one master")->required();
+  add_dataset_flag(i, ins->path);
   i->add_option("--scan-shape", ins->scan_shape, "ROWS,COLS of the scan (needed when the file records none and the frame count is not a square)");
   i->add_flag("--json", ins->json, "machine-readable output");
   i->callback([ins] {

@@ -1,5 +1,7 @@
 #include "cli/compute_flags.h"
 
+#include "cli/output.h"
+
 namespace tmorph::cli {
 
 void ComputeFlags::add_to(CLI::App* cmd) {
@@ -10,6 +12,8 @@ void ComputeFlags::add_to(CLI::App* cmd) {
                   "consent to a named approximation step when no exact kernel can serve (repeatable)");
   cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)")
       ->check(CLI::Range(1u, kMaxThreads));
+  cmd->add_flag("--explain", explain_placement(),
+                "print every op's placement with its reason and the backends passed over (default: one line)");
   cmd->add_option("--memory-budget", memory_budget,
                   "bytes one op may hold, e.g. 512M (default: compute.memory_budget or half of RAM)");
 }

@@ -1,5 +1,6 @@
 #include "cli/output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -8,7 +9,68 @@
 
 namespace tmorph::cli {
 
+bool& explain_placement() {
+  static bool explain = false;
+  return explain;
+}
+
+namespace {
+
+// "cpu (stats.moments, decode x2), vulkan (stem.ssb_overlap: bounded(0.0002))": backends in first-use order,
+// each with its ops in order (repeats counted), precision named when not exact.
+std::string where_ops_ran(const std::vector<Placement>& ps) {
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, int>>>> by_backend;
+  for (const auto& p : ps) {
+    const std::string backend = p.backend + (p.software_adapter ? " (software adapter)" : "");
+    auto b = std::find_if(by_backend.begin(), by_backend.end(), [&](const auto& e) { return e.first == backend; });
+    if (b == by_backend.end()) b = by_backend.insert(by_backend.end(), {backend, {}});
+    const std::string op = p.op + (p.precision == "exact" || p.precision.empty() ? "" : ": " + p.precision);
+    auto o = std::find_if(b->second.begin(), b->second.end(), [&](const auto& e) { return e.first == op; });
+    if (o == b->second.end()) b->second.push_back({op, 1});
+    else ++o->second;
+  }
+  std::string out;
+  for (const auto& [backend, ops] : by_backend) {
+    out += (out.empty() ? "" : ", ") + backend + " (";
+    for (size_t i = 0; i < ops.size(); ++i)
+      out += (i ? ", " : "") + ops[i].first + (ops[i].second > 1 ? " x" + std::to_string(ops[i].second) : "");
+    out += ")";
+  }
+  return out;
+}
+
+// What did not run where it would have: a preferred backend without the kernel, a backend whose self-test
+// failed, an approximation consented to. A backend that is simply absent, or costlier, is not a fallback.
+std::vector<std::string> fallbacks(const std::vector<Placement>& ps) {
+  std::vector<std::string> out;
+  for (const auto& p : ps) {
+    bool said = false;
+    for (const auto& r : p.rejected)
+      if (r.reason == "self_test_failed") {
+        out.push_back(p.op + " to " + p.backend + " (" + r.backend + " failed its self-test)");
+        said = true;
+      }
+    if (p.reason == "fallback_missing_kernel" && !said)  // which preferred backend, and why: --explain
+      out.push_back(p.op + " to " + p.backend + " (no preferred backend could serve it)");
+    if (!p.approx_step.empty()) out.push_back(p.op + " approximated by " + p.approx_step + " (" + p.consent + ")");
+  }
+  std::vector<std::string> once;  // an op placed several times falls back once in the line
+  for (auto& f : out)
+    if (std::find(once.begin(), once.end(), f) == once.end()) once.push_back(std::move(f));
+  return once;
+}
+
+}  // namespace
+
 void print_placements(const std::vector<Placement>& ps) {
+  if (!explain_placement()) {
+    const std::vector<std::string> fell = fallbacks(ps);
+    std::string line = "placement: " + where_ops_ran(ps) + "; ";
+    if (fell.empty()) line += "nothing fell back";
+    for (size_t i = 0; i < fell.size(); ++i) line += (i ? "; " : "fell back: ") + fell[i];
+    std::cout << line << " (--explain: each op's reason and the backends passed over)\n";
+    return;
+  }
   std::cout << "placement:\n";
   for (const auto& p : ps) {
     std::printf("  %-28s %s/%s (%s%s)  %s, %s, %s moved%s\n", p.op.c_str(), p.backend.c_str(), p.device.c_str(),

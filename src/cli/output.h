@@ -14,7 +14,12 @@
 
 namespace tmorph::cli {
 
-// Prints "placement:" and one line per op with its rejected candidates indented below.
+// Whether print_placements explains (set by --explain, ComputeFlags): false by default.
+bool& explain_placement();
+
+// By default one line: the backends that ran the ops (precision named when not exact) and whether anything
+// fell back (a preferred backend without the kernel, a failed self-test, a consented approximation).
+// With --explain: "placement:" and one line per op with its rejected candidates indented below.
 void print_placements(const std::vector<Placement>& ps);
 
 // `j` as the CLI writes JSON (stdout and sidecar files): two-space indent; bytes that are not UTF-8 (a

@@ -1,6 +1,7 @@
 #include "cli/stem_args.h"
 
 #include <cmath>
+#include <memory>
 
 #include "cli/number_lists.h"
 #include "tensormorph/error.h"
@@ -46,8 +47,23 @@ DiskRequest disk_request(const std::string& center, double radius) {
 
 std::optional<double> given(double flag_value) { return std::isnan(flag_value) ? std::nullopt : std::optional<double>(flag_value); }
 
+void add_dataset_flag(CLI::App* cmd, std::string& path) {
+  auto dataset = std::make_shared<std::string>();
+  cmd->add_option("--dataset", *dataset,
+                  "/path/in/file: read the frames from this HDF5 dataset (the same as PATH:/path/in/file)")
+      ->check([](const std::string& d) { return d.empty() || d[0] != '/' ? std::string("must start with '/'") : std::string(); });
+  // After parsing, before the command runs: PATH and --dataset become the one spelling the openers read.
+  cmd->parse_complete_callback([dataset, &path] {
+    if (dataset->empty()) return;
+    if (path.find(":/") != std::string::npos)
+      throw Error(ErrorKind::InvalidArgument, "--dataset " + *dataset + ": PATH already names a dataset (" + path + ")");
+    path += ":" + *dataset;
+  });
+}
+
 void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products) {
   cmd->add_option("PATH", a.path, "master file, data file or folder with one master")->required();
+  add_dataset_flag(cmd, a.path);
   cmd->add_option("--scan-shape", a.scan_shape, "ROWS,COLS of the scan (needed when the file records none and the frame count is not a square)");
   cmd->add_option("--scan-region", a.scan_region, "R0,R1,C0,C1: half-open scan rows and columns to read (default: all)");
   cmd->add_option("--detector-region", a.detector_region, "R0,R1,C0,C1: half-open detector rows and columns to keep");

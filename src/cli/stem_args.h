@@ -38,6 +38,9 @@ struct LoadArgs {
   ComputeFlags compute;
 };
 
+// --dataset /path: appended to `path` as PATH:/path (an HDF5 dataset of another writer's 4-D array, docs/stem.md).
+void add_dataset_flag(CLI::App* cmd, std::string& path);
+
 // Registers PATH and the load flags. For products (`for_products`): no --frame or --dtype, and the
 // compute flags (--backend, --prefer, --never, --threads, --memory-budget) in full.
 void add_load_flags(CLI::App* cmd, LoadArgs& a, bool for_products);

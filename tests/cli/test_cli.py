@@ -117,8 +117,36 @@ class Stats(unittest.TestCase):
         path = self.f32_file([1.0, 2.0])
         r = run(["stats", "--raw", path, "--dtype", "f32"])
         self.assertEqual(r.code, 0, r.err)
-        self.assertIn("placement:", r.out)
-        self.assertIn("stats.moments", r.out)
+        self.assertIn("placement: cpu (stats.moments", r.out)
+        self.assertIn("nothing fell back", r.out)
+        self.assertNotIn("rejected", r.out)  # the full placement is --explain's
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--explain"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertRegex(r.out, r"placement:\n  stats\.moments +cpu/")
+
+    def test_unknown_backend_names_are_refused_listing_the_known_ones(self):
+        path = self.f32_file([1.0, 2.0])
+        for flag in ("--prefer", "--never", "--backend"):
+            r = run(["stats", "--raw", path, "--dtype", "f32", flag, "vulcan"])
+            self.assertEqual(r.code, 2, (flag, r.err))
+            self.assertIn(flag + ": unknown backend 'vulcan' (known: ", r.err)
+            self.assertIn("vulkan", r.err)
+        # A backend the project knows but this machine lacks may still be preferred or excluded.
+        r = run(["stats", "--raw", path, "--dtype", "f32", "--prefer", "metal", "--never", "metal"])
+        self.assertEqual(r.code, 0, r.err)
+        cfg = tempfile.mkdtemp(prefix="tm-cfg-")
+        r = run(["config", "set", "compute.never", "cpu,vulcan"], config_home=cfg)
+        self.assertEqual(r.code, 2, r.err)
+        self.assertIn("compute.never: unknown backend 'vulcan'", r.err)
+        self.assertEqual(run(["config", "set", "compute.prefer", "metal"], config_home=cfg).code, 0)
+        # A name stored before this check is refused when a command reads it, naming the setting and the fix.
+        with open(os.path.join(cfg, "tensormorph", "settings.json"), "w") as f:
+            json.dump({"compute.prefer": "vulcan"}, f)
+        r = run(["stats", "--raw", path, "--dtype", "f32"], config_home=cfg)
+        self.assertEqual(r.code, 2, r.err)
+        self.assertIn("setting compute.prefer (change it with tensormorph config set or unset): unknown backend 'vulcan'", r.err)
+        self.assertEqual(run(["config", "unset", "compute.prefer"], config_home=cfg).code, 0)
+        self.assertEqual(run(["stats", "--raw", path, "--dtype", "f32"], config_home=cfg).code, 0)
 
     def test_integer_extremes_are_exact(self):
         path = write(os.path.join(self.dir, "t.i64"), struct.pack("<3q", 2**63 - 1, 2**63 - 2, -(2**63)))

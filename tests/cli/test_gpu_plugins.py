@@ -82,6 +82,8 @@ class GpuPluginsCli(unittest.TestCase):
                 self.assertEqual(p["reason"], "fallback_missing_kernel", p)
                 cuda = [x for x in p["rejected"] if x["backend"] == "cuda"]
                 self.assertEqual(cuda[0]["reason"], "unavailable:" + b["reason"], p)
+        r = run(["stats", self.path, "a.f32", "--prefer", "cuda"])
+        self.assertIn("fell back: stats.moments to cpu (no preferred backend could serve it)", r.out)
 
     def test_wrong_kernel_is_refused_by_its_self_test_and_results_stay_the_cpus(self):
         env = {"TENSORMORPH_PLUGIN_DIR": WRONG_DIR}
@@ -101,6 +103,16 @@ class GpuPluginsCli(unittest.TestCase):
         r = run(["stats", self.path, "b.u8", "--backend", "testwrong"], env_extra=env)
         self.assertEqual(r.code, 4)
         self.assertIn("failed its self-test", r.err)
+        # The default text says it in one line; --explain gives every op with the backends passed over.
+        r = run(["stats", self.path, "b.u8", "--prefer", "testwrong"], env_extra=env)
+        line = [x for x in r.out.splitlines() if x.startswith("placement")]
+        self.assertEqual(len(line), 1, r.out)
+        self.assertIn("fell back: stats.moments to cpu (testwrong failed its self-test)", line[0])
+        self.assertRegex(line[0], r"testwrong( \(software adapter\))? \([^)]*stats\.bitpattern_histogram")
+        self.assertNotIn("rejected", r.out)
+        r = run(["stats", self.path, "b.u8", "--prefer", "testwrong", "--explain"], env_extra=env)
+        self.assertIn("rejected testwrong", r.out)
+        self.assertIn("self_test_failed", r.out)
 
     def test_backends_self_test_lists_every_verdict_and_fails_on_a_wrong_kernel(self):
         r = run(["backends", "--self-test", "--json"], env_extra={"TENSORMORPH_PLUGIN_DIR": EMULATED_DIR})

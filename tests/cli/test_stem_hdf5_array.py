@@ -98,6 +98,25 @@ class StemHdf5Array(unittest.TestCase):
                     self.assertEqual(doc["scan_shape"], [RR, RC])
                     self.assertEqual(doc["scan_shape_source"], scan_source)
 
+    def test_dataset_flag_names_the_dataset_as_the_path_suffix_does(self):
+        d = self.data.astype(np.uint64)
+        img, rep = self.product(self.generic, "bf", "--dataset", "/scans/s1/frames", "--scan-shape", "%d,%d" % (RR, RC),
+                                "--center", "8,6", "--radius", "3.5")
+        same, _ = self.product(self.generic + ":/scans/s1/frames", "bf", "--scan-shape", "%d,%d" % (RR, RC),
+                               "--center", "8,6", "--radius", "3.5")
+        np.testing.assert_array_equal(img, same)
+        self.assertEqual(img.shape, d.shape[:2])
+        self.assertGreater(int(img.sum()), 0)
+        r = run(["stem", "inspect", self.generic, "--dataset", "/scans/s1/frames", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["layout"], "dataset")
+        for args, why in [(["--dataset", "scans/s1/frames"], "must start with '/'"),
+                          (["--dataset", "/scans/s1/frames"], "already names a dataset")]:
+            path = self.generic + (":/scans/s1/big_endian" if "already" in why else "")
+            r = run(["stem", "inspect", path, *args])
+            self.assertEqual(r.code, 2, (args, r.err))
+            self.assertIn(why, r.err)
+
     def test_emd_dims_are_calibration(self):
         doc = run(["stem", "inspect", self.emd1, "--json"]).json()
         meta = doc["metadata"]
