@@ -137,5 +137,7 @@ def test_q8_0_decoded_to_float32(tmp_path):
         c.read("q", raw=True)
     # The decoding is placed like any op: the same values wherever it runs, a refusal naming the backend.
     assert np.array_equal(c.read("q", backend="cpu"), expected)
-    with pytest.raises(tm.Unavailable, match="backend 'nope' is not installed"):
+    with pytest.raises(tm.Unavailable, match="backend 'metal' is not installed"):
+        c.read("q", backend="metal")
+    with pytest.raises(tm.InvalidArgument, match="unknown backend 'nope' \\(known: cpu, "):
         c.read("q", backend="nope")
