@@ -59,8 +59,9 @@ def _product_band(path, kind, r0, r1, cols, options):
 
 def virtual_image(path, kind="bf", *, center=None, radius=None, rows_per_chunk=None, band_bytes=BAND_BYTES, **options):
     """The virtual image `kind` (bf, abf, adf, haadf, df or mask; mask takes inner/outer, inner_mrad/outer_mrad or
-    mask=FILE as tensormorph.stem.product does) as a lazy dask array of uint64 [rows, cols], one task per band of
-    scan rows. center=(row, col) and radius (detector pixels) fix the bright-field disk for every band."""
+    mask=FILE as tensormorph.stem.product does) as a lazy dask array [rows, cols], one task per band of scan rows:
+    uint64 sums of integer counts, float64 sums of float frames (EMPAD), as tensormorph.stem.product returns them.
+    center=(row, col) and radius (detector pixels) fix the bright-field disk for every band."""
     if kind not in ("bf", "abf", "adf", "haadf", "df", "mask"):
         raise InvalidArgument("kind: expected bf, abf, adf, haadf, df or mask, have %r" % (kind,))
     if center is None or radius is None:
@@ -72,9 +73,11 @@ def virtual_image(path, kind="bf", *, center=None, radius=None, rows_per_chunk=N
     rows, cols = doc["scan_shape"]
     det_rows, det_cols = doc["detector_shape"]
     options = dict(options, center=tuple(center), radius=float(radius))
-    step = rows_per_chunk or _rows_per_band(cols, det_rows * det_cols * 2, band_bytes)
+    floats = doc["dtype"] in ("f32", "f64")  # the frames' stored type decides the sums' (docs/stem.md, Products)
+    pixel_bytes = {"u8": 1, "u16": 2, "u32": 4, "f32": 4, "f64": 8}.get(doc["dtype"], 4)
+    step = rows_per_chunk or _rows_per_band(cols, det_rows * det_cols * pixel_bytes, band_bytes)
     blocks = [da.from_delayed(dask.delayed(_product_band)(path, kind, r0, r1, cols, options), shape=(r1 - r0, cols),
-                              dtype="uint64") for r0, r1 in _bands(rows, step)]
+                              dtype="float64" if floats else "uint64") for r0, r1 in _bands(rows, step)]
     return da.concatenate(blocks, axis=0)
 
 

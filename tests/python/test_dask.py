@@ -53,6 +53,20 @@ def test_virtual_images_are_the_one_process_bytes(client, acquisition):
         tmd.virtual_image(acquisition, "com", **disk)
 
 
+def test_virtual_images_of_float_frames_are_float64_like_one_process(client, tmp_path):
+    # EMPAD frames are float32: the product sums them in float64 (the contract's sequential order), so the lazy
+    # array declares float64 and its bands are the one-process bytes (it declared uint64 for every acquisition).
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+    import empad_writer as ew
+    path = ew.write(str(tmp_path), "scan", ew.frames(np.random.default_rng(21), 20), scan=(5, 4))
+    ring, report = tm.stem.mask(path, center=(64, 64), radius=10, inner=2, outer=30)
+    lazy = tmd.virtual_image(path, "mask", center=(64, 64), radius=10, inner=2, outer=30, rows_per_chunk=2)
+    assert lazy.dtype == np.float64 and lazy.chunks[0] == (2, 2, 1)
+    got = lazy.compute()
+    assert got.dtype == np.float64 and got.tobytes() == ring.tobytes()
+
+
 def test_checkpoint_stats_merge_to_the_one_process_document(client, tmp_path):
     rng = np.random.default_rng(3)
     path = str(tmp_path / "model.safetensors")
