@@ -76,6 +76,7 @@ bench: build
 	@/usr/bin/python3 bench/stem_decode_gpu_bench.py --build build --backend cuda
 	@/usr/bin/python3 bench/stem_decode_gpu_bench.py --build build --backend hip
 	@/usr/bin/python3 bench/stem_viewer_bench.py --build build
+	@/usr/bin/python3 bench/remote_bench.py --build build --mb 2048
 	@/usr/bin/python3 bench/stem_resident_bench.py --build build
 	@TM_BIN=$(CURDIR)/build/tensormorph node bench/stem_page_bench.mjs
 	@/usr/bin/python3 bench/lod_bench.py --build build
