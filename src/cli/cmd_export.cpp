@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/compute_flags.h"
 #include "cli/output.h"
+#include "cli/output_format.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
 
@@ -52,7 +53,7 @@ void add_export_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("export", "write one tensor as a row-major .npy file");
   cmd->add_option("path", args->path, "checkpoint: file, shard directory, index JSON or GGUF split shard")->required();
   cmd->add_option("tensor", args->tensor, "tensor name")->required();
-  cmd->add_option("-o,--out", args->out, "output .npy file")->required();
+  require_output_format(cmd->add_option("-o,--out", args->out, "output .npy file")->required(), {OutputFormat::npy});
   cmd->add_flag("--json", args->json, "print one JSON document");
   cmd->callback([args] { run_export(*args); });
 }

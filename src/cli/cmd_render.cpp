@@ -10,6 +10,7 @@
 #include "cli/index_access.h"
 #include "cli/number_lists.h"
 #include "cli/output.h"
+#include "cli/output_format.h"
 #include "cli/product_output.h"
 #include "render/tensors/cell_source.h"
 #include "render/tensors/overview.h"
@@ -97,6 +98,7 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
 }
 
 void run_render(const RenderArgs& a) {
+  if (!a.overview) output_format(a.out, {OutputFormat::png});  // a PNG (a folder with --overview): refused before work
   const auto rt = command_runtime(&a.compute);
   auto index = open_index(a.path, a.index_path);
   if (a.overview || !a.strips.empty()) {

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/output_format.h"
 #include "cli/compute_flags.h"
 #include "cli/stem_args.h"
 #include "core/npy.h"
@@ -298,7 +299,7 @@ void add_stem_command(CLI::App& app) {
   auto exp = std::make_shared<LoadArgs>();
   CLI::App* e = stem->add_subcommand("export", "write (a region of) an acquisition as .npy, with OUT.provenance.json");
   add_load_flags(e, *exp, false);
-  e->add_option("-o,--out", exp->out, "output .npy file")->required();
+  require_output_format(e->add_option("-o,--out", exp->out, "output .npy file")->required(), {OutputFormat::npy});
   e->callback([exp] {
     const auto rt = command_runtime(&exp->compute);
     const Acquisition acq = open_acquisition(exp->path);

@@ -69,15 +69,21 @@ class LazyRuntime {
   std::optional<Planner> planner_;
 };
 
-// OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them.
+// OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them; OUT.tif the numbers for
+// image tools, with the scan step as the pixel size when the product lies on the scan grid (`scan_step`, else null).
 template <class T>
 void write_product(const ProductArgs& a, const std::string& descr, const std::vector<uint64_t>& shape,
-                   const std::vector<T>& values, nlohmann::json& report, LazyRuntime& lazy,
+                   const std::vector<T>& values, const Sourced* scan_step, nlohmann::json& report, LazyRuntime& lazy,
                    std::vector<Placement>& placements) {
-  if (is_png(a.load.out))
-    return write_product_png(a.load.out, product_name(a.kind), shape, std::vector<double>(values.begin(), values.end()), a.display,
-                             lazy.planner(), report, placements);
-  write_product_npy(a.load.out, descr, shape, values.data(), values.size() * sizeof(T));
+  switch (output_format(a.load.out, kProductOutputs)) {
+    case OutputFormat::png:
+      return write_product_png(a.load.out, product_name(a.kind), shape, std::vector<double>(values.begin(), values.end()),
+                               a.display, lazy.planner(), report, placements);
+    case OutputFormat::tiff:
+      report["tiff"] = write_product_tiff(a.load.out, product_name(a.kind), descr, shape, values.data(), scan_step);
+      return;
+    default: write_product_npy(a.load.out, descr, shape, values.data(), values.size() * sizeof(T));
+  }
 }
 
 // stem prepare: both passes, stored under the acquisition's key; reports what was prepared.
@@ -142,8 +148,12 @@ void run_product(const ProductArgs& a) {
   report["file"] = a.load.out;
   report.update(cache_lookup);
   std::vector<Placement> placements = std::move(product.placements);
-  std::visit([&](const auto& values) { write_product(a, product.npy_descr, product.shape, values, report, lazy, placements); },
-             product.values);
+  // The pixel size of a scan-grid product: the file's (or unknown) scan step per output position; the tags only.
+  const bool on_scan_grid = is_virtual_image(a.kind) || is_com_field(a.kind);
+  const Sourced step = scan_step_A(acq, spec.load, Override{std::nullopt, "--scan-step-A"});
+  std::visit([&](const auto& values) {
+    write_product(a, product.npy_descr, product.shape, values, on_scan_grid ? &step : nullptr, report, lazy, placements);
+  }, product.values);
   report["placement"] = placements_json(placements);
   std::ofstream side(a.load.out + ".json", std::ios::trunc);
   side << json_text(report) << "\n";
@@ -202,8 +212,12 @@ void add_stem_product_commands(CLI::App* stem) {
     a->kind = parse_product_kind(spec.name);
     CLI::App* cmd = stem->add_subcommand(spec.name, spec.help);
     add_load_flags(cmd, a->load, true);
-    cmd->add_option("-o,--out", a->load.out, "output .npy (exact numbers) or .png (an image); a JSON report is written "
-                                             "beside it as OUT.npy.json or OUT.png.json (the output's name + .json)")->required();
+    require_output_format(cmd->add_option("-o,--out", a->load.out,
+                                          "output .npy (exact numbers), .png (an image) or .tif (numbers for image tools: "
+                                          "the product's integer type or 32-bit float, the scan step as pixel size); a JSON "
+                                          "report is written beside it as OUT.npy.json, OUT.png.json or OUT.tif.json (the "
+                                          "output's name + .json)")->required(),
+                          kProductOutputs);
     a->display.add_to(cmd);
     cmd->add_option("--center", a->center, "R,C: the disk centre in detector pixels, fractional allowed (default: detected)");
     cmd->add_option("--radius", a->radius, "the bright-field disk radius in pixels (default: detected)");

@@ -121,8 +121,13 @@ void run_ssb(const SsbArgs& a) {
   report["file"] = a.load.out;
   if (!acq.problems.empty()) report["acquisition_problems"] = acq.problems_report();
   const std::vector<uint64_t> shape = {result.rows, result.cols};
-  if (is_png(a.load.out)) write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements);
-  else write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
+  switch (output_format(a.load.out, kProductOutputs)) {
+    case OutputFormat::png: write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements); break;
+    case OutputFormat::tiff:
+      report["tiff"] = write_product_tiff(a.load.out, "ssb", "<f8", shape, result.phase.data(), &run.setup.scan_step_A);
+      break;
+    default: write_product_npy(a.load.out, "<f8", shape, result.phase.data(), result.phase.size() * sizeof(double));
+  }
   report["timings"]["total_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   report["placement"] = placements_json(placements);
   std::ofstream(a.load.out + ".json", std::ios::trunc) << json_text(report) << "\n";
@@ -159,8 +164,11 @@ void add_stem_ssb_command(CLI::App* stem) {
   CLI::App* cmd = stem->add_subcommand("ssb", "single-sideband ptychography: the specimen's phase from the bright-field "
                                               "disk, with given aberrations (preview) or fitted ones (--fit)");
   add_load_flags(cmd, a->load, true);
-  cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians) or .png; its JSON report beside it as "
-                                           "OUT.npy.json or OUT.png.json")->required();
+  require_output_format(cmd->add_option("-o,--out", a->load.out, "output .npy (phase, radians), .png or .tif (32-bit "
+                                                                 "float radians, the scan step as pixel size); its JSON "
+                                                                 "report beside it as OUT.npy.json, OUT.png.json or OUT.tif.json")
+                            ->required(),
+                        kProductOutputs);
   a->display.add_to(cmd);
   cmd->add_option("--C10", a->C10, "defocus C10 in angstrom (positive: as the simulator's defocus)");
   cmd->add_option("--C12", a->C12, "two-fold astigmatism C12 in angstrom");

@@ -21,8 +21,6 @@ ProductDisplay ProductDisplayFlags::display() const {
   return d;
 }
 
-bool is_png(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0; }
-
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements) {

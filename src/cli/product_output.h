@@ -1,5 +1,5 @@
 // The product commands' and SSB's output flags (--colormap, --transform, --limits) and the call that writes OUT.png
-// with them; the writing itself (PNG and .npy) is the STEM domain's (stem/images/product_output.h).
+// with them; the writing itself (PNG, .npy and TIFF) is the STEM domain's (stem/images/product_output.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/output_format.h"
 #include "core/npy.h"
 #include "stem/images/product_output.h"
 #include "tensormorph/placement.h"
@@ -24,12 +25,12 @@ struct ProductDisplayFlags {
   ProductDisplay display() const;
 };
 
-bool is_png(const std::string& path);
-
+// What `stem <product> -o` and `stem ssb -o` write (cli/output_format.h: the extension decides).
+inline const std::vector<OutputFormat> kProductOutputs = {OutputFormat::npy, OutputFormat::png, OutputFormat::tiff};
 
 // OUT.png through tmorph::write_product_png with the flags' display (gray by default, RdBu_r when values are
-// negative). Adds `display` to the report and the colour op's placement to `placements`. (OUT.npy:
-// tmorph::write_product_npy, found from this namespace.)
+// negative). Adds `display` to the report and the colour op's placement to `placements`. (OUT.npy and OUT.tif:
+// tmorph::write_product_npy and write_product_tiff, found from this namespace.)
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& values, const ProductDisplayFlags& flags, const Planner& planner,
                        nlohmann::json& report, std::vector<Placement>& placements);

@@ -1,8 +1,10 @@
 #include "stem/images/product_output.h"
 
+#include <cmath>
 #include <fstream>
 
 #include "core/npy.h"
+#include "image/tiff_writer.h"
 #include "render/cell_image.h"
 #include "render/colour_bar_ticks.h"
 #include "tensormorph/error.h"
@@ -28,6 +30,44 @@ void write_product_npy(const std::string& path, const std::string& descr, const 
   out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
   if (!out) throw Error(ErrorKind::Io, path + ": write failed");
+}
+
+nlohmann::json write_product_tiff(const std::string& path, const std::string& product, const std::string& descr,
+                                  const std::vector<uint64_t>& shape, const void* data, const Sourced* scan_step) {
+  const bool field = shape.size() == 3;
+  if ((shape.size() != 2 && !field) || (field && shape[0] != 2))
+    throw Error(ErrorKind::Internal, path + ": a TIFF product must be [R, C] or a [2, R, C] field, have " + nlohmann::json(shape).dump());
+  TiffRaster r;
+  r.pages = field ? 2 : 1;
+  r.rows = static_cast<uint32_t>(shape[field ? 1 : 0]);
+  r.cols = static_cast<uint32_t>(shape[field ? 2 : 1]);
+  const uint64_t n = uint64_t{r.pages} * r.rows * r.cols;
+  nlohmann::json report = {{"pages", r.pages}};
+  std::vector<float> rounded;
+  if (descr == "<f8") {
+    const auto* v = static_cast<const double*>(data);
+    rounded.assign(v, v + n);  // nearest float32 of each value
+    r.sample = TiffRaster::Sample::ieee_float;
+    r.bits = 32;
+    r.data = rounded.data();
+    report["samples"] = "float32";
+    report["rounded_from"] = "float64";
+  } else if (descr == "<u8" || descr == "<u4") {
+    r.bits = descr == "<u8" ? 64 : 32;
+    r.data = data;
+    report["samples"] = descr == "<u8" ? "uint64" : "uint32";
+  } else {
+    throw Error(ErrorKind::Internal, path + ": no TIFF samples for a product of descr " + descr);
+  }
+  const bool calibrated = scan_step && scan_step->known() && std::isfinite(scan_step->value) && scan_step->value > 0;
+  TiffTags tags;
+  if (calibrated) tags.pixels_per_cm = 1e8 / scan_step->value;
+  report["pixels_per_cm"] = tags.pixels_per_cm ? nlohmann::json(*tags.pixels_per_cm) : nlohmann::json(nullptr);
+  report["scan_step"] = calibrated ? to_json(*scan_step) : nlohmann::json(nullptr);
+  tags.description = nlohmann::json{{"product", product}, {"shape", shape}, {"samples", report["samples"]},
+                                    {"scan_step", report["scan_step"]}}.dump();
+  write_tiff(path, r, tags);
+  return report;
 }
 
 }  // namespace tmorph

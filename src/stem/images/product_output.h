@@ -1,6 +1,7 @@
 // Writing a 4D-STEM product (a scan-grid array, a diffraction pattern, an SSB phase) as OUT.png (an image through the
-// display kernels with its labelled colour bar) or OUT.npy (the exact numbers): what `stem <product> -o OUT` and
-// `stem ssb -o OUT` write. The CLI parses the flags into a ProductDisplay and calls these.
+// display kernels with its labelled colour bar), OUT.npy (the exact numbers) or OUT.tif (numbers for image tools,
+// with the calibration in tags): what `stem <product> -o OUT` and `stem ssb -o OUT` write. The CLI parses the flags
+// into a ProductDisplay and calls these.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stem/calibration.h"
 #include "stem/images/product_image.h"
 #include "tensormorph/placement.h"
 #include "tensormorph/planner.h"
@@ -31,5 +33,15 @@ ProductPng write_product_png(const std::string& path, const std::string& product
 // Error(Io) naming the path when it cannot be created or written.
 void write_product_npy(const std::string& path, const std::string& descr, const std::vector<uint64_t>& shape,
                        const void* data, uint64_t bytes);
+
+// OUT.tif (image/tiff_writer.h): a [R, C] product as one page, a [2, R, C] field as two pages (its components).
+// Samples: the product's integer type as it is (`descr` "<u8" / "<u4": uint64 / uint32, exact), floating-point
+// products as 32-bit floats (rounded to nearest from float64: OUT.npy keeps every bit). Tags: ImageDescription is
+// JSON {product, shape, samples, scan_step | null} and, when `scan_step` is known (a scan-grid product), the
+// resolution in pixels per centimetre (10^8 / step in angstrom). Returns what the report records under "tiff":
+// {samples, rounded_from (floats), pages, pixels_per_cm (or null), scan_step (Sourced JSON, or null)}.
+// Error(Io) naming the path when it cannot be written; Error(Internal) for a descr or shape it does not take.
+nlohmann::json write_product_tiff(const std::string& path, const std::string& product, const std::string& descr,
+                                  const std::vector<uint64_t>& shape, const void* data, const Sourced* scan_step);
 
 }  // namespace tmorph
