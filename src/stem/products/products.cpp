@@ -81,10 +81,14 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   r.positions = loader.positions();
   const uint64_t pixels = r.frame_shape[0] * r.frame_shape[1];
   if (pixels >= (uint64_t{1} << 32)) throw Error(ErrorKind::InvalidArgument, "products: frames of 2^32 pixels or more");
-  // Exactness of the uint64 sums (op contract): pixels × largest index × largest value < 2^64.
-  const unsigned __int128 bound = static_cast<unsigned __int128>(pixels) * std::max(r.frame_shape[0], r.frame_shape[1]) *
-                                  ((uint64_t{1} << (8 * dtype_size(dtype))) - 1);
-  if (!r.floating && bound >> 64) throw Error(ErrorKind::InvalidArgument, "products: frame sums could exceed 2^64; bin the detector");
+  // Exactness of the uint64 sums (op contract): pixels × largest index × largest value < 2^64. Integer frames only
+  // (u8, u16, u32: u64 is refused above); float frames are summed in float64 and have no such bound (and the shift
+  // by 8 × 8 bits of an f64 would be undefined).
+  if (!r.floating) {
+    const unsigned __int128 bound = static_cast<unsigned __int128>(pixels) * std::max(r.frame_shape[0], r.frame_shape[1]) *
+                                    ((uint64_t{1} << (8 * dtype_size(dtype))) - 1);
+    if (bound >> 64) throw Error(ErrorKind::InvalidArgument, "products: frame sums could exceed 2^64; bin the detector");
+  }
 
   // Pixel lists: each detector directly or as its complement (then image = total − sum), and the CoM list.
   std::vector<uint64_t> offsets{0};
