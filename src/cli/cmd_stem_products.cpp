@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -148,11 +149,12 @@ void run_product(const ProductArgs& a) {
   report["file"] = a.load.out;
   report.update(cache_lookup);
   std::vector<Placement> placements = std::move(product.placements);
-  // The pixel size of a scan-grid product: the file's (or unknown) scan step per output position; the tags only.
-  const bool on_scan_grid = is_virtual_image(a.kind) || is_com_field(a.kind);
-  const Sourced step = scan_step_A(acq, spec.load, Override{std::nullopt, "--scan-step-A"});
+  // A TIFF of a scan-grid product states its pixel size: the file's (or unknown) scan step per output position.
+  std::optional<Sourced> step;
+  if (output_format(a.load.out, kProductOutputs) == OutputFormat::tiff && (is_virtual_image(a.kind) || is_com_field(a.kind)))
+    step = scan_step_A(acq, spec.load, Override{std::nullopt, "--scan-step-A"});
   std::visit([&](const auto& values) {
-    write_product(a, product.npy_descr, product.shape, values, on_scan_grid ? &step : nullptr, report, lazy, placements);
+    write_product(a, product.npy_descr, product.shape, values, step ? &*step : nullptr, report, lazy, placements);
   }, product.values);
   report["placement"] = placements_json(placements);
   std::ofstream side(a.load.out + ".json", std::ios::trunc);

@@ -15,7 +15,7 @@ struct OutputExtension {
   OutputFormat format;
 };
 constexpr OutputExtension kOutputExtensions[] = {{".npy", OutputFormat::npy}, {".png", OutputFormat::png}, {".tif", OutputFormat::tiff},
-                                     {".tiff", OutputFormat::tiff}, {".gif", OutputFormat::gif}, {".mp4", OutputFormat::mp4}};
+                                     {".tiff", OutputFormat::tiff}};
 
 std::string lowercase_extension_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');

@@ -9,9 +9,9 @@
 
 namespace tmorph::cli {
 
-enum class OutputFormat { npy, png, tiff, gif, mp4 };
+enum class OutputFormat { npy, png, tiff };  // movies: image/movie_writer.h movie_format (.gif, .mp4)
 
-// .npy, .png, .tif/.tiff, .gif, .mp4 -> the format; throws Error(InvalidArgument) "PATH: cannot write a '.EXT' file
+// .npy, .png, .tif/.tiff -> the format; throws Error(InvalidArgument) "PATH: cannot write a '.EXT' file
 // (COMMAND writes .npy, .png or .tif)" when the extension is none of `writes` (or there is none).
 OutputFormat output_format(const std::string& path, const std::vector<OutputFormat>& writes);
 

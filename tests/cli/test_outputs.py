@@ -126,6 +126,13 @@ class TiffOutputs(unittest.TestCase):
             self.assertIn("the format follows the extension: this command " + writes, r.err)
             self.assertFalse(os.path.exists(args[args.index("-o") + 1]), args)
 
+    def test_a_tiff_that_cannot_be_written_is_an_io_error_naming_the_path(self):
+        out = self.path("no-such-folder/bf.tif")
+        r = run(["stem", "bf", self.master, "-o", out])
+        self.assertEqual(r.code, 6, r.err)
+        self.assertIn(out + ": cannot create the TIFF file", r.err)
+        self.assertFalse(os.path.exists(out))
+
     def test_a_stem_file_given_to_a_checkpoint_command_points_at_stem_inspect(self):
         r = run(["info", self.master])
         self.assertEqual(r.code, 3, r.err)
