@@ -17,7 +17,7 @@ namespace tmorph::vk {
 
 namespace {
 
-void require(bool ok, const std::string& what) {
+void ssb_require(bool ok, const std::string& what) {
   if (!ok) throw VkError(TM_ERR_INVALID_ARGUMENT, "stem.ssb_overlap: " + what);
 }
 
@@ -40,22 +40,22 @@ void twiddles(uint64_t n, float* out) {  // e^{+2πi m/n}, m < n, as (re, im) fl
 }  // namespace
 
 void run_stem_ssb_overlap(Device& device, const tm_kernel_call_v1& call, const Resident*) {
-  require(call.params && call.params_size >= sizeof(tm_stem_ssb_params_v1), "missing params");
+  ssb_require(call.params && call.params_size >= sizeof(tm_stem_ssb_params_v1), "missing params");
   const auto& p = *static_cast<const tm_stem_ssb_params_v1*>(call.params);
   if (p.variant != TM_SSB_QUADRATIC)
     throw VkError(TM_ERR_UNSUPPORTED, "stem.ssb_overlap: the Vulkan kernel computes the quadratic variant only "
                                       "(higher-order aberrations need float64 trigonometry; they run on the CPU)");
-  require(p.rows >= 2 && p.cols >= 2 && p.rows <= (1u << 16) && p.cols <= (1u << 16), "scan outside 2 .. 65,536 per axis");
+  ssb_require(p.rows >= 2 && p.cols >= 2 && p.rows <= (1u << 16) && p.cols <= (1u << 16), "scan outside 2 .. 65,536 per axis");
   const uint64_t R = p.rows, C = p.cols, N = R * C, half = R * (C / 2 + 1), B = p.pixels;
-  require(B > 0 && p.slice_stride >= half && p.slice_stride < (uint64_t{1} << 31), "pixels or slice_stride out of range");
-  require(call.element_count == 2 * B * p.slice_stride, "element_count must be 2 * pixels * slice_stride");
-  require(call.output_size >= N * 32, "output too small: need rows * cols * 32 bytes");
-  require(p.pixel_k && p.dc && p.nu && p.e_chi && p.row_factor && p.col_factor, "a table is missing");
-  require(p.kmax2 > 0 && std::isfinite(p.kmax2), "kmax2 must be positive");
+  ssb_require(B > 0 && p.slice_stride >= half && p.slice_stride < (uint64_t{1} << 31), "pixels or slice_stride out of range");
+  ssb_require(call.element_count == 2 * B * p.slice_stride, "element_count must be 2 * pixels * slice_stride");
+  ssb_require(call.output_size >= N * 32, "output too small: need rows * cols * 32 bytes");
+  ssb_require(p.pixel_k && p.dc && p.nu && p.e_chi && p.row_factor && p.col_factor, "a table is missing");
+  ssb_require(p.kmax2 > 0 && std::isfinite(p.kmax2), "kmax2 must be positive");
 
   // Pixels per batch: the batch's spectra and its two planes each fit one binding.
   const uint64_t limit = chunk_bytes(device.physical());
-  require(N * 32 <= limit && p.slice_stride * 8 <= limit && N * 8 <= limit,
+  ssb_require(N * 32 <= limit && p.slice_stride * 8 <= limit && N * 8 <= limit,
           "a " + std::to_string(R) + " x " + std::to_string(C) + " scan exceeds this device's " + std::to_string(limit) +
               "-byte bindings");
   const uint64_t per_batch = std::max<uint64_t>(1, std::min({B, limit / (N * 8), limit / (p.slice_stride * 8), uint64_t{1} << 20}));

@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shape_text(const std::vector<uint64_t>& s) {
+std::string lora_shape_text(const std::vector<uint64_t>& s) {
   std::string t;
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
   return "[" + t + "]";
@@ -119,14 +119,14 @@ LoraAdapter open_lora_adapter(const std::string& folder, const Checkpoint& base,
     const CheckpointTensor& base_t = *it->second;
     // A [r, in], B [out, r]; the base is [out, in] ([in, out] with fan_in_fan_out).
     if (ta.shape.size() != 2 || tb.shape.size() != 2 || ta.shape[0] != ad.rank || tb.shape[1] != ad.rank) {
-      skip("lora_A " + shape_text(ta.shape) + " and lora_B " + shape_text(tb.shape) + " are not [r, in] and [out, r] with r = " +
+      skip("lora_A " + lora_shape_text(ta.shape) + " and lora_B " + lora_shape_text(tb.shape) + " are not [r, in] and [out, r] with r = " +
            std::to_string(ad.rank));
       continue;
     }
     const std::vector<uint64_t> want = ad.fan_in_fan_out ? std::vector<uint64_t>{ta.shape[1], tb.shape[0]}
                                                          : std::vector<uint64_t>{tb.shape[0], ta.shape[1]};
     if (base_t.shape != want) {
-      skip("the base tensor is " + shape_text(base_t.shape) + "; lora_B · lora_A is " + shape_text({tb.shape[0], ta.shape[1]}) +
+      skip("the base tensor is " + lora_shape_text(base_t.shape) + "; lora_B · lora_A is " + lora_shape_text({tb.shape[0], ta.shape[1]}) +
            (ad.fan_in_fan_out ? " (transposed: fan_in_fan_out)" : ""));
       continue;
     }

@@ -22,9 +22,9 @@ std::string class_of(const PickleValue& g) {
   return dot == std::string::npos ? g.text : g.text.substr(dot + 1);
 }
 
-class Reader {
+class DcpReader {
  public:
-  explicit Reader(const std::string& path) : path_(path) {}
+  explicit DcpReader(const std::string& path) : path_(path) {}
 
   DcpMetadata read(const PickleValue& root) {
     const auto& state = object(root, "Metadata", "the metadata");
@@ -190,7 +190,7 @@ DcpMetadata parse_dcp_metadata(const uint8_t* bytes, uint64_t size, const std::s
   options.allowed_what = "the DCP metadata classes, torch.Size, torch dtypes (docs/formats.md)";
   options.allow_newobj = true;
   const PickleRef root = read_pickle(bytes, size, path, options);
-  return Reader(path).read(*root);
+  return DcpReader(path).read(*root);
 }
 
 }  // namespace tmorph

@@ -10,7 +10,7 @@ namespace tmorph {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
+[[noreturn]] void zero_bad(const std::string& path, const std::string& what) {
   throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": " + what));
 }
 
@@ -69,15 +69,15 @@ std::map<std::string, size_t> tensors_by_name(const TorchSaveFile& f) {
 
 std::vector<ZeroParamShape> param_group(const PickleValue& g, const std::string& path, size_t index) {
   const auto* e = entries_of(g);
-  if (!e) bad(path, "param_shapes[" + std::to_string(index) + "] is a " + pickle_kind_name(g.kind) + ", not a dict of name -> shape");
+  if (!e) zero_bad(path, "param_shapes[" + std::to_string(index) + "] is a " + pickle_kind_name(g.kind) + ", not a dict of name -> shape");
   std::vector<ZeroParamShape> out;
   for (const auto& [k, v] : *e) {
-    if (k->kind != PickleKind::Str) bad(path, "param_shapes[" + std::to_string(index) + "] has a key that is not a name (byte " + std::to_string(k->offset) + ")");
+    if (k->kind != PickleKind::Str) zero_bad(path, "param_shapes[" + std::to_string(index) + "] has a key that is not a name (byte " + std::to_string(k->offset) + ")");
     const auto shape = shape_value(*v);
-    if (!shape) bad(path, "param_shapes: '" + k->text + "' has no shape (expected torch.Size or a tuple of ints, byte " + std::to_string(v->offset) + ")");
+    if (!shape) zero_bad(path, "param_shapes: '" + k->text + "' has no shape (expected torch.Size or a tuple of ints, byte " + std::to_string(v->offset) + ")");
     ZeroParamShape p{k->text, *shape, 1};
     for (uint64_t d : p.shape) {
-      if (d != 0 && p.elements > UINT64_MAX / d) bad(path, "param_shapes: '" + k->text + "': its element count overflows 64 bits");
+      if (d != 0 && p.elements > UINT64_MAX / d) zero_bad(path, "param_shapes: '" + k->text + "': its element count overflows 64 bits");
       p.elements *= d;
     }
     out.push_back(std::move(p));
@@ -115,13 +115,13 @@ ZeroModelStates parse_zero_model_states(const uint8_t* bytes, uint64_t size, con
   m.file = parse_torch_save(bytes, size, path, zero_torch_save_options());
   const PickleValue* root = m.file.root.get();
   const PickleValue* shapes = get(root, "param_shapes");
-  if (!shapes) bad(path, "no param_shapes entry: not a DeepSpeed ZeRO model-states file");
+  if (!shapes) zero_bad(path, "no param_shapes entry: not a DeepSpeed ZeRO model-states file");
   if (entries_of(*shapes)) {
     m.param_shapes.push_back(param_group(*shapes, path, 0));
   } else if (shapes->kind == PickleKind::List || shapes->kind == PickleKind::Tuple) {
     for (size_t i = 0; i < shapes->items.size(); ++i) m.param_shapes.push_back(param_group(*shapes->items[i], path, i));
   } else {
-    bad(path, std::string("param_shapes is a ") + pickle_kind_name(shapes->kind) + ", not a list of dicts");
+    zero_bad(path, std::string("param_shapes is a ") + pickle_kind_name(shapes->kind) + ", not a list of dicts");
   }
   if (const PickleValue* shared = get(root, "shared_params"); shared && entries_of(*shared))
     for (const auto& [k, v] : *entries_of(*shared))
@@ -133,11 +133,11 @@ ZeroOptimStates parse_zero_optim_states(const uint8_t* bytes, uint64_t size, con
   ZeroOptimStates o;
   o.file = parse_torch_save(bytes, size, path, zero_torch_save_options());
   const PickleValue* osd = get(o.file.root.get(), "optimizer_state_dict");
-  if (!osd) bad(path, "no optimizer_state_dict entry: not a DeepSpeed ZeRO optimizer-states file");
+  if (!osd) zero_bad(path, "no optimizer_state_dict entry: not a DeepSpeed ZeRO optimizer-states file");
   const auto stage = int_value(get(osd, "zero_stage"));
-  if (!stage && !bf16_optimizer) bad(path, "optimizer_state_dict has no zero_stage: not a ZeRO checkpoint");
+  if (!stage && !bf16_optimizer) zero_bad(path, "optimizer_state_dict has no zero_stage: not a ZeRO checkpoint");
   o.stage = stage ? static_cast<int>(*stage) : 1;
-  if (o.stage < 1 || o.stage > 3) bad(path, "optimizer_state_dict.zero_stage is " + std::to_string(o.stage) + " (expected 1, 2 or 3)");
+  if (o.stage < 1 || o.stage > 3) zero_bad(path, "optimizer_state_dict.zero_stage is " + std::to_string(o.stage) + " (expected 1, 2 or 3)");
   const PickleValue* count = get(osd, "partition_count");
   if (const auto n = int_value(count)) {
     o.world_size = *n > 0 ? static_cast<uint64_t>(*n) : 0;
@@ -145,16 +145,16 @@ ZeroOptimStates parse_zero_optim_states(const uint8_t* bytes, uint64_t size, con
     for (const auto& x : count->items)  // one per group; zero_to_fp32 takes the largest
       if (x->kind == PickleKind::Int && x->integer > 0) o.world_size = std::max(o.world_size, static_cast<uint64_t>(x->integer));
   }
-  if (o.world_size == 0) bad(path, "optimizer_state_dict.partition_count is missing or not a positive int (or list of them)");
+  if (o.world_size == 0) zero_bad(path, "optimizer_state_dict.partition_count is missing or not a positive int (or list of them)");
   const std::string groups_key = o.stage <= 2 ? "single_partition_of_fp32_groups" : "fp32_flat_groups";
   const PickleValue* groups = get(osd, groups_key);
   if (!groups || (groups->kind != PickleKind::List && groups->kind != PickleKind::Tuple))
-    bad(path, "optimizer_state_dict." + groups_key + " is missing or not a list (stage " + std::to_string(o.stage) + ")");
+    zero_bad(path, "optimizer_state_dict." + groups_key + " is missing or not a list (stage " + std::to_string(o.stage) + ")");
   const auto by_name = tensors_by_name(o.file);
   const std::string prefix = "optimizer_state_dict." + groups_key + ".";
   for (size_t g = 0; g < groups->items.size(); ++g) {
     auto it = by_name.find(prefix + std::to_string(g));
-    if (it == by_name.end()) bad(path, "optimizer_state_dict." + groups_key + "[" + std::to_string(g) + "] is not a tensor");
+    if (it == by_name.end()) zero_bad(path, "optimizer_state_dict." + groups_key + "[" + std::to_string(g) + "] is not a tensor");
     o.fp32_groups.push_back(it->second);
   }
   // The optimizer's state of each group's flat partition: torch's state dict {state: {group: {...}}}

@@ -16,7 +16,7 @@ namespace tmorph {
 namespace {
 
 // Entry names and storage keys come from the file and may not be UTF-8.
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
+[[noreturn]] void torch_bad(const std::string& path, const std::string& what) {
   throw Error(ErrorKind::BadInput, escape_invalid_utf8(path + ": " + what));
 }
 
@@ -149,7 +149,7 @@ class Walker {
   static std::string join(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
 
   [[noreturn]] void fail_at(uint64_t offset, const std::string& what) const {
-    bad(path_, pickle_ + " byte " + std::to_string(offset) + ": " + what);
+    torch_bad(path_, pickle_ + " byte " + std::to_string(offset) + ": " + what);
   }
 
   void walk_entries(const PickleValue& d, const std::string& name) {
@@ -272,7 +272,7 @@ class Walker {
     }
     if (t.elements == 0) t.contiguous = true;
     else if (last >= s.elements)
-      bad(path_, where + " reaches element " + std::to_string(last) + " of storage " + storage_prefix_ + s.key + ", which holds " +
+      torch_bad(path_, where + " reaches element " + std::to_string(last) + " of storage " + storage_prefix_ + s.key + ", which holds " +
                      std::to_string(s.elements) + " elements (a storage shorter than its tensor)");
     if (t.elements > UINT64_MAX / s.element_bytes) fail_at(offset, where + ": byte size overflows 64 bits");
     out_.tensors.push_back(std::move(t));
@@ -287,12 +287,12 @@ std::string archive_folder(const ZipDirectory& zip, const std::string& path) {
     if (slash == std::string::npos) continue;
     const std::string rest = e.name.substr(slash + 1), top = e.name.substr(0, slash);
     if (rest == "constants.pkl" || rest.rfind("code/", 0) == 0)
-      bad(path, "a TorchScript archive (torch.jit.save, entry " + e.name + "): not supported; only torch.save files are");
+      torch_bad(path, "a TorchScript archive (torch.jit.save, entry " + e.name + "): not supported; only torch.save files are");
     if (rest != "data.pkl") continue;
-    if (!found.empty() && found != top) bad(path, "zip holds two data.pkl entries (" + found + "/ and " + top + "/)");
+    if (!found.empty() && found != top) torch_bad(path, "zip holds two data.pkl entries (" + found + "/ and " + top + "/)");
     found = top;
   }
-  if (found.empty()) bad(path, "a zip without an ARCHIVE/data.pkl entry: not a torch.save file");
+  if (found.empty()) torch_bad(path, "a zip without an ARCHIVE/data.pkl entry: not a torch.save file");
   return found;
 }
 
@@ -361,7 +361,7 @@ TorchSaveFile parse_zip(const uint8_t* bytes, uint64_t size, const std::string& 
   TorchSaveFile out;
   out.archive = archive_folder(zip, path);
   const ZipEntry& pkl = *zip.find(out.archive + "/data.pkl");
-  if (pkl.method != 0) bad(path, out.archive + "/data.pkl is compressed (method " + std::to_string(pkl.method) + "); torch.save stores it");
+  if (pkl.method != 0) torch_bad(path, out.archive + "/data.pkl is compressed (method " + std::to_string(pkl.method) + "); torch.save stores it");
   // Damage is named as such before anything reads the bytes it changed.
   std::unordered_map<const ZipEntry*, bool> checked;
   uint64_t budget = kCrcAtOpenTotal;
@@ -374,7 +374,7 @@ TorchSaveFile parse_zip(const uint8_t* bytes, uint64_t size, const std::string& 
   }
   if (const ZipEntry* order = zip.find(out.archive + "/byteorder")) {
     const std::string text = order->method == 0 ? std::string(reinterpret_cast<const char*>(bytes + order->data_offset), order->size) : "";
-    if (text != "little") bad(path, out.archive + "/byteorder says '" + escape_invalid_utf8(text.substr(0, 16)) + "'; only little-endian files are read");
+    if (text != "little") torch_bad(path, out.archive + "/byteorder says '" + escape_invalid_utf8(text.substr(0, 16)) + "'; only little-endian files are read");
   }
   out.header_bytes = pkl.data_offset + pkl.size;
 
@@ -386,11 +386,11 @@ TorchSaveFile parse_zip(const uint8_t* bytes, uint64_t size, const std::string& 
     const std::string entry_name = prefix + key;
     auto e = entries.find(entry_name);
     if (e == entries.end())
-      bad(path, out.archive + "/data.pkl byte " + std::to_string(at) + ": " + where + ": its storage " + entry_name + " is not in the archive");
+      torch_bad(path, out.archive + "/data.pkl byte " + std::to_string(at) + ": " + where + ": its storage " + entry_name + " is not in the archive");
     const ZipEntry& z = *e->second;
-    if (z.method != 0) bad(path, "storage " + entry_name + " is compressed (method " + std::to_string(z.method) + "); torch.save stores storages uncompressed");
+    if (z.method != 0) torch_bad(path, "storage " + entry_name + " is compressed (method " + std::to_string(z.method) + "); torch.save stores storages uncompressed");
     if (elements > UINT64_MAX / type.bytes || elements * type.bytes != z.size)
-      bad(path, "storage " + entry_name + " holds " + std::to_string(z.size) + " bytes; data.pkl says " + std::to_string(elements) + " elements of " +
+      torch_bad(path, "storage " + entry_name + " holds " + std::to_string(z.size) + " bytes; data.pkl says " + std::to_string(elements) + " elements of " +
                     type.storage + " (" + std::to_string(type.bytes) + " bytes each)");
     return z.data_offset;
   };
@@ -425,35 +425,35 @@ const PickleValue* dict_item(const PickleValue& d, const char* key) {
 
 void check_sys_info(const PickleValue& info, uint64_t at, const std::string& path) {
   const std::string where = "sys_info (the pickle at file offset " + std::to_string(at) + ")";
-  if (info.kind != PickleKind::Dict) bad(path, where + " is a " + pickle_kind_name(info.kind) + ", expected a dict");
+  if (info.kind != PickleKind::Dict) torch_bad(path, where + " is a " + pickle_kind_name(info.kind) + ", expected a dict");
   const PickleValue* version = dict_item(info, "protocol_version");
   if (!version || version->kind != PickleKind::Int || version->integer != kLegacyProtocol)
-    bad(path, where + ": expected 'protocol_version': 1001");
+    torch_bad(path, where + ": expected 'protocol_version': 1001");
   const PickleValue* little = dict_item(info, "little_endian");
-  if (!little || little->kind != PickleKind::Bool) bad(path, where + ": expected 'little_endian': True or False");
-  if (!little->boolean) bad(path, where + " says the file was written big-endian; only little-endian files are read");
+  if (!little || little->kind != PickleKind::Bool) torch_bad(path, where + ": expected 'little_endian': True or False");
+  if (!little->boolean) torch_bad(path, where + " says the file was written big-endian; only little-endian files are read");
   const PickleValue* sizes = dict_item(info, "type_sizes");
-  if (!sizes || sizes->kind != PickleKind::Dict) bad(path, where + ": expected 'type_sizes': a dict of the sizes of short, int and long");
+  if (!sizes || sizes->kind != PickleKind::Dict) torch_bad(path, where + ": expected 'type_sizes': a dict of the sizes of short, int and long");
   // What C's types measured where the file was written. Storages do not depend on them (element
   // sizes are the storage types', counts are int64), but other sizes mean a platform torch never ran on.
   const struct { const char* name; int64_t a, b; } expected_sizes[] = {{"short", 2, 2}, {"int", 4, 4}, {"long", 4, 8}};
   for (const auto& e : expected_sizes) {
     const PickleValue* v = dict_item(*sizes, e.name);
     if (!v || v->kind != PickleKind::Int || (v->integer != e.a && v->integer != e.b))
-      bad(path, where + ": type_sizes['" + e.name + "'] " + (v && v->kind == PickleKind::Int ? "is " + std::to_string(v->integer) : std::string("is missing")) +
+      torch_bad(path, where + ": type_sizes['" + e.name + "'] " + (v && v->kind == PickleKind::Int ? "is " + std::to_string(v->integer) : std::string("is missing")) +
                     ", expected " + std::to_string(e.a) + (e.a != e.b ? " or " + std::to_string(e.b) : ""));
   }
 }
 
 TorchSaveFile parse_legacy(const uint8_t* bytes, uint64_t size, const std::string& path, const TorchSaveOptions& extra) {
   if (size < kLegacyMagicBytes || bytes[kLegacyMagicBytes - 1] != '.')
-    bad(path, "byte 14: the legacy torch.save magic number's pickle does not end with STOP (truncated or damaged)");
+    torch_bad(path, "byte 14: the legacy torch.save magic number's pickle does not end with STOP (truncated or damaged)");
   uint64_t at = kLegacyMagicBytes, used = 0;
   PickleOptions plain;  // the records name no globals
   plain.file_offset = at;
   const PickleRef version = read_pickle(bytes + at, size - at, path + ": the protocol version record", plain, &used);
   if (version->kind != PickleKind::Int || version->integer != kLegacyProtocol)
-    bad(path, "file offset " + std::to_string(at) + ": legacy torch.save protocol version " +
+    torch_bad(path, "file offset " + std::to_string(at) + ": legacy torch.save protocol version " +
                   (version->kind == PickleKind::Int ? std::to_string(version->integer) : std::string("(a ") + pickle_kind_name(version->kind) + ")") +
                   ", expected 1001");
   at += used;
@@ -469,7 +469,7 @@ TorchSaveFile parse_legacy(const uint8_t* bytes, uint64_t size, const std::strin
   const PickleRef keys = read_pickle(bytes + at, size - at, path + ": the storage key list", plain, &used);
   at += used;
   if (keys->kind != PickleKind::List)
-    bad(path, "file offset " + std::to_string(keys_at) + ": the storage key list is a " + pickle_kind_name(keys->kind) + ", expected a list");
+    torch_bad(path, "file offset " + std::to_string(keys_at) + ": the storage key list is a " + pickle_kind_name(keys->kind) + ", expected a list");
 
   TorchSaveFile out;
   out.header_bytes = at;
@@ -481,32 +481,32 @@ TorchSaveFile parse_legacy(const uint8_t* bytes, uint64_t size, const std::strin
   std::vector<bool> listed(out.storages.size(), false);
   for (const auto& k : keys->items) {
     if (k->kind != PickleKind::Str)
-      bad(path, "file offset " + std::to_string(keys_at) + ": the storage key list holds a " + pickle_kind_name(k->kind) + ", expected strings");
+      torch_bad(path, "file offset " + std::to_string(keys_at) + ": the storage key list holds a " + pickle_kind_name(k->kind) + ", expected strings");
     const std::optional<size_t> s = walker.storage_of(k->text);
-    if (!s) bad(path, "the storage key list names storage '" + k->text + "', which no tensor of the object uses");
-    if (listed[*s]) bad(path, "the storage key list names storage '" + k->text + "' twice");
+    if (!s) torch_bad(path, "the storage key list names storage '" + k->text + "', which no tensor of the object uses");
+    if (listed[*s]) torch_bad(path, "the storage key list names storage '" + k->text + "' twice");
     listed[*s] = true;
   }
   for (size_t i = 0; i < listed.size(); ++i)
-    if (!listed[i]) bad(path, "storage '" + out.storages[i].key + "' (used by the object) is not in the storage key list: its bytes are not in the file");
+    if (!listed[i]) torch_bad(path, "storage '" + out.storages[i].key + "' (used by the object) is not in the storage key list: its bytes are not in the file");
 
   // The storages, in the list's order: an 8-byte element count, then the elements.
   for (const auto& k : keys->items) {
     TorchStorage& s = out.storages[*walker.storage_of(k->text)];
     const std::string where = "storage '" + s.key + "' at file offset " + std::to_string(at);
-    if (size - at < 8) bad(path, where + ": the file ends before its 8-byte element count (truncated)");
+    if (size - at < 8) torch_bad(path, where + ": the file ends before its 8-byte element count (truncated)");
     uint64_t count = 0;
     for (int i = 0; i < 8; ++i) count |= static_cast<uint64_t>(bytes[at + i]) << (8 * i);
     if (count != s.elements)
-      bad(path, where + ": its element count says " + std::to_string(count) + ", the object pickle says " + std::to_string(s.elements));
+      torch_bad(path, where + ": its element count says " + std::to_string(count) + ", the object pickle says " + std::to_string(s.elements));
     at += 8;
     if (s.elements > (size - at) / s.element_bytes)
-      bad(path, where + ": " + std::to_string(s.elements) + " elements of " + std::to_string(s.element_bytes) + " bytes run past the end of the file (" +
+      torch_bad(path, where + ": " + std::to_string(s.elements) + " elements of " + std::to_string(s.element_bytes) + " bytes run past the end of the file (" +
                     std::to_string(size - at) + " bytes remain; truncated)");
     s.file_offset = at;
     at += s.elements * s.element_bytes;
   }
-  if (at != size) bad(path, "file offset " + std::to_string(at) + ": " + std::to_string(size - at) + " bytes follow the last storage");
+  if (at != size) torch_bad(path, "file offset " + std::to_string(at) + ": " + std::to_string(size - at) + " bytes follow the last storage");
   finish(out, root);
   return out;
 }
@@ -522,7 +522,7 @@ bool looks_like_torch_tar(const uint8_t* bytes, uint64_t size) {
 
 TorchSaveFile parse_torch_save(const uint8_t* bytes, uint64_t size, const std::string& path, const TorchSaveOptions& extra) {
   if (looks_like_torch_tar(bytes, size))
-    bad(path, "a tar archive with sys_info, pickle, storages and tensors members: torch.save's format of torch 0.3 and earlier, "
+    torch_bad(path, "a tar archive with sys_info, pickle, storages and tensors members: torch.save's format of torch 0.3 and earlier, "
               "which is not supported; load it with torch and save it again");
   if (looks_like_legacy_torch(bytes, size)) return parse_legacy(bytes, size, path, extra);
   return parse_zip(bytes, size, path, extra);

@@ -19,7 +19,7 @@ namespace tmorph {
 namespace {
 
 // Blocks handed to a backend per call: bounds the partials buffer (~6 MiB) whatever the tensor size.
-constexpr uint64_t kBlocksPerCall = 65536;
+constexpr uint64_t kStatsBlocksPerCall = 65536;
 
 OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptions* options,
                       const ResidentCopy* resident = nullptr) {
@@ -147,7 +147,7 @@ void MomentsStream::feed(const void* data, uint64_t elements, const ResidentCopy
     }
   }
   while (bytes >= block_bytes) {
-    const uint64_t blocks = std::min<uint64_t>(bytes / block_bytes, kBlocksPerCall);
+    const uint64_t blocks = std::min<uint64_t>(bytes / block_bytes, kStatsBlocksPerCall);
     s.run_blocks(p, blocks * TM_STATS_BLOCK_ELEMENTS, resident);
     p += blocks * block_bytes, bytes -= blocks * block_bytes;
   }

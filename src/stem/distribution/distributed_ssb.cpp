@@ -15,13 +15,13 @@ namespace tmorph {
 
 namespace {
 
-constexpr RankProtocol kProtocol{"SSB bands", 40, 43};
-enum Tag : int { kRequest = kProtocol.tag(0), kValues = kProtocol.tag(1), kSummary = kProtocol.tag(2), kFail = kProtocol.tag(3) };
+constexpr RankProtocol kSsbProtocol{"SSB bands", 40, 43};
+enum SsbTag : int { kSsbRequest = kSsbProtocol.tag(0), kValues = kSsbProtocol.tag(1), kSummary = kSsbProtocol.tag(2), kSsbFail = kSsbProtocol.tag(3) };
 
 constexpr uint64_t kMessageBytes = uint64_t{64} << 20;  // values per message, whole positions
 constexpr uint64_t kReadBatchBytes = uint64_t{8} << 20;  // frames per read on a serving rank
 
-double since(std::chrono::steady_clock::time_point t0) {
+double ssb_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -123,7 +123,7 @@ struct SsbFrameSource::State {
     if (frames.size() < n * frame_bytes) frames = LargeBuffer(n * frame_bytes);
     loader->fill(first, n, frames.get());
     ssb_extract_bright_field(frames.get(), plan.output_dtype, n, plan.output_shape[2] * plan.output_shape[3], pixels, out);
-    band0_seconds += since(t0);
+    band0_seconds += ssb_since(t0);
   }
 
   // The next n positions' values of band k (> 0), from its messages.
@@ -191,7 +191,7 @@ SsbFrameSource::SsbFrameSource(const Acquisition& acq, const LoadRequest& load) 
     return;
   }
   S.world = &world;
-  S.exchange.emplace(world, kProtocol, kRequest, kFail);
+  S.exchange.emplace(world, kSsbProtocol, kSsbRequest, kSsbFail);
   const uint64_t n = band_count(S.plan.output_shape[0], world.size());
   for (uint64_t k = 0; k < n; ++k) S.bands.push_back(scan_band(S.plan, load, k, n));
   S.summaries.resize(n), S.asked.assign(n, false);
@@ -252,7 +252,7 @@ namespace {
 // Ranks > 0: reads the band that message m (from rank 0) asks for with this rank's threads and memory budget, and
 // sends its bright-field values, then the summary, or the failure, to rank 0.
 void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t memory_budget, World& world) {
-  const RankExchange exchange(world, kProtocol, kRequest, kFail);
+  const RankExchange exchange(world, kSsbProtocol, kSsbRequest, kSsbFail);
   exchange.serve([&] {
     const auto t0 = std::chrono::steady_clock::now();
     WireReader in(m.bytes, "SSB band request from rank 0");
@@ -290,7 +290,7 @@ void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t mem
       loader.fill(first, n, frames.get());
       ssb_extract_bright_field(frames.get(), dtype, n, frame_pixels, pixels, v + first * B);
     }
-    const double seconds = since(t0);
+    const double seconds = ssb_since(t0);
     // At most 64 MiB, and at least four messages per band when it has the positions (so that the framing rank 0
     // reassembles is exercised by every band, a test's small ones included).
     const uint64_t per_message = std::max<uint64_t>(1, std::min(kMessageBytes / row_bytes, (positions + 3) / 4));
@@ -309,7 +309,7 @@ void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t mem
 }  // namespace
 
 RankService ssb_band_rank_service(unsigned threads, uint64_t memory_budget) {
-  return {kProtocol, kRequest,
+  return {kSsbProtocol, kSsbRequest,
           [threads, memory_budget](const RankMessage& m, World& world) { serve_ssb_band_request(m, threads, memory_budget, world); }};
 }
 

@@ -28,12 +28,12 @@ T load(const uint8_t* frame, uint64_t index) {
 }
 
 // Where stored (linear) pixel p of a raw frame lands in the decoded frame, and the direction its chunk runs.
-struct Placement {
+struct PixelPlacement {
   uint64_t index;
   int64_t step;
 };
 
-Placement place(bool quad, uint64_t p) {
+PixelPlacement place(bool quad, uint64_t p) {
   if (!quad) return {p, 1};
   constexpr uint64_t kSide = kMibChipSide, kRow = 4 * kMibChipSide, kOut = 2 * kMibChipSide;
   const uint64_t y = p / kRow, chunk = (p % kRow) / kSide, x = p % kSide;
@@ -54,7 +54,7 @@ void decode_plane(const uint8_t* stored, uint64_t pixels, unsigned bits, bool qu
   const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   for (uint64_t w = 0; w < pixels / per_word; ++w) {
     const uint64_t word = load_be64(stored + 8 * w);
-    const Placement at = place(quad, w * per_word);
+    const PixelPlacement at = place(quad, w * per_word);
     for (unsigned k = 0; k < per_word; ++k) {
       const uint64_t i = static_cast<uint64_t>(static_cast<int64_t>(at.index) + at.step * static_cast<int64_t>(k));
       store<T>(frame, i, put(load<T>(frame, i), (word >> (k * bits)) & mask));
