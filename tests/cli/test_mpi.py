@@ -132,7 +132,7 @@ class MpiTestCase(unittest.TestCase):
 
     def test_demo_checkpoint_is_byte_identical(self):
         demo = os.path.join(self.dir, "demo")
-        r = run(["demo", "--out", demo, "--hidden", "128", "--intermediate", "344", "--vocab", "2000"])
+        r = run(["demo", "--out", demo, "--hidden", "128", "--intermediate", "344", "--vocab", "2000", "--no-gguf"])
         self.assertEqual(r.code, 0, r.err)
         self.check_same_as_single(demo)
 
@@ -153,7 +153,7 @@ class MpiTestCase(unittest.TestCase):
 
     def test_progress_names_every_rank(self):
         demo = os.path.join(self.dir, "demo")
-        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500"]).code, 0)
+        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500", "--no-gguf"]).code, 0)
         r = mpirun(2, ["index", demo, "--index", os.path.join(self.dir, "p.sqlite")])
         self.assertEqual(r.returncode, 0, r.stderr)
         # rank 0's stderr is a pipe under mpirun: progress comes as whole lines, the last at 100 %.
@@ -165,7 +165,7 @@ class MpiTestCase(unittest.TestCase):
 
     def test_other_commands_refuse_to_run_across_ranks(self):
         demo = os.path.join(self.dir, "demo")
-        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500"]).code, 0)
+        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500", "--no-gguf"]).code, 0)
         r = mpirun(2, ["ls", demo])
         self.assertNotEqual(r.returncode, 0)
         self.assertEqual(r.stderr.count("'ls' does not run across MPI ranks"), 1, r.stderr)
@@ -175,7 +175,7 @@ class MpiTestCase(unittest.TestCase):
 
     def test_stats_with_custom_flags_warns_that_rank_0_computes_alone(self):
         demo = os.path.join(self.dir, "demo")
-        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500"]).code, 0)
+        self.assertEqual(run(["demo", "--out", demo, "--hidden", "64", "--vocab", "500", "--no-gguf"]).code, 0)
         args = ["stats", demo, "--bins", "17", "--quantiles", "0.25,0.75", "--json"]
         ref = run(args)
         self.assertEqual(ref.code, 0, ref.err)

@@ -65,7 +65,7 @@ class ResultJsonTest(unittest.TestCase):
         cls.small = os.path.join(cls.tmp, "nonfinite.safetensors")
         write_safetensors(cls.small)
         cls.demo = os.path.join(cls.tmp, "demo")
-        r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--json")
+        r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--no-gguf", "--json")
         assert r.returncode == 0, r.stderr
         cls.server = Server([cls.small, cls.demo], cls.env)
 

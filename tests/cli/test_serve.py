@@ -124,7 +124,7 @@ class ServeTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-")
         cls.env = private_env(cls.tmp)
         cls.demo = os.path.join(cls.tmp, "demo")
-        r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--json")
+        r = cls.tm_run("demo", "--out", cls.demo, "--layers", "1", "--no-gguf", "--json")
         assert r.returncode == 0, r.stderr
         cls.small = os.path.join(cls.tmp, "small.safetensors")
         write_small_safetensors(cls.small)
@@ -641,7 +641,7 @@ class JobsTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-jobs-")
         cls.env = private_env(cls.tmp)
         cls.demo = os.path.join(cls.tmp, "demo")
-        r = subprocess.run([TM_BIN, "demo", "--out", cls.demo, "--layers", "8", "--hidden", "1024", "--intermediate", "2816",
+        r = subprocess.run([TM_BIN, "demo", "--out", cls.demo, "--layers", "8", "--hidden", "1024", "--intermediate", "2816", "--no-gguf",
                             "--json"], capture_output=True, text=True, env=cls.env, timeout=300)
         assert r.returncode == 0, r.stderr
 

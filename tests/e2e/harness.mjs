@@ -267,6 +267,6 @@ export function checkBuilt(check) {
 /** Writes the one-layer demo checkpoint into tmp/demo and indexes it; returns its folder. */
 export function demoCheckpoint(tmp, env) {
   const demo = join(tmp, "demo");
-  for (const args of [["demo", "--out", demo, "--layers", "1"], ["index", demo]]) tm(args, env);
+  for (const args of [["demo", "--out", demo, "--layers", "1", "--no-gguf"], ["index", demo]]) tm(args, env);
   return demo;
 }
