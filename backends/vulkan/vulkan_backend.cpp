@@ -189,7 +189,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                                                  std::to_string(call->op));
     const KernelEntry& k = kKernels[call->kernel_index];
     const bool format_op = tm_op_takes_format(call->op);  // formats are checked by the kernel
-    if (!format_op && (call->dtype >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype))))
+    if (!format_op && (static_cast<uint32_t>(call->dtype) >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype))))
       throw VkError(TM_ERR_UNSUPPORTED, "no Vulkan kernel for dtype " + std::to_string(call->dtype));
     if (call->element_count && !call->input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
     Device& device = device_at(call->device_index);

@@ -71,7 +71,6 @@ class GgufWriter {
   uint64_t kv_count_ = 0;
   std::set<std::string> keys_, names_;
   std::vector<Declared> tensors_;
-  uint64_t data_bytes_ = 0;
   uint32_t alignment_ = 32;
   std::ofstream out_;
   State state_ = State::Declaring;
