@@ -87,8 +87,13 @@ nlohmann::json kernel_json(const KernelInfo& k) {
           {"approx_description", k.approx_description}};
 }
 
-nlohmann::json parity_levels(const std::string& name) {
+const nlohmann::json& parity_matrix() {
   static const nlohmann::json matrix = nlohmann::json::parse(kParityMatrixJson);
+  return matrix;
+}
+
+nlohmann::json parity_levels(const std::string& name) {
+  const nlohmann::json& matrix = parity_matrix();
   nlohmann::json levels = nlohmann::json::object();
   if (!matrix.at("backends").contains(name)) return levels;
   for (const auto& cap : matrix.at("capabilities"))

@@ -25,6 +25,9 @@ nlohmann::json device_json(const DeviceInfo& d);
 std::vector<std::string> kernel_inputs(const KernelInfo& k);
 nlohmann::json kernel_json(const KernelInfo& k);
 nlohmann::json backend_json(const Backend& b);
+// tests/parity/backend_matrix.json as built into this binary, parsed once: the one place every face reads the
+// matrix from (its "backends" and "capabilities").
+const nlohmann::json& parity_matrix();
 // A backend's level for each capability of tests/parity/backend_matrix.json ({} when the matrix does not list
 // it): "reference", "required", "compiled", ...
 nlohmann::json parity_levels(const std::string& name);

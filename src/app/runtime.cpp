@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/parity_matrix.h"
+#include "app/backends_json.h"
 #include "core/byte_size.h"
 #include "cpu/cpu_backend.h"
 #include "stem/resident/resident_store.h"
@@ -111,7 +111,7 @@ uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default) {
 }
 
 std::set<std::string> known_backend_names(const Runtime* rt) {
-  static const nlohmann::json matrix = nlohmann::json::parse(kParityMatrixJson);
+  const nlohmann::json& matrix = parity_matrix();
   std::set<std::string> names;
   for (const auto& [name, info] : matrix.at("backends").items()) names.insert(name);
   if (rt)

@@ -9,7 +9,6 @@
 #include "cli/output.h"
 #include "app/backends_json.h"
 #include "compute/self_test_json.h"
-#include "app/parity_matrix.h"
 #include "cli/compute_flags.h"
 #include "core/format.h"
 #include "core/page_adapter.h"
@@ -30,7 +29,7 @@ std::string join(const std::vector<std::string>& v) {
 // (kind "test plugin": built for the tests only, never installed) are no user's backend and are left out; backends
 // that run in the viewer's page (kind "browser") are listed by in_page() instead.
 nlohmann::json not_installed(const Runtime& rt) {
-  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
+  const nlohmann::json& matrix = app::parity_matrix();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, info] : matrix.at("backends").items()) {
     if (rt.registry.find(name) || info.at("kind") == "test plugin" || info.at("kind") == "browser") continue;
@@ -43,7 +42,7 @@ nlohmann::json not_installed(const Runtime& rt) {
 // Backends that run in the viewer's page (WebGPU): never in this process; with the adapter a page last reported
 // (core/page_adapter.h; null when none was seen).
 nlohmann::json in_page() {
-  const auto matrix = nlohmann::json::parse(app::kParityMatrixJson);
+  const nlohmann::json& matrix = app::parity_matrix();
   const auto adapter = load_page_adapter();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, info] : matrix.at("backends").items())

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/indexing.h"
-#include "app/parity_matrix.h"
+#include "app/backends_json.h"
 #include "app/runtime.h"
 #include "stem/acquisition.h"
 #include "server/auth.h"
@@ -76,7 +76,7 @@ void launch(const LaunchRequest& request) {
     return rt;
   });
   state.version = request.version;
-  state.known_backends = nlohmann::json::parse(app::kParityMatrixJson).at("backends");
+  state.known_backends = app::parity_matrix().at("backends");
   state.web_root = web_root;
   state.index_max_bytes_per_s = request.index_max_bytes_per_s;
   // Opening reads every header (a damaged or missing file fails here, before serving); computing the
