@@ -235,6 +235,20 @@ class RenderTest(unittest.TestCase):
                     b = np.asarray(img.convert("RGBA"))
                     x, y = t["sheet"]["x"], t["sheet"]["y"]
                     self.assertTrue((a[y:y + b.shape[0], x:x + b.shape[1]] == b).all(), t["tensor"])
+                    # under it, its caption: the name (its end kept after ".." when too wide) and the shape, drawn
+                    # in light ink on the sheet's opaque dark background
+                    cap = t["sheet"]["caption"]
+                    name, shape = cap["lines"]
+                    self.assertTrue(name == t["tensor"] or (name.startswith("..") and t["tensor"].endswith(name[2:])), name)
+                    self.assertEqual(shape, "(" + ", ".join(str(n) for n in t["shape"]) + ")")
+                    self.assertGreaterEqual(cap["y"], y + b.shape[0])
+                    strip = a[cap["y"]:cap["y"] + cap["height"], x:x + max(b.shape[1], 120)]
+                    ink = (strip[..., :3] > 200).all(axis=-1)
+                    self.assertGreater(ink.sum(), 20 * len(name.replace(" ", "")) // 3, t["tensor"])  # the glyphs' pixels
+                    self.assertTrue((strip[..., 3] == 255).all())
+                    # the first line's ink spans about as many pixels as its characters take (6 each, one column gap)
+                    cols = np.nonzero(ink[:8].any(axis=0))[0]
+                    self.assertLessEqual(abs(int(cols.max()) + 2 - 6 * len(name)), 6, (name, cols.max()))
         with open(os.path.join(out, "index.html")) as f:
             html = f.read()
         self.assertIn("blk.10.attn_q.weight", html)

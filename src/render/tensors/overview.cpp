@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "image/bitmap_font.h"
 #include "render/tensors/cell_source.h"
 #include "tensormorph/error.h"
 #include "tensormorph/planner.h"
@@ -13,6 +14,25 @@ namespace tmorph {
 namespace {
 
 constexpr uint32_t kSheetColumns = 6, kSheetGap = 12;
+// Under each thumbnail of the sheet, two caption lines (its name, its shape) in the 5 x 7 bitmap font on the sheet's
+// dark background; a slot is at least kMinSlotWidth pixels wide so that a narrow tensor's caption stays legible.
+constexpr uint32_t kCaptionLineHeight = kGlyphHeight + 3, kCaptionHeight = 2 * kCaptionLineHeight + 2, kMinSlotWidth = 120;
+constexpr uint8_t kSheetBackground[4] = {34, 34, 34, 255}, kCaptionInk[4] = {235, 235, 235, 255};
+
+// `text` when it fits in width_px pixels of the bitmap font, else ".." and as much of its end as fits (a tensor's
+// name differs from its neighbours' at the end: "..MLP.DOWN_PROJ.WEIGHT").
+std::string fit_caption(const std::string& text, uint32_t width_px) {
+  const size_t fits = (width_px + 1) / kGlyphAdvance;
+  if (text.size() <= fits) return text;
+  if (fits <= 2) return text.substr(0, fits);
+  return ".." + text.substr(text.size() - (fits - 2));
+}
+
+std::string shape_caption(const nlohmann::json& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i].get<uint64_t>());
+  return s + ")";  // the bitmap font has parentheses, not brackets
+}
 
 std::string file_name_for(const std::string& tensor) {
   std::string s = tensor;
@@ -76,25 +96,38 @@ nlohmann::json write_contact_sheet(const CheckpointIndex& index, const Planner& 
   }
   if (thumbs.empty()) throw Error(ErrorKind::Unavailable, "no tensor of the checkpoint can be drawn");
 
-  // The sheet: rows of kSheetColumns thumbnails, each row as tall as its tallest.
+  // The sheet: rows of kSheetColumns slots (a thumbnail over its two caption lines), each row as tall as its tallest.
   uint32_t width = 0, height = 0;
   std::vector<std::pair<uint32_t, uint32_t>> at(thumbs.size());
+  std::vector<uint32_t> caption_y(thumbs.size());
   for (size_t r = 0; r * kSheetColumns < thumbs.size(); ++r) {
     uint32_t x = 0, row_h = 0;
     for (size_t k = r * kSheetColumns; k < std::min(thumbs.size(), (r + 1) * kSheetColumns); ++k) {
       at[k] = {x, height};
-      x += thumbs[k].img.image.width + kSheetGap;
+      x += std::max(thumbs[k].img.image.width, kMinSlotWidth) + kSheetGap;
       row_h = std::max(row_h, thumbs[k].img.image.height);
     }
+    for (size_t k = r * kSheetColumns; k < std::min(thumbs.size(), (r + 1) * kSheetColumns); ++k) caption_y[k] = height + row_h + 2;
     width = std::max(width, x);
-    height += row_h + kSheetGap;
+    height += row_h + kCaptionHeight + kSheetGap;
   }
   RgbaImage sheet(width, height);
+  for (uint32_t y = 0; y < height; ++y)
+    for (uint32_t x = 0; x < width; ++x) std::copy_n(kSheetBackground, 4, sheet.at(x, y));
   for (size_t k = 0; k < thumbs.size(); ++k) {
     const RgbaImage& img = thumbs[k].img.image;
     for (uint32_t y = 0; y < img.height; ++y)
       std::copy_n(img.pixels.data() + size_t{y} * img.width * 4, size_t{img.width} * 4, sheet.at(at[k].first, at[k].second + y));
-    tensors[k]["sheet"] = {{"x", at[k].first}, {"y", at[k].second}, {"width", img.width}, {"height", img.height}};
+    const uint32_t slot = std::max(img.width, kMinSlotWidth);
+    const std::vector<std::string> lines = {fit_caption(tensors[k]["tensor"].get<std::string>(), slot),
+                                            fit_caption(shape_caption(tensors[k]["shape"]), slot)};
+    for (size_t l = 0; l < lines.size(); ++l)
+      draw_text(sheet, at[k].first, caption_y[k] + static_cast<uint32_t>(l) * kCaptionLineHeight, lines[l], kCaptionInk);
+    tensors[k]["sheet"] = {{"x", at[k].first},
+                           {"y", at[k].second},
+                           {"width", img.width},
+                           {"height", img.height},
+                           {"caption", {{"y", caption_y[k]}, {"height", kCaptionHeight}, {"lines", lines}}}};
   }
   write_png(dir + "/overview.png", sheet, {{"Software", "tensormorph"}, {"tensormorph:stat", std::string(cell_stat_name(stat))}});
 
