@@ -257,6 +257,37 @@ class StemProducts(unittest.TestCase):
                 want = np.floor(lut[k] * 255 + 0.5).astype(np.uint8)
                 self.assertTrue((cells == want).all())
 
+    def test_field_png_labels_its_two_components(self):
+        from PIL import Image
+        for name in ("com", "dpc"):
+            with self.subTest(name=name):
+                out = os.path.join(self.dir, name + "-field.png")
+                r = run(["stem", name, self.master, "-o", out])
+                self.assertEqual(r.code, 0, r.err)
+                with Image.open(out) as img:
+                    self.assertEqual(img.text["tensormorph:components"], "u: top half of the cells, v: bottom half")
+                    _, _, cw, ch = map(int, img.text["tensormorph:cells_box"].split(","))
+                    px = np.asarray(img.convert("RGBA"))
+                gap = px[:ch, cw:cw + 8]  # between the cells and the colour bar: transparent but for the labels
+                ink = (gap[..., 3] == 255) & (gap[..., :3] < 64).all(axis=-1)
+                rows = np.nonzero(ink.any(axis=1))[0]
+                half = ch // 2
+                self.assertTrue(ink[half].sum() >= 5, "the mark where v begins")
+                top, bottom = rows[rows < half], rows[rows > half]
+                self.assertEqual(len(top), 7)  # one glyph ("U") in the top half, one ("V") below
+                self.assertEqual(len(bottom), 7)
+                self.assertLess(abs((top.min() + top.max()) / 2 - half / 2), 2)
+                self.assertFalse((gap[..., 3] == 255).all(), "the rest of the gap stays transparent")
+        # a single-component product has no component labels
+        with Image.open(self.render_png("bf")) as img:
+            self.assertNotIn("tensormorph:components", img.text)
+
+    def render_png(self, name):
+        out = os.path.join(self.dir, name + "-plain.png")
+        r = run(["stem", name, self.master, "-o", out])
+        self.assertEqual(r.code, 0, r.err)
+        return out
+
     def test_prepared_products_equal_computed_ones_and_follow_the_source(self):
         cache = os.path.join(self.dir, "cache.sqlite")
         r = run(["stem", "prepare", self.master, "--cache", cache, "--json"])

@@ -1,9 +1,11 @@
 #include "stem/images/product_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
 #include "core/npy.h"
+#include "image/bitmap_font.h"
 #include "image/tiff_writer.h"
 #include "render/cell_image.h"
 #include "render/colour_bar_ticks.h"
@@ -11,11 +13,30 @@
 
 namespace tmorph {
 
+namespace {
+
+// A [2, R, C] field's picture (its u rows above its v rows): "U" and "V" in dark ink in the transparent gap between
+// the cells and the colour bar, each at the middle of its half, and a mark at the row where v begins.
+void label_field_components(CellImage& img) {
+  static constexpr uint8_t kComponentInk[4] = {20, 20, 20, 255};
+  const uint32_t x = img.cells_width + (kColourBarGap - kGlyphWidth) / 2, half = img.cells_height / 2;
+  if (half < kGlyphHeight + 2) return;  // too short to label without covering the mark
+  draw_text(img.image, x, (half - kGlyphHeight) / 2, "U", kComponentInk);
+  draw_text(img.image, x, half + (half - kGlyphHeight) / 2, "V", kComponentInk);
+  for (uint32_t dx = 0; dx < kColourBarGap - 2; ++dx) std::copy_n(kComponentInk, 4, img.image.at(img.cells_width + 1 + dx, half));
+}
+
+}  // namespace
+
 ProductPng write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                              const std::vector<double>& v, const ProductDisplay& display, const Planner& planner) {
-  const CellImage img = render_product_image(shape, v, display, planner);
-  write_labelled_png(path, img,
-                     cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product}, {"tensormorph:shape", nlohmann::json(shape).dump()}}),
+  CellImage img = render_product_image(shape, v, display, planner);
+  PngText text = cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product}, {"tensormorph:shape", nlohmann::json(shape).dump()}});
+  if (shape.size() == 3 && shape[0] == 2) {
+    label_field_components(img);
+    text.emplace_back("tensormorph:components", "u: top half of the cells, v: bottom half");
+  }
+  write_labelled_png(path, img, text,
                      img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)));
   return {{{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
            {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}},

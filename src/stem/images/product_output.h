@@ -23,7 +23,7 @@ struct ProductPng {
 };
 
 // OUT.png: render_product_image's cells (a [2, R, C] field as its two components one above the other, sharing
-// limits) with the colour bar's ticks and labels (render/colour_bar_ticks.h), titled by `product` (and the
+// limits, labelled "U" and "V" in the gap before the colour bar, with the text entry tensormorph:components) with the colour bar's ticks and labels (render/colour_bar_ticks.h), titled by `product` (and the
 // transform when not linear); `product` and the shape travel in the PNG's text. Throws what the renderer throws
 // (a bad map or limits: InvalidArgument) and Error(Io) naming the path when it cannot be written.
 ProductPng write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
