@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "compute/resident_copy.h"
@@ -240,7 +241,17 @@ struct StemLoader::State {
   bool narrowing = false;
   uint64_t zeroed = 0, stored = 0, decoded = 0;
   Placement decode_at;                        // decode.bitshuffle_lz4's placement (empty: this CPU's threads)
+  std::atomic<uint64_t> frames_done{0};       // for req.progress
+  std::mutex progress_mutex;                  // serialises req.progress
   State(const Acquisition& a, const LoadRequest& r) : acq(a), req(r) {}
+
+  // n more frames read and decoded: tells req.progress (when set) the running count of frames.size().
+  void advance(uint64_t n) {
+    const uint64_t done = frames_done.fetch_add(n) + n;
+    if (!req.progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    req.progress(std::min<uint64_t>(done, frames.size()), frames.size());
+  }
 
   // Reads the stored chunks of frames [g0, g0 + n) into `batch` (counting their bytes); the ones the op takes
   // are appended to `input`, `offsets` (starting at 0) marking them and `taken` holding their indices in the batch.
@@ -428,6 +439,7 @@ void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
         stored[part] += batch[i].size();
         pos = sink.take(g, pos, px);
       }
+      st.advance(n);
     }
     zeroed[part] = sink.zeroed;
   });
@@ -472,6 +484,7 @@ void StemLoader::fill_placed(uint64_t first, uint64_t count, uint8_t* out_bytes)
       pos = sink.take(g, pos, px);
     }
     g0 += n;
+    st.advance(n);
   }
   st.zeroed += sink.zeroed;
   st.decoded += (g_end - st.group_start[first]) * frame_bytes;
@@ -508,6 +521,7 @@ bool StemLoader::fill_device(uint64_t first, uint64_t count, const ResidentCopy&
   st.run_decode(g0, taken, params, input, nullptr, &frames);
   st.zeroed += zeroed;
   st.decoded += n * frame_bytes;
+  st.advance(n);
   return true;
 }
 

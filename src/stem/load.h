@@ -22,6 +22,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,11 @@ struct LoadRequest {
   // Checked before each batch of frames is read (support/cancel.h): when set and true, the read throws
   // Cancelled. Not part of what is read (nor of any cache key).
   const std::atomic<bool>* cancel = nullptr;
+  // Called after each batch of frames is read and decoded (about 32 frames on the CPU; one call's batch when decoding
+  // is placed elsewhere), from whichever loading thread did it, calls serialised: the frames this loader has read so
+  // far and the frames it reads in all (LoadPlan::frames; a product of several passes reports each pass from 0).
+  // A caller wanting a rate limit applies its own. Not part of what is read (nor of any cache key).
+  std::function<void(uint64_t frames_done, uint64_t frames_total)> progress;
 };
 
 // What a request resolves to before reading (shapes, output dtype, memory), for admission and reports.

@@ -719,5 +719,30 @@ TEST_F(StemLoad, ACorruptedChunkDecodedIntoDeviceMemoryNamesFileFrameAndBlock) {
   EXPECT_NE(what.find("(decoded on gpuemu)"), std::string::npos) << what;
 }
 
+// LoadRequest.progress: called after each batch with a running count that only grows, ending at every frame read (the
+// scan region's), on one thread or several; without a callback nothing changes.
+TEST_F(StemLoad, ProgressCountsEveryFrameReadOnceAndEndsAtTheTotal) {
+  const Acquisition acq = open_acquisition(master);
+  for (unsigned threads : {1u, 3u}) {
+    LoadRequest r = base();
+    r.threads = threads;
+    r.scan_region = Box{1, kRows, 0, kCols - 1};
+    const uint64_t total = (kRows - 1) * (kCols - 1);
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    r.progress = [&](uint64_t done, uint64_t all) { calls.emplace_back(done, all); };
+    const StemArray a = load_stem(acq, r);
+    ASSERT_FALSE(calls.empty());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total) << i;
+      if (i) EXPECT_GT(calls[i].first, calls[i - 1].first) << "threads " << threads << ", call " << i;
+    }
+    EXPECT_EQ(calls.back().first, total) << "threads " << threads;
+    r.progress = nullptr;
+    const StemArray b = load_stem(acq, r);
+    ASSERT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(std::memcmp(a.data.get(), b.data.get(), a.bytes), 0);
+  }
+}
+
 }  // namespace
 }  // namespace tmorph

@@ -13,6 +13,15 @@
 
 namespace tmorph {
 
+// What a rank reports once its values are sent. Outside the anonymous namespace because SsbFrameSource::State (a
+// member of a class with linkage) holds them.
+struct SsbBandSummary {
+  uint64_t positions = 0, decoded_bytes = 0, stored_bytes_read = 0, bright_field_bytes = 0;
+  double seconds = 0;
+  nlohmann::json provenance;
+  std::string host;
+};
+
 namespace {
 
 constexpr RankProtocol kSsbProtocol{"SSB bands", 40, 43};
@@ -25,24 +34,17 @@ double ssb_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// What a rank reports once its values are sent.
-struct BandSummary {
-  uint64_t positions = 0, decoded_bytes = 0, stored_bytes_read = 0, bright_field_bytes = 0;
-  double seconds = 0;
-  nlohmann::json provenance;
-  std::string host;
-};
 
-std::vector<uint8_t> encode_summary(const BandSummary& s) {
+std::vector<uint8_t> encode_summary(const SsbBandSummary& s) {
   WireWriter w;
   w.put(s.positions).put(s.decoded_bytes).put(s.stored_bytes_read).put(s.bright_field_bytes).put(s.seconds);
   w.put_string(s.provenance.dump()).put_string(s.host);
   return std::move(w.bytes());
 }
 
-BandSummary decode_summary(const std::vector<uint8_t>& bytes, const std::string& what) {
+SsbBandSummary decode_summary(const std::vector<uint8_t>& bytes, const std::string& what) {
   WireReader in(bytes, what);
-  BandSummary s;
+  SsbBandSummary s;
   s.positions = in.get<uint64_t>(), s.decoded_bytes = in.get<uint64_t>(), s.stored_bytes_read = in.get<uint64_t>();
   s.bright_field_bytes = in.get<uint64_t>(), s.seconds = in.get<double>();
   s.provenance = nlohmann::json::parse(in.get_string(), nullptr, false);
@@ -68,7 +70,7 @@ struct SsbFrameSource::State {
   std::unique_ptr<StemLoader> loader;      // the whole request here; band 0 across ranks
   // Across ranks.
   std::vector<ScanBand> bands;
-  std::vector<std::optional<BandSummary>> summaries;  // [0]: rank 0's band once read
+  std::vector<std::optional<SsbBandSummary>> summaries;  // [0]: rank 0's band once read
   std::vector<bool> asked;                 // a request went to the rank and its answer is not all taken
   std::vector<uint32_t> pixels;
   uint64_t cursor = 0;                     // the band being taken
@@ -147,7 +149,7 @@ struct SsbFrameSource::State {
   void finish(uint64_t k) {
     const uint64_t positions = (bands[k].rows[1] - bands[k].rows[0]) * plan.output_shape[1];
     if (k == 0) {
-      BandSummary s;
+      SsbBandSummary s;
       s.positions = positions, s.decoded_bytes = loader->decoded_bytes(), s.stored_bytes_read = loader->stored_bytes_read();
       s.bright_field_bytes = positions * pixels.size() * sizeof(float), s.seconds = band0_seconds;
       s.provenance = loader->provenance(), s.host = world->host();
@@ -160,7 +162,7 @@ struct SsbFrameSource::State {
     const RankMessage m = next(k);
     if (m.tag != kSummary) throw Error(ErrorKind::Internal, what + ": unexpected message tag " + std::to_string(m.tag));
     asked[k] = false;
-    BandSummary s = decode_summary(m.bytes, what);
+    SsbBandSummary s = decode_summary(m.bytes, what);
     if (s.positions != positions)
       throw Error(ErrorKind::Internal, what + ": " + std::to_string(s.positions) + " positions, its band has " + std::to_string(positions));
     summaries[k] = std::move(s);
@@ -239,7 +241,7 @@ nlohmann::json SsbFrameSource::ranks() const {
   nlohmann::json out = nlohmann::json::array();
   for (uint64_t k = 0; k < S.bands.size(); ++k) {
     if (!S.summaries[k]) continue;
-    const BandSummary& s = *S.summaries[k];
+    const SsbBandSummary& s = *S.summaries[k];
     out.push_back({{"rank", k}, {"host", s.host}, {"output_scan_rows", S.bands[k].rows}, {"positions", s.positions},
                    {"seconds", s.seconds}, {"decoded_bytes", s.decoded_bytes}, {"stored_bytes_read", s.stored_bytes_read},
                    {"bright_field_bytes", s.bright_field_bytes}, {"decode", decode_json(s.provenance)}});
@@ -299,7 +301,7 @@ void serve_ssb_band_request(const RankMessage& m, unsigned threads, uint64_t mem
       const uint8_t* at = values.get() + first * row_bytes;
       exchange.reply(kValues, std::vector<uint8_t>(at, at + n * row_bytes));
     }
-    BandSummary s;
+    SsbBandSummary s;
     s.positions = positions, s.decoded_bytes = loader.decoded_bytes(), s.stored_bytes_read = loader.stored_bytes_read();
     s.bright_field_bytes = positions * row_bytes, s.seconds = seconds, s.provenance = loader.provenance(), s.host = world.host();
     exchange.reply(kSummary, encode_summary(s));
