@@ -50,8 +50,41 @@ void Interruptible::on_progress(const IndexingProgress& p) {
   }
 }
 
+std::function<void(uint64_t, uint64_t)> Interruptible::frames_hook() {
+  if (progress_.is_none()) return {};
+  return [this](uint64_t done, uint64_t total) {
+    frames_total_.store(total);
+    frames_done_.store(done);
+  };
+}
+
+void Interruptible::report_frames(double seconds) {
+  const uint64_t done = frames_done_.load(), total = frames_total_.load();
+  if (stopped_by_ || progress_.is_none() || total == 0 || (done == frames_reported_ && total == frames_total_reported_)) return;
+  frames_reported_ = done, frames_total_reported_ = total;
+  try {
+    if (py::isinstance<py::bool_>(progress_)) {
+      if (!progress_.cast<bool>()) return;
+      char line[128];
+      std::snprintf(line, sizeof line, "\rtensormorph: decoded %llu/%llu frames (%.0f%%)", static_cast<unsigned long long>(done),
+                    static_cast<unsigned long long>(total), 100.0 * static_cast<double>(done) / static_cast<double>(total));
+      py::module_::import("sys").attr("stderr").attr("write")(std::string(line));
+      line_open_ = true;
+      return;
+    }
+    py::dict d;
+    d["frames_done"] = done, d["frames_total"] = total, d["seconds"] = seconds;
+    progress_(d);
+  } catch (py::error_already_set& e) {
+    stopped_by_ = std::move(e);
+    cancel_.store(true);
+  }
+}
+
 void Interruptible::run(const std::function<void()>& work) {
   std::exception_ptr failed;
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   {
     py::gil_scoped_release unlocked;
     std::promise<void> done;
@@ -70,7 +103,9 @@ void Interruptible::run(const std::function<void()>& work) {
       if (PyErr_CheckSignals() != 0) {
         stopped_by_ = py::error_already_set();
         cancel_.store(true);
+        continue;
       }
+      report_frames(elapsed());
     }
     worker.join();
     try {
@@ -79,6 +114,7 @@ void Interruptible::run(const std::function<void()>& work) {
       failed = std::current_exception();
     }
   }
+  if (!failed) report_frames(elapsed());  // the last counts (every frame of the last pass), when not yet reported
   rethrow_if_stopped();  // the reason it stopped, rather than the engine's Cancelled
   if (failed) std::rethrow_exception(failed);
 }

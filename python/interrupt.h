@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -42,6 +43,11 @@ class Interruptible {
   }
   // The flag for engine calls without a progress callback (LoadRequest.cancel, SsbFitOptions.cancel).
   const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+  // For LoadRequest.progress under run(): records the loading threads' frame counts (no GIL, no Python); run()'s
+  // waiting thread hands them to the progress argument every 100 ms and once at the end: True writes a line on
+  // sys.stderr, a callable gets a dict {frames_done, frames_total, seconds} (a product of several passes counts
+  // each pass from 0). What the callable raises stops the work like Ctrl-C and is raised to the caller.
+  std::function<void(uint64_t, uint64_t)> frames_hook();
   // Call with the GIL held. Runs `work` on a helper thread while this thread, without the GIL, wakes every
   // 100 ms to run Python's signal handlers (they run only on the main thread, which is why the work moves);
   // an exception they raise sets the cancel flag, the work stops at its next cancellation point, and that
@@ -54,11 +60,14 @@ class Interruptible {
   // Call with the GIL held, after the run: raises what stopped it, if anything did.
   void rethrow_if_stopped();
   void on_progress(const IndexingProgress& p);  // called without the GIL
+  void report_frames(double seconds);           // called with the GIL: frames_hook's counts, when they changed
 
   pybind11::object progress_;
   std::atomic<bool> cancel_{false};
   std::optional<pybind11::error_already_set> stopped_by_;
   bool line_open_ = false;  // progress=True wrote a line not yet ended
+  std::atomic<uint64_t> frames_done_{0}, frames_total_{0};  // frames_hook's latest counts
+  uint64_t frames_reported_ = 0, frames_total_reported_ = 0;
 };
 
 }  // namespace tmorph::python

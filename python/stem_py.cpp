@@ -54,16 +54,16 @@ LoadRequest load_request(const Pair& scan_shape, const RegionTuple& scan_region,
 }
 
 // The runtime's threads and memory budget, and the call's cancel flag, into `req`.
-void bind_runtime(LoadRequest& req, const app::Runtime& rt, const std::atomic<bool>* cancel) {
+void bind_runtime(LoadRequest& req, const app::Runtime& rt, Interruptible& call) {
   req.threads = rt.threads, req.memory_budget = rt.memory_budget;
-  req.cancel = cancel;
+  req.cancel = call.cancel_flag();
+  req.progress = call.frames_hook();
 }
 
 LoadRequest load_request(const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region, const Pair& scan_bin,
-                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt,
-                         const std::atomic<bool>* cancel) {
+                         const Pair& detector_bin, const std::string& dtype, const app::Runtime& rt, Interruptible& call) {
   LoadRequest req = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype);
-  bind_runtime(req, rt, cancel);
+  bind_runtime(req, rt, call);
   return req;
 }
 
@@ -182,7 +182,7 @@ void bind_stem(py::module_& m) {
          const std::optional<double>& energy_ev, const std::optional<double>& semiangle_mrad,
          const std::optional<double>& scan_step_A, const std::optional<double>& detector_mrad_per_px,
          const py::object& threads, const py::object& memory_budget, const py::object& backend, const py::object& prefer,
-         const py::object& never, const py::object& allow_approx) {
+         const py::object& never, const py::object& allow_approx, const py::object& progress) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         const CalibrationOverrides overrides{{energy_ev, "energy_ev"},
                                              {semiangle_mrad, "semiangle_mrad"},
@@ -191,12 +191,12 @@ void bind_stem(py::module_& m) {
         DiskRequest disk;
         disk.center = center, disk.radius = radius, disk.radius_name = "radius";
         nlohmann::json doc;
-        Interruptible call{py::none()};
+        Interruptible call{progress};
         call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           std::vector<Placement> placements;
-          const LoadRequest load = load_request(scan_shape, std::nullopt, std::nullopt, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
+          const LoadRequest load = load_request(scan_shape, std::nullopt, std::nullopt, scan_bin, detector_bin, "auto", *rt, call);
           doc = calibration_document(open_acquisition(path), load, disk, overrides, planner, &placements);
           doc["placement"] = placements_json(placements);
         });
@@ -208,6 +208,7 @@ void bind_stem(py::module_& m) {
       py::arg("detector_mrad_per_px") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
       py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
       py::arg("allow_approx") = py::none(),
+      py::arg("progress") = py::none(),
       "The calibration every product and SSB would use: energy, wavelength_A, semiangle, scan_step, "
       "detector_angle_per_pixel (each {value, unit, source}, or {value: None, unit, missing: why}) and the "
       "bright-field disk they follow from (detected with one pattern pass unless center and radius are given). "
@@ -217,14 +218,14 @@ void bind_stem(py::module_& m) {
       "load",
       [](const std::string& path, const Pair& scan_shape, const RegionTuple& scan_region, const RegionTuple& detector_region,
          const Pair& scan_bin, const Pair& detector_bin, const std::string& dtype, const py::object& threads,
-         const py::object& memory_budget) {
+         const py::object& memory_budget, const py::object& progress) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, py::none(), py::none(), py::none(), py::none());
         StemArray s;
-        Interruptible call{py::none()};
+        Interruptible call{progress};
         call.run([&] {
           const auto rt = make_runtime(compute);
           s = load_stem(open_acquisition(path),
-                        load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt, call.cancel_flag()));
+                        load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, dtype, *rt, call));
         });
         py::object provenance = to_python(s.provenance);
         return named_result(to_numpy(std::move(s)), provenance);
@@ -232,6 +233,7 @@ void bind_stem(py::module_& m) {
       py::arg("path"), py::kw_only(), py::arg("scan_shape") = py::none(), py::arg("scan_region") = py::none(),
       py::arg("detector_region") = py::none(), py::arg("scan_bin") = py::none(), py::arg("detector_bin") = py::none(),
       py::arg("dtype") = "auto", py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
+      py::arg("progress") = py::none(),
       "Decodes (a region of) the acquisition, binned, into memory: (array [scan rows, scan cols, det rows, det cols] "
       "of uint8/16/32/64 — the array owns the decoded frames, no copy — and its provenance dict, as `stem export` "
       "writes it). Regions are (r0, r1, c0, c1), half-open; bins (rows, cols); bad pixels are zeroed. Raises "
@@ -246,7 +248,7 @@ void bind_stem(py::module_& m) {
          const std::optional<double>& rotation_deg, const py::object& transpose, const Pair& scan_shape, const RegionTuple& scan_region,
          const RegionTuple& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
-         const py::object& allow_approx, const std::optional<std::string>& cache, bool use_cache) {
+         const py::object& allow_approx, const std::optional<std::string>& cache, bool use_cache, const py::object& progress) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         ProductSpec spec;
         spec.kind = parse_product_kind(kind, "kind");
@@ -268,12 +270,12 @@ void bind_stem(py::module_& m) {
         check_product_request(spec, Face::Python);
         ProductOutput out;
         nlohmann::json cache_lookup = nlohmann::json::object();  // {"cache": …} when the cache was asked
-        Interruptible call{py::none()};
+        Interruptible call{progress};
         call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          bind_runtime(spec.load, *rt, call.cancel_flag());
+          bind_runtime(spec.load, *rt, call);
           const std::optional<PreparedProducts> cached =
               use_cache && product_served_by_prepared(spec) ? lookup_prepared(cache.value_or(""), acq, spec.load, cache_lookup)
                                                             : std::nullopt;
@@ -295,6 +297,7 @@ void bind_stem(py::module_& m) {
       py::arg("memory_budget") = py::none(), py::arg("backend") = py::none(), py::arg("prefer") = py::none(),
       py::arg("never") = py::none(), py::arg("allow_approx") = py::none(), py::arg("cache") = py::none(),
       py::arg("use_cache") = true,
+      py::arg("progress") = py::none(),
       "A 4D-STEM product, as `tensormorph stem KIND PATH --json` computes it: (values, report). kind: bf, abf, adf, "
       "haadf, df (virtual images, uint64 sums), mask (inner/outer in pixels, inner_mrad/outer_mrad, or mask=FILE), com "
       "and dpc (float64 [2, rows, cols]), idpc, mean-dp (max_pattern=True: the max pattern, uint32) or fft (of= "
@@ -308,13 +311,13 @@ void bind_stem(py::module_& m) {
       [](const std::string& path, const std::optional<std::string>& cache, const Pair& scan_shape, const RegionTuple& scan_region,
          const RegionTuple& detector_region, const Pair& scan_bin, const Pair& detector_bin, const py::object& threads,
          const py::object& memory_budget, const py::object& backend, const py::object& prefer, const py::object& never,
-         const py::object& allow_approx) {
+         const py::object& allow_approx, const py::object& progress) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         nlohmann::json report;
-        Interruptible call{py::none()};
+        Interruptible call{progress};
         call.run([&] {
           const auto rt = make_runtime(compute);
-          const LoadRequest load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt, call.cancel_flag());
+          const LoadRequest load = load_request(scan_shape, scan_region, detector_region, scan_bin, detector_bin, "auto", *rt, call);
           report = prepare_and_store(cache.value_or(""), open_acquisition(path), load, rt->planner());
         });
         return to_python(report);
@@ -324,6 +327,7 @@ void bind_stem(py::module_& m) {
       py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
       py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
       py::arg("allow_approx") = py::none(),
+      py::arg("progress") = py::none(),
       "`tensormorph stem prepare PATH --json`: the pattern pass (disk) and one frame-sums pass for BF, ABF, ADF, HAADF, "
       "DF and the centre of mass, stored in the product cache (cache=, default the user cache) so that product() "
       "answers those from it. Returns the report (database, key, disk, detectors, seconds, placement).");
@@ -334,7 +338,7 @@ void bind_stem(py::module_& m) {
          const std::string& search, unsigned trials, unsigned estimate_trials, uint64_t seed, uint64_t fit_crop,
          const std::optional<std::array<double, 2>>& center, const std::optional<double>& radius, const RegionTuple& scan_region,
          const Pair& scan_bin, const Pair& detector_bin, const py::object& threads, const py::object& memory_budget,
-         const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx) {
+         const py::object& backend, const py::object& prefer, const py::object& never, const py::object& allow_approx, const py::object& progress) {
         const app::ComputeRequest compute = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
         if (search != "estimate" && search != "wide")
           throw Error(ErrorKind::InvalidArgument, "search: expected 'estimate' or 'wide', have '" + search + "'");
@@ -356,12 +360,12 @@ void bind_stem(py::module_& m) {
         const bool may_bin = std::find(compute.allow_approx.begin(), compute.allow_approx.end(), kSsbBinDetectorStep) !=
                              compute.allow_approx.end();
         SsbRun run;
-        Interruptible call{py::none()};
+        Interruptible call{progress};
         call.run([&] {
           const auto rt = make_runtime(compute);
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
-          bind_runtime(request.load, *rt, call.cancel_flag());
+          bind_runtime(request.load, *rt, call);
           run = run_ssb_with_consent(acq, request, planner, may_bin);
         });
         nlohmann::json report = to_json(run);
@@ -378,6 +382,7 @@ void bind_stem(py::module_& m) {
       py::arg("detector_bin") = py::none(), py::arg("threads") = py::none(), py::arg("memory_budget") = py::none(),
       py::arg("backend") = py::none(), py::arg("prefer") = py::none(), py::arg("never") = py::none(),
       py::arg("allow_approx") = py::none(),
+      py::arg("progress") = py::none(),
       "Single-sideband ptychography, as `tensormorph stem ssb PATH --json`: (phase [rows, cols] float64 radians, "
       "report dict). C10, C12 in angstrom, phi12 in degrees (given aberrations, a preview), or fit=True: the parallax "
       "estimate, TPE around it and Nelder-Mead, the branch by the phase's skewness (search='wide' for the 200-trial "

@@ -20,6 +20,7 @@
 #include "cli/ranks.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
+#include "cli/progress_line.h"
 #include "stem/products/product_kind.h"
 #include "stem/products/product_cache.h"
 #include "stem/products/product_run.h"
@@ -142,6 +143,7 @@ void run_product(const ProductArgs& a) {
   if (!cached) {  // computing: threads, memory budget and the planner come from the runtime
     spec.load.threads = lazy.runtime().threads;
     spec.load.memory_budget = lazy.runtime().memory_budget;
+    spec.load.progress = terminal_frames_progress("decoding", a.load.json);
   }
   ProductOutput product = compute_product(acq, spec, cached, [&]() -> const Planner& { return lazy.planner(); });
   nlohmann::json report = std::move(product.report);

@@ -7,6 +7,7 @@
 
 #include "app/indexing.h"
 #include "cli/compute_flags.h"
+#include "cli/progress_line.h"
 #include "cli/ranks.h"
 #include "distributed/world.h"
 #include "index/distributed_indexer.h"
@@ -16,16 +17,6 @@
 namespace tmorph::cli {
 
 namespace {
-
-// "1:05" or "2:03:07"; "--:--" when unknown.
-std::string clock_text(double seconds) {
-  if (!(seconds >= 0) || seconds > 360000) return "--:--";
-  const auto s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
 
 // Across MPI ranks: each rank's share done, and the rank furthest behind ("" in one process).
 std::string ranks_text(const IndexingProgress& p) {
@@ -54,12 +45,9 @@ std::string ranks_text(const IndexingProgress& p) {
 // and across MPI ranks each rank's share.
 void draw_progress(const IndexingProgress& p, bool last, bool terminal) {
   const double frac = p.bytes_total ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : 1.0;
-  const int width = 24, filled = static_cast<int>(frac * width);
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.resize(width, '.');
   const double rate = p.seconds > 0 ? static_cast<double>(p.bytes_done) / p.seconds : 0;
   const double eta = rate > 0 ? static_cast<double>(p.bytes_total - p.bytes_done) / rate : -1;
-  std::fprintf(stderr, "%s[%s] %5.1f%%  %s / %s  %s/s  ETA %s  %zu/%zu tensors%s%s%s", terminal ? "\r" : "", bar.c_str(),
+  std::fprintf(stderr, "%s%s %5.1f%%  %s / %s  %s/s  ETA %s  %zu/%zu tensors%s%s%s", terminal ? "\r" : "", bar_text(frac).c_str(),
                100 * frac, format_bytes(static_cast<double>(p.bytes_done)).c_str(),
                format_bytes(static_cast<double>(p.bytes_total)).c_str(), format_bytes(rate).c_str(), clock_text(eta).c_str(),
                p.tensors_done, p.tensors_total, ranks_text(p).c_str(), terminal ? "\x1b[K" : "", last || !terminal ? "\n" : "");

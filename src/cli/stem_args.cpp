@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/number_lists.h"
+#include "cli/progress_line.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -89,6 +90,7 @@ LoadRequest make_request(const LoadArgs& a, const Runtime& rt) {
   LoadRequest req = make_request(a);
   req.threads = rt.threads;
   req.memory_budget = rt.memory_budget;
+  req.progress = terminal_frames_progress("decoding", a.json);  // computing: a progress line on a terminal
   return req;
 }
 

@@ -4,7 +4,9 @@ the DPC rotation against a brute-force angle search; iDPC against the simulation
 import json
 import math
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -13,7 +15,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run, require_vulkan  # noqa: E402
+from cli_harness import TM_BIN, run, require_vulkan  # noqa: E402
 
 try:
     import h5py
@@ -256,6 +258,51 @@ class StemProducts(unittest.TestCase):
                 lut = matplotlib.colormaps[cmap].resampled(256)(np.arange(256))
                 want = np.floor(lut[k] * 255 + 0.5).astype(np.uint8)
                 self.assertTrue((cells == want).all())
+
+    def run_on_terminal(self, args):
+        """Runs the CLI with stderr on a pseudo-terminal (stdout a pipe); returns (exit code, stdout, terminal text)."""
+        import pty
+        import select
+        master, slave = pty.openpty()
+        env = dict(os.environ, XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="tm-cfg-"), XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tm-cache-"))
+        env.pop("TENSORMORPH_PLUGIN_DIR", None)
+        p = subprocess.Popen([TM_BIN] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out = p.stdout.read()
+        p.wait(timeout=60)
+        os.close(master)
+        return p.returncode, out.decode(), seen.decode(errors="replace")
+
+    def test_progress_line_on_a_terminal_only(self):
+        out = os.path.join(self.dir, "progress-bf.npy")
+        code, stdout, terminal = self.run_on_terminal(["stem", "bf", self.master, "-o", out, "--no-cache"])
+        self.assertEqual(code, 0, terminal)
+        frames = int(np.prod(np.load(out).shape))
+        # every pass (the disk's mean pattern, then the image) ends its line at its last frame
+        ends = re.findall(r"decoding \[#{24}\] 100\.0%  (\d+)/(\d+) frames", terminal)
+        self.assertGreaterEqual(len(ends), 1, terminal)
+        for done, total in ends:
+            self.assertEqual((int(done), int(total)), (frames, frames))
+        self.assertNotIn("decoding", stdout)
+        # --json: nothing drawn on the terminal either; a pipe: nothing drawn
+        code, stdout, terminal = self.run_on_terminal(["stem", "bf", self.master, "-o", out, "--no-cache", "--json"])
+        self.assertEqual(code, 0, terminal)
+        self.assertNotIn("decoding", terminal)
+        r = run(["stem", "bf", self.master, "-o", out, "--no-cache"])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertNotIn("decoding", r.err)
 
     def test_field_png_labels_its_two_components(self):
         from PIL import Image

@@ -176,3 +176,33 @@ def test_products_stay_resident_across_calls_until_dropped(acquisition):
     assert tm.stem.resident()["evictions"][-1]["reason"] == "dropped"
     again, _ = a.adf()  # its disk pass builds the copy again, its image pass reads it
     assert np.array_equal(again, values) and tm.stem.resident()["copies"][0]["uses"] == 2
+
+
+def test_progress_reports_frames_and_a_raising_callable_stops_the_call(acquisition, capfd):
+    """progress= on the STEM calls: a callable gets {frames_done, frames_total, seconds} from the calling thread while
+    frames are decoded (the resident copy's build, or the load), ending at every frame; True writes a line on
+    stderr; what the callable raises is what the call raises."""
+    frames = 24 * 24
+    for call in (lambda p: tm.stem.product(acquisition, "bf", progress=p), lambda p: tm.stem.load(acquisition, progress=p)):
+        tm.stem.drop_resident()
+        seen = []
+        call(seen.append)
+        assert seen, "no progress reported"
+        assert all(set(d) == {"frames_done", "frames_total", "seconds"} for d in seen)
+        assert all(0 < d["frames_done"] <= d["frames_total"] == frames for d in seen)
+        assert seen[-1]["frames_done"] == frames
+    tm.stem.drop_resident()
+    tm.stem.product(acquisition, "adf", progress=True)
+    assert "tensormorph: decoded %d/%d frames (100%%)" % (frames, frames) in capfd.readouterr().err
+
+    def stop(progress):
+        raise KeyError("enough")
+
+    tm.stem.drop_resident()
+    with pytest.raises(KeyError, match="enough"):
+        tm.stem.product(acquisition, "bf", progress=stop, use_cache=False)
+    # a call already served by the resident copy decodes nothing, so reports nothing
+    tm.stem.product(acquisition, "bf")
+    seen = []
+    tm.stem.product(acquisition, "adf", progress=seen.append)
+    assert seen == []

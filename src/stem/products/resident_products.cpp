@@ -40,6 +40,7 @@ ResidentStore::Built build_copy(const Acquisition& acq, const LoadPlan& like, co
   whole.scan_shape = like.scan_shape;
   whole.threads = request.threads;
   whole.cancel = request.cancel;
+  whole.progress = request.progress;  // the build is the long part: its frames are what a progress line shows
   StemLoader loader(acq, whole);
   const LoadPlan& plan = loader.plan();
   if (const auto decode_at = place_decode(acq, loader, planner)) placements->push_back(*decode_at);

@@ -31,6 +31,9 @@ constexpr ParamSpec kDetectorBin{"detector_bin", "detector_bin", "--detector-bin
 constexpr ParamSpec kCliSemiangle{"", "", "--semiangle-mrad", K::Number, 0, 1000, true, "mrad", "", 1, "probe convergence semi-angle"};
 constexpr ParamSpec kCliMradPerPx{"", "", "--detector-mrad-per-px", K::Number, 0, 1000, true, "mrad per unbinned detector pixel", "", 1,
                                   "detector angle per pixel"};
+// Python only: progress reports while frames are decoded (python/interrupt.h: True or a callable).
+constexpr ParamSpec kPythonProgress{"", "progress", "", K::Text, 0, 0, false, "", "", 1,
+                                    "True (a line on sys.stderr) or a callable taking {frames_done, frames_total, seconds}"};
 // Where and how an operation runs (app::ComputeRequest), in the faces that take them.
 constexpr ParamSpec kThreads{"", "threads", "--threads", K::Count, 1, 4096, false, "", "", 1, "host threads"};
 constexpr ParamSpec kMemoryBudget{"", "memory_budget", "--memory-budget", K::Text, 0, 0, false, "", "", 1, "bytes one op may hold"};
@@ -65,6 +68,7 @@ constexpr ParamSpec kProduct[] = {
     {"", "use_cache", "", K::Switch, 0, 0, false, "", "", 1, "answer from the prepared-products cache"},
     kNpyFormat,
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
+    kPythonProgress,
 };
 
 // The calibration overrides SSB and the calibration document take.
@@ -94,6 +98,7 @@ constexpr ParamSpec kSsb[] = {
     {"detector_bin", "detector_bin", "--detector-bin", K::Count, 1, 64, false, "detector pixels per side", "", 1, "detector binning"},
     kNpyFormat,
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
+    kPythonProgress,
 };
 
 constexpr ParamSpec kMovie[] = {
