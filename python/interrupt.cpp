@@ -58,27 +58,55 @@ std::function<void(uint64_t, uint64_t)> Interruptible::frames_hook() {
   };
 }
 
-void Interruptible::report_frames(double seconds) {
-  const uint64_t done = frames_done_.load(), total = frames_total_.load();
-  if (stopped_by_ || progress_.is_none() || total == 0 || (done == frames_reported_ && total == frames_total_reported_)) return;
-  frames_reported_ = done, frames_total_reported_ = total;
+std::function<void(const SsbFitProgress&)> Interruptible::fit_hook() {
+  if (progress_.is_none()) return {};
+  return [this](const SsbFitProgress& p) {
+    std::lock_guard<std::mutex> lock(fit_mutex_);
+    fit_latest_ = p;
+  };
+}
+
+void Interruptible::call_progress(const py::dict& d, const std::string& line) {
   try {
     if (py::isinstance<py::bool_>(progress_)) {
       if (!progress_.cast<bool>()) return;
-      char line[128];
-      std::snprintf(line, sizeof line, "\rtensormorph: decoded %llu/%llu frames (%.0f%%)", static_cast<unsigned long long>(done),
-                    static_cast<unsigned long long>(total), 100.0 * static_cast<double>(done) / static_cast<double>(total));
-      py::module_::import("sys").attr("stderr").attr("write")(std::string(line));
+      py::module_::import("sys").attr("stderr").attr("write")(line);
       line_open_ = true;
       return;
     }
-    py::dict d;
-    d["frames_done"] = done, d["frames_total"] = total, d["seconds"] = seconds;
     progress_(d);
   } catch (py::error_already_set& e) {
     stopped_by_ = std::move(e);
     cancel_.store(true);
   }
+}
+
+void Interruptible::report_frames(double seconds) {
+  const uint64_t done = frames_done_.load(), total = frames_total_.load();
+  if (stopped_by_ || progress_.is_none() || total == 0 || (done == frames_reported_ && total == frames_total_reported_)) return;
+  frames_reported_ = done, frames_total_reported_ = total;
+  char line[128];
+  std::snprintf(line, sizeof line, "\rtensormorph: decoded %llu/%llu frames (%.0f%%)", static_cast<unsigned long long>(done),
+                static_cast<unsigned long long>(total), 100.0 * static_cast<double>(done) / static_cast<double>(total));
+  py::dict d;
+  d["frames_done"] = done, d["frames_total"] = total, d["seconds"] = seconds;
+  call_progress(d, line);
+}
+
+void Interruptible::report_fit() {
+  std::optional<SsbFitProgress> p;
+  {
+    std::lock_guard<std::mutex> lock(fit_mutex_);
+    p = fit_latest_;
+  }
+  if (stopped_by_ || progress_.is_none() || !p || p->evaluations == fit_reported_) return;
+  fit_reported_ = p->evaluations;
+  char line[160];
+  std::snprintf(line, sizeof line, "\rtensormorph: fit %s, %u evaluations, best loss %.6g", p->stage, p->evaluations, p->best_loss);
+  py::dict d;
+  d["stage"] = std::string(p->stage), d["evaluations"] = p->evaluations, d["stage_evaluations"] = p->stage_evaluations;
+  d["stage_planned"] = p->stage_planned, d["best_loss"] = p->best_loss, d["seconds"] = p->seconds;
+  call_progress(d, line);
 }
 
 void Interruptible::run(const std::function<void()>& work) {
@@ -106,6 +134,7 @@ void Interruptible::run(const std::function<void()>& work) {
         continue;
       }
       report_frames(elapsed());
+      report_fit();
     }
     worker.join();
     try {
@@ -114,7 +143,7 @@ void Interruptible::run(const std::function<void()>& work) {
       failed = std::current_exception();
     }
   }
-  if (!failed) report_frames(elapsed());  // the last counts (every frame of the last pass), when not yet reported
+  if (!failed) report_frames(elapsed()), report_fit();  // the last counts, when not yet reported
   rethrow_if_stopped();  // the reason it stopped, rather than the engine's Cancelled
   if (failed) std::rethrow_exception(failed);
 }

@@ -9,11 +9,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <string>
 
 #include <pybind11/pybind11.h>
 
 #include "index/indexer.h"
+#include "stem/ssb/ssb_fit.h"
 
 namespace tmorph::python {
 
@@ -48,6 +51,9 @@ class Interruptible {
   // sys.stderr, a callable gets a dict {frames_done, frames_total, seconds} (a product of several passes counts
   // each pass from 0). What the callable raises stops the work like Ctrl-C and is raised to the caller.
   std::function<void(uint64_t, uint64_t)> frames_hook();
+  // For SsbFitOptions::progress under run(), the same way: the callable gets {stage ("search" or "simplex"),
+  // evaluations, stage_evaluations, stage_planned (0: open-ended), best_loss, seconds}; True writes a line.
+  std::function<void(const SsbFitProgress&)> fit_hook();
   // Call with the GIL held. Runs `work` on a helper thread while this thread, without the GIL, wakes every
   // 100 ms to run Python's signal handlers (they run only on the main thread, which is why the work moves);
   // an exception they raise sets the cancel flag, the work stops at its next cancellation point, and that
@@ -61,6 +67,8 @@ class Interruptible {
   void rethrow_if_stopped();
   void on_progress(const IndexingProgress& p);  // called without the GIL
   void report_frames(double seconds);           // called with the GIL: frames_hook's counts, when they changed
+  void report_fit();                            // called with the GIL: fit_hook's latest, when it changed
+  void call_progress(const pybind11::dict& d, const std::string& line);  // the callable gets d; True writes line
 
   pybind11::object progress_;
   std::atomic<bool> cancel_{false};
@@ -68,6 +76,9 @@ class Interruptible {
   bool line_open_ = false;  // progress=True wrote a line not yet ended
   std::atomic<uint64_t> frames_done_{0}, frames_total_{0};  // frames_hook's latest counts
   uint64_t frames_reported_ = 0, frames_total_reported_ = 0;
+  std::mutex fit_mutex_;                        // guards fit_latest_ (written by the fitting thread)
+  std::optional<SsbFitProgress> fit_latest_;
+  unsigned fit_reported_ = 0;                   // evaluations last reported
 };
 
 }  // namespace tmorph::python

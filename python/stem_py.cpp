@@ -366,6 +366,7 @@ void bind_stem(py::module_& m) {
           const Planner planner = rt->planner();
           const Acquisition acq = open_acquisition(path);
           bind_runtime(request.load, *rt, call);
+          if (request.fit) request.fit->progress = call.fit_hook();
           run = run_ssb_with_consent(acq, request, planner, may_bin);
         });
         nlohmann::json report = to_json(run);

@@ -19,6 +19,7 @@
 #include "cli/output.h"
 #include "cli/product_output.h"
 #include "cli/ranks.h"
+#include "cli/progress_line.h"
 #include "cli/stem_args.h"
 #include "ops/placement_json.h"
 #include "stem/runs/request_params.h"
@@ -111,7 +112,10 @@ void run_ssb(const SsbArgs& a) {
   check_ssb_request(request, Face::Cli);
   const auto& consents = a.load.compute.allow_approx;
   const bool may_bin = std::find(consents.begin(), consents.end(), kSsbBinDetectorStep) != consents.end();
+  FitProgressLine fit_line(a.load.json);
+  if (request.fit) request.fit->progress = fit_line.callback();
   const SsbRun run = run_ssb_with_consent(acq, request, planner, may_bin);
+  fit_line.finish();
 
   const SsbResult& result = run.result;
   const Aberrations& ab = run.aberrations;

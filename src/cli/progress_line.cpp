@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string_view>
+
+#include "stem/ssb/ssb_fit.h"
 
 namespace tmorph::cli {
 
@@ -51,6 +54,53 @@ std::function<void(uint64_t, uint64_t)> terminal_frames_progress(const std::stri
                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), rate, clock_text(eta).c_str(),
                  end ? "\n" : "");
     std::fflush(stderr);
+  };
+}
+
+struct FitProgressLine::State {
+  std::chrono::steady_clock::time_point drawn = std::chrono::steady_clock::now();
+  SsbFitProgress last;  // what the fit said last (stage names are static strings)
+  bool open = false;    // a stage's line is drawn or due, and not ended
+};
+
+namespace {
+
+void draw_fit_line(const SsbFitProgress& p) {
+  std::string counted = std::to_string(p.stage_evaluations);
+  if (p.stage_planned)
+    counted = bar_text(static_cast<double>(p.stage_evaluations) / p.stage_planned) + " " + counted + "/" + std::to_string(p.stage_planned);
+  std::fprintf(stderr, "\rfit: %s %s evaluations  best loss %.6g  %.1f s\x1b[K", p.stage, counted.c_str(), p.best_loss, p.seconds);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+FitProgressLine::FitProgressLine(bool quiet) {
+  if (!quiet && isatty(STDERR_FILENO)) state_ = std::make_shared<State>();
+}
+
+FitProgressLine::~FitProgressLine() { finish(); }
+
+void FitProgressLine::finish() {
+  if (!state_ || !state_->open) return;
+  draw_fit_line(state_->last);  // the stage as it ended
+  std::fputs("\n", stderr);
+  state_->open = false;
+}
+
+std::function<void(const SsbFitProgress&)> FitProgressLine::callback() {
+  if (!state_) return {};
+  return [s = state_](const SsbFitProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (s->open && std::string_view(s->last.stage) != p.stage) {  // the stage before ends on a line of its own
+      draw_fit_line(s->last);
+      std::fputs("\n", stderr);
+      s->drawn = now - std::chrono::milliseconds(100);
+    }
+    s->last = p, s->open = true;
+    if (now - s->drawn < std::chrono::milliseconds(100)) return;
+    s->drawn = now;
+    draw_fit_line(p);
   };
 }
 

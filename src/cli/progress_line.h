@@ -4,7 +4,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+
+namespace tmorph {
+struct SsbFitProgress;
+}
 
 namespace tmorph::cli {
 
@@ -19,5 +24,23 @@ std::string bar_text(double fraction, int width = 24);
 // starts, and always at the pass's last frame, which ends the line (a product of several passes draws a line per pass). Otherwise an empty function (nothing is drawn: pipes and
 // --json output stay clean).
 std::function<void(uint64_t frames_done, uint64_t frames_total)> terminal_frames_progress(const std::string& what, bool quiet);
+
+// The SSB fit's progress on a terminal's stderr (nothing when quiet or on a pipe): "fit: search [####....] 23/41
+// evaluations  best loss 0.00784  1.2 s", then "fit: simplex  57 evaluations  best loss ...", redrawn at most every
+// 100 ms (first after 100 ms), a new line when the stage changes; finish() (or the destructor) ends the last line.
+class FitProgressLine {
+ public:
+  explicit FitProgressLine(bool quiet);
+  ~FitProgressLine();
+  FitProgressLine(const FitProgressLine&) = delete;
+  FitProgressLine& operator=(const FitProgressLine&) = delete;
+  // For SsbFitOptions::progress; empty when nothing is drawn. This object must outlive the fit.
+  std::function<void(const SsbFitProgress&)> callback();
+  void finish();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;  // null when nothing is drawn
+};
 
 }  // namespace tmorph::cli

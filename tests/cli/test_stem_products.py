@@ -304,6 +304,23 @@ class StemProducts(unittest.TestCase):
         self.assertEqual(r.code, 0, r.err)
         self.assertNotIn("decoding", r.err)
 
+    def test_ssb_fit_progress_on_a_terminal(self):
+        out = os.path.join(self.dir, "progress-ssb.npy")
+        code, stdout, terminal = self.run_on_terminal(["stem", "ssb", self.master, "--fit", "-o", out, "--estimate-trials", "12"])
+        self.assertEqual(code, 0, terminal)
+        report = json.load(open(out + ".json"))
+        fit = report["fit"]
+        # the search's line ends at its planned count (the trials and the estimate's loss), the simplex's at its count
+        search = re.findall(r"fit: search \[[#.]{24}\] (\d+)/(\d+) evaluations  best loss (\S+)", terminal)
+        simplex = re.findall(r"fit: simplex (\d+) evaluations  best loss (\S+)", terminal)
+        self.assertTrue(search and simplex, terminal)
+        self.assertEqual(search[-1][0], search[-1][1])
+        self.assertEqual(int(search[-1][1]), fit["trials"] + (1 if fit["search"] == "around the estimate" else 0))
+        self.assertEqual(int(simplex[-1][0]), fit["nelder_mead"]["evaluations"])
+        best = min(fit["nelder_mead"]["loss"], fit["tpe_best_loss"], fit["estimate"].get("loss", math.inf))
+        self.assertAlmostEqual(float(simplex[-1][1]), best, delta=1e-5 * best)  # printed with 6 digits
+        self.assertNotIn("fit:", stdout)
+
     def test_field_png_labels_its_two_components(self):
         from PIL import Image
         for name in ("com", "dpc"):

@@ -206,3 +206,22 @@ def test_progress_reports_frames_and_a_raising_callable_stops_the_call(acquisiti
     seen = []
     tm.stem.product(acquisition, "adf", progress=seen.append)
     assert seen == []
+
+
+def test_ssb_fit_reports_its_stages(acquisition):
+    """ssb(fit=True, progress=...): the frames first, then the fit's stages with their evaluation counts; the last
+    report is the simplex's, its counts equal the report's and its best loss is the lowest the fit evaluated."""
+    seen = []
+    _, report = tm.stem.ssb(acquisition, fit=True, estimate_trials=12, progress=seen.append)
+    frames = [d for d in seen if "frames_done" in d]
+    fit = [d for d in seen if "stage" in d]
+    assert frames and frames[-1]["frames_done"] == frames[-1]["frames_total"]
+    assert fit and fit[-1]["stage"] == "simplex" and fit[-1]["stage_planned"] == 0
+    f = report["fit"]
+    assert fit[-1]["evaluations"] == f["evaluations"]
+    assert fit[-1]["stage_evaluations"] == f["nelder_mead"]["evaluations"]
+    assert fit[-1]["best_loss"] == min(f["nelder_mead"]["loss"], f["tpe_best_loss"], f["estimate"].get("loss", float("inf")))
+    assert all(a["evaluations"] < b["evaluations"] for a, b in zip(fit, fit[1:]))
+    for d in fit:
+        if d["stage"] == "search":
+            assert 0 < d["stage_evaluations"] <= d["stage_planned"] == f["trials"] + (f["search"] == "around the estimate")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cmath>
 
 #include "core/json_number.h"
@@ -67,10 +68,19 @@ SsbFit ssb_fit_aberrations(const SsbProblem& problem, double scan_rotation_deg, 
       !(o.phi12_low_deg < o.phi12_high_deg))
     throw Error(ErrorKind::InvalidArgument, "SSB fit: each search range needs low < high, and C12 >= 0");
   SsbFit fit;
+  SsbFitProgress at;  // what o.progress is told
+  at.best_loss = std::numeric_limits<double>::infinity();
   const auto loss = [&](const Point& x) {
     check_cancel(o.cancel);
     ++fit.evaluations;
-    return problem.evaluate(ssb_canonical_aberrations(x, o), scan_rotation_deg, false).loss;
+    const double value = problem.evaluate(ssb_canonical_aberrations(x, o), scan_rotation_deg, false).loss;
+    if (o.progress) {
+      at.evaluations = fit.evaluations, ++at.stage_evaluations;
+      at.best_loss = std::min(at.best_loss, value);
+      at.seconds = since(t0);
+      o.progress(at);
+    }
+    return value;
   };
 
   // The direct estimate (reported in every mode when the scan allows it).
@@ -90,6 +100,7 @@ SsbFit ssb_fit_aberrations(const SsbProblem& problem, double scan_rotation_deg, 
   const auto t_tpe = std::chrono::steady_clock::now();
   TpeOptions tpe = o.tpe;
   if (around) tpe.trials = o.estimate_trials;
+  at.stage_planned = tpe.trials + (around ? 1 : 0);  // the trials, and the loss at the estimate
   const std::vector<SearchDimension> box = {{"C10_nm", fit.box.c10_nm[0], fit.box.c10_nm[1]},
                                             {"C12_nm", fit.box.c12_nm[0], fit.box.c12_nm[1]},
                                             {"phi12_deg", fit.box.phi12_deg[0], fit.box.phi12_deg[1]}};
@@ -109,6 +120,7 @@ SsbFit ssb_fit_aberrations(const SsbProblem& problem, double scan_rotation_deg, 
   fit.tpe_seconds = since(t_tpe);
 
   const auto t_nm = std::chrono::steady_clock::now();
+  at.stage = "simplex", at.stage_evaluations = 0, at.stage_planned = 0;
   Point step(box.size());
   for (size_t d = 0; d < box.size(); ++d) step[d] = std::max(o.simplex.xatol, 0.01 * (box[d].high - box[d].low));
   const NelderMeadResult nm = nelder_mead(loss, start, step, o.simplex);

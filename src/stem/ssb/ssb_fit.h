@@ -31,6 +31,7 @@
 #include <atomic>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,16 @@ namespace tmorph {
 
 enum class SsbSearch { Estimate, Wide };
 
+// Where a fit is, after each loss evaluation (SsbFitOptions::progress).
+struct SsbFitProgress {
+  const char* stage = "search";   // "search" (the TPE trials, `stage_planned` of them) or "simplex" (open-ended)
+  unsigned evaluations = 0;       // loss evaluations of the whole fit so far
+  unsigned stage_evaluations = 0;
+  unsigned stage_planned = 0;     // 0 when open-ended
+  double best_loss = 0;           // the lowest loss evaluated so far
+  double seconds = 0;             // since the fit began
+};
+
 struct SsbFitOptions {
   double c10_low_nm = -400, c10_high_nm = 400;
   double c12_low_nm = 0, c12_high_nm = 100;
@@ -55,6 +66,8 @@ struct SsbFitOptions {
   TpeOptions tpe;                 // the wide search: trials 200, seed 0 by default (the seed serves both searches)
   NelderMeadOptions simplex;      // α 1, γ 2, ρ 0.5, σ 0.5, xatol 0.1, fatol 1e-8, ≤ 300 iterations
   const std::atomic<bool>* cancel = nullptr;  // checked before each loss evaluation (support/cancel.h)
+  // Called after each loss evaluation on the fitting thread (not part of the fit's inputs or its report).
+  std::function<void(const SsbFitProgress&)> progress;
 };
 
 struct SsbSearchBox {
