@@ -278,9 +278,11 @@ async function main() {
     check(sameValues(ssbPage, readNpy(ssbOut).values), `the SSB preview for C10 500 A, C12 100 A, phi12 30 deg equals the CLI's stem ssb (${ssbPage.length} positions)`);
     check(/computed on the server/.test(await page.locator("#stem-ssb-caption").textContent()), "and says where it ran");
     const rotation = await page.evaluate(() => window.tmStemSsb.rotationDeg);
-    await page.evaluate(() => (document.getElementById("stem-ssb-c10").value = "-300"));
-    await page.locator("#stem-ssb-compute").click();
+    // C10 typed into its number box (Enter): the slider follows and the preview is computed for exactly that value
+    await page.locator("#stem-ssb-c10-value").fill("-300");
+    await page.locator("#stem-ssb-c10-value").press("Enter");
     await page.waitForFunction(() => document.querySelector("#stem-ssb").dataset.state === "ready" && window.tmStemSsb.c10 === -300, null, { timeout: 180_000 });
+    check((await page.locator("#stem-ssb-c10").inputValue()) === "-300", "the C10 slider follows its number box");
     tm(["stem", "ssb", master, "--C10", "-300", "--C12", "100", "--phi12", "30", "--scan-rotation-deg", String(rotation), "-o", ssbOut], env);
     check(typeof rotation === "number" && sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(ssbOut).values),
       `the next preview passes the chosen scan rotation (${rotation}°) back and equals stem ssb --C10 -300 … --scan-rotation-deg ${rotation}`);

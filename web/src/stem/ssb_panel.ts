@@ -1,6 +1,6 @@
 // The SSB preview of the acquisition page: single-sideband ptychography's phase for the aberrations set with the
 // C10 (defocus), C12 (two-fold astigmatism, both in Å as `tensormorph stem ssb --C10/--C12`) and φ12 (degrees)
-// sliders, computed by the server's backends (GET …/ssb, the CLI's domain call, placed and reported); one request
+// sliders or their number boxes, computed by the server's backends (GET …/ssb, the CLI's domain call, placed and reported); one request
 // in flight, the latest setting wins; the scan rotation the first preview chose is passed back to the next ones.
 // Export of the phase as .npy.
 import { apiUrl, getJson, type Placement } from "../api";
@@ -33,13 +33,27 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
   const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0, rotationDeg: null };
   const canvas = el("canvas", { id: "stem-ssb", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-ssb-caption" }, "press Compute, or move a slider");
+  // A slider for dragging and, beside it, a number box (id "<id>-value") for typing an exact value: each follows the
+  // other; a typed value outside the slider's range widens the range to it. Either one's change computes.
   const slider = (id: string, label: string, min: number, max: number, step: number) => {
-    const input = el("input", { id, type: "range", min: String(min), max: String(max), step: String(step), value: "0" });
-    const out = el("span", { class: "status" }, "0");
-    const sync = () => (out.textContent = input.value);
+    const input = el("input", { id, type: "range", min: String(min), max: String(max), step: String(step), value: "0" }) as HTMLInputElement;
+    const box = el("input", { id: `${id}-value`, type: "number", step: "any", value: "0", class: "number-entry" }) as HTMLInputElement;
+    const sync = () => (box.value = input.value);
     input.addEventListener("input", sync);
     input.addEventListener("change", () => void compute());
-    return { input, sync, element: el("label", {}, `${label} `, input, out) };
+    box.addEventListener("change", () => {
+      const v = Number(box.value);
+      if (box.value.trim() === "" || !Number.isFinite(v)) {
+        box.value = input.value;  // not a number: the slider's value stands
+        return;
+      }
+      if (v < Number(input.min)) input.min = String(v);
+      if (v > Number(input.max)) input.max = String(v);
+      input.step = "any";  // the typed value exactly, not rounded to the slider's step
+      input.value = String(v);
+      void compute();
+    });
+    return { input, sync, element: el("label", {}, `${label} `, input, box) };
   };
   const c10 = slider("stem-ssb-c10", "C10 (Å)", -5000, 5000, 10);
   const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, 2000, 10);
