@@ -1,5 +1,5 @@
 // GET /api/acquisitions/{id}/ssb: the viewer's SSB preview, the phase `tensormorph stem ssb` writes for the same
-// aberrations and calibration (the same domain call, stem/runs/ssb_run.h's run_ssb, with given aberrations: no fit).
+// aberrations and calibration (the same domain call, stem/runs/ssb_run.h's run_ssb), or with fit=1 the fitted ones.
 // The face parses the query into an SsbRunRequest, runs it under the render mutex, and sends the phase.
 #include <mutex>
 
@@ -22,7 +22,9 @@ namespace {
 // +row (--phi12); semiangle_mrad (--semiangle-mrad), kv (--kv), scan_step_A (--scan-step-A),
 // detector_mrad_per_px (--detector-mrad-per-px), rotation_deg (--scan-rotation-deg; absent: chosen from the DPC
 // candidates by the lower loss, as the CLI does), center (R,C) and radius in unbinned detector pixels
-// (--center, --radius), detector_bin (--detector-bin N). Absent: the file's value, as on the CLI.
+// (--center, --radius), detector_bin (--detector-bin N). Absent: the file's value, as on the CLI. fit=1 (--fit) fits
+// C10, C12 and phi12 first, with search=estimate|wide, trials, estimate_trials, seed and fit_crop as the CLI's flags;
+// the report's `fit` says how (it runs within the request: the page waits for it).
 // format=npy: the bytes `stem ssb … -o phase.npy` writes (float64 radians, [scan rows, scan cols]); json: the
 // CLI's report (to_json(SsbRun): aberrations, calibration, disk, rotation, loss, timings, …) plus shape, dtype,
 // values, placement, acquisition, product "ssb". No approximation is taken: when G does not fit the memory
@@ -43,6 +45,18 @@ void get_ssb(ServerState& state, const httplib::Request& req, httplib::Response&
   request.setup.disk = disk_params(q);
   request.scan_rotation_deg = q.number("rotation_deg");
   request.scan_rotation_source = "rotation_deg";
+  // The fit's parameters are read (so checked) whether or not fit=1 asks for the fit, as every declared one is.
+  const auto search = q.choice("search");
+  const auto trials = q.count("trials"), estimate_trials = q.count("estimate_trials"), seed = q.count("seed");
+  if (q.on("fit", false)) {  // fit C10, C12 and phi12 as `stem ssb --fit` does (its defaults where not given)
+    SsbFitOptions fit;
+    fit.search = search.value_or("estimate") == "wide" ? SsbSearch::Wide : SsbSearch::Estimate;
+    if (trials) fit.tpe.trials = static_cast<unsigned>(*trials);
+    if (estimate_trials) fit.estimate_trials = static_cast<unsigned>(*estimate_trials);
+    if (seed) fit.tpe.seed = *seed;
+    request.fit = fit;
+  }
+  if (const auto n = q.count("fit_crop")) request.fit_crop = *n;
   view_params(q, request.load, false);
   request.load.scan_shape = pair_param(q, "scan_shape");
   check_ssb_request(request, Face::Http);

@@ -287,6 +287,22 @@ async function main() {
     check(typeof rotation === "number" && sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(ssbOut).values),
       `the next preview passes the chosen scan rotation (${rotation}°) back and equals stem ssb --C10 -300 … --scan-rotation-deg ${rotation}`);
 
+    step = "the SSB fit";
+    // Fit: the server fits as stem ssb --fit does; the controls take the fitted values and the phase is the CLI's
+    await page.locator("#stem-ssb-fit").click();
+    await page.waitForFunction(() => document.querySelector("#stem-ssb").dataset.state === "ready" && window.tmStemSsb.c10 !== -300, null, { timeout: 180_000 });
+    const fitOut = join(tmp, "ssb-fit.npy");
+    const fitted = JSON.parse(tm(["stem", "ssb", master, "--fit", "-o", fitOut, "--json"], env).stdout).aberrations;
+    const onPage = await page.evaluate(() => ({ c10: window.tmStemSsb.c10, c12: window.tmStemSsb.c12, phi12: window.tmStemSsb.phi12,
+      box: document.getElementById("stem-ssb-c10-value").value, slider: document.getElementById("stem-ssb-c10").value }));
+    check(onPage.c10 === fitted.C10 && onPage.c12 === fitted.C12 && onPage.phi12 === fitted.phi12,
+      `the page's fit gives the CLI's aberrations (C10 ${fitted.C10.toFixed(2)} Å, C12 ${fitted.C12.toFixed(2)} Å, phi12 ${fitted.phi12.toFixed(2)} deg)`);
+    // the box holds the value exactly; the slider as closely as a range input can (about 15 digits)
+    check(Number(onPage.box) === fitted.C10 && Math.abs(Number(onPage.slider) - fitted.C10) < 1e-9,
+      `the C10 box and slider show the fitted value (${onPage.box}, ${onPage.slider})`);
+    check(sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(fitOut).values), "and its phase equals stem ssb --fit's");
+    check(/fitted \(around the estimate, \d+ evaluations/.test(await page.locator("#stem-ssb-caption").textContent()), "the caption says it was fitted and how");
+
     step = "an adapter too small for the block";
     const small = await context.newPage();
     const smallErrors = watchErrors(small);

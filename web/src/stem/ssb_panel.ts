@@ -14,6 +14,8 @@ interface Phase {
   values: number[];
   placement: Placement[];
   calibration?: { scan_rotation?: { value?: number; source?: string } };
+  aberrations?: { C10: number; C12: number; phi12: number };
+  fit?: { search: string; evaluations: number; seconds: number };
 }
 
 export interface SsbState {
@@ -38,31 +40,47 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
   const slider = (id: string, label: string, min: number, max: number, step: number) => {
     const input = el("input", { id, type: "range", min: String(min), max: String(max), step: String(step), value: "0" }) as HTMLInputElement;
     const box = el("input", { id: `${id}-value`, type: "number", step: "any", value: "0", class: "number-entry" }) as HTMLInputElement;
-    const sync = () => (box.value = input.value);
-    input.addEventListener("input", sync);
+    // A range input keeps about 15 significant digits: a typed or fitted value is kept exactly beside it, and used
+    // while the slider still shows it (until the slider is moved).
+    let exact: { value: string; slider: string } | null = null;
+    const value = () => (exact && exact.slider === input.value ? exact.value : input.value);
+    const sync = () => (box.value = value());
+    input.addEventListener("input", () => {
+      exact = null;
+      sync();
+    });
     input.addEventListener("change", () => void compute());
+    // Sets both to v exactly (a typed or fitted value): the slider's range widens to it, its step stops rounding.
+    const set = (v: number) => {
+      if (v < Number(input.min)) input.min = String(v);
+      if (v > Number(input.max)) input.max = String(v);
+      input.step = "any";
+      input.value = String(v);
+      exact = { value: String(v), slider: input.value };
+      box.value = exact.value;
+    };
     box.addEventListener("change", () => {
       const v = Number(box.value);
       if (box.value.trim() === "" || !Number.isFinite(v)) {
         box.value = input.value;  // not a number: the slider's value stands
         return;
       }
-      if (v < Number(input.min)) input.min = String(v);
-      if (v > Number(input.max)) input.max = String(v);
-      input.step = "any";  // the typed value exactly, not rounded to the slider's step
-      input.value = String(v);
+      set(v);
       void compute();
     });
-    return { input, sync, element: el("label", {}, `${label} `, input, box) };
+    return { input, sync, set, value, element: el("label", {}, `${label} `, input, box) };
   };
   const c10 = slider("stem-ssb-c10", "C10 (Å)", -5000, 5000, 10);
   const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, 2000, 10);
   const phi12 = slider("stem-ssb-phi12", "φ12 (°)", -90, 90, 1);
   const go = el("button", { type: "button", id: "stem-ssb-compute" }, "Compute");
+  // Fit: the server fits C10, C12 and φ12 as `stem ssb --fit` does (GET …/ssb?fit=1) and the controls take its values.
+  const fitButton = el("button", { type: "button", id: "stem-ssb-fit", title: "fit C10, C12 and φ12 on the server (stem ssb --fit)" }, "Fit");
+  let fitNext = false;
   const npy = el("a", { id: "stem-ssb-npy", download: "ssb-phase.npy" }, "phase .npy");
   const display = displayControls("stem-ssb", { transform: "linear", colormap: "gray", limits: "robust" }, () => draw());
   const element = el("section", { class: "stem-ssb-panel" }, el("h3", {}, "SSB preview"),
-    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, npy, display.element), canvas, caption);
+    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, fitButton, npy, display.element), canvas, caption);
 
   const draw = () => {
     if (!st.phase) return;
@@ -70,21 +88,42 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     showLimits("stem-ssb", drawGrid(canvas, st.phase.values, rows, cols, display.get()));
   };
   const compute = latestWins(async () => {
+    const fitting = fitNext;
+    fitNext = false;
     for (const s of [c10, c12, phi12]) s.sync();  // the read-outs show what is computed, however the value was set
-    const params: Record<string, string> = { c10: c10.input.value, c12: c12.input.value, phi12: phi12.input.value };
-    if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
+    const params: Record<string, string> = { c10: c10.value(), c12: c12.value(), phi12: phi12.value() };
+    if (fitting) {
+      params.fit = "1";  // the fit chooses the scan rotation itself, as the CLI's does
+      caption.textContent = "fitting C10, C12 and φ12 on the server (the parallax estimate, a search around it, the simplex)…";
+    } else if (st.rotationDeg !== null) {
+      params.rotation_deg = String(st.rotationDeg);
+    }
     st.requests++;
     const t0 = performance.now();
     st.phase = await getJson<Phase>(`${path}/ssb`, params);
+    const ab = st.phase.aberrations;
+    if (fitting && ab) {  // the controls take the fitted values; later previews start from them
+      c10.set(ab.C10), c12.set(ab.C12), phi12.set(ab.phi12);
+      [params.c10, params.c12, params.phi12] = [String(ab.C10), String(ab.C12), String(ab.phi12)];
+      delete params.fit;
+    }
     [st.c10, st.c12, st.phi12] = [Number(params.c10), Number(params.c12), Number(params.phi12)];
     const rotation = st.phase.calibration?.scan_rotation;
-    if (st.rotationDeg === null && typeof rotation?.value === "number") st.rotationDeg = rotation.value;
+    if ((fitting || st.rotationDeg === null) && typeof rotation?.value === "number") st.rotationDeg = rotation.value;
+    if (st.rotationDeg !== null) params.rotation_deg = String(st.rotationDeg);
     draw();
-    caption.textContent = `phase (rad) for C10 ${params.c10} Å, C12 ${params.c12} Å, φ12 ${params.phi12}°, scan rotation ` +
-      `${rotation?.value?.toFixed(2) ?? "?"}° (${rotation?.source ?? "?"}), in ` +
+    const fitText = fitting && st.phase.fit
+      ? `fitted (${st.phase.fit.search}, ${st.phase.fit.evaluations} evaluations, ${st.phase.fit.seconds.toFixed(2)} s): `
+      : "";
+    caption.textContent = `phase (rad) for ${fitText}C10 ${Number(params.c10).toFixed(1)} Å, C12 ${Number(params.c12).toFixed(1)} Å, ` +
+      `φ12 ${Number(params.phi12).toFixed(1)}°, scan rotation ${rotation?.value?.toFixed(2) ?? "?"}° (${rotation?.source ?? "?"}), in ` +
       `${(performance.now() - t0).toFixed(0)} ms — ${placementText(st.phase.placement)}`;
     npy.href = apiUrl(`${path}/ssb`, { ...params, format: "npy" });
   }, canvas, "SSB preview");
   go.addEventListener("click", () => void compute());
+  fitButton.addEventListener("click", () => {
+    fitNext = true;
+    void compute();
+  });
   return { element, state: st };
 }
