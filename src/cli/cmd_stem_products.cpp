@@ -112,6 +112,39 @@ void run_prepare(const ProductArgs& a) {
   print_placements(placements_from_json(report["placement"]));
 }
 
+// The table's detector row: "annulus 0 to 7.92 px (0 to 19.8 mrad), 193 pixels, evaluated as direct"; a user mask's
+// file, a rectangle's rows and columns; the JSON itself for a shape this face does not know (--json has all of it).
+std::string detector_text(const nlohmann::json& d) {
+  const std::string kind = d.value("kind", "");
+  std::string text;
+  if (kind == "annulus" && d.contains("inner_px") && d.contains("outer_px")) {
+    text = "annulus " + fmt(d["inner_px"].get<double>()) + " to " + fmt(d["outer_px"].get<double>()) + " px";
+    if (d.contains("inner_mrad") && d.contains("outer_mrad"))
+      text += " (" + fmt(d["inner_mrad"].get<double>()) + " to " + fmt(d["outer_mrad"].get<double>()) + " mrad)";
+  } else if (kind == "user mask" && d.contains("file")) {
+    text = "user mask " + d["file"].get<std::string>();
+  } else if (kind == "rectangle" && d.contains("rows") && d.contains("cols")) {
+    text = "rectangle rows [" + std::to_string(d["rows"][0].get<uint64_t>()) + ", " + std::to_string(d["rows"][1].get<uint64_t>()) +
+           "), cols [" + std::to_string(d["cols"][0].get<uint64_t>()) + ", " + std::to_string(d["cols"][1].get<uint64_t>()) + ")";
+  } else {
+    return d.dump();
+  }
+  if (d.contains("pixels")) text += ", " + std::to_string(d["pixels"].get<uint64_t>()) + " pixels";
+  if (d.contains("evaluated_as")) text += ", evaluated as " + d["evaluated_as"].get<std::string>();
+  return text;
+}
+
+// The table's summary row: "min 19175, max 19975, mean 19577.3" (a field: "u: min …; v: min …"), "no values" when null.
+std::string summary_text(const nlohmann::json& s) {
+  const auto one = [](const nlohmann::json& m) {
+    if (m.is_null()) return std::string("no values");
+    if (!m.contains("min") || !m.contains("max") || !m.contains("mean")) return m.dump();
+    return "min " + fmt(m["min"].get<double>()) + ", max " + fmt(m["max"].get<double>()) + ", mean " + fmt(m["mean"].get<double>());
+  };
+  if (s.is_object() && s.contains("u") && s.contains("v")) return "u: " + one(s["u"]) + "; v: " + one(s["v"]);
+  return one(s);
+}
+
 void run_product(const ProductArgs& a) {
   if (serve_as_other_rank(a.load.compute)) return;  // under mpirun: ranks > 0 compute the bands rank 0 sends
   LazyRuntime lazy(a.load.compute);
@@ -171,12 +204,12 @@ void run_product(const ProductArgs& a) {
     rows.push_back({"bright-field disk", "centre (" + fmt(report["disk"]["row"].get<double>()) + ", " + fmt(report["disk"]["col"].get<double>()) +
                                              "), radius " + fmt(report["disk"]["radius"].get<double>()) + " px (" +
                                              report["disk"]["source"].get<std::string>() + ")"});
-  if (report.contains("detector")) rows.push_back({"detector", report["detector"].dump()});
+  if (report.contains("detector")) rows.push_back({"detector", detector_text(report["detector"])});
   if (report.contains("rotation"))
     rows.push_back({"rotation", fmt(report["rotation"]["angle_deg"].get<double>()) + " deg" +
                                     (report["rotation"]["transpose"].get<bool>() ? ", transposed" : "") + " (" +
                                     report["rotation"]["source"].get<std::string>() + ")"});
-  rows.push_back({"summary", report["summary"].dump()});
+  rows.push_back({"summary", summary_text(report["summary"])});
   if (report.contains("provenance") && report["provenance"].contains("frames_on_device")) {
     const nlohmann::json& f = report["provenance"]["frames_on_device"];
     if (f.value("resident", false))

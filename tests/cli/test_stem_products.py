@@ -321,6 +321,21 @@ class StemProducts(unittest.TestCase):
         self.assertAlmostEqual(float(simplex[-1][1]), best, delta=1e-5 * best)  # printed with 6 digits
         self.assertNotIn("fit:", stdout)
 
+    def test_the_table_reads_as_text(self):
+        # the detector and the summary in words and numbers, not JSON (--json keeps the document)
+        out = os.path.join(self.dir, "table-mask.npy")
+        r = run(["stem", "mask", self.master, "--inner", "3", "--outer", "9", "-o", out])
+        self.assertEqual(r.code, 0, r.err)
+        rows = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in r.out.splitlines() if re.match(r"^\w[\w -]*\s{2,}", line))
+        values = np.load(out)
+        pixels = json.load(open(out + ".json"))["detector"]["pixels"]
+        self.assertRegex(rows["detector"], r"^annulus 3 to 9 px \([\d.]+ to [\d.]+ mrad\), %d pixels, evaluated as \w+" % pixels)
+        self.assertEqual(rows["summary"], "min %d, max %d, mean %s" % (values.min(), values.max(), ("%.9g" % values.mean())))
+        self.assertNotIn("{", r.out.split("placement:")[0])
+        r = run(["stem", "com", self.master, "-o", os.path.join(self.dir, "table-com.npy")])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertRegex(r.out, r"summary\s+u: min \S+, max \S+, mean \S+; v: min \S+, max \S+, mean \S+")
+
     def test_field_png_labels_its_two_components(self):
         from PIL import Image
         for name in ("com", "dpc"):
