@@ -12,6 +12,7 @@
 //
 // Environment: as tests/e2e/heatmap.test.mjs (TM_BIN, TM_E2E_OUT, CHROMIUM). Exits 0 with "SKIPPED: no chromium"
 // only when Chromium is not installed; a Chromium without a WebGPU adapter fails (the page path is what is tested).
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checker, chromiumOrSkip, demoCheckpoint, e2eSetup, e2eTeardown, getJson, launchBrowser, readNpy, runTest, startServer, tm, watchErrors, WEB_DIST } from "./harness.mjs";
 
@@ -106,8 +107,19 @@ async function main() {
     const targets = [{ row: point.row, col: point.col, what: `the ${point.value} value` }];
     for (const col of hot) for (const f of [0.1, 0.3, 0.5, 0.7, 0.9]) targets.push({ row: Math.floor(f * rows), col, what: `hot column ${col} at row ${Math.floor(f * rows)}` });
 
+    step = "a checkpoint with NaN and Inf";
+    // Written here (the safetensors layout: an 8-byte little-endian header length, the JSON header, the bytes): "bad"
+    // holds 1 NaN and 2 infinities, "clean" none. Served second, so the demo stays checkpoint 0.
+    const damaged = join(tmp, "damaged.safetensors");
+    const header = Buffer.from(JSON.stringify({ bad: { dtype: "F32", shape: [2, 3], data_offsets: [0, 24] },
+                                                clean: { dtype: "F32", shape: [4], data_offsets: [24, 40] } }));
+    const data = Buffer.from(new Float32Array([1, NaN, 2, Infinity, -Infinity, 3, 0.5, 1.5, 2.5, 3.5]).buffer);
+    const length = Buffer.alloc(8);
+    length.writeBigUInt64LE(BigInt(header.length));
+    writeFileSync(damaged, Buffer.concat([length, header, data]));
+
     step = "serve";
-    server = await startServer([demo, "--web-root", WEB_DIST], env);
+    server = await startServer([demo, damaged, "--web-root", WEB_DIST], env);
     const base = server.url.split("?")[0].replace(/\/$/, "");
     const detail = await getJson(server.url, `/api/tensors/0/${encodeURIComponent(TENSOR)}`);
 
@@ -146,6 +158,21 @@ async function main() {
           `${step}: ${s.what} is drawn in its cell's colour ${s.cell} at device pixel ${s.at} (cell ${s.span.join(" × ")} px; the tile's common colour ${s.modal}; the canvas shows ${s.shown})`);
       }
     }
+
+    step = "the inventory flags NaN and Inf";
+    await page.goto(`${base}/`);
+    await page.click("#view-list");
+    await page.waitForSelector("#inventory tbody tr[data-name]", { timeout: 60_000 });
+    const listed = (await getJson(server.url, "/api/tensors")).tensors;
+    const want = listed.filter((t) => t.stats && t.stats.nan_count + t.stats.inf_count > 0).map((t) => `${t.checkpoint}/${t.name}=${t.stats.nan_count + t.stats.inf_count}`).sort();
+    const flagged = await page.$$eval("#inventory tbody tr.nonfinite", (rows) => rows.map((r) => `${r.dataset.checkpoint}/${r.dataset.name}=${r.dataset.nonfinite}`).sort());
+    check(want.includes("1/bad=3") && !want.some((w) => w.startsWith("1/clean")), `the API counts bad's 1 NaN and 2 infinities (${want.join(", ")})`);
+    check(JSON.stringify(flagged) === JSON.stringify(want), `the flagged rows are the tensors the API counts NaN or Inf in (${flagged.join(", ")})`);
+    const title = await page.getAttribute('#inventory tbody tr[data-name="bad"] td.num span[title]', "title");
+    check(title === "1 NaN, 2 ±Inf", `its NaN/Inf cell says how many of each ("${title}")`);
+    const status = await page.getAttribute("#inventory-status", "data-nonfinite").catch(() => null);
+    check(status === String(want.length), `the status line counts the tensors holding NaN or Inf (${status})`);
+
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join(" | ") : ""}`);
     console.log(`PASS: outliers e2e (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   } finally {

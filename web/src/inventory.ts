@@ -9,7 +9,7 @@ import { api, type CheckpointInfo, type TensorRow } from "./api";
 import { el, showError } from "./dom";
 import { fmtBytes, fmtInt } from "./format";
 import { failedIndexingPanel, indexingPanel } from "./jobs";
-import { listView, MAX_ROWS } from "./inventory_list";
+import { listView, MAX_ROWS, nonFinite } from "./inventory_list";
 import { MAX_LINES, treeView } from "./inventory_tree";
 import { acquisitionList } from "./stem/acquisition_page";
 import { buildTree, type Tree } from "./tree";
@@ -112,8 +112,11 @@ export async function renderInventory(root: HTMLElement, choice?: InventoryView)
     let text = `${fmtInt(r.matches)} of ${fmtInt(rows.length)} tensors · ${fmtInt(r.parameters)} parameters`;
     if (r.truncated) text += state.view === "tree" ? ` · showing the first ${fmtInt(MAX_LINES)} lines` : ` · showing the first ${fmtInt(MAX_ROWS)}`;
     if (state.total > rows.length) text += ` · the server lists ${fmtInt(state.total)}; only the first ${fmtInt(rows.length)} were fetched`;
+    const damaged = rows.filter((row) => nonFinite(row) > 0).length;  // over every tensor, whatever the filter
+    if (damaged) text += ` · ${fmtInt(damaged)} ${damaged === 1 ? "tensor holds" : "tensors hold"} NaN or Inf (the NaN/Inf column)`;
     status.textContent = text;
     status.dataset.matches = String(r.matches);
+    status.dataset.nonfinite = String(damaged);
   };
   view.element.addEventListener("tree-toggle", draw);
   search.addEventListener("input", () => {

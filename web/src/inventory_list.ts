@@ -1,13 +1,19 @@
 // The inventory's flat view (#inventory): every tensor as a sortable table row (data-name,
 // data-checkpoint; data-dequantized-from for a quantized tensor), filtered by substring; a click opens the
-// tensor page. At most MAX_ROWS rows are drawn; the status says when more match.
+// tensor page. At most MAX_ROWS rows are drawn; the status says when more match. A tensor holding NaN or ±Inf is
+// flagged: its row has class "nonfinite" and data-nonfinite (the count), its NaN/Inf cell says how many of each.
 import { num, type TensorRow } from "./api";
 import { el } from "./dom";
 import { fmt, fmtInt, fmtShape } from "./format";
 
 export const MAX_ROWS = 2000;
 
-type SortKey = "name" | "dtype" | "parameters" | "mean" | "std" | "min" | "max";
+type SortKey = "name" | "dtype" | "parameters" | "nonfinite" | "mean" | "std" | "min" | "max";
+
+/** NaN plus ±Inf values of a tensor (0 without statistics). */
+export function nonFinite(r: TensorRow): number {
+  return r.stats ? r.stats.nan_count + r.stats.inf_count : 0;
+}
 
 const sort: { key: SortKey; desc: boolean } = { key: "name", desc: false };
 
@@ -24,6 +30,8 @@ function sortValue(r: TensorRow, k: SortKey): number | string {
       return r.dtype;
     case "parameters":
       return r.parameters;
+    case "nonfinite":
+      return nonFinite(r);
     default: {
       const v = r.stats ? num(r.stats[k]) : NaN;
       return Number.isNaN(v) ? -Infinity : v;
@@ -49,11 +57,14 @@ function rowElement(r: TensorRow, multi: boolean): HTMLTableRowElement {
   const s = r.stats;
   const dtype = el("td", {}, r.dequantized_from ? `${r.dtype} (${r.dequantized_from})` : r.dtype);
   const link = el("a", { href: tensorHash(r) }, r.name);
+  const bad = nonFinite(r);
+  const badCell = el("span", bad && s ? { title: `${fmtInt(s.nan_count)} NaN, ${fmtInt(s.inf_count)} ±Inf` } : {}, bad ? fmtInt(bad) : "");
   const cells: (Node | string)[] = [
     link,
     "",
     fmtShape(r.shape),
     fmtInt(r.parameters),
+    badCell,
     s ? fmt(s.mean) : "",
     s ? fmt(s.std) : "",
     s ? fmt(s.min) : "",
@@ -68,6 +79,10 @@ function rowElement(r: TensorRow, multi: boolean): HTMLTableRowElement {
     dtype.title = `stored as ${r.dequantized_from}, read as ${r.dtype}`;
   }
   if (!s && r.unavailable) tr.title = r.unavailable;
+  if (bad) {
+    tr.classList.add("nonfinite");
+    tr.dataset.nonfinite = String(bad);
+  }
   tr.addEventListener("click", (ev) => {
     if ((ev.target as HTMLElement).tagName !== "A") window.location.hash = tensorHash(r);
   });
@@ -83,6 +98,7 @@ export function listView(rows: TensorRow[]): { element: HTMLTableElement; draw: 
     ["dtype", "dtype"],
     ["shape", null],
     ["parameters", "parameters"],
+    ["NaN/Inf", "nonfinite"],
     ["mean", "mean"],
     ["std", "std"],
     ["min", "min"],
