@@ -114,13 +114,19 @@ void run_prepare(const ProductArgs& a) {
 
 // The table's detector row: "annulus 0 to 7.92 px (0 to 19.8 mrad), 193 pixels, evaluated as direct"; a user mask's
 // file, a rectangle's rows and columns; the JSON itself for a shape this face does not know (--json has all of it).
-std::string detector_text(const nlohmann::json& d) {
+// A radius as the report gives it: a number, or a word (core/json_number.h writes infinity as "inf").
+std::string radius_text(const nlohmann::json& v) {
+  if (v.is_number()) return fmt(v.get<double>());
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string detector_text(const nlohmann::json& d) try {
   const std::string kind = d.value("kind", "");
   std::string text;
   if (kind == "annulus" && d.contains("inner_px") && d.contains("outer_px")) {
-    text = "annulus " + fmt(d["inner_px"].get<double>()) + " to " + fmt(d["outer_px"].get<double>()) + " px";
+    text = "annulus " + radius_text(d["inner_px"]) + " to " + radius_text(d["outer_px"]) + " px";
     if (d.contains("inner_mrad") && d.contains("outer_mrad"))
-      text += " (" + fmt(d["inner_mrad"].get<double>()) + " to " + fmt(d["outer_mrad"].get<double>()) + " mrad)";
+      text += " (" + radius_text(d["inner_mrad"]) + " to " + radius_text(d["outer_mrad"]) + " mrad)";
   } else if (kind == "user mask" && d.contains("file")) {
     text = "user mask " + d["file"].get<std::string>();
   } else if (kind == "rectangle" && d.contains("rows") && d.contains("cols")) {
@@ -129,20 +135,24 @@ std::string detector_text(const nlohmann::json& d) {
   } else {
     return d.dump();
   }
-  if (d.contains("pixels")) text += ", " + std::to_string(d["pixels"].get<uint64_t>()) + " pixels";
-  if (d.contains("evaluated_as")) text += ", evaluated as " + d["evaluated_as"].get<std::string>();
+  if (d.contains("pixels") && d["pixels"].is_number_unsigned()) text += ", " + std::to_string(d["pixels"].get<uint64_t>()) + " pixels";
+  if (d.contains("evaluated_as") && d["evaluated_as"].is_string()) text += ", evaluated as " + d["evaluated_as"].get<std::string>();
   return text;
+} catch (const nlohmann::json::exception&) {
+  return d.dump();  // a shape this face does not expect: the report as it is, never an internal error
 }
 
 // The table's summary row: "min 19175, max 19975, mean 19577.3" (a field: "u: min …; v: min …"), "no values" when null.
-std::string summary_text(const nlohmann::json& s) {
+std::string summary_text(const nlohmann::json& s) try {
   const auto one = [](const nlohmann::json& m) {
     if (m.is_null()) return std::string("no values");
     if (!m.contains("min") || !m.contains("max") || !m.contains("mean")) return m.dump();
-    return "min " + fmt(m["min"].get<double>()) + ", max " + fmt(m["max"].get<double>()) + ", mean " + fmt(m["mean"].get<double>());
+    return "min " + radius_text(m["min"]) + ", max " + radius_text(m["max"]) + ", mean " + radius_text(m["mean"]);
   };
   if (s.is_object() && s.contains("u") && s.contains("v")) return "u: " + one(s["u"]) + "; v: " + one(s["v"]);
   return one(s);
+} catch (const nlohmann::json::exception&) {
+  return s.dump();
 }
 
 void run_product(const ProductArgs& a) {

@@ -332,6 +332,10 @@ class StemProducts(unittest.TestCase):
         self.assertRegex(rows["detector"], r"^annulus 3 to 9 px \([\d.]+ to [\d.]+ mrad\), %d pixels, evaluated as \w+" % pixels)
         self.assertEqual(rows["summary"], "min %d, max %d, mean %s" % (values.min(), values.max(), ("%.9g" % values.mean())))
         self.assertNotIn("{", r.out.split("placement:")[0])
+        # an open annulus (df: out to the detector's edge, "inf" in the report) reads as such
+        r = run(["stem", "df", self.master, "-o", os.path.join(self.dir, "table-df.npy")])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertRegex(r.out, r"detector\s+annulus [\d.]+ to inf px \([\d.]+ to inf mrad\), \d+ pixels")
         r = run(["stem", "com", self.master, "-o", os.path.join(self.dir, "table-com.npy")])
         self.assertEqual(r.code, 0, r.err)
         self.assertRegex(r.out, r"summary\s+u: min \S+, max \S+, mean \S+; v: min \S+, max \S+, mean \S+")

@@ -174,6 +174,13 @@ async function main() {
     const scaleBar = await page.evaluate(() => window.tmStem.scaleBar);
     check(patternAfter.colours > 8 && patternAfter.variance !== patternBefore.variance, `the max pattern, linear, magma is drawn (${patternAfter.colours} colours)`);
     check(/^[0-9.]+ mrad$/.test(scaleBar), `the pattern has a scale bar in mrad: "${scaleBar}"`);
+    // the virtual image's real-space scale bar: a 1-2-5 length in nm, a quarter of the field or less
+    const imageBar = await page.evaluate(() => ({ label: window.tmStem.imageScaleBar, cols: window.tmStem.image.shape[1] }));
+    const barNm = Number(imageBar.label.replace(/ nm$/, ""));
+    const fieldNm = (cal.scan_step.unit === "nm" ? cal.scan_step.value : cal.scan_step.value / 10) * imageBar.cols;
+    const mantissa = barNm / 10 ** Math.floor(Math.log10(barNm) + 1e-9);
+    check(/^[0-9.]+ nm$/.test(imageBar.label) && barNm <= fieldNm / 4 + 1e-12 && barNm > fieldNm / 40 && [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-9),
+      `the virtual image has a scale bar of ${imageBar.label} (field ${fieldNm.toPrecision(4)} nm: ${imageBar.cols} positions of ${cal.scan_step.value} ${cal.scan_step.unit})`);
     await page.selectOption("#stem-pattern-limits", "custom");
     check((await page.locator("#stem-pattern-lo").inputValue()) !== "", "custom limits start from the limits drawn");
 

@@ -100,6 +100,8 @@ interface StemState {
   patternOf: "mean" | "max";
   hover: [number, number] | null;
   scaleBar: string;
+  /** The virtual image's real-space scale bar ("2 nm"), "" when the scan step is unknown. */
+  imageScaleBar: string;
 }
 
 const PATTERN_PX = 320;
@@ -200,7 +202,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const disk = { row: (cal.disk.row + 0.5) / b - 0.5, col: (cal.disk.col + 0.5) / b - 0.5, radius: cal.disk.radius / b };
   const st: StemState = {
     id, inner: 0, outer: disk.radius, center: [disk.row, disk.col], view, viewText, image: null, pattern: null, frame: null, requests: 0,
-    computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "",
+    computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "", imageScaleBar: "",
   };
   (window as unknown as { tmStem: StemState }).tmStem = st;
 
@@ -278,9 +280,15 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     pattern.dataset.scaleBar = st.scaleBar;
     patternCaption.textContent = `${shownPattern.what} (${d.transform === "log" ? "log1p" : "linear"}, ${d.colormap})`;
   };
+  // The virtual image with a real-space scale bar: one image column is one scan position, `scan_step` apart (Å in
+  // the calibration, drawn in nm); none when the step is unknown (the calibration table says why).
+  const scanStep = cal.scan_step?.value;
+  const nmPerStep = scanStep && scanStep > 0 ? (cal.scan_step.unit === "nm" ? scanStep : scanStep / 10) : undefined;
   const redrawImage = () => {
     if (!st.image) return;
     showLimits("stem-image", drawGrid(image, st.image.values, st.image.shape[0], st.image.shape[1], imageDisplay.get()));
+    st.imageScaleBar = nmPerStep ? drawScaleBar(image, (nmPerStep * st.image.shape[1]) / image.width, "nm") : "";
+    image.dataset.scaleBar = st.imageScaleBar;
   };
 
   // The virtual image of the current detector: one request in flight; a newer detector waits for it, then runs.
