@@ -238,8 +238,21 @@ async function main() {
       `the DPC rotation found on the page ${fs.found.angleDeg.toFixed(4)}° equals the CLI's ${dpcReport.rotation.angle_deg.toFixed(4)}°`);
     check(dpcCmp.ok, `DPC equals the CLI's stem dpc within 1e-5 (worst ${dpcCmp.worst.toExponential(2)})`);
     check(/curl/.test(await page.locator("#stem-dpc-readout").textContent()), "the curl is shown");
+    // the hue legend: the colour to the right of its centre is the field's colour of a +column vector, below it a
+    // +row vector's (the same hue = direction rule, at full length); it is shown with the colour-wheel views only
+    const legend = await page.evaluate(() => {
+      const c = document.querySelector("#stem-field-legend");
+      const ctx = c.getContext("2d");
+      const n = c.width, r = (n - 28) / 2, at = (x, y) => Array.from(ctx.getImageData(Math.floor(x), Math.floor(y), 1, 1).data);
+      return { hidden: c.hidden, right: at(n / 2 + r - 3, n / 2), below: at(n / 2, n / 2 + r - 3), left: at(n / 2 - r + 3, n / 2) };
+    });
+    // the same hue (channels relative to the brightest; the samples sit a little inside the rim, so a little darker)
+    const near = (a, b) => a[3] === 255 && a.slice(0, 3).every((v, i) => Math.abs(v / Math.max(...a.slice(0, 3)) - b[i] / 255) <= 0.05);
+    check(!legend.hidden && near(legend.right, [255, 0, 0]) && near(legend.below, [128, 255, 0]) && near(legend.left, [0, 255, 255]),
+      `the hue legend: +column red ${legend.right}, +row chartreuse ${legend.below}, -column cyan ${legend.left}`);
     await page.selectOption("#stem-field-view", "idpc");
     await page.waitForFunction(() => document.querySelector("#stem-field").dataset.view === "idpc" && document.querySelector("#stem-field").dataset.state === "ready", null, { timeout: 120_000 });
+    check(await page.evaluate(() => document.querySelector("#stem-field-legend").hidden), "the hue legend is hidden for iDPC");
     fs = await fieldState();
     const idpcOut = join(tmp, "idpc.npy");
     tm(["stem", "idpc", master, "-o", idpcOut], env);

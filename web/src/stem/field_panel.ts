@@ -9,7 +9,7 @@ import { el } from "../dom";
 import { latestWins } from "./latest_wins";
 import { centerOfMass, curlMoments, findRotation, rotateField, stacked, type Field } from "./com_field";
 import { displayControls, showLimits } from "./display_controls";
-import { drawColourWheel, drawGrid } from "./grid_draw";
+import { drawColourWheel, drawGrid, drawHueLegend } from "./grid_draw";
 import type { GpuMaskedSums } from "./webgpu/masked_sums";
 
 export interface FieldState {
@@ -37,6 +37,9 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
   const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null };
   const canvas = el("canvas", { id: "stem-field", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-field-caption" });
+  // The hue legend of the colour-wheel views: which colour is which direction (hidden for the other views).
+  const legend = el("canvas", { id: "stem-field-legend", width: "96", height: "96", class: "hue-legend", title: "hue = direction, brightness = length" }) as HTMLCanvasElement;
+  drawHueLegend(legend);
   const view = el("select", { id: "stem-field-view", title: "centre-of-mass view" },
     el("option", { value: "com" }, "CoM (colour wheel)"), el("option", { value: "dpc" }, "DPC (rotated, colour wheel)"),
     el("option", { value: "idpc" }, "iDPC"), el("option", { value: "fft" }, "FFT of the virtual image"),
@@ -49,7 +52,7 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
   const element = el("section", { class: "stem-field-panel" },
     el("h3", {}, "Centre of mass, DPC, iDPC, FFT"),
     el("div", { class: "toolbar" }, view, el("label", {}, "rotation ", slider), el("label", {}, transpose, " transpose"), useFound, rotationText, displayParams.element),
-    canvas, caption);
+    el("div", { class: "stem-field-figure" }, canvas, legend), caption);
 
   const fitCanvas = (rows: number, cols: number) => {
     const height = String(Math.max(1, Math.round((PX * rows) / cols)));
@@ -111,6 +114,7 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
       canvas.dataset.href = apiUrl(`${path}/products/${product}`, { ...params, format: "npy" });
     }
     canvas.dataset.view = st.view;
+    legend.hidden = st.view !== "com" && st.view !== "dpc";
   }, canvas, "centre-of-mass view");
   view.addEventListener("change", () => void refresh());
   slider.addEventListener("input", () => {

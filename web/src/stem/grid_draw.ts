@@ -60,14 +60,39 @@ export function drawColourWheel(canvas: HTMLCanvasElement, u: ArrayLike<number>,
   let max = 0;
   for (let i = 0; i < u.length; i++) max = Math.max(max, Math.hypot(u[i], v[i]));
   const rgba = new Uint8ClampedArray(new ArrayBuffer(rows * cols * 4));
-  for (let i = 0; i < u.length; i++) {
-    const h = ((Math.atan2(u[i], v[i]) / (2 * Math.PI)) + 1) % 1;  // 0 = +column, a quarter turn = +row
-    const val = max > 0 ? Math.hypot(u[i], v[i]) / max : 0;
-    const [r, g, b] = hsv(h, 1, val);
-    rgba.set([r, g, b, 255], 4 * i);
-  }
+  for (let i = 0; i < u.length; i++) rgba.set([...directionColour(u[i], v[i], max), 255], 4 * i);
   blit(canvas, rgba, rows, cols);
   return max;
+}
+
+/** The colour wheel's colour of a vector (u along +row, v along +column): hue = direction (0 = +column, a quarter
+ *  turn = +row), brightness = length / max. */
+export function directionColour(u: number, v: number, max: number): [number, number, number] {
+  const h = ((Math.atan2(u, v) / (2 * Math.PI)) + 1) % 1;
+  return hsv(h, 1, max > 0 ? Math.min(1, Math.hypot(u, v) / max) : 0);
+}
+
+/** The colour wheel's legend: a disk whose every pixel has the colour of the vector from the centre to it (radius =
+ *  the longest vector), with "+col" on the right and "+row" below, as the field's axes run. */
+export function drawHueLegend(canvas: HTMLCanvasElement): void {
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  const n = canvas.width;
+  const margin = 14, radius = (n - 2 * margin) / 2, centre = n / 2;
+  const img = ctx.createImageData(n, n);
+  for (let y = 0; y < n; y++)
+    for (let x = 0; x < n; x++) {
+      const du = y + 0.5 - centre, dv = x + 0.5 - centre;
+      if (Math.hypot(du, dv) > radius) continue;  // transparent outside the disk
+      img.data.set([...directionColour(du, dv, radius), 255], 4 * (y * n + x));
+    }
+  ctx.putImageData(img, 0, 0);
+  ctx.font = "10px sans-serif";
+  ctx.fillStyle = "black";
+  ctx.textAlign = "right";
+  ctx.fillText("+col", n - 1, centre - radius * 0.15);
+  ctx.textAlign = "center";
+  ctx.fillText("+row", centre + radius * 0.45, n - 2);
 }
 
 function hsv(h: number, s: number, v: number): [number, number, number] {
