@@ -288,9 +288,32 @@ async function main() {
       const used = requests.slice(mark).filter((u) => /^\/api\/render\/.*\.png\?/.test(u) && !u.includes("format=json"));
       check(used.length > 0 && used.every((u) => decodeURIComponent(u).includes("limits=-0.015625,0.03125")),
         `every tile drawn after "apply" asks the server for exactly those limits (${used.length} PNG requests)`);
+      // The colour bar's ticks between its ends: 1-2-5 multiples inside the limits, each drawn at its value's place
+      const bar = () => page.evaluate(() => {
+        const b = document.querySelector(".legend-bar canvas.legend").getBoundingClientRect();
+        return [...document.querySelectorAll("#heatmap-legend-ticks .legend-tick")].map((t) => {
+          const r = t.getBoundingClientRect();
+          return { value: Number(t.dataset.value), position: Number(t.dataset.position), label: t.textContent, y: (r.top + r.bottom) / 2, top: b.top, height: b.height };
+        });
+      });
+      const ticks = await bar();
+      const [lo, hi] = [-0.015625, 0.03125];
+      check(ticks.length >= 3 && ticks.every((t) => t.value > lo && t.value < hi && Math.abs(t.position - (t.value - lo) / (hi - lo)) < 1e-9 &&
+                                               Math.abs(Math.round(t.value / 0.01) * 0.01 - t.value) < 1e-12 &&
+                                               Math.abs(t.y - (t.top + (1 - t.position) * t.height)) <= 1.5),
+        `the colour bar has ticks at multiples of 0.01 placed at their values (${ticks.map((t) => `${t.label}@${t.position.toFixed(3)}`).join(", ")})`);
       await page.selectOption("#limits", "robust");
       await waitReady(page, "robust limits again", "server");
       check(!(await page.isVisible("#custom-limits")), "back to robust, the inputs are hidden");
+      await page.selectOption("#transform", "log");
+      await waitReady(page, "log transform", "server");
+      await page.waitForFunction(() => [...document.querySelectorAll("#heatmap-legend-ticks .legend-tick")].length > 0, null, { timeout: 30_000 });
+      const logTicks = await bar();
+      check(logTicks.every((t) => Math.abs(Math.log10(Math.abs(t.value)) - Math.round(Math.log10(Math.abs(t.value)))) < 1e-9) &&
+            logTicks.every((t, i) => i === 0 || t.position > logTicks[i - 1].position),
+        `under log the ticks are powers of ten, in order (${logTicks.map((t) => t.label).join(", ")})`);
+      await page.selectOption("#transform", "linear");
+      await waitReady(page, "linear again", "server");
     }
 
     step = "frame times";

@@ -9,6 +9,7 @@
 // level-L tile under the cursor (GET /api/tiles/…&format=json). window.tmHeatmap exposes the drawn tiles'
 // pixels and the draw times for tests (tests/e2e/heatmap.test.mjs).
 import { api, type Pyramid, type Quantization } from "./api";
+import { colourBarTicks } from "./colour_bar_ticks";
 import { el, describeError } from "./dom";
 import { fmt } from "./format";
 import { ColourPathControl } from "./colour_path";
@@ -54,6 +55,8 @@ export class Heatmap {
   private readonly legend: HTMLCanvasElement;
   private readonly legendLo: HTMLElement;
   private readonly legendHi: HTMLElement;
+  /** Tick labels between the ends (colour_bar_ticks.ts), each at its value's place on the bar. */
+  private readonly legendTicks: HTMLElement;
   private readonly readout: TileReadout;
   private readonly status: HTMLElement;
   private readonly opts: HeatmapOptions;
@@ -102,13 +105,14 @@ export class Heatmap {
     this.legend = el("canvas", { class: "legend", width: "16", height: "256" });
     this.legendHi = el("div", { class: "legend-label" });
     this.legendLo = el("div", { class: "legend-label" });
+    this.legendTicks = el("div", { class: "legend-ticks", id: "heatmap-legend-ticks" });
     this.readout = new TileReadout(opts.ckpt, opts.name, p.view.slices);
     this.status = el("div", { class: "heatmap-status", id: "heatmap-status" });
     this.colour = new ColourPathControl(this.canvas, () => {
       this.queue = []; // images of the other path are not wanted any more
       this.scheduleDraw();
     });
-    const legendBox = el("div", { class: "legend-box" }, this.legendHi, this.legend, this.legendLo);
+    const legendBox = el("div", { class: "legend-box" }, this.legendHi, el("div", { class: "legend-bar" }, this.legend, this.legendTicks), this.legendLo);
     this.element = el(
       "div",
       { class: "heatmap-panel" },
@@ -251,6 +255,9 @@ export class Heatmap {
       this.resolved = resolved;
       this.legendLo.textContent = resolved.limits ? fmt(resolved.limits[0]) : "";
       this.legendHi.textContent = resolved.limits ? fmt(resolved.limits[1]) : "";
+      const ticks = resolved.limits ? colourBarTicks(resolved.limits[0], resolved.limits[1], this.style.transform) : [];
+      this.legendTicks.replaceChildren(...ticks.map((t) =>
+        el("div", { class: "legend-tick", style: `top: ${((1 - t.position) * 100).toFixed(3)}%`, "data-value": String(t.value), "data-position": String(t.position) }, t.label)));
       this.legend.title = resolved.source;  // which limits are in force (also in the status line)
       this.canvas.dataset.limitsSource = resolved.source;
       this.scheduleDraw();
