@@ -85,6 +85,7 @@ bench: build
 	@/usr/bin/python3 bench/torch_bench.py --build build
 	@/usr/bin/python3 bench/onnx_bench.py --build build
 	@/usr/bin/python3 bench/startup_bench.py --build build
+	@/usr/bin/python3 bench/progress_overhead_bench.py --build build
 	@/usr/bin/python3 bench/ssb_bench.py --build build
 	@/usr/bin/python3 bench/ssb_fit_bench.py --build build
 	@/usr/bin/python3 bench/viewer_bench.py --build build
