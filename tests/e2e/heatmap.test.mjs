@@ -195,6 +195,29 @@ async function main() {
 
     step = "page path";
     let state = await waitReady(page, "opening the tensor", null);
+    // The index axes: every label stands where its element begins (canvas edge + (index - origin) × px per element),
+    // indices ascending 1-2-5 multiples inside the tensor, on both axes; zooming in makes the step no larger.
+    const axes = () => page.evaluate(() => {
+      const c = document.querySelector("#heatmap"), b = c.getBoundingClientRect(), d = c.dataset;
+      const read = (id, horizontal) => [...document.querySelectorAll(`#${id} .axis-label`)].map((l) => {
+        const r = l.getBoundingClientRect();
+        const index = Number(l.dataset.index);
+        const want = horizontal ? b.left + (index - Number(d.ox)) * Number(d.sx) : b.top + (index - Number(d.oy)) * Number(d.sy);
+        return { index, off: (horizontal ? r.left : r.top) - want };
+      });
+      return { x: read("heatmap-axis-x", true), y: read("heatmap-axis-y", false) };
+    });
+    const axesOk = (a, what) => {
+      for (const [name, labels, count] of [["column", a.x, detail.pyramid.view.cols], ["row", a.y, detail.pyramid.view.rows]]) {
+        const step = labels.length > 1 ? labels[1].index - labels[0].index : 1;
+        const mantissa = step / 10 ** Math.floor(Math.log10(step));
+        check(labels.length >= 2 && labels.every((l, i) => l.index >= 0 && l.index < count && Math.abs(l.off) <= 2 && (i === 0 || l.index - labels[i - 1].index === step)) &&
+              [1, 2, 5].includes(Math.round(mantissa)),
+          `${what}: ${labels.length} ${name} labels every ${step} (${labels.map((l) => l.index).join(", ")}), each within 2 px of its element's edge`);
+      }
+      return a;
+    };
+    const fittedAxes = axesOk(await axes(), "fitted");
     const adapter = await page.evaluate(() => window.tmDisplay?.adapter());
     const haveGpu = Boolean(adapter?.available);
     if (!haveGpu && !ALLOW_NO_WEBGPU) throw new Error(`Chromium offers no WebGPU adapter (${adapter?.reason}); set TM_ALLOW_NO_WEBGPU=1 to accept that`);
@@ -217,6 +240,8 @@ async function main() {
         state = await waitReady(page, "zoom in", "webgpu");
       }
       check(state.source === "tiles", `level-${state.level} tiles are drawn (${state.sx} px per element)`);
+      const zoomedAxes = axesOk(await axes(), "zoomed in");
+      check(zoomedAxes.x[1].index - zoomedAxes.x[0].index <= fittedAxes.x[1].index - fittedAxes.x[0].index, "zooming in makes the column step no larger");
       for (const stat of ["mean", "envelope"]) {
         if (stat !== "mean") {
           await page.selectOption("#stat", stat);

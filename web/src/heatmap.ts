@@ -13,6 +13,7 @@ import { colourBarTicks } from "./colour_bar_ticks";
 import { el, describeError } from "./dom";
 import { fmt } from "./format";
 import { ColourPathControl } from "./colour_path";
+import { HeatmapAxes } from "./heatmap_axes";
 import { bitmapPixels, CellValuesCache, loadPageTile, loadServerTile, OVERVIEW, type TileImage } from "./heatmap_tiles";
 import { resolveScale, type Resolved, type Style, type TensorQuantiles } from "./limits";
 import { drawColourBar, drawOverlay, quantBlockCols } from "./overlay";
@@ -57,6 +58,8 @@ export class Heatmap {
   private readonly legendHi: HTMLElement;
   /** Tick labels between the ends (colour_bar_ticks.ts), each at its value's place on the bar. */
   private readonly legendTicks: HTMLElement;
+  /** Element indices along the top and the left of the view (heatmap_axes.ts). */
+  private readonly axes = new HeatmapAxes();
   private readonly readout: TileReadout;
   private readonly status: HTMLElement;
   private readonly opts: HeatmapOptions;
@@ -117,7 +120,10 @@ export class Heatmap {
       "div",
       { class: "heatmap-panel" },
       this.controls(),
-      el("div", { class: "heatmap-row" }, el("div", { class: "heatmap-frame" }, this.canvas), legendBox),
+      el("div", { class: "heatmap-row" },
+        el("div", { class: "heatmap-axes" }, el("div", { class: "heatmap-axis-corner" }), this.axes.top, this.axes.left,
+          el("div", { class: "heatmap-frame" }, this.canvas)),
+        legendBox),
       this.status,
       this.readout.element,
     );
@@ -481,6 +487,7 @@ export class Heatmap {
     ctx.fillStyle = "#d8d8d8";
     ctx.fillRect(tx(0), ty(0), this.cols * this.sx, this.rows * this.sy);
 
+    this.axes.update(this.ox, this.oy, this.sx, this.sy, w, h, this.rows, this.cols);
     this.level = this.chooseLevel();
     const d = this.canvas.dataset;
     Object.assign(d, {
