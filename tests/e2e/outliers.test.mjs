@@ -5,8 +5,9 @@
 // and at every zoom-out step checks, on the canvas's own pixels, that:
 //   - the drawn level's cells are each at least one device pixel (the browser never shrinks cells away);
 //   - the cell holding the 41.5 value, and the cells of both hot columns at five rows, are drawn with exactly the
-//     colour of their cell in the tile image the page coloured (window.tmHeatmap.pixels), and that colour stands
-//     out from the tile's most common colour.
+//     colour of their cell in the tile image the page coloured (window.tmHeatmap.pixels) at a device pixel whose
+//     centre lies inside the cell or at most one pixel from it (the browser's nearest-neighbour scaling and
+//     snapping), and that colour stands out from the tile's most common colour.
 // It also checks that robust limits (mean, linear) come from the tensor's exact p1 / p99 (its detail's quantiles)
 // and that the page says so.
 //
@@ -84,8 +85,21 @@ async function probe(page, targets, cols) {
       const kx = Math.ceil(x0 - 0.5), ky = Math.ceil(y0 - 0.5);
       if (!(kx + 0.5 < x1 && ky + 0.5 < y1)) return { what, error: `the cell spans less than a device pixel (${(x1 - x0).toFixed(2)} × ${(y1 - y0).toFixed(2)})` };
       if (kx < 0 || ky < 0 || kx >= c.width || ky >= c.height) return { what, offscreen: true };
-      const shown = Array.from(ctx.getImageData(kx, ky, 1, 1).data);
-      return { what, cell: cell.join(","), shown: shown.join(","), modal, at: [kx, ky], span: [(x1 - x0).toFixed(2), (y1 - y0).toFixed(2)] };
+      // The device pixels whose centres lie inside the cell's span, and one pixel around it: the browser's
+      // nearest-neighbour scaling and its snapping of the destination to whole device pixels may put the cell's
+      // colour one pixel off the ideal geometry (seen at exactly 1.00 px per cell). The first pixel inside the span
+      // showing the cell's colour, else the nearest one around it, else the first pixel inside the span.
+      const inside = [], around = [];
+      for (let y = ky - 1; y + 0.5 < y1 + 1; y++)
+        for (let x = kx - 1; x + 0.5 < x1 + 1; x++) {
+          if (x < 0 || y < 0 || x >= c.width || y >= c.height) continue;
+          (x >= kx && y >= ky && x + 0.5 < x1 && y + 0.5 < y1 ? inside : around).push([x, y]);
+        }
+      const colour = ([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data).join(",");
+      const hit = inside.find((p) => colour(p) === cell.join(",")) ?? around.find((p) => colour(p) === cell.join(","));
+      const at = hit ?? inside[0];
+      return { what, cell: cell.join(","), shown: colour(at), modal, at, offset: Boolean(hit && !inside.includes(hit)),
+               span: [(x1 - x0).toFixed(2), (y1 - y0).toFixed(2)] };
     });
   }, { targets, cols });
 }
@@ -155,7 +169,7 @@ async function main() {
         if (s.offscreen) continue;
         check(!s.error, `${step}: ${s.what}: ${s.error ?? "its cell found"}`);
         check(s.shown === s.cell && s.cell !== s.modal,
-          `${step}: ${s.what} is drawn in its cell's colour ${s.cell} at device pixel ${s.at} (cell ${s.span.join(" × ")} px; the tile's common colour ${s.modal}; the canvas shows ${s.shown})`);
+          `${step}: ${s.what} is drawn in its cell's colour ${s.cell} at device pixel ${s.at}${s.offset ? " (one pixel off the ideal span)" : ""} (cell ${s.span.join(" × ")} px; the tile's common colour ${s.modal}; the canvas shows ${s.shown})`);
       }
     }
 
