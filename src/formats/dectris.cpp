@@ -19,6 +19,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Whether image numbers low..high (a data file's attributes: any int64 a file claims) number exactly `frames` frames,
+// without overflowing for any values: high >= low and high - low + 1 == frames, the difference taken in uint64.
+bool numbers_span(int64_t low, int64_t high, uint64_t frames) {
+  if (high < low) return false;
+  const uint64_t difference = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // exact: fits in uint64
+  return difference != UINT64_MAX && difference + 1 == frames;
+}
+
 // The largest pixel mask read (uint32, 256 MiB): over 3x the largest Dectris detector (EIGER2 X 16M,
 // 4148 x 4362). HDF5 declares extents without storing them, so a file of a few KB can claim any size.
 constexpr uint64_t kMaxMaskPixels = uint64_t{1} << 26;
@@ -222,7 +230,7 @@ DectrisFile open_dectris(const std::string& path_in) {
       continue;
     }
     p.first_frame = first_frame;
-    if (p.image_nr_low && p.image_nr_high && *p.image_nr_high - *p.image_nr_low + 1 != static_cast<int64_t>(p.frames))
+    if (p.image_nr_low && p.image_nr_high && !numbers_span(*p.image_nr_low, *p.image_nr_high, p.frames))
       acq.problems.push_back(p.file + ": image_nr_low..high (" + std::to_string(*p.image_nr_low) + ".." +
                              std::to_string(*p.image_nr_high) + ") disagrees with its " + std::to_string(p.frames) + " frames");
     next = first_frame + p.frames;
