@@ -2,7 +2,8 @@
 // image while a detector ring is dragged, computed on the page's WebGPU adapter over the resident block (or on the
 // server when the page cannot hold it, which it says). Beside it in one run: the server computing each image
 // (Compute on: server), the CLI (`tensormorph stem mask`, a fresh process) and numpy (h5py + hdf5plugin) from
-// bench/stem_viewer_bench.py. The adapter's name is printed: SwiftShader (a CPU) gives smoke figures only.
+// bench/stem_viewer_bench.py. The adapter's name is printed: SwiftShader (a CPU) gives smoke figures only. The
+// opening is broken down by the page's progress line (when it appears, each stage it showed).
 //
 //   TM_BIN=build/tensormorph node bench/stem_page_bench.mjs [--scan 128] [--detector 96] [--steps 24]
 //
@@ -45,6 +46,16 @@ async function main() {
     const note = await page.locator("#stem-compute-note").textContent();
     const where = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
     rows.push([`open the page → first virtual image (${where})`, firstMs, note]);
+    // What the progress line showed on the way (web/src/stem/open_progress.ts), in ms after the route began opening.
+    const opening = await page.evaluate(() => window.tmStemOpen);
+    const at = (re) => opening.steps.find((x) => re.test(x.text));
+    rows.push(["… the progress line in the page", opening.shownAt - opening.openedAt, opening.steps[0]?.text ?? ""]);
+    for (const [label, re] of [["… the calibration asked for", /^reading the calibration/], ["… the block's first band asked for", /band 1 of/],
+      ["… the whole block received", /^decoded block received/], ["… the first patterns and image asked for", /^computing the/]]) {
+      const step = at(re);
+      if (step) rows.push([label, step.at - opening.openedAt, step.text]);
+    }
+    rows.push(["… the first virtual image drawn (the page's own clock)", opening.firstImageAt - opening.openedAt, await page.locator("#stem-progress").textContent()]);
 
     const drag = async (label) => {
       const box = await page.locator("#stem-ring").boundingBox();

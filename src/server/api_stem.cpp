@@ -144,10 +144,12 @@ void get_frame(ServerState& state, const httplib::Request& req, httplib::Respons
 // memory, whose limits it checks itself; beyond this the server's products are the way.
 constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
 
-// GET /api/acquisitions/{id}/block[?scan_shape=R,C][&scan_region=R0,R1,C0,C1][&detector_bin=N]: every frame (of the region, binned), decoded and masked as the products see them
+// GET /api/acquisitions/{id}/block[?scan_shape=R,C][&scan_region=R0,R1,C0,C1][&detector_bin=N][&rows=R0,R1]: every frame (of the region, binned; of
+// its scan rows [R0, R1) when `rows` is given), decoded and masked as the products see them
 // (bad pixels and sentinels zeroed), row-major [scan row, scan col, detector row, detector col] in the stored
 // dtype, little-endian, zero-padded to a multiple of 4 bytes: the layout the page's WGSL kernels read as u32
-// words. Headers X-Block-Shape "R,C,KR,KC" and X-Block-Dtype (u8, u16 or u32). 409 beyond 1 GiB, and for float
+// words. Headers X-Block-Shape "R,C,KR,KC" (of the rows sent), X-Block-Dtype (u8, u16 or u32) and X-Block-View-Bytes
+// (the whole view's unpadded bytes, so a client fetching bands knows the total). 409 beyond 1 GiB (the whole view), and for float
 // frames (EMPAD), which those kernels do not read.
 void get_block(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
@@ -165,7 +167,16 @@ void get_block(ServerState& state, const httplib::Request& req, httplib::Respons
   if (plan.output_bytes > kMaxBlockBytes)
     throw HttpError(409, "the decoded acquisition is " + std::to_string(plan.output_bytes) + " bytes, over the " +
                              std::to_string(kMaxBlockBytes) + " bytes a block may have: use the server's products");
+  if (const auto rows = q.counts("rows")) {  // one band of the view's rows; the limit above is the whole view's
+    const Box& v = plan.scan_region;
+    const uint64_t view_rows = v.r1 - v.r0;
+    if ((*rows)[0] >= (*rows)[1] || (*rows)[1] > view_rows)
+      throw HttpError(400, "parameter 'rows': " + std::to_string((*rows)[0]) + "," + std::to_string((*rows)[1]) +
+                               " is not a non-empty half-open range of the view's " + std::to_string(view_rows) + " scan rows");
+    load.scan_region = Box{v.r0 + (*rows)[0], v.r0 + (*rows)[1], v.c0, v.c1};
+  }
   const StemArray block = load_stem(acq, load);
+  res.set_header("X-Block-View-Bytes", std::to_string(plan.output_bytes));
   std::string body(static_cast<size_t>((block.bytes + 3) / 4 * 4), '\0');
   if (block.bytes) std::memcpy(body.data(), block.data.get(), block.bytes);
   const auto& sh = block.shape;

@@ -370,6 +370,20 @@ class ServeStemTest(unittest.TestCase):
         self.assertEqual(headers["x-block-shape"], ",".join(str(n) for n in want.shape))
         got = np.frombuffer(body[:want.nbytes], dtype=want.dtype).reshape(want.shape)
         np.testing.assert_array_equal(got, want)
+        self.assertEqual(int(headers["x-block-view-bytes"]), want.nbytes)
+        # Bands of the view's rows (what the page fetches to show progress): each equal to those rows of the view,
+        # each saying the whole view's size; rows past the view or empty are 400.
+        for r0, r1 in ((0, 2), (2, 5), (4, 5)):
+            with self.subTest(rows=(r0, r1)):
+                status, headers, body = self.get("/api/acquisitions/a0/block?%s&rows=%d,%d" % (query, r0, r1))
+                self.assertEqual(status, 200, body[:300])
+                self.assertEqual(headers["x-block-shape"], ",".join(str(n) for n in (r1 - r0,) + want.shape[1:]))
+                self.assertEqual(int(headers["x-block-view-bytes"]), want.nbytes)
+                band = want[r0:r1]
+                np.testing.assert_array_equal(np.frombuffer(body[:band.nbytes], dtype=want.dtype).reshape(band.shape), band)
+        for rows in ("3,3", "0,6", "4,2"):
+            with self.subTest(rows=rows):
+                self.assertIn("'rows'", self.get_json("/api/acquisitions/a0/block?%s&rows=%s" % (query, rows), expect=400)["error"])
         bad = [("scan_region=1,2,3", "'scan_region'"), ("scan_region=1,2,3,4,5", "'scan_region'"), ("scan_region=a,b,c,d", "'scan_region'"),
                ("detector_bin=0", "'detector_bin'"), ("detector_bin=2000", "'detector_bin'"), ("scan_region=0,99,0,8", "99")]
         for q, words in bad:

@@ -75,6 +75,16 @@ async function main() {
     const note = await page.locator("#stem-compute-note").textContent();
     if (ALLOW_NO_WEBGPU && path !== "page") log(`no WebGPU adapter (${note}): the page path is not checked`);
     else check(path === "page", `the virtual image is computed on the page's adapter: "${note}"`);
+    // The progress line: in the document before the page's first request, each band of the block, then the time to the first image.
+    const opening = await page.evaluate(() => window.tmStemOpen);
+    check(opening.shownAt - opening.openedAt < 300, `the progress line appears ${(opening.shownAt - opening.openedAt).toFixed(1)} ms after opening (within 300 ms)`);
+    if (path === "page") {
+      const bands = opening.steps.filter((x) => /band \d+ of \d+ decoding on the server/.test(x.text)).length;
+      check(bands >= 4 && opening.steps.some((x) => /decoded block received: 0\.5 of 0\.5 MiB in \d+ bands/.test(x.text)),
+        `it shows the block's ${bands} bands and bytes: ${JSON.stringify(opening.steps.map((x) => x.text).slice(-4))}`);
+    }
+    const openedLine = await page.locator("#stem-progress").textContent();
+    check(/^opened: first virtual image \d+\.\d\d s after opening/.test(openedLine) && opening.firstImageAt > opening.shownAt, `and then the time to the first image: "${openedLine}"`);
     let s = await shown();
     let want = cliMask(s.inner_q, s.outer_q);
     check(sameValues(s.values, want.values), `the virtual image (${path}) equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (${want.values.length} positions)`);
@@ -322,6 +332,31 @@ async function main() {
       `the C10 box and slider show the fitted value (${onPage.box}, ${onPage.slider})`);
     check(sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(fitOut).values), "and its phase equals stem ssb --fit's");
     check(/fitted \(around the estimate, \d+ evaluations/.test(await page.locator("#stem-ssb-caption").textContent()), "the caption says it was fitted and how");
+
+    step = "cancel the block's download";
+    if (path !== "page") log("no WebGPU adapter: the page fetches no block, so there is nothing to cancel");
+    else {
+      const slow = await context.newPage();
+      const slowErrors = watchErrors(slow);
+      // Each band answers 1.5 s late, so the download is still running when Cancel is pressed.
+      await slow.route("**/block?*", async (route) => {
+        await new Promise((done) => setTimeout(done, 1500));
+        await route.continue().catch(() => {});
+      });
+      await slow.goto(new URL("#/acquisition/a0", base).href);
+      await slow.locator("#stem-progress-cancel:not([hidden])").waitFor({ timeout: 60_000 });
+      const during = await slow.locator("#stem-progress-text").textContent();
+      await slow.locator("#stem-progress-cancel").click();
+      await slow.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 120_000 });
+      const cancelledNote = await slow.locator("#stem-compute-note").textContent();
+      check(/band \d+ of \d+/.test(during) && /cancelled on the page/.test(cancelledNote) &&
+        (await slow.evaluate(() => document.querySelector("#stem-image").dataset.path)) === "server",
+        `Cancel during "${during}" stops the download and the server computes the image: "${cancelledNote}"`);
+      const slowImage = await slow.evaluate(() => ({ values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner, outer: document.querySelector("#stem-image").dataset.outer }));
+      check(sameValues(slowImage.values, cliMask(slowImage.inner, slowImage.outer).values), "with the same numbers as the CLI");
+      check(slowErrors.length === 0, `no page errors there${slowErrors.length ? ": " + slowErrors.join("; ") : ""}`);
+      await slow.close();
+    }
 
     step = "an adapter too small for the block";
     const small = await context.newPage();

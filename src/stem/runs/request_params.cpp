@@ -133,7 +133,11 @@ constexpr ParamSpec kFrame[] = {
     kNpyFormat,
 };
 
-constexpr ParamSpec kBlock[] = {kScanShape, kScanRegion, kDetectorBin};
+constexpr ParamSpec kBlock[] = {
+    kScanShape, kScanRegion, kDetectorBin,
+    {"rows", "", "", K::Counts, 0, 0, false, "", "R0,R1", 2,
+     "only these scan rows of the view, half-open (the page fetches a block in bands to show its progress)"},
+};
 constexpr ParamSpec kCalibration[] = {kScanShape, kKv, kSemiangle, kScanStep, kDetectorMradPerPx};
 
 const OperationSchema kOperations[] = {

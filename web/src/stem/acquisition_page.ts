@@ -18,8 +18,9 @@ import { fieldPanel } from "./field_panel";
 import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
-import { blockFrame, fetchBlock } from "./webgpu/block";
-import { BlockRefused } from "./webgpu/ladder";
+import { OpenProgress } from "./open_progress";
+import { blockFrame, fetchBlock, WIDTH } from "./webgpu/block";
+import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
 import { GpuMaskedSums } from "./webgpu/masked_sums";
 
 /** What the page works on: the whole acquisition, or a scan crop and/or a detector bin (the memory ladder's steps,
@@ -31,6 +32,9 @@ export interface StemView {
 
 /** The full block resident on the page's adapter, per acquisition, kept across views (binning it needs no download). */
 const resident = new Map<string, GpuMaskedSums>();
+
+/** The open page's progress line (open_progress.ts), kept across rebuilds of its view. */
+let progress: OpenProgress | null = null;
 
 interface Sourced {
   value?: number;
@@ -139,9 +143,15 @@ function pageKernelRefusal(dtype: string): string {
 }
 
 export async function renderAcquisitionPage(root: HTMLElement, id: string): Promise<void> {
+  const openedAt = performance.now();
   const path = `/api/acquisitions/${encodeURIComponent(id)}`;
+  const heading = el("h2", {}, `4D-STEM: ${id}`);
+  root.replaceChildren(heading);
+  progress = new OpenProgress(root, openedAt);
+  progress.stage("opening: reading the acquisition's summary from the server");
   const acq = await getJson<Acquisition>(path);
   document.title = `${acq.name} · Tensormorph`;
+  heading.textContent = `4D-STEM: ${acq.name}`;
   const readiness = el("p", { class: "status", id: "stem-readiness" });
   const showReadiness = (a: Acquisition) => {
     const r = a.readiness;
@@ -150,7 +160,7 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
     readiness.dataset.frames = String(r.frames_present);
   };
   showReadiness(acq);
-  root.replaceChildren(el("h2", {}, `4D-STEM: ${acq.name}`), readiness);
+  heading.after(readiness);
   // Readiness follows the files by events (GET …/events); the page is built once every frame is present.
   let built = false;
   const stop = followReadiness(id, (a) => {
@@ -162,6 +172,7 @@ export async function renderAcquisitionPage(root: HTMLElement, id: string): Prom
   });
   stopOnLeaving(stop);
   if (acq.readiness.status !== "complete") {
+    progress.stage("waiting for every frame to be written");
     root.append(el("p", { class: "notice", id: "stem-waiting" }, "Products are computed once every frame is present: this page follows the files and opens them when they are."));
     return;
   }
@@ -173,6 +184,9 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   document.getElementById("stem-waiting")?.remove();
   for (const old of root.querySelectorAll(".stem-built")) old.remove();
   const id = acq.id;
+  const shown = progress ?? new OpenProgress(root, performance.now());
+  shown.rebuilding();
+  shown.stage("reading the calibration (the bright-field disk is found from the data when the file does not record it)");
   const cal = await getJson<Calibration & { placement: Placement[] }>(`${path}/calibration`);
   const [fullRows, fullCols] = acq.detector_shape;
   const fullScan = (acq.scan_shape ?? [0, 0]) as [number, number];
@@ -304,6 +318,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     if (image.getAttribute("height") !== height) image.setAttribute("height", height);
     redrawImage();
     st.imageMs.push(performance.now() - t0);
+    shown.imageDrawn(onPage ? "computed on the page's adapter" : "computed on the server");
     const served = onPage ? null : serverPath(p);
     image.dataset.serverPath = served?.path ?? "";
     imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
@@ -338,8 +353,17 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
           if (typeof binned === "string") st.pageRefused = binned;
           else (gpu = binned), (how = `the resident block was binned ${b} × ${b} on the adapter (WGSL)`);
         }
+      } else if (!("gpu" in navigator)) {
+        st.pageRefused = "no WebGPU in this browser";
       } else {
-        const opened = await GpuMaskedSums.open(await fetchBlock(path, viewParams));
+        // The block in bands with their progress and a Cancel; refused before the download when the page cannot hold it.
+        let early: BlockRefused | null = null;
+        const rowBytes = scan[1] * detRows * detCols * (b > 1 ? 4 : WIDTH[acq.dtype as keyof typeof WIDTH] ?? 4);
+        const block = await fetchBlock(path, viewParams, {
+          scanRows: scan[0], rowBytes, signal: shown.blockSignal(), onProgress: (p) => shown.block(p),
+          accept: (v) => !(early = blockRefusal(v, pageBlockLimit())),
+        });
+        const opened = block ? await GpuMaskedSums.open(block) : (early as BlockRefused | null) ?? new BlockRefused("the block's download stopped");
         if (opened instanceof BlockRefused) {
           st.pageRefused = opened.reason;
           for (const step of opened.steps) {
@@ -500,6 +524,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   editor.draw();
   syncDetector();
   await openPagePath();
+  shown.stage(`computing the ${st.patternOf} pattern and the first virtual image ${st.computeOn === "page" ? "on the page's adapter" : "on the server"}`);
   await showPattern();
   await refreshImage();
   await fields.refresh();

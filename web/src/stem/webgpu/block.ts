@@ -12,22 +12,111 @@ export interface StemBlock {
 /** Bytes per value of each block dtype. */
 export const WIDTH = { u8: 1, u16: 2, u32: 4 } as const;
 
-/** The block of acquisition `path` (/api/acquisitions/{id}) in a view (scan_region, detector_bin), or throws with the server's reason. */
-export async function fetchBlock(path: string, params: Record<string, string> = {}): Promise<StemBlock> {
-  const res = await fetch(apiUrl(`${path}/block`, params));
-  if (!res.ok) {
-    let why = `${res.status}`;
-    try {
-      why = (await res.json()).error ?? why;
-    } catch {
-      /* not JSON */
+/** Where a block's download stands, for the page's progress line: the band being fetched (1-based, of `bands`),
+ *  whether the server is still decoding it or its bytes are arriving, and bytes received of the view's total (null
+ *  until the first band's headers say it). */
+export interface BlockProgress {
+  phase: "decoding" | "receiving" | "done";
+  band: number;
+  bands: number;
+  receivedBytes: number;
+  totalBytes: number | null;
+}
+
+export interface BlockFetch {
+  /** The view's scan rows (the block is fetched in bands of them; 0 when the scan shape is unknown: one request). */
+  scanRows: number;
+  /** The view's expected bytes per scan row (sizes the bands before the first answer; the answer's size rules). */
+  rowBytes: number;
+  onProgress?: (p: BlockProgress) => void;
+  /** Aborts the download (the fetch rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /** Asked once the first band's headers give the view's shape, dtype and padded bytes: false stops the download
+   *  (fetchBlock then returns null), e.g. when the page cannot hold the block. */
+  accept?: (view: { shape: StemBlock["shape"]; dtype: StemBlock["dtype"]; bytes: number }) => boolean;
+}
+
+/** About this many bytes per band, and at least this many bands (when the view has the rows): the progress line then
+ *  moves several times even for a small block, and the server decodes one band while the previous one arrives. */
+const BAND_BYTES = 32 * 2 ** 20;
+const MIN_BANDS = 4;
+
+/** Half-open row ranges splitting `rows` into `bands` nearly equal bands. */
+export function bandRows(rows: number, bands: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let k = 0; k < bands; k++) out.push([Math.floor((k * rows) / bands), Math.floor(((k + 1) * rows) / bands)]);
+  return out;
+}
+
+/** The block of acquisition `path` (/api/acquisitions/{id}) in a view (scan_region, detector_bin), fetched in bands
+ *  of scan rows (GET …/block?rows=R0,R1) so that its progress can be shown and it can be cancelled; the bands are
+ *  written into one buffer as they arrive. Throws with the server's reason, or when a band's shape or dtype
+ *  disagrees with the first band's. */
+export async function fetchBlock(path: string, params: Record<string, string>, how: BlockFetch): Promise<StemBlock | null> {
+  const planned = how.scanRows > 0 ? Math.min(how.scanRows, Math.max(Math.min(MIN_BANDS, how.scanRows), Math.ceil((how.scanRows * how.rowBytes) / BAND_BYTES))) : 1;
+  const bands = how.scanRows > 0 ? bandRows(how.scanRows, planned) : [null];
+  let target: { bytes: Uint8Array; words: Uint32Array; rowBytes: number; shape: StemBlock["shape"]; dtype: StemBlock["dtype"]; total: number } | null = null;
+  let received = 0;
+  const report = (phase: BlockProgress["phase"], band: number) =>
+    how.onProgress?.({ phase, band, bands: bands.length, receivedBytes: received, totalBytes: target ? target.total : null });
+  for (const [k, rows] of bands.entries()) {
+    report("decoding", k + 1);
+    const res = await fetch(apiUrl(`${path}/block`, rows ? { ...params, rows: rows.join(",") } : params), { signal: how.signal });
+    if (!res.ok) {
+      let why = `${res.status}`;
+      try {
+        why = (await res.json()).error ?? why;
+      } catch {
+        /* not JSON */
+      }
+      throw new Error(`block: ${why}`);
     }
-    throw new Error(`block: ${why}`);
+    const shape = (res.headers.get("X-Block-Shape") ?? "").split(",").map(Number) as StemBlock["shape"];
+    const dtype = res.headers.get("X-Block-Dtype") as StemBlock["dtype"];
+    if (shape.length !== 4 || shape.some((n) => !Number.isInteger(n) || n < 0) || !(dtype in WIDTH)) throw new Error(`block: unexpected shape ${shape} or dtype ${dtype}`);
+    const rowBytes = shape[1] * shape[2] * shape[3] * WIDTH[dtype];
+    if (!target) {
+      const viewRows = rows ? how.scanRows : shape[0];
+      const total = viewRows * rowBytes;
+      const said = Number(res.headers.get("X-Block-View-Bytes") ?? NaN);
+      if (Number.isFinite(said) && said !== total) throw new Error(`block: the server says the view has ${said} bytes, its first band's rows make ${total}`);
+      const view = { shape: [viewRows, shape[1], shape[2], shape[3]] as StemBlock["shape"], dtype, bytes: Math.ceil(total / 4) * 4 };
+      if (how.accept && !how.accept(view)) {
+        void res.body?.cancel();
+        return null;
+      }
+      const words = new Uint32Array(view.bytes / 4);
+      target = { bytes: new Uint8Array(words.buffer), words, rowBytes, shape: view.shape, dtype, total };
+    } else if (dtype !== target.dtype || rowBytes !== target.rowBytes || shape[1] !== target.shape[1] || shape[2] !== target.shape[2]) {
+      throw new Error(`block: band ${k + 1} is ${shape} ${dtype}, the first was ${target.shape} ${target.dtype}`);
+    }
+    const first = rows ? rows[0] : 0;
+    const want = rows ? rows[1] - rows[0] : shape[0];
+    if (shape[0] !== want) throw new Error(`block: band ${k + 1} has ${shape[0]} scan rows, ${want} were asked for`);
+    // The band's bytes (without the padding to a u32 word) go to its rows' place in the view's buffer.
+    let at = first * target.rowBytes;
+    const end = at + want * target.rowBytes;
+    const reader = res.body?.getReader();
+    if (!reader) {
+      const all = new Uint8Array(await res.arrayBuffer());
+      target.bytes.set(all.subarray(0, end - at), at);
+      received += end - at;
+    } else {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        const take = Math.min(value.length, end - at);
+        if (take > 0) target.bytes.set(take === value.length ? value : value.subarray(0, take), at);
+        at += take;
+        received += take;
+        report("receiving", k + 1);
+      }
+      if (at !== end) throw new Error(`block: band ${k + 1} ended after ${at - first * target.rowBytes} of ${end - first * target.rowBytes} bytes`);
+    }
   }
-  const shape = (res.headers.get("X-Block-Shape") ?? "").split(",").map(Number) as StemBlock["shape"];
-  const dtype = res.headers.get("X-Block-Dtype") as StemBlock["dtype"];
-  if (shape.length !== 4 || !(dtype in WIDTH)) throw new Error(`block: unexpected shape ${shape} or dtype ${dtype}`);
-  return { shape, dtype, words: new Uint32Array(await res.arrayBuffer()) };
+  if (!target) throw new Error("block: no band was fetched");
+  report("done", bands.length);
+  return { shape: target.shape, dtype: target.dtype, words: target.words };
 }
 
 /** The pixels (row-major indices) of an annulus, exactly as the server's annulus_pixels selects them. */

@@ -47,11 +47,23 @@ export class BlockRefused {
  *  report an adapter's memory; localStorage "tm.stem.maxBlockBytes" lowers it (the e2e test tries the ladder so). */
 export const DEFAULT_MAX_BLOCK_BYTES = 2 ** 30;
 
-/** Why the page cannot hold this block within `maxBytes` (and what would fit), or null when it can. */
-export function blockRefusal(block: StemBlock, maxBytes: number): BlockRefused | null {
-  const bytes = block.words.byteLength;
+/** A positive number stored in localStorage under `key` (a test's or a user's lower limit), else Infinity. */
+export function localLimit(key: string): number {
+  const v = Number(globalThis.localStorage?.getItem(key) ?? NaN);
+  return v > 0 ? v : Infinity;
+}
+
+/** The most bytes of decoded frames the page holds now: DEFAULT_MAX_BLOCK_BYTES, or what localStorage lowers it to. */
+export function pageBlockLimit(): number {
+  return Math.min(DEFAULT_MAX_BLOCK_BYTES, localLimit("tm.stem.maxBlockBytes"));
+}
+
+/** Why the page cannot hold a block of this view (its shape, dtype and padded bytes) within `maxBytes`, and what
+ *  would fit, or null when it can. Asked before the download (the first band's headers say the view's size). */
+export function blockRefusal(view: { shape: StemBlock["shape"]; dtype: StemBlock["dtype"]; bytes: number }, maxBytes: number): BlockRefused | null {
+  const bytes = view.bytes;
   if (bytes <= maxBytes) return null;
-  const steps = ladderSteps(block.shape, block.dtype, maxBytes);
+  const steps = ladderSteps(view.shape, view.dtype, maxBytes);
   return new BlockRefused(`the decoded block is ${mib(bytes)}, the page holds at most ${mib(maxBytes)} on its adapter; ` +
     (steps.length ? `what would fit: ${steps.map((s) => s.label).join(" or ")} — choose one, or the server computes the images` : "nothing smaller fits: the server computes the images"),
     steps);

@@ -12,7 +12,7 @@
 import { describeAdapter } from "../../webgpu/colorize";
 import { type StemBlock, WIDTH } from "./block";
 import { DETECTOR_BIN_WGSL } from "./detector_bin.wgsl";
-import { BlockRefused, blockRefusal, DEFAULT_MAX_BLOCK_BYTES } from "./ladder";
+import { BlockRefused, blockRefusal, localLimit, pageBlockLimit } from "./ladder";
 import { MASKED_SUMS_WGSL } from "./masked_sums.wgsl";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -35,11 +35,6 @@ interface Pipelines {
 /** The u64 in words i (lo) and i + 1 (hi) as the nearest double (one rounding, as static_cast<double> of a uint64). */
 function pair(w: Uint32Array, i: number): number {
   return w[i] + w[i + 1] * 2 ** 32;
-}
-
-function localLimit(key: string): number {
-  const v = Number(globalThis.localStorage?.getItem(key) ?? NaN);
-  return v > 0 ? v : Infinity;
 }
 
 /** Frames per chunk so that a chunk fits `bindingBytes` and starts on a u32 word; 0 when one frame does not fit. */
@@ -70,7 +65,7 @@ export class GpuMaskedSums {
     if (!gpu) return new BlockRefused("no WebGPU in this browser");
     const adapter = await gpu.requestAdapter();
     if (!adapter) return new BlockRefused("requestAdapter() returned no adapter");
-    const refusal = blockRefusal(block, Math.min(DEFAULT_MAX_BLOCK_BYTES, localLimit("tm.stem.maxBlockBytes")));
+    const refusal = blockRefusal({ shape: block.shape, dtype: block.dtype, bytes: block.words.byteLength }, pageBlockLimit());
     if (refusal) return refusal;
     const binding = Math.min(Number(adapter.limits.maxStorageBufferBindingSize), Number(adapter.limits.maxBufferSize), localLimit("tm.stem.maxBindingBytes"));
     const [rows, cols, kr, kc] = block.shape;
