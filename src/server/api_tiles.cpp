@@ -8,6 +8,7 @@
 #include "display/colormap.h"
 #include "render/cell_image.h"
 #include "render/tensors/cell_source.h"
+#include "render/tensors/outliers.h"
 #include "image/png_encoder.h"
 #include "render/tensors/tensor_render.h"
 #include "server/http_util.h"
@@ -197,11 +198,35 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
   res.set_header("Cache-Control", "no-store");
 }
 
+// GET /api/outliers/{ckpt}/{name}[?top=N][&nonfinite=M]: the largest-magnitude element of each of the N level-0
+// tiles of largest abs max (default 8, at most 256) and up to M NaN and M Inf positions (default 16, at most 1024),
+// from the pyramid, each resolved by reading its tile's values (outliers.h).
+void get_outliers(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const uint64_t top = uint_param(req, "top").value_or(8);
+  const uint64_t nonfinite = uint_param(req, "nonfinite").value_or(16);
+  if (top > 256) throw HttpError(400, "parameter 'top': at most 256, got " + std::to_string(top));
+  if (nonfinite > 1024) throw HttpError(400, "parameter 'nonfinite': at most 1024, got " + std::to_string(nonfinite));
+  const auto rt = state.compute.current();
+  const Planner planner = rt->planner();
+  OutlierList list;
+  {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // tiles' values are read through placed ops
+    std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+    list = find_outliers(*ref.checkpoint.index, ref.tensor, planner, static_cast<unsigned>(top), static_cast<unsigned>(nonfinite));
+  }
+  nlohmann::json j = outliers_json(list, ref.info());
+  j["checkpoint"] = ref.checkpoint.id;
+  send_json(res, j);
+}
+
 }  // namespace
 
 void add_tile_routes(httplib::Server& svr, ServerState& state) {
   svr.Get(R"(/api/tiles/([^/]+)/(.+))",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_tile(state, req, res); }));
+  svr.Get(R"(/api/outliers/([^/]+)/(.+))",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_outliers(state, req, res); }));
   svr.Get(R"(/api/cells/([^/]+)/(.+))",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_cells(state, req, res); }));
   svr.Get(R"(/api/render/([^/]+)/(.+)\.png)",

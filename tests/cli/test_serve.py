@@ -412,6 +412,42 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(means[k], total / (count - nan - inf))
                 self.assertEqual((env[k], env[rows * cols + k]), (mn, mx))
 
+    def test_outliers_are_the_values_extremes(self):
+        """GET /api/outliers: the largest |x| of each of the top tiles by abs max, and the NaN and Inf positions,
+        equal to what numpy finds in the exported values (ties: the first tile, then the first element)."""
+        import numpy as np
+        npy = os.path.join(self.tmp, "outliers-down_proj.npy")
+        r = self.tm_run("export", self.demo, DAMAGED, "-o", npy)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        v = np.load(npy).astype(np.float64)
+        tr, tc = self.get_json("/api/tensors/0/" + self.q(DAMAGED))["pyramid"]["tile_size"]
+        tiles = []
+        for ty in range(-(-v.shape[0] // tr)):
+            for tx in range(-(-v.shape[1] // tc)):
+                block = v[ty * tr:(ty + 1) * tr, tx * tc:(tx + 1) * tc]
+                a = np.abs(np.where(np.isfinite(block), block, 0.0))
+                k = int(np.argmax(a))
+                r0, c0 = divmod(k, block.shape[1])
+                tiles.append((-a.max(), ty, tx, ty * tr + r0, tx * tc + c0, float(block[r0, c0])))
+        tiles.sort()
+        doc = self.get_json(f"/api/outliers/0/{self.q(DAMAGED)}?top=5&nonfinite=4")
+        got = [(o["row"], o["col"], o["value"]) for o in doc["outliers"] if o["kind"] == "abs_max"]
+        self.assertEqual(got, [(t[3], t[4], t[5]) for t in tiles[:5]])
+        self.assertEqual(got[0][2], 41.5)
+        self.assertEqual((doc["nan"], doc["inf"], doc["tiles_ranked"], doc["checkpoint"]), (1, 1, len(tiles), "0"))
+        nan = [[o["row"], o["col"], o["value"]] for o in doc["outliers"] if o["kind"] == "nan"]
+        inf = [[o["row"], o["col"], o["value"]] for o in doc["outliers"] if o["kind"] == "inf"]
+        self.assertEqual(nan, [[int(i), int(j), "NaN"] for i, j in np.argwhere(np.isnan(v))])
+        self.assertEqual(inf, [[int(i), int(j), "±Inf"] for i, j in np.argwhere(np.isinf(v))])
+        self.assertTrue(all(o["cell"] == [1, 1] for o in doc["outliers"]))
+        # A clean tensor lists no NaN or Inf; bad parameters are named.
+        clean = self.get_json(f"/api/outliers/0/{self.q(EMBED)}?top=3")
+        self.assertEqual([o["kind"] for o in clean["outliers"]], ["abs_max"] * 3)
+        self.error(f"/api/outliers/0/{self.q(DAMAGED)}?top=257", 400, "'top'")
+        self.error(f"/api/outliers/0/{self.q(DAMAGED)}?nonfinite=5000", 400, "'nonfinite'")
+        self.error(f"/api/outliers/0/{self.q(DAMAGED)}?top=many", 400, "'top'")
+        self.error("/api/outliers/0/no.such.tensor", 404)
+
     def test_cells_bad_parameters(self):
         base = f"/api/cells/0/{self.q(EMBED)}"
         self.error(base + "?stat=median", 400, "'stat'")

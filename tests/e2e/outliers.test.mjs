@@ -9,7 +9,8 @@
 //     centre lies inside the cell or at most one pixel from it (the browser's nearest-neighbour scaling and
 //     snapping), and that colour stands out from the tile's most common colour.
 // It also checks that robust limits (mean, linear) come from the tensor's exact p1 / p99 (its detail's quantiles)
-// and that the page says so.
+// and that the page says so, and that the outliers list names the 41.5, both hot columns, the NaN and the Inf at
+// their positions in the values and centres the view on an entry when clicked.
 //
 // Environment: as tests/e2e/heatmap.test.mjs (TM_BIN, TM_E2E_OUT, CHROMIUM). Exits 0 with "SKIPPED: no chromium"
 // only when Chromium is not installed; a Chromium without a WebGPU adapter fails (the page path is what is tested).
@@ -172,6 +173,26 @@ async function main() {
           `${step}: ${s.what} is drawn in its cell's colour ${s.cell} at device pixel ${s.at}${s.offset ? " (one pixel off the ideal span)" : ""} (cell ${s.span.join(" × ")} px; the tile's common colour ${s.modal}; the canvas shows ${s.shown})`);
       }
     }
+
+    step = "the outliers list";
+    // The server's list (from the pyramid, each resolved on its tile's values) names the planted elements exactly,
+    // and each entry centres the heatmap on its element.
+    await page.waitForFunction(() => ["ready", "error"].includes(document.querySelector("#outliers")?.dataset.state), null, { timeout: 60_000 });
+    const entries = await page.$$eval("#outliers button.outlier", (bs) => bs.map((b) => ({ ...b.dataset, text: b.textContent })));
+    const at = (kind) => entries.filter((e) => e.kind === kind).map((e) => `${e.row},${e.col}`);
+    const nonfinite = (test) => values.map((v, i) => (test(v) ? `${Math.floor(i / cols)},${i % cols}` : null)).filter(Boolean);
+    check(entries[0]?.kind === "abs_max" && `${entries[0].row},${entries[0].col}` === `${point.row},${point.col}` && /^\|x\| large: 41\.5 at row/.test(entries[0].text),
+      `the first entry is the ${point.value} at (${point.row}, ${point.col}): "${entries[0]?.text}"`);
+    const hotListed = hot.filter((c) => entries.some((e) => e.kind === "abs_max" && Number(e.col) === c));
+    check(hotListed.length === 2, `both hot columns (${hot.join(", ")}) have entries among the largest |x| (${at("abs_max").join(" ")})`);
+    check(JSON.stringify(at("nan")) === JSON.stringify(nonfinite(Number.isNaN)) && JSON.stringify(at("inf")) === JSON.stringify(nonfinite((v) => v === Infinity || v === -Infinity)),
+      `the NaN at ${at("nan").join(" ")} and the Inf at ${at("inf").join(" ")} are where the values have them`);
+    await page.click("#outliers button.outlier >> nth=0");
+    await page.waitForFunction(() => { const c = document.querySelector("#heatmap"); return c.dataset.centred && c.dataset.level === "0" && c.dataset.state === "ready"; }, null, { timeout: 60_000 })
+      .catch(() => {});  // the check below says what was shown instead
+    state = await ready(page, "jumping to the first outlier");
+    check(state.centred === `${point.row},${point.col},0` && state.level === "0",
+      `clicking it centres the view on that element at level 0 (${state.centred}, level ${state.level}, ${Number(state.sx).toFixed(1)} px per element)`);
 
     step = "the inventory flags NaN and Inf";
     await page.goto(`${base}/`);

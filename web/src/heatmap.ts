@@ -346,6 +346,25 @@ export class Heatmap {
     this.scheduleDraw();
   }
 
+  /** Centres the view on element (row, col) of `slice`, zoomed in to at least 16 CSS pixels per element (an
+   *  outlier list's jump): the element is then one cell of level 0, drawn from its own value. */
+  centreOn(row: number, col: number, slice = 0): void {
+    if (slice !== this.style.slice) {
+      const input = this.element.querySelector<HTMLInputElement>("#slice");
+      if (input) input.value = String(slice);
+      this.setStyle({ slice });
+    }
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    const s = Math.max(16, this.sx, this.sy);
+    this.sx = this.sy = s;
+    this.ox = col + 0.5 - w / 2 / s;
+    this.oy = row + 0.5 - h / 2 / s;
+    this.fitted = true;
+    this.canvas.dataset.centred = `${row},${col},${slice}`;
+    this.scheduleDraw();
+  }
+
   private zoomAt(px: number, py: number, factor: number): void {
     // Zoom out to 1/8 of the fitted view at most, and never so far that the pyramid's coarsest cells would be
     // under a device pixel (the view could then drop an outlier: chooseLevel).

@@ -1,7 +1,7 @@
 // The tensor page: facts (with the file / shard holding the tensor, from the detail's `file` and `offset`
 // and GET /api/checkpoints' `files`; every facts row has data-field), the quantization facts
 // (quant_facts.ts), exact statistics and quantiles, the histogram (GET /api/tensors/{ckpt}/{name}),
-// the heatmap of its statistics pyramid, and the placement reports: where the last render's ops ran (the
+// the heatmap of its statistics pyramid with its outliers list (outliers_list.ts), and the placement reports: where the last render's ops ran (the
 // server's X-Tensormorph-Placement header / render JSON `placement`) and where the index computed the
 // statistics (the detail's `placement`); below them, when the name has a layer number, the same tensor in
 // every layer (strips.ts).
@@ -11,6 +11,7 @@ import { el, showError } from "./dom";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
 import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
+import { outliersList } from "./outliers_list";
 import { isFallback, placementTable, reasonText } from "./placement";
 import { quantizationView } from "./quant_facts";
 import { layerStrips } from "./strips";
@@ -151,6 +152,8 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
     });
     right.append(
       heatmap.element,
+      el("h3", {}, "Outliers"),
+      outliersList(ckpt, t.name, t.pyramid.view.slices, (row, col, slice) => heatmap.centreOn(row, col, slice)),
       el("h3", {}, "Placement of the last render ", el("a", { href: "#/compute", class: "small" }, "(compute panel)")),
       renderPlacementView(ckpt, t.name),
       el("h3", {}, "Display on this page (WebGPU, else the server)"),
