@@ -9,36 +9,22 @@ import argparse
 import datetime
 import os
 import platform
-import pty
-import select
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
+from cli_harness import run_on_terminal  # noqa: E402  (the tests' pseudo-terminal runner)
 
 
 def on_terminal(argv, env):
     """Wall seconds of argv with stderr on a pseudo-terminal, whose output is read (and dropped) as it comes."""
-    master, slave = pty.openpty()
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 120)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        seen += chunk
-    p.wait()
-    os.close(master)
-    if p.returncode != 0 or b"decoding [" not in seen:
+    code, _, seen = run_on_terminal(argv, env, timeout=600)
+    if code != 0 or b"decoding [" not in seen:
         raise SystemExit("the terminal run failed or drew no progress line: %r" % seen[-400:])
     return time.perf_counter() - t0
 

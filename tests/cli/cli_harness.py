@@ -1,8 +1,11 @@
 """Runs the built CLI in a clean environment (its own config directory) and captures the result."""
 import json
 import os
+import pty
+import select
 import subprocess
 import tempfile
+import time
 
 TM_BIN = os.environ.get("TM_BIN", "build/tensormorph")
 PLUGIN_DIR = os.environ.get("TM_TEST_PLUGIN_DIR", "build/tests/plugins")
@@ -29,6 +32,41 @@ def run(args, config_home=None, plugins=False, env_extra=None, timeout=120, cach
     env.update(env_extra or {})
     proc = subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=env, timeout=timeout)
     return Run(proc)
+
+
+def run_on_terminal(argv, env, timeout=120):
+    """Runs argv with stderr on a pseudo-terminal (what a user's terminal is: the CLI draws progress lines there),
+    stdin /dev/null and stdout a pipe, both read as they come. Returns (exit code, stdout bytes, terminal bytes);
+    raises subprocess.TimeoutExpired (after killing it) when it runs past `timeout` seconds."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, seen = b"", b""
+    open_ends = {master: "terminal", p.stdout.fileno(): "stdout"}
+    deadline = time.monotonic() + timeout
+    try:
+        while open_ends:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                p.kill()
+                raise subprocess.TimeoutExpired(argv, timeout)
+            ready, _, _ = select.select(list(open_ends), [], [], left)
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # the child closed the terminal's other end
+                    chunk = b""
+                if not chunk:
+                    del open_ends[fd]
+                elif open_ends[fd] == "terminal":
+                    seen += chunk
+                else:
+                    out += chunk
+        p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(master)
+        p.stdout.close()
+    return p.returncode, out, seen
 
 
 def require_vulkan(test):

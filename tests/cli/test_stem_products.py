@@ -15,7 +15,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import TM_BIN, run, require_vulkan  # noqa: E402
+from cli_harness import TM_BIN, run, require_vulkan, run_on_terminal  # noqa: E402
 
 try:
     import h5py
@@ -261,29 +261,10 @@ class StemProducts(unittest.TestCase):
 
     def run_on_terminal(self, args):
         """Runs the CLI with stderr on a pseudo-terminal (stdout a pipe); returns (exit code, stdout, terminal text)."""
-        import pty
-        import select
-        master, slave = pty.openpty()
         env = dict(os.environ, XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="tm-cfg-"), XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tm-cache-"))
         env.pop("TENSORMORPH_PLUGIN_DIR", None)
-        p = subprocess.Popen([TM_BIN] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
-        os.close(slave)
-        seen = b""
-        while True:
-            ready, _, _ = select.select([master], [], [], 60)
-            if not ready:
-                break
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed its end
-                break
-            if not chunk:
-                break
-            seen += chunk
-        out = p.stdout.read()
-        p.wait(timeout=60)
-        os.close(master)
-        return p.returncode, out.decode(), seen.decode(errors="replace")
+        code, out, seen = run_on_terminal([TM_BIN] + args, env, timeout=60)
+        return code, out.decode(), seen.decode(errors="replace")
 
     def test_progress_line_on_a_terminal_only(self):
         out = os.path.join(self.dir, "progress-bf.npy")
@@ -456,6 +437,26 @@ class StemProducts(unittest.TestCase):
         r = run(["stem", "bf", self.master, "-o", os.path.join(self.dir, "x.png"), "--colormap", "jet"])
         self.assertEqual(r.code, 2)
         self.assertIn("jet", r.err)
+
+    def test_image_numbers_that_disagree_with_a_data_files_frames_are_named(self):
+        """A data file whose image_nr_low..high do not span its frames is a readiness problem naming the file, both
+        numbers and its frame count; numbers near the int64 limits, whose difference overflows a signed 64-bit
+        integer (what the fuzzer found), are reported the same way, not a crash."""
+        copy = os.path.join(self.dir, "numbers")
+        shutil.copytree(os.path.dirname(self.master), copy, ignore=shutil.ignore_patterns("*.npy", "*.json", "*.png"))
+        master = os.path.join(copy, os.path.basename(self.master))
+        data1 = os.path.join(copy, sorted(f for f in os.listdir(copy) if "_data_" in f)[0])
+        with h5py.File(data1, "r") as f:
+            frames = f["entry/data/data"].shape[0]
+        for low, high in ((1, frames + 4), (-8254613888959197942, 2482439361794448248)):
+            with self.subTest(low=low, high=high):
+                with h5py.File(data1, "r+") as f:
+                    f["entry/data/data"].attrs["image_nr_low"] = np.int64(low)
+                    f["entry/data/data"].attrs["image_nr_high"] = np.int64(high)
+                r = run(["stem", "inspect", master, "--json"])
+                self.assertEqual(r.code, 0, r.err)
+                want = "%s: image_nr_low..high (%d..%d) disagrees with its %d frames" % (os.path.basename(data1), low, high, frames)
+                self.assertTrue(any(want in p for p in r.json()["readiness"]["problems"]), (want, r.out[:2000]))
 
     def test_problems_that_change_values_are_in_the_report_and_exit_7(self):
         """A pixel mask of the wrong shape (not applied) and a data file whose frames overlap the previous one's
