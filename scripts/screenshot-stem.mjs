@@ -21,6 +21,7 @@ try {
   await page.goto(new URL("#/acquisition/a0", server.url).href);
   const ready = (sel) => page.waitForFunction((s) => document.querySelector(s)?.dataset.state === "ready", sel, { timeout: 300_000 });
   await ready("#stem-image");
+  await page.waitForFunction(() => document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 300_000 });
   await page.locator("#stem-preset-adf").click();
   await ready("#stem-image");
   const box = await page.locator("#stem-image").boundingBox();

@@ -6,7 +6,7 @@
 // GETs, the CLI's .npy outputs read back, and the run-with-a-deadline wrapper.
 //
 // Environment: TM_BIN (default build/tensormorph), CHROMIUM (default /usr/lib/chromium/chromium or
-// /usr/bin/chromium).
+// /usr/bin/chromium), TM_WEB_DIST (default web/dist).
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +16,8 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const TM_BIN = process.env.TM_BIN || join(ROOT, "build", "tensormorph");
-export const WEB_DIST = join(ROOT, "web", "dist");
+/** The built web app served (TM_WEB_DIST overrides: a bench can serve an older build beside this one). */
+export const WEB_DIST = process.env.TM_WEB_DIST || join(ROOT, "web", "dist");
 /** Where screenshots go: build/e2e for build/tensormorph (TM_E2E_OUT overrides). */
 export const OUT_DIR = process.env.TM_E2E_OUT || join(dirname(resolve(TM_BIN)), "e2e");
 /** The reference files of ../shared/fixtures (TM_FIXTURES overrides); tests skip what is absent, visibly. */

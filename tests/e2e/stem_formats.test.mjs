@@ -105,7 +105,7 @@ async function main() {
       watchErrors(page, errors);
       await page.setViewportSize({ width: 1100, height: 900 });
       await page.goto(new URL(`#/acquisition/${c.id}`, base).href);
-      await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready", null, { timeout: 120_000 });
+      await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 120_000 });
       const path = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
       const note = await page.locator("#stem-compute-note").textContent();
       if (c.server) {

@@ -389,7 +389,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
         `${gpu.chunkCount > 1 ? ` in ${gpu.chunkCount} device buffers, each within one storage binding` : ""})`
       : `virtual images on the server, from its resident copy at full resolution when it holds one (the caption under the image says which path ran): the page cannot (${st.pageRefused})`;
     computeNote.dataset.path = gpu ? "page" : "server";
-    computeOn.dataset.ready = "1";
+    shown.blockEnded(gpu !== null);
   };
   computeOn.addEventListener("change", () => {
     st.computeOn = computeOn.value === "page" && gpu ? "page" : "server";
@@ -523,10 +523,19 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
 
   editor.draw();
   syncDetector();
-  await openPagePath();
-  shown.stage(`computing the ${st.patternOf} pattern and the first virtual image ${st.computeOn === "page" ? "on the page's adapter" : "on the server"}`);
+  // The first pixels come from the server (its resident copy, else one decode) while the block for the page's
+  // adapter downloads beside them; once the page holds the block it computes, and redraws from its own numbers.
+  // #stem-compute-on's data-ready says the page path is settled and its images drawn.
+  shown.stage(`computing the ${st.patternOf} pattern and the first virtual image on the server`);
+  const pagePathOpened = openPagePath();
   await showPattern();
   await refreshImage();
+  await pagePathOpened;
+  if (gpu) {
+    await showPattern();
+    await refreshImage();
+  }
+  computeOn.dataset.ready = "1";
   await fields.refresh();
   if (fields.state.found)
     (facts.querySelector("#stem-scan-rotation td") as HTMLElement).textContent =

@@ -1,7 +1,7 @@
 // The acquisition page's progress line (#stem-progress): shown before the page's first request, it says what
-// opening is waiting for (the summary, the calibration, each band of the decoded block with its bytes, a <progress>
-// bar and a Cancel button that stops the download, the server then computing the images), and at the end how long
-// opening took to its first image. Every step is also kept for the end-to-end test and the time-to-first-pixel
+// opening is waiting for (the summary, the calibration, the server's first image, each band of the decoded block
+// with its bytes, a <progress> bar and a Cancel button that stops the download, the server then computing the
+// images), and at the end how long opening took to its first image and when the page's adapter took over. Every step is also kept for the end-to-end test and the time-to-first-pixel
 // measurement (window.tmStemOpen; times in milliseconds from `performance.now()`'s origin, the page load).
 import { el } from "../dom";
 import type { BlockProgress } from "./webgpu/block";
@@ -27,7 +27,13 @@ export class OpenProgress {
   private readonly cancel: HTMLButtonElement;
   private controller: AbortController | null = null;
   private blockStarted = 0;
+  private blockActive = false;
+  private blockText = "";
   private rebuildStarted: number | null = null;
+  /** True until the opening's record is written (the first build's images drawn and its block settled). */
+  private opening = true;
+  /** Where the first virtual image was computed. */
+  private first = "";
 
   /** A progress line at the top of `root` (kept across the page's rebuilds), the route having begun at `openedAt`. */
   constructor(root: HTMLElement, openedAt: number) {
@@ -53,6 +59,7 @@ export class OpenProgress {
   blockSignal(): AbortSignal {
     this.controller = new AbortController();
     this.blockStarted = performance.now();
+    this.blockActive = true;
     return this.controller.signal;
   }
 
@@ -64,9 +71,18 @@ export class OpenProgress {
     if (p.totalBytes) this.bar.value = p.receivedBytes / p.totalBytes;
     else this.bar.removeAttribute("value");
     const doing = p.phase === "decoding" ? "decoding on the server" : p.phase === "receiving" ? "arriving" : "received";
-    this.show(p.phase === "done"
+    this.blockText = p.phase === "done"
       ? `decoded block received: ${bytes} in ${p.bands} band${p.bands > 1 ? "s" : ""}, ${seconds} s; uploading it to the page's adapter`
-      : `fetching the decoded block for the page's adapter: band ${p.band} of ${p.bands} ${doing}, ${bytes}, ${seconds} s`, p.phase !== "receiving");
+      : `fetching the decoded block for the page's adapter: band ${p.band} of ${p.bands} ${doing}, ${bytes}, ${seconds} s`;
+    this.show(this.firstText() + this.blockText, p.phase !== "receiving");
+  }
+
+  /** The block's download ended: `onPage` when the page now computes from it (its first image then finishes the
+   *  opening), else (refused, cancelled, failed) the opening is finished by the server's image already drawn. */
+  blockEnded(onPage: boolean): void {
+    this.blockActive = false;
+    this.cancel.hidden = true;
+    if (!onPage && this.opening && this.log.firstImageAt !== null) this.imageDrawn(this.first);
   }
 
   /** A (re)build of the page's view began: the next imageDrawn says how long it took. */
@@ -74,17 +90,32 @@ export class OpenProgress {
     this.rebuildStarted = performance.now();
   }
 
-  /** A virtual image is drawn: the first time, the line says how long opening took to it and stays as the record;
-   *  after a rebuild of the view, how long that took. */
+  /** A virtual image is drawn. The first one is recorded; while the block still downloads the line keeps its
+   *  progress (prefixed with that first image's time); then the line ends as the record of the opening: when the
+   *  first image came, and where later ones are computed. After a rebuild of the view, how long that took. */
   imageDrawn(where: string): void {
     const now = performance.now();
     if (this.log.firstImageAt === null) {
       this.log.firstImageAt = now;
-      this.finish(`opened: first virtual image ${((now - this.log.openedAt) / 1000).toFixed(2)} s after opening (${where})`);
+      this.first = where;
+    }
+    if (this.blockActive) {
+      this.show(this.firstText() + this.blockText);
+      return;
+    }
+    const t = (at: number) => ((at - this.log.openedAt) / 1000).toFixed(2);
+    if (this.opening) {
+      this.opening = false;
+      this.finish(`opened: first virtual image ${t(this.log.firstImageAt)} s after opening (${this.first})` +
+        (where !== this.first ? `; ${where} from ${t(now)} s` : ""));
     } else if (this.rebuildStarted !== null) {
       this.finish(`view ready: its first virtual image ${((now - this.rebuildStarted) / 1000).toFixed(2)} s after choosing it (${where})`);
     }
     this.rebuildStarted = null;
+  }
+
+  private firstText(): string {
+    return this.log.firstImageAt === null ? "" : `first virtual image ${((this.log.firstImageAt - this.log.openedAt) / 1000).toFixed(2)} s after opening (${this.first}); `;
   }
 
   private finish(text: string): void {

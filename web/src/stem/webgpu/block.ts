@@ -59,60 +59,78 @@ export async function fetchBlock(path: string, params: Record<string, string>, h
   let received = 0;
   const report = (phase: BlockProgress["phase"], band: number) =>
     how.onProgress?.({ phase, band, bands: bands.length, receivedBytes: received, totalBytes: target ? target.total : null });
-  for (const [k, rows] of bands.entries()) {
-    report("decoding", k + 1);
-    const res = await fetch(apiUrl(`${path}/block`, rows ? { ...params, rows: rows.join(",") } : params), { signal: how.signal });
-    if (!res.ok) {
-      let why = `${res.status}`;
-      try {
-        why = (await res.json()).error ?? why;
-      } catch {
-        /* not JSON */
+  // One band ahead: the server decodes band k + 1 while band k arrives. The look-ahead is stopped with the
+  // download (Cancel, a refusal, an error); a look-ahead nobody awaits any more must not reject unhandled.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(how.signal?.reason);
+  how.signal?.addEventListener("abort", onAbort);
+  if (how.signal?.aborted) onAbort();
+  const request = (rows: [number, number] | null) => {
+    const p = fetch(apiUrl(`${path}/block`, rows ? { ...params, rows: rows.join(",") } : params), { signal: stop.signal });
+    p.catch(() => {});
+    return p;
+  };
+  let pending = request(bands[0]);
+  try {
+    for (const [k, rows] of bands.entries()) {
+      report("decoding", k + 1);
+      const res = await pending;
+      if (k + 1 < bands.length) pending = request(bands[k + 1]);
+      if (!res.ok) {
+        let why = `${res.status}`;
+        try {
+          why = (await res.json()).error ?? why;
+        } catch {
+          /* not JSON */
+        }
+        throw new Error(`block: ${why}`);
       }
-      throw new Error(`block: ${why}`);
-    }
-    const shape = (res.headers.get("X-Block-Shape") ?? "").split(",").map(Number) as StemBlock["shape"];
-    const dtype = res.headers.get("X-Block-Dtype") as StemBlock["dtype"];
-    if (shape.length !== 4 || shape.some((n) => !Number.isInteger(n) || n < 0) || !(dtype in WIDTH)) throw new Error(`block: unexpected shape ${shape} or dtype ${dtype}`);
-    const rowBytes = shape[1] * shape[2] * shape[3] * WIDTH[dtype];
-    if (!target) {
-      const viewRows = rows ? how.scanRows : shape[0];
-      const total = viewRows * rowBytes;
-      const said = Number(res.headers.get("X-Block-View-Bytes") ?? NaN);
-      if (Number.isFinite(said) && said !== total) throw new Error(`block: the server says the view has ${said} bytes, its first band's rows make ${total}`);
-      const view = { shape: [viewRows, shape[1], shape[2], shape[3]] as StemBlock["shape"], dtype, bytes: Math.ceil(total / 4) * 4 };
-      if (how.accept && !how.accept(view)) {
-        void res.body?.cancel();
-        return null;
+      const shape = (res.headers.get("X-Block-Shape") ?? "").split(",").map(Number) as StemBlock["shape"];
+      const dtype = res.headers.get("X-Block-Dtype") as StemBlock["dtype"];
+      if (shape.length !== 4 || shape.some((n) => !Number.isInteger(n) || n < 0) || !(dtype in WIDTH)) throw new Error(`block: unexpected shape ${shape} or dtype ${dtype}`);
+      const rowBytes = shape[1] * shape[2] * shape[3] * WIDTH[dtype];
+      if (!target) {
+        const viewRows = rows ? how.scanRows : shape[0];
+        const total = viewRows * rowBytes;
+        const said = Number(res.headers.get("X-Block-View-Bytes") ?? NaN);
+        if (Number.isFinite(said) && said !== total) throw new Error(`block: the server says the view has ${said} bytes, its first band's rows make ${total}`);
+        const view = { shape: [viewRows, shape[1], shape[2], shape[3]] as StemBlock["shape"], dtype, bytes: Math.ceil(total / 4) * 4 };
+        if (how.accept && !how.accept(view)) {
+          void res.body?.cancel();
+          return null;
+        }
+        const words = new Uint32Array(view.bytes / 4);
+        target = { bytes: new Uint8Array(words.buffer), words, rowBytes, shape: view.shape, dtype, total };
+      } else if (dtype !== target.dtype || rowBytes !== target.rowBytes || shape[1] !== target.shape[1] || shape[2] !== target.shape[2]) {
+        throw new Error(`block: band ${k + 1} is ${shape} ${dtype}, the first was ${target.shape} ${target.dtype}`);
       }
-      const words = new Uint32Array(view.bytes / 4);
-      target = { bytes: new Uint8Array(words.buffer), words, rowBytes, shape: view.shape, dtype, total };
-    } else if (dtype !== target.dtype || rowBytes !== target.rowBytes || shape[1] !== target.shape[1] || shape[2] !== target.shape[2]) {
-      throw new Error(`block: band ${k + 1} is ${shape} ${dtype}, the first was ${target.shape} ${target.dtype}`);
-    }
-    const first = rows ? rows[0] : 0;
-    const want = rows ? rows[1] - rows[0] : shape[0];
-    if (shape[0] !== want) throw new Error(`block: band ${k + 1} has ${shape[0]} scan rows, ${want} were asked for`);
-    // The band's bytes (without the padding to a u32 word) go to its rows' place in the view's buffer.
-    let at = first * target.rowBytes;
-    const end = at + want * target.rowBytes;
-    const reader = res.body?.getReader();
-    if (!reader) {
-      const all = new Uint8Array(await res.arrayBuffer());
-      target.bytes.set(all.subarray(0, end - at), at);
-      received += end - at;
-    } else {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        const take = Math.min(value.length, end - at);
-        if (take > 0) target.bytes.set(take === value.length ? value : value.subarray(0, take), at);
-        at += take;
-        received += take;
-        report("receiving", k + 1);
+      const first = rows ? rows[0] : 0;
+      const want = rows ? rows[1] - rows[0] : shape[0];
+      if (shape[0] !== want) throw new Error(`block: band ${k + 1} has ${shape[0]} scan rows, ${want} were asked for`);
+      // The band's bytes (without the padding to a u32 word) go to its rows' place in the view's buffer.
+      let at = first * target.rowBytes;
+      const end = at + want * target.rowBytes;
+      const reader = res.body?.getReader();
+      if (!reader) {
+        const all = new Uint8Array(await res.arrayBuffer());
+        target.bytes.set(all.subarray(0, end - at), at);
+        received += end - at;
+      } else {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          const take = Math.min(value.length, end - at);
+          if (take > 0) target.bytes.set(take === value.length ? value : value.subarray(0, take), at);
+          at += take;
+          received += take;
+          report("receiving", k + 1);
+        }
+        if (at !== end) throw new Error(`block: band ${k + 1} ended after ${at - first * target.rowBytes} of ${end - first * target.rowBytes} bytes`);
       }
-      if (at !== end) throw new Error(`block: band ${k + 1} ended after ${at - first * target.rowBytes} of ${end - first * target.rowBytes} bytes`);
     }
+  } finally {
+    how.signal?.removeEventListener("abort", onAbort);
+    stop.abort();  // nothing is in flight after the last band; after a refusal or an error, the look-ahead stops
   }
   if (!target) throw new Error("block: no band was fetched");
   report("done", bands.length);
