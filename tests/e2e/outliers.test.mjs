@@ -194,6 +194,17 @@ async function main() {
     check(state.centred === `${point.row},${point.col},0` && state.level === "0",
       `clicking it centres the view on that element at level 0 (${state.centred}, level ${state.level}, ${Number(state.sx).toFixed(1)} px per element)`);
 
+    step = "save figure";
+    const saved = await page.evaluate(() => {
+      const a = document.getElementById("heatmap-save-svg");
+      a.dispatchEvent(new PointerEvent("pointerdown"));
+      return decodeURIComponent(a.href.replace(/^data:image\/svg\+xml;charset=utf-8,/, ""));
+    });
+    const bar = [...saved.matchAll(/class="tick-bar">([^<]*)</g)].map((m) => m[1]);
+    const columnTicks = [...saved.matchAll(/class="tick-x">([^<]*)</g)].map((m) => m[1]);
+    check(saved.startsWith("<svg") && saved.includes(`<title>${TENSOR}: abs_max per cell, log</title>`) && bar[bar.length - 1] === "41.5" && columnTicks.length >= 2 &&
+      columnTicks.every((c) => /^\d+$/.test(c)), `the heatmap's figure (SVG) has its title, column indices ${columnTicks.join(", ")} and a colour bar up to ${bar[bar.length - 1]} (${bar.join(", ")})`);
+
     step = "the inventory flags NaN and Inf";
     await page.goto(`${base}/`);
     await page.click("#view-list");

@@ -85,6 +85,33 @@ async function main() {
     }
     const openedLine = await page.locator("#stem-progress").textContent();
     check(/^opened: first virtual image \d+\.\d\d s after opening/.test(openedLine) && opening.firstImageAt > opening.shownAt, `and then the time to the first image: "${openedLine}"`);
+    step = "figures with their numbers";
+    // Axes in mrad (from the disk's centre) and nm, colour bars whose end labels are the drawn range, and "save
+    // figure" writing an SVG with the same ticks and a PNG.
+    const fig = await page.evaluate(() => {
+      const part = (id) => { const c = document.getElementById(id); return { ticks: c.dataset.ticks.split("|"), title: c.title, hidden: c.hidden }; };
+      const href = (id) => { const a = document.getElementById(id); a.dispatchEvent(new PointerEvent("pointerdown")); return a.href; };
+      return { px: part("stem-pattern-figure-x-axis"), pbar: part("stem-pattern-figure-colour-bar"), ix: part("stem-image-figure-x-axis"),
+        iy: part("stem-image-figure-y-axis"), ibar: part("stem-image-figure-colour-bar"), values: window.tmStem.image.values,
+        svg: decodeURIComponent(href("stem-image-save-svg").replace(/^data:image\/svg\+xml;charset=utf-8,/, "")), png: href("stem-image-save-png") };
+    });
+    check(/mrad from the disk's centre/.test(fig.px.title) && fig.px.ticks.includes("0") && fig.px.ticks.some((t) => Number(t) < 0),
+      `the pattern's x axis is in mrad from the disk's centre: ${fig.px.ticks.join(", ")}`);
+    check(/scan x \(nm\)/.test(fig.ix.title) && /scan y \(nm\)/.test(fig.iy.title) && fig.ix.ticks[0] === "0" && fig.ix.ticks.length >= 3,
+      `the virtual image's axes are in nm: x ${fig.ix.ticks.join(", ")}; y ${fig.iy.ticks.join(", ")}`);
+    const lo = Math.min(...fig.values), hi = Math.max(...fig.values);
+    check(fig.ibar.ticks[0] === String(lo) && fig.ibar.ticks[fig.ibar.ticks.length - 1] === String(hi) && fig.ibar.ticks.length >= 3 && /summed counts/.test(fig.ibar.title),
+      `its colour bar runs from the image's min ${lo} to its max ${hi} with ticks: ${fig.ibar.ticks.join(", ")}`);
+    check(/counts \(log1p\)/.test(fig.pbar.title) && fig.pbar.ticks.length >= 3, `the pattern's colour bar says log1p: ${fig.pbar.title}`);
+    const svgTicks = [...fig.svg.matchAll(/class="tick-x">([^<]*)</g)].map((m) => m[1]);
+    const svgBar = [...fig.svg.matchAll(/class="tick-bar">([^<]*)</g)].map((m) => m[1]);
+    check(fig.svg.startsWith("<svg") && /<title>[^<]*virtual image/.test(fig.svg) && (fig.svg.match(/<image /g) ?? []).length === 2 &&
+      svgTicks.join("|") === fig.ix.ticks.join("|") && svgBar.join("|") === fig.ibar.ticks.join("|") && fig.svg.includes("scan x (nm)"),
+      `save figure (SVG) has the title, the image and colour bar embedded, and the same ticks (x ${svgTicks.join(", ")}; bar ${svgBar.join(", ")})`);
+    const pngSize = await page.evaluate(async (url) => { const b = await createImageBitmap(await (await fetch(url)).blob()); return [b.width, b.height]; }, fig.png);
+    check(fig.png.startsWith("data:image/png;base64,") && pngSize[0] > 2 * 320 && pngSize[1] > 2 * 100, `save figure (PNG) is a ${pngSize.join(" × ")} picture`);
+
+    step = "acquisition page";
     let s = await shown();
     let want = cliMask(s.inner_q, s.outer_q);
     check(sameValues(s.values, want.values), `the virtual image (${path}) equals the CLI's stem mask --inner ${s.inner_q} --outer ${s.outer_q} (${want.values.length} positions)`);

@@ -13,7 +13,8 @@ import { colourBarTicks } from "./colour_bar_ticks";
 import { el, describeError } from "./dom";
 import { fmt } from "./format";
 import { ColourPathControl } from "./colour_path";
-import { HeatmapAxes } from "./heatmap_axes";
+import type { Figure, FigureTick } from "./figure";
+import { axisLabels, HeatmapAxes } from "./heatmap_axes";
 import { bitmapPixels, CellValuesCache, loadPageTile, loadServerTile, OVERVIEW, type TileImage } from "./heatmap_tiles";
 import { resolveScale, type Resolved, type Style, type TensorQuantiles } from "./limits";
 import { drawColourBar, drawOverlay, quantBlockCols } from "./overlay";
@@ -344,6 +345,28 @@ export class Heatmap {
     this.oy = -(h / sy - this.rows) / 2;
     this.fitted = true;
     this.scheduleDraw();
+  }
+
+  /** The view as a figure with its numbers (figure.ts: "save figure"): the canvas as drawn, index axes of the part
+   *  in view, the colour bar with the limits in force and its ticks; null until a colour scale is resolved. */
+  figure(): Figure | null {
+    const r = this.resolved;
+    if (!r || !r.limits) return null;
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    const axis = (origin: number, per: number, extent: number, count: number, target: number): FigureTick[] =>
+      axisLabels(origin, per, extent, count, target).map((l) => ({ at: l.px / extent, label: String(l.index) }));
+    const [lo, hi] = r.limits;
+    const inner = colourBarTicks(lo, hi, this.style.transform).map((t): FigureTick => ({ at: t.position, label: t.label }));
+    const slice = this.opts.pyramid.view.slices > 1 ? `, slice ${this.style.slice}` : "";
+    return {
+      title: `${this.opts.name}${slice}: ${this.style.stat} per cell, ${this.style.transform}`,
+      image: this.canvas,
+      x: { label: "column", ticks: axis(this.ox, this.sx, w, this.cols, Math.max(2, Math.floor(w / 90))) },
+      y: { label: "row", ticks: axis(this.oy, this.sy, h, this.rows, Math.max(2, Math.floor(h / 60))) },
+      colourBar: { table: colormapTable(r.colormap), ticks: [{ at: 0, label: fmt(lo) }, ...inner, { at: 1, label: fmt(hi) }], label: `${this.style.stat} (${r.colormap})` },
+      note: `${this.status.textContent ?? ""}; limits: ${r.source}`,
+    };
   }
 
   /** Centres the view on element (row, col) of `slice`, zoomed in to at least 16 CSS pixels per element (an

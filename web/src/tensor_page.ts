@@ -8,6 +8,7 @@
 import { compareWith } from "./diff_page";
 import { api, num, onPlacement, tensorPath, type CheckpointInfo, type DetailStats, type Placement, type TensorDetail } from "./api";
 import { el, showError } from "./dom";
+import { saveFigureLinks } from "./figure";
 import { fmt, fmtBytes, fmtInt, fmtShape } from "./format";
 import { Heatmap } from "./heatmap";
 import { histogramView } from "./histogram";
@@ -152,6 +153,7 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
     });
     right.append(
       heatmap.element,
+      saveFigureLinks("heatmap-save", t.name.replace(/[^\w.-]+/g, "_"), () => heatmap.figure()),
       el("h3", {}, "Outliers"),
       outliersList(ckpt, t.name, t.pyramid.view.slices, (row, col, slice) => heatmap.centreOn(row, col, slice)),
       el("h3", {}, "Placement of the last render ", el("a", { href: "#/compute", class: "small" }, "(compute panel)")),

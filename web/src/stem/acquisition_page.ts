@@ -11,6 +11,7 @@
 // (float frames, EMPAD's: no WGSL float kernels, the server computes them).
 import { apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
+import { type Figure, FigureFrame, saveFigureLinks } from "../figure";
 import { latestWins } from "./latest_wins";
 import { DetectorEditor, type DetectorShape } from "./detector_editor";
 import { displayControls, showLimits } from "./display_controls";
@@ -18,6 +19,7 @@ import { fieldPanel } from "./field_panel";
 import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
+import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
 import { OpenProgress } from "./open_progress";
 import { blockFrame, fetchBlock, WIDTH } from "./webgpu/block";
 import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
@@ -268,15 +270,24 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   binSelect.addEventListener("change", () => void buildPage(root, path, acq, { bin: Number(binSelect.value), region: view.region }).catch((e) => showError(e, "view")));
   const viewLine = el("p", { class: "status", id: "stem-view" }, `view: ${viewText}`);
   const ladder = el("div", { class: "toolbar", id: "stem-ladder" });
+  // Each picture with its numbers (figure.ts): axes in mrad / nm, a colour bar with ticks, and "save figure".
+  const patternFrame = new FigureFrame("stem-pattern-figure");
+  const imageFrame = new FigureFrame("stem-image-figure");
+  let patternFigure: Figure | null = null;
+  let imageFigure: Figure | null = null;
+  const framed = (frame: FigureFrame, stack: HTMLElement) =>
+    el("div", { class: "figure-grid" }, frame.yAxis, stack, frame.bar, el("span", {}), frame.xAxis);
   root.append(
     facts,
     el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, npy, png),
     el("div", { class: "toolbar stem-built", id: "stem-movies" }, "Movie: ", movieFormat, movieSweep, movieLine),
     el("div", { class: "stem-built" }, viewLine, computeNote, ladder),
     el("div", { class: "stem-panels stem-built" },
-      el("figure", { class: "stem-figure" }, el("div", { class: "stem-stack" }, pattern, ring),
-        el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout),
-      el("figure", { class: "stem-figure" }, image, el("div", { class: "toolbar" }, imageDisplay.element), imageCaption, hover)),
+      el("figure", { class: "stem-figure" }, framed(patternFrame, el("div", { class: "stem-stack" }, pattern, ring)),
+        el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout,
+        saveFigureLinks("stem-pattern-save", `${acq.name}-pattern`, () => patternFigure)),
+      el("figure", { class: "stem-figure" }, framed(imageFrame, el("div", {}, image)), el("div", { class: "toolbar" }, imageDisplay.element), imageCaption, hover,
+        saveFigureLinks("stem-image-save", `${acq.name}-virtual-image`, () => imageFigure && { ...imageFigure, note: `${viewText}; ${imageCaption.textContent ?? ""}` }))),
     fields.element,
     ssb.element,
   );
@@ -288,11 +299,16 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const redrawPattern = () => {
     if (!shownPattern) return;
     const d = patternDisplay.get();
-    showLimits("stem-pattern", drawGrid(pattern, shownPattern.values, shownPattern.rows, shownPattern.cols, d));
+    const used = drawGrid(pattern, shownPattern.values, shownPattern.rows, shownPattern.cols, d);
+    showLimits("stem-pattern", used);
     const perCanvasPx = 1 / editor.scale;  // detector pixels per canvas pixel
     st.scaleBar = mradPerPx ? drawScaleBar(pattern, perCanvasPx * mradPerPx, "mrad") : drawScaleBar(pattern, perCanvasPx, "px");
     pattern.dataset.scaleBar = st.scaleBar;
     patternCaption.textContent = `${shownPattern.what} (${d.transform === "log" ? "log1p" : "linear"}, ${d.colormap})`;
+    const what = pattern.dataset.showing?.startsWith("frame") || shownPattern.what.startsWith("pattern at") ? "counts" : st.patternOf === "max" ? "max counts" : "mean counts";
+    patternFigure = { title: `${acq.name}: ${shownPattern.what.split(" — ")[0].split(", ")[0]}`, image: pattern,
+      ...detectorAxes(shownPattern.rows, shownPattern.cols, st.center, mradPerPx), colourBar: colourBarOf(d, used, what), note: shownPattern.what };
+    patternFrame.draw(patternFigure, pattern.clientWidth || pattern.width, pattern.clientHeight || pattern.height);
   };
   // The virtual image with a real-space scale bar: one image column is one scan position, `scan_step` apart (Å in
   // the calibration, drawn in nm); none when the step is unknown (the calibration table says why).
@@ -300,9 +316,16 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const nmPerStep = scanStep && scanStep > 0 ? (cal.scan_step.unit === "nm" ? scanStep : scanStep / 10) : undefined;
   const redrawImage = () => {
     if (!st.image) return;
-    showLimits("stem-image", drawGrid(image, st.image.values, st.image.shape[0], st.image.shape[1], imageDisplay.get()));
+    const d = imageDisplay.get();
+    const used = drawGrid(image, st.image.values, st.image.shape[0], st.image.shape[1], d);
+    showLimits("stem-image", used);
     st.imageScaleBar = nmPerStep ? drawScaleBar(image, (nmPerStep * st.image.shape[1]) / image.width, "nm") : "";
     image.dataset.scaleBar = st.imageScaleBar;
+    const det = editor.det;
+    const detector = det.shape === "rectangle" ? "rectangle detector" : `${det.shape} ${det.inner.toFixed(2)}–${det.outer.toFixed(2)} px${mradPerPx ? ` (${(det.inner * mradPerPx).toFixed(1)}–${(det.outer * mradPerPx).toFixed(1)} mrad)` : ""}`;
+    imageFigure = { title: `${acq.name}: virtual image, ${detector}`, image, ...scanAxes(st.image.shape[0], st.image.shape[1], nmPerStep),
+      colourBar: colourBarOf(d, used, "summed counts") };
+    imageFrame.draw(imageFigure, image.clientWidth || image.width, image.clientHeight || image.height);
   };
 
   // The virtual image of the current detector: one request in flight; a newer detector waits for it, then runs.
