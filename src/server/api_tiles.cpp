@@ -9,6 +9,7 @@
 #include "render/cell_image.h"
 #include "render/tensors/cell_source.h"
 #include "render/tensors/outliers.h"
+#include "render/tensors/profile.h"
 #include "image/png_encoder.h"
 #include "render/tensors/tensor_render.h"
 #include "server/http_util.h"
@@ -220,11 +221,42 @@ void get_outliers(ServerState& state, const httplib::Request& req, httplib::Resp
   send_json(res, j);
 }
 
+// GET /api/profile/{ckpt}/{name}?row=R|col=C[&slice=S]: every value of that row or column of the view as
+// little-endian float64 (NaN and ±Inf as they are), with X-Tensormorph-Profile "row,R" or "col,C",
+// X-Tensormorph-View "slices,rows,cols" and X-Tensormorph-Slice.
+void get_profile(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const auto row = uint_param(req, "row"), col = uint_param(req, "col");
+  if (row.has_value() == col.has_value()) throw HttpError(400, "give exactly one of the parameters 'row' and 'col'");
+  const uint64_t slice = uint_param(req, "slice").value_or(0);
+  const auto rt = state.compute.current();
+  const Planner planner = rt->planner();
+  TensorProfile p;
+  try {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // dequantizing readers run placed ops
+    std::lock_guard<std::mutex> lock(ref.checkpoint.mutex);
+    p = tensor_profile(*ref.checkpoint.index, ref.tensor, planner, row ? ProfileAxis::Row : ProfileAxis::Column, row ? *row : *col, slice);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::InvalidArgument) throw;
+    throw HttpError(400, std::string("parameter '") + (std::string_view(e.what()).starts_with("slice") ? "slice" : row ? "row" : "col") + "': " + e.what());
+  }
+  std::string body(p.values.size() * sizeof(double), '\0');
+  static_assert(std::endian::native == std::endian::little, "the profile body is little-endian float64");
+  if (!p.values.empty()) std::memcpy(body.data(), p.values.data(), body.size());
+  res.set_content(std::move(body), "application/octet-stream");
+  res.set_header("X-Tensormorph-Profile", std::string(row ? "row," : "col,") + std::to_string(p.index));
+  res.set_header("X-Tensormorph-View", std::to_string(p.slices) + "," + std::to_string(p.rows) + "," + std::to_string(p.cols));
+  res.set_header("X-Tensormorph-Slice", std::to_string(p.slice));
+  res.set_header("Cache-Control", "no-store");
+}
+
 }  // namespace
 
 void add_tile_routes(httplib::Server& svr, ServerState& state) {
   svr.Get(R"(/api/tiles/([^/]+)/(.+))",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_tile(state, req, res); }));
+  svr.Get(R"(/api/profile/([^/]+)/(.+))",
+          guarded([&state](const httplib::Request& req, httplib::Response& res) { get_profile(state, req, res); }));
   svr.Get(R"(/api/outliers/([^/]+)/(.+))",
           guarded([&state](const httplib::Request& req, httplib::Response& res) { get_outliers(state, req, res); }));
   svr.Get(R"(/api/cells/([^/]+)/(.+))",

@@ -448,6 +448,33 @@ class ServeTest(unittest.TestCase):
         self.error(f"/api/outliers/0/{self.q(DAMAGED)}?top=many", 400, "'top'")
         self.error("/api/outliers/0/no.such.tensor", 404)
 
+    def test_profiles_are_the_values_of_a_row_or_column(self):
+        """GET /api/profile: one row or column of the view, every value as float64 (NaN and Inf included), equal to
+        the exported values; out-of-range and ambiguous requests are 400 naming the parameter."""
+        import numpy as np
+        npy = os.path.join(self.tmp, "profile-down_proj.npy")
+        r = self.tm_run("export", self.demo, DAMAGED, "-o", npy)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        v = np.load(npy).astype(np.float64)
+        base = f"/api/profile/0/{self.q(DAMAGED)}"
+        nan_row, nan_col = (int(x) for x in np.argwhere(np.isnan(v))[0])
+        for query, want, header in ((f"?row={nan_row}", v[nan_row], f"row,{nan_row}"), ("?col=1", v[:, 1], "col,1"),
+                                    (f"?row={v.shape[0] - 1}", v[-1], f"row,{v.shape[0] - 1}")):
+            with self.subTest(query=query):
+                code, headers, body = self.request(base + query)
+                self.assertEqual(code, 200, body[:300])
+                got = np.frombuffer(body, dtype="<f8")
+                np.testing.assert_array_equal(got, want)  # NaN compares equal to NaN here
+                self.assertEqual(headers["x-tensormorph-profile"], header)
+                self.assertEqual(headers["x-tensormorph-view"], "1,%d,%d" % v.shape)
+        self.error(base, 400, "exactly one")
+        self.error(base + "?row=1&col=1", 400, "exactly one")
+        self.error(base + "?row=%d" % v.shape[0], 400, "'row'")
+        self.error(base + "?col=%d" % v.shape[1], 400, "'col'")
+        self.error(base + "?row=0&slice=1", 400, "'slice'")
+        self.error(base + "?row=x", 400, "'row'")
+        self.error("/api/profile/0/no.such.tensor?row=0", 404)
+
     def test_cells_bad_parameters(self):
         base = f"/api/cells/0/{self.q(EMBED)}"
         self.error(base + "?stat=median", 400, "'stat'")

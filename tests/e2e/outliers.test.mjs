@@ -205,6 +205,36 @@ async function main() {
     check(saved.startsWith("<svg") && saved.includes(`<title>${TENSOR}: abs_max per cell, log</title>`) && bar[bar.length - 1] === "41.5" && columnTicks.length >= 2 &&
       columnTicks.every((c) => /^\d+$/.test(c)), `the heatmap's figure (SVG) has its title, column indices ${columnTicks.join(", ")} and a colour bar up to ${bar[bar.length - 1]} (${bar.join(", ")})`);
 
+    step = "line profiles";
+    // The row holding the 41.5 and the column holding the NaN, plotted from GET /api/profile: every value counted,
+    // the finite range the values' own, the NaN marked; a 1-D tensor is plotted when its page opens.
+    const plotted = async (along, at) => {
+      await page.selectOption("#profile-axis", along);
+      await page.fill("#profile-index", String(at));
+      await page.click("#profile-plot-button");
+      await page.waitForFunction((want) => document.querySelector("#profile")?.dataset.state === "ready" && document.querySelector("#profile").dataset.shown === want, `${along},${at}`, { timeout: 60_000 });
+      return page.evaluate(() => ({ ...document.querySelector("#profile-plot").dataset, caption: document.querySelector("#profile-plot-caption").textContent }));
+    };
+    const finite = (xs) => xs.filter(Number.isFinite);
+    const rowValues = values.slice(point.row * cols, (point.row + 1) * cols);
+    let shownProfile = await plotted("row", point.row);
+    check(shownProfile.count === String(cols) && shownProfile.range === `${Math.min(...finite(rowValues))},${Math.max(...finite(rowValues))}` && shownProfile.nonfinite === "0",
+      `row ${point.row}: ${shownProfile.count} values from ${shownProfile.range} ("${shownProfile.caption}")`);
+    const nanAt = values.findIndex(Number.isNaN);
+    const colValues = values.filter((_, i) => i % cols === nanAt % cols);
+    shownProfile = await plotted("col", nanAt % cols);
+    check(shownProfile.count === String(rows) && shownProfile.nonfinite === "1" && shownProfile.range === `${Math.min(...finite(colValues))},${Math.max(...finite(colValues))}`,
+      `column ${nanAt % cols}: ${shownProfile.count} values, its NaN marked ("${shownProfile.caption}")`);
+    const norm = "model.layers.0.input_layernorm.weight";
+    const normNpy = join(tmp, "norm.npy");
+    tm(["export", demo, norm, "-o", normNpy], env);
+    const normValues = readNpy(normNpy).values;
+    await page.goto(`${base}/#/tensor/0/${encodeURIComponent(norm)}`);
+    await page.waitForFunction(() => document.querySelector("#profile")?.dataset.state === "ready", null, { timeout: 60_000 });
+    const oneD = await page.evaluate(() => ({ ...document.querySelector("#profile-plot").dataset }));
+    check(oneD.count === String(normValues.length) && oneD.range === `${Math.min(...normValues)},${Math.max(...normValues)}` && /its values/.test(oneD.title),
+      `the 1-D ${norm} is drawn as a line plot of its ${oneD.count} values (${oneD.range})`);
+
     step = "the inventory flags NaN and Inf";
     await page.goto(`${base}/`);
     await page.click("#view-list");

@@ -310,7 +310,7 @@ export function apiUrl(path: string, params: Params = {}): string {
 }
 
 /** The API path of a tensor: /api/{kind}/{ckpt}/{name}{suffix}, the name one encoded segment. */
-export function tensorPath(kind: "tensors" | "tiles" | "cells" | "render" | "outliers", ckpt: string, name: string, suffix = ""): string {
+export function tensorPath(kind: "tensors" | "tiles" | "cells" | "render" | "outliers" | "profile", ckpt: string, name: string, suffix = ""): string {
   return `/api/${kind}/${encodeURIComponent(ckpt)}/${encodeURIComponent(name)}${suffix}`;
 }
 

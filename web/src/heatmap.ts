@@ -347,6 +347,11 @@ export class Heatmap {
     this.scheduleDraw();
   }
 
+  /** The slice of the view shown. */
+  slice(): number {
+    return this.style.slice;
+  }
+
   /** The view as a figure with its numbers (figure.ts: "save figure"): the canvas as drawn, index axes of the part
    *  in view, the colour bar with the limits in force and its ticks; null until a colour scale is resolved. */
   figure(): Figure | null {

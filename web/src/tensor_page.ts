@@ -16,6 +16,7 @@ import { outliersList } from "./outliers_list";
 import { isFallback, placementTable, reasonText } from "./placement";
 import { quantizationView } from "./quant_facts";
 import { layerStrips } from "./strips";
+import { tensorProfile } from "./tensor_profile";
 import { TileStatsPanel } from "./webgpu/tile_panel";
 
 /**
@@ -154,6 +155,8 @@ export async function renderTensorPage(root: HTMLElement, ckpt: string, name: st
     right.append(
       heatmap.element,
       saveFigureLinks("heatmap-save", t.name.replace(/[^\w.-]+/g, "_"), () => heatmap.figure()),
+      el("h3", {}, t.pyramid.view.rows === 1 ? "Values" : "Profile"),
+      tensorProfile(ckpt, t.name, t.pyramid, () => heatmap.slice()),
       el("h3", {}, "Outliers"),
       outliersList(ckpt, t.name, t.pyramid.view.slices, (row, col, slice) => heatmap.centreOn(row, col, slice)),
       el("h3", {}, "Placement of the last render ", el("a", { href: "#/compute", class: "small" }, "(compute panel)")),
