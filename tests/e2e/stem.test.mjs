@@ -360,6 +360,40 @@ async function main() {
     check(sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(fitOut).values), "and its phase equals stem ssb --fit's");
     check(/fitted \(around the estimate, \d+ evaluations/.test(await page.locator("#stem-ssb-caption").textContent()), "the caption says it was fitted and how");
 
+    step = "a line profile and a region's mean pattern";
+    // Drawn by dragging on the virtual image: a line along scan row 2 samples exactly that row's values; a region
+    // of rows 1–4, columns 2–6 averages its patterns on the server, equal to the CLI's stem mean-dp --scan-region.
+    const dragOnImage = async (from, to) => {
+      const shape = await page.evaluate(() => window.tmStem.image.shape);
+      await page.locator("#stem-image").scrollIntoViewIfNeeded();
+      const bb = await page.locator("#stem-image").boundingBox();
+      const at = ([row, col]) => [bb.x + (col / shape[1]) * bb.width, bb.y + (row / shape[0]) * bb.height];
+      await page.mouse.move(...at(from));
+      await page.mouse.down();
+      await page.mouse.move(...at([(from[0] + to[0]) / 2, (from[1] + to[1]) / 2]));
+      await page.mouse.move(...at(to));
+      await page.mouse.up();
+      return shape;
+    };
+    await page.selectOption("#stem-image-drag", "line");
+    const imageCols = (await page.evaluate(() => window.tmStem.image.shape))[1];
+    const lineShape = await dragOnImage([2.5, 0.5], [2.5, imageCols - 0.5]);
+    await page.waitForFunction(() => document.querySelector("#stem-line-profile")?.hidden === false, null, { timeout: 30_000 });
+    const line = await page.evaluate(() => ({ samples: window.tmStemTools.samples, values: window.tmStem.image.values, plot: { ...document.querySelector("#stem-line-profile").dataset },
+      x: document.querySelector("#stem-line-profile-x-axis").title }));
+    const rowTwo = line.values.slice(2 * lineShape[1], 3 * lineShape[1]);
+    check(sameValues(line.samples, rowTwo) && line.plot.count === String(rowTwo.length) && /distance along the line \(nm\)/.test(line.x),
+      `a line along scan row 2 plots its ${line.samples.length} values (${line.plot.range}), distance in nm`);
+    await page.selectOption("#stem-image-drag", "region");
+    await dragOnImage([1.2, 2.2], [4.8, 6.8]);
+    await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.showing === "region 1,5,2,7", null, { timeout: 60_000 });
+    const regionMean = join(tmp, "mean-region.npy");
+    tm(["stem", "mean-dp", master, "--scan-region", "1,5,2,7", "-o", regionMean], env);
+    const regionShown = await page.evaluate(() => ({ values: window.tmStem.pattern.values, caption: document.querySelector("#stem-pattern-caption").textContent }));
+    check(sameValues(regionShown.values, readNpy(regionMean).values) && /mean pattern of scan rows 1–4, columns 2–6 \(20 positions\)/.test(regionShown.caption),
+      `a region of rows 1–4, columns 2–6 shows its mean pattern, equal to stem mean-dp --scan-region 1,5,2,7: "${regionShown.caption}"`);
+    await page.selectOption("#stem-image-drag", "hover");
+
     step = "cancel the block's download";
     if (path !== "page") log("no WebGPU adapter: the page fetches no block, so there is nothing to cancel");
     else {

@@ -20,6 +20,7 @@ import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
 import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
+import { ImageTools } from "./image_tools";
 import { OpenProgress } from "./open_progress";
 import { blockFrame, fetchBlock, WIDTH } from "./webgpu/block";
 import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
@@ -270,6 +271,28 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   binSelect.addEventListener("change", () => void buildPage(root, path, acq, { bin: Number(binSelect.value), region: view.region }).catch((e) => showError(e, "view")));
   const viewLine = el("p", { class: "status", id: "stem-view" }, `view: ${viewText}`);
   const ladder = el("div", { class: "toolbar", id: "stem-ladder" });
+  // One image column is one scan position, `scan_step` apart (Å in the calibration, shown in nm); unknown: none.
+  const scanStep = cal.scan_step?.value;
+  const nmPerStep = scanStep && scanStep > 0 ? (cal.scan_step.unit === "nm" ? scanStep : scanStep / 10) : undefined;
+  // Dragging on the virtual image: a line profile, or a scan region whose patterns the server averages.
+  const tools = new ImageTools({
+    image, nmPerStep, title: () => `${acq.name}: virtual image`,
+    current: () => (st.image ? { shape: st.image.shape, values: st.image.values } : null),
+    onRegion: async ([r0, r1], [c0, c1]) => {
+      const abs = r ? [r0 + r[0], r1 + r[0], c0 + r[2], c1 + r[2]] : [r0, r1, c0, c1];
+      try {
+        const p = await getJson<Product>(`${path}/products/mean-dp`, { ...(b > 1 ? { detector_bin: String(b) } : {}), scan_region: abs.join(",") });
+        st.pattern = p;
+        shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1],
+          what: `mean pattern of scan rows ${abs[0]}–${abs[1] - 1}, columns ${abs[2]}–${abs[3] - 1} (${(r1 - r0) * (c1 - c0)} positions) — ${placementText(p.placement)}` };
+        redrawPattern();
+        pattern.dataset.showing = `region ${abs.join(",")}`;
+      } catch (e) {
+        showError(e, "mean pattern of the region");
+      }
+    },
+  });
+  (window as unknown as { tmStemTools: unknown }).tmStemTools = tools.state;
   // Each picture with its numbers (figure.ts): axes in mrad / nm, a colour bar with ticks, and "save figure".
   const patternFrame = new FigureFrame("stem-pattern-figure");
   const imageFrame = new FigureFrame("stem-image-figure");
@@ -286,7 +309,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       el("figure", { class: "stem-figure" }, framed(patternFrame, el("div", { class: "stem-stack" }, pattern, ring)),
         el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout,
         saveFigureLinks("stem-pattern-save", `${acq.name}-pattern`, () => patternFigure)),
-      el("figure", { class: "stem-figure" }, framed(imageFrame, el("div", {}, image)), el("div", { class: "toolbar" }, imageDisplay.element), imageCaption, hover,
+      el("figure", { class: "stem-figure" }, framed(imageFrame, el("div", { class: "stem-image-stack" }, image, tools.overlay)),
+        el("div", { class: "toolbar" }, imageDisplay.element, tools.select), imageCaption, hover, tools.plot.element,
         saveFigureLinks("stem-image-save", `${acq.name}-virtual-image`, () => imageFigure && { ...imageFigure, note: `${viewText}; ${imageCaption.textContent ?? ""}` }))),
     fields.element,
     ssb.element,
@@ -310,10 +334,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       ...detectorAxes(shownPattern.rows, shownPattern.cols, st.center, mradPerPx), colourBar: colourBarOf(d, used, what), note: shownPattern.what };
     patternFrame.draw(patternFigure, pattern.clientWidth || pattern.width, pattern.clientHeight || pattern.height);
   };
-  // The virtual image with a real-space scale bar: one image column is one scan position, `scan_step` apart (Å in
-  // the calibration, drawn in nm); none when the step is unknown (the calibration table says why).
-  const scanStep = cal.scan_step?.value;
-  const nmPerStep = scanStep && scanStep > 0 ? (cal.scan_step.unit === "nm" ? scanStep : scanStep / 10) : undefined;
+  // The virtual image with a real-space scale bar (nmPerStep, above; none when the step is unknown).
   const redrawImage = () => {
     if (!st.image) return;
     const d = imageDisplay.get();
@@ -508,10 +529,12 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     pattern.dataset.showing = `frame ${row},${col}`;
   };
   image.addEventListener("mousemove", (ev) => {
+    if (tools.mode() !== "hover") return;
     const at = positionAt(ev);
     if (at && (!st.hover || at[0] !== st.hover[0] || at[1] !== st.hover[1])) void showFrame(at[0], at[1], false).catch((e) => showError(e, "diffraction pattern"));
   });
   image.addEventListener("click", (ev) => {
+    if (tools.mode() !== "hover") return;
     const at = positionAt(ev);
     if (at) void showFrame(at[0], at[1], true).catch((e) => showError(e, "diffraction pattern"));
   });
