@@ -61,11 +61,11 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   spec.load.threads = rt->threads;
   spec.load.memory_budget = rt->memory_budget;
   const Planner planner = rt->planner();
-  ProductOutput out;
-  {
-    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
-    out = compute_product(acq, spec, std::nullopt, [&]() -> const Planner& { return planner; });
-  }
+  ProgressScope tracked(track_load(state, q, spec.load));  // progress_id: GET / DELETE /api/progress/{id}
+  ProductOutput out = run_tracked(state, tracked.get(), [&] {
+    return compute_product(acq, spec, std::nullopt, [&]() -> const Planner& { return planner; });
+  });
+  tracked.done();
   nlohmann::json doc = std::move(out.report);
   doc["acquisition"] = served.id;
   doc["product"] = product_name(*kind);

@@ -76,14 +76,14 @@ void get_movie(ServerState& state, const httplib::Request& req, httplib::Respons
   const auto rt = state.compute.current();
   request.base.load.threads = rt->threads;
   request.base.load.memory_budget = rt->memory_budget;
+  ProgressScope tracked(track_load(state, q, request.base.load));  // progress_id: each pass's frames; DELETE cancels
   const MoviePlan plan = plan_movie(acq, request);
   const Planner planner = rt->planner();
   const MovieTarget target = MovieTarget::memory(format == "mp4" ? MovieFormat::mp4 : MovieFormat::gif, "movie of " + served.id);
-  MovieResult movie;
-  {
-    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
-    movie = write_stem_movie(acq, plan, display, target, fps, false, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
-  }
+  MovieResult movie = run_tracked(state, tracked.get(), [&] {
+    return write_stem_movie(acq, plan, display, target, fps, false, [&]() -> const Planner& { return planner; }, rt->plugin_dir);
+  });
+  tracked.done();
   res.set_header("Content-Disposition", "attachment; filename=\"" + served.id + "-" + plan.mode.substr(0, plan.mode.find(' ')) + "." + format + "\"");
   res.set_header("X-Movie-Frames", std::to_string(plan.frames.size()));
   res.set_content(std::move(movie.bytes), format == "gif" ? "image/gif" : "video/mp4");

@@ -67,10 +67,19 @@ void get_ssb(ServerState& state, const httplib::Request& req, httplib::Response&
   request.load.threads = rt->threads;
   request.load.memory_budget = rt->memory_budget;
   const Planner planner = rt->planner();
+  // progress_id: frames as they are decoded, then the fit's loss evaluations (its search planned, its simplex
+  // open-ended); DELETE /api/progress/{id} cancels between frame batches and between evaluations.
+  ProgressScope tracked(track_load(state, q, request.load));
+  if (OperationProgress* p = tracked.get(); p && request.fit) {
+    request.fit->cancel = &p->cancel_flag();
+    request.fit->progress = [p](const SsbFitProgress& f) {
+      p->update(std::string("fitting the aberrations: ") + f.stage, f.stage_evaluations, f.stage_planned);
+    };
+  }
   SsbRun run;
   try {
-    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
-    run = run_ssb_with_consent(acq, request, planner, false);
+    run = run_tracked(state, tracked.get(), [&] { return run_ssb_with_consent(acq, request, planner, false); });
+    tracked.done();
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::PrecisionRefused) throw;
     throw HttpError(409, std::string(e.what()) + " The preview takes no approximation: the CLI would ask for consent "

@@ -30,6 +30,8 @@ void add_stem_movie_routes(httplib::Server& svr, ServerState& state);
 // GET /api/diff/{a}/{b}, /api/diff/{a}/{b}/tiles/{tensor}, /api/diff/{a}/{b}/values/{tensor}: the difference of
 // two served checkpoints (src/diff), computed on first request (api_diff.cpp).
 void add_diff_routes(httplib::Server& svr, ServerState& state);
+// GET and DELETE /api/progress/{id}: where a request named with progress_id is, and cancelling it (api_progress.cpp).
+void add_progress_routes(httplib::Server& svr, ServerState& state);
 // Every other GET: /api/... is 404 JSON; the rest are static files under state.web_root, or the
 // built-in page at / when there is no web root.
 void add_static_routes(httplib::Server& svr, ServerState& state);

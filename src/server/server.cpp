@@ -77,6 +77,7 @@ void configure(BoundedServer& svr, ServerState& state, const ServeOptions& o) {
   add_job_routes(svr, state);
   add_stem_routes(svr, state);
   add_diff_routes(svr, state);
+  add_progress_routes(svr, state);
   add_static_routes(svr, state);
 }
 

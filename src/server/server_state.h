@@ -27,6 +27,7 @@
 #include "index/checkpoint_index.h"
 #include "server/fifo_mutex.h"
 #include "server/jobs.h"
+#include "server/operation_progress.h"
 #include "server/stream_gate.h"
 
 namespace tmorph::server {
@@ -115,6 +116,8 @@ struct ServerState {
   std::vector<TensorRow> rows;  // every tensor of every checkpoint, in checkpoint then file order
   mutable std::shared_mutex rows_mutex;
   JobRegistry jobs;
+  // Long requests the page named with progress_id (operation_progress.h).
+  ProgressRegistry progress;
   StreamGate readiness_streams;  // GET /api/acquisitions/{id}/events: bounded, stopped with the server
   class IndexingQueue* indexing = nullptr;  // runs indexing jobs (POST /api/jobs queues one); set at start
   ComputeHolder compute;

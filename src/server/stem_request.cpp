@@ -73,4 +73,13 @@ void view_params(const DeclaredQuery& q, LoadRequest& load, bool region) {
   if (const auto v = q.counts("scan_region")) load.scan_region = Box{(*v)[0], (*v)[1], (*v)[2], (*v)[3]};
 }
 
+std::shared_ptr<OperationProgress> track_load(ServerState& state, const DeclaredQuery& q, LoadRequest& load) {
+  const auto id = q.text("progress_id");
+  if (!id) return nullptr;
+  auto p = state.progress.start(*id);
+  load.cancel = &p->cancel_flag();
+  load.progress = [p](uint64_t done, uint64_t total) { p->update("decoding frames", done, total); };
+  return p;
+}
+
 }  // namespace tmorph::server

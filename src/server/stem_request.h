@@ -20,6 +20,7 @@
 #include "server/http_util.h"
 #include "server/server_state.h"
 #include "stem/load.h"
+#include "support/cancel.h"
 
 namespace tmorph::server {
 
@@ -32,6 +33,24 @@ nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq);
 // Products, SSB and frames read complete acquisitions only: a scan still being written is reported (409 listing
 // the readiness problems), not guessed at.
 void require_complete(const Acquisition& acq);
+
+// The progress entry of a request naming progress_id (null when it names none; operation_progress.h): its frames
+// are reported into it as they are decoded and its cancel flag is checked between frame batches.
+std::shared_ptr<OperationProgress> track_load(ServerState& state, const DeclaredQuery& q, LoadRequest& load);
+// Runs `f` (the request's computation), waiting for the compute lock first under the stage that says so; a
+// cancellation (DELETE /api/progress/ID) becomes HttpError 409 "cancelled".
+template <class F>
+auto run_tracked(ServerState& state, OperationProgress* p, F&& f) {
+  if (p) p->set_stage("waiting for the compute lock (the server runs one computation at a time)");
+  try {
+    std::lock_guard<FifoMutex> compute_lock(state.render_mutex);  // placed ops run one at a time
+    check_cancel(p ? &p->cancel_flag() : nullptr);  // cancelled before it started, or while it waited
+    if (p) p->set_stage("running");
+    return f();
+  } catch (const Cancelled&) {
+    throw HttpError(409, "cancelled: the request was cancelled (DELETE /api/progress/...)");
+  }
+}
 
 // `text` as exactly `count` comma-separated unsigned integers (decimal, at most 15 digits each); otherwise
 // HttpError 400 "parameter 'NAME': expected EXPECTED, got 'WHOLE'" (`whole`: the parameter's full text, of which

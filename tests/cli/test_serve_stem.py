@@ -57,6 +57,17 @@ class ServeStemTest(unittest.TestCase):
         self.assertEqual(status, expect, body[:500])
         return json.loads(body)
 
+    def request_json(self, method, path):
+        conn = http.client.HTTPConnection(self.server.host, self.server.port, timeout=60)
+        try:
+            conn.request(method, path)
+            r = conn.getresponse()
+            body = r.read()
+            self.assertEqual(r.status, 200, body[:500])
+            return json.loads(body)
+        finally:
+            conn.close()
+
     def cli_npy(self, *args):
         out = os.path.join(self.tmp, "cli-%d.npy" % abs(hash(args)))
         r = self.tm(*args, "-o", out)
@@ -353,6 +364,36 @@ class ServeStemTest(unittest.TestCase):
                 self.assertIn(words, self.get_json("/api/acquisitions/a0/movie?" + query, expect=400)["error"])
         self.get_json("/api/acquisitions/a1/movie?along=0,0:1,1", expect=409)  # still being written
         self.get_json("/api/acquisitions/a9/movie?along=0,0:1,1", expect=404)
+
+    def test_a_named_request_reports_its_progress_and_can_be_cancelled(self):
+        """progress_id names a product, SSB or movie request: GET /api/progress/ID then says where it is (kept once it
+        ends), DELETE cancels it, also before it arrives (the request is then refused as cancelled, 409)."""
+        status, _, body = self.get("/api/acquisitions/a0/products/bf?progress_id=t-bf-1")
+        self.assertEqual(status, 200, body[:300])
+        doc = self.get_json("/api/progress/t-bf-1")
+        self.assertEqual((doc["id"], doc["finished"], doc["outcome"], doc["cancel_requested"]), ("t-bf-1", True, "done", False))
+        self.assertLessEqual(doc["done"], doc["total"])
+        fit = self.get_json("/api/acquisitions/a0/ssb?fit=1&trials=6&estimate_trials=4&seed=1&progress_id=t-fit-1")
+        doc = self.get_json("/api/progress/t-fit-1")
+        self.assertEqual(doc["outcome"], "done")
+        self.assertTrue(doc["stage"].startswith("fitting the aberrations: "), doc)
+        self.assertGreaterEqual(doc["done"], 1)
+        self.assertIn("fit", fit)
+        status, headers, _ = self.get("/api/acquisitions/a0/movie?along=0,0:0,3&progress_id=t-movie-1")
+        self.assertEqual(status, 200)
+        self.assertEqual(self.get_json("/api/progress/t-movie-1")["outcome"], "done")
+        # Cancelled before it arrives: the entry says so, and the request is refused as cancelled.
+        cancelled = self.request_json("DELETE", "/api/progress/t-cancel-1")
+        self.assertEqual((cancelled["cancel_requested"], cancelled["outcome"]), (True, "cancelled"))
+        for path in ("products/adf?", "ssb?fit=1&", "movie?along=0,0:0,3&"):
+            with self.subTest(path=path):
+                self.assertIn("cancelled", self.get_json("/api/acquisitions/a0/%sprogress_id=t-cancel-1" % path, expect=409)["error"])
+                self.assertEqual(self.get_json("/api/progress/t-cancel-1")["outcome"], "cancelled")
+        self.assertIn("'progress_id'", self.get_json("/api/acquisitions/a0/products/bf?progress_id=bad!id", expect=400)["error"])
+        self.assertIn("'progress_id'", self.get_json("/api/acquisitions/a0/products/bf?progress_id=" + "x" * 65, expect=400)["error"])
+        unseen = self.get_json("/api/progress/never-seen")
+        self.assertEqual((unseen["seen"], unseen["finished"], unseen["outcome"]), (False, False, None))
+        self.assertTrue(self.get_json("/api/progress/t-bf-1")["seen"])
 
     def test_views_equal_the_clis_region_and_bin_and_bad_views_are_400(self):
         # The page's views: products and the block for a scan region and a detector bin, as the CLI's flags give them.

@@ -359,6 +359,9 @@ async function main() {
       `the C10 box and slider show the fitted value (${onPage.box}, ${onPage.slider})`);
     check(sameValues(await page.evaluate(() => window.tmStemSsb.phase.values), readNpy(fitOut).values), "and its phase equals stem ssb --fit's");
     check(/fitted \(around the estimate, \d+ evaluations/.test(await page.locator("#stem-ssb-caption").textContent()), "the caption says it was fitted and how");
+    const fitProgress = await page.evaluate(() => window.tmStemProgress.ssb.last);
+    check(fitProgress?.outcome === "done" && /^fitting the aberrations: /.test(fitProgress.stage) && fitProgress.done >= 1,
+      `the fit was a named request whose progress the server kept: ${JSON.stringify(fitProgress)}`);
 
     step = "a line profile and a region's mean pattern";
     // Drawn by dragging on the virtual image: a line along scan row 2 samples exactly that row's values; a region
@@ -417,6 +420,30 @@ async function main() {
       check(sameValues(slowImage.values, cliMask(slowImage.inner, slowImage.outer).values), "with the same numbers as the CLI");
       check(slowErrors.length === 0, `no page errors there${slowErrors.length ? ": " + slowErrors.join("; ") : ""}`);
       await slow.close();
+    }
+
+    step = "cancel a server product";
+    {
+      // The first virtual image is the server's: held 1.5 s on its way, the progress line offers Cancel after 300 ms,
+      // and the server, told before the request arrives, refuses it as cancelled.
+      const held = await context.newPage();
+      const heldErrors = watchErrors(held);
+      await held.route("**/products/mask?*", async (route) => {
+        await new Promise((done) => setTimeout(done, 1500));
+        await route.continue().catch(() => {});
+      });
+      await held.goto(new URL("#/acquisition/a0", base).href);
+      await held.locator("#stem-server-progress-cancel:not([hidden])").waitFor({ timeout: 60_000 });
+      const offered = await held.locator("#stem-server-progress").textContent();
+      await held.locator("#stem-server-progress-cancel").click();
+      await held.waitForFunction(() => window.tmStemProgress?.products?.last?.outcome === "cancelled", null, { timeout: 60_000 });
+      const after = await held.locator("#stem-server-progress").textContent();
+      check(/virtual image on the server: sent, waiting/.test(offered) && /cancelled/.test(after),
+        `Cancel on "${offered.trim()}" cancels the server's image: "${after.trim()}"`);
+      // the cancelled request's 409 is what Cancel asks for; anything else is an error
+      const unexpected = heldErrors.filter((e) => !/409 GET \/api\/acquisitions\/a0\/products\/mask|status of 409/.test(e));
+      check(unexpected.length === 0, `no other page errors there${unexpected.length ? ": " + unexpected.join("; ") : ""}`);
+      await held.close();
     }
 
     step = "an adapter too small for the block";

@@ -42,6 +42,10 @@ constexpr ParamSpec kPrefer{"", "prefer", "--prefer", K::Text, 0, 0, false, "", 
 constexpr ParamSpec kNever{"", "never", "--never", K::Text, 0, 0, false, "", "", 1, "backends never to use"};
 constexpr ParamSpec kAllowApprox{"", "allow_approx", "--allow-approx", K::Text, 0, 0, false, "", "", 1, "approximation steps consented to"};
 
+// HTTP only: the page's name for this request's progress (GET / DELETE /api/progress/{id}, server/operation_progress.h).
+constexpr ParamSpec kProgressId{"progress_id", "", "", K::Text, 0, 0, false, "", "TOKEN", 1,
+                                "names this request's progress and cancellation: GET / DELETE /api/progress/TOKEN"};
+
 constexpr ParamSpec kNpyFormat{"format", "", "", K::Choice, 0, 0, false, "", "json|npy", 1, "the response's form"};
 
 constexpr ParamSpec kProduct[] = {
@@ -68,6 +72,7 @@ constexpr ParamSpec kProduct[] = {
     {"", "use_cache", "", K::Switch, 0, 0, false, "", "", 1, "answer from the prepared-products cache"},
     kNpyFormat,
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
+    kProgressId,
     kPythonProgress,
 };
 
@@ -98,6 +103,7 @@ constexpr ParamSpec kSsb[] = {
     {"detector_bin", "detector_bin", "--detector-bin", K::Count, 1, 64, false, "detector pixels per side", "", 1, "detector binning"},
     kNpyFormat,
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
+    kProgressId,
     kPythonProgress,
 };
 
@@ -122,6 +128,7 @@ constexpr ParamSpec kMovie[] = {
     {"", "", "--limits", K::Numbers, -kInf, kInf, false, "", "LO,HI", 2, "the colour scale's ends"},
     {"format", "", "", K::Choice, 0, 0, false, "", "gif|mp4", 1, "the movie's container"},
     kThreads, kMemoryBudget, kBackend, kPrefer, kNever, kAllowApprox,
+    kProgressId,
 };
 
 constexpr ParamSpec kFrame[] = {

@@ -21,6 +21,7 @@ import { followReadiness } from "./readiness_events";
 import { ssbPanel } from "./ssb_panel";
 import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
 import { ImageTools } from "./image_tools";
+import { ServerProgress } from "./server_progress";
 import { OpenProgress } from "./open_progress";
 import { blockFrame, fetchBlock, WIDTH } from "./webgpu/block";
 import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
@@ -271,6 +272,10 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   binSelect.addEventListener("change", () => void buildPage(root, path, acq, { bin: Number(binSelect.value), region: view.region }).catch((e) => showError(e, "view")));
   const viewLine = el("p", { class: "status", id: "stem-view" }, `view: ${viewText}`);
   const ladder = el("div", { class: "toolbar", id: "stem-ladder" });
+  // Server products of this view show their progress after 300 ms, with a Cancel (server_progress.ts).
+  const serverWork = new ServerProgress("stem-server-progress");
+  const shared = window as unknown as { tmStemProgress?: Record<string, ServerProgress> };
+  shared.tmStemProgress = { ...shared.tmStemProgress, products: serverWork };
   // One image column is one scan position, `scan_step` apart (Å in the calibration, shown in nm); unknown: none.
   const scanStep = cal.scan_step?.value;
   const nmPerStep = scanStep && scanStep > 0 ? (cal.scan_step.unit === "nm" ? scanStep : scanStep / 10) : undefined;
@@ -304,7 +309,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     facts,
     el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, npy, png),
     el("div", { class: "toolbar stem-built", id: "stem-movies" }, "Movie: ", movieFormat, movieSweep, movieLine),
-    el("div", { class: "stem-built" }, viewLine, computeNote, ladder),
+    el("div", { class: "stem-built" }, viewLine, computeNote, ladder, serverWork.element),
     el("div", { class: "stem-panels stem-built" },
       el("figure", { class: "stem-figure" }, framed(patternFrame, el("div", { class: "stem-stack" }, pattern, ring)),
         el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout,
@@ -355,7 +360,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     st.requests++;
     const t0 = performance.now();
     const onPage = gpu !== null && st.computeOn === "page";
-    const p = onPage ? await pageImage(gpu as GpuMaskedSums) : await getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams });
+    const p = onPage ? await pageImage(gpu as GpuMaskedSums)
+      : await serverWork.run("virtual image on the server", (named) => getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams, ...named }));
     st.image = p;
     image.dataset.path = onPage ? "page" : "server";
     const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
@@ -460,7 +466,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       p = { shape: [detRows, detCols], dtype: max ? "<u4" : "<f8", values: max ? pagePatterns.max : pagePatterns.mean, placement: [] };
       where = `computed on the page's adapter: ${gpu.adapter}`;
     } else {
-      p = await getJson<Product>(`${path}/products/mean-dp`, max ? { max: "1", ...viewParams } : viewParams);
+      p = await serverWork.run(`${max ? "max" : "mean"} pattern on the server`, (named) =>
+        getJson<Product>(`${path}/products/mean-dp`, { ...(max ? { max: "1" } : {}), ...viewParams, ...named }));
       where = placementText(p.placement);
     }
     st.pattern = p;

@@ -4,6 +4,7 @@
 // in flight, the latest setting wins; the scan rotation the first preview chose is passed back to the next ones.
 // Export of the phase as .npy.
 import { apiUrl, getJson, type Placement } from "../api";
+import { ServerProgress } from "./server_progress";
 import { el } from "../dom";
 import { latestWins } from "./latest_wins";
 import { displayControls, showLimits } from "./display_controls";
@@ -33,6 +34,8 @@ const PX = 320;
 
 export function ssbPanel(path: string, scan: [number, number], placementText: (p: Placement[]) => string): { element: HTMLElement; state: SsbState } {
   const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0, rotationDeg: null };
+  // The fit and previews show their progress (frames, then the fit's evaluations) with a Cancel (server_progress.ts).
+  const progress = new ServerProgress("stem-ssb-progress");
   const canvas = el("canvas", { id: "stem-ssb", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-ssb-caption" }, "press Compute, or move a slider");
   // A slider for dragging and, beside it, a number box (id "<id>-value") for typing an exact value: each follows the
@@ -80,7 +83,9 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
   const npy = el("a", { id: "stem-ssb-npy", download: "ssb-phase.npy" }, "phase .npy");
   const display = displayControls("stem-ssb", { transform: "linear", colormap: "gray", limits: "robust" }, () => draw());
   const element = el("section", { class: "stem-ssb-panel" }, el("h3", {}, "SSB preview"),
-    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, fitButton, npy, display.element), canvas, caption);
+    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, fitButton, npy, display.element), progress.element, canvas, caption);
+  const shared = window as unknown as { tmStemProgress?: Record<string, ServerProgress> };
+  shared.tmStemProgress = { ...shared.tmStemProgress, ssb: progress };
 
   const draw = () => {
     if (!st.phase) return;
@@ -100,7 +105,7 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     }
     st.requests++;
     const t0 = performance.now();
-    st.phase = await getJson<Phase>(`${path}/ssb`, params);
+    st.phase = await progress.run(fitting ? "SSB fit on the server" : "SSB preview on the server", (named) => getJson<Phase>(`${path}/ssb`, { ...params, ...named }));
     const ab = st.phase.aberrations;
     if (fitting && ab) {  // the controls take the fitted values; later previews start from them
       c10.set(ab.C10), c12.set(ab.C12), phi12.set(ab.phi12);
