@@ -533,6 +533,15 @@ async function computePanelChecks(context, demo, tmp, baseEnv) {
       const text = await page.textContent(`#backends section.backend[data-backend="${b.name}"] .backend-reason`);
       check(text.includes(b.reason) && text.includes(b.detail), `unavailable ${b.name} shows its reason: ${text.trim()}`);
     }
+    // The panel opens on a summary, one line per backend; a device or driver simply absent is "not on this machine",
+    // not an error; each card's devices and kernels are folded (details) unless a self-test failed.
+    const summaryRows = await page.$$eval("#backend-summary tr[data-backend]", (rows) => rows.map((r) => `${r.dataset.backend}=${r.dataset.status}`));
+    const wantRows = doc0.backends.map((b) => `${b.name}=${b.available ? "available" : ["no_device", "no_driver"].includes(b.reason) ? "absent" : "unavailable"}`);
+    check(JSON.stringify(summaryRows) === JSON.stringify(wantRows), `the panel opens on a summary: ${summaryRows.join(", ")}`);
+    const absentBadges = await page.$$eval("#backends .badge.absent", (bs) => bs.length);
+    check(absentBadges === doc0.backends.filter((b) => !b.available && ["no_device", "no_driver"].includes(b.reason)).length, `${absentBadges} backend(s) drawn as absent, not as errors`);
+    check((await page.$$eval("#backends details.backend-details", (ds) => ds.filter((d) => d.open).length)) ===
+      doc0.backends.filter((b) => (doc0.self_tests ?? []).some((v) => v.backend === b.name && v.status === "failed")).length, "each card's details are folded unless a self-test failed");
     const matrixOps = await page.$$eval("#op-matrix tbody tr", (rows) => rows.map((r) => r.dataset.op));
     const allOps = [...new Set(doc0.backends.flatMap((b) => b.ops.map((o) => o.op)))];
     check(JSON.stringify(matrixOps) === JSON.stringify(allOps), `the placement table has one row per op (${allOps.length})`);

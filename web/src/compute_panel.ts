@@ -47,14 +47,32 @@ function constraintsTable(doc: ComputeDoc): HTMLTableElement {
   return t;
 }
 
+/** A backend whose hardware or driver is simply not on this machine (no device, no driver): said plainly, not drawn
+ *  as an error; the other reasons (a driver too old, a missing library, a policy) are something to act on. */
+function absent(b: ComputeBackend): boolean {
+  return !b.available && (b.reason === "no_device" || b.reason === "no_driver");
+}
+
+function statusBadge(b: ComputeBackend): HTMLElement {
+  if (b.available) return el("span", { class: "badge ok" }, "available");
+  if (absent(b)) return el("span", { class: "badge absent" }, `not on this machine: ${b.reason}`);
+  return el("span", { class: "badge off" }, `unavailable: ${b.reason ?? "unknown reason"}`);
+}
+
+/** The panel's first view: one line per backend (status, devices, kernels) before the details. */
+function backendSummary(doc: ComputeDoc): HTMLElement {
+  const t = el("table", { class: "facts", id: "backend-summary" });
+  t.append(el("tr", {}, ...["backend", "status", "devices", "kernels"].map((h) => el("th", {}, h))));
+  for (const b of doc.backends)
+    t.append(el("tr", { "data-backend": b.name, "data-status": b.available ? "available" : absent(b) ? "absent" : "unavailable" },
+      el("td", {}, b.name), el("td", {}, statusBadge(b)), el("td", { class: "num" }, String(b.devices.length)), el("td", { class: "num" }, String(b.kernels.length))));
+  return t;
+}
+
 function backendCard(b: ComputeBackend, doc: ComputeDoc): HTMLElement {
   const preferIdx = doc.effective.prefer.indexOf(b.name);
   const never = doc.effective.never.includes(b.name);
-  const badges = el(
-    "span",
-    { class: "badges" },
-    el("span", { class: b.available ? "badge ok" : "badge off" }, b.available ? "available" : `unavailable: ${b.reason ?? "unknown reason"}`),
-  );
+  const badges = el("span", { class: "badges" }, statusBadge(b));
   if (preferIdx >= 0) badges.append(el("span", { class: "badge prefer" }, `preferred #${preferIdx + 1}`));
   if (never) badges.append(el("span", { class: "badge never" }, "never used"));
   const card = el(
@@ -68,12 +86,15 @@ function backendCard(b: ComputeBackend, doc: ComputeDoc): HTMLElement {
       el(
         "p",
         { class: "backend-reason", "data-reason": b.reason ?? "" },
-        el("b", {}, "Why unavailable: "),
+        el("b", {}, absent(b) ? "Not on this machine: " : "Why unavailable: "),
         `${b.reason ?? "unknown"}` + (b.detail ? ` — ${b.detail}` : ""),
       ),
     );
   else if (b.detail) card.append(el("p", { class: "backend-detail" }, b.detail));
 
+  // Devices, kernels and self-tests, folded: the panel opens on the summary above and each card's status line.
+  const details = el("details", { class: "backend-details" },
+    el("summary", {}, `${b.devices.length} device${b.devices.length === 1 ? "" : "s"}, ${b.kernels.length} kernel${b.kernels.length === 1 ? "" : "s"}`));
   if (b.devices.length) {
     const t = el("table", { class: "devices" });
     t.append(el("tr", {}, ...["#", "device", "kind", "memory", "software adapter"].map((h) => el("th", {}, h))));
@@ -89,15 +110,15 @@ function backendCard(b: ComputeBackend, doc: ComputeDoc): HTMLElement {
           el("td", {}, d.software_adapter ? "yes: a GPU API run on the CPU" : "no"),
         ),
       );
-    card.append(t);
+    details.append(t);
   } else {
-    card.append(el("p", { class: "hint" }, "No device."));
+    details.append(el("p", { class: "hint" }, "No device."));
   }
-  card.append(b.kernels.length ? kernelList(b.kernels) : el("p", { class: "hint" }, "Implements no op."));
+  details.append(b.kernels.length ? kernelList(b.kernels) : el("p", { class: "hint" }, "Implements no op."));
   const levels = Object.values(b.parity_levels ?? {});
   const compiled = levels.filter((l) => l === "compiled").length;
   if (compiled)
-    card.append(
+    details.append(
       el("p", { class: "backend-parity", "data-compiled": String(compiled) },
         `Parity: ${compiled} capabilities compiled (tested on the host under emulation, never run on this hardware in CI); ` +
           "each kernel is self-tested against the CPU before its first call."),
@@ -113,9 +134,11 @@ function backendCard(b: ComputeBackend, doc: ComputeDoc): HTMLElement {
       for (const v of failed)
         ul.append(el("li", { "data-op": v.op }, el("b", {}, `${v.op} on ${v.input}`), ` refused (self_test_failed): ${v.detail}`));
       p.append(ul);
+      details.open = true;  // a refused kernel is shown, not folded away
     }
-    card.append(p);
+    details.append(p);
   }
+  card.append(details);
   return card;
 }
 
@@ -291,6 +314,7 @@ function draw(root: HTMLElement, doc: ComputeDoc, message: string): void {
     el("a", { href: "#/", class: "back" }, "← all tensors"),
     el("h2", {}, "Compute"),
     summary,
+    backendSummary(doc),
     pageGpu,
     el("h3", {}, "Constraints"),
     constraintsTable(doc),
