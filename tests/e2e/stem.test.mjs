@@ -190,6 +190,13 @@ async function main() {
       check(bytes.length === want.length && want.every((b, i) => b === bytes[i]), `the ${id} link (${url.search}) gives the bytes of stem movie ${args.join(" ")} (${want.length} bytes)`);
     }
     check((await page.locator("#stem-movie-line").textContent()).includes(`row ${row}`), "the patterns movie follows the clicked position's row");
+    // A click fetches it as a named request (progress and Cancel on the server-progress line) and saves the same bytes.
+    const [download] = await Promise.all([page.waitForEvent("download", { timeout: 120_000 }), page.locator("#stem-movie-line").click()]);
+    const saved = readFileSync(await download.path());
+    const lineOut = readFileSync(join(tmp, "stem-movie-line.gif"));
+    const movieProgress = await page.evaluate(() => window.tmStemProgress.products.last);
+    check(saved.equals(lineOut) && /-row\.gif$/.test(download.suggestedFilename()) && movieProgress?.outcome === "done",
+      `clicking the link saves ${download.suggestedFilename()} (${saved.length} bytes, stem movie's) through a named request (${movieProgress?.stage}, ${movieProgress?.outcome})`);
 
     step = "pattern display";
     const meanOut = join(tmp, "mean.npy");

@@ -9,10 +9,10 @@
 // block, from the page's adapter (stem/webgpu/masked_sums.ts: the block uploaded once, the same numbers as the
 // CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot
 // (float frames, EMPAD's: no WGSL float kernels, the server computes them).
-import { apiUrl, getJson, type Placement } from "../api";
+import { ApiError, apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { type Figure, FigureFrame, saveFigureLinks } from "../figure";
-import { latestWins } from "./latest_wins";
+import { latestWins, wasCancelled } from "./latest_wins";
 import { DetectorEditor, type DetectorShape } from "./detector_editor";
 import { displayControls, showLimits } from "./display_controls";
 import { fieldPanel } from "./field_panel";
@@ -570,6 +570,23 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     for (const a of [movieSweep, movieLine]) a.setAttribute("download", `${acq.name}-${a === movieSweep ? "sweep" : "row"}.${format}`);
   };
   for (const target of [movieFormat, movieSweep, movieLine]) target.addEventListener(target === movieFormat ? "change" : "pointerdown", updateMovies);
+  // A click fetches the movie as a named request, so its progress (each pass's frames) and Cancel show on the
+  // server-progress line, then saves it under the link's file name; the link itself stays the movie's URL.
+  for (const link of [movieSweep, movieLine])
+    link.addEventListener("click", (ev) => {
+      if (ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey || !link.getAttribute("href")) return;
+      ev.preventDefault();
+      updateMovies();
+      const url = new URL(link.href);
+      void serverWork.run(`movie (${link.textContent}) on the server`, async (named) => {
+        for (const [k, v] of Object.entries(named)) url.searchParams.set(k, v);
+        const res = await fetch(url.href);
+        if (!res.ok) throw new ApiError(res.status, `${res.status}: ${((await res.json().catch(() => ({}))) as { error?: string }).error ?? res.statusText}`, url.href);
+        const save = el("a", { href: URL.createObjectURL(await res.blob()), download: link.getAttribute("download") ?? "movie" });
+        save.click();
+        setTimeout(() => URL.revokeObjectURL(save.href), 60_000);
+      }).catch((e) => { if (!wasCancelled(e)) showError(e, "movie"); });
+    });
   png.addEventListener("click", () => {
     png.href = image.toDataURL("image/png");
   });
