@@ -122,7 +122,7 @@ void run_render(const RenderArgs& a) {
   const Planner planner = rt->planner();
   const TensorRender r = render_tensor(*index, i, planner, req);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
-  write_labelled_png(a.out, r.image, tensor_render_text(r, t, a.slice), figure_title(req.stat, r.image));
+  write_framed_png(a.out, r.image, tensor_render_text(r, t, a.slice), figure_title(req.stat, r.image), tensor_figure_frame(r, t, a.slice));
   nlohmann::json j = r.report;
   j["out"] = a.out;
   const CellSource& src = r.source;

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "cli/declared_flags.h"
 #include "cli/output.h"
 #include "cli/product_output.h"
@@ -71,6 +73,16 @@ class LazyRuntime {
   std::optional<Planner> planner_;
 };
 
+// The PNG figure's title and the grid its axes measure: the scan (a product with a scan step), the detector
+// (mean-dp), or another grid (an FFT).
+ProductFigure product_figure(const ProductArgs& a, const Sourced* scan_step) {
+  const std::string file = std::filesystem::path(a.load.path).filename().string();
+  ProductFigure f{std::string(product_name(a.kind)) + " OF " + file, ProductFigure::Grid::other, scan_step};
+  if (scan_step) f.grid = ProductFigure::Grid::scan;
+  else if (a.kind == ProductKind::mean_dp) f.grid = ProductFigure::Grid::detector;
+  return f;
+}
+
 // OUT.npy holds the numbers exactly (descr: their numpy dtype); OUT.png an image of them; OUT.tif the numbers for
 // image tools, with the scan step as the pixel size when the product lies on the scan grid (`scan_step`, else null).
 template <class T>
@@ -80,7 +92,7 @@ void write_product(const ProductArgs& a, const std::string& descr, const std::ve
   switch (output_format(a.load.out, kProductOutputs)) {
     case OutputFormat::png:
       return write_product_png(a.load.out, product_name(a.kind), shape, std::vector<double>(values.begin(), values.end()),
-                               a.display, lazy.planner(), report, placements);
+                               a.display, lazy.planner(), report, placements, product_figure(a, scan_step));
     case OutputFormat::tiff:
       report["tiff"] = write_product_tiff(a.load.out, product_name(a.kind), descr, shape, values.data(), scan_step);
       return;
@@ -194,9 +206,11 @@ void run_product(const ProductArgs& a) {
   report["file"] = a.load.out;
   report.update(cache_lookup);
   std::vector<Placement> placements = std::move(product.placements);
-  // A TIFF of a scan-grid product states its pixel size: the file's (or unknown) scan step per output position.
+  // A TIFF of a scan-grid product states its pixel size, and a PNG's axes are in nm: the file's (or unknown) scan
+  // step per output position.
   std::optional<Sourced> step;
-  if (output_format(a.load.out, kProductOutputs) == OutputFormat::tiff && (is_virtual_image(a.kind) || is_com_field(a.kind)))
+  const OutputFormat format = output_format(a.load.out, kProductOutputs);
+  if ((format == OutputFormat::tiff || format == OutputFormat::png) && (is_virtual_image(a.kind) || is_com_field(a.kind)))
     step = scan_step_A(acq, spec.load, Override{std::nullopt, "--scan-step-A"});
   std::visit([&](const auto& values) {
     write_product(a, product.npy_descr, product.shape, values, step ? &*step : nullptr, report, lazy, placements);

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "cli/compute_flags.h"
 #include "cli/declared_flags.h"
 #include "cli/output.h"
@@ -126,7 +128,10 @@ void run_ssb(const SsbArgs& a) {
   if (!acq.problems.empty()) report["acquisition_problems"] = acq.problems_report();
   const std::vector<uint64_t> shape = {result.rows, result.cols};
   switch (output_format(a.load.out, kProductOutputs)) {
-    case OutputFormat::png: write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements); break;
+    case OutputFormat::png:
+      write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements,
+                        {"SSB PHASE (RAD) OF " + std::filesystem::path(a.load.path).filename().string(), ProductFigure::Grid::scan, &run.setup.scan_step_A});
+      break;
     case OutputFormat::tiff:
       report["tiff"] = write_product_tiff(a.load.out, "ssb", "<f8", shape, result.phase.data(), &run.setup.scan_step_A);
       break;

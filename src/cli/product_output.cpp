@@ -23,8 +23,8 @@ ProductDisplay ProductDisplayFlags::display() const {
 
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& v, const ProductDisplayFlags& flags, const Planner& planner,
-                       nlohmann::json& report, std::vector<Placement>& placements) {
-  ProductPng png = tmorph::write_product_png(path, product, shape, v, flags.display(), planner);
+                       nlohmann::json& report, std::vector<Placement>& placements, const ProductFigure& figure) {
+  ProductPng png = tmorph::write_product_png(path, product, shape, v, flags.display(), planner, figure);
   placements.push_back(std::move(png.placement));
   report["display"] = std::move(png.display);
 }

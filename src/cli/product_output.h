@@ -33,6 +33,6 @@ inline const std::vector<OutputFormat> kProductOutputs = {OutputFormat::npy, Out
 // tmorph::write_product_npy and write_product_tiff, found from this namespace.)
 void write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
                        const std::vector<double>& values, const ProductDisplayFlags& flags, const Planner& planner,
-                       nlohmann::json& report, std::vector<Placement>& placements);
+                       nlohmann::json& report, std::vector<Placement>& placements, const ProductFigure& figure);
 
 }  // namespace tmorph::cli

@@ -69,6 +69,19 @@ def run_on_terminal(argv, env, timeout=120):
     return p.returncode, out, seen
 
 
+def figure_body(img):
+    """The part of a CLI PNG figure inside its frame (render/figure_frame.h: the title and axes around it): the
+    cells at the top left, the colour bar and its label panel, as an RGBA numpy array, cut by the PNG's layout text.
+    A PNG without a frame (tensormorph:figure_box absent) is returned whole."""
+    import numpy as np
+    a = np.asarray(img.convert("RGBA"))
+    if "tensormorph:figure_box" not in img.text:
+        return a
+    x, y, _, _ = map(int, img.text["tensormorph:cells_box"].split(","))
+    lx, _, lw, lh = map(int, img.text["tensormorph:labels_box"].split(","))
+    return a[y:y + lh, x:lx + lw]
+
+
 def require_vulkan(test):
     """Skips `test` (a unittest.TestCase) when the Vulkan backend is unavailable here, naming why; fails
     instead under TM_REQUIRE_VULKAN=1 (.ci/run, where lavapipe must be present)."""

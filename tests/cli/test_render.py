@@ -13,7 +13,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
-from cli_harness import run, require_vulkan  # noqa: E402
+from cli_harness import figure_body, run, require_vulkan  # noqa: E402
 from safetensors_write import write_safetensors  # noqa: E402
 
 ARG = 2
@@ -121,7 +121,7 @@ class RenderTest(unittest.TestCase):
 
     def cell_pixels(self, j, img):
         """The cells' colours (one per cell; envelope: min and max side by side) as an array."""
-        a = np.asarray(img.convert("RGBA"))
+        a = figure_body(img)
         sx, sy = j["image"]["scale"]
         rows, cols = j["cells"]
         per = 2 if j["stat"] == "envelope" else 1
@@ -164,7 +164,14 @@ class RenderTest(unittest.TestCase):
         # labelled ticks right of the bar: nice values inside the limits, the labels' ink in their panel
         self.assertEqual(img.text["tensormorph:ticks"], "0.04;0.02;0;-0.02;-0.04")
         lx, ly, lw, lh = map(int, img.text["tensormorph:labels_box"].split(","))
-        self.assertEqual((lx, lh, a.shape[1]), (bx + bw, a.shape[0], lx + lw))
+        cx, cy, _, _ = map(int, img.text["tensormorph:cells_box"].split(","))
+        self.assertEqual((lx, ly, lh, figure_body(img).shape[1]), (bx + bw, by, bh, lx + lw - cx))
+        # the frame: a title naming the tensor and the statistic, element indices along both axes
+        self.assertEqual(img.text["tensormorph:figure_title"], "w: mean PER CELL")
+        self.assertEqual(img.text["tensormorph:x_axis"].split(":")[0], "COLUMN")
+        self.assertEqual(img.text["tensormorph:x_axis"].split(": ")[1].split(";")[0], "0")
+        self.assertEqual(img.text["tensormorph:y_axis"].split(":")[0], "ROW")
+        self.assertTrue((cx, cy) > (0, 0) and a.shape[0] > cy + bh)  # the axes left of and under the cells
         panel = a[:, lx:lx + lw, :3]
         self.assertTrue((panel == 34).all(axis=2).sum() > 50)  # ink
         self.assertTrue((panel == 255).all(axis=2).sum() > panel.shape[0] * panel.shape[1] // 2)  # paper

@@ -11,7 +11,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run  # noqa: E402
+from cli_harness import figure_body, run  # noqa: E402
 
 try:
     import numpy as np
@@ -33,11 +33,12 @@ def gif_frames(path):
 
 
 def png_rgba(path):
-    """The render of a CLI PNG: its pixels left of the colour bar's label panel (render/colour_bar_ticks.h), which
-    is what a movie frame shows above its caption."""
+    """The render of a CLI PNG without its frame (title and axes): its pixels left of the colour bar's label panel
+    (render/colour_bar_ticks.h), which is what a movie frame shows above its caption."""
     with Image.open(path) as im:
-        width = int(im.text["tensormorph:labels_box"].split(",")[0])
-        return np.asarray(im.convert("RGBA"))[:, :width]
+        x, _, _, _ = map(int, im.text["tensormorph:cells_box"].split(","))
+        width = int(im.text["tensormorph:labels_box"].split(",")[0]) - x
+        return figure_body(im)[:, :width]
 
 
 def as_frame(png, paper):

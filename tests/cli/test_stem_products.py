@@ -15,7 +15,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import TM_BIN, run, require_vulkan, run_on_terminal  # noqa: E402
+from cli_harness import TM_BIN, figure_body, run, require_vulkan, run_on_terminal  # noqa: E402
 
 try:
     import h5py
@@ -249,7 +249,7 @@ class StemProducts(unittest.TestCase):
                     self.assertEqual(img.text["tensormorph:colormap"], cmap)
                     self.assertGreaterEqual(len(img.text["tensormorph:ticks"].split(";")), 2)  # a labelled colour bar
                     _, _, cw, ch = map(int, img.text["tensormorph:cells_box"].split(","))
-                    px = np.asarray(img.convert("RGBA"))
+                    px = figure_body(img)
                 sx, sy = cw // values.shape[1], ch // values.shape[0]
                 cells = px[: values.shape[0] * sy : sy, : values.shape[1] * sx : sx]
                 # matplotlib's colour map of the normalised values, channels rounded: the expected image
@@ -331,7 +331,7 @@ class StemProducts(unittest.TestCase):
                 with Image.open(out) as img:
                     self.assertEqual(img.text["tensormorph:components"], "u: top half of the cells, v: bottom half")
                     _, _, cw, ch = map(int, img.text["tensormorph:cells_box"].split(","))
-                    px = np.asarray(img.convert("RGBA"))
+                    px = figure_body(img)
                 gap = px[:ch, cw:cw + 8]  # between the cells and the colour bar: transparent but for the labels
                 ink = (gap[..., 3] == 255) & (gap[..., :3] < 64).all(axis=-1)
                 rows = np.nonzero(ink.any(axis=1))[0]

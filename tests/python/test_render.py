@@ -35,8 +35,10 @@ def test_render_is_the_cli_image_and_report(ckpt, cli, tmp_path, args, kwargs):
     theirs = cli.json("render", path, "w", "-o", out, *args)
     assert theirs.pop("out") == out
     assert report == theirs
-    with Image.open(out) as png:  # the CLI's figure adds a label panel right of the bar: compare the render left of it
-        expected = np.asarray(png.convert("RGBA"))[:, :int(png.text["tensormorph:labels_box"].split(",")[0])]
+    with Image.open(out) as png:  # the CLI's figure frames the render (title, axes) and labels its bar: compare the render
+        x, y, _, _ = map(int, png.text["tensormorph:cells_box"].split(","))
+        lx, _, _, lh = map(int, png.text["tensormorph:labels_box"].split(","))
+        expected = np.asarray(png.convert("RGBA"))[y:y + lh, x:lx]
     assert rgba.dtype == np.uint8 and rgba.shape == expected.shape == (report["image"]["height"], report["image"]["width"], 4)
     assert np.array_equal(rgba, expected)
 

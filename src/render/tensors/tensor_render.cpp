@@ -39,6 +39,15 @@ PngText tensor_render_text(const TensorRender& r, const CheckpointTensor& t, uin
                           {"tensormorph:cell", std::to_string(src.grid.cell_rows) + "x" + std::to_string(src.grid.cell_cols)}});
 }
 
+FigureFrameSpec tensor_figure_frame(const TensorRender& r, const CheckpointTensor& t, uint64_t slice) {
+  const TileRange& g = r.source.region;
+  FigureFrameSpec f;
+  f.title = t.name + (r.source.layout.view.slices > 1 ? " SLICE " + std::to_string(slice) : "") + ": " + std::string(cell_stat_name(r.stat)) + " PER CELL";
+  f.x = {"COLUMN", index_ticks(g.col_begin, g.col_end - g.col_begin, r.image.cells_width)};
+  f.y = {"ROW", index_ticks(g.row_begin, g.row_end - g.row_begin, r.image.cells_height)};
+  return f;
+}
+
 nlohmann::json tile_document(const CheckpointIndex& index, size_t i, unsigned level, uint64_t slice, uint64_t tx, uint64_t ty) {
   const CheckpointTensor& t = index.checkpoint().tensors[i];
   const auto info = stored_pyramid(index, i);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "render/figure_frame.h"
 #include "render/tensors/cell_source.h"
 
 namespace tmorph {
@@ -32,6 +33,10 @@ TensorRender render_tensor(const CheckpointIndex& index, size_t i, const Planner
 
 // The PNG text metadata of render_tensor's image: the stat, limits, tensor, source, region, slice, cell size.
 PngText tensor_render_text(const TensorRender& r, const CheckpointTensor& t, uint64_t slice);
+
+// The written figure's title and axes (figure_frame.h): the tensor's name (and slice) and the statistic drawn; the
+// element indices of the region drawn, columns under the cells and rows left of them.
+FigureFrameSpec tensor_figure_frame(const TensorRender& r, const CheckpointTensor& t, uint64_t slice);
 
 // tile_json of tile (tx, ty) of `level` and `slice` of tensor i's stored pyramid. Throws Unavailable when the
 // tensor has no pyramid, InvalidArgument outside the layout, BadInput when the index lacks a tile it lists.

@@ -9,6 +9,7 @@
 #include "image/tiff_writer.h"
 #include "render/cell_image.h"
 #include "render/colour_bar_ticks.h"
+#include "render/figure_frame.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
@@ -26,18 +27,45 @@ void label_field_components(CellImage& img) {
   for (uint32_t dx = 0; dx < kColourBarGap - 2; ++dx) std::copy_n(kComponentInk, 4, img.image.at(img.cells_width + 1 + dx, half));
 }
 
+// The frame's axes for a product drawn in a cells_w x cells_h block (a field's two components stacked).
+FigureFrameSpec product_frame(const ProductFigure& figure, const std::vector<uint64_t>& shape, uint32_t cells_w, uint32_t cells_h) {
+  const bool field = shape.size() == 3;
+  const uint64_t rows = shape[field ? 1 : 0], cols = shape.back();
+  const uint32_t part_h = field ? cells_h / 2 : cells_h;
+  FigureFrameSpec f;
+  f.title = figure.title;
+  const bool nm = figure.grid == ProductFigure::Grid::scan && figure.scan_step && figure.scan_step->known() && figure.scan_step->value > 0;
+  const double nm_per_step = nm ? figure.scan_step->value / 10 : 0;  // Å to nm
+  if (nm) {
+    f.x = {"SCAN X (NM)", unit_ticks(static_cast<double>(cols) * nm_per_step, cells_w)};
+    f.y = {"SCAN Y (NM)", unit_ticks(static_cast<double>(rows) * nm_per_step, part_h)};
+  } else {
+    const char* what = figure.grid == ProductFigure::Grid::scan ? "SCAN " : figure.grid == ProductFigure::Grid::detector ? "DETECTOR " : "";
+    const char* unit = figure.grid == ProductFigure::Grid::detector ? " (PX)" : "";
+    f.x = {std::string(what) + "COLUMN" + unit, index_ticks(0, cols, cells_w)};
+    f.y = {std::string(what) + "ROW" + unit, index_ticks(0, rows, part_h)};
+  }
+  if (field) {  // the v component's rows, ticked again below the u component's
+    const size_t n = f.y.ticks.size();
+    for (size_t k = 0; k < n; ++k) f.y.ticks.push_back({f.y.ticks[k].pixel + part_h, f.y.ticks[k].label});
+  }
+  return f;
+}
+
 }  // namespace
 
 ProductPng write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
-                             const std::vector<double>& v, const ProductDisplay& display, const Planner& planner) {
+                             const std::vector<double>& v, const ProductDisplay& display, const Planner& planner,
+                             const ProductFigure& figure) {
   CellImage img = render_product_image(shape, v, display, planner);
   PngText text = cell_image_text(img, CellStat::Mean, {{"tensormorph:product", product}, {"tensormorph:shape", nlohmann::json(shape).dump()}});
   if (shape.size() == 3 && shape[0] == 2) {
     label_field_components(img);
     text.emplace_back("tensormorph:components", "u: top half of the cells, v: bottom half");
   }
-  write_labelled_png(path, img, text,
-                     img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)));
+  write_framed_png(path, img, text,
+                   img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)),
+                   product_frame(figure, shape, img.cells_width, img.cells_height));
   return {{{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
            {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}},
           img.placement};

@@ -24,10 +24,21 @@ struct ProductPng {
 
 // OUT.png: render_product_image's cells (a [2, R, C] field as its two components one above the other, sharing
 // limits, labelled "U" and "V" in the gap before the colour bar, with the text entry tensormorph:components) with the colour bar's ticks and labels (render/colour_bar_ticks.h), titled by `product` (and the
-// transform when not linear); `product` and the shape travel in the PNG's text. Throws what the renderer throws
+// transform when not linear), inside `figure`'s frame (title and axes); `product` and the shape travel in the PNG's text. Throws what the renderer throws
 // (a bad map or limits: InvalidArgument) and Error(Io) naming the path when it cannot be written.
+// The written figure's frame of a product (render/figure_frame.h): `title` above, and axes by the grid the
+// product lies on: the scan (x and y in nm when `scan_step` is known, else scan columns and rows; a [2, R, C]
+// field's rows ticked for each component), the detector (pixels), or another grid (an FFT: indices).
+struct ProductFigure {
+  enum class Grid { scan, detector, other };
+  std::string title;
+  Grid grid = Grid::other;
+  const Sourced* scan_step = nullptr;  // Å per scan step, when known
+};
+
 ProductPng write_product_png(const std::string& path, const std::string& product, const std::vector<uint64_t>& shape,
-                             const std::vector<double>& values, const ProductDisplay& display, const Planner& planner);
+                             const std::vector<double>& values, const ProductDisplay& display, const Planner& planner,
+                             const ProductFigure& figure);
 
 // OUT.npy: the numpy preamble for `descr` ("<f8", "<u8", ...) and `shape`, then `bytes` bytes of row-major values.
 // Error(Io) naming the path when it cannot be created or written.
