@@ -1,5 +1,6 @@
 // Regenerates docs/images/stem-acquisition.png: the acquisition page on a `stem demo` acquisition (32 x 32 x 64 x 64)
-// with the ADF preset, a clicked scan position's pattern, the DPC view and an SSB preview, in Debian's Chromium.
+// with the ADF preset, a clicked scan position's pattern, the DPC view, an SSB preview and a line profile drawn across
+// the virtual image, in Debian's Chromium.
 //
 //   TM_BIN=build/tensormorph node scripts/screenshot-stem.mjs
 import { join } from "node:path";
@@ -34,6 +35,16 @@ try {
   await page.evaluate(() => (document.getElementById("stem-ssb-c10").value = "200"));
   await page.locator("#stem-ssb-compute").click();
   await ready("#stem-ssb");
+  // A line profile across the virtual image (drag mode "line"), shown under it.
+  await page.selectOption("#stem-image-drag", "line");
+  await page.locator("#stem-image").scrollIntoViewIfNeeded();
+  const ib = await page.locator("#stem-image").boundingBox();
+  await page.mouse.move(ib.x + ib.width * 0.1, ib.y + ib.height * 0.2);
+  await page.mouse.down();
+  await page.mouse.move(ib.x + ib.width * 0.5, ib.y + ib.height * 0.5);
+  await page.mouse.move(ib.x + ib.width * 0.9, ib.y + ib.height * 0.8);
+  await page.mouse.up();
+  await page.waitForFunction(() => document.querySelector("#stem-line-profile")?.hidden === false, null, { timeout: 60_000 });
   await page.evaluate(() => window.scrollTo(0, 0));
   const out = join(ROOT, "docs", "images", "stem-acquisition.png");
   await page.screenshot({ path: out, fullPage: true });

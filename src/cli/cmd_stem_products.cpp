@@ -77,9 +77,15 @@ class LazyRuntime {
 // (mean-dp), or another grid (an FFT).
 ProductFigure product_figure(const ProductArgs& a, const Sourced* scan_step) {
   const std::string file = std::filesystem::path(a.load.path).filename().string();
-  ProductFigure f{std::string(product_name(a.kind)) + " OF " + file, ProductFigure::Grid::other, scan_step};
+  ProductFigure f{std::string(product_name(a.kind)) + " OF " + file, "", ProductFigure::Grid::other, scan_step};
   if (scan_step) f.grid = ProductFigure::Grid::scan;
   else if (a.kind == ProductKind::mean_dp) f.grid = ProductFigure::Grid::detector;
+  // The colour bar's units (docs/stem.md "Products"): counts summed in the detector, mean or max counts per pixel,
+  // centre-of-mass shifts in detector pixels; iDPC and FFT magnitudes have no physical unit here.
+  if (is_virtual_image(a.kind)) f.units = "COUNTS";
+  else if (a.kind == ProductKind::mean_dp) f.units = a.max ? "MAX COUNTS" : "MEAN COUNTS";
+  else if (a.kind == ProductKind::com || a.kind == ProductKind::dpc) f.units = "SHIFT (PX)";
+  else if (a.kind == ProductKind::idpc) f.units = "PX X SCAN STEPS";  // the shift integrated over the scan
   return f;
 }
 

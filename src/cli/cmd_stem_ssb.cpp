@@ -130,7 +130,7 @@ void run_ssb(const SsbArgs& a) {
   switch (output_format(a.load.out, kProductOutputs)) {
     case OutputFormat::png:
       write_product_png(a.load.out, "ssb", shape, result.phase, a.display, planner, report, placements,
-                        {"SSB PHASE (RAD) OF " + std::filesystem::path(a.load.path).filename().string(), ProductFigure::Grid::scan, &run.setup.scan_step_A});
+                        {"SSB PHASE OF " + std::filesystem::path(a.load.path).filename().string(), "PHASE (RAD)", ProductFigure::Grid::scan, &run.setup.scan_step_A});
       break;
     case OutputFormat::tiff:
       report["tiff"] = write_product_tiff(a.load.out, "ssb", "<f8", shape, result.phase.data(), &run.setup.scan_step_A);

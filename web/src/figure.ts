@@ -257,9 +257,9 @@ export function figureSvg(f: Figure): string {
   return out.join("\n");
 }
 
-/** "Save figure: PNG · SVG" links (ids `${id}-png`, `${id}-svg`) writing `${name}.png` / `.svg` of the figure
- *  `get()` returns at the moment of the click (null: nothing drawn yet, the links do nothing). */
-export function saveFigureLinks(id: string, name: string, get: () => Figure | null): HTMLElement {
+/** "save figure: PNG · SVG" links (ids `${id}-png`, `${id}-svg`; `label` names what is saved) writing `${name}.png`
+ *  / `.svg` of the figure `get()` returns at the moment of the click (null: nothing drawn yet, the links do nothing). */
+export function saveFigureLinks(id: string, name: string, get: () => Figure | null, label = "save figure"): HTMLElement {
   const png = document.createElement("a");
   const svg = document.createElement("a");
   png.id = `${id}-png`;
@@ -285,7 +285,7 @@ export function saveFigureLinks(id: string, name: string, get: () => Figure | nu
   const box = document.createElement("span");
   box.className = "save-figure";
   box.id = id;
-  box.append("save figure: ", png, " · ", svg);
+  box.append(`${label}: `, png, " · ", svg);
   return box;
 }
 

@@ -93,12 +93,12 @@ export class ProfilePlot {
   private figure: Figure | null = null;
 
   constructor(readonly id: string, private readonly cssW = 560, private readonly cssH = 180) {
-    this.canvas = el("canvas", { id: `${id}-canvas`, class: "profile-canvas", width: String(cssW), height: String(cssH) });
+    this.canvas = el("canvas", { id: `${id}-canvas`, class: "profile-canvas", width: String(cssW), height: String(cssH), style: `width: ${cssW}px; height: ${cssH}px` });
     this.frame = new FigureFrame(id);
     this.caption = el("p", { class: "status", id: `${id}-caption` });
     this.element = el("div", { class: "profile-plot", id, hidden: "" },
       el("div", { class: "figure-grid" }, this.frame.yAxis, this.canvas, this.frame.bar, el("span", {}), this.frame.xAxis),
-      this.caption, saveFigureLinks(`${id}-save`, id, () => this.figure));
+      this.caption, saveFigureLinks(`${id}-save`, id, () => this.figure, "save profile"));
   }
 
   show(p: ProfileData): void {

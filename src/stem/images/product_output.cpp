@@ -63,8 +63,9 @@ ProductPng write_product_png(const std::string& path, const std::string& product
     label_field_components(img);
     text.emplace_back("tensormorph:components", "u: top half of the cells, v: bottom half");
   }
+  const std::string bar = figure.units.empty() ? product : figure.units;  // the bar's title: its units, and the transform
   write_framed_png(path, img, text,
-                   img.params.transform == Transform::Linear ? product : product + " " + std::string(transform_name(img.params.transform)),
+                   img.params.transform == Transform::Linear ? bar : bar + " " + std::string(transform_name(img.params.transform)),
                    product_frame(figure, shape, img.cells_width, img.cells_height));
   return {{{"colormap", img.params.colormap->name}, {"transform", transform_name(img.params.transform)},
            {"limits", {img.params.limits.lo, img.params.limits.hi}}, {"histogram", img.histogram.counts}},

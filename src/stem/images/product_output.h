@@ -32,6 +32,7 @@ struct ProductPng {
 struct ProductFigure {
   enum class Grid { scan, detector, other };
   std::string title;
+  std::string units;  // what the colour bar measures ("COUNTS", "PX", "RAD"); empty: the product's name
   Grid grid = Grid::other;
   const Sourced* scan_step = nullptr;  // Å per scan step, when known
 };

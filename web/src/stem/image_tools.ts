@@ -37,7 +37,7 @@ export function lineSamples(a: [number, number], b: [number, number], rows: numb
 export class ImageTools {
   readonly select: HTMLSelectElement;
   readonly overlay: HTMLCanvasElement;
-  readonly plot = new ProfilePlot("stem-line-profile", 420, 160);
+  readonly plot = new ProfilePlot("stem-line-profile", 360, 150);
   /** The last line or region drawn, in scan-position coordinates, for tests. */
   readonly state: { line: [number, number, number, number] | null; region: [number, number, number, number] | null; samples: number[] } = { line: null, region: null, samples: [] };
   private start: [number, number] | null = null;
