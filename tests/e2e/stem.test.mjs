@@ -331,6 +331,17 @@ async function main() {
     await page.waitForFunction(() => window.tmStem.view.bin === 1 && document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 120_000 });
 
     step = "SSB preview";
+    // The sliders' ranges come from the calibration (the probe's geometric diameter reaching the scan's field).
+    const ranges = await page.evaluate(() => ({ text: document.getElementById("stem-ssb-ranges").textContent, max: Number(document.getElementById("stem-ssb-c10").max),
+      c12: Number(document.getElementById("stem-ssb-c12").max) }));
+    const wantC10 = await page.evaluate((c) => {
+      const stepA = c.scan_step.unit === "nm" ? c.scan_step.value * 10 : c.scan_step.value;
+      const raw = Math.min(50000, Math.max(1000, (Math.max(...window.tmStem.image.shape) * stepA) / (2 * c.semiangle.value * 1e-3)));
+      const p = 10 ** Math.floor(Math.log10(raw));
+      return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw);
+    }, cal);
+    check(/from the calibration/.test(ranges.text) && ranges.max === wantC10 && ranges.c12 === wantC10 / 2,
+      `the SSB sliders' ranges come from the calibration (|C10| ≤ ${ranges.max} Å, C12 ≤ ${ranges.c12} Å): "${ranges.text}"`);
     await page.evaluate(() => {
       for (const [id, v] of [["stem-ssb-c10", "500"], ["stem-ssb-c12", "100"], ["stem-ssb-phi12", "30"]]) document.getElementById(id).value = v;
     });

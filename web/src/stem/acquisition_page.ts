@@ -18,7 +18,7 @@ import { displayControls, showLimits } from "./display_controls";
 import { fieldPanel } from "./field_panel";
 import { drawGrid, drawScaleBar } from "./grid_draw";
 import { followReadiness } from "./readiness_events";
-import { ssbPanel } from "./ssb_panel";
+import { aberrationRanges, ssbPanel } from "./ssb_panel";
 import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
 import { ImageTools } from "./image_tools";
 import { ServerProgress } from "./server_progress";
@@ -262,7 +262,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   };
   let gpu: GpuMaskedSums | null = null;
   const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText);
-  const ssb = ssbPanel(path, scan, placementText);
+  const stepA = cal.scan_step?.value && cal.scan_step.value > 0 ? (cal.scan_step.unit === "nm" ? cal.scan_step.value * 10 : cal.scan_step.value) : undefined;
+  const ssb = ssbPanel(path, scan, placementText, aberrationRanges(scan, cal.semiangle?.value, stepA));
   (window as unknown as { tmStemFields: unknown }).tmStemFields = fields.state;
   (window as unknown as { tmStemSsb: unknown }).tmStemSsb = ssb.state;
 

@@ -32,7 +32,22 @@ export interface SsbState {
 
 const PX = 320;
 
-export function ssbPanel(path: string, scan: [number, number], placementText: (p: Placement[]) => string): { element: HTMLElement; state: SsbState } {
+/** The aberration sliders' ranges from the calibration: |C10| up to where the probe's geometric diameter (2 α C10)
+ *  equals the scan's field of view (beyond it the bright-field disk's parallax shifts leave the scan), as a 1-2-5
+ *  number of Å between 1000 and 50,000; C12 up to half of it; the steps a thousandth. Without the semi-angle or the
+ *  scan step, ±5000 Å, said so. */
+export function aberrationRanges(scan: [number, number], semiangleMrad?: number, scanStepA?: number): { c10: number; c12: number; why: string } {
+  if (!(semiangleMrad && semiangleMrad > 0 && scanStepA && scanStepA > 0))
+    return { c10: 5000, c12: 2000, why: "slider ranges ±5000 Å and 0–2000 Å (not from the calibration: the semi-angle or the scan step is unknown)" };
+  const field = Math.max(scan[0], scan[1]) * scanStepA;  // Å
+  const raw = Math.min(50000, Math.max(1000, field / (2 * semiangleMrad * 1e-3)));
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const c10 = ([1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw) ?? 10 * p);
+  return { c10, c12: c10 / 2, why: `slider ranges from the calibration: |C10| ≤ ${c10} Å, where the probe's geometric diameter 2αC10 reaches the scan's ${field.toPrecision(3)} Å field (α ${semiangleMrad} mrad; clamped to 1000–50000 Å); C12 ≤ ${c10 / 2} Å; a typed value beyond widens the range` };
+}
+
+export function ssbPanel(path: string, scan: [number, number], placementText: (p: Placement[]) => string,
+  ranges: { c10: number; c12: number; why: string } = aberrationRanges(scan)): { element: HTMLElement; state: SsbState } {
   const st: SsbState = { c10: 0, c12: 0, phi12: 0, phase: null, requests: 0, rotationDeg: null };
   // The fit and previews show their progress (frames, then the fit's evaluations) with a Cancel (server_progress.ts).
   const progress = new ServerProgress("stem-ssb-progress");
@@ -73,8 +88,8 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     });
     return { input, sync, set, value, element: el("label", {}, `${label} `, input, box) };
   };
-  const c10 = slider("stem-ssb-c10", "C10 (Å)", -5000, 5000, 10);
-  const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, 2000, 10);
+  const c10 = slider("stem-ssb-c10", "C10 (Å)", -ranges.c10, ranges.c10, ranges.c10 / 1000);
+  const c12 = slider("stem-ssb-c12", "C12 (Å)", 0, ranges.c12, ranges.c12 / 1000);
   const phi12 = slider("stem-ssb-phi12", "φ12 (°)", -90, 90, 1);
   const go = el("button", { type: "button", id: "stem-ssb-compute" }, "Compute");
   // Fit: the server fits C10, C12 and φ12 as `stem ssb --fit` does (GET …/ssb?fit=1) and the controls take its values.
@@ -83,7 +98,8 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
   const npy = el("a", { id: "stem-ssb-npy", download: "ssb-phase.npy" }, "phase .npy");
   const display = displayControls("stem-ssb", { transform: "linear", colormap: "gray", limits: "robust" }, () => draw());
   const element = el("section", { class: "stem-ssb-panel" }, el("h3", {}, "SSB preview"),
-    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, fitButton, npy, display.element), progress.element, canvas, caption);
+    el("div", { class: "toolbar" }, c10.element, c12.element, phi12.element, go, fitButton, npy, display.element),
+    el("p", { class: "hint", id: "stem-ssb-ranges" }, ranges.why), progress.element, canvas, caption);
   const shared = window as unknown as { tmStemProgress?: Record<string, ServerProgress> };
   shared.tmStemProgress = { ...shared.tmStemProgress, ssb: progress };
 
