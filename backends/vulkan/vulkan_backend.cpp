@@ -81,9 +81,10 @@ const KernelEntry kKernels[] = {
     // another order than FFTW's: within 2e-4 rad of the CPU's phase (deterministic, not bit-identical).
     {TM_OP_STEM_SSB_OVERLAP, uint64_t{1} << TM_SSB_QUADRATIC, kStatsFeatures, 2 * kDefaultChunkBytes, run_stem_ssb_overlap,
      TM_PRECISION_BOUNDED, 2e-4},
-    // Level-0 pyramid tiles: the dtypes whose every method a pyramid asks for has a shader here (8-bit patterns,
-    // and the widened method); f32, bf16 and f16 (segment lanes, 16-bit patterns) run on the CPU.
-    {TM_OP_LOD_TILE_STATS, bit(TM_DTYPE_F8_E4M3FN) | bit(TM_DTYPE_F8_E5M2) | kIntDtypes, kStatsFeatures, 0, run_tile_stats},
+    // Level-0 pyramid tiles: every method for every dtype above (the widened method, 8- and 16-bit patterns, the
+    // segment lanes of f32, bf16 and f16), bit-identical to the CPU.
+    {TM_OP_LOD_TILE_STATS, bit(TM_DTYPE_F32) | bit(TM_DTYPE_BF16) | bit(TM_DTYPE_F16) | bit(TM_DTYPE_F8_E4M3FN) | bit(TM_DTYPE_F8_E5M2) | kIntDtypes,
+     kStatsFeatures, 0, run_tile_stats},
 };
 constexpr uint32_t kKernelCount = sizeof kKernels / sizeof kKernels[0];
 

@@ -1,7 +1,8 @@
 // Parity of the Vulkan lod.tile_stats kernel with the CPU reference (op_contracts.h: TM_OP_LOD_TILE_STATS),
 // through the real plugin on the real driver (Mesa lavapipe in CI): every tile record byte for byte and the
 // pattern counts, for every dtype the kernel takes and every method a pyramid asks of it, over salted data
-// (NaN, +-Inf, +-0, subnormals), data whose mean dwarfs its spread, short edge tiles, one-row bands, and
+// (NaN, +-Inf, +-0, subnormals), data whose mean dwarfs its spread, 16-bit floats whose first value lies far from
+// the rest (the pattern scan's second pass), short edge tiles, one-row bands, and
 // launches split by small chunks (the host gathers the tiles' columns); then whole pyramids placed on Vulkan
 // against the CPU's, and the dtypes Vulkan does not take placed on the CPU with the reason.
 #include "vulkan_fixture.h"
@@ -22,9 +23,23 @@ struct Band {
 // tiles (a vector), a band shorter than its tiles, and a single element.
 const Band kBands[] = {{256, 700, 256}, {1, 70001, 65536}, {3, 20000, 8192}, {1, 1, 65536}, {17, 300, 2048}};
 
+// 16-bit floats near 1000 (16 neighbouring patterns) whose every tile's first value is -1000: the shift of the
+// pattern scan lies far from the tile's mean, so its sums cancel and it sums again about the mean.
+std::vector<uint8_t> far_shift_data(DType dt, const Band& b, uint64_t seed) {
+  const uint16_t near = dt == DType::F16 ? 0x63D0 : 0x447A, far = near | 0x8000;  // 1000, -1000
+  std::vector<uint8_t> raw(b.rows * b.cols * 2);
+  for (uint64_t i = 0; i < b.rows * b.cols; ++i) {
+    const bool first_of_tile = i < b.cols && i % b.tile_cols == 0;
+    const uint16_t v = first_of_tile ? far : static_cast<uint16_t>(near + (i * 2654435761u + seed) % 16);
+    std::memcpy(raw.data() + 2 * i, &v, 2);
+  }
+  return raw;
+}
+
 std::vector<uint32_t> methods_of(DType dt) {
   std::vector<uint32_t> m = {TM_TILE_WIDENED};
   if (tile_stats_method_takes(TM_TILE_PATTERNS, static_cast<uint32_t>(dt))) m.push_back(TM_TILE_PATTERNS);
+  if (tile_stats_method_takes(TM_TILE_SEGMENTS, static_cast<uint32_t>(dt))) m.push_back(TM_TILE_SEGMENTS);
   return m;
 }
 
@@ -36,9 +51,12 @@ TEST_F(VulkanParity, TileStatsBitIdenticalForEveryDtypeBandAndMethod) {
     for (DType dt : dtypes) {
       for (const Band& b : kBands) {
         for (uint32_t method : methods_of(dt)) {
-          for (int variant = 0; variant < 2; ++variant) {
+          for (int variant = 0; variant < 3; ++variant) {
+            if (variant == 2 && dt != DType::BF16 && dt != DType::F16) continue;
             const uint64_t n = b.rows * b.cols, seed = n * 13 + b.tile_cols + variant;
-            const auto data = variant == 0 ? test::salted_data(dt, n, seed) : offset_data(dt, n, seed);
+            const auto data = variant == 0   ? test::salted_data(dt, n, seed)
+                              : variant == 1 ? offset_data(dt, n, seed)
+                                             : far_shift_data(dt, b, seed);
             const uint64_t tiles = (b.cols + b.tile_cols - 1) / b.tile_cols;
             const size_t patterns = method == TM_TILE_PATTERNS ? size_t{1} << (8 * dtype_size(dt)) : 0;
             std::vector<uint64_t> vp(patterns, 0), cp(patterns, 0);
@@ -95,10 +113,9 @@ TEST_F(VulkanParity, TileStatsPyramidsPlacedOnVulkanEqualTheCpus) {
 }
 
 TEST_F(VulkanParity, TileStatsOfDtypesWithoutAVulkanKernelArePlacedOnTheCpuWithTheReason) {
-  // f32, bf16 and f16 ask for the segment lanes or the 16-bit pattern scan, which have no shader: a big tensor
-  // (past the plugin-opening threshold) is placed on the CPU, the Vulkan rejection named; --backend vulkan
-  // refuses.
-  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+  // f64, i64 and u64 have no Vulkan kernel (as for every Vulkan op): a big tensor (past the plugin-opening
+  // threshold) is placed on the CPU, the Vulkan rejection named; --backend vulkan refuses.
+  for (DType dt : {DType::F64, DType::I64, DType::U64}) {
     const uint64_t n = uint64_t{64} << 20;
     const PlacedTileStats placed(Planner(*registry_, costs_, Constraints{}), dt, n, 0, 1);
     EXPECT_EQ(placed.placement().backend, "cpu") << dtype_name(dt);

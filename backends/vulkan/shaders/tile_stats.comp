@@ -8,6 +8,7 @@
 //  - METHOD 0 (TM_TILE_PATTERNS, 8-bit dtypes): the tile's 256 patterns counted (shared atomics, exact), then
 //    invocation 0 scans them in pattern order as the CPU's table scan does, and adds them to the totals.
 // Accumulators are `precise`: no fused multiply-add, no reassociation. Order buckets are counted exactly.
+// TM_TILE_SEGMENTS is tile_segments.comp, the 16-bit pattern scan tile_patterns16.comp.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 
@@ -18,16 +19,6 @@ layout(constant_id = 2) const uint METHOD = 2u;
 
 layout(std430, binding = 0) readonly buffer Input { uint words[]; };
 
-struct Tile {  // tm_tile_stats_v1: 4 counts, 5 float64 values, 256 bucket counts
-  uint64_t count, nan_count, inf_count, zero_count;
-  double min_v, max_v, abs_max, sum, m2;
-  uint buckets[256];
-};
-layout(std430, binding = 1) buffer Output {
-  uint totals[256];  // METHOD 0: the launch's count of every pattern (zeroed by the host first)
-  Tile tiles[];
-};
-
 layout(push_constant) uniform Push {
   uint rows;       // rows of the launch's band
   uint cols;       // its columns (whole tiles, the last one possibly short)
@@ -36,36 +27,18 @@ layout(push_constant) uniform Push {
 } pc;
 
 #include "elements.glsl"
+#include "tile_record.glsl"
+
+layout(std430, binding = 1) buffer Output {
+  uint totals[256];  // METHOD 0: the launch's count of every pattern (zeroed by the host first)
+  Tile tiles[];
+};
 
 const uint LANES = 8u;
 
 shared uint s_buckets[256];
 shared double s_sum[LANES], s_sq[LANES], s_lo[LANES], s_hi[LANES], s_am[LANES];
 shared uint s_fin[LANES], s_nan[LANES], s_zero[LANES];
-
-double inf() { return uint64BitsToDouble(0x7FF0000000000000ul); }
-
-// The top 8 bits of the order key of a stored pattern (op_contracts.h).
-uint order_bucket(uint b) {
-  const uint bits = WIDTH * 8u;
-  const uint sign = 1u << (bits - 1u);
-  const uint mask = bits == 32u ? 0xFFFFFFFFu : (1u << bits) - 1u;
-  uint key;
-  if (dtype_is_float(DTYPE)) key = (b & sign) != 0u ? (~b & mask) : (b | sign);
-  else if (DTYPE == DT_I8 || DTYPE == DT_I16 || DTYPE == DT_I32) key = b ^ sign;
-  else key = b;
-  return key >> (bits - 8u);
-}
-
-// The value of a pattern and its class (0 finite, 1 NaN, 2 +-Inf); integers and bool are finite.
-double pattern_value(uint b, out uint cls) {
-  if (dtype_is_float(DTYPE)) {
-    cls = float_class(DTYPE, b);
-    return cls == 0u ? float_to_double(DTYPE, b) : 0.0lf;
-  }
-  cls = 0u;
-  return double(int_value(DTYPE, b));
-}
 
 void write_buckets(uint tile, uint lane) {
   for (uint k = lane; k < 256u; k += LANES) tiles[tile].buckets[k] = s_buckets[k];
