@@ -2,7 +2,7 @@
 // through the real plugin on the real driver (Mesa lavapipe in CI): every tile record byte for byte and the
 // pattern counts, for every dtype the kernel takes and every method a pyramid asks of it, over salted data
 // (NaN, +-Inf, +-0, subnormals), data whose mean dwarfs its spread, 16-bit floats whose first value lies far from
-// the rest (the pattern scan's second pass), short edge tiles, one-row bands, and
+// the rest (the pattern scan's second pass), first rows finite only at a tile's end, short edge tiles, one-row bands, and
 // launches split by small chunks (the host gathers the tiles' columns); then whole pyramids placed on Vulkan
 // against the CPU's, and the dtypes Vulkan does not take placed on the CPU with the reason.
 #include "vulkan_fixture.h"
@@ -36,6 +36,16 @@ std::vector<uint8_t> far_shift_data(DType dt, const Band& b, uint64_t seed) {
   return raw;
 }
 
+// Salted data whose first row holds no finite float before each tile's last column (all-ones patterns: NaN in
+// every float format, finite integers): a tile's shift is found at the end of a row of up to 65,536 elements.
+std::vector<uint8_t> late_finite_data(DType dt, const Band& b, uint64_t seed) {
+  std::vector<uint8_t> raw = test::salted_data(dt, b.rows * b.cols, seed);
+  const size_t w = dtype_size(dt);
+  for (uint64_t c = 0; c < b.cols; ++c)
+    if ((c + 1) % b.tile_cols != 0 && c + 1 != b.cols) std::memset(raw.data() + c * w, 0xFF, w);
+  return raw;
+}
+
 std::vector<uint32_t> methods_of(DType dt) {
   std::vector<uint32_t> m = {TM_TILE_WIDENED};
   if (tile_stats_method_takes(TM_TILE_PATTERNS, static_cast<uint32_t>(dt))) m.push_back(TM_TILE_PATTERNS);
@@ -51,12 +61,13 @@ TEST_F(VulkanParity, TileStatsBitIdenticalForEveryDtypeBandAndMethod) {
     for (DType dt : dtypes) {
       for (const Band& b : kBands) {
         for (uint32_t method : methods_of(dt)) {
-          for (int variant = 0; variant < 3; ++variant) {
+          for (int variant = 0; variant < 4; ++variant) {
             if (variant == 2 && dt != DType::BF16 && dt != DType::F16) continue;
             const uint64_t n = b.rows * b.cols, seed = n * 13 + b.tile_cols + variant;
             const auto data = variant == 0   ? test::salted_data(dt, n, seed)
                               : variant == 1 ? offset_data(dt, n, seed)
-                                             : far_shift_data(dt, b, seed);
+                              : variant == 2 ? far_shift_data(dt, b, seed)
+                                             : late_finite_data(dt, b, seed);
             const uint64_t tiles = (b.cols + b.tile_cols - 1) / b.tile_cols;
             const size_t patterns = method == TM_TILE_PATTERNS ? size_t{1} << (8 * dtype_size(dt)) : 0;
             std::vector<uint64_t> vp(patterns, 0), cp(patterns, 0);

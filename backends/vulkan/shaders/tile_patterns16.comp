@@ -111,15 +111,7 @@ void main() {
     s_nan = 0u, s_inf = 0u;
     // The shift: the tile's first finite value of its first row (0 when that row has none).
     s_shift = 0.0lf;
-    // Sixteen elements an iteration: lavapipe ends a shader's loops after 65,535 iterations in all.
-    uint first = w;
-#define TM_FIRST_FINITE(i) if (first == w && (i) < w && (load_bits(c0 + (i)) & 0x7FFFu) < exp_mask) first = (i);
-    for (uint i = 0u; i < w && first == w; i += 16u) {
-      TM_FIRST_FINITE(i) TM_FIRST_FINITE(i + 1u) TM_FIRST_FINITE(i + 2u) TM_FIRST_FINITE(i + 3u)
-      TM_FIRST_FINITE(i + 4u) TM_FIRST_FINITE(i + 5u) TM_FIRST_FINITE(i + 6u) TM_FIRST_FINITE(i + 7u)
-      TM_FIRST_FINITE(i + 8u) TM_FIRST_FINITE(i + 9u) TM_FIRST_FINITE(i + 10u) TM_FIRST_FINITE(i + 11u)
-      TM_FIRST_FINITE(i + 12u) TM_FIRST_FINITE(i + 13u) TM_FIRST_FINITE(i + 14u) TM_FIRST_FINITE(i + 15u)
-    }
+    const uint first = first_finite(c0, w);
     if (first < w) s_shift = value16(load_bits(c0 + first));
   }
   memoryBarrierBuffer();

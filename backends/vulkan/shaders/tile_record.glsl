@@ -33,3 +33,25 @@ double pattern_value(uint b, out uint cls) {
   cls = 0u;
   return double(int_value(DTYPE, b));
 }
+
+bool finite_at(uint i) {
+  uint cls;
+  pattern_value(load_bits(i), cls);
+  return cls == 0u;
+}
+
+// The position of the first finite one of the w elements from element c0 on (w when none). Sixteen elements an
+// iteration: lavapipe ends a shader's loops after 65,535 iterations in all, and a tile's row may hold 65,536.
+uint first_finite(uint c0, uint w) {
+  uint first = w;
+#define TM_FIRST_FINITE(k) \
+  if (first == w && i + (k) < w && finite_at(c0 + i + (k))) first = i + (k);
+  for (uint i = 0u; i < w && first == w; i += 16u) {
+    TM_FIRST_FINITE(0u) TM_FIRST_FINITE(1u) TM_FIRST_FINITE(2u) TM_FIRST_FINITE(3u)
+    TM_FIRST_FINITE(4u) TM_FIRST_FINITE(5u) TM_FIRST_FINITE(6u) TM_FIRST_FINITE(7u)
+    TM_FIRST_FINITE(8u) TM_FIRST_FINITE(9u) TM_FIRST_FINITE(10u) TM_FIRST_FINITE(11u)
+    TM_FIRST_FINITE(12u) TM_FIRST_FINITE(13u) TM_FIRST_FINITE(14u) TM_FIRST_FINITE(15u)
+  }
+#undef TM_FIRST_FINITE
+  return first;
+}

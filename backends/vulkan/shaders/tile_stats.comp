@@ -154,15 +154,9 @@ void patterns(uint tile, uint c0, uint w, uint lane) {
     if (s_count[k] != 0u) atomicAdd(totals[k], s_count[k]);
   if (lane == 0u) {
     // The shift: the first finite value of the tile's first row (0 when it has none).
-    double shift = 0.0lf;
-    for (uint i = 0u; i < w; ++i) {
-      uint cls;
-      const double v = pattern_value(load_bits(c0 + i), cls);
-      if (cls == 0u) {
-        shift = v;
-        break;
-      }
-    }
+    const uint first = first_finite(c0, w);
+    uint first_cls;
+    const double shift = first < w ? pattern_value(load_bits(c0 + first), first_cls) : 0.0lf;
     uint64_t nans = 0ul, infs = 0ul, zeros = 0ul;
     precise double am = 0.0lf;
     uint min_key = 256u, max_key = 0u, min_p = 0u, max_p = 0u;
