@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -18,6 +19,7 @@
 #include "core/name_suggestions.h"
 #include "display/colormap.h"
 #include "display/transform.h"
+#include "render/tensors/view_params.h"
 #include "documents.h"
 #include "interrupt.h"
 #include "json_to_python.h"
@@ -86,17 +88,27 @@ py::array read_method(const PyCheckpoint& self, const std::string& name, bool ra
   return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")}, request);
 }
 
+// A Python int for a declared count: its type checked here, its range by the declaration (the message every face
+// gives: "level: expected an integer from 0 to 63, got '64'").
+uint64_t declared_count(const ParamSpec& spec, const py::handle& value) {
+  long long v = -1;
+  try {
+    v = integer_argument(value, "", 0, std::numeric_limits<long long>::max());
+  } catch (const Error&) {
+    refuse(spec, Face::Python, py::str(value).cast<std::string>());
+  }
+  return check_count(spec, Face::Python, static_cast<uint64_t>(v));
+}
+
 // Checkpoint.render: (RGBA uint8 [height, width, 4], report).
 py::object render_method(const PyCheckpoint& self, const std::string& name, const py::object& level, const py::object& tile,
                          uint64_t slice, const std::string& view, const std::string& stat, const std::string& transform,
                          double log_floor, const std::string& colormap, const py::object& limits, const py::object& backend,
                          const py::object& prefer, const py::object& never, const py::object& allow_approx,
                          const py::object& threads, const py::object& progress) {
+  const OperationSchema& op = tensor_render_params();
   TensorRenderRequest render;
-  if (!level.is_none()) {
-    const long long l = integer_argument(level, "level", 0, 63);
-    render.source.level = static_cast<int>(l);
-  }
+  if (!level.is_none()) render.source.level = static_cast<int>(declared_count(op.at("level"), level));
   if (!tile.is_none()) {
     if (level.is_none()) throw Error(ErrorKind::InvalidArgument, "tile: give level= too (the tile is one of that level)");
     const auto xy = integer_pair_argument(tile, "tile", "(x, y)", 0, std::numeric_limits<long long>::max());
@@ -104,15 +116,14 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
   }
   render.source.slice = slice;
   render.source.view = view;
-  render.stat = parse_cell_stat(stat);
-  render.display.transform = parse_transform(transform);
-  if (!(log_floor > 0) || !std::isfinite(log_floor))
-    throw Error(ErrorKind::InvalidArgument, "log_floor: must be a finite number > 0");
-  render.display.log_floor = log_floor;
+  render.stat = parse_cell_stat(parse_choice(op.at("stat"), Face::Python, stat));
+  render.display.transform = parse_transform(parse_choice(op.at("transform"), Face::Python, transform));
+  render.display.log_floor = check_number(op.at("log_floor"), Face::Python, log_floor);
   if (!limits.is_none()) {
     const auto lh = number_pair_argument(limits, "limits", "(lo, hi)");
-    if (!(lh[0] <= lh[1])) throw Error(ErrorKind::InvalidArgument, "limits: LO must not be above HI");
-    render.display.lo = lh[0], render.display.hi = lh[1];
+    if (!std::isfinite(lh[0]) || !std::isfinite(lh[1]))  // the pair as the other faces show it: "0,inf"
+      refuse(op.at("limits"), Face::Python, number_text(lh[0]) + "," + number_text(lh[1]));
+    std::tie(render.display.lo, render.display.hi) = check_limits(Face::Python, lh[0], lh[1]);
   }
   if (!colormap.empty()) tmorph::colormap(colormap);  // throws InvalidArgument naming the known maps
   render.colormap = colormap;
@@ -129,6 +140,7 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
 py::object tile_method(const PyCheckpoint& self, const std::string& name, unsigned level, uint64_t x, uint64_t y, uint64_t slice,
                        const py::object& backend, const py::object& prefer, const py::object& never,
                        const py::object& allow_approx, const py::object& progress) {
+  check_count(tensor_tile_params().at("level"), Face::Python, level);
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
   Interruptible call(progress);
   return to_python(call.run_indexing(

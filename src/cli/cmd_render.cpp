@@ -15,9 +15,11 @@
 #include "render/tensors/cell_source.h"
 #include "render/tensors/overview.h"
 #include "cli/compute_flags.h"
+#include "cli/declared_flags.h"
 #include "render/cell_image.h"
 #include "render/colour_bar_ticks.h"
 #include "render/tensors/tensor_render.h"
+#include "render/tensors/view_params.h"
 #include "tensormorph/error.h"
 
 namespace tmorph::cli {
@@ -35,29 +37,20 @@ struct RenderArgs {
   ComputeFlags compute;
 };
 
-// "X,Y" -> two non-negative integers; `what` names the flag in errors.
-std::pair<uint64_t, uint64_t> parse_two(const std::string& text, const char* what) {
-  const size_t comma = text.find(',');
-  try {
-    size_t used = 0;
-    if (comma == std::string::npos) throw std::invalid_argument("");
-    const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
-    if (a.empty() || b.empty() || a[0] == '-' || b[0] == '-') throw std::invalid_argument("");
-    const uint64_t x = std::stoull(a, &used);
-    if (used != a.size()) throw std::invalid_argument("");
-    const uint64_t y = std::stoull(b, &used);
-    if (used != b.size()) throw std::invalid_argument("");
-    return {x, y};
-  } catch (const std::logic_error&) {
-    throw Error(ErrorKind::InvalidArgument, std::string(what) + " " + text + ": expected two numbers A,B");
-  }
+// --tile X,Y (checked against the declaration when parsed: tensor_render_params) as (column, row).
+std::pair<uint64_t, uint64_t> tile_flag(const std::string& text) {
+  const std::vector<uint64_t> xy = parse_counts(tensor_render_params().at("tile"), Face::Cli, text);
+  return {xy[0], xy[1]};
 }
 
 DisplayRequest display_request(const RenderArgs& a) {
   DisplayRequest display;
   display.transform = parse_transform(a.transform);
   display.log_floor = a.log_floor;
-  if (!a.limits.empty()) std::tie(display.lo, display.hi) = parse_limits(a.limits);
+  if (!a.limits.empty()) {
+    const std::vector<double> lh = parse_numbers(tensor_render_params().at("limits"), Face::Cli, a.limits);
+    std::tie(display.lo, display.hi) = check_limits(Face::Cli, lh[0], lh[1]);
+  }
   display.colormap = a.colormap;  // empty: chosen from the values drawn
   return display;
 }
@@ -114,7 +107,7 @@ void run_render(const RenderArgs& a) {
   TensorRenderRequest req;
   req.source.level = a.level;
   req.source.slice = a.slice;
-  if (!a.tile.empty()) req.source.tile = parse_two(a.tile, "--tile");
+  if (!a.tile.empty()) req.source.tile = tile_flag(a.tile);
   req.source.view = a.view;
   req.stat = parse_cell_stat(a.stat);
   req.display = display_request(a);
@@ -151,7 +144,7 @@ void run_tile(const TileArgs& a) {
   auto index = open_index(a.path, a.index_path);
   const size_t i = index->checkpoint().position(a.tensor, a.path);
   fill_index(*index, *rt, {i}, a.json);
-  const auto [tx, ty] = parse_two(a.tile, "--tile");
+  const auto [tx, ty] = tile_flag(a.tile);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
   const nlohmann::json j = tile_document(*index, i, a.level, a.slice, tx, ty);
   if (a.json) {
@@ -203,6 +196,7 @@ void add_render_commands(CLI::App& app) {
   cmd->add_flag("--json", r->json, "print what was drawn as JSON");
   add_index_option(cmd, r->index_path);
   r->compute.add_to(cmd);
+  validate_declared_flags(cmd, tensor_render_params());
   cmd->callback([r] { run_render(*r); });
 
   auto t = std::make_shared<TileArgs>();
@@ -215,6 +209,7 @@ void add_render_commands(CLI::App& app) {
   tile->add_flag("--json", t->json, "print JSON");
   add_index_option(tile, t->index_path);
   t->compute.add_to(tile);
+  validate_declared_flags(tile, tensor_tile_params());
   tile->callback([t] { run_tile(*t); });
 }
 

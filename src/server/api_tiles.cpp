@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <cstdio>
+#include <tuple>
 
 #include "display/colormap.h"
 #include "render/cell_image.h"
@@ -12,6 +13,8 @@
 #include "render/tensors/profile.h"
 #include "image/png_encoder.h"
 #include "render/tensors/tensor_render.h"
+#include "render/tensors/view_params.h"
+#include "server/declared_query.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "tensormorph/error.h"
@@ -36,36 +39,19 @@ void check_position(const PyramidLayout& l, uint64_t level, uint64_t slice, std:
     throw HttpError(400, "parameter 'y': level " + std::to_string(level) + " has " + std::to_string(g.rows) + " tile row(s)");
 }
 
-uint64_t required(const httplib::Request& req, const char* name) {
-  const auto v = uint_param(req, name);
+uint64_t required(const DeclaredQuery& q, const char* name) {
+  const auto v = q.count(name);
   if (!v) throw HttpError(400, std::string("parameter '") + name + "' is required");
   return *v;
 }
 
-std::string format_param(const httplib::Request& req, const char* fallback) {
-  const std::string f = text_param(req, "format").value_or(fallback);
-  if (f != "binary" && f != "json" && f != "png")
-    throw HttpError(400, "parameter 'format': expected " + std::string(fallback) + " or json, got '" + f + "'");
-  return f;
-}
-
-// Runs a parser of the display code, renaming its error after the query parameter.
-template <class F>
-auto with_param(const char* name, F&& parse) {
-  try {
-    return parse();
-  } catch (const Error& e) {
-    throw HttpError(400, std::string("parameter '") + name + "': " + e.what());
-  }
-}
-
 // GET /api/tiles/{ckpt}/{name}?level=&x=&y=[&slice=][&format=binary|json]
 void get_tile(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const DeclaredQuery query(req, tensor_tile_params());
   const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
-  const uint64_t level = required(req, "level"), x = required(req, "x"), y = required(req, "y");
-  const uint64_t slice = uint_param(req, "slice").value_or(0);
-  const std::string format = format_param(req, "binary");
-  if (format == "png") throw HttpError(400, "parameter 'format': expected binary or json, got 'png'");
+  const uint64_t level = required(query, "level"), x = required(query, "x"), y = required(query, "y");
+  const uint64_t slice = query.count("slice").value_or(0);
+  const std::string format = query.choice("format").value_or("binary");
   std::unique_lock<std::mutex> lock(ref.checkpoint.mutex);
   const CheckpointIndex& index = *ref.checkpoint.index;
   const auto info = stored_pyramid(index, ref.tensor);
@@ -96,13 +82,13 @@ struct CellsQuery {
   CellStat stat = CellStat::Mean;
 };
 
-CellsQuery cells_query(const httplib::Request& req) {
+CellsQuery cells_query(const DeclaredQuery& query) {
   CellsQuery q;
-  q.level = uint_param(req, "level"), q.x = uint_param(req, "x"), q.y = uint_param(req, "y");
-  q.slice = uint_param(req, "slice").value_or(0);
+  q.level = query.count("level"), q.x = query.count("x"), q.y = query.count("y");
+  q.slice = query.count("slice").value_or(0);
   if (q.x.has_value() != q.y.has_value()) throw HttpError(400, std::string("parameter '") + (q.x ? "y" : "x") + "' is required with the other");
   if (q.x && !q.level) throw HttpError(400, "parameter 'level' is required with x and y");
-  q.stat = with_param("stat", [&] { return parse_cell_stat(text_param(req, "stat").value_or("mean")); });
+  q.stat = parse_cell_stat(query.choice("stat").value_or("mean"));
   return q;
 }
 
@@ -128,8 +114,8 @@ CellSource compute_cells(const TensorRef& ref, const CellsQuery& q, const Planne
 
 // GET /api/cells/{ckpt}/{name}?[level=&[x=&y=]][&slice=][&stat=] : the values a render would colour.
 void get_cells(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const CellsQuery q = cells_query(DeclaredQuery(req, tensor_cells_params()));
   const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
-  const CellsQuery q = cells_query(req);
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
   CellSource src;
@@ -154,28 +140,25 @@ void get_cells(ServerState& state, const httplib::Request& req, httplib::Respons
 
 // GET /api/render/{ckpt}/{name}.png?level=&x=&y=&slice=&stat=&transform=&colormap=&limits=&log_floor=&format=png|json
 void get_render(ServerState& state, const httplib::Request& req, httplib::Response& res) {
-  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
-  const CheckpointTensor& t = ref.info();
-  const CellsQuery q = cells_query(req);
-  const std::string format = format_param(req, "png");
-  if (format == "binary") throw HttpError(400, "parameter 'format': expected png or json, got 'binary'");
+  const DeclaredQuery query(req, tensor_render_params());
+  const CellsQuery q = cells_query(query);
+  const std::string format = query.choice("format").value_or("png");
   TensorRenderRequest request;
   request.stat = q.stat;
-  request.colormap = text_param(req, "colormap").value_or("");
-  if (!request.colormap.empty()) with_param("colormap", [&] { return &tmorph::colormap(request.colormap); });
+  request.colormap = query.text("colormap").value_or("");
+  if (!request.colormap.empty()) {
+    try {
+      tmorph::colormap(request.colormap);
+    } catch (const Error& e) {
+      throw HttpError(400, std::string("parameter 'colormap': ") + e.what());
+    }
+  }
   DisplayRequest& display = request.display;
-  display.transform = with_param("transform", [&] { return parse_transform(text_param(req, "transform").value_or("linear")); });
-  if (const auto f = text_param(req, "log_floor")) {
-    display.log_floor = parse_double(*f, "log_floor");
-    if (!(display.log_floor > 0)) throw HttpError(400, "parameter 'log_floor': must be > 0");
-  }
-  if (const auto limits = text_param(req, "limits")) {
-    const size_t comma = limits->find(',');
-    if (comma == std::string::npos) throw HttpError(400, "parameter 'limits': expected LO,HI, got '" + *limits + "'");
-    display.lo = parse_double(limits->substr(0, comma), "limits");
-    display.hi = parse_double(limits->substr(comma + 1), "limits");
-    if (*display.lo > *display.hi) throw HttpError(400, "parameter 'limits': LO is above HI");
-  }
+  display.transform = parse_transform(query.choice("transform").value_or("linear"));
+  if (const auto f = query.number("log_floor")) display.log_floor = *f;
+  if (const auto limits = query.numbers("limits")) std::tie(display.lo, display.hi) = check_limits(Face::Http, (*limits)[0], (*limits)[1]);
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
+  const CheckpointTensor& t = ref.info();
 
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
@@ -203,11 +186,10 @@ void get_render(ServerState& state, const httplib::Request& req, httplib::Respon
 // tiles of largest abs max (default 8, at most 256) and up to M NaN and M Inf positions (default 16, at most 1024),
 // from the pyramid, each resolved by reading its tile's values (outliers.h).
 void get_outliers(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  const DeclaredQuery query(req, tensor_outliers_params());
+  const uint64_t top = query.count("top").value_or(8);
+  const uint64_t nonfinite = query.count("nonfinite").value_or(16);
   const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
-  const uint64_t top = uint_param(req, "top").value_or(8);
-  const uint64_t nonfinite = uint_param(req, "nonfinite").value_or(16);
-  if (top > 256) throw HttpError(400, "parameter 'top': at most 256, got " + std::to_string(top));
-  if (nonfinite > 1024) throw HttpError(400, "parameter 'nonfinite': at most 1024, got " + std::to_string(nonfinite));
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
   OutlierList list;
@@ -225,10 +207,11 @@ void get_outliers(ServerState& state, const httplib::Request& req, httplib::Resp
 // little-endian float64 (NaN and ±Inf as they are), with X-Tensormorph-Profile "row,R" or "col,C",
 // X-Tensormorph-View "slices,rows,cols" and X-Tensormorph-Slice.
 void get_profile(ServerState& state, const httplib::Request& req, httplib::Response& res) {
-  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
-  const auto row = uint_param(req, "row"), col = uint_param(req, "col");
+  const DeclaredQuery query(req, tensor_profile_params());
+  const auto row = query.count("row"), col = query.count("col");
   if (row.has_value() == col.has_value()) throw HttpError(400, "give exactly one of the parameters 'row' and 'col'");
-  const uint64_t slice = uint_param(req, "slice").value_or(0);
+  const uint64_t slice = query.count("slice").value_or(0);
+  const TensorRef ref = find_tensor(state, req.matches[1], req.matches[2]);
   const auto rt = state.compute.current();
   const Planner planner = rt->planner();
   TensorProfile p;

@@ -194,13 +194,16 @@ class RenderTest(unittest.TestCase):
             (["tile", self.ckpt, "w", "--level", "0", "--tile", "4,0"], "level 0 has 4 x 3 tiles"),
             (["tile", self.ckpt, "w", "--level", "9", "--tile", "0,0"], "levels 0..2"),
             (["tile", self.ckpt, "experts", "--level", "0", "--tile", "0,0", "--slice", "3"], "3 slice(s)"),
-            (["tile", self.ckpt, "w", "--level", "0", "--tile", "0"], "expected two numbers"),
+            (["tile", self.ckpt, "w", "--level", "0", "--tile", "0"], "--tile: expected X,Y (2 unsigned integers), got '0'"),
             (["tile", self.ckpt, "nope", "--level", "0", "--tile", "0,0"], "no tensor named 'nope'"),
-            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--stat", "median"], "--stat median"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--stat", "median"], "--stat: expected mean, min, max, abs_max, std or envelope, got 'median'"),
             (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--colormap", "jet"], "jet"),
             (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--view", "3,0"], "--view 3,0"),
             (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--tile", "0,0"], "--tile needs --level"),
-            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--limits", "1"], "--limits 1"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--limits", "1"], "--limits: expected LO,HI (2 numbers, each finite, data units), got '1'"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--limits", "2,1"], "--limits: LO 2 is above HI 1"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--log-floor", "0"], "--log-floor: expected a number > 0"),
+            (["render", self.ckpt, "w", "-o", os.path.join(self.tmp, "x.png"), "--level", "0x1"], "--level: expected an integer from 0 to 63, got '0x1'"),
         ]:
             with self.subTest(args=args):
                 r = self.tm(*args)

@@ -133,6 +133,66 @@ def test_a_bad_value_gets_the_same_refusal_in_every_face(world, case):
     assert len({detail(m) for m in messages}) == 1, messages  # one verdict, one text
 
 
+# The tensor views (render/tensors/view_params.cpp): (case, parameter, CLI args, HTTP path, Python call or None).
+# {S}: the served checkpoint; {OUT}: an output path.
+RENDER = ["render", "{S}", "w", "-o", "{OUT}.png"]
+TENSOR_CASES = [
+    ("render level 64", "level", RENDER + ["--level", "64"], "/api/render/0/w.png?level=64", lambda c: c.render("w", level=64)),
+    ("render level hexadecimal", "level", RENDER + ["--level", "0x1"], "/api/render/0/w.png?level=0x1", None),
+    ("render stat median", "stat", RENDER + ["--stat", "median"], "/api/render/0/w.png?stat=median",
+     lambda c: c.render("w", stat="median")),
+    ("cells stat median", "stat", None, "/api/cells/0/w?stat=median", None),
+    ("render transform exp", "transform", RENDER + ["--transform", "exp"], "/api/render/0/w.png?transform=exp",
+     lambda c: c.render("w", transform="exp")),
+    ("log floor 0", "log_floor", RENDER + ["--log-floor", "0"], "/api/render/0/w.png?log_floor=0",
+     lambda c: c.render("w", log_floor=0)),
+    ("log floor nan", "log_floor", RENDER + ["--log-floor", "nan"], "/api/render/0/w.png?log_floor=nan",
+     lambda c: c.render("w", log_floor=float("nan"))),
+    ("limits one number", "limits", RENDER + ["--limits", "1"], "/api/render/0/w.png?limits=1", None),
+    ("limits reversed", "limits", RENDER + ["--limits", "2,1"], "/api/render/0/w.png?limits=2,1", lambda c: c.render("w", limits=(2, 1))),
+    ("limits infinite", "limits", RENDER + ["--limits", "0,inf"], "/api/render/0/w.png?limits=0,inf",
+     lambda c: c.render("w", limits=(0, float("inf")))),
+    ("tile level 64", "level", ["tile", "{S}", "w", "--level", "64", "--tile", "0,0"], "/api/tiles/0/w?level=64&x=0&y=0",
+     lambda c: c.tile("w", 64, 0, 0)),
+    ("tile format png", "format", None, "/api/tiles/0/w?level=0&x=0&y=0&format=png", None),
+    ("outliers top 300", "top", None, "/api/outliers/0/w?top=300", None),
+    ("profile row plus", "row", None, "/api/profile/0/w?row=+1", None),
+]
+
+
+@pytest.mark.parametrize("case", TENSOR_CASES, ids=[c[0] for c in TENSOR_CASES])
+def test_a_bad_tensor_view_value_gets_the_same_refusal_in_every_face(world, case):
+    _, param, cli_args, http_path, py_call = case
+    small = os.path.join(world["tmp"], "small.safetensors")
+    messages = []
+    if cli_args:
+        args = [a.replace("{S}", small).replace("{OUT}", os.path.join(world["tmp"], "out")) for a in cli_args]
+        code, message = cli(world, *args)
+        assert code == 2, (code, message)
+        assert message.startswith("--" + param.replace("_", "-")), message
+        messages.append(message)
+    status, message = ask(world, "GET", http_path)
+    assert status == 400, (status, message)
+    assert message.startswith("parameter '%s'" % param), message
+    messages.append(message)
+    if py_call:
+        with pytest.raises(tm.InvalidArgument) as e:
+            py_call(tm.open(small))
+        messages.append(str(e.value))
+    assert len({detail(m) for m in messages}) == 1, messages  # one verdict, one text
+
+
+def test_an_unknown_tensor_view_parameter_is_refused_naming_it(world):
+    for path, op in [("/api/render/0/w.png?bogus=1", "tensor.render"), ("/api/tiles/0/w?level=0&x=0&y=0&stat=mean", "tensor.tile"),
+                     ("/api/cells/0/w?transform=log", "tensor.cells"), ("/api/outliers/0/w?row=1", "tensor.outliers"),
+                     ("/api/profile/0/w?row=1&top=2", "tensor.profile")]:
+        status, message = ask(world, "GET", path)
+        assert status == 400 and "not a parameter of " + op in message, (path, message)
+    status, message = ask(world, "GET", "/api/render/0/w.png?" + q(level="0", stat="max", transform="signed-log", limits="-1e1,2.5",
+                                                                   log_floor="1e-9", colormap="gray", format="json"))
+    assert status == 200, message
+
+
 def test_a_switch_given_a_value_on_the_cli_is_refused_naming_it(world):
     code, message = cli(world, "stem", "mean-dp", world["master"], "-o", os.path.join(world["tmp"], "m.npy"), "--max=abc")
     assert code == 2 and "--max" in message, message
