@@ -37,10 +37,10 @@ std::string file_name(const remote::RemoteUrl& u) { return u.path.substr(u.path.
 
 // Byte ranges of tensor t, by file index.
 void tensor_ranges(const Checkpoint& c, const CheckpointTensor& t, std::map<size_t, std::vector<remote::ByteRange>>& out) {
-  if (t.chunked() || t.strided() || t.encoded)
+  if (t.chunked() || t.strided() || t.encoded())
     throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): its storage (chunks, a strided view or encoded values) is not read remotely yet");
-  if (t.packed) {
-    for (const auto& part : t.packed->parts) out[part.file_index].push_back({part.file_offset, part.bytes});
+  if (t.packed()) {
+    for (const auto& part : t.packed()->parts) out[part.file_index].push_back({part.file_offset, part.bytes});
     return;
   }
   (void)c;

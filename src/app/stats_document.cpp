@@ -15,8 +15,8 @@ namespace {
 
 std::optional<QuantizationStats> quantization_of(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                                  const StatsOptions& options) {
-  if (t.ggml_type) return compute_quantization_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);
-  if (t.packed) return compute_packed_quantization_stats(c, t, planner, options);
+  if (t.ggml_type()) return compute_quantization_stats(quantized_tensor(*t.ggml_type(), c.data(t), t.elements), planner, options);
+  if (t.packed()) return compute_packed_quantization_stats(c, t, planner, options);
   return std::nullopt;
 }
 

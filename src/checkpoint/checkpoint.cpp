@@ -11,16 +11,28 @@ Checkpoint::InPlace Checkpoint::in_place(const CheckpointTensor& t) const {
   p.element_strides.resize(t.shape.size());
   uint64_t stride = 1;
   for (size_t i = t.shape.size(); i-- > 0;) {
-    p.element_strides[i] = t.strided() ? t.strides[i] : stride;
+    p.element_strides[i] = t.strided() ? t.strides()[i] : stride;
     stride *= t.shape[i];
   }
-  if ((t.chunked() && t.chunks.size() > 1) || (t.encoded && t.dtype)) {
+  if (t.chunks().size() > 1 || (t.encoded() && t.dtype)) {
     p.first = data(t);
   } else {
     p.file = t.file_index;
     p.first = files[t.file_index]->data() + t.file_offset;  // not data(t): that would gather a strided view
   }
   return p;
+}
+
+const std::vector<uint64_t>& CheckpointTensor::strides() const {
+  static const std::vector<uint64_t> none;
+  const auto* s = std::get_if<StridedStorage>(&storage);
+  return s ? s->strides : none;
+}
+
+const std::vector<TensorChunk>& CheckpointTensor::chunks() const {
+  static const std::vector<TensorChunk> none;
+  const auto* c = std::get_if<ChunkedStorage>(&storage);
+  return c ? c->chunks : none;
 }
 
 void CheckpointTensor::refuse_unreadable() const {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "checkpoint/packed_tensor.h"
@@ -30,34 +31,57 @@ struct TensorChunk {
   bool flat_in(size_t rank) const { return rank != 1 && offsets.size() == 1; }
 };
 
+// The storage form of a checkpoint tensor: how its values lie in its file(s), one alternative per form. The
+// openers choose it; the model's questions below (readable(), dequantized(), summary_dtype(), ...) and the
+// checkpoint/, index/ and app/ readers answer from it, so no face branches on it.
+//
+// Dense row-major bytes in place: `bytes` at file_offset of file file_index (the default).
+struct DenseStorage {};
+// A torch.save (or Fortran-order .npy) view that is not dense row-major (a transpose, a column slice, an
+// expanded dimension): its element strides, one per dimension of shape (file_offset is the view's first
+// element's). Gathered into a row-major copy on first use (Checkpoint::data).
+struct StridedStorage {
+  std::vector<uint64_t> strides;
+};
+// A ggml block format (GGUF's quantized types): `bytes` of blocks at file_offset, dequantized to f32.
+struct GgmlBlockStorage {
+  uint32_t ggml_type = 0;  // the ggml type id (2 = Q4_0, 8 = Q8_0, ...)
+};
+// A safetensors-packed quantization scheme: built from its parts (each with its own file and offset), dequantized
+// to f32. `bytes` is all parts together, file_offset the code part's.
+struct PackedStorage {
+  PackedTensor packed;
+};
+// A tensor stored in pieces (DCP chunks, DeepSpeed ZeRO partitions): its chunks, which tile it exactly, in
+// row-major order of their offsets (file_index and file_offset are the first chunk's). Assembled into a row-major
+// copy on first use unless there is one chunk.
+struct ChunkedStorage {
+  std::vector<TensorChunk> chunks;
+};
+// Values stored encoded rather than as the dtype's bytes (ONNX's typed fields: varints, or little-endian values in
+// several records; formats/protobuf_values.h): byte runs of file file_index, in element order (file_offset is the
+// first one's, `bytes` their total). Decoded, and checked again, into a row-major copy on first use (data(t)), kept
+// while the checkpoint is open: elements × dtype size bytes, at most 8 × `bytes`.
+struct EncodedStorage {
+  EncodedValues encoded;
+};
+using StorageForm = std::variant<DenseStorage, StridedStorage, GgmlBlockStorage, PackedStorage, ChunkedStorage, EncodedStorage>;
+
 struct CheckpointTensor {
   std::string name;
   std::string stored_type;          // as the file names it: "BF16", "Q4_K", "F8_E8M0", ...
-  std::optional<DType> dtype;       // set when the values can be read as a dense dtype
-  std::optional<uint32_t> ggml_type;// set for a ggml block format (GGUF quantized types): dequantized
-  std::optional<PackedTensor> packed;// set for a safetensors-packed scheme: built from its parts
-  std::string unavailable_reason;   // why neither can read it
+  std::optional<DType> dtype;       // set when the values can be read as a dense dtype (never for ggml blocks or
+                                    // a packed scheme, which are dequantized)
+  StorageForm storage;              // how its values are stored (above); dense row-major in place by default
+  std::string unavailable_reason;   // why no reader can give its values
   bool damaged = false;             // unavailable because its data is missing or damaged (a DCP storage file,
                                     // a ZeRO rank), not for want of a kernel: the command's result is incomplete
   std::vector<uint64_t> shape;      // row-major
   std::vector<uint64_t> ne;         // GGUF only: ggml order
   uint64_t elements = 0;
-  uint64_t bytes = 0;                // packed: all parts together
-  uint64_t file_offset = 0;          // packed: the code part's; strided: the view's first element
+  uint64_t bytes = 0;                // packed: all parts together; encoded: the runs together
+  uint64_t file_offset = 0;          // packed: the code part's; strided: the view's first element; chunked: the first chunk's
   size_t file_index = 0;            // into Checkpoint::files
-  // torch.save views that are not dense row-major (transposes, column slices, expanded dimensions): the
-  // element strides, one per dimension of shape. Empty for every tensor stored in row-major order.
-  std::vector<uint64_t> strides;
-  bool strided() const { return !strides.empty(); }
-  // A tensor stored in pieces (DCP): its chunks, which tile it exactly, in row-major order of their
-  // offsets (file_index and file_offset are the first chunk's). Empty for a tensor stored in one piece.
-  std::vector<TensorChunk> chunks;
-  bool chunked() const { return !chunks.empty(); }
-  // Values stored encoded rather than as the dtype's bytes (ONNX's typed fields: varints, or little-endian values in
-  // several records; formats/protobuf_values.h): byte runs of file file_index, in element order (file_offset is the
-  // first one's, `bytes` their total). Decoded, and checked again, into a row-major copy on first use (data(t)), kept
-  // while the checkpoint is open: elements × dtype size bytes, at most 8 × `bytes`. Unset for values read in place.
-  std::optional<EncodedValues> encoded;
   // A torch.save zip storage this tensor covers exactly, whose CRC-32 was not checked when the file was
   // opened (entries above 1 MiB, or past the 16 MiB checked at open): the CRC its entry records and the
   // entry's name. Checked after a full pass over the tensor's bytes (compute_tensor_stats, the indexer's
@@ -65,11 +89,34 @@ struct CheckpointTensor {
   std::optional<uint32_t> crc32;
   std::string crc_entry;
 
-  // The questions every face asks, answered once here (faces never decide them from the storage fields):
+  // The storage form's parts, for the readers below the faces (checkpoint/, index/, app/):
+  // the ggml type id when stored as ggml blocks;
+  std::optional<uint32_t> ggml_type() const {
+    if (const auto* g = std::get_if<GgmlBlockStorage>(&storage)) return g->ggml_type;
+    return std::nullopt;
+  }
+  // the packed scheme when stored as one, else null;
+  const PackedTensor* packed() const {
+    const auto* p = std::get_if<PackedStorage>(&storage);
+    return p ? &p->packed : nullptr;
+  }
+  // a strided view's element strides, one per dimension of shape; empty for every tensor stored in row-major order;
+  const std::vector<uint64_t>& strides() const;
+  bool strided() const { return !strides().empty(); }
+  // a chunked tensor's chunks (ChunkedStorage); empty for a tensor stored in one piece;
+  const std::vector<TensorChunk>& chunks() const;
+  bool chunked() const { return !chunks().empty(); }
+  // the encoded values' runs when stored encoded, else null.
+  const EncodedValues* encoded() const {
+    const auto* e = std::get_if<EncodedStorage>(&storage);
+    return e ? &e->encoded : nullptr;
+  }
+
+  // The questions every face asks, answered once here (faces never decide them from the storage form):
   // whether a reader can give its values (a dense dtype, ggml blocks, or a packed scheme whose parts were all found);
-  bool readable() const { return dtype.has_value() || ggml_type.has_value() || (packed.has_value() && unavailable_reason.empty()); }
+  bool readable() const { return dtype.has_value() || ggml_type().has_value() || (packed() && unavailable_reason.empty()); }
   // whether its values are computed from a quantized encoding (ggml blocks or a packed scheme), and so read as f32;
-  bool dequantized() const { return ggml_type.has_value() || packed.has_value(); }
+  bool dequantized() const { return std::holds_alternative<GgmlBlockStorage>(storage) || std::holds_alternative<PackedStorage>(storage); }
   // the dtype its values are read and summarised in: its own, f32 when dequantized, none when no dtype applies.
   std::optional<DType> summary_dtype() const { return dtype ? dtype : dequantized() ? std::optional<DType>(DType::F32) : std::nullopt; }
   // True when every chunk is a run of consecutive elements in row-major order (flat ranges, or row

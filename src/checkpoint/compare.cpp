@@ -24,14 +24,14 @@ class Float32Reader {
  public:
   Float32Reader(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner, unsigned threads)
       : t_(t), data_(c.data(t)), threads_(threads) {
-    if (t.packed) {
+    if (t.packed()) {
       packed_.emplace(c, t, planner);
       dequant_ = packed_->placement();
       return;
     }
-    if (!t.dtype && !t.ggml_type) t.refuse_unreadable();
-    if (t.ggml_type) {
-      q_ = quantized_tensor(*t.ggml_type, data_, t.elements);
+    if (!t.dtype && !t.ggml_type()) t.refuse_unreadable();
+    if (t.ggml_type()) {
+      q_ = quantized_tensor(*t.ggml_type(), data_, t.elements);
       dequant_ = place_dequantize(planner, *q_);
     }
   }

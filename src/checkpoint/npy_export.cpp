@@ -47,7 +47,7 @@ void write_dense(std::ostream& out, const Checkpoint& c, const CheckpointTensor&
 // A ggml block format dequantized a few blocks at a time.
 void write_ggml(std::ostream& out, const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                 unsigned threads) {
-  const QuantizedTensor q = quantized_tensor(*t.ggml_type, c.data(t), t.elements);
+  const QuantizedTensor q = quantized_tensor(*t.ggml_type(), c.data(t), t.elements);
   const Placement placement = place_dequantize(planner, q);
   const uint64_t piece = std::max<uint64_t>(1, kPieceElements / q.block_elements) * q.block_elements;
   std::vector<float> values;
@@ -86,13 +86,13 @@ NpyExport write_npy(const Checkpoint& c, const CheckpointTensor& t, const Planne
     if (e.widened) e.how = t.stored_type + " widened exactly to float32";
   } else {
     e.descr = "<f4";
-    e.how = t.stored_type + (t.packed ? " decoded from its parts to float32"
+    e.how = t.stored_type + (t.packed() ? " decoded from its parts to float32"
                                       : " dequantized to float32, bit-identical to ggml");
   }
   const std::string preamble = npy_preamble(e.descr, t.shape);
   write_bytes(out, preamble.data(), preamble.size());
   if (t.dtype) write_dense(out, c, t, e.widened);
-  else if (t.packed) write_packed(out, c, t, *planner, threads);
+  else if (t.packed()) write_packed(out, c, t, *planner, threads);
   else write_ggml(out, c, t, *planner, threads);
   return e;
 }

@@ -68,9 +68,9 @@ Placement place_packed_dequantize(const Planner& planner, const PackedTensor& p,
 }
 
 PackedDecoder::PackedDecoder(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner) {
-  if (!t.packed) throw Error(ErrorKind::Internal, t.name + " is not a packed tensor");
+  if (!t.packed()) throw Error(ErrorKind::Internal, t.name + " is not a packed tensor");
   if (!t.unavailable_reason.empty()) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
-  const PackedTensor& p = *t.packed;
+  const PackedTensor& p = *t.packed();
   placement_ = place_packed_dequantize(planner, p, t.elements);
   params_.scheme = p.scheme;
   params_.bits = p.bits;
@@ -214,7 +214,7 @@ void count_codes(const PackedDecoder& d, const std::vector<bool>& saturating, st
 QuantizationStats compute_packed_quantization_stats(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner,
                                                     const StatsOptions& options) {
   const PackedDecoder d(c, t, planner);
-  const PackedTensor& p = *t.packed;
+  const PackedTensor& p = *t.packed();
   QuantizationStats q;
   q.placement.push_back(d.placement());
   q.bits_per_weight = t.elements ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0;

@@ -107,7 +107,7 @@ class Recogniser {
     t.file_index = codes.file_index;
     t.file_offset = codes.file_offset;
     t.unavailable_reason = std::move(unavailable);
-    t.packed = std::move(p);
+    t.storage = PackedStorage{std::move(p)};
     consumed_.insert(at);
     logical_.emplace(at, std::move(t));
   }

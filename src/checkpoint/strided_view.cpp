@@ -144,7 +144,7 @@ void place_block(const uint8_t* block, size_t width, const std::vector<uint64_t>
 bool CheckpointTensor::chunks_in_order() const {
   // A block is one run of consecutive row-major elements when, after its first dimension wider than 1,
   // it spans every dimension whole.
-  for (const auto& c : chunks) {
+  for (const auto& c : chunks()) {
     if (c.flat_in(shape.size())) continue;
     size_t d = 0;
     while (d < shape.size() && c.sizes[d] == 1) ++d;
@@ -156,20 +156,20 @@ bool CheckpointTensor::chunks_in_order() const {
 
 const uint8_t* Checkpoint::data(const CheckpointTensor& t) const {
   const uint8_t* first = files[t.file_index]->data() + t.file_offset;
-  if ((!t.strided() && !t.chunked() && !t.encoded) || !t.dtype) return first;
-  if (t.chunked() && t.chunks.size() == 1) return first;
+  if ((!t.strided() && !t.chunked() && !t.encoded()) || !t.dtype) return first;
+  if (t.chunks().size() == 1) return first;
   std::lock_guard lock(gathered->mu);
   auto it = gathered->views.find(t.name);
   if (it == gathered->views.end()) {
     const size_t width = dtype_size(*t.dtype);
     LargeBuffer copy(std::max<uint64_t>(t.elements * width, 1));
-    if (t.encoded) {
+    if (const EncodedValues* encoded = t.encoded()) {
       const MappedFile& file = *files[t.file_index];
-      decode_values(file.data(), file.size(), *t.encoded, *t.dtype, t.elements, copy.get(), file.path(), "tensor '" + t.name + "' (" + t.stored_type + ")");
+      decode_values(file.data(), file.size(), *encoded, *t.dtype, t.elements, copy.get(), file.path(), "tensor '" + t.name + "' (" + t.stored_type + ")");
     } else if (t.strided()) {
-      gather_strided(first, width, t.shape, t.strides, copy.get());
+      gather_strided(first, width, t.shape, t.strides(), copy.get());
     } else {
-      for (const auto& c : t.chunks) {
+      for (const auto& c : t.chunks()) {
         const uint8_t* block = files[c.file_index]->data() + c.file_offset;
         if (c.flat_in(t.shape.size())) std::memcpy(copy.get() + c.offsets[0] * width, block, c.sizes[0] * width);
         else place_block(block, width, t.shape, c.offsets, c.sizes, copy.get());

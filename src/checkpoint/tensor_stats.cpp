@@ -10,18 +10,18 @@ namespace tmorph {
 
 std::optional<std::string> unreadable_reason(const CheckpointTensor& t, const Planner& planner) {
   if (t.dtype) return std::nullopt;
-  if (t.packed) {
+  if (t.packed()) {
     if (!t.unavailable_reason.empty()) return t.unavailable_reason;
     try {
-      place_packed_dequantize(planner, *t.packed, t.elements);
+      place_packed_dequantize(planner, *t.packed(), t.elements);
       return std::nullopt;
     } catch (const Error& e) {
       return std::string(e.what());
     }
   }
-  if (!t.ggml_type) return t.unavailable_reason.empty() ? "no kernel reads " + t.stored_type : t.unavailable_reason;
+  if (!t.ggml_type()) return t.unavailable_reason.empty() ? "no kernel reads " + t.stored_type : t.unavailable_reason;
   try {
-    place_dequantize(planner, quantized_tensor(*t.ggml_type, nullptr, t.elements));
+    place_dequantize(planner, quantized_tensor(*t.ggml_type(), nullptr, t.elements));
     return std::nullopt;
   } catch (const Error& e) {
     return std::string(e.what());
@@ -36,9 +36,9 @@ StatsResult compute_tensor_stats(const Checkpoint& c, const CheckpointTensor& t,
       check_zip_crc(*t.crc32, zip_crc32(c.data(t), t.bytes), t.crc_entry, t.file_offset, t.bytes, c.files[t.file_index]->path());
     return r;
   }
-  if (t.packed) return compute_packed_stats(c, t, planner, options);
-  if (!t.ggml_type) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
-  return compute_quantized_stats(quantized_tensor(*t.ggml_type, c.data(t), t.elements), planner, options);
+  if (t.packed()) return compute_packed_stats(c, t, planner, options);
+  if (!t.ggml_type()) throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): " + t.unavailable_reason);
+  return compute_quantized_stats(quantized_tensor(*t.ggml_type(), c.data(t), t.elements), planner, options);
 }
 
 }  // namespace tmorph

@@ -15,11 +15,11 @@ ValueReader::ValueReader(const Checkpoint& c, const CheckpointTensor& t, const P
   if (auto why = unreadable_reason(t, planner)) throw Error(ErrorKind::Unavailable, t.name + ": " + *why);
   if (view.slices * view.rows * view.cols != t.elements)
     throw Error(ErrorKind::Internal, t.name + ": the view does not cover the tensor's elements");
-  if (t.packed) {
+  if (t.packed()) {
     packed_ = std::make_unique<PackedDecoder>(c, t, planner);
     placement_.push_back(packed_->placement());
-  } else if (t.ggml_type) {
-    placement_.push_back(place_dequantize(planner, quantized_tensor(*t.ggml_type, c.data(t), t.elements)));
+  } else if (t.ggml_type()) {
+    placement_.push_back(place_dequantize(planner, quantized_tensor(*t.ggml_type(), c.data(t), t.elements)));
   }
 }
 
@@ -47,7 +47,7 @@ const float* ValueReader::read_decoded(uint64_t slice, uint64_t row, uint64_t co
       packed_->decode_rows(r0, r1 - r0, scratch_.data(), 1);
       scratch_first_ = r0 * cols, scratch_count_ = (r1 - r0) * cols;
     } else {
-      const QuantizedTensor q = quantized_tensor(*t_.ggml_type, c_.data(t_), t_.elements);
+      const QuantizedTensor q = quantized_tensor(*t_.ggml_type(), c_.data(t_), t_.elements);
       // The whole view row around the segment, in whole blocks.
       const uint64_t row_first = first - col_begin, block = q.block_elements;
       const uint64_t b0 = row_first / block * block;

@@ -86,7 +86,7 @@ std::vector<TensorChunk> chunks_from_text(const std::string& text) {
 }
 
 // Encoded values (ONNX's typed fields) as JSON: {"encoding": "varints", "runs": [[offset, bytes], ...]} ("" when none).
-std::string encoded_to_text(const std::optional<EncodedValues>& v) {
+std::string encoded_to_text(const EncodedValues* v) {
   if (!v) return "";
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : v->runs) runs.push_back({r.offset, r.bytes});
@@ -287,12 +287,13 @@ bool CheckpointIndex::load_if_unchanged(const std::string& layout) {
     t.elements = static_cast<uint64_t>(q.int64(8));
     t.bytes = static_cast<uint64_t>(q.int64(9));
     t.file_offset = static_cast<uint64_t>(q.int64(10));
-    if (!q.is_null(11)) t.ggml_type = static_cast<uint32_t>(q.int64(11));
-    if (!q.is_null(12)) t.packed = packed_from_json(nlohmann::json::parse(q.text(12)));
-    t.strides = split_dims(q.text(13));
-    t.chunks = chunks_from_text(q.text(14));
+    // The storage form: one of its columns is set (none for a dense tensor in place).
+    if (!q.is_null(11)) t.storage = GgmlBlockStorage{static_cast<uint32_t>(q.int64(11))};
+    else if (!q.is_null(12)) t.storage = PackedStorage{packed_from_json(nlohmann::json::parse(q.text(12)))};
+    else if (auto strides = split_dims(q.text(13)); !strides.empty()) t.storage = StridedStorage{std::move(strides)};
+    else if (auto chunks = chunks_from_text(q.text(14)); !chunks.empty()) t.storage = ChunkedStorage{std::move(chunks)};
+    else if (auto encoded = encoded_from_text(q.text(16))) t.storage = EncodedStorage{std::move(*encoded)};
     t.damaged = q.int64(15) != 0;
-    t.encoded = encoded_from_text(q.text(16));
     c.tensors.push_back(std::move(t));
   }
   checkpoint_ = std::move(c);
@@ -376,13 +377,13 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       // A packed tensor is kept only when every part's file is, and it is still described the same way
       // (the config decides e.g. GPTQ's zero convention).
       bool file_kept = file_was_kept[t.file_index];
-      const std::string packed = t.packed ? packed_to_json(*t.packed).dump() : "";
-      if (t.packed)
-        for (const auto& part : t.packed->parts) file_kept = file_kept && file_was_kept[part.file_index];
+      const std::string packed = t.packed() ? packed_to_json(*t.packed()).dump() : "";
+      if (t.packed())
+        for (const auto& part : t.packed()->parts) file_kept = file_kept && file_was_kept[part.file_index];
       // A chunked tensor likewise, every chunk's file kept and its chunks where they were.
-      const std::string chunks = chunks_to_text(t.chunks);
-      for (const auto& chunk : t.chunks) file_kept = file_kept && file_was_kept[chunk.file_index];
-      const std::string encoded = encoded_to_text(t.encoded);  // and encoded values where they were
+      const std::string chunks = chunks_to_text(t.chunks());
+      for (const auto& chunk : t.chunks()) file_kept = file_kept && file_was_kept[chunk.file_index];
+      const std::string encoded = encoded_to_text(t.encoded());  // and encoded values where they were
       if (file_kept) find.bind(1, t.name).bind(2, fid);
       if (file_kept && find.step()) {  // a new file's tensors cannot be stored yet: no lookup
         const int64_t id = find.int64(0);
@@ -403,11 +404,11 @@ void CheckpointIndex::reconcile(const std::string& checkpoint_path, const std::s
       ins.bind(6, t.unavailable_reason).bind(7, join_dims(t.shape)).bind(8, join_dims(t.ne));
       ins.bind(9, static_cast<int64_t>(t.elements)).bind(10, static_cast<int64_t>(t.bytes));
       ins.bind(11, static_cast<int64_t>(t.file_offset));
-      if (t.ggml_type) ins.bind(12, static_cast<int64_t>(*t.ggml_type));
+      if (const auto g = t.ggml_type()) ins.bind(12, static_cast<int64_t>(*g));
       else ins.bind_null(12);
-      if (t.packed) ins.bind(13, packed);
+      if (t.packed()) ins.bind(13, packed);
       else ins.bind_null(13);
-      ins.bind(14, join_dims(t.strides)).bind(15, chunks).bind(16, static_cast<int64_t>(t.damaged)).bind(17, encoded);
+      ins.bind(14, join_dims(t.strides())).bind(15, chunks).bind(16, static_cast<int64_t>(t.damaged)).bind(17, encoded);
       ins.run();
       tensor_ids_[i] = db_->last_insert_rowid();
     }

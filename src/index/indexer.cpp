@@ -114,8 +114,8 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     // A quantized tensor (a GGUF block format, or a packed scheme's parts): read through the mapping,
     // decoded a piece at a time and summarised as float32 (streamed_stats.h).
     std::vector<std::pair<const MappedFile*, PackedPart>> ranges;
-    if (t.packed)
-      for (const auto& part : t.packed->parts) ranges.emplace_back(c.files[part.file_index].get(), part);
+    if (t.packed())
+      for (const auto& part : t.packed()->parts) ranges.emplace_back(c.files[part.file_index].get(), part);
     else ranges.emplace_back(&file, PackedPart{"", t.name, DType::U8, {}, t.file_index, t.file_offset, t.bytes});
     for (const auto& [f, r] : ranges) f->read_ahead(r.file_offset, r.bytes);
     StatsResult r = compute_tensor_stats(c, t, planner, options);
@@ -189,7 +189,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     const uint8_t* first = file.data() + t.file_offset;
     for (uint64_t r = 0; r < rows && t.elements; r += per) {
       const uint64_t n = std::min(per, rows - r);
-      gather_strided_rows(first, width, t.shape, t.strides, r, r + n, band);
+      gather_strided_rows(first, width, t.shape, t.strides(), r, r + n, band);
       stream.feed(band, n * cols);
       if (lod) lod->feed(band, n * cols);
       bytes_done += n * cols * width;
@@ -197,7 +197,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
     if (lod) finish_pyramid();
     return stream.finish(stream.needs_second_pass() ? c.data(t) : nullptr);
   }
-  if ((t.chunked() && !t.chunks_in_order()) || t.encoded) {
+  if ((t.chunked() && !t.chunks_in_order()) || t.encoded()) {
     // Chunks that are blocks rather than row bands, or encoded values: the elements assembled (decoded) in
     // row-major order (Checkpoint::data), fed from that copy.
     const uint8_t* base = c.data(t);
@@ -207,7 +207,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   }
   if (t.chunked()) {
     // Row bands: the chunks in order are the tensor in order, each read from its own file.
-    for (const auto& chunk : t.chunks) {
+    for (const auto& chunk : t.chunks()) {
       uint64_t n = width;
       for (uint64_t d : chunk.sizes) n *= d;
       feed_file(*c.files[chunk.file_index], chunk.file_offset, n);

@@ -139,14 +139,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t file_size = c.files[0]->size();
     for (const auto& t : c.tensors) {
       TM_FUZZ_CHECK(t.file_offset <= file_size);
-      if (!t.packed) {
+      if (!t.packed()) {
         TM_FUZZ_CHECK(t.bytes <= file_size - t.file_offset);
         continue;
       }
-      TM_FUZZ_CHECK(!t.packed->parts.empty() && t.packed->rows * t.packed->cols == t.elements);
-      for (const auto& part : t.packed->parts)
+      TM_FUZZ_CHECK(!t.packed()->parts.empty() && t.packed()->rows * t.packed()->cols == t.elements);
+      for (const auto& part : t.packed()->parts)
         TM_FUZZ_CHECK(part.file_index == 0 && part.file_offset <= file_size && part.bytes <= file_size - part.file_offset);
-      const nlohmann::json j = tmorph::packed_to_json(*t.packed);
+      const nlohmann::json j = tmorph::packed_to_json(*t.packed());
       tmorph::PackedTensor back;
       try {
         back = tmorph::packed_from_json(nlohmann::json::parse(j.dump()));
@@ -154,13 +154,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::fprintf(stderr, "packed descriptor of '%s' does not read back: %s\n%s\n", t.name.c_str(), e.what(), j.dump().c_str());
         TM_FUZZ_CHECK(false);
       }
-      TM_FUZZ_CHECK(back.variant == t.packed->variant && back.parts.size() == t.packed->parts.size() &&
-                    back.rows == t.packed->rows && back.cols == t.packed->cols);
+      TM_FUZZ_CHECK(back.variant == t.packed()->variant && back.parts.size() == t.packed()->parts.size() &&
+                    back.rows == t.packed()->rows && back.cols == t.packed()->cols);
     }
     if (tmorph::fuzz::verbose())
       for (const auto& t : c.tensors)
         std::fprintf(stderr, "tensor %s: %s%s%s\n", t.name.c_str(), t.stored_type.c_str(),
-                     t.packed ? (" " + tmorph::packed_to_json(*t.packed).dump()).c_str() : "",
+                     t.packed() ? (" " + tmorph::packed_to_json(*t.packed()).dump()).c_str() : "",
                      t.unavailable_reason.empty() ? "" : (" (" + t.unavailable_reason + ")").c_str());
   } catch (const tmorph::Error& e) {
     if (tmorph::fuzz::verbose()) std::fprintf(stderr, "refused: %s\n", e.what());

@@ -228,11 +228,15 @@ def check_links(root, picture):
     return problems
 
 
-# Faces parse, call and print: the storage form of a checkpoint tensor (ggml blocks, packed parts, a view's
-# strides, chunks) is the checkpoint model's and app/'s business (docs/architecture.md). A member access to one of
-# these fields in a face's source is a finding (its file and line named).
+# Faces parse, call and print: the storage form of a checkpoint tensor (CheckpointTensor::storage, the variant of
+# ggml blocks, packed parts, a view's strides, chunks, encoded values) is the checkpoint model's and app/'s business
+# (docs/architecture.md). In a face's source, a member access to the variant or to one of its accessors (called or
+# not: `t.storage`, `t.packed()`, `t->chunks()`, ...), or a name of the variant or of one of its alternatives
+# (`StorageForm`, `PackedStorage`, ... as std::visit or std::get_if would need), is a finding (its file and line
+# named). The model's questions stay open to faces: readable(), dequantized(), summary_dtype(), strided(), chunked().
 FACE_DIRS = ("src/cli", "src/server", "python")
-STORAGE_FIELD = re.compile(r"(?:\.|->)(ggml_type|packed|strides|chunks)\b(?!\s*\()")
+STORAGE_FIELD = re.compile(r"(?:\.|->)\s*(storage|ggml_type|packed|strides|chunks|encoded)\b"
+                           r"|\b(StorageForm|(?:Dense|Strided|GgmlBlock|Packed|Chunked|Encoded)Storage)\b")
 
 
 def check_storage_fields(root):
@@ -248,8 +252,8 @@ def check_storage_fields(root):
                         code = line.split("//", 1)[0]
                         m = STORAGE_FIELD.search(code)
                         if m:
-                            problems.append(f"{os.path.relpath(path, root)}:{n}: a face reads the storage field "
-                                            f"'{m.group(1)}' (ask the checkpoint model or app/checkpoint_json.h)")
+                            problems.append(f"{os.path.relpath(path, root)}:{n}: a face reads the storage form "
+                                            f"'{m.group(1) or m.group(2)}' (ask the checkpoint model or app/checkpoint_json.h)")
     return problems
 
 
@@ -349,12 +353,17 @@ class SelfTest(unittest.TestCase):
 
     def test_face_reading_a_storage_field_is_caught(self):
         root = self.tree({"docs/architecture.md": self.DOC,
-                          "src/cli/x.cpp": "int f(const T& t) {\n  // t.packed in a comment is fine\n"
-                                           "  return t.packed ? 1 : t.strided();\n}\n"})
+                          "src/cli/x.cpp": "int f(const T& t) {\n  // t.packed() and t.storage in a comment are fine\n"
+                                           "  return t.packed() ? 1 : t.strided() || t.chunked() || t.readable();\n"
+                                           "  if (t.storage.index()) return 2;\n"
+                                           "  for (auto c : t->chunks()) g(c.offsets);\n"
+                                           "  if (std::holds_alternative<GgmlBlockStorage>(s)) return 3;\n"
+                                           "  return t.ggml_type ? 4 : t.encoded() ? 5 : t.strides().size();\n}\n",
+                          "src/cli/y.cpp": "int g(const T& t) { return t.strided() ? t.summary_dtype() : t.dequantized(); }\n"})
         problems = run(root, verbose=False)
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("src/cli/x.cpp:3", problems[0])
-        self.assertIn("'packed'", problems[0])
+        self.assertEqual(len(problems), 5, problems)
+        for line, name in ((3, "packed"), (4, "storage"), (5, "chunks"), (6, "GgmlBlockStorage"), (7, "ggml_type")):
+            self.assertTrue(any(f"src/cli/x.cpp:{line}:" in p and f"'{name}'" in p for p in problems), (line, name, problems))
 
     def test_unresolvable_include_is_reported(self):
         root = self.tree({"docs/architecture.md": self.DOC, "src/core/a.cpp": '#include "nowhere/x.h"\n'})

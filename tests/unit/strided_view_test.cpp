@@ -124,14 +124,14 @@ TEST(ChunkedTensor, BlocksPlacedInAnyOrderRebuildTheTensor) {
 TEST(ChunkedTensor, RowBandsAreInOrderBlocksAreNot) {
   CheckpointTensor t;
   t.shape = {10, 6};
-  t.chunks = {{0, 0, {0, 0}, {5, 6}}, {1, 0, {5, 0}, {5, 6}}};
+  t.storage = ChunkedStorage{{{0, 0, {0, 0}, {5, 6}}, {1, 0, {5, 0}, {5, 6}}}};
   EXPECT_TRUE(t.chunks_in_order());
-  t.chunks = {{0, 0, {0, 0}, {10, 3}}, {1, 0, {0, 3}, {10, 3}}};
+  t.storage = ChunkedStorage{{{0, 0, {0, 0}, {10, 3}}, {1, 0, {0, 3}, {10, 3}}}};
   EXPECT_FALSE(t.chunks_in_order());
   t.shape = {1, 4, 6};  // a leading dimension of 1 does not break a band
-  t.chunks = {{0, 0, {0, 0, 0}, {1, 2, 6}}, {0, 0, {0, 2, 0}, {1, 2, 6}}};
+  t.storage = ChunkedStorage{{{0, 0, {0, 0, 0}, {1, 2, 6}}, {0, 0, {0, 2, 0}, {1, 2, 6}}}};
   EXPECT_TRUE(t.chunks_in_order());
-  t.chunks = {{0, 0, {0, 0, 0}, {1, 4, 3}}, {0, 0, {0, 0, 3}, {1, 4, 3}}};
+  t.storage = ChunkedStorage{{{0, 0, {0, 0, 0}, {1, 4, 3}}, {0, 0, {0, 0, 3}, {1, 4, 3}}}};
   EXPECT_FALSE(t.chunks_in_order());
 }
 
@@ -157,10 +157,10 @@ TEST(ChunkedTensor, FlatRangesFromTwoFilesRebuildTheTensor) {
   t.dtype = DType::F32;
   t.shape = {3, 4};
   t.elements = 12;
-  t.chunks = {{0, 3 * 4, {0}, {5}}, {1, 0, {5}, {7}}};
+  t.storage = ChunkedStorage{{{0, 3 * 4, {0}, {5}}, {1, 0, {5}, {7}}}};
   t.file_index = 0, t.file_offset = 12;
-  EXPECT_TRUE(t.chunks[0].flat_in(2));
-  EXPECT_FALSE(t.chunks[0].flat_in(1));
+  EXPECT_TRUE(t.chunks()[0].flat_in(2));
+  EXPECT_FALSE(t.chunks()[0].flat_in(1));
   EXPECT_TRUE(t.chunks_in_order());
   const float* got = reinterpret_cast<const float*>(c.data(t));
   EXPECT_EQ(std::vector<float>(got, got + 12), whole);

@@ -63,14 +63,14 @@ void check_file(const std::string& name) {
     EXPECT_EQ(t.stored_type, w["stored_type"].get<std::string>());
     EXPECT_EQ(t.elements, w["elements"].get<uint64_t>());
     if (!w["contiguous"].get<bool>()) {
-      EXPECT_EQ(t.strides, w["stride"].get<std::vector<uint64_t>>());
+      EXPECT_EQ(t.strides(), w["stride"].get<std::vector<uint64_t>>());
       if (!w.contains("values")) {  // expanded beyond its file: listed, not read
         EXPECT_FALSE(t.dtype.has_value());
         EXPECT_NE(t.unavailable_reason.find("more than its file holds"), std::string::npos) << t.unavailable_reason;
         continue;
       }
     } else {
-      EXPECT_TRUE(t.strides.empty());
+      EXPECT_TRUE(t.strides().empty());
     }
     ASSERT_TRUE(t.dtype.has_value()) << t.unavailable_reason;
     ASSERT_EQ(t.bytes, t.elements * dtype_size(*t.dtype));

@@ -82,8 +82,8 @@ class Assembler {
     }
   }
 
-  // The tensor's chunks, checked to tile it; the reason when they do not.
-  std::string assemble(const DcpTensor& dt, uint64_t elements, CheckpointTensor& t) {
+  // The tensor's chunks (into `chunks`, sorted by offsets), checked to tile it; the reason when they do not.
+  std::string assemble(const DcpTensor& dt, uint64_t elements, std::vector<TensorChunk>& chunks) {
     if (!dt.type->kernel_dtype) return std::string("no kernel yet for torch ") + dt.type->dtype;
     if (dt.chunks.size() > kMaxChunks)
       return "stored in " + std::to_string(dt.chunks.size()) + " chunks (at most " + std::to_string(kMaxChunks) + " are read)";
@@ -110,16 +110,16 @@ class Assembler {
       tc.offsets = ch.offsets;
       tc.sizes = ch.sizes;
       covered += v.elements;
-      t.chunks.push_back(std::move(tc));
+      chunks.push_back(std::move(tc));
     }
-    std::sort(t.chunks.begin(), t.chunks.end(), [](const TensorChunk& a, const TensorChunk& b) { return a.offsets < b.offsets; });
+    std::sort(chunks.begin(), chunks.end(), [](const TensorChunk& a, const TensorChunk& b) { return a.offsets < b.offsets; });
     // Empty chunks (and a scalar's, which has no dimensions to compare) overlap nothing.
-    std::vector<bool> holds(t.chunks.size());
-    for (size_t i = 0; i < t.chunks.size(); ++i) holds[i] = !t.chunks[i].sizes.empty() && product(t.chunks[i].sizes) != 0;
-    for (size_t i = 0; i < t.chunks.size(); ++i)
-      for (size_t j = i + 1; j < t.chunks.size(); ++j)
-        if (holds[i] && holds[j] && boxes_overlap(t.chunks[i], t.chunks[j]))
-          return "its chunks at offsets " + dims_text(t.chunks[i].offsets) + " and " + dims_text(t.chunks[j].offsets) + " overlap";
+    std::vector<bool> holds(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i) holds[i] = !chunks[i].sizes.empty() && product(chunks[i].sizes) != 0;
+    for (size_t i = 0; i < chunks.size(); ++i)
+      for (size_t j = i + 1; j < chunks.size(); ++j)
+        if (holds[i] && holds[j] && boxes_overlap(chunks[i], chunks[j]))
+          return "its chunks at offsets " + dims_text(chunks[i].offsets) + " and " + dims_text(chunks[j].offsets) + " overlap";
     if (covered != elements)
       return "its chunks hold " + std::to_string(covered) + " of its " + std::to_string(elements) + " elements (chunks missing)";
     return "";
@@ -176,14 +176,17 @@ Checkpoint open_dcp(const std::string& dir) {
     if (t.elements == UINT64_MAX || t.elements > UINT64_MAX / dt.type->bytes)
       throw Error(ErrorKind::BadInput, escape_invalid_utf8(meta_path + ": tensor '" + dt.name + "' of shape " + dims_text(dt.size) + ": its size overflows 64 bits"));
     t.bytes = t.elements * dt.type->bytes;
-    const std::string why = files.assemble(dt, t.elements, t);
+    std::vector<TensorChunk> chunks;
+    const std::string why = files.assemble(dt, t.elements, chunks);
     if (!why.empty()) {
       t.unavailable_reason = why;
       t.damaged = true;  // a storage file missing, unreadable or too short for its chunks
-      t.chunks.clear();
     } else {
       t.dtype = dt.type->kernel_dtype;
-      if (!t.chunks.empty()) t.file_index = t.chunks.front().file_index, t.file_offset = t.chunks.front().file_offset;
+      if (!chunks.empty()) {
+        t.file_index = chunks.front().file_index, t.file_offset = chunks.front().file_offset;
+        t.storage = ChunkedStorage{std::move(chunks)};
+      }
     }
     c.tensors.push_back(std::move(t));
   }

@@ -22,7 +22,7 @@ GgufFile add_gguf(Checkpoint& c, std::shared_ptr<MappedFile> file) {
     ct.name = t.name;
     ct.stored_type = t.type->name;
     ct.dtype = t.type->dense;
-    if (!ct.dtype) ct.ggml_type = t.type->id;  // a block format: its values come from dequantization
+    if (!ct.dtype) ct.storage = GgmlBlockStorage{t.type->id};  // a block format: its values come from dequantization
     ct.shape = t.shape;
     ct.ne = t.ne;
     ct.elements = t.elements;

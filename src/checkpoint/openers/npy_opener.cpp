@@ -29,12 +29,13 @@ CheckpointTensor npy_tensor(const std::string& name, const uint8_t* bytes, uint6
   t.file_offset = offset + h.data_offset;
   if (h.fortran_order && h.shape.size() > 1 && h.elements > 0) {
     // Column-major: the first dimension is the fastest.
-    t.strides.resize(h.shape.size());
+    std::vector<uint64_t> strides(h.shape.size());
     uint64_t step = 1;
     for (size_t d = 0; d < h.shape.size(); ++d) {
-      t.strides[d] = step;
+      strides[d] = step;
       step *= h.shape[d];
     }
+    t.storage = StridedStorage{std::move(strides)};
   }
   return t;
 }

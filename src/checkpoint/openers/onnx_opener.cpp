@@ -41,7 +41,7 @@ Checkpoint open_onnx_file(const CheckpointProbe& p) {
     ct.bytes = t.bytes;
     ct.file_offset = t.offset;
     ct.file_index = 0;
-    ct.encoded = t.encoded;  // in the model's bytes (file 0)
+    if (t.encoded) ct.storage = EncodedStorage{*t.encoded};  // in the model's bytes (file 0)
     if (t.external) {
       auto it = data_files.find(t.location);
       if (it == data_files.end()) {

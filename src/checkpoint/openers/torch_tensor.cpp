@@ -16,7 +16,7 @@ CheckpointTensor torch_checkpoint_tensor(const TorchSaveFile& f, const TorchTens
   ct.bytes = t.elements * s.element_bytes;
   ct.file_index = file_index;
   ct.file_offset = s.file_offset + (t.elements ? t.storage_offset * s.element_bytes : 0);
-  if (!t.contiguous) ct.strides = t.strides;
+  if (!t.contiguous) ct.storage = StridedStorage{t.strides};
   // A storage whose CRC-32 was not checked at open is checked after a full pass over a tensor that
   // covers it exactly (the usual state-dict entry); one read only through partial views is not.
   if (!s.crc_checked && t.contiguous && t.storage_offset == 0 && t.elements == s.elements) {

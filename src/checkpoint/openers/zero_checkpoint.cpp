@@ -302,9 +302,12 @@ Checkpoint open_zero(const std::string& dir) {
         t.file_index = optim_file[0];
       } else {
         t.dtype = DType::F32;
-        t.chunks = std::move(pieces[i]);
-        if (!t.chunks.empty()) t.file_index = t.chunks[0].file_index, t.file_offset = t.chunks[0].file_offset;
-        else t.file_index = optim_file[0];
+        if (!pieces[i].empty()) {
+          t.file_index = pieces[i][0].file_index, t.file_offset = pieces[i][0].file_offset;
+          t.storage = ChunkedStorage{std::move(pieces[i])};
+        } else {
+          t.file_index = optim_file[0];
+        }
       }
       added[p.name] = c.tensors.size();
       c.tensors.push_back(std::move(t));
