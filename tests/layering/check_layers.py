@@ -257,6 +257,72 @@ def check_storage_fields(root):
     return problems
 
 
+# Inside a domain folder no include arrow runs back up (issue 43): no cycle among its units (a unit is a
+# file's path without its extension, so x.h and x.cpp are one), the way checkpoint.h once was both the data model
+# the openers included and the dispatcher that included them. Folders held to it; the rest of src is not yet
+# (compute's op table and known answers, image's movie writers and their factory, the server's state and stats
+# JSON still include each other).
+ACYCLIC_FOLDERS = ("src/checkpoint", "src/stem", "src/render")
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def unit_cycles(root, folder):
+    """The cycles (each a sorted list of units, relative to src/) among the units under `folder`."""
+    src = os.path.join(root, "src")
+    units = {}
+    for dirpath, _, files in os.walk(os.path.join(root, folder)):
+        for f in files:
+            if f.endswith((".h", ".cpp", ".inl")):
+                rel = os.path.relpath(os.path.join(dirpath, f), src)
+                units.setdefault(os.path.splitext(rel)[0], []).append(rel)
+    edges = {u: set() for u in units}
+    for u, files in units.items():
+        for rel in files:
+            with open(os.path.join(src, rel), errors="replace") as fh:
+                for target in QUOTED_INCLUDE.findall(fh.read()):
+                    t = os.path.splitext(target)[0]
+                    if t in units and t != u:
+                        edges[u].add(t)
+    # Tarjan's strongly connected components, iteratively.
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    for start in sorted(units):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = counter[0]; counter[0] += 1; stack.append(start); on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop(); on.discard(w); comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def check_unit_cycles(root):
+    problems = []
+    for folder in ACYCLIC_FOLDERS:
+        for comp in unit_cycles(root, folder):
+            problems.append(f"{folder}: these units include each other (an arrow runs back up): " + ", ".join(comp) +
+                            " (move the types they share into a header of their own)")
+    return problems
+
+
 def run(root, verbose=True):
     picture = Picture(os.path.join(root, "docs", "architecture.md"))
     problems = []
@@ -264,7 +330,7 @@ def run(root, verbose=True):
     if cyc:
         problems.append("docs/architecture.md: the allowed edges form a cycle: " + " -> ".join(cyc))
     inc_problems, edges = check_includes(root, picture)
-    problems += inc_problems + check_links(root, picture) + check_storage_fields(root)
+    problems += inc_problems + check_links(root, picture) + check_storage_fields(root) + check_unit_cycles(root)
     if verbose:
         print(f"layering: {len(edges)} module edges, {sum(edges.values())} cross-module includes")
         for (a, b), n in sorted(edges.items()):
@@ -364,6 +430,18 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(len(problems), 5, problems)
         for line, name in ((3, "packed"), (4, "storage"), (5, "chunks"), (6, "GgmlBlockStorage"), (7, "ggml_type")):
             self.assertTrue(any(f"src/cli/x.cpp:{line}:" in p and f"'{name}'" in p for p in problems), (line, name, problems))
+
+    def test_units_including_each_other_inside_a_domain_folder_are_caught(self):
+        root = self.tree({"docs/architecture.md": self.DOC,
+                          "src/stem/model.h": "#pragma once\n",
+                          "src/stem/model.cpp": '#include "stem/model.h"\n#include "stem/formats/opener.h"\n',
+                          "src/stem/formats/opener.h": '#pragma once\n#include "stem/model.h"\n',
+                          "src/stem/formats/opener.cpp": '#include "stem/formats/opener.h"\n',
+                          "src/checkpoint/a.h": '#pragma once\n#include "checkpoint/b.h"\n',
+                          "src/checkpoint/b.h": "#pragma once\n"})
+        problems = [p for p in run(root, verbose=False) if "include each other" in p]
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("stem/formats/opener, stem/model", problems[0])
 
     def test_unresolvable_include_is_reported(self):
         root = self.tree({"docs/architecture.md": self.DOC, "src/core/a.cpp": '#include "nowhere/x.h"\n'})

@@ -734,7 +734,9 @@ TEST_F(StemLoad, ProgressCountsEveryFrameReadOnceAndEndsAtTheTotal) {
     ASSERT_FALSE(calls.empty());
     for (size_t i = 0; i < calls.size(); ++i) {
       EXPECT_EQ(calls[i].second, total) << i;
-      if (i) EXPECT_GT(calls[i].first, calls[i - 1].first) << "threads " << threads << ", call " << i;
+      if (i) {
+        EXPECT_GT(calls[i].first, calls[i - 1].first) << "threads " << threads << ", call " << i;
+      }
     }
     EXPECT_EQ(calls.back().first, total) << "threads " << threads;
     r.progress = nullptr;

@@ -16,7 +16,8 @@
 #include <optional>
 #include <string>
 
-#include "stem/products/products.h"
+#include "stem/products/product_request.h"
+#include "tensormorph/planner.h"
 
 namespace tmorph {
 
