@@ -68,6 +68,25 @@ report none. For those later ops the planner charges no transfer on that device,
 GPU is cheap there; data only on a device costs the CPU the trip back over the device's link
 (`PlannerResidency.*`, `VulkanParity.StatsMoveTheTensorToTheDeviceOnce`).
 
+**Split placement.** One op may run on several backends at once, each over its own runs of the op's units, with
+the partials merged on the host in the op's fixed order, so the result is bit-identical to one backend's (the
+kernels are exact, and the merge does not depend on who computed what). Today this is `stats.moments` (its units
+are the canonical 65,536-element blocks); the pyramid's level-0 tiles and the 4D-STEM frame sums are rows below,
+not yet split. The planner first picks the cheapest backend as above; it then adds every other exact kernel the
+constraints allow that passes its self-test, each with a share of the bytes in proportion to its throughput
+(transfer included), so they all end together: `estimated = 1 / Σ (1 / seconds alone)`, and a share under 10 %
+(1 % under `on`) is dropped. `--split auto` (the default, `compute.split`) splits only inputs of 256 MiB or more
+(`kSplitAtBytes`) and never adds a software adapter (lavapipe and the emulated GPU share the host's cores, so
+they would only slow the CPU down: on the CI machine nothing is ever split by default); `--split on` admits
+them and any size (what the tests and a what-if use); `--split off` never splits. A strict `--backend NAME`
+never splits, `--never` removes a backend from every share, `--prefer NAME` makes NAME the first share. While
+streaming, each call's blocks are divided so every share keeps to its part of all the blocks so far, the shares
+run at once (a thread each), and a share whose backend fails hands its blocks to the next share and gets no more.
+The placement report carries `split` (per share: backend, device, planned fraction, estimated seconds, blocks and
+bytes computed, measured seconds, `failed` and `handed_to`) and `split_why` ("estimated 0.41 s split over 2
+backends vs 0.66 s on cpu alone"); the CLI's one line names each backend's percentage of the split, `--explain`
+each share (`SplitPlacement.*`, `VulkanCli.test_split_on_shares_the_moments_between_cpu_and_vulkan_with_the_cpus_numbers`).
+
 **What the planner chooses on the CI machine** (2 vCPUs, Mesa lavapipe as the only Vulkan device).
 The Vulkan plugin lists lavapipe as `software_adapter` ("llvmpipe (LLVM 15.0.6, 256 bits)", 128 MiB
 `maxStorageBufferRange` read from the device). Its declared host link is 10 GB/s: even a software

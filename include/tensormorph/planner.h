@@ -17,6 +17,10 @@ namespace tmorph {
 // (backend_registry.h: what opening costs). The choice depends on the request only, never on what is open.
 inline constexpr uint64_t kOpenPluginsAtBytes = uint64_t{4} << 20;
 
+// Under SplitMode::Auto an op is split only over inputs of at least this many bytes: below it one backend's calls
+// cost less than the threads and copies of a split.
+inline constexpr uint64_t kSplitAtBytes = uint64_t{256} << 20;
+
 class Planner {
  public:
   Planner(const BackendRegistry& registry, const CostModel& costs, Constraints constraints)

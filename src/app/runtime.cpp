@@ -54,6 +54,13 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
     return names;
   };
   rt->constraints.prefer = checked_setting("compute.prefer");
+  const auto split_mode = [](const std::string& v, const std::string& what) {
+    if (v == "auto") return SplitMode::Auto;
+    if (v == "on") return SplitMode::On;
+    if (v == "off") return SplitMode::Off;
+    throw Error(ErrorKind::InvalidArgument, what + ": expected auto, on or off, got '" + v + "'");
+  };
+  if (auto s = rt->settings.get("compute.split")) rt->constraints.split = split_mode(*s, "setting compute.split");
   for (const auto& n : checked_setting("compute.never")) rt->constraints.never.insert(n);
   rt->threads = default_thread_count();
   if (auto s = rt->settings.get("compute.threads")) rt->threads = parse_thread_count(*s, "setting compute.threads");
@@ -73,6 +80,7 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
     if (!flags->backend.empty()) check_backend_names({flags->backend}, known_backends, cli ? "--backend" : "backend");
     if (!flags->resident_memory.empty()) rt->resident_memory = parse_bytes(flags->resident_memory, "--resident-memory");
     if (!flags->prefer.empty()) rt->constraints.prefer = flags->prefer;
+    if (!flags->split.empty()) rt->constraints.split = split_mode(flags->split, cli ? "--split" : "split");
     for (const auto& n : flags->never) rt->constraints.never.insert(n);
     rt->constraints.strict_backend = flags->backend;
     if (!flags->backend.empty() && rt->constraints.never.count(flags->backend))

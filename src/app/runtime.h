@@ -28,6 +28,7 @@ struct ComputeRequest {
   unsigned threads = 0;                   // 0: compute.threads or all cores
   std::string memory_budget;              // bytes, or with a K/M/G/T suffix (powers of 1024)
   std::string resident_memory;            // the same for stem.resident_memory (0 allowed: off)
+  std::string split;                      // auto, on or off (replaces compute.split when not empty)
   // Where plugins are looked for when neither TENSORMORPH_PLUGIN_DIR nor compute.plugin_dir says: empty
   // means plugins/ beside the executable (the CLI); the Python module names its own (python3 is elsewhere).
   std::string default_plugin_dir;

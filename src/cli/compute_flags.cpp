@@ -8,6 +8,9 @@ void ComputeFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--backend", backend, "strict: run every op on this backend or fail with the reason");
   cmd->add_option("--prefer", prefer, "prefer this backend when it can serve an op (repeatable)");
   cmd->add_option("--never", never, "never use this backend (repeatable)");
+  cmd->add_option("--split", split,
+                  "auto, on or off: may one op be split over several backends, each computing part, merged exactly "
+                  "(default: compute.split or auto: large inputs, hardware devices only)");
   cmd->add_option("--allow-approx", allow_approx,
                   "consent to a named approximation step when no exact kernel can serve (repeatable)");
   cmd->add_option("--threads", threads, "host threads for CPU kernels (default: compute.threads or all cores)")

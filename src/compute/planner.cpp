@@ -49,6 +49,10 @@ std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const De
   return {};
 }
 
+// The ops whose partials merge exactly whatever backend computed which part (their kernels are bit-identical to
+// the CPU's on every part, and the host merges the parts in the op's fixed order): those a split may serve.
+bool splits_exactly(tm_op op) { return op == TM_OP_STATS_MOMENTS; }
+
 }  // namespace
 
 // The fastest host link among the devices that hold the request's data (0 when none is known).
@@ -297,6 +301,72 @@ Placement Planner::place_among(const OpRequest& req, bool all) const {
   out.backend_ref = pick.backend;
   out.device_index = pick.device->index;
   out.kernel_index = pick.kernel->index;
+
+  // Split placement (docs/backends.md): the other exact kernels in the pool, each admitted by its self-test, take
+  // shares in proportion to their throughput (transfer included), so the op ends when they all do. Only ops whose
+  // partials merge exactly whatever the backend (splits_exactly), never under a strict --backend.
+  if (splits_exactly(req.op) && constraints_.strict_backend.empty() && constraints_.split != SplitMode::Off &&
+      pick.kernel->precision == TM_PRECISION_EXACT && (constraints_.split == SplitMode::On || req.bytes >= kSplitAtBytes)) {
+    std::vector<Candidate> shares = {pick};
+    for (const auto& c : pool) {
+      if ((c.backend == pick.backend && c.device == pick.device) || c.kernel->precision != TM_PRECISION_EXACT) continue;
+      if (constraints_.split == SplitMode::Auto && c.device->kind == TM_DEVICE_SOFTWARE_ADAPTER) continue;
+      std::string why;
+      if (!registry_.self_tests().admit(registry_, *c.backend, *c.device, *c.kernel, req, &why)) {
+        out.rejected.push_back({c.backend->name, c.device->name, "self_test_failed", why});
+        continue;
+      }
+      shares.push_back(c);
+    }
+    // Shares by rate; a share under the mode's minimum is not worth its calls and is dropped.
+    const double min_fraction = constraints_.split == SplitMode::On ? 0.01 : 0.1;
+    for (bool dropped = true; dropped && shares.size() > 1;) {
+      double rate = 0;
+      for (const auto& c : shares) rate += 1 / std::max(c.total(), 1e-12);
+      dropped = false;
+      for (size_t i = 1; i < shares.size(); ++i)
+        if ((1 / std::max(shares[i].total(), 1e-12)) / rate < min_fraction) {
+          shares.erase(shares.begin() + static_cast<std::ptrdiff_t>(i));
+          dropped = true;
+          break;
+        }
+    }
+    if (shares.size() > 1) {
+      double rate = 0;
+      for (const auto& c : shares) rate += 1 / std::max(c.total(), 1e-12);
+      for (const auto& c : shares) {
+        SplitShare share;
+        share.fraction = (1 / std::max(c.total(), 1e-12)) / rate;
+        Placement& p = share.placement;
+        p.op = out.op;
+        p.backend = c.backend->name;
+        p.device = c.device->name;
+        p.device_kind = device_kind_name(c.device->kind);
+        p.software_adapter = c.device->kind == TM_DEVICE_SOFTWARE_ADAPTER;
+        p.reason = "split_share";
+        p.precision = precision_name(c.kernel->precision, c.kernel->tolerance);
+        p.estimated_seconds = c.total() * share.fraction;
+        p.bytes_transferred = static_cast<uint64_t>(static_cast<double>(c.transfer_bytes) * share.fraction);
+        p.throughput_calibrated = c.calibrated;
+        p.backend_ref = c.backend;
+        p.device_index = c.device->index;
+        p.kernel_index = c.kernel->index;
+        out.split.push_back(std::move(share));
+        // A backend that takes a share was not left out for being costlier.
+        out.rejected.erase(std::remove_if(out.rejected.begin(), out.rejected.end(), [&](const Rejection& r) {
+          return r.backend == c.backend->name && r.device == c.device->name && (r.reason == "costlier" || r.reason == "not_preferred");
+        }), out.rejected.end());
+      }
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "estimated %.3g s split over %zu backends vs %.3g s on %s alone", 1 / rate, shares.size(),
+                    pick.total(), pick.backend->name.c_str());
+      out.split_why = buf;
+      out.estimated_seconds = 1 / rate;
+      uint64_t moved = 0;
+      for (const auto& sh : out.split) moved += sh.placement.bytes_transferred;
+      out.bytes_transferred = moved;
+    }
+  }
   return out;
 }
 

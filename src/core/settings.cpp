@@ -20,6 +20,8 @@ const std::vector<SettingKey>& known_settings() {
       {"compute.plugin_dir", "directory searched for backend plugins (TENSORMORPH_PLUGIN_DIR wins)"},
       {"compute.threads", "host threads for CPU kernels (default: all cores)"},
       {"compute.memory_budget", "bytes a single op may hold in memory (default: half of RAM)"},
+      {"compute.split", "auto, on or off: whether one op may be split over several backends (default auto: large inputs, "
+                        "hardware devices only; docs/backends.md)"},
       {"stem.resident_memory", "bytes of 4D-STEM acquisitions kept resident between requests, 0 = off "
                                "(default: a quarter of RAM in the server and Python, 0 in the CLI)"},
       {"remote.hf_endpoint", "where hf://ORG/NAME[@REV]/FILE paths resolve, as ENDPOINT/ORG/NAME/resolve/REV/FILE "
@@ -92,6 +94,8 @@ void Settings::set(const std::string& key, const std::string& value) {
   if (!known) throw Error(ErrorKind::InvalidArgument, "unknown setting '" + key + "' (known: " + list + ")");
   if (key == "compute.threads") parse_thread_count(value, "setting compute.threads");
   if (key == "compute.memory_budget") parse_memory_budget(value, "setting compute.memory_budget");
+  if (key == "compute.split" && value != "auto" && value != "on" && value != "off")
+    throw Error(ErrorKind::InvalidArgument, "setting compute.split: expected auto, on or off, got '" + value + "'");
   if (key == "stem.resident_memory") parse_bytes(value, "setting stem.resident_memory");
   values_[key] = value;
 }

@@ -21,6 +21,26 @@ nlohmann::json placement_json(const Placement& p) {
                       {"throughput_calibrated", p.throughput_calibrated},
                       {"bytes_transferred", p.bytes_transferred},
                       {"rejected", rejected}};
+  if (!p.split.empty()) {
+    // A split op (Placement::split): each backend's share, planned and measured.
+    nlohmann::json shares = nlohmann::json::array();
+    for (const auto& sh : p.split)
+      shares.push_back({{"backend", sh.placement.backend},
+                        {"device", sh.placement.device},
+                        {"device_kind", sh.placement.device_kind},
+                        {"software_adapter", sh.placement.software_adapter},
+                        {"fraction", json_number(sh.fraction)},
+                        {"estimated_seconds", json_number(sh.placement.estimated_seconds)},
+                        {"throughput_calibrated", sh.placement.throughput_calibrated},
+                        {"bytes_transferred", sh.placement.bytes_transferred},
+                        {"units", sh.units},
+                        {"bytes", sh.bytes},
+                        {"seconds", json_number(sh.seconds)},
+                        {"failed", sh.failed.empty() ? nlohmann::json(nullptr) : nlohmann::json(sh.failed)},
+                        {"handed_to", sh.handed_to.empty() ? nlohmann::json(nullptr) : nlohmann::json(sh.handed_to)}});
+    j["split"] = std::move(shares);
+    j["split_why"] = p.split_why;
+  }
   return j;
 }
 
@@ -47,6 +67,29 @@ std::vector<Placement> placements_from_json(const nlohmann::json& j) {
     if (e.contains("estimated_seconds")) p.estimated_seconds = number_from_json(e["estimated_seconds"]).value_or(0.0);
     p.throughput_calibrated = e.value("throughput_calibrated", false);
     p.bytes_transferred = e.value("bytes_transferred", uint64_t{0});
+    if (e.contains("split") && e["split"].is_array()) {
+      p.split_why = e.value("split_why", "");
+      for (const auto& x : e["split"]) {
+        SplitShare sh;
+        sh.placement.op = p.op;
+        sh.placement.backend = x.value("backend", "");
+        sh.placement.device = x.value("device", "");
+        sh.placement.device_kind = x.value("device_kind", "");
+        sh.placement.software_adapter = x.value("software_adapter", false);
+        sh.placement.precision = p.precision;
+        sh.placement.reason = "split_share";
+        if (x.contains("estimated_seconds")) sh.placement.estimated_seconds = number_from_json(x["estimated_seconds"]).value_or(0.0);
+        sh.placement.throughput_calibrated = x.value("throughput_calibrated", false);
+        sh.placement.bytes_transferred = x.value("bytes_transferred", uint64_t{0});
+        if (x.contains("fraction")) sh.fraction = number_from_json(x["fraction"]).value_or(0.0);
+        sh.units = x.value("units", uint64_t{0});
+        sh.bytes = x.value("bytes", uint64_t{0});
+        if (x.contains("seconds")) sh.seconds = number_from_json(x["seconds"]).value_or(0.0);
+        if (x.contains("failed") && x["failed"].is_string()) sh.failed = x["failed"];
+        if (x.contains("handed_to") && x["handed_to"].is_string()) sh.handed_to = x["handed_to"];
+        p.split.push_back(std::move(sh));
+      }
+    }
     if (e.contains("rejected") && e["rejected"].is_array())
       for (const auto& r : e["rejected"])
         p.rejected.push_back({r.value("backend", ""), r.value("device", ""), r.value("reason", ""), r.value("detail", "")});

@@ -87,6 +87,33 @@ class VulkanCli(unittest.TestCase):
         self.assertEqual((ssb["dtypes"], ssb["precision"]), (["quadratic"], "bounded(0.0002)"))
         self.assertTrue(all(k["precision"] == "exact" for k in VULKAN["kernels"] if k["op"] != "stem.ssb_overlap"))
 
+    def test_split_on_shares_the_moments_between_cpu_and_vulkan_with_the_cpus_numbers(self):
+        """--split on (docs/backends.md "Split placement"): stats.moments of a 5 MB tensor computed partly on the
+        CPU and partly on lavapipe gives the statistics --split off gives; the JSON lists both shares with the blocks
+        and bytes each computed, the text line says so, and a bad mode is refused naming the flag."""
+        import numpy as np
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal(1_250_003).astype(np.float32)
+        x[[5, 700_001]] = [np.nan, np.inf]
+        big = safetensors_file(os.path.join(self.dir, "big.safetensors"), [("x", "F32", [x.size], x.tobytes())])
+        split = self.stats("--split", "on", "--index", os.path.join(self.dir, "split.db"), path=big)["x"]
+        alone = self.stats("--split", "off", "--index", os.path.join(self.dir, "alone.db"), path=big)["x"]
+        self.assertEqual(split["stats"], alone["stats"])
+        moments = next(p for p in split["placement"] if p["op"] == "stats.moments")
+        shares = moments["split"]
+        self.assertEqual(sorted(s["backend"] for s in shares), ["cpu", "vulkan"], moments)
+        self.assertTrue(all(s["units"] > 0 and s["failed"] is None for s in shares), shares)
+        self.assertEqual(sum(s["units"] for s in shares), (x.size + 65535) // 65536)
+        self.assertEqual(sum(s["bytes"] for s in shares), x.nbytes)
+        self.assertIn("split over 2 backends", moments["split_why"])
+        self.assertNotIn("split", next(p for p in alone["placement"] if p["op"] == "stats.moments"))
+        r = run(["stats", big, "x", "--split", "on", "--index", os.path.join(self.dir, "text.db")])
+        self.assertEqual(r.code, 0, r.err)
+        self.assertRegex(r.out, r"placement: .*stats\.moments \d+% of a split.*stats\.moments \d+% of a split")
+        r = run(["stats", big, "x", "--split", "maybe"])
+        self.assertEqual(r.code, 2, r.err)
+        self.assertIn("--split: expected auto, on or off, got 'maybe'", r.err)
+
     def test_strict_vulkan_equals_the_cpu_and_names_the_device(self):
         names = ("a.f32", "b.bf16", "c.i32", "d.u8")
         # f64 has no Vulkan kernel: strict requests name it; the four others run there entirely.
