@@ -81,6 +81,7 @@ bench: build
 	@TM_BIN=$(CURDIR)/build/tensormorph node bench/stem_page_bench.mjs
 	@/usr/bin/python3 bench/lod_bench.py --build build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
+	@/usr/bin/python3 bench/split_bench.py --build build
 	@/usr/bin/python3 bench/diff_bench.py --build build
 	@/usr/bin/python3 bench/torch_bench.py --build build
 	@/usr/bin/python3 bench/onnx_bench.py --build build

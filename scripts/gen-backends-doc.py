@@ -71,8 +71,9 @@ GPU is cheap there; data only on a device costs the CPU the trip back over the d
 **Split placement.** One op may run on several backends at once, each over its own runs of the op's units, with
 the partials merged on the host in the op's fixed order, so the result is bit-identical to one backend's (the
 kernels are exact, and the merge does not depend on who computed what). Today this is `stats.moments` (its units
-are the canonical 65,536-element blocks); the pyramid's level-0 tiles and the 4D-STEM frame sums are rows below,
-not yet split. The planner first picks the cheapest backend as above; it then adds every other exact kernel the
+are the canonical 65,536-element blocks) and the pyramid's level-0 tiles, `lod.tile_stats` (its units are a band's
+tiles, with the method the caller named, a multi-row band's columns gathered per share and each share's pattern
+counts summed after); the 4D-STEM frame sums are a row below, not yet split. The planner first picks the cheapest backend as above; it then adds every other exact kernel the
 constraints allow that passes its self-test, each with a share of the bytes in proportion to its throughput
 (transfer included), so they all end together: `estimated = 1 / Σ (1 / seconds alone)`, and a share under 10 %
 (1 % under `on`) is dropped. `--split auto` (the default, `compute.split`) splits only inputs of 256 MiB or more

@@ -51,7 +51,7 @@ std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const De
 
 // The ops whose partials merge exactly whatever backend computed which part (their kernels are bit-identical to
 // the CPU's on every part, and the host merges the parts in the op's fixed order): those a split may serve.
-bool splits_exactly(tm_op op) { return op == TM_OP_STATS_MOMENTS; }
+bool splits_exactly(tm_op op) { return op == TM_OP_STATS_MOMENTS || op == TM_OP_LOD_TILE_STATS; }
 
 }  // namespace
 

@@ -1,16 +1,15 @@
 #include "tensormorph/stats.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 #include "compute/resident_copy.h"
 #include "support/thread_pool.h"
 #include "ops/kernel_call.h"
 #include "ops/moments.h"
+#include "ops/split_run.h"
 #include "tensormorph/contract_math.h"
 #include "ops/stats_options.h"
 #include "tensormorph/error.h"
@@ -122,83 +121,24 @@ struct MomentsStream::State {
     for (const auto& p : partials) reducer.push(p);
   }
 
-  // Blocks [b0, b1) of the call's `elements` at data on share i, into partials[b0, b1): "" or the error it met. Each
-  // share's counters are touched only by the thread running it.
-  std::string run_share(size_t i, const uint8_t* data, uint64_t elements, uint64_t b0, uint64_t b1, const ResidentCopy* resident) {
-    if (b0 >= b1) return {};
-    SplitShare& share = placement.split[i];
-    const size_t width = dtype_size(dtype);
-    const uint64_t e0 = b0 * TM_STATS_BLOCK_ELEMENTS, e1 = std::min<uint64_t>(elements, b1 * TM_STATS_BLOCK_ELEMENTS);
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      run_placed_kernel(share.placement, TM_OP_STATS_MOMENTS,
-                        {dtype, data + e0 * width, e1 - e0, nullptr, 0, partials.data() + b0, (b1 - b0) * sizeof(tm_moments_partial_v1), threads},
-                        resident);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    share.units += b1 - b0;
-    share.bytes += (e1 - e0) * width;
-    share.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return {};
-  }
-
-  // The call's blocks over the shares that have not failed, in proportion to their fractions over the whole stream
-  // (each share is given what it lacks of its part of every block so far, the remainder by largest shortfall, so
-  // calls of a few blocks still divide as planned), each share's run of blocks on its own thread (the first on this
-  // one); partials land in block order, so the reducer sees what one backend would give. A share that fails hands its
-  // blocks to the next share that has not (its later calls give it none); when every share has failed the call throws.
-  std::vector<uint64_t> assigned = {};  // blocks the plan gave each share so far
-  uint64_t planned = 0;            // blocks planned so far
+  // The call's blocks over the split's shares (ops/split_run.h), partials into partials[b] whoever computed block b.
+  SplitRun split_run = SplitRun();
 
   void run_split(const uint8_t* data, uint64_t elements, uint64_t blocks, const ResidentCopy* resident) {
-    auto& shares = placement.split;
-    assigned.resize(shares.size(), 0);
-    std::vector<size_t> live;
-    double total = 0;
-    for (size_t i = 0; i < shares.size(); ++i)
-      if (shares[i].failed.empty()) live.push_back(i), total += shares[i].fraction;
-    if (live.empty()) throw Error(ErrorKind::Unavailable, "stats.moments: every backend of the split failed");
-    planned += blocks;
-    std::vector<uint64_t> count(live.size(), 0);
-    std::vector<double> shortfall(live.size(), 0);
-    uint64_t left = blocks;
-    for (size_t k = 0; k < live.size(); ++k) {
-      const double want = std::max(0.0, shares[live[k]].fraction / total * static_cast<double>(planned) -
-                                            static_cast<double>(assigned[live[k]]));
-      count[k] = std::min<uint64_t>(left, static_cast<uint64_t>(want));
-      shortfall[k] = want - static_cast<double>(count[k]);
-      left -= count[k];
-    }
-    while (left) {  // one block at a time to the share furthest behind (the first on ties)
-      size_t k = static_cast<size_t>(std::max_element(shortfall.begin(), shortfall.end()) - shortfall.begin());
-      ++count[k], --left, shortfall[k] -= 1;
-    }
-    std::vector<uint64_t> first(live.size() + 1, 0);
-    for (size_t k = 0; k < live.size(); ++k) first[k + 1] = first[k] + count[k], assigned[live[k]] += count[k];
-    std::vector<std::string> errors(live.size());
-    std::vector<std::thread> workers;
-    for (size_t k = 1; k < live.size(); ++k)
-      workers.emplace_back([&, k] { errors[k] = run_share(live[k], data, elements, first[k], first[k + 1], resident); });
-    errors[0] = run_share(live[0], data, elements, first[0], first[1], resident);
-    for (auto& w : workers) w.join();
-    for (size_t k = 0; k < live.size(); ++k) {
-      if (errors[k].empty()) continue;
-      shares[live[k]].failed = errors[k];
-      for (;;) {  // to the next share (in order, wrapping round) that has not failed
-        size_t next = shares.size();
-        for (size_t step = 1; step < shares.size() && next == shares.size(); ++step) {
-          const size_t j = (live[k] + step) % shares.size();
-          if (shares[j].failed.empty()) next = j;
-        }
-        if (next == shares.size())
-          throw Error(ErrorKind::Unavailable, "stats.moments: every backend of the split failed; the last: " + errors[k]);
-        shares[live[k]].handed_to = shares[next].placement.backend;
-        const std::string again = run_share(next, data, elements, first[k], first[k + 1], resident);
-        if (again.empty()) break;
-        shares[next].failed = again;
+    const size_t width = dtype_size(dtype);
+    split_run.call(placement.split, blocks, [&](size_t i, uint64_t b0, uint64_t b1, uint64_t* bytes) -> std::string {
+      const uint64_t e0 = b0 * TM_STATS_BLOCK_ELEMENTS, e1 = std::min<uint64_t>(elements, b1 * TM_STATS_BLOCK_ELEMENTS);
+      try {
+        run_placed_kernel(placement.split[i].placement, TM_OP_STATS_MOMENTS,
+                          {dtype, data + e0 * width, e1 - e0, nullptr, 0, partials.data() + b0,
+                           (b1 - b0) * sizeof(tm_moments_partial_v1), threads},
+                          resident);
+      } catch (const Error& e) {
+        return e.what();
       }
-    }
+      *bytes = (e1 - e0) * width;
+      return {};
+    }, "stats.moments");
   }
 };
 

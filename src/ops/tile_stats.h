@@ -1,9 +1,12 @@
 // The placed TM_OP_LOD_TILE_STATS (op_contracts.h): level-0 pyramid tiles wherever the planner puts them.
 // Placed once per tensor (the planner keeps small tensors on the linked CPU backend without opening a plugin),
-// then every call of the tensor runs there.
+// then every call of the tensor runs there; or, when the planner splits the op (Placement::split), each call's tiles
+// are shared among the split's backends (ops/split_run.h), every tile computed by one of them with the method the
+// caller named, so the records are the ones a single backend gives.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
@@ -22,11 +25,17 @@ class PlacedTileStats {
   void operator()(DType dtype, const tm_tile_stats_params_v1& params, const void* input, uint64_t elements,
                   tm_tile_stats_v1* out, uint64_t tiles) const;
 
-  const Placement& placement() const { return placement_; }
+  // Where it ran; a split's shares carry what each computed so far (copies of this object, such as the pyramid
+  // builder's kernel, count into the same placement).
+  const Placement& placement() const { return *placement_; }
 
  private:
-  Placement placement_;
+  void run_split(DType dtype, const tm_tile_stats_params_v1& params, const void* input, tm_tile_stats_v1* out,
+                 uint64_t tiles) const;
+
+  std::shared_ptr<Placement> placement_;  // shared by copies: a split's counters change with each call
   unsigned threads_;
+  std::shared_ptr<class SplitRun> split_run_;
 };
 
 }  // namespace tmorph

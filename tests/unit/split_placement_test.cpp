@@ -11,6 +11,8 @@
 #include <memory>
 
 #include "cpu/cpu_backend.h"
+#include "lod/pyramid.h"
+#include "ops/tile_stats.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/cost_model.h"
 #include "tensormorph/planner.h"
@@ -144,6 +146,40 @@ class SplitPlacement : public ::testing::Test {
 TEST_F(SplitPlacement, CpuAndVulkanGiveTheCpusMomentsBitForBit) { split_equals_the_cpu("vulkan"); }
 
 TEST_F(SplitPlacement, CpuAndTheEmulatedGpuGiveTheCpusMomentsBitForBit) { split_equals_the_cpu("gpuemu"); }
+
+TEST_F(SplitPlacement, PyramidTilesSplitOverCpuAndVulkanEqualTheCpus) {
+  // Level-0 tiles (lod.tile_stats) shared band by band: every dtype Vulkan's kernel takes, each with the method a
+  // pyramid asks of it, fed in odd pieces; the tiles, the bins and the pattern counts behind them equal the CPU's.
+  const Backend* vk = need("vulkan");
+  if (!vk) GTEST_SKIP() << "vulkan is unavailable here";
+  std::set<std::string> others;
+  for (const auto& x : registry_->listed())
+    if (x.name != "cpu" && x.name != "vulkan") others.insert(x.name);
+  std::set<std::string> not_cpu = others;
+  not_cpu.insert("vulkan");
+  const std::vector<uint64_t> shape = {3, 1024, 1500};
+  const uint64_t n = 3 * 1024 * 1500;
+  for (DType dt : test::kernel_dtypes(*vk, TM_OP_LOD_TILE_STATS)) {
+    const std::string where = std::string(dtype_name(dt));
+    const auto data = test::salted_data(dt, n, 31);
+    const View2D view = default_view(shape);
+    const PlacedTileStats split(planner(SplitMode::On, others), dt, n, 0, 2), cpu(planner(SplitMode::On, not_cpu), dt, n, 0, 2);
+    ASSERT_EQ(split.placement().split.size(), 2u) << where << ": " << split.placement().split_why;
+    PyramidBuilder pieces(dt, view, split);
+    const size_t w = dtype_size(dt);
+    for (uint64_t off = 0, k = 1; off < n; ++k) {
+      const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 900000 + 1);
+      pieces.feed(data.data() + off * w, take);
+      off += take;
+    }
+    const Pyramid a = pieces.finish(), b = build_pyramid(dt, view, data.data(), cpu);
+    ASSERT_EQ(a.tiles.size(), b.tiles.size()) << where;
+    EXPECT_EQ(a.edges, b.edges) << where;
+    for (size_t t = 0; t < a.tiles.size(); ++t) EXPECT_EQ(encode_tile(a.tiles[t]), encode_tile(b.tiles[t])) << where << " tile " << t;
+    for (const auto& sh : split.placement().split) EXPECT_GT(sh.units, 0u) << where << ": " << sh.placement.backend << " computed no tile";
+    if (HasFailure()) return;
+  }
+}
 
 TEST_F(SplitPlacement, ABackendFailingOnItsSecondCallHandsItsBlocksToTheCpu) {
   // The CPU's kernels under another name (a plugin's table shares its process-wide state with the plugin itself).

@@ -171,6 +171,29 @@ export interface Placement {
   bytes_transferred: number;
   throughput_calibrated: boolean;
   rejected: RejectedCandidate[];
+  /** A split op (docs/backends.md "Split placement"): each backend's share, planned and measured. */
+  split?: SplitShare[];
+  /** Why the planner split: "estimated 0.41 s split over 2 backends vs 0.66 s on cpu alone". */
+  split_why?: string;
+}
+
+/** One backend's part of a split op. */
+export interface SplitShare {
+  backend: string;
+  device: string;
+  device_kind: string;
+  software_adapter: boolean;
+  /** The fraction of the op's bytes the planner gave it. */
+  fraction: Num;
+  estimated_seconds: Num;
+  throughput_calibrated: boolean;
+  bytes_transferred: number;
+  /** What the run measured: the op's units (canonical blocks), input bytes and seconds of its calls. */
+  units: number;
+  bytes: number;
+  seconds: Num;
+  failed: string | null;
+  handed_to: string | null;
 }
 
 /** A device of a backend, as GET /api/compute lists it (extra fields are ignored here). */

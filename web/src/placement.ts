@@ -35,6 +35,8 @@ export function reasonText(reason: string): string {
       return "coloured on this page's WebGPU adapter (heatmap: Colour on auto / page)";
     case "derived_from_bitpattern_histogram":
       return "derived from the bit-pattern counts";
+    case "split_share":
+      return "a share of a split op";
     case "counted_by_pyramid_pass":
       return "counted by the pyramid's pass while indexing (each element counted once)";
     default:
@@ -96,9 +98,31 @@ export function placementTable(report: Placement[], id: string): HTMLTableElemen
     );
     if (fallback) tr.classList.add("fallback");
     body.append(tr);
+    if (p.split?.length) body.append(splitRow(p));
   }
   t.append(body);
   return t;
+}
+
+/** The line under a split op's row: why, then each share's planned and measured part (and a failure's hand-over). */
+function splitRow(p: Placement): HTMLTableRowElement {
+  const bytes = (p.split ?? []).reduce((a, s) => a + s.bytes, 0);
+  const shares = (p.split ?? []).map((s) => {
+    const measured = bytes ? ` → ${((100 * s.bytes) / bytes).toFixed(0)}% (${fmtBytes(s.bytes)} in ${fmt(s.seconds)} s)` : "";
+    const failed = s.failed ? `; failed, handed to ${s.handed_to}: ${s.failed}` : "";
+    return el(
+      "li",
+      { "data-backend": s.backend, "data-failed": String(!!s.failed) },
+      el("b", {}, s.backend + (s.device ? "/" + s.device : "")),
+      `: planned ${(100 * Number(s.fraction)).toFixed(0)}%${measured}${failed}`,
+    );
+  });
+  return el(
+    "tr",
+    { class: "split", "data-op": p.op },
+    el("td", {}, ""),
+    el("td", { colspan: "7" }, `split: ${p.split_why ?? ""}`, el("ul", { class: "split-shares" }, ...shares)),
+  );
 }
 
 /** The latest placement seen per op in this page session, with the API path that reported it. */
