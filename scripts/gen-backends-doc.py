@@ -73,13 +73,15 @@ the partials merged on the host in the op's fixed order, so the result is bit-id
 kernels are exact, and the merge does not depend on who computed what). Today this is `stats.moments` (its units
 are the canonical 65,536-element blocks) and the pyramid's level-0 tiles, `lod.tile_stats` (its units are a band's
 tiles, with the method the caller named, a multi-row band's columns gathered per share and each share's pattern
-counts summed after); the 4D-STEM frame sums are a row below, not yet split. The planner first picks the cheapest backend as above; it then adds every other exact kernel the
+counts summed after) and the 4D-STEM frame sums, `stem.frame_sums` (its units are a batch's scan positions, each
+position's row written by one backend; host frames only: frames decoded on a device are not split, and the pattern
+reduction stays on one backend). The planner first picks the cheapest backend as above; it then adds every other exact kernel the
 constraints allow that passes its self-test, each with a share of the bytes in proportion to its throughput
 (transfer included), so they all end together: `estimated = 1 / Σ (1 / seconds alone)`, and a share under 10 %
 (1 % under `on`) is dropped. `--split auto` (the default, `compute.split`) splits only inputs of 256 MiB or more
 (`kSplitAtBytes`) and never adds a software adapter (lavapipe and the emulated GPU share the host's cores, so
 they would only slow the CPU down: on the CI machine nothing is ever split by default); `--split on` admits
-them and any size (what the tests and a what-if use); `--split off` never splits. A strict `--backend NAME`
+them and any size, opening the plugins for an op a split may serve (what the tests and a what-if use); `--split off` never splits. A strict `--backend NAME`
 never splits, `--never` removes a backend from every share, `--prefer NAME` makes NAME the first share. While
 streaming, each call's blocks are divided so every share keeps to its part of all the blocks so far, the shares
 run at once (a thread each), and a share whose backend fails hands its blocks to the next share and gets no more.

@@ -51,7 +51,9 @@ std::pair<std::string, std::string> capability_gap(const KernelInfo& k, const De
 
 // The ops whose partials merge exactly whatever backend computed which part (their kernels are bit-identical to
 // the CPU's on every part, and the host merges the parts in the op's fixed order): those a split may serve.
-bool splits_exactly(tm_op op) { return op == TM_OP_STATS_MOMENTS || op == TM_OP_LOD_TILE_STATS; }
+bool splits_exactly(tm_op op) {
+  return op == TM_OP_STATS_MOMENTS || op == TM_OP_LOD_TILE_STATS || op == TM_OP_STEM_FRAME_SUMS;
+}
 
 }  // namespace
 
@@ -80,10 +82,12 @@ int gap_rank(const std::string& reason) {  // which rejection best explains a de
 
 // Whether a plugin backend is considered for this request, whatever earlier requests opened: for an input of
 // kOpenPluginsAtBytes or more, under a strict --backend, when the constraints prefer it, when a calibration
-// measured it on this op, or when one of its devices holds the data. Otherwise the request is placed among the
-// linked backends (the CPU), so its placement does not depend on what the process did before.
+// measured it on this op, when one of its devices holds the data, or under --split on for an op a split may
+// serve. Otherwise the request is placed among the linked backends (the CPU), so its placement does not depend on
+// what the process did before.
 bool Planner::considers(const Backend& b, const OpRequest& req, bool preferred) const {
   if (preferred || b.origin == "static" || req.bytes >= kOpenPluginsAtBytes || !constraints_.strict_backend.empty()) return true;
+  if (constraints_.split == SplitMode::On && splits_exactly(req.op)) return true;  // asked to share it: any size
   if (costs_.calibrated_any(b.name, req.op)) return true;
   const std::string mine = b.name + "/";
   return std::any_of(req.residency.devices.begin(), req.residency.devices.end(),

@@ -212,6 +212,22 @@ class StemProducts(unittest.TestCase):
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
         self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan", "decode.bitshuffle_lz4": "cpu"})
 
+    def test_split_frame_sums_give_the_same_products(self):
+        """--split on (docs/backends.md "Split placement"): each batch's positions shared between the CPU and
+        Vulkan, every position's sums computed by one of them, so the products equal the CPU's alone; the report's
+        stem.frame_sums lists both shares and the positions each summed."""
+        require_vulkan(self)
+        for args in (["bf"], ["mask", "--inner", "3", "--outer", "9"], ["com"]):
+            with self.subTest(args=args):
+                alone, _ = self.product(*args, "--split", "off")
+                split, rep = self.product(*args, "--split", "on")
+                np.testing.assert_array_equal(split, alone)
+                sums = next(p for p in rep["placement"] if p["op"] == "stem.frame_sums")
+                shares = {s["backend"]: s for s in sums["split"]}
+                self.assertEqual(set(shares), {"cpu", "vulkan"}, sums)
+                self.assertTrue(all(s["units"] > 0 and s["failed"] is None for s in shares.values()), shares)
+                self.assertEqual(sum(s["units"] for s in shares.values()), split.shape[-1] * split.shape[-2])
+
     def test_a_turned_scan_gives_the_known_dpc_angle(self):
         """Simulated with the scan's axes turned by theta against the detector's: the DPC rotation that
         makes the measured field curl-free is -theta (mod 180 degrees)."""

@@ -7,6 +7,7 @@
 
 #include "compute/resident_copy.h"
 #include "ops/kernel_call.h"
+#include "ops/split_run.h"
 #include "stem/products/resident_products.h"
 #include "stem/products/virtual_detector.h"
 #include "tensormorph/backend_registry.h"
@@ -24,6 +25,10 @@ std::unique_ptr<ResidentCopy> frames_on_device(const StemLoader& loader, const P
   const Placement* decode_at = loader.device_decode();
   if (!decode_at) {
     *why = "decoding is not placed on a device, or the frames are cropped, binned or converted on the host";
+    return nullptr;
+  }
+  if (req.frame_sums && !sums_at.split.empty()) {
+    *why = "the frame sums are split over several backends, which read host frames";
     return nullptr;
   }
   const auto same = [&](const Placement& p) { return p.backend_ref == decode_at->backend_ref && p.device_index == decode_at->device_index; };
@@ -123,6 +128,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
   op.bytes = op.elements * dtype_size(dtype);
   op.memory_budget_bytes = req.load.memory_budget;
   Placement sums_at, pattern_at;
+  const size_t sums_report = r.placements.size();  // where the frame sums' placement is reported (final after the run)
   if (req.frame_sums) op.op = TM_OP_STEM_FRAME_SUMS, sums_at = place_frames(planner, op), r.placements.push_back(sums_at);
   if (req.pattern) op.op = TM_OP_STEM_PATTERN_REDUCE, pattern_at = place_frames(planner, op), r.placements.push_back(pattern_at);
   if (const auto decode_at = place_decode(acq, loader, planner)) r.placements.push_back(*decode_at);
@@ -144,6 +150,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
     for (uint64_t i = 0; i < pixels; ++i) std::memcpy(pattern_out.data() + (pixels + i) * sizeof(double), &lowest, sizeof lowest);
   }
   LargeBuffer frames;  // host frames, for batches not decoded on the device
+  SplitRun sums_split;  // the frame sums' shares, when the planner split them
   const unsigned threads = std::max(1u, req.load.threads);
   uint64_t resident_batches = 0, host_batches = 0;
   for (uint64_t first = 0; first < r.positions; first += batch) {
@@ -160,10 +167,26 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
       else run_placed_kernel(at, op, args);
     };
     const void* input = resident ? nullptr : frames.get();
-    if (req.frame_sums)
+    if (req.frame_sums && !sums_at.split.empty()) {
+      // Split (docs/backends.md): each share sums its run of the batch's positions into their own rows, so the rows
+      // are what one backend writes. Device frames are never used with a split (frames_on_device).
+      const size_t width = dtype_size(dtype);
+      sums_split.call(sums_at.split, n, [&](size_t i, uint64_t u0, uint64_t u1, uint64_t* bytes) -> std::string {
+        try {
+          run_placed_kernel(sums_at.split[i].placement, TM_OP_STEM_FRAME_SUMS,
+                            {dtype, frames.get() + u0 * pixels * width, (u1 - u0) * pixels, &sums_params, sizeof sums_params,
+                             sums.data() + (first + u0) * row_values, (u1 - u0) * row_values * sizeof(uint64_t), threads});
+        } catch (const Error& e) {
+          return e.what();
+        }
+        *bytes = (u1 - u0) * pixels * width;
+        return {};
+      }, "stem.frame_sums");
+    } else if (req.frame_sums) {
       run(sums_at, TM_OP_STEM_FRAME_SUMS,
           {dtype, input, n * pixels, &sums_params, sizeof sums_params, sums.data() + first * row_values,
            n * row_values * sizeof(uint64_t), threads});
+    }
     if (req.pattern)
       run(pattern_at, TM_OP_STEM_PATTERN_REDUCE,
           {dtype, input, n * pixels, &pattern_params, sizeof pattern_params, pattern_out.data(), pattern_out.size(), threads});
@@ -200,6 +223,7 @@ ProductResult compute_products_here(const Acquisition& acq, const ProductRequest
       }
     }
   }
+  if (req.frame_sums && !sums_at.split.empty()) r.placements[sums_report] = sums_at;  // with what each share summed
   if (device_frames && host_batches == 0)  // what crossed the link: the chunks up, the sums back; no frames
     for (Placement& p : r.placements)
       p.bytes_transferred = p.op == op_name(TM_OP_DECODE_BITSHUFFLE_LZ4) ? loader.stored_bytes_read() : 0;
