@@ -313,7 +313,10 @@ Placement Planner::place_among(const OpRequest& req, bool all) const {
       pick.kernel->precision == TM_PRECISION_EXACT && (constraints_.split == SplitMode::On || req.bytes >= kSplitAtBytes)) {
     std::vector<Candidate> shares = {pick};
     for (const auto& c : pool) {
-      if ((c.backend == pick.backend && c.device == pick.device) || c.kernel->precision != TM_PRECISION_EXACT) continue;
+      const bool taken = std::any_of(shares.begin(), shares.end(), [&](const Candidate& x) {
+        return x.backend == c.backend && (x.device == c.device || x.device->index == c.device->index);
+      });
+      if (taken || c.kernel->precision != TM_PRECISION_EXACT) continue;  // one share per device
       if (constraints_.split == SplitMode::Auto && c.device->kind == TM_DEVICE_SOFTWARE_ADAPTER) continue;
       std::string why;
       if (!registry_.self_tests().admit(registry_, *c.backend, *c.device, *c.kernel, req, &why)) {
