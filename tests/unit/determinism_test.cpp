@@ -15,18 +15,6 @@ namespace {
 
 bool bitwise_equal(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-void expect_identical(const MomentsSummary& a, const MomentsSummary& b, const std::string& what) {
-  EXPECT_EQ(a.count, b.count) << what;
-  EXPECT_EQ(a.finite_count, b.finite_count) << what;
-  EXPECT_EQ(a.nan_count, b.nan_count) << what;
-  EXPECT_EQ(a.inf_count, b.inf_count) << what;
-  EXPECT_EQ(a.zero_count, b.zero_count) << what;
-  for (auto [x, y, name] : {std::tuple{a.min, b.min, "min"}, {a.max, b.max, "max"}, {a.abs_max, b.abs_max, "abs_max"},
-                            {a.sum, b.sum, "sum"}, {a.mean, b.mean, "mean"}, {a.std, b.std, "std"}})
-    EXPECT_TRUE(bitwise_equal(x, y)) << what << " " << name << ": " << x << " vs " << y;
-  EXPECT_EQ(a.int_sum, b.int_sum) << what;
-}
-
 class Determinism : public ::testing::TestWithParam<DType> {};
 
 TEST_P(Determinism, SameResultsFor1_2_And7Threads) {
@@ -42,7 +30,7 @@ TEST_P(Determinism, SameResultsFor1_2_And7Threads) {
   for (unsigned threads : {2u, 7u}) {
     opt.threads = threads;
     const StatsResult many = compute_stats(raw.data(), dt, n, planner, opt);
-    expect_identical(one.moments, many.moments, std::to_string(threads) + " threads");
+    test::expect_same_summary(one.moments, many.moments, std::to_string(threads) + " threads");
     ASSERT_TRUE(one.histogram && many.histogram);
     EXPECT_EQ(one.histogram->counts, many.histogram->counts);
     ASSERT_EQ(one.quantiles.size(), many.quantiles.size());
@@ -65,7 +53,7 @@ TEST_P(Determinism, SameResultsForAnyChunking) {
   for (uint64_t chunk : {uint64_t{7}, uint64_t{4096}, uint64_t{65535}, uint64_t{65537}, uint64_t{300007}}) {
     MomentsStream s(planner, dt, n, 3);
     for (uint64_t first = 0; first < n; first += chunk) s.feed(raw.data() + first * w, std::min(chunk, n - first));
-    expect_identical(want, s.finish(), "chunk " + std::to_string(chunk));
+    test::expect_same_summary(want, s.finish(), "chunk " + std::to_string(chunk));
   }
 }
 

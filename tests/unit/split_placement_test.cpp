@@ -26,22 +26,6 @@ namespace {
 // every dtype, with a short last block.
 constexpr uint64_t kElements = 80 * 65536 + 4463;
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-void expect_same(const MomentsSummary& a, const MomentsSummary& b, const std::string& where) {
-  EXPECT_EQ(a.count, b.count) << where;
-  EXPECT_EQ(a.finite_count, b.finite_count) << where;
-  EXPECT_EQ(a.nan_count, b.nan_count) << where;
-  EXPECT_EQ(a.inf_count, b.inf_count) << where;
-  EXPECT_EQ(a.zero_count, b.zero_count) << where;
-  for (auto [x, y, name] : {std::tuple{a.min, b.min, "min"}, {a.max, b.max, "max"}, {a.abs_max, b.abs_max, "abs_max"},
-                            {a.sum, b.sum, "sum"}, {a.mean, b.mean, "mean"}, {a.std, b.std, "std"}})
-    EXPECT_TRUE(same_bits(x, y)) << where << ": " << name << " " << x << " vs " << y;
-  EXPECT_EQ(a.int_min, b.int_min) << where;
-  EXPECT_EQ(a.int_max, b.int_max) << where;
-  EXPECT_EQ(a.int_sum, b.int_sum) << where;
-}
-
 // The moments of data through a stream placed by `planner`, fed in pieces of odd sizes; the placement it reports.
 MomentsSummary streamed(const Planner& planner, DType dt, const std::vector<uint8_t>& data, Placement* placement) {
   MomentsStream stream(planner, dt, kElements, 2);
@@ -127,7 +111,7 @@ class SplitPlacement : public ::testing::Test {
       std::set<std::string> not_cpu = everything_else;
       not_cpu.insert(other);
       const MomentsSummary alone = streamed(planner(SplitMode::On, not_cpu), dt, data, &cpu_at);
-      expect_same(split, alone, where);
+      test::expect_same_summary(split, alone, where);
       ASSERT_EQ(split_at.split.size(), 2u) << where << ": " << split_at.split_why;
       EXPECT_TRUE(cpu_at.split.empty()) << where;
       uint64_t units = 0, bytes = 0;
@@ -205,7 +189,7 @@ TEST_F(SplitPlacement, ABackendFailingOnItsSecondCallHandsItsBlocksToTheCpu) {
     not_cpu.insert("flaky");
     const MomentsSummary alone = streamed(planner(SplitMode::On, not_cpu), dt, data, &cpu_at);
     const std::string where = std::string(dtype_name(dt));
-    expect_same(split, alone, where);
+    test::expect_same_summary(split, alone, where);
     ASSERT_EQ(at.split.size(), 2u) << where;
     const SplitShare& f = at.split[0].placement.backend == "flaky" ? at.split[0] : at.split[1];
     const SplitShare& c = at.split[0].placement.backend == "cpu" ? at.split[0] : at.split[1];

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -20,6 +21,7 @@
 #include "tensormorph/dtype.h"
 #include "tensormorph/op_contracts.h"
 #include "tensormorph/planner.h"
+#include "tensormorph/stats.h"
 
 namespace tmorph::test {
 
@@ -155,6 +157,22 @@ inline std::vector<uint8_t> offset_data(DType dt, uint64_t n, uint64_t seed) {
     std::memcpy(raw.data() + i * 4, &f, 4);
   }
   return raw;
+}
+
+// Two final moments are the same: counts, integer strings, and every float field bit for bit.
+inline void expect_same_summary(const MomentsSummary& a, const MomentsSummary& b, const std::string& where) {
+  const auto same_bits = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  EXPECT_EQ(a.count, b.count) << where;
+  EXPECT_EQ(a.finite_count, b.finite_count) << where;
+  EXPECT_EQ(a.nan_count, b.nan_count) << where;
+  EXPECT_EQ(a.inf_count, b.inf_count) << where;
+  EXPECT_EQ(a.zero_count, b.zero_count) << where;
+  for (auto [x, y, name] : {std::tuple{a.min, b.min, "min"}, {a.max, b.max, "max"}, {a.abs_max, b.abs_max, "abs_max"},
+                            {a.sum, b.sum, "sum"}, {a.mean, b.mean, "mean"}, {a.std, b.std, "std"}})
+    EXPECT_TRUE(same_bits(x, y)) << where << " " << name << ": " << x << " vs " << y;
+  EXPECT_EQ(a.int_min, b.int_min) << where;
+  EXPECT_EQ(a.int_max, b.int_max) << where;
+  EXPECT_EQ(a.int_sum, b.int_sum) << where;
 }
 
 inline void expect_same_partial(const tm_moments_partial_v1& v, const tm_moments_partial_v1& c, const std::string& where) {
