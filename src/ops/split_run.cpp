@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "tensormorph/error.h"
@@ -41,7 +42,14 @@ void SplitRun::call(std::vector<SplitShare>& shares, uint64_t units, const Share
     if (u0 >= u1) return {};
     const auto t0 = std::chrono::steady_clock::now();
     uint64_t bytes = 0;
-    std::string error = run(share, u0, u1, &bytes);
+    std::string error;
+    try {  // nothing may escape a worker thread (std::terminate): a failure of any kind is this share's failure
+      error = run(share, u0, u1, &bytes);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "an unknown exception";
+    }
     if (!error.empty()) return error;
     shares[share].units += u1 - u0;
     shares[share].bytes += bytes;
