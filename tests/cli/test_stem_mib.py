@@ -194,6 +194,12 @@ class StemMib(unittest.TestCase):
         refused("rawdims.mib", raw.replace(b",0256,0256,", b",0256,0128,", 1), "stores 65536 pixels, the header says 256 x 128")
         refused("rawdepth.mib", b"".join(mw.records(mw.counts(self.rng, (1, 256, 256), 12, np.uint16), raw=True, depth=12,
                                                   extended=False)), "without a counter depth")
+        # A .hdr whose counter depth exceeds the stored pixels' bits (the fuzzer's 64 once shifted a uint64 by 64).
+        p = self.path("deep.mib")
+        mw.write(p, frames, hdr="HDR,\r\nCounter Depth (number):\t64\r\nEnd\t\r\n", extended=False)
+        r = run(["stem", "inspect", p])
+        self.assertEqual(r.code, 3, r.err)
+        self.assertIn("counter depth 64 (from the frame header or the .hdr) exceeds the U16 pixels' 16 bits", r.err)
         p = self.path("badhdr.mib")
         mw.write(p, frames, hdr="HDR,\r\nFrames in Acquisition (Number):\tmany\r\nEnd\t\r\n")
         r = run(["stem", "inspect", p])

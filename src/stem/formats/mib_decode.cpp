@@ -77,6 +77,10 @@ MibPixels mib_pixels(const MibFrameHeader& h, std::optional<uint32_t> depth_hint
     else
       throw bad("pixel type '" + h.pixel_type + "' is not read (U08, U16, U32 and R64 are)");
     p.stored_bits = 8 * p.element_size;
+    // A counter deeper than the stored pixels (a lying header or .hdr) would give a saturation value no pixel holds.
+    if (p.depth > p.stored_bits)
+      throw bad("counter depth " + std::to_string(p.depth) + " (from the frame header or the .hdr) exceeds the " + h.pixel_type +
+                " pixels' " + std::to_string(p.stored_bits) + " bits");
     p.rows = h.height, p.cols = h.width;
     p.stored_bytes = h.width * h.height * p.element_size;
     p.encoding = "mib " + h.pixel_type + " big-endian";
