@@ -73,6 +73,8 @@ class Help(unittest.TestCase):
                 (["config", "set", "compute.threads", "-3"], "setting compute.threads must be an integer 1..4096, got '-3'"),
                 (["config", "set", "compute.threads", "0"], "must be an integer 1..4096"),
                 (["config", "set", "compute.memory_budget", "-5"], "setting compute.memory_budget: expected a byte count"),
+                (["config", "set", "compute.split", "maybe"], "setting compute.split: expected auto, on or off, got 'maybe'"),
+                (["stats", "--raw", raw, "--dtype", "f32", "--split", "yes"], "--split: expected auto, on or off, got 'yes'"),
             ]
             for args, want in cases:
                 r = run(args, config_home=d)
