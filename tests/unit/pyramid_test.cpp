@@ -127,11 +127,7 @@ TEST_P(PyramidOverTensor, EveryTileEqualsItsElementsAndTheTopEqualsTheGlobalStat
   // Fed in odd pieces: bit-identical tiles.
   PyramidBuilder pieces(dtype, view, cpu_tiles(dtype));
   const size_t w = dtype_size(dtype);
-  for (uint64_t off = 0, k = 1; off < n; ++k) {
-    const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 5000 + 1);
-    pieces.feed(raw.data() + off * w, take);
-    off += take;
-  }
+  test::feed_in_odd_pieces(raw.data(), n, w, 5000, [&](const uint8_t* p, uint64_t k) { pieces.feed(p, k); });
   // Pattern tiles count every element's bit pattern: the counts the statistics would have made.
   if (const std::vector<uint64_t>* counts = pieces.pattern_counts()) {
     std::vector<uint64_t> direct_counts(counts->size(), 0);

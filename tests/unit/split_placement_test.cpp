@@ -29,12 +29,8 @@ constexpr uint64_t kElements = 80 * 65536 + 4463;
 // The moments of data through a stream placed by `planner`, fed in pieces of odd sizes; the placement it reports.
 MomentsSummary streamed(const Planner& planner, DType dt, const std::vector<uint8_t>& data, Placement* placement) {
   MomentsStream stream(planner, dt, kElements, 2);
-  const size_t w = dtype_size(dt);
-  for (uint64_t off = 0, k = 1; off < kElements; ++k) {
-    const uint64_t take = std::min<uint64_t>(kElements - off, 977 * k % 700000 + 1);
-    stream.feed(data.data() + off * w, take);
-    off += take;
-  }
+  test::feed_in_odd_pieces(data.data(), kElements, dtype_size(dt), 700000,
+                           [&](const uint8_t* p, uint64_t k) { stream.feed(p, k); });
   MomentsSummary m = stream.finish();
   *placement = stream.placement();
   return m;
@@ -154,12 +150,7 @@ TEST_F(SplitPlacement, PyramidTilesSplitOverCpuAndVulkanEqualTheCpus) {
     const PlacedTileStats split(planner(SplitMode::On, others), dt, n, 0, 2), cpu(planner(SplitMode::On, not_cpu), dt, n, 0, 2);
     ASSERT_EQ(split.placement().split.size(), 2u) << where << ": " << split.placement().split_why;
     PyramidBuilder pieces(dt, view, split);
-    const size_t w = dtype_size(dt);
-    for (uint64_t off = 0, k = 1; off < n; ++k) {
-      const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 900000 + 1);
-      pieces.feed(data.data() + off * w, take);
-      off += take;
-    }
+    test::feed_in_odd_pieces(data.data(), n, dtype_size(dt), 900000, [&](const uint8_t* p, uint64_t k) { pieces.feed(p, k); });
     const Pyramid a = pieces.finish(), b = build_pyramid(dt, view, data.data(), cpu);
     ASSERT_EQ(a.tiles.size(), b.tiles.size()) << where;
     EXPECT_EQ(a.edges, b.edges) << where;

@@ -159,6 +159,17 @@ inline std::vector<uint8_t> offset_data(DType dt, uint64_t n, uint64_t seed) {
   return raw;
 }
 
+// Feeds n elements of `width` bytes at data to feed(first, count) in pieces of odd sizes (977 k mod `modulus` + 1
+// for k = 1, 2, ...), so pieces end anywhere in a block, a tile or a band.
+template <class Feed>
+void feed_in_odd_pieces(const uint8_t* data, uint64_t n, size_t width, uint64_t modulus, Feed&& feed) {
+  for (uint64_t off = 0, k = 1; off < n; ++k) {
+    const uint64_t take = std::min<uint64_t>(n - off, 977 * k % modulus + 1);
+    feed(data + off * width, take);
+    off += take;
+  }
+}
+
 // Two final moments are the same: counts, integer strings, and every float field bit for bit.
 inline void expect_same_summary(const MomentsSummary& a, const MomentsSummary& b, const std::string& where) {
   const auto same_bits = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };

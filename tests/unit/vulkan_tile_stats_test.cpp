@@ -109,12 +109,7 @@ TEST_F(VulkanParity, TileStatsPyramidsPlacedOnVulkanEqualTheCpus) {
     EXPECT_EQ(cpu.placement().backend, "cpu");
     // Fed in odd pieces on Vulkan (bands copied), at once on the CPU.
     PyramidBuilder pieces(dt, view, vk);
-    const size_t w = dtype_size(dt);
-    for (uint64_t off = 0, k = 1; off < n; ++k) {
-      const uint64_t take = std::min<uint64_t>(n - off, 977 * k % 50000 + 1);
-      pieces.feed(data.data() + off * w, take);
-      off += take;
-    }
+    test::feed_in_odd_pieces(data.data(), n, dtype_size(dt), 50000, [&](const uint8_t* p, uint64_t k) { pieces.feed(p, k); });
     const Pyramid a = pieces.finish(), b = build_pyramid(dt, view, data.data(), cpu);
     ASSERT_EQ(a.tiles.size(), b.tiles.size());
     EXPECT_EQ(a.edges, b.edges) << dtype_name(dt);
