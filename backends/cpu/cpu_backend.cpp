@@ -15,6 +15,7 @@
 #include "packed_kernel.h"
 #include "quant_moments_kernel.h"
 #include "diff_kernel.h"
+#include "diff_tiles_kernel.h"
 #include "display_kernels.h"
 #include "histogram_kernel.h"
 #include "moments_kernel.h"
@@ -45,7 +46,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kTileStats, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kTileStats, kDiffTileStats, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -88,6 +89,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     // lod.tile_stats: the reference of every method (op_contracts.h); a thread's pattern tables (65,536 x 2 x 2
     // bytes) are its workspace.
     {sizeof(tm_kernel_cap_v1), TM_OP_LOD_TILE_STATS, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 65536 * 4, 0, nullptr, nullptr},
+    // diff.tile_stats: the reference (float64 pairs, op_contracts.h).
+    {sizeof(tm_kernel_cap_v1), TM_OP_DIFF_TILE_STATS, bits({DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -260,6 +263,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_STEM_PATTERN_REDUCE:
       case TM_OP_DISPLAY_COLORIZE:
       case TM_OP_STEM_SSB_OVERLAP:
+      case TM_OP_DIFF_TILE_STATS:
       case TM_OP_DECODE_BITSHUFFLE_LZ4: {
         std::string error;
         const tm_status st = k.op == TM_OP_DIFF_MOMENTS        ? run_diff_moments(*call, &error)
@@ -271,6 +275,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                              : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)
                              : k.op == TM_OP_STEM_SSB_OVERLAP  ? run_stem_ssb_overlap(*call, &error)
                              : k.op == TM_OP_DECODE_BITSHUFFLE_LZ4 ? run_decode_bitshuffle_lz4(*call, &error)
+                             : k.op == TM_OP_DIFF_TILE_STATS   ? run_diff_tile_stats(*call, &error)
                                                                : run_dequantize(*call, &error);
         if (st != TM_OK) set_message(msg, error);
         return st;

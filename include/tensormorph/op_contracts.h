@@ -481,6 +481,54 @@ typedef struct tm_tile_stats_v1 {
   uint32_t buckets[TM_TILE_BUCKETS];
 } tm_tile_stats_v1;
 
+/* ---- TM_OP_DIFF_TILE_STATS ---------------------------------------------------------------------------
+ * The level-0 tiles of a difference pyramid (src/diff/diff_pyramid.h) over rows of one band of a tensor pair's
+ * 2-D view. dtype TM_DTYPE_F64; input = a (A's values), params.b = b (B's), params.rows x params.cols float64
+ * values each, row-major (element_count = rows * cols). Tile t covers every row and columns
+ * [t * tile_cols, min(cols, (t + 1) * tile_cols)). Output: one tm_diff_tile_v1 per tile (ceil(cols / tile_cols)),
+ * ADDED TO: the caller starts each tile from tm_diff_tile_empty() and may pass a band's rows in several calls.
+ * Per pair, Δ = b - a in float64. A pair where a or b is NaN or infinite counts in nonfinite (and in changed
+ * unless a == b or both are NaN) and nowhere else; every other pair counts in changed when Δ != 0 (so -0 against +0 is
+ * unchanged) and in buckets[bucket of Δ] (its sign and binade: Δ >= 0 with 2^k <= Δ < 2^(k+1) is 192 + k,
+ * Δ < 0 with 2^k <= |Δ| < 2^(k+1) is 63 - k, k in [-63, 63] clamped above; |Δ| < 2^-63 is 128 when Δ >= 0
+ * and 127 otherwise). Counts, buckets, max |Δ|, min Δ and max Δ are exact.
+ * The five sums (Δ, Δ², a², b², a·b over finite pairs) have a fixed float64 order, so a tile never depends on the
+ * backend or the vector width: each row's part of a tile is a segment. A segment whose pairs are all finite puts
+ * pair i into lane i % 8 of 8 TwoSum lanes per sum (t = s + x; e = t - s; c += (s - (t - e)) + (x - e); s = t;
+ * lanes start at 0), then merges the lanes in lane order into the tile's sums by Neumaier's rule (add the lane's
+ * s, then add its c to the tile's compensation). A segment holding a non-finite pair adds its finite pairs one by
+ * one by Neumaier's rule (t = S + x; C += |S| >= |x| ? (S - t) + x : (x - t) + S; S = t). No operation is fused.
+ */
+typedef struct tm_diff_tile_params_v1 {
+  const double* b;     /* B's values, as many as the input's                                         */
+  uint64_t rows;       /* rows of the input, >= 1                                                    */
+  uint64_t cols;       /* columns of the input, >= 1                                                 */
+  uint64_t tile_cols;  /* tile width, >= 1                                                           */
+} tm_diff_tile_params_v1;
+
+#define TM_DIFF_BUCKETS 256u
+
+typedef struct tm_diff_tile_v1 {
+  uint64_t count;        /* pairs                                                                    */
+  uint64_t changed;      /* pairs whose values differ (a NaN against a NaN does not)                 */
+  uint64_t nonfinite;    /* pairs where a or b is NaN or infinite                                    */
+  double max_abs;        /* max |Δ| over finite pairs (0 when none)                                  */
+  double min_delta;      /* min Δ over finite pairs (+Inf when none)                                 */
+  double max_delta;      /* max Δ over finite pairs (-Inf when none)                                 */
+  double sum[5];         /* Σ Δ, Σ Δ², Σ a², Σ b², Σ a·b over finite pairs (Neumaier sums)           */
+  double compensation[5];/* their running compensations: a sum's value is sum + compensation         */
+  uint64_t buckets[TM_DIFF_BUCKETS]; /* finite Δ per bucket (sign and binade, above)                 */
+} tm_diff_tile_v1;
+
+/* A tile before any pair is added. */
+static inline tm_diff_tile_v1 tm_diff_tile_empty(void) {
+  tm_diff_tile_v1 t;
+  memset(&t, 0, sizeof t);
+  t.min_delta = __builtin_inf();
+  t.max_delta = -__builtin_inf();
+  return t;
+}
+
 /* Ops whose kernels' dtype_mask holds stored formats (ggml type ids, TM_PACKED_* schemes, TM_SSB_* variants) rather than
  * dtypes; their calls' dtype is TM_DTYPE_F32, the output type. */
 static inline int tm_op_takes_format(tm_op op) {

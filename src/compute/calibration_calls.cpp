@@ -110,6 +110,14 @@ void diff_moments(CalibrationCall& c, DType dtype, const void* data, uint64_t el
   c.output_bytes = (elements + TM_STATS_BLOCK_ELEMENTS - 1) / TM_STATS_BLOCK_ELEMENTS * sizeof(tm_diff_partial_v1);
 }
 
+void diff_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // The float64 sample against itself, as rows of 4096 in tiles of 256 (a matrix's level 0).
+  const uint64_t cols = std::min<uint64_t>(4096, std::max<uint64_t>(1, elements)), rows = std::max<uint64_t>(1, elements / cols);
+  set_params(c, tm_diff_tile_params_v1{static_cast<const double*>(data), rows, cols, 256});
+  c.dtype = dtype, c.input = data, c.elements = rows * cols;
+  c.output_bytes = (cols + 255) / 256 * sizeof(tm_diff_tile_v1);
+}
+
 void stem_frame_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
   set_params(c, tm_stem_frame_sums_params_v1{kFramePixels, 64, 0, nullptr, nullptr, TM_STEM_ALL_PIXELS, 0});
   c.dtype = dtype, c.input = data, c.elements = elements / kFramePixels * kFramePixels;

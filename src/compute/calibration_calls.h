@@ -41,6 +41,7 @@ void display_colorize(CalibrationCall& c, DType dtype, const void* data, uint64_
 void stem_ssb_overlap(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void decode_bitshuffle_lz4(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void lod_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
+void diff_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 }  // namespace calibration_calls
 
 }  // namespace tmorph

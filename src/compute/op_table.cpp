@@ -29,6 +29,7 @@ constexpr std::array<OpDescriptor, TM_OP_COUNT_ - 1> kOps{{
     {TM_OP_DECODE_BITSHUFFLE_LZ4, "decode.bitshuffle_lz4", sizeof(tm_decode_bitshuffle_lz4_params_v1), ka::decode_bitshuffle_lz4,
      cc::decode_bitshuffle_lz4},
     {TM_OP_LOD_TILE_STATS, "lod.tile_stats", sizeof(tm_tile_stats_params_v1), ka::lod_tile_stats, cc::lod_tile_stats},
+    {TM_OP_DIFF_TILE_STATS, "diff.tile_stats", sizeof(tm_diff_tile_params_v1), nullptr, cc::diff_tile_stats},
 }};
 
 constexpr bool rows_follow_the_enum() {

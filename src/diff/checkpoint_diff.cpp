@@ -107,6 +107,27 @@ class AdapterPairReader final : public DiffPairReader {
   const LoraModule& m_;
 };
 
+// A pair's bytes fetched while it is read (DiffOptions::around_pair), released when it goes out of scope.
+class PairFetch {
+ public:
+  PairFetch(const std::function<void(size_t, size_t, bool)>& around, size_t a, size_t b) : around_(around), a_(a), b_(b) {
+    if (around_) around_(a_, b_, true);
+  }
+  ~PairFetch() {
+    if (!around_) return;
+    try {
+      around_(a_, b_, false);
+    } catch (...) {  // releasing is best effort; the pair's result (or its error) stands
+    }
+  }
+  PairFetch(const PairFetch&) = delete;
+  PairFetch& operator=(const PairFetch&) = delete;
+
+ private:
+  const std::function<void(size_t, size_t, bool)>& around_;
+  size_t a_, b_;
+};
+
 CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Planner& planner, const DiffOptions& options) {
   const Checkpoint ca = open_checkpoint(a);
   const LoraAdapter ad = open_lora_adapter(b, ca, planner);
@@ -124,7 +145,9 @@ CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Pl
   for (const LoraModule& m : ad.modules) {
     if (!options.tensors.empty() && std::find(options.tensors.begin(), options.tensors.end(), m.base_name) == options.tensors.end())
       continue;
-    const CheckpointTensor& t = ca.tensors[ca.position(m.base_name, a)];
+    const size_t position = ca.position(m.base_name, a);
+    const CheckpointTensor& t = ca.tensors[position];
+    PairFetch fetched(options.around_pair, position, DiffOptions::kNoTensor);
     if (!floating(t)) {
       out.skipped.push_back({m.base_name, "dtype " + t.stored_type + ": an adapter changes floating weights only"});
       continue;
@@ -135,6 +158,8 @@ CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Pl
     const View2D view = default_view(t.shape);
     const auto t0 = std::chrono::steady_clock::now();
     d.placement = AdapterPairReader(ca, t, planner, view, ad, m).placement();
+    const PlacedDiffTiles kernel(planner, view.slices * view.rows * view.cols);
+    d.placement.push_back(kernel.placement());
     if (auto stored = store.load(t.name, d.name_b, "adapter", view)) {
       d.pyramid = std::move(*stored);
       d.reused = true;
@@ -142,7 +167,7 @@ CheckpointDiff diff_adapter(const std::string& a, const std::string& b, const Pl
       const auto make = [&]() -> std::unique_ptr<DiffPairReader> {
         return std::make_unique<AdapterPairReader>(ca, t, planner, view, ad, m);
       };
-      d.pyramid = build_diff_pyramid(view, make, options.threads);
+      d.pyramid = build_diff_pyramid(view, make, kernel, options.threads);
       store.store(t.name, d.name_b, "adapter", d.pyramid);
     }
     d.summary = d.pyramid.summary();
@@ -172,6 +197,7 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
     const CheckpointTensor& tb = cb.tensors[p.b];
     if (!options.tensors.empty() && std::find(options.tensors.begin(), options.tensors.end(), ta.name) == options.tensors.end())
       continue;
+    PairFetch fetched(options.around_pair, p.a, p.b);
     PairSetup setup = setup_pair(ca, ta, cb, tb, p.translated, m.gguf_side, planner);
     if (setup.skip) {
       out.skipped.push_back({ta.name, *setup.skip});
@@ -189,6 +215,8 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t heads = d.qk ? d.qk->heads : 0;
     d.placement = PairReader(ca, ta, cb, tb, planner, view, side, heads).placement();
+    const PlacedDiffTiles kernel(planner, view.slices * view.rows * view.cols);
+    d.placement.push_back(kernel.placement());
     if (auto stored = store.load(ta.name, tb.name, rows, view)) {
       d.pyramid = std::move(*stored);
       d.reused = true;
@@ -196,7 +224,7 @@ CheckpointDiff diff_checkpoints(const std::string& a, const std::string& b, cons
       const auto make = [&]() -> std::unique_ptr<DiffPairReader> {
         return std::make_unique<PairReader>(ca, ta, cb, tb, planner, view, side, heads);
       };
-      d.pyramid = build_diff_pyramid(view, make, options.threads);
+      d.pyramid = build_diff_pyramid(view, make, kernel, options.threads);
       store.store(ta.name, tb.name, rows, d.pyramid);
     }
     d.summary = d.pyramid.summary();

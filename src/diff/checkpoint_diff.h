@@ -9,6 +9,7 @@
 // row permutation is detected and undone (qk_permutation.h); the pyramid is then in Hugging Face row order.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ struct DiffOptions {
   // Keep every pair's tiles in the result (PairDiff::pyramid.tiles); otherwise only each pair's summary is kept
   // and the tiles live in the difference index alone, so memory stays at one pair's pyramid however many pairs.
   bool keep_tiles = false;
+  // Called with a pair's tensor positions in A and B (as opened from the paths given) before anything of the pair
+  // is read (fetch = true) and after (false, also when reading failed): a face whose checkpoint lives on a server
+  // fetches and releases those tensors' bytes there (app/remote_checkpoint.h). For an adapter over A, tensor_b is
+  // kNoTensor (the adapter is read locally).
+  std::function<void(size_t tensor_a, size_t tensor_b, bool fetch)> around_pair;
+  static constexpr size_t kNoTensor = static_cast<size_t>(-1);
 };
 
 struct PairDiff {

@@ -10,24 +10,22 @@ namespace tmorph {
 
 namespace {
 
-constexpr size_t kBuckets = 256;
+constexpr size_t kBuckets = TM_DIFF_BUCKETS;
 constexpr size_t kMaxBins = 32;
+constexpr uint64_t kPairsPerCall = 65536;  // rows of a band go to the kernel in calls of about this many pairs
 
-// Level-0 tiles of one slice's band (a row of tiles), columns [tx0, tx1), read row by row.
-void build_band(DiffPairReader& reader, const PyramidLayout& l, uint64_t slice, uint64_t ty, uint64_t tx0, uint64_t tx1,
-                DiffTileStats* tiles, uint32_t* buckets, std::vector<double>& a, std::vector<double>& b) {
+// Level-0 tiles of one slice's band (a row of tiles), columns [tx0, tx1): rows read, then added to the tiles by
+// the placed kernel a few rows per call.
+void build_band(DiffPairReader& reader, const PlacedDiffTiles& kernel, const PyramidLayout& l, uint64_t slice, uint64_t ty,
+                uint64_t tx0, uint64_t tx1, tm_diff_tile_v1* tiles, std::vector<double>& a, std::vector<double>& b) {
   const TileRange first = l.range(0, ty, tx0), last = l.range(0, ty, tx1 - 1);
-  for (uint64_t row = first.row_begin; row < first.row_end; ++row) {
-    const uint64_t c0 = first.col_begin, c1 = last.col_end;
-    a.resize(c1 - c0), b.resize(c1 - c0);
-    reader.read(slice, row, c0, c1, a.data(), b.data());
-    for (uint64_t tx = tx0; tx < tx1; ++tx) {
-      const TileRange r = l.range(0, ty, tx);
-      const double* pa = a.data() + (r.col_begin - c0);
-      const double* pb = b.data() + (r.col_begin - c0);
-      const uint64_t n = r.col_end - r.col_begin;
-      accumulate_pairs(tiles[tx - tx0], pa, pb, n, buckets + (tx - tx0) * kBuckets);
-    }
+  const uint64_t c0 = first.col_begin, width = last.col_end - c0;
+  const uint64_t per_call = std::max<uint64_t>(1, kPairsPerCall / width);
+  a.resize(per_call * width), b.resize(per_call * width);
+  for (uint64_t row = first.row_begin; row < first.row_end; row += per_call) {
+    const uint64_t rows = std::min(per_call, first.row_end - row);
+    for (uint64_t r = 0; r < rows; ++r) reader.read(slice, row + r, c0, last.col_end, a.data() + r * width, b.data() + r * width);
+    kernel.add(a.data(), b.data(), rows, width, l.tile_cols, tiles);
   }
 }
 
@@ -64,14 +62,14 @@ DiffTileStats DiffPyramid::summary() const {
   return all;
 }
 
-DiffPyramid build_diff_pyramid(const View2D& view, const DiffReaderFactory& make_reader, unsigned threads) {
+DiffPyramid build_diff_pyramid(const View2D& view, const DiffReaderFactory& make_reader, const PlacedDiffTiles& kernel,
+                               unsigned threads) {
   DiffPyramid out;
   out.layout = make_pyramid_layout(view);
   const PyramidLayout& l = out.layout;
   const auto& g0 = l.levels[0];
   const size_t tiles0 = view.slices * g0.rows * g0.cols;
-  std::vector<DiffTileStats> level0(tiles0);
-  std::vector<uint32_t> buckets(tiles0 * kBuckets, 0);
+  std::vector<tm_diff_tile_v1> level0(tiles0, tm_diff_tile_empty());
   // Work items: (slice, band, column group). Column groups split a band only when bands are too few to keep
   // every thread busy; a quantized row is decoded once per group that reads it.
   threads = std::max(1u, threads);
@@ -87,22 +85,23 @@ DiffPyramid build_diff_pyramid(const View2D& view, const DiffReaderFactory& make
       const uint64_t tx0 = group * per_group, tx1 = std::min(g0.cols, tx0 + per_group);
       if (tx0 >= tx1) continue;
       const size_t first = (slice * g0.rows + ty) * g0.cols + tx0;
-      build_band(*reader, l, slice, ty, tx0, tx1, level0.data() + first, buckets.data() + first * kBuckets, a, b);
+      build_band(*reader, kernel, l, slice, ty, tx0, tx1, level0.data() + first, a, b);
     }
   });
 
   // Shared bins: the occupied buckets lo..hi grouped into at most kMaxBins runs of consecutive buckets.
   bool occupied[kBuckets] = {};
-  for (size_t i = 0; i < buckets.size(); ++i) occupied[i % kBuckets] |= buckets[i] != 0;
+  for (const tm_diff_tile_v1& t : level0)
+    for (size_t b = 0; b < kBuckets; ++b) occupied[b] |= t.buckets[b] != 0;
   size_t lo = kBuckets, hi = 0;
   for (size_t b = 0; b < kBuckets; ++b)
     if (occupied[b]) lo = std::min(lo, b), hi = b;
   const size_t span = lo <= hi ? hi - lo + 1 : 0, bins = std::min(kMaxBins, span);
   out.tiles.reserve(tiles0 * 2);
   for (size_t t = 0; t < tiles0; ++t) {
-    DiffTileStats tile = std::move(level0[t]);
+    DiffTileStats tile = from_kernel_tile(level0[t]);
     tile.hist.assign(bins, 0);
-    for (size_t b = lo; b <= hi && bins; ++b) tile.hist[(b - lo) * bins / span] += buckets[t * kBuckets + b];
+    for (size_t b = lo; b <= hi && bins; ++b) tile.hist[(b - lo) * bins / span] += level0[t].buckets[b];
     out.tiles.push_back(std::move(tile));
   }
   size_t child_offset = 0;

@@ -22,6 +22,7 @@
 
 #include "diff/diff_tile.h"
 #include "lod/pyramid.h"
+#include "ops/diff_tiles.h"
 
 namespace tmorph {
 
@@ -36,7 +37,7 @@ struct DiffPyramid {
   DiffTileStats summary() const;
 };
 
-// The boundary where histogram bucket b starts (b in [1, 255]; delta_bucket in diff_tile.h gives a Δ's bucket).
+// The boundary where histogram bucket b starts (b in [1, 255]; the contract of TM_OP_DIFF_TILE_STATS gives a Δ's bucket).
 double delta_bucket_boundary(unsigned bucket);
 
 // Reads both tensors' values of one row segment of the pair's view as float64. One reader is used by one
@@ -50,8 +51,9 @@ class DiffPairReader {
 using DiffReaderFactory = std::function<std::unique_ptr<DiffPairReader>()>;
 
 // Reads every row of the view once (bands of tile rows, and column groups of them when there are fewer
-// bands than threads, in parallel on `threads` threads) and builds the pyramid. The result does not
-// depend on `threads`.
-DiffPyramid build_diff_pyramid(const View2D& view, const DiffReaderFactory& make_reader, unsigned threads);
+// bands than threads, in parallel on `threads` threads), computes the level-0 tiles with `kernel` (the placed
+// diff.tile_stats) and merges the levels. The result does not depend on `threads`.
+DiffPyramid build_diff_pyramid(const View2D& view, const DiffReaderFactory& make_reader, const PlacedDiffTiles& kernel,
+                               unsigned threads);
 
 }  // namespace tmorph

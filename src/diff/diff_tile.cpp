@@ -19,82 +19,13 @@ double DiffTileStats::cosine() const {
   return aa > 0 && bb > 0 ? sum_ab.value() / std::sqrt(aa * bb) : std::numeric_limits<double>::quiet_NaN();
 }
 
-namespace {
-
-// Knuth's TwoSum: s + x as s' plus its exact rounding error, added to c (branch-free, so lanes vectorise).
-inline void two_sum_add(double& s, double& c, double x) {
-  const double t = s + x, bp = t - s;
-  c += (s - (t - bp)) + (x - bp);
-  s = t;
-}
-
-// Pairs with a NaN or an infinity: one at a time.
-void accumulate_scalar(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets) {
-  for (uint64_t i = 0; i < n; ++i) {
-    const double x = a[i], y = b[i];
-    const bool same = x == y || (x != x && y != y);
-    t.changed += !same;
-    if (!std::isfinite(x) || !std::isfinite(y)) {
-      ++t.nonfinite;
-      continue;
-    }
-    const double d = y - x;
-    if (buckets) ++buckets[delta_bucket(d)];
-    t.max_abs = std::max(t.max_abs, std::fabs(d));
-    t.min_delta = std::min(t.min_delta, d);
-    t.max_delta = std::max(t.max_delta, d);
-    t.sum_delta.add(d);
-    t.sum_sq_delta.add(d * d);
-    t.sum_sq_a.add(x * x);
-    t.sum_sq_b.add(y * y);
-    t.sum_ab.add(x * y);
-  }
-}
-
-}  // namespace
-
-// Finite runs in kLanes independent compensated lanes (TwoSum), combined into the tile's sums in lane order at the
-// end of the call: the result depends only on the values and on how the caller cut them into calls (the pyramid
-// builder always cuts a tile's rows the same way).
-void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets) {
-  constexpr int kLanes = 4;
-  bool finite = true;
-  for (uint64_t i = 0; i < n; ++i) finite &= ((a[i] - a[i]) == 0.0) & ((b[i] - b[i]) == 0.0);
-  if (!finite) {
-    t.count += n;
-    return accumulate_scalar(t, a, b, n, buckets);
-  }
-  if (buckets)
-    for (uint64_t i = 0; i < n; ++i) ++buckets[delta_bucket(b[i] - a[i])];
-  double s[5][kLanes] = {}, c[5][kLanes] = {}, changed[kLanes] = {};
-  double mn[kLanes], mx[kLanes], am[kLanes] = {};
-  for (int l = 0; l < kLanes; ++l) mn[l] = std::numeric_limits<double>::infinity(), mx[l] = -mn[l];
-  const auto step = [&](int l, double x, double y) {
-    const double d = y - x;
-    changed[l] += d != 0.0 ? 1.0 : 0.0;  // finite x != y exactly when their difference is not zero
-    mn[l] = d < mn[l] ? d : mn[l];
-    mx[l] = d > mx[l] ? d : mx[l];
-    const double ad = std::fabs(d);
-    am[l] = ad > am[l] ? ad : am[l];
-    two_sum_add(s[0][l], c[0][l], d);
-    two_sum_add(s[1][l], c[1][l], d * d);
-    two_sum_add(s[2][l], c[2][l], x * x);
-    two_sum_add(s[3][l], c[3][l], y * y);
-    two_sum_add(s[4][l], c[4][l], x * y);
-  };
-  uint64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) step(l, a[i + l], b[i + l]);
-  for (int l = 0; i < n; ++i, ++l) step(l, a[i], b[i]);
-  t.count += n;
+DiffTileStats from_kernel_tile(const tm_diff_tile_v1& k) {
+  DiffTileStats t;
+  t.count = k.count, t.changed = k.changed, t.nonfinite = k.nonfinite;
+  t.max_abs = k.max_abs, t.min_delta = k.min_delta, t.max_delta = k.max_delta;
   CompensatedSum* sums[5] = {&t.sum_delta, &t.sum_sq_delta, &t.sum_sq_a, &t.sum_sq_b, &t.sum_ab};
-  for (int l = 0; l < kLanes; ++l) {
-    t.changed += static_cast<uint64_t>(changed[l]);
-    t.min_delta = std::min(t.min_delta, mn[l]);
-    t.max_delta = std::max(t.max_delta, mx[l]);
-    t.max_abs = std::max(t.max_abs, am[l]);
-    for (int k = 0; k < 5; ++k) sums[k]->merge({s[k][l], c[k][l]});
-  }
+  for (int i = 0; i < 5; ++i) *sums[i] = {k.sum[i], k.compensation[i]};
+  return t;
 }
 
 void merge_into(DiffTileStats& t, const DiffTileStats& o) {

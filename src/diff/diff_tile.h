@@ -8,15 +8,17 @@
 // max Δ are exact. The five sums (Σ Δ, Σ Δ², Σ a², Σ b², Σ a·b over finite pairs) are Neumaier-compensated float64
 // sums: a sum and its running compensation, merged pair by pair, so a tile at any level agrees with a
 // correctly rounded sum of its elements to a few units of float64 rounding.
-// hist counts the finite Δ of the tile in bins shared by the whole tensor pair (DiffPyramid::edges).
+// hist counts the finite Δ of the tile in bins shared by the whole tensor pair (DiffPyramid::edges). Level-0 tiles
+// come from the placed op diff.tile_stats, whose contract (op_contracts.h: TM_OP_DIFF_TILE_STATS) fixes their arithmetic.
 #pragma once
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "tensormorph/op_contracts.h"
 
 namespace tmorph {
 
@@ -50,21 +52,9 @@ struct DiffTileStats {
   double cosine() const;
 };
 
-// The histogram bucket of a finite Δ, its sign and binade (diff_pyramid.h says how buckets become bins): Δ >= 0
-// with 2^k <= Δ < 2^(k+1) is 192 + k, Δ < 0 with 2^k <= |Δ| < 2^(k+1) is 63 - k, k in [-63, 63] (clamped above);
-// |Δ| < 2^-63 is 128 (Δ >= 0, zero of either sign included) or 127. Read from the float64 exponent field:
-// |Δ| in [2^k, 2^(k+1)) has biased exponent k + 1023, and every |Δ| < 2^-63 one below 960.
-inline unsigned delta_bucket(double delta) {
-  const uint64_t bits = std::bit_cast<uint64_t>(delta);
-  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
-  if (biased < 1023 - 63) return delta < 0 ? 127 : 128;
-  const int k = biased - 1023 < 63 ? biased - 1023 : 63;
-  return static_cast<unsigned>((bits >> 63) ? 63 - k : 192 + k);
-}
-
-// Adds the pairs (a[i], b[i]), i < n, into t, and when `buckets` is given counts each finite pair's Δ in
-// buckets[delta_bucket(Δ)] (256 counters; the tile's histogram is made from them when the pass ends).
-void accumulate_pairs(DiffTileStats& t, const double* a, const double* b, uint64_t n, uint32_t* buckets = nullptr);
+// A level-0 tile as the kernel of diff.tile_stats (op_contracts.h) leaves it, without its histogram (the pyramid
+// groups the kernel's buckets into the tensor pair's shared bins).
+DiffTileStats from_kernel_tile(const tm_diff_tile_v1& k);
 
 // Adds o into t. Histograms must have the same bins (or o's be empty).
 void merge_into(DiffTileStats& t, const DiffTileStats& o);

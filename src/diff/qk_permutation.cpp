@@ -5,6 +5,7 @@
 
 #include "checkpoint/value_reader.h"
 #include "diff/diff_tile.h"
+#include "ops/diff_tiles.h"
 
 namespace tmorph {
 
@@ -57,16 +58,17 @@ QkCheck detect_qk_permutation(const Checkpoint& g, const CheckpointTensor& tg, c
   ValueReader rg(g, tg, planner, view), rh(ch, th, planner, view);
   q.sample_rows = view.rows / heads;
   std::vector<double> vh(view.cols), stored(view.cols), unpermuted(view.cols);
-  DiffTileStats as_stored, undone;
+  const PlacedDiffTiles kernel(planner, 2 * q.sample_rows * view.cols);
+  tm_diff_tile_v1 as_stored = tm_diff_tile_empty(), undone = tm_diff_tile_empty();  // each row one segment
   for (uint64_t r = 0; r < q.sample_rows; ++r) {
     rh.read(0, r, 0, view.cols, vh.data());
     rg.read(0, r, 0, view.cols, stored.data());
     rg.read(0, gguf_row_of_hf_row(r, view.rows, heads), 0, view.cols, unpermuted.data());
-    accumulate_pairs(as_stored, vh.data(), stored.data(), view.cols);
-    accumulate_pairs(undone, vh.data(), unpermuted.data(), view.cols);
+    kernel.add(vh.data(), stored.data(), 1, view.cols, view.cols, &as_stored);
+    kernel.add(vh.data(), unpermuted.data(), 1, view.cols, view.cols, &undone);
   }
-  q.sum_sq_as_stored = as_stored.sum_sq_delta.value();
-  q.sum_sq_unpermuted = undone.sum_sq_delta.value();
+  q.sum_sq_as_stored = from_kernel_tile(as_stored).sum_sq_delta.value();
+  q.sum_sq_unpermuted = from_kernel_tile(undone).sum_sq_delta.value();
   q.unpermute = q.sum_sq_unpermuted < q.sum_sq_as_stored;
   q.verdict = q.unpermute ? "permuted (undone)" : q.sum_sq_as_stored < q.sum_sq_unpermuted ? "not permuted" : "undecided (kept as stored)";
   return q;

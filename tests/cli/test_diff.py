@@ -393,6 +393,50 @@ class Quantized(DiffCase):
         self.assertTrue(doc["pairs"][0]["placement"], "the dequantization's placement is reported")
 
 
+class GgufPyQuantized(DiffCase):
+    """Quantized matrices in a file written by llama.cpp's own gguf-py (the shared fixtures' gguf/tiny-mixed.gguf:
+    Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 quantized by gguf.quants.quantize; Q2_K to Q6_K and IQ types as random valid
+    blocks) against an F32 GGUF (tests/tools/gguf_write.py) of their reference values (what gguf-py's dequantize
+    reads back) with every third row moved by 0.25: each pair's figures equal numpy of the reference values and the
+    written F32 values, and only the moved rows count as changed."""
+
+    def test_every_gguf_py_quantized_matrix_against_its_reference_values_with_moved_rows(self):
+        fixtures = os.environ.get("TM_FIXTURES", "/work/shared/fixtures")
+        gguf = os.path.join(fixtures, "gguf", "tiny-mixed.gguf")
+        if not os.path.isfile(gguf):
+            self.skipTest(f"{gguf} is absent (the shared fixtures): the gguf-py quantized pairs are not checked")
+        with open(os.path.join(fixtures, "gguf", "tiny-mixed.ref.json")) as f:
+            ref = json.load(f)
+        values = np.fromfile(os.path.join(fixtures, "gguf", "tiny-mixed.ref.f32"), dtype="<f4")
+        with open(os.path.join(fixtures, "gguf", "tiny-mixed.expected.json")) as f:
+            types = {t["name"]: t["ggml_type"] for t in json.load(f)["tensors"]}
+        chosen, moved = [], {}
+        for name, r in ref.items():
+            shape = r["shape"]
+            if len(shape) != 2 or types[name] in ("F32", "F16", "BF16"):
+                continue
+            first = r["offset"] // 4
+            a = values[first:first + r["count"]].reshape(shape)
+            b = a.copy()
+            b[::3] += np.float32(0.25)
+            chosen.append(name)
+            moved[name] = (a.astype(np.float64), b.astype(np.float64))
+        self.assertIn("blk.0.attn_q.weight", chosen)
+        self.assertGreaterEqual(len({types[n] for n in chosen}), 3, chosen)
+        write_gguf(self.path("moved.gguf"), [("general.architecture", "STRING", "test")],
+                   [(n, "F32", list(reversed(moved[n][1].shape)), moved[n][1].astype(np.float32)) for n in chosen])
+        doc = self.diff(gguf, self.path("moved.gguf"), *chosen)
+        pairs = {p["name"]: p for p in doc["pairs"]}
+        self.assertEqual(sorted(pairs), sorted(chosen), doc["skipped"])
+        for name in chosen:
+            a, b = moved[name]
+            self.assertEqual(pairs[name]["type_a"], types[name])
+            self.assert_figures(pairs[name]["difference"], figures(a, b, bins_of((b - a).ravel())), f"{name} ({types[name]})")
+            self.assertEqual(pairs[name]["difference"]["changed"], int(np.count_nonzero(a != b)), name)
+            ops = [p["op"] for p in pairs[name]["placement"]]
+            self.assertIn("diff.tile_stats", ops, pairs[name]["placement"])
+
+
 class Adapter(DiffCase):
     """A PEFT LoRA adapter folder (adapter_config.json as PEFT writes it, adapter_model.safetensors with PEFT's
     base_model.model.NAME.lora_A/lora_B.weight names, written by tests/tools/safetensors_write.py: peft is not in
