@@ -10,6 +10,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
@@ -107,22 +110,44 @@ void write_mirror_sidecar(const std::string& path, const std::vector<uint8_t>& b
   if (ec) throw Error(ErrorKind::Io, path + ": cannot replace: " + ec.message());
 }
 
-MirrorLock::MirrorLock(const std::string& folder) {
+namespace {
+
+// The process's held folder locks: lock file -> (descriptor, holders).
+std::mutex g_locks_mutex;
+std::map<std::string, std::pair<int, int>>& held_locks() {
+  static std::map<std::string, std::pair<int, int>> held;
+  return held;
+}
+
+}  // namespace
+
+MirrorLock::MirrorLock(const std::string& folder) : path_(folder + "/.tensormorph-remote.lock") {
+  std::lock_guard<std::mutex> guard(g_locks_mutex);
+  auto& held = held_locks();
+  if (auto it = held.find(path_); it != held.end()) {
+    ++it->second.second;
+    return;
+  }
   std::error_code ec;
   fs::create_directories(folder, ec);
-  const std::string path = folder + "/.tensormorph-remote.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(ErrorKind::Io, path + ": cannot open the lock: " + std::strerror(errno));
-  while (::flock(fd_, LOCK_EX) != 0) {
+  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorKind::Io, path_ + ": cannot open the lock: " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int e = errno;
-    ::close(fd_);
-    throw Error(ErrorKind::Io, path + ": cannot lock: " + std::strerror(e));
+    ::close(fd);
+    throw Error(ErrorKind::Io, path_ + ": cannot lock: " + std::strerror(e));
   }
+  held[path_] = {fd, 1};
 }
 
 MirrorLock::~MirrorLock() {
-  if (fd_ >= 0) ::close(fd_);
+  std::lock_guard<std::mutex> guard(g_locks_mutex);
+  auto& held = held_locks();
+  const auto it = held.find(path_);
+  if (it == held.end() || --it->second.second > 0) return;
+  ::close(it->second.first);
+  held.erase(it);
 }
 
 }  // namespace tmorph::remote

@@ -46,6 +46,8 @@ void write_mirror_sidecar(const std::string& path, const std::vector<uint8_t>& b
 
 // Holds an exclusive lock on a stand-in folder (a lock file in it) for as long as it lives: one process at a
 // time fetches into and releases stand-ins, so none reads holes another just released. Waits for the lock.
+// Within one process the lock is shared: a second MirrorLock of a folder the process holds (diff A B with both
+// on one server) counts as a holder of the same lock, which is released when the last one goes.
 class MirrorLock {
  public:
   explicit MirrorLock(const std::string& folder);
@@ -54,7 +56,7 @@ class MirrorLock {
   MirrorLock& operator=(const MirrorLock&) = delete;
 
  private:
-  int fd_ = -1;
+  std::string path_;  // the lock file
 };
 
 }  // namespace tmorph::remote

@@ -70,6 +70,12 @@ class RemoteCase(unittest.TestCase):
             "codes": rng.integers(-128, 127, (7, 5), dtype=np.int8),
         }
         cls.single_header = write_safetensors(os.path.join(cls.root, "model.safetensors"), cls.single, {"format": "pt"})
+        # A fine-tune of it: every 5th row of embed.weight changed, norm.weight scaled (the diff cases).
+        tuned = {k: v.copy() for k, v in cls.single.items()}
+        tuned["embed.weight"][::5] += 0.25
+        tuned["norm.weight"] = (tuned["norm.weight"] * np.float16(1.5)).astype(np.float16)
+        cls.tuned_bytes = sum(a.nbytes for a in tuned.values())
+        cls.tuned_header = write_safetensors(os.path.join(cls.root, "tuned.safetensors"), tuned, {"format": "pt"})
         os.makedirs(os.path.join(cls.root, "sharded"))
         cls.sharded_header = 0
         weight_map, total = {}, 0
@@ -208,6 +214,38 @@ class TestFirstLook(RemoteCase):
         self.assertIn("/org/absent/resolve/main/model.safetensors", missing.err)
         self.assertIn("HTTP 404", missing.err)
         self.assertNotIn("hf_secret", missing.err)
+
+
+class TestDiff(RemoteCase):
+    def diff(self, a, b, cache):
+        return run(["diff", a, b, "--json"], cache_home=cache)
+
+    def test_diff_of_remote_checkpoints_equals_the_local_run_and_fetches_each_tensor_once(self):
+        """`diff URL URL` and `diff PATH URL` give the local document (paths shown as URLs aside, and the difference
+        index's own location); the transfer is the headers plus each compared tensor's bytes once per side."""
+        local = self.diff(os.path.join(self.root, "model.safetensors"), os.path.join(self.root, "tuned.safetensors"),
+                          tempfile.mkdtemp(prefix="tm-remote-cache-"))
+        self.assertEqual(local.code, 0, local.err)
+        ranked = [p["name"] for p in local.json()["pairs"]]
+        self.assertIn("embed.weight", ranked)
+        for a, b in ((self.nginx.url("model.safetensors"), self.nginx.url("tuned.safetensors")),
+                     (os.path.join(self.root, "model.safetensors"), self.nginx.url("tuned.safetensors"))):
+            remote = self.diff(a, b, tempfile.mkdtemp(prefix="tm-remote-cache-"))
+            self.assertEqual(remote.code, 0, remote.err)
+            want, got = local.json(), remote.json()
+            for doc in (want, got):  # the difference index's location and the pairs' timings are the run's own
+                doc.pop("index")
+                for pair in doc["pairs"]:
+                    pair.pop("seconds")
+            self.assertEqual(normalise(want, self.root + "/"), normalise(got, self.nginx.url(), self.root + "/"))
+            transfers = re.findall(r"fetched (\d+) bytes", remote.err)
+            self.assertEqual(len(transfers), 2 if a.startswith("http") else 1, remote.err)
+            self.assertEqual(int(transfers[-1]), self.tuned_header + self.tuned_bytes, remote.err)
+
+    def test_a_missing_remote_side_names_the_url(self):
+        r = self.diff(self.nginx.url("model.safetensors"), self.nginx.url("absent.safetensors"), tempfile.mkdtemp(prefix="tm-remote-cache-"))
+        self.assertNotEqual(r.code, 0)
+        self.assertIn(self.nginx.url("absent.safetensors"), r.err)
 
 
 class TestRefusals(RemoteCase):
