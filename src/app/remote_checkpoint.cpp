@@ -55,6 +55,15 @@ RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
   remote::FetchOptions o = remote::FetchOptions::from_settings();
   if (u.hf)
     if (const char* token = std::getenv("HF_TOKEN"); token && *token) o.bearer_token = token;
+  if (u.s3) {
+    const char* key = std::getenv("AWS_ACCESS_KEY_ID");
+    const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
+    if (key && *key && secret && *secret) {  // else unsigned requests: a public bucket
+      o.aws_sigv4 = "aws:amz:" + u.s3_region + ":s3";
+      o.aws_credentials = std::string(key) + ":" + secret;
+      if (const char* token = std::getenv("AWS_SESSION_TOKEN"); token && *token) o.aws_session_token = token;
+    }
+  }
   http_ = std::make_unique<remote::HttpRanges>(std::move(o));
   local_path_ = remote::mirror_path(u);
   lock_ = std::make_unique<remote::MirrorLock>(fs::path(local_path_).parent_path().string());

@@ -26,6 +26,9 @@ const std::vector<SettingKey>& known_settings() {
                                "(default: a quarter of RAM in the server and Python, 0 in the CLI)"},
       {"remote.hf_endpoint", "where hf://ORG/NAME[@REV]/FILE paths resolve, as ENDPOINT/ORG/NAME/resolve/REV/FILE "
                              "($HF_ENDPOINT wins; default https://huggingface.co)"},
+      {"remote.s3_endpoint", "where s3://BUCKET/KEY paths resolve, as ENDPOINT/BUCKET/KEY ($AWS_ENDPOINT_URL_S3, then "
+                             "$AWS_ENDPOINT_URL win; default https://s3.REGION.amazonaws.com)"},
+      {"remote.s3_region", "the region s3:// requests are signed for ($AWS_REGION, then $AWS_DEFAULT_REGION win; default us-east-1)"},
       {"remote.attempts", "tries of one ranged request of a remote checkpoint before the command fails (default 6)"},
       {"remote.stall_timeout_s", "seconds a remote response may deliver nothing before it is retried (default 30)"},
       {"remote.in_flight", "ranged requests of a remote checkpoint in flight at once (default 8)"},

@@ -95,6 +95,7 @@ struct Piece {
   // This attempt's response (reset at each status line: redirects send several).
   long status = 0;
   std::string content_range, retry_after_text;
+  std::string error_page;            // the first bytes of a non-2xx response's body (an S3 error names its code)
   bool body_checked = false;
   uint64_t attempt_bytes = 0;
   std::string fatal;                 // set by a callback: the run fails with it
@@ -112,7 +113,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {
     const size_t sp = line.find(' ');
     p->status = sp == std::string::npos ? 0 : std::atol(line.c_str() + sp + 1);
-    p->content_range.clear(), p->retry_after_text.clear();
+    p->content_range.clear(), p->retry_after_text.clear(), p->error_page.clear();
     p->seen.etag.clear(), p->seen.last_modified.clear();
     return size * n;
   }
@@ -158,12 +159,40 @@ bool check_range_response(Piece& p) {
   return true;
 }
 
+// Keeps the start of an error response's body for its message; returns len (the rest is dropped).
+size_t keep_error_page(Piece& p, const char* data, size_t len) {
+  constexpr size_t kKept = 2048;
+  if (p.error_page.size() < kKept) p.error_page.append(data, std::min(len, kKept - p.error_page.size()));
+  return len;
+}
+
+// "HTTP 403" and, when the body is an S3 error document, its code and message: "HTTP 403 (S3
+// SignatureDoesNotMatch: The request signature ...)".
+std::string status_text(const Piece& p) {
+  std::string text = "HTTP " + std::to_string(p.status);
+  const auto element = [&](const char* name) -> std::string {
+    const std::string open = std::string("<") + name + ">", close = std::string("</") + name + ">";
+    const size_t a = p.error_page.find(open);
+    const size_t b = a == std::string::npos ? a : p.error_page.find(close, a);
+    if (b == std::string::npos) return "";
+    std::string v = p.error_page.substr(a + open.size(), b - a - open.size());
+    for (char& ch : v)
+      if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
+    return v.substr(0, 200);
+  };
+  if (p.error_page.find("<Error>") != std::string::npos) {
+    const std::string code = element("Code"), message = element("Message");
+    if (!code.empty()) text += " (S3 " + code + (message.empty() ? "" : ": " + message) + ")";
+  }
+  return text;
+}
+
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* p = static_cast<Piece*>(user);
   const size_t len = size * n;
   try {
     if (p->kind == Piece::Kind::Range) {
-      if (p->status != 206) return len;  // an error page: dropped, judged when the response completes
+      if (p->status != 206) return keep_error_page(*p, data, len);  // judged when the response completes
       if (!p->body_checked) {
         if (!check_range_response(*p)) return 0;
         p->body_checked = true;
@@ -175,7 +204,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
       (*p->sink)(p->offset + p->got, reinterpret_cast<const uint8_t*>(data), len);
       p->got += len;
     } else {
-      if (p->status != 200) return len;
+      if (p->status != 200) return keep_error_page(*p, data, len);
       if (p->body.size() + len > p->max_body) {
         p->fatal = p->url + ": larger than the " + std::to_string(p->max_body) + " bytes allowed for it";
         p->fatal_kind = ErrorKind::BadInput;
@@ -265,7 +294,7 @@ void run_pieces(CURLM* multi, std::vector<CURL*>& idle, const FetchOptions& o, s
     else if (!(e = curl_easy_init())) throw Error(ErrorKind::Io, "libcurl: cannot create a handle");
     p.easy = e;
     p.status = 0, p.body_checked = false, p.attempt_bytes = 0, p.errbuf[0] = 0;
-    p.content_range.clear(), p.retry_after_text.clear();
+    p.content_range.clear(), p.retry_after_text.clear(), p.error_page.clear();
     if (p.kind == Piece::Kind::Whole) p.body.clear();
     ++p.attempts;
     ++requests;
@@ -292,6 +321,15 @@ void run_pieces(CURLM* multi, std::vector<CURL*>& idle, const FetchOptions& o, s
                                                 std::to_string(p.offset + p.bytes - 1)).c_str());
     // libcurl (7.58+) drops a custom Authorization header on a redirect to another host.
     if (!o.bearer_token.empty()) p.headers = curl_slist_append(p.headers, ("Authorization: Bearer " + o.bearer_token).c_str());
+    if (!o.aws_sigv4.empty()) {
+      curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o.aws_sigv4.c_str());
+      curl_easy_setopt(e, CURLOPT_USERPWD, o.aws_credentials.c_str());
+      // S3 wants the payload's SHA-256 in a header (libcurl 7.88 does not add it): every request here is a GET
+      // without a body, so it is the hash of the empty string, and libcurl signs it with the others.
+      p.headers = curl_slist_append(p.headers, "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+      if (!o.aws_session_token.empty())
+        p.headers = curl_slist_append(p.headers, ("x-amz-security-token: " + o.aws_session_token).c_str());
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, p.headers);
     if (curl_multi_add_handle(multi, e) != CURLM_OK) throw Error(ErrorKind::Io, "libcurl: cannot add a transfer");
     active.push_back(&p);
@@ -329,12 +367,12 @@ void run_pieces(CURLM* multi, std::vector<CURL*>& idle, const FetchOptions& o, s
     if (p.kind == Piece::Kind::Whole) {
       if (p.status == 200) p.done = true;
       else if (p.status == 404 && p.optional) p.done = true, p.missing = true;
-      else throw Error(ErrorKind::Io, what + ": HTTP " + std::to_string(p.status));
+      else throw Error(ErrorKind::Io, what + ": " + status_text(p));
       return;
     }
     if (p.status == 200) throw Error(ErrorKind::Io, what + ": answered 200 to a Range request: the server does not serve byte ranges");
     if (p.status == 416) throw Error(ErrorKind::Io, what + ": HTTP 416 (the range lies outside the file: it is shorter than it was)");
-    if (p.status != 206) throw Error(ErrorKind::Io, what + ": HTTP " + std::to_string(p.status));
+    if (p.status != 206) throw Error(ErrorKind::Io, what + ": " + status_text(p));
     if (p.got == p.bytes) { p.done = true; return; }
     retry(p, "short body: " + std::to_string(p.attempt_bytes) + " bytes, then the response ended (" + std::to_string(p.bytes - p.got) + " bytes missing)", -1);
   };

@@ -26,6 +26,9 @@ struct FetchOptions {
   long connect_timeout_s = 15;
   long stall_timeout_s = 30;              // a response that delivers under 1 byte/s for this long is retried
   std::string bearer_token;               // sent as "Authorization: Bearer …" (never logged, never stored)
+  // AWS Signature Version 4 (libcurl's CURLOPT_AWS_SIGV4) when aws_sigv4 is set ("aws:amz:REGION:s3"):
+  // aws_credentials "KEY_ID:SECRET", aws_session_token sent as x-amz-security-token when set. Never logged or stored.
+  std::string aws_sigv4, aws_credentials, aws_session_token;
   std::string ca_file;                    // a CA bundle for HTTPS (empty: the system's)
 
   // Defaults, then the settings remote.attempts / remote.stall_timeout_s / remote.in_flight, then $CURL_CA_BUNDLE.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <vector>
 
 #include "tensormorph/error.h"
@@ -52,11 +53,59 @@ std::string hf_endpoint() {
   return e;
 }
 
+namespace {
+
+std::string first_of(std::initializer_list<const char*> env, const char* setting) {
+  for (const char* name : env)
+    if (const char* v = std::getenv(name); v && *v) return v;
+  if (auto s = Settings::load().get(setting)) return *s;
+  return "";
+}
+
+// S3's bucket naming rules: 3-63 characters of lower-case letters, digits, '.' and '-', starting and ending with a
+// letter or digit.
+bool s3_bucket_name(const std::string& b) {
+  if (b.size() < 3 || b.size() > 63 || !std::isalnum(static_cast<unsigned char>(b.front())) ||
+      !std::isalnum(static_cast<unsigned char>(b.back())))
+    return false;
+  for (unsigned char ch : b)
+    if (!(std::islower(ch) || std::isdigit(ch) || ch == '.' || ch == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string s3_region() {
+  const std::string r = first_of({"AWS_REGION", "AWS_DEFAULT_REGION"}, "remote.s3_region");
+  return r.empty() ? "us-east-1" : r;
+}
+
+std::string s3_endpoint(const std::string& region) {
+  std::string e = first_of({"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}, "remote.s3_endpoint");
+  if (e.empty()) e = "https://s3." + region + ".amazonaws.com";
+  while (!e.empty() && e.back() == '/') e.pop_back();
+  return e;
+}
+
 RemoteUrl parse_remote_url(const std::string& path, const std::string& endpoint_given) {
   RemoteUrl u;
   u.given = path;
-  if (starts_with(path, "s3://"))
-    throw Error(ErrorKind::Unavailable, path + ": s3:// paths are not read yet (http://, https:// and hf:// are; docs/remote.md)");
+  if (starts_with(path, "s3://")) {
+    const auto parts = split(path.substr(5), '/');
+    if (parts.size() < 2) bad(path, "expected s3://BUCKET/KEY");
+    if (!s3_bucket_name(parts[0])) bad(path, "'" + parts[0] + "' is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-')");
+    if (path.find_first_of("?#") != std::string::npos) bad(path, "a query or fragment is not supported");
+    check_segments(path, std::vector<std::string>(parts.begin() + 1, parts.end()));
+    const std::string region = s3_region();
+    const std::string endpoint = endpoint_given.empty() ? s3_endpoint(region) : endpoint_given;
+    if (!starts_with(endpoint, "http://") && !starts_with(endpoint, "https://"))
+      bad(path, "the s3 endpoint '" + endpoint + "' is not an http:// or https:// URL");
+    RemoteUrl base = parse_remote_url(endpoint + "/" + path.substr(5));
+    base.given = path;
+    base.s3 = true;
+    base.s3_region = region;
+    return base;
+  }
   if (starts_with(path, "hf://")) {
     // ORG/NAME[@REVISION]/FILE...
     const auto parts = split(path.substr(5), '/');

@@ -111,6 +111,23 @@ http {
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def read_request(f):
+    """(method, path, headers) of the next request on a client connection's file (no body: GET and HEAD), or None
+    at its end."""
+    line = f.readline()
+    if not line:
+        return None
+    method, path, _ = line.decode("latin-1").split(" ", 2)
+    headers = {}
+    while True:
+        h = f.readline().decode("latin-1")
+        if h in ("\r\n", "\n", ""):
+            break
+        k, v = h.split(":", 1)
+        headers[k.strip()] = v.strip()
+    return method, path, headers
+
+
 class FaultProxy:
     """An HTTP/1.1 proxy on 127.0.0.1 in front of `upstream_port` that spoils the first `count` ranged responses
     (requests with a Range header whose range starts past `min_offset`) in one way (`fault`):
@@ -164,17 +181,10 @@ class FaultProxy:
         f = conn.makefile("rb")
         try:
             while True:
-                line = f.readline()
-                if not line:
+                request = read_request(f)
+                if not request:
                     return
-                method, path, _ = line.decode("latin-1").split(" ", 2)
-                headers = {}
-                while True:
-                    h = f.readline().decode("latin-1")
-                    if h in ("\r\n", "\n", ""):
-                        break
-                    k, v = h.split(":", 1)
-                    headers[k.strip()] = v.strip()
+                method, path, headers = request
                 rng = headers.get("Range")
                 ranged_from = int(rng.split("=")[1].split("-")[0]) if rng else None
                 up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
@@ -210,3 +220,160 @@ class FaultProxy:
                 conn.close()
             except OSError:
                 pass
+
+
+S3RVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "node_modules", "s3rver", "bin", "s3rver.js")
+
+
+def have_s3rver():
+    return os.path.isfile(S3RVER) and shutil.which("node") is not None
+
+
+class S3rver:
+    """s3rver (npm, a local S3 protocol server; credentials S3RVER / S3RVER) on 127.0.0.1 with one bucket, behind a
+    SigV4Gate that checks every request's signature; put() uploads a file to s3rver directly with a SigV4-signed PUT
+    written here from the AWS specification (hashlib/hmac), independent of libcurl's signer that tensormorph uses."""
+
+    KEY_ID = SECRET = "S3RVER"
+    REGION = "us-east-1"
+
+    def __init__(self, bucket):
+        self.dir = tempfile.mkdtemp(prefix="tm-s3rver-")
+        self.port = free_port()
+        self.bucket = bucket
+        self.proc = subprocess.Popen(["node", S3RVER, "-d", self.dir, "-a", "127.0.0.1", "-p", str(self.port), "-s",
+                                      "--configure-bucket", bucket], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_port(self.port, timeout=30)
+        except RuntimeError:
+            self.proc.kill()
+            raise RuntimeError("s3rver did not start: " + self.proc.stderr.read().decode(errors="replace"))
+        self.gate = SigV4Gate(self.port, self.SECRET)
+
+    @property
+    def endpoint(self):
+        """Where clients connect: the signature-checking gate in front of s3rver."""
+        return "http://127.0.0.1:%d" % self.gate.port
+
+    def env(self, secret=None):
+        """The environment a client of this server needs (endpoint, region, credentials)."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": self.REGION, "AWS_ACCESS_KEY_ID": self.KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": secret or self.SECRET}
+
+    def put(self, key, path):
+        import datetime
+        import hashlib
+        with open(path, "rb") as f:
+            body = f.read()
+        now = datetime.datetime.now(datetime.timezone.utc)
+        amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+        payload = hashlib.sha256(body).hexdigest()
+        uri = "/%s/%s" % (self.bucket, key)
+        signed = "host;x-amz-content-sha256;x-amz-date"
+        headers = {"Host": "127.0.0.1:%d" % self.port, "x-amz-date": amz_date, "x-amz-content-sha256": payload}
+        signature = sigv4_signature(self.SECRET, "PUT", uri, headers, signed, day, self.REGION, amz_date, payload)
+        headers["Content-Length"] = str(len(body))
+        headers["Authorization"] = "AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/aws4_request, SignedHeaders=%s, Signature=%s" % (
+            self.KEY_ID, day, self.REGION, signed, signature)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            c.request("PUT", uri, body=body, headers=headers)
+            r = c.getresponse()
+            text = r.read()
+            if r.status != 200:
+                raise RuntimeError("s3rver PUT %s: %d %s" % (uri, r.status, text[:300]))
+        finally:
+            c.close()
+
+    def stop(self):
+        self.gate.stop()
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def sigv4_signature(secret, method, path, headers, signed, day, region, amz_date, payload_hash):
+    """AWS Signature Version 4 of a request without a query, from the AWS specification (hashlib/hmac)."""
+    import hashlib
+    import hmac
+    lower = {k.lower(): " ".join(v.split()) for k, v in headers.items()}
+    canonical = "\n".join([method, path, "", *("%s:%s" % (h, lower.get(h, "")) for h in signed.split(";")), "", signed, payload_hash])
+    scope = "%s/%s/s3/aws4_request" % (day, region)
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    k = ("AWS4" + secret).encode()
+    for part in (day, region, "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+class SigV4Gate:
+    """A proxy in front of s3rver that checks each request's AWS Signature Version 4 (s3rver 3.7 checks the key id
+    and the Authorization header's form but not the V4 signature itself): a request whose signature is not the one
+    computed here from the secret gets S3's 403 SignatureDoesNotMatch; the others are forwarded. `checked` counts
+    the requests whose signature matched."""
+
+    def __init__(self, upstream_port, secret):
+        self.upstream_port, self.secret = upstream_port, secret
+        self.checked = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _valid(self, method, path, headers):
+        import re
+        auth = headers.get("Authorization", "")
+        m = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$", auth)
+        lower = {k.lower(): v for k, v in headers.items()}
+        if not m or "x-amz-content-sha256" not in lower:
+            return False
+        _, day, region, signed, given = m.groups()
+        want = sigv4_signature(self.secret, method, path, headers, signed, day, region, lower.get("x-amz-date", ""),
+                               lower["x-amz-content-sha256"])
+        return want == given
+
+    def _serve(self, conn):
+        f = conn.makefile("rb")
+        try:
+            while True:
+                request = read_request(f)
+                if not request:
+                    return
+                method, path, headers = request
+                if not self._valid(method, path, headers):
+                    body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request '
+                            b'signature we calculated does not match the signature you provided.</Message></Error>')
+                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                    continue
+                with self.lock:
+                    self.checked += 1
+                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
+                up.request(method, path, headers={k: v for k, v in headers.items() if k.lower() != "host"})
+                resp = up.getresponse()
+                body = resp.read()
+                hdr = "HTTP/1.1 %d %s\r\n" % (resp.status, resp.reason)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("connection", "keep-alive", "transfer-encoding"):
+                        hdr += "%s: %s\r\n" % (k, v)
+                up.close()
+                conn.sendall(hdr.encode("latin-1") + b"\r\n" + (body if method != "HEAD" else b""))
+        except (OSError, ValueError):
+            pass
+        finally:
+            conn.close()
