@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +22,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cli_harness import run  # noqa: E402
+from cli_harness import TM_BIN, run  # noqa: E402
 import remote_servers  # noqa: E402
 
 FIXTURES = os.environ.get("TM_FIXTURES", "/work/shared/fixtures")
@@ -398,6 +399,41 @@ class TestFaults(RemoteCase):
         r, _, proxy = self.through_proxy("503", count=100, cfg=cfg)
         self.assertEqual(r.code, IO, r.err)
         self.assertRegex(r.err, re.escape(proxy.url("model.safetensors")) + r" \(bytes \d+-\d+\): failed after 2 attempts; last: HTTP 503")
+
+    def test_index_killed_mid_run_resumes_where_it_stopped(self):
+        """A 48 MiB checkpoint of four 12 MiB f16 tensors (one fetch batch each at the minimum 16 MiB budget quarter):
+        the proxy stalls a response past the first tensor; the run is killed while it waits. The rerun, through the
+        same URL, fetches only what was not committed and ends with the local statistics."""
+        rng = np.random.default_rng(3)
+        big = {"t%d.weight" % k: rng.standard_normal((3072, 2048)).astype(np.float16) for k in range(4)}
+        header = write_safetensors(os.path.join(self.root, "big.safetensors"), big)
+        one = big["t0.weight"].nbytes
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        proxy = remote_servers.FaultProxy(self.nginx.port, "stall", count=1, min_offset=header + 2 * one, stall_s=60)
+        env = dict(os.environ, XDG_CACHE_HOME=cache, XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="tm-cfg-"))
+        try:
+            first = subprocess.Popen([TM_BIN, "index", proxy.url("big.safetensors"), "--memory-budget", "64M", "--json"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.time() + 60
+            while proxy.spoiled == 0 and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(proxy.spoiled, 1, "the run never reached the stalled response")
+            time.sleep(3.0)  # the batches before it are committed meanwhile (the stall lasts 60 s)
+            first.kill()
+            first.communicate()
+            again = run(["index", proxy.url("big.safetensors"), "--memory-budget", "64M", "--json"], cache_home=cache)
+            remote = run(["stats", proxy.url("big.safetensors"), "--json"], cache_home=cache)
+        finally:
+            proxy.stop()
+        self.assertEqual(again.code, 0, again.err)
+        doc = again.json()
+        self.assertGreaterEqual(doc["computed"], 1)
+        self.assertLess(doc["computed"], 4, "nothing was committed before the kill")
+        got, _, _ = fetched_bytes(again.err)
+        self.assertLessEqual(got, header + doc["computed"] * one + 64 * 1024, again.err)
+        local = run(["stats", os.path.join(self.root, "big.safetensors"), "--json"])
+        self.assertEqual(remote.code, 0, remote.err)
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(remote.json(), proxy.url()))
 
     def test_etag_change_during_index_fails_naming_the_url_and_commits_nothing_wrong(self):
         cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
