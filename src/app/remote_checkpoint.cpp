@@ -1,6 +1,8 @@
 #include "app/remote_checkpoint.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -11,6 +13,7 @@
 #include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "remote/header_cache.h"
 #include "remote/http_ranges.h"
 #include "remote/mirror_file.h"
 #include "remote/remote_url.h"
@@ -67,9 +70,21 @@ RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
   http_ = std::make_unique<remote::HttpRanges>(std::move(o));
   local_path_ = remote::mirror_path(u);
   lock_ = std::make_unique<remote::MirrorLock>(fs::path(local_path_).parent_path().string());
+  remote::mark_open(local_path_, true);
   const std::string name = file_name(u);
   if (ends_with(name, ".bin.index.json"))
     throw Error(ErrorKind::Unavailable, u.given + ": sharded torch.save checkpoints are not read remotely yet (safetensors and GGUF are)");
+  // Fresh cached headers: the stand-ins as they are, no request.
+  if (auto record = remote::fresh_header_record(local_path_); record && fs::is_regular_file(local_path_)) {
+    for (const auto& f : record->files) {
+      auto file = std::make_unique<remote::MirrorFile>(f.path, f.id);
+      urls_[normal(file->path())] = f.given;
+      files_[normal(file->path())] = std::move(file);
+    }
+    header_bytes_ = record->header_bytes;
+    cached_at_ = record->fetched_at_ms / 1000;
+    return;
+  }
   if (ends_with(name, ".index.json")) {
     auto body = http_->get_small(u.url, kMaxIndexJson, false);
     header_bytes_ += body->size();
@@ -97,9 +112,17 @@ RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
       else header_bytes_ += body->size(), remote::write_mirror_sidecar(local, *body);
     }
   }
+  remote::HeaderRecord record;
+  record.header_bytes = header_bytes_;
+  for (const auto& [path, file] : files_) record.files.push_back({urls_.at(path), file->path(), file->identity()});
+  remote::write_header_record(local_path_, record);
+  try {
+    remote::prune_header_cache();
+  } catch (const std::exception&) {  // pruning is housekeeping: a failure leaves the cache larger, nothing wrong
+  }
 }
 
-RemoteCheckpoint::~RemoteCheckpoint() = default;
+RemoteCheckpoint::~RemoteCheckpoint() { remote::mark_open(local_path_, false); }
 
 void RemoteCheckpoint::add_file(const std::string& given) {
   const remote::RemoteUrl u = remote::parse_remote_url(given);
@@ -191,7 +214,15 @@ void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& whi
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[f]->path() + ": not a stand-in of this remote checkpoint");
     remote::MirrorFile& file = *it->second;
-    http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
+    try {
+      http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
+    } catch (const Error& e) {
+      if (!cached_at_) throw;
+      // The server's file may have changed since the headers were cached: the next command fetches them again.
+      remote::drop_header_record(local_path_);
+      throw Error(e.kind(), std::string(e.what()) + " (the headers came from the cache, fetched " + std::to_string(std::max<int64_t>(0, std::time(nullptr) - cached_at_)) +
+                                " s ago; they are dropped, so the next command fetches them again)");
+    }
     file.restamp();
   }
 }
@@ -213,7 +244,8 @@ uint64_t RemoteCheckpoint::retries() const { return http_->retries(); }
 
 std::string RemoteCheckpoint::transfer_text() const {
   return "fetched " + std::to_string(bytes_received()) + " bytes in " + std::to_string(requests()) + " requests (" +
-         std::to_string(retries()) + " retries) from " + host_ + "; the files' headers are " + std::to_string(header_bytes_) + " bytes";
+         std::to_string(retries()) + " retries) from " + host_ + "; the files' headers are " + std::to_string(header_bytes_) + " bytes" +
+         (cached_at_ ? ", from the header cache (fetched " + std::to_string(std::max<int64_t>(0, std::time(nullptr) - cached_at_)) + " s ago)" : "");
 }
 
 std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path) {

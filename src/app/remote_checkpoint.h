@@ -26,7 +26,8 @@ class RemoteCheckpoint {
  public:
   // Fetches what opening `remote_path` needs: the index JSON whole (at most 64 MiB), each file's header
   // (safetensors: its 8-byte length and JSON; GGUF: a growing prefix up to its tensor data), config.json and
-  // quantize_config.json when present. Holds the stand-ins' lock until destroyed. Errors name the URL.
+  // quantize_config.json when present; or nothing, when the header cache holds them fresh (remote/header_cache.h).
+  // Holds the stand-ins' lock until destroyed. Errors name the URL.
   explicit RemoteCheckpoint(const std::string& remote_path);
   ~RemoteCheckpoint();
 
@@ -61,6 +62,7 @@ class RemoteCheckpoint {
   std::map<std::string, std::unique_ptr<remote::MirrorFile>> files_;  // by stand-in path
   std::map<std::string, std::string> urls_;                           // stand-in path -> URL shown
   uint64_t header_bytes_ = 0;
+  int64_t cached_at_ = 0;  // when the headers came from the cache (remote/header_cache.h): when they were fetched
 };
 
 // A RemoteCheckpoint for an http://, https:// or hf:// path; null for a local path.

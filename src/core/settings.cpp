@@ -29,6 +29,10 @@ const std::vector<SettingKey>& known_settings() {
       {"remote.s3_endpoint", "where s3://BUCKET/KEY paths resolve, as ENDPOINT/BUCKET/KEY ($AWS_ENDPOINT_URL_S3, then "
                              "$AWS_ENDPOINT_URL win; default https://s3.REGION.amazonaws.com)"},
       {"remote.s3_region", "the region s3:// requests are signed for ($AWS_REGION, then $AWS_DEFAULT_REGION win; default us-east-1)"},
+      {"remote.header_max_age_s", "seconds a remote checkpoint's cached headers are reused without asking the server "
+                                  "(default 600; 0: always ask; data read later is still checked against them)"},
+      {"remote.header_cache_bytes", "bytes the remote header cache (cache folder/remote) may hold before the least recently "
+                                    "fetched checkpoints are removed (default 256 MiB)"},
       {"remote.attempts", "tries of one ranged request of a remote checkpoint before the command fails (default 6)"},
       {"remote.stall_timeout_s", "seconds a remote response may deliver nothing before it is retried (default 30)"},
       {"remote.in_flight", "ranged requests of a remote checkpoint in flight at once (default 8)"},

@@ -121,6 +121,11 @@ std::map<std::string, std::pair<int, int>>& held_locks() {
 
 }  // namespace
 
+bool MirrorLock::held_here(const std::string& folder) {
+  std::lock_guard<std::mutex> guard(g_locks_mutex);
+  return held_locks().count(folder + "/.tensormorph-remote.lock") != 0;
+}
+
 MirrorLock::MirrorLock(const std::string& folder) : path_(folder + "/.tensormorph-remote.lock") {
   std::lock_guard<std::mutex> guard(g_locks_mutex);
   auto& held = held_locks();

@@ -50,6 +50,9 @@ void write_mirror_sidecar(const std::string& path, const std::vector<uint8_t>& b
 // on one server) counts as a holder of the same lock, which is released when the last one goes.
 class MirrorLock {
  public:
+  // True when this process holds the lock of `folder` (through any MirrorLock).
+  static bool held_here(const std::string& folder);
+
   explicit MirrorLock(const std::string& folder);
   ~MirrorLock();
   MirrorLock(const MirrorLock&) = delete;

@@ -217,6 +217,70 @@ class TestFirstLook(RemoteCase):
         self.assertNotIn("hf_secret", missing.err)
 
 
+class TestHeaderCache(RemoteCase):
+    """Reopening within remote.header_max_age_s makes no request; a file changed on the server after its headers were
+    cached fails the first command that reads data, naming the URL, and the next command fetches the headers again;
+    the cache folder stays within remote.header_cache_bytes."""
+
+    def config(self, **settings):
+        home = tempfile.mkdtemp(prefix="tm-cfg-")
+        for k, v in settings.items():
+            r = run(["config", "set", "remote." + k, str(v)], config_home=home)
+            self.assertEqual(r.code, 0, r.err)
+        return home
+
+    def test_reopening_is_served_from_the_cache_and_max_age_0_asks_again(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        url = self.nginx.url("sharded/model.safetensors.index.json")
+        first = run(["info", url, "--json"], cache_home=cache)
+        second = run(["info", url, "--json"], cache_home=cache)
+        self.assertEqual(first.code, 0, first.err)
+        self.assertEqual(second.out, first.out)
+        self.assertEqual(fetched_bytes(second.err), (0, 0, 0), second.err)
+        self.assertIn("from the header cache", second.err)
+        stats = run(["stats", url, "layers.1.w2", "--json"], cache_home=cache)  # data through cached headers
+        local = run(["stats", os.path.join(self.root, "sharded/model.safetensors.index.json"), "layers.1.w2", "--json"])
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(stats.json(), self.nginx.url()))
+        asked = run(["info", url, "--json"], cache_home=cache, config_home=self.config(header_max_age_s=0))
+        self.assertEqual(asked.out, first.out)
+        self.assertGreater(fetched_bytes(asked.err)[1], 0, asked.err)
+
+    def test_a_file_changed_after_caching_fails_naming_it_then_is_fetched_again(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        path = os.path.join(self.root, "changing.safetensors")
+        shutil.copy(os.path.join(self.root, "model.safetensors"), path)
+        url = self.nginx.url("changing.safetensors")
+        self.assertEqual(run(["info", url], cache_home=cache).code, 0)
+        changed = {k: v.copy() for k, v in self.single.items()}
+        changed["embed.weight"] += 1
+        time.sleep(1.1)  # nginx's ETag is the modification second and the size
+        write_safetensors(path, changed, {"format": "pt"})
+        r = run(["stats", url, "embed.weight", "--json"], cache_home=cache)
+        self.assertEqual(r.code, BAD_INPUT, r.err)
+        self.assertIn(url, r.err)
+        self.assertIn("the headers came from the cache", r.err)
+        again = run(["stats", url, "embed.weight", "--json"], cache_home=cache)
+        self.assertEqual(again.code, 0, again.err)
+        local = run(["stats", path, "embed.weight", "--json"])
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(again.json(), self.nginx.url()))
+
+    def test_the_cache_folder_is_bounded(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        home = self.config(header_cache_bytes=1 << 20)
+        pad = {"pad": "x" * (600 << 10)}  # a 600 KiB header each
+        for k in range(3):
+            write_safetensors(os.path.join(self.root, "padded%d.safetensors" % k), {"w": np.ones((4, 4), np.float32)}, pad)
+            r = run(["info", self.nginx.url("padded%d.safetensors" % k)], cache_home=cache, config_home=home)
+            self.assertEqual(r.code, 0, r.err)
+        allocated = 0
+        for dirpath, _, files in os.walk(os.path.join(cache, "tensormorph", "remote")):
+            allocated += sum(os.stat(os.path.join(dirpath, f)).st_blocks * 512 for f in files)
+        self.assertLessEqual(allocated, 1 << 20)
+        left = os.listdir(os.path.join(cache, "tensormorph", "remote", "http", "127.0.0.1_%d" % self.nginx.port))
+        self.assertIn("padded2.safetensors", left)       # the newest stays
+        self.assertNotIn("padded0.safetensors", left)    # the oldest went first
+
+
 class TestDiff(RemoteCase):
     def diff(self, a, b, cache):
         return run(["diff", a, b, "--json"], cache_home=cache)
