@@ -248,6 +248,22 @@ std::string RemoteCheckpoint::transfer_text() const {
          (cached_at_ ? ", from the header cache (fetched " + std::to_string(std::max<int64_t>(0, std::time(nullptr) - cached_at_)) + " s ago)" : "");
 }
 
+FetchedTensors::FetchedTensors(RemoteCheckpoint* remote, const Checkpoint& c, const std::vector<size_t>& which)
+    : remote_(remote), c_(c) {
+  if (!remote_) return;
+  for (size_t i : which)
+    if (c.tensors.at(i).readable()) which_.push_back(i);
+  remote_->fetch(c_, which_);
+}
+
+FetchedTensors::~FetchedTensors() {
+  if (!remote_) return;
+  try {
+    remote_->release(c_, which_);
+  } catch (...) {  // releasing frees disk blocks early; the stand-in is valid either way
+  }
+}
+
 std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path) {
   if (!remote::is_remote_path(path)) return nullptr;
   return std::make_unique<RemoteCheckpoint>(path);

@@ -65,7 +65,22 @@ class RemoteCheckpoint {
   int64_t cached_at_ = 0;  // when the headers came from the cache (remote/header_cache.h): when they were fetched
 };
 
-// A RemoteCheckpoint for an http://, https:// or hf:// path; null for a local path.
+// A RemoteCheckpoint for an http://, https://, hf:// or s3:// path; null for a local path.
 std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
+
+// The bytes of tensors `which` of `c` fetched for as long as it lives (the readable ones; nothing when `remote` is
+// null, a local checkpoint), released when it goes.
+class FetchedTensors {
+ public:
+  FetchedTensors(RemoteCheckpoint* remote, const Checkpoint& c, const std::vector<size_t>& which);
+  ~FetchedTensors();
+  FetchedTensors(const FetchedTensors&) = delete;
+  FetchedTensors& operator=(const FetchedTensors&) = delete;
+
+ private:
+  RemoteCheckpoint* remote_;
+  const Checkpoint& c_;
+  std::vector<size_t> which_;
+};
 
 }  // namespace tmorph::app

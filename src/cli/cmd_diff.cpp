@@ -12,6 +12,7 @@
 
 #include "app/diff_document.h"
 #include "app/remote_checkpoint.h"
+#include "cli/remote_note.h"
 #include "checkpoint/openers/open_checkpoint.h"
 #include "cli/commands.h"
 #include "cli/compute_flags.h"
@@ -116,6 +117,7 @@ void run_diff(const DiffArgs& a) {
   // http(s):// or hf:// sides: headers fetched into local stand-ins, each pair's tensors fetched before it is read
   // and released after, so no copy of a remote checkpoint is kept (docs/remote.md).
   const auto ra = app::open_remote_if_url(a.a), rb = app::open_remote_if_url(a.b);
+  const RemoteTransferNote note_b(rb.get()), note_a(ra.get());  // destroyed in reverse: A's line first
   std::optional<Checkpoint> ca, cb;  // the stand-ins as diff_checkpoints opens them (the same tensor positions)
   if (ra) ca = open_checkpoint(ra->local_path());
   if (rb) cb = open_checkpoint(rb->local_path());
@@ -133,8 +135,7 @@ void run_diff(const DiffArgs& a) {
     if (remote) remote->show_urls(doc);
   if (a.json) print_json(doc);
   else print_human(doc, a.top);
-  for (const auto* remote : {ra.get(), rb.get()})
-    if (remote) std::fprintf(stderr, "tensormorph: %s\n", remote->transfer_text().c_str());
+
 }
 
 }  // namespace

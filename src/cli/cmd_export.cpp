@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/npy_export.h"
+#include "app/remote_checkpoint.h"
+#include "cli/remote_note.h"
 #include "checkpoint/openers/open_checkpoint.h"
 #include "cli/commands.h"
 #include "cli/compute_flags.h"
@@ -26,9 +28,14 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& a) {
-  const Checkpoint c = open_checkpoint(a.path);
-  const CheckpointTensor& t = c.tensors[c.position(a.tensor, a.path)];
+  // http(s)://, hf:// or s3://: the tensor's bytes fetched into the stand-in while it is written.
+  const auto remote = app::open_remote_if_url(a.path);
+  const RemoteTransferNote note(remote.get());
+  const Checkpoint c = open_checkpoint(remote ? remote->local_path() : a.path);
+  const size_t position = c.position(a.tensor, a.path);
+  const CheckpointTensor& t = c.tensors[position];
   if (!t.readable()) t.refuse_unreadable();
+  const app::FetchedTensors fetched(remote.get(), c, {position});
   std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(ErrorKind::Io, a.out + ": cannot write");
   // Backends are loaded only to decode: a dense tensor is written without them.

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/remote_checkpoint.h"
 #include "cli/commands.h"
+#include "cli/remote_note.h"
 #include "cli/index_access.h"
 #include "cli/number_lists.h"
 #include "cli/output.h"
@@ -90,19 +92,35 @@ void run_checkpoint_render(const RenderArgs& a, const Runtime& rt, CheckpointInd
   if (a.json) print_json(j);
 }
 
+// --overview and --strips of a remote checkpoint read the index only: every tensor must be in it (fetching every
+// tensor is `index URL`'s job, with its batches and resumption).
+void refuse_unindexed_remote(const std::string& url, const CheckpointIndex& index) {
+  size_t missing = 0;
+  for (size_t i = 0; i < index.checkpoint().tensors.size(); ++i)
+    missing += index.checkpoint().tensors[i].readable() && !index.has_stats(i);
+  if (missing)
+    throw Error(ErrorKind::Unavailable, url + ": " + std::to_string(missing) + " tensor(s) are not indexed yet, and --overview and --strips "
+                                              "of a remote checkpoint draw from its index: run `tensormorph index " + url + "` first");
+}
+
 void run_render(const RenderArgs& a) {
   if (!a.overview) output_format(a.out, {OutputFormat::png});  // a PNG (a folder with --overview): refused before work
   const auto rt = command_runtime(&a.compute);
-  auto index = open_index(a.path, a.index_path);
+  // http(s)://, hf:// or s3://: headers into stand-ins; the drawn tensor's bytes fetched while it is drawn.
+  const auto remote = app::open_remote_if_url(a.path);
+  const RemoteTransferNote note(remote.get());
+  auto index = open_index(remote ? remote->local_path() : a.path, a.index_path);
   if (a.overview || !a.strips.empty()) {
     if (!a.tensor.empty() || a.level >= 0 || !a.tile.empty())
       throw Error(ErrorKind::InvalidArgument, "--overview and --strips draw many tensors: give no tensor, --level or --tile");
     if (a.overview && !a.strips.empty()) throw Error(ErrorKind::InvalidArgument, "give --overview or --strips, not both");
+    if (remote) refuse_unindexed_remote(a.path, *index);
     run_checkpoint_render(a, *rt, *index);
     return;
   }
   if (a.tensor.empty()) throw Error(ErrorKind::InvalidArgument, "render: name a tensor (or use --overview / --strips)");
   const size_t i = index->checkpoint().position(a.tensor, a.path);
+  const app::FetchedTensors fetched(remote.get(), index->checkpoint(), {i});
   fill_index(*index, *rt, {i}, a.json);
   TensorRenderRequest req;
   req.source.level = a.level;
@@ -141,9 +159,14 @@ struct TileArgs {
 
 void run_tile(const TileArgs& a) {
   const auto rt = command_runtime(&a.compute);
-  auto index = open_index(a.path, a.index_path);
+  const auto remote = app::open_remote_if_url(a.path);
+  const RemoteTransferNote note(remote.get());
+  auto index = open_index(remote ? remote->local_path() : a.path, a.index_path);
   const size_t i = index->checkpoint().position(a.tensor, a.path);
-  fill_index(*index, *rt, {i}, a.json);
+  {  // a tile's statistics come from the index: a remote tensor's bytes are fetched only to index it
+    const app::FetchedTensors fetched(remote && !index->has_stats(i) ? remote.get() : nullptr, index->checkpoint(), {i});
+    fill_index(*index, *rt, {i}, a.json);
+  }
   const auto [tx, ty] = tile_flag(a.tile);
   const CheckpointTensor& t = index->checkpoint().tensors[i];
   const nlohmann::json j = tile_document(*index, i, a.level, a.slice, tx, ty);

@@ -217,6 +217,48 @@ class TestFirstLook(RemoteCase):
         self.assertNotIn("hf_secret", missing.err)
 
 
+class TestRenderAndExport(RemoteCase):
+    """render (one tensor, one tile) and export of a remote checkpoint: the same PNG bytes, documents and .npy as the
+    local run, fetching that tensor only; --overview of a remote checkpoint not yet indexed is refused, naming the
+    command that indexes it, and draws once it is indexed."""
+
+    def test_render_tile_and_export_equal_the_local_run(self):
+        out = tempfile.mkdtemp(prefix="tm-remote-out-")
+        local_png, remote_png = os.path.join(out, "local.png"), os.path.join(out, "remote.png")
+        local = run(["render", os.path.join(self.root, "model.safetensors"), "embed.weight", "-o", local_png, "--json"])
+        remote = run(["render", self.nginx.url("model.safetensors"), "embed.weight", "-o", remote_png, "--json"])
+        self.assertEqual(remote.code, 0, remote.err)
+        with open(local_png, "rb") as a, open(remote_png, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        want, got = local.json(), remote.json()
+        want.pop("out"), got.pop("out")
+        self.assertEqual(normalise(want, self.root + "/"), normalise(got, self.nginx.url()))
+        got_bytes, _, _ = fetched_bytes(remote.err)
+        self.assertLessEqual(got_bytes, self.single_header + self.single["embed.weight"].nbytes, remote.err)
+        self.assertGreaterEqual(got_bytes, self.single_header + self.single["embed.weight"].nbytes)
+        local, remote = self.both(["tile", "embed.weight", "--level", "0", "--tile", "0,0", "--json"], "model.safetensors")
+        self.assert_same(local, remote)
+        local_npy, remote_npy = os.path.join(out, "local.npy"), os.path.join(out, "remote.npy")
+        self.assertEqual(run(["export", os.path.join(self.root, "model.safetensors"), "norm.weight", "-o", local_npy]).code, 0)
+        r = run(["export", self.nginx.url("model.safetensors"), "norm.weight", "-o", remote_npy])
+        self.assertEqual(r.code, 0, r.err)
+        np.testing.assert_array_equal(np.load(remote_npy), self.single["norm.weight"])
+        with open(local_npy, "rb") as a, open(remote_npy, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_overview_of_an_unindexed_remote_checkpoint_is_refused_then_drawn_once_indexed(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        out = tempfile.mkdtemp(prefix="tm-remote-out-")
+        url = self.nginx.url("model.safetensors")
+        r = run(["render", url, "--overview", "-o", out], cache_home=cache)
+        self.assertEqual(r.code, 4, r.err)
+        self.assertIn("run `tensormorph index " + url + "` first", r.err)
+        self.assertEqual(run(["index", url], cache_home=cache).code, 0)
+        r = run(["render", url, "--overview", "-o", out, "--json"], cache_home=cache)
+        self.assertEqual(r.code, 0, r.err)
+        self.assertTrue(os.path.isfile(os.path.join(out, "overview.png")))
+
+
 class TestHeaderCache(RemoteCase):
     """Reopening within remote.header_max_age_s makes no request; a file changed on the server after its headers were
     cached fails the first command that reads data, naming the URL, and the next command fetches the headers again;
