@@ -1,8 +1,8 @@
 """Remote checkpoints (issue 49): what `tensormorph info` and `index` of a sharded safetensors checkpoint fetch from
 Debian's nginx on loopback, beside the headers' bytes and beside `curl` fetching the same shard files.
 
-The checkpoint is written here with numpy and json (--shards files of float32 tensors, --mb in all, and a
-model.safetensors.index.json); nginx is started and stopped by this script (tests/cli/remote_servers.py).
+The checkpoint is written here with numpy and json (--shards files of --dtype tensors, float16 by default as most
+published checkpoints are 16-bit, or float32; --mb in all, and a model.safetensors.index.json); nginx is started and stopped by this script (tests/cli/remote_servers.py).
 The local `index` of the same files is the compute ceiling on this machine. Prints a Markdown table; memory: the peak RSS of `index` (GNU time's maxrss)."""
 import argparse
 import json
@@ -28,15 +28,17 @@ def main():
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--mb", type=int, default=512)
     ap.add_argument("--tensors-per-shard", type=int, default=16)
+    ap.add_argument("--dtype", choices=("f16", "f32"), default="f16")
     a = ap.parse_args()
     tm = os.path.abspath(os.path.join(a.build, "tensormorph"))
     root = tempfile.mkdtemp(prefix="tm-remote-bench-")
     rng = np.random.default_rng(1)
-    per_tensor = a.mb * (1 << 20) // (a.shards * a.tensors_per_shard) // 4
+    dtype = np.float16 if a.dtype == "f16" else np.float32
+    per_tensor = a.mb * (1 << 20) // (a.shards * a.tensors_per_shard) // np.dtype(dtype).itemsize
     header, weight_map, total, files = 0, {}, 0, []
     for s in range(a.shards):
         name = "model-%05d-of-%05d.safetensors" % (s + 1, a.shards)
-        ts = {"layers.%d.t%d" % (s, j): rng.standard_normal(per_tensor, dtype=np.float32) for j in range(a.tensors_per_shard)}
+        ts = {"layers.%d.t%d" % (s, j): rng.standard_normal(per_tensor, dtype=np.float32).astype(dtype) for j in range(a.tensors_per_shard)}
         header += write_safetensors(os.path.join(root, name), ts)
         files.append(name)
         for k, v in ts.items():
@@ -65,7 +67,7 @@ def main():
         local_s = time.time() - t0
         file_bytes = sum(os.path.getsize(os.path.join(root, f)) for f in files)
         print("| measure | value |\n|---|---|")
-        print("| checkpoint | %d shards, %d tensors, %.0f MB of float32 |" % (a.shards, len(weight_map), total / 1e6))
+        print("| checkpoint | %d shards, %d tensors, %.0f MB of %s |" % (a.shards, len(weight_map), total / 1e6, np.dtype(dtype).name))
         print("| headers' bytes (index JSON + 8 + JSON per shard) | %d |" % header)
         print("| `info` bytes transferred | %d (%.3fx the headers) |" % (info_bytes, info_bytes / header))
         print("| `index` (stats + pyramids) bytes transferred / wall | %d / %.2f s = %.0f MB/s, peak RSS %.0f MB |" % (

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "app/checkpoint_json.h"
 #include "app/compare_document.h"
 #include "app/diff_document.h"
+#include "app/remote_checkpoint.h"
 #include "checkpoint/openers/open_checkpoint.h"
 #include "compute_args.h"
 #include "core/name_suggestions.h"
@@ -34,10 +36,28 @@ namespace tmorph::python {
 
 namespace {
 
-// An opened checkpoint: the path as given (what the documents name) and its mapped files.
+// An opened checkpoint: the path as given (what the documents name) and its mapped files. A remote one (http(s)://,
+// hf://, s3://; docs/remote.md) holds its RemoteCheckpoint: `local` is the stand-in the files were opened from, each
+// call fetches the bytes of the tensors it reads and releases them after, and documents show the URLs.
 struct PyCheckpoint {
   std::string path;
   std::shared_ptr<const Checkpoint> c;
+  std::shared_ptr<app::RemoteCheckpoint> remote;
+  std::string local;  // the path the checkpoint was opened from (path itself when local)
+
+  // A document with stand-in paths shown as the URLs they stand for.
+  py::object shown(nlohmann::json doc) const {
+    if (remote) {
+      remote->show_urls(doc);
+      replace_string(doc, local, path);
+    }
+    return to_python(doc);
+  }
+  static void replace_string(nlohmann::json& doc, const std::string& from, const std::string& to) {
+    if (doc.is_string() && doc.get<std::string>() == from) doc = to;
+    else if (doc.is_structured())
+      for (auto& v : doc) replace_string(v, from, to);
+  }
 
   const CheckpointTensor& tensor(const std::string& name) const { return c->tensors[c->position(name, path)]; }
 
@@ -59,7 +79,9 @@ app::ComputeRequest default_request() { return compute_request(py::none(), py::n
 
 PyCheckpoint open_path(const std::string& path) {
   py::gil_scoped_release unlocked;
-  return PyCheckpoint{path, std::make_shared<const Checkpoint>(open_checkpoint(path))};
+  std::shared_ptr<app::RemoteCheckpoint> remote = app::open_remote_if_url(path);
+  const std::string local = remote ? remote->local_path() : path;
+  return PyCheckpoint{path, std::make_shared<const Checkpoint>(open_checkpoint(local)), remote, local};
 }
 
 py::object stats_method(const PyCheckpoint& self, const py::object& name, const py::object& backend, const py::object& prefer,
@@ -68,7 +90,8 @@ py::object stats_method(const PyCheckpoint& self, const py::object& name, const 
   const std::vector<std::string> names = string_list(name, "name");
   const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  return to_python(call.run_indexing([&](const IndexingHook& hook) { return stats_document(self.path, names, request, hook); }));
+  return self.shown(call.run_indexing(
+      [&](const IndexingHook& hook) { return stats_document(self.local, names, request, hook, self.remote.get()); }));
 }
 
 py::object index_method(const PyCheckpoint& self, const py::object& backend, const py::object& prefer, const py::object& never,
@@ -76,7 +99,8 @@ py::object index_method(const PyCheckpoint& self, const py::object& backend, con
                         const py::object& progress) {
   const app::ComputeRequest request = compute_request(threads, memory_budget, backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  return to_python(call.run_indexing([&](const IndexingHook& hook) { return index_document(self.path, request, hook); }));
+  return self.shown(
+      call.run_indexing([&](const IndexingHook& hook) { return index_document(self.local, request, hook, self.remote.get()); }));
 }
 
 py::array read_method(const PyCheckpoint& self, const std::string& name, bool raw, const py::object& rows,
@@ -85,7 +109,16 @@ py::array read_method(const PyCheckpoint& self, const std::string& name, bool ra
   const CheckpointTensor& t = self.tensor(name);
   const View2D v = default_view(t.shape);
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
-  return read_tensor(self.c, t, raw, Region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")}, request);
+  const Region region{axis_range(rows, v.rows, "rows"), axis_range(cols, v.cols, "cols")};
+  if (!self.remote) return read_tensor(self.c, t, raw, region, request);
+  // Remote: the bytes fetched for this read, and the values copied out of the stand-in before they are released.
+  std::optional<app::FetchedTensors> fetched;
+  {
+    py::gil_scoped_release unlocked;
+    fetched.emplace(self.remote.get(), *self.c, std::vector<size_t>{self.c->position(name, self.path)});
+  }
+  py::array values = read_tensor(self.c, t, raw, region, request);
+  return py::array(values.attr("copy")());
 }
 
 // A Python int for a declared count: its type checked here, its range by the declaration (the message every face
@@ -130,11 +163,11 @@ py::object render_method(const PyCheckpoint& self, const std::string& name, cons
   const app::ComputeRequest request = compute_request(threads, py::none(), backend, prefer, never, allow_approx);
   Interruptible call(progress);
   const RenderDocument doc =
-      call.run_indexing([&](const IndexingHook& hook) { return render_document(self.path, name, render, request, hook); });
+      call.run_indexing([&](const IndexingHook& hook) { return render_document(self.local, name, render, request, hook, self.remote.get()); });
   py::array_t<uint8_t> rgba({static_cast<py::ssize_t>(doc.image.height), static_cast<py::ssize_t>(doc.image.width),
                              py::ssize_t{4}});
   std::copy(doc.image.pixels.begin(), doc.image.pixels.end(), rgba.mutable_data());
-  return named_result(rgba, to_python(doc.report));
+  return named_result(rgba, self.shown(doc.report));
 }
 
 py::object tile_method(const PyCheckpoint& self, const std::string& name, unsigned level, uint64_t x, uint64_t y, uint64_t slice,
@@ -143,13 +176,13 @@ py::object tile_method(const PyCheckpoint& self, const std::string& name, unsign
   check_count(tensor_tile_params().at("level"), Face::Python, level);
   const app::ComputeRequest request = compute_request(backend, prefer, never, allow_approx);
   Interruptible call(progress);
-  return to_python(call.run_indexing(
-      [&](const IndexingHook& hook) { return tile_document(self.path, name, level, slice, x, y, request, hook); }));
+  return self.shown(call.run_indexing(
+      [&](const IndexingHook& hook) { return tile_document(self.local, name, level, slice, x, y, request, hook, self.remote.get()); }));
 }
 
 py::list tensor_list(const PyCheckpoint& self) {
   py::list out;
-  for (const auto& t : self.c->tensors) out.append(to_python(app::tensor_listing_json(*self.c, t)));
+  for (const auto& t : self.c->tensors) out.append(self.shown(app::tensor_listing_json(*self.c, t)));
   return out;
 }
 
@@ -162,7 +195,7 @@ void bind_checkpoint(py::module_& m) {
                              "\"safetensors\", \"gguf\" or \"torch\"")
       .def_property_readonly("files", [](const PyCheckpoint& s) {
             std::vector<std::string> out;
-            for (const auto& f : s.c->files) out.push_back(f->path());
+            for (const auto& f : s.c->files) out.push_back(s.remote ? s.remote->shown(f->path()) : f->path());
             return out;
           }, "the files the checkpoint's tensors live in")
       .def_property_readonly("metadata", [](const PyCheckpoint& s) { return s.c->metadata; }, "scalar metadata as text")

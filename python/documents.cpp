@@ -1,5 +1,6 @@
 #include "documents.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -31,7 +32,7 @@ bool unconstrained(const app::ComputeRequest& r) {
 }  // namespace
 
 nlohmann::json stats_document(const std::string& path, const std::vector<std::string>& names,
-                              const app::ComputeRequest& request, const IndexingHook& hook) {
+                              const app::ComputeRequest& request, const IndexingHook& hook, app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   const Planner planner = rt->planner();
   app::StatsDocumentRequest req;
@@ -46,21 +47,45 @@ nlohmann::json stats_document(const std::string& path, const std::vector<std::st
   req.fill_index = [&](CheckpointIndex& index, const std::vector<size_t>& selected) {
     IndexingOptions options = app::indexing_options(*rt, selected, true);
     if (hook) hook(options);
+    const app::FetchedTensors fetched(remote, index.checkpoint(), selected);
     return !index_checkpoint(index, planner, options).cancelled;
   };
+  // Statistics computed for this call (placement constraints): the named tensors' bytes (every tensor's when none
+  // is named) first.
+  std::optional<Checkpoint> opened;
+  std::optional<app::FetchedTensors> fetched;
+  if (remote && !req.from_index) {
+    opened = open_checkpoint(path);
+    std::vector<size_t> which;
+    for (size_t i = 0; i < opened->tensors.size(); ++i)
+      if (names.empty() || std::find(names.begin(), names.end(), opened->tensors[i].name) != names.end()) which.push_back(i);
+    fetched.emplace(remote, *opened, which);
+  }
   const app::StatsDocument doc = app::build_stats_document(req, planner);
   if (doc.cancelled()) return nullptr;
   doc.refuse_if_unserved(rt->constraints.strict_backend);
   return doc.json();
 }
 
-nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook) {
+nlohmann::json index_document(const std::string& path, const app::ComputeRequest& request, const IndexingHook& hook,
+                              app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   auto index = app::open_index(path, "");
-  IndexingOptions options = app::indexing_options(*rt, {}, true);
-  if (hook) hook(options);
-  const IndexingReport r = index_checkpoint(*index, rt->planner(), options);
-  if (r.cancelled) return nullptr;
+  const Planner planner = rt->planner();
+  const auto fill = [&](const std::vector<size_t>& only) {
+    IndexingOptions options = app::indexing_options(*rt, only, true);
+    if (hook) hook(options);
+    return index_checkpoint(*index, planner, options);
+  };
+  if (!remote) {
+    const IndexingReport r = fill({});
+    return r.cancelled ? nullptr : app::indexing_report_json(path, *index, r);
+  }
+  const IndexingReport sum = app::index_remote(*index, *remote, app::indexing_options(*rt, {}, true).memory_budget, fill);
+  if (sum.cancelled) return nullptr;
+  IndexingReport r = fill({});  // reads nothing: every tensor is indexed or unreadable
+  r.already_indexed -= std::min(r.already_indexed, sum.computed);
+  r.computed = sum.computed, r.bytes = sum.bytes, r.workers = std::max(r.workers, sum.workers), r.seconds = sum.seconds;
   return app::indexing_report_json(path, *index, r);
 }
 
@@ -69,11 +94,12 @@ namespace {
 // PATH's index with tensor `name`'s statistics and pyramid computed (as the CLI's render and tile do); its
 // position in *position. Null when the hook's cancel flag stopped the indexing.
 std::unique_ptr<CheckpointIndex> indexed_for(const std::string& path, const std::string& name, const app::Runtime& rt,
-                                             const IndexingHook& hook, size_t* position) {
+                                             const IndexingHook& hook, size_t* position, app::RemoteCheckpoint* remote) {
   auto index = app::open_index(path, "");
   *position = index->checkpoint().position(name, path);
   IndexingOptions options = app::indexing_options(rt, {*position}, true);
   if (hook) hook(options);
+  const app::FetchedTensors fetched(remote && !index->has_stats(*position) ? remote : nullptr, index->checkpoint(), {*position});
   if (index_checkpoint(*index, rt.planner(), options).cancelled) return nullptr;
   return index;
 }
@@ -81,20 +107,22 @@ std::unique_ptr<CheckpointIndex> indexed_for(const std::string& path, const std:
 }  // namespace
 
 RenderDocument render_document(const std::string& path, const std::string& name, const TensorRenderRequest& render,
-                               const app::ComputeRequest& request, const IndexingHook& hook) {
+                               const app::ComputeRequest& request, const IndexingHook& hook, app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   size_t i = 0;
-  const auto index = indexed_for(path, name, *rt, hook, &i);
+  const auto index = indexed_for(path, name, *rt, hook, &i, remote);
   if (!index) return {};
+  const app::FetchedTensors fetched(remote, index->checkpoint(), {i});  // level-0 cells may be drawn from the values
   TensorRender r = render_tensor(*index, i, rt->planner(), render);
   return {std::move(r.image.image), std::move(r.report)};
 }
 
 nlohmann::json tile_document(const std::string& path, const std::string& name, unsigned level, uint64_t slice, uint64_t x,
-                             uint64_t y, const app::ComputeRequest& request, const IndexingHook& hook) {
+                             uint64_t y, const app::ComputeRequest& request, const IndexingHook& hook,
+                             app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   size_t i = 0;
-  const auto index = indexed_for(path, name, *rt, hook, &i);
+  const auto index = indexed_for(path, name, *rt, hook, &i, remote);
   if (!index) return nullptr;
   return tmorph::tile_document(*index, i, level, slice, x, y);
 }

@@ -1,6 +1,9 @@
 #include "app/remote_checkpoint.h"
 
 #include <algorithm>
+#include <chrono>
+#include <future>
+#include <tuple>
 #include <cstdlib>
 #include <ctime>
 #include <cstring>
@@ -246,6 +249,50 @@ std::string RemoteCheckpoint::transfer_text() const {
   return "fetched " + std::to_string(bytes_received()) + " bytes in " + std::to_string(requests()) + " requests (" +
          std::to_string(retries()) + " retries) from " + host_ + "; the files' headers are " + std::to_string(header_bytes_) + " bytes" +
          (cached_at_ ? ", from the header cache (fetched " + std::to_string(std::max<int64_t>(0, std::time(nullptr) - cached_at_)) + " s ago)" : "");
+}
+
+IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
+                            const std::function<IndexingReport(const std::vector<size_t>&)>& fill) {
+  const Checkpoint& c = index.checkpoint();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < c.tensors.size(); ++i)
+    if (c.tensors[i].readable() && !index.has_stats(i)) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return std::tie(c.tensors[x].file_index, c.tensors[x].file_offset) < std::tie(c.tensors[y].file_index, c.tensors[y].file_offset);
+  });
+  const uint64_t budget = std::clamp<uint64_t>(memory_budget / 4, 16ull << 20, 256ull << 20);
+  std::vector<std::vector<size_t>> batches;
+  uint64_t in_batch = 0;
+  for (size_t i : order) {
+    const uint64_t b = RemoteCheckpoint::fetch_bytes(c, {i});
+    if (batches.empty() || in_batch + b > budget) batches.emplace_back(), in_batch = 0;
+    batches.back().push_back(i), in_batch += b;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  IndexingReport sum;
+  std::future<void> next;
+  if (!batches.empty()) next = std::async(std::launch::async, [&] { remote.fetch(c, batches[0]); });
+  for (size_t k = 0; k < batches.size(); ++k) {
+    next.get();
+    if (k + 1 < batches.size()) next = std::async(std::launch::async, [&, k] { remote.fetch(c, batches[k + 1]); });
+    IndexingReport r;
+    try {
+      r = fill(batches[k]);
+    } catch (...) {
+      if (next.valid()) next.wait();  // the prefetch writes into stand-ins this run still owns
+      throw;
+    }
+    remote.release(c, batches[k]);
+    sum.computed += r.computed, sum.bytes += r.bytes, sum.workers = std::max(sum.workers, r.workers);
+    sum.window_bytes = r.window_bytes, sum.readahead_bytes = r.readahead_bytes;
+    if (r.cancelled) {
+      sum.cancelled = true;
+      if (next.valid()) next.wait();
+      break;
+    }
+  }
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sum;
 }
 
 FetchedTensors::FetchedTensors(RemoteCheckpoint* remote, const Checkpoint& c, const std::vector<size_t>& which)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
+#include "index/checkpoint_index.h"
+#include "index/indexer.h"
 
 namespace tmorph::remote {
 class HttpRanges;
@@ -67,6 +70,14 @@ class RemoteCheckpoint {
 
 // A RemoteCheckpoint for an http://, https://, hf:// or s3:// path; null for a local path.
 std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
+
+// Indexes a remote checkpoint streamed (CLI `index URL`, Python's Checkpoint.index()): its tensors the index lacks
+// in file order, in batches of at most a quarter of `memory_budget` (16 to 256 MiB; a larger tensor is a batch of
+// its own), the next batch fetched while `fill` indexes this one, each released once committed. `fill(batch)`
+// indexes those tensors (the face's progress and cancel); a cancelled fill stops the run. The report is the
+// batches' sum: computed, bytes, workers, seconds; the caller completes the rest from its own full pass.
+IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
+                            const std::function<IndexingReport(const std::vector<size_t>&)>& fill);
 
 // The bytes of tensors `which` of `c` fetched for as long as it lives (the readable ones; nothing when `remote` is
 // null, a local checkpoint), released when it goes.

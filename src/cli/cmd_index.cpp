@@ -32,43 +32,19 @@ struct IndexArgs {
   ComputeFlags compute;
 };
 
-// A remote checkpoint, streamed: its tensors in file order, in batches of at most a quarter of the memory budget
-// (256 MiB at most; a larger tensor is a batch of its own), the next batch fetched while this one is indexed, each
-// released once committed. The report is the runs' sum, counted over the whole checkpoint.
+// A remote checkpoint, streamed (app::index_remote), then a pass that reads nothing (every tensor is indexed or
+// unreadable) for the report's totals.
 IndexingReport index_remote(CheckpointIndex& index, const Runtime& rt, app::RemoteCheckpoint& remote, const IndexArgs& a,
                             uint64_t max_rate) {
-  const Checkpoint& c = index.checkpoint();
-  std::vector<size_t> order;
-  for (size_t i = 0; i < c.tensors.size(); ++i)
-    if (c.tensors[i].readable() && !index.has_stats(i)) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return std::tie(c.tensors[x].file_index, c.tensors[x].file_offset) < std::tie(c.tensors[y].file_index, c.tensors[y].file_offset);
-  });
-  const uint64_t budget = std::clamp<uint64_t>(app::indexing_options(rt, {}, true).memory_budget / 4, 16ull << 20, 256ull << 20);
-  std::vector<std::vector<size_t>> batches;
-  uint64_t in_batch = 0;
-  for (size_t i : order) {
-    const uint64_t b = app::RemoteCheckpoint::fetch_bytes(c, {i});
-    if (batches.empty() || in_batch + b > budget) batches.emplace_back(), in_batch = 0;
-    batches.back().push_back(i), in_batch += b;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  IndexingReport sum;
-  std::future<void> next;
-  if (!batches.empty()) next = std::async(std::launch::async, [&] { remote.fetch(c, batches[0]); });
-  for (size_t k = 0; k < batches.size(); ++k) {
-    next.get();
-    if (k + 1 < batches.size()) next = std::async(std::launch::async, [&, k] { remote.fetch(c, batches[k + 1]); });
-    const IndexingReport r = fill_index(index, rt, batches[k], a.json, !a.no_pyramid, max_rate);
-    remote.release(c, batches[k]);
-    sum.computed += r.computed, sum.bytes += r.bytes, sum.workers = std::max(sum.workers, r.workers);
-    sum.window_bytes = r.window_bytes, sum.readahead_bytes = r.readahead_bytes;
-  }
-  IndexingReport r = fill_index(index, rt, {}, true, !a.no_pyramid, max_rate);  // reads nothing: every tensor is indexed or unreadable
+  const IndexingReport sum = app::index_remote(index, remote, app::indexing_options(rt, {}, true).memory_budget,
+                                               [&](const std::vector<size_t>& batch) {
+                                                 return fill_index(index, rt, batch, a.json, !a.no_pyramid, max_rate);
+                                               });
+  IndexingReport r = fill_index(index, rt, {}, true, !a.no_pyramid, max_rate);
   r.already_indexed -= std::min(r.already_indexed, sum.computed);
   r.computed = sum.computed, r.bytes = sum.bytes, r.workers = std::max(r.workers, sum.workers);
   r.window_bytes = sum.window_bytes, r.readahead_bytes = sum.readahead_bytes;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds = sum.seconds;
   return r;
 }
 
