@@ -63,13 +63,25 @@ void histogram_from_patterns(DType dtype, const std::vector<uint64_t>& patterns,
 // Exact quantiles from the count of every bit pattern of an 8- or 16-bit dtype.
 std::vector<QuantileValue> quantiles_from_patterns(DType dtype, const std::vector<uint64_t>& counts,
                                                    const std::vector<double>& probabilities) {
-  std::vector<std::pair<double, uint64_t>> values;  // (value, count), finite patterns only
-  for (size_t p = 0; p < counts.size(); ++p) {
-    if (!counts[p]) continue;
-    const double v = pattern_value(dtype, p);
-    if (std::isfinite(v)) values.emplace_back(v, counts[p]);
+  std::vector<std::pair<double, uint64_t>> values;  // (value, count), finite patterns only, in value order
+  const size_t sign = counts.size() / 2;
+  if (dtype_is_float(dtype) || dtype_is_signed_int(dtype)) {
+    // Value order is the order of the patterns' order keys, so no sort is needed: floats are sign-magnitude (the
+    // negative patterns from the largest magnitude down, then the others up; -0 next to +0), signed integers two's
+    // complement (the negative patterns up, then the others up).
+    const bool is_float = dtype_is_float(dtype);
+    for (size_t key = 0; key < counts.size(); ++key) {
+      const size_t p = key & sign ? key & ~sign : (is_float ? (~key & (counts.size() - 1)) : key | sign);
+      if (!counts[p]) continue;
+      const double v = pattern_value(dtype, p);
+      if (std::isfinite(v)) values.emplace_back(v, counts[p]);
+    }
+  } else {  // unsigned integers and bool: pattern order is value order
+    for (size_t p = 0; p < counts.size(); ++p)
+      if (counts[p]) values.emplace_back(pattern_value(dtype, p), counts[p]);
   }
-  std::sort(values.begin(), values.end());
+  const auto by_value = [](const auto& x, const auto& y) { return x.first < y.first; };
+  if (!std::is_sorted(values.begin(), values.end(), by_value)) std::sort(values.begin(), values.end(), by_value);  // no dtype here
   uint64_t n = 0;
   for (const auto& v : values) n += v.second;
   auto order_statistic = [&](uint64_t k) {  // value of rank k (0-based)
