@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "compute/resident_copy.h"
 #include "support/thread_pool.h"
@@ -37,51 +40,66 @@ OpRequest request_for(tm_op op, DType dtype, uint64_t elements, const StatsOptio
   return r;
 }
 
-// Value of bit pattern p of an 8- or 16-bit dtype.
-double pattern_value(DType dtype, size_t p) {
-  const uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
-  return element_to_double(dtype, bytes);
+// The value of every bit pattern of an 8- or 16-bit dtype, computed once per process and dtype.
+const std::vector<double>& pattern_values(DType dtype) {
+  static std::mutex mutex;
+  static std::map<DType, std::unique_ptr<const std::vector<double>>> tables;
+  std::lock_guard<std::mutex> guard(mutex);
+  auto& table = tables[dtype];
+  if (!table) {
+    auto values = std::make_unique<std::vector<double>>(size_t{1} << (8 * dtype_size(dtype)));
+    for (size_t p = 0; p < values->size(); ++p) {
+      const uint8_t bytes[2] = {static_cast<uint8_t>(p & 0xFF), static_cast<uint8_t>(p >> 8)};
+      (*values)[p] = element_to_double(dtype, bytes);
+    }
+    table = std::move(values);
+  }
+  return *table;
 }
 
-// Histogram counts (layout of op_contracts.h: bins, then below, then above) from pattern counts.
+// Calls fn(value, count) for every finite pattern that occurs, in ascending value order, without sorting: floats
+// are sign-magnitude (the negative patterns from the largest magnitude down, then the others up; -0 next to +0),
+// signed integers two's complement (the negative patterns up, then the others up), unsigned integers and bool in
+// pattern order. Throws Internal if a dtype ever broke that order.
+template <class Fn>
+void for_each_pattern_in_value_order(DType dtype, const std::vector<uint64_t>& counts, Fn&& fn) {
+  const std::vector<double>& value = pattern_values(dtype);
+  const size_t n = counts.size(), sign = n / 2;
+  const bool is_float = dtype_is_float(dtype), is_signed = dtype_is_signed_int(dtype);
+  double last = -std::numeric_limits<double>::infinity();
+  for (size_t key = 0; key < n; ++key) {
+    const size_t p = !(is_float || is_signed) ? key : key & sign ? key & ~sign : (is_float ? (~key & (n - 1)) : key | sign);
+    if (!counts[p] || !std::isfinite(value[p])) continue;
+    if (value[p] < last) throw Error(ErrorKind::Internal, "stats: the bit patterns of " + std::string(dtype_name(dtype)) + " are not in value order");
+    last = value[p];
+    fn(value[p], counts[p]);
+  }
+}
+
+// Histogram counts (layout of op_contracts.h: bins, then below, then above) from pattern counts: each pattern in
+// [edges[i], edges[i+1]) counts in bin i (the last bin closed), found by walking the edges alongside the values.
 void histogram_from_patterns(DType dtype, const std::vector<uint64_t>& patterns, const std::vector<double>& edges,
                              uint64_t* counts) {
   const size_t bins = edges.size() - 1;
-  for (size_t p = 0; p < patterns.size(); ++p) {
-    if (!patterns[p]) continue;
-    const double v = pattern_value(dtype, p);
-    if (!std::isfinite(v)) continue;
+  size_t bin = 0;
+  for_each_pattern_in_value_order(dtype, patterns, [&](double v, uint64_t count) {
     size_t slot;
     if (v < edges.front()) slot = bins;
     else if (v > edges.back()) slot = bins + 1;
     else if (v == edges.back()) slot = bins - 1;  // the last bin is closed
-    else slot = static_cast<size_t>(std::upper_bound(edges.begin(), edges.end(), v) - edges.begin()) - 1;
-    counts[slot] += patterns[p];
-  }
+    else {
+      while (bin + 1 < bins && edges[bin + 1] <= v) ++bin;
+      slot = bin;
+    }
+    counts[slot] += count;
+  });
 }
 
 // Exact quantiles from the count of every bit pattern of an 8- or 16-bit dtype.
 std::vector<QuantileValue> quantiles_from_patterns(DType dtype, const std::vector<uint64_t>& counts,
                                                    const std::vector<double>& probabilities) {
   std::vector<std::pair<double, uint64_t>> values;  // (value, count), finite patterns only, in value order
-  const size_t sign = counts.size() / 2;
-  if (dtype_is_float(dtype) || dtype_is_signed_int(dtype)) {
-    // Value order is the order of the patterns' order keys, so no sort is needed: floats are sign-magnitude (the
-    // negative patterns from the largest magnitude down, then the others up; -0 next to +0), signed integers two's
-    // complement (the negative patterns up, then the others up).
-    const bool is_float = dtype_is_float(dtype);
-    for (size_t key = 0; key < counts.size(); ++key) {
-      const size_t p = key & sign ? key & ~sign : (is_float ? (~key & (counts.size() - 1)) : key | sign);
-      if (!counts[p]) continue;
-      const double v = pattern_value(dtype, p);
-      if (std::isfinite(v)) values.emplace_back(v, counts[p]);
-    }
-  } else {  // unsigned integers and bool: pattern order is value order
-    for (size_t p = 0; p < counts.size(); ++p)
-      if (counts[p]) values.emplace_back(pattern_value(dtype, p), counts[p]);
-  }
-  const auto by_value = [](const auto& x, const auto& y) { return x.first < y.first; };
-  if (!std::is_sorted(values.begin(), values.end(), by_value)) std::sort(values.begin(), values.end(), by_value);  // no dtype here
+  for_each_pattern_in_value_order(dtype, counts, [&](double v, uint64_t count) { values.emplace_back(v, count); });
   uint64_t n = 0;
   for (const auto& v : values) n += v.second;
   auto order_statistic = [&](uint64_t k) {  // value of rank k (0-based)
