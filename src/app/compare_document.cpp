@@ -22,7 +22,8 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 nlohmann::json compare_document(const std::string& a, const std::string& b, const std::vector<std::string>& tensors,
                                 const Planner& planner, unsigned threads,
-                                const std::function<void(const nlohmann::json& row)>& on_row) {
+                                const std::function<void(const nlohmann::json& row)>& on_row,
+                                const std::function<void(size_t, size_t, bool)>& around_pair) {
   const Checkpoint ca = open_checkpoint(a), cb = open_checkpoint(b);
   std::map<std::string, const CheckpointTensor*> in_b;
   for (const auto& t : cb.tensors) in_b[t.name] = &t;
@@ -43,7 +44,15 @@ nlohmann::json compare_document(const std::string& a, const std::string& b, cons
       skipped.push_back({{"name", ta.name}, {"reason", "shape " + shape_text(ta.shape) + " against " + shape_text(tb.shape)}});
       continue;
     }
-    nlohmann::json row = compare_json(compare_tensors(ca, ta, cb, tb, planner, threads));
+    if (around_pair) around_pair(static_cast<size_t>(&ta - ca.tensors.data()), static_cast<size_t>(&tb - cb.tensors.data()), true);
+    nlohmann::json row;
+    try {
+      row = compare_json(compare_tensors(ca, ta, cb, tb, planner, threads));
+    } catch (...) {
+      if (around_pair) around_pair(static_cast<size_t>(&ta - ca.tensors.data()), static_cast<size_t>(&tb - cb.tensors.data()), false);
+      throw;
+    }
+    if (around_pair) around_pair(static_cast<size_t>(&ta - ca.tensors.data()), static_cast<size_t>(&tb - cb.tensors.data()), false);
     row.update({{"name", ta.name}, {"type_a", ta.stored_type}, {"type_b", tb.stored_type}, {"shape", ta.shape}});
     if (on_row) on_row(row);
     rows.push_back(std::move(row));

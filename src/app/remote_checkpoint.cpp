@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/openers/open_checkpoint.h"
 #include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
@@ -293,6 +294,43 @@ IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remo
   }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return sum;
+}
+
+RemotePair::RemotePair(const std::string& a, const std::string& b)
+    : given_a_(a), given_b_(b), ra_(open_remote_if_url(a)), rb_(open_remote_if_url(b)) {
+  path_a_ = ra_ ? ra_->local_path() : a;
+  path_b_ = rb_ ? rb_->local_path() : b;
+  if (ra_) ca_ = std::make_unique<Checkpoint>(open_checkpoint(path_a_));
+  if (rb_) cb_ = std::make_unique<Checkpoint>(open_checkpoint(path_b_));
+}
+
+RemotePair::~RemotePair() = default;
+
+std::function<void(size_t, size_t, bool)> RemotePair::around_pair() {
+  if (!ra_ && !rb_) return {};
+  return [this](size_t ia, size_t ib, bool fetch) {
+    for (auto [remote, c, i] : {std::tuple{ra_.get(), ca_.get(), ia}, std::tuple{rb_.get(), cb_.get(), ib}}) {
+      if (!remote || i == kNoTensor || !c->tensors.at(i).readable()) continue;
+      if (fetch) remote->fetch(*c, {i});
+      else remote->release(*c, {i});
+    }
+  };
+}
+
+namespace {
+void replace_string(nlohmann::json& doc, const std::string& from, const std::string& to) {
+  if (doc.is_string() && doc.get<std::string>() == from) doc = to;
+  else if (doc.is_structured())
+    for (auto& v : doc) replace_string(v, from, to);
+}
+}  // namespace
+
+void RemotePair::show_given(nlohmann::json& doc) const {
+  for (const auto& [remote, local, given] : {std::tuple{ra_.get(), &path_a_, &given_a_}, std::tuple{rb_.get(), &path_b_, &given_b_}}) {
+    if (!remote) continue;
+    remote->show_urls(doc);
+    replace_string(doc, *local, *given);
+  }
 }
 
 FetchedTensors::FetchedTensors(RemoteCheckpoint* remote, const Checkpoint& c, const std::vector<size_t>& which)

@@ -79,6 +79,29 @@ std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
 IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
                             const std::function<IndexingReport(const std::vector<size_t>&)>& fill);
 
+// Two checkpoints a command reads pair by pair (diff, compare), either of which may be remote: the paths to open
+// (a remote side's stand-in), and a callback for the pair loop that fetches a pair's tensors (their positions in A
+// and B as opened from those paths; kNoTensor for none) before they are read and releases them after.
+class RemotePair {
+ public:
+  static constexpr size_t kNoTensor = static_cast<size_t>(-1);
+  RemotePair(const std::string& a, const std::string& b);
+  ~RemotePair();
+  const std::string& path_a() const { return path_a_; }
+  const std::string& path_b() const { return path_b_; }
+  const RemoteCheckpoint* a() const { return ra_.get(); }
+  const RemoteCheckpoint* b() const { return rb_.get(); }
+  // Empty when both are local.
+  std::function<void(size_t tensor_a, size_t tensor_b, bool fetch)> around_pair();
+  // Stand-in paths in `doc` shown as the paths given.
+  void show_given(nlohmann::json& doc) const;
+
+ private:
+  std::string given_a_, given_b_, path_a_, path_b_;
+  std::unique_ptr<RemoteCheckpoint> ra_, rb_;
+  std::unique_ptr<Checkpoint> ca_, cb_;  // the stand-ins opened as the pair loop opens them (the same positions)
+};
+
 // The bytes of tensors `which` of `c` fetched for as long as it lives (the readable ones; nothing when `remote` is
 // null, a local checkpoint), released when it goes.
 class FetchedTensors {

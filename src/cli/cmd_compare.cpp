@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/compare_document.h"
+#include "app/remote_checkpoint.h"
 #include "cli/commands.h"
+#include "cli/remote_note.h"
 #include "cli/compute_flags.h"
 #include "cli/output.h"
 
@@ -43,8 +45,12 @@ void run_compare(const CompareArgs& a) {
                 cell(r, "max_abs_diff").c_str(), cell(r, "rel_error").c_str(), cell(r, "cosine").c_str(),
                 cell(r, "snr_db").c_str());
   };
-  const nlohmann::json doc = app::compare_document(a.a, a.b, a.tensors, planner, rt->threads,
-                                                   a.json ? std::function<void(const nlohmann::json&)>() : print_row);
+  app::RemotePair pair(a.a, a.b);  // remote sides: each pair's tensors fetched while it is measured
+  const RemoteTransferNote note_b(pair.b()), note_a(pair.a());
+  nlohmann::json doc = app::compare_document(pair.path_a(), pair.path_b(), a.tensors, planner, rt->threads,
+                                             a.json ? std::function<void(const nlohmann::json&)>() : print_row,
+                                             pair.around_pair());
+  pair.show_given(doc);
   if (a.json) {
     print_json(doc);
     return;

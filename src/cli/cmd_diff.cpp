@@ -5,15 +5,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <optional>
-#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "app/diff_document.h"
 #include "app/remote_checkpoint.h"
 #include "cli/remote_note.h"
-#include "checkpoint/openers/open_checkpoint.h"
 #include "cli/commands.h"
 #include "cli/compute_flags.h"
 #include "cli/output.h"
@@ -114,25 +111,13 @@ void run_diff(const DiffArgs& a) {
   app::DiffDocumentOptions doc_options;
   doc_options.top = a.top;
   if (a.level >= 0) doc_options.level = static_cast<unsigned>(a.level);
-  // http(s):// or hf:// sides: headers fetched into local stand-ins, each pair's tensors fetched before it is read
-  // and released after, so no copy of a remote checkpoint is kept (docs/remote.md).
-  const auto ra = app::open_remote_if_url(a.a), rb = app::open_remote_if_url(a.b);
-  const RemoteTransferNote note_b(rb.get()), note_a(ra.get());  // destroyed in reverse: A's line first
-  std::optional<Checkpoint> ca, cb;  // the stand-ins as diff_checkpoints opens them (the same tensor positions)
-  if (ra) ca = open_checkpoint(ra->local_path());
-  if (rb) cb = open_checkpoint(rb->local_path());
-  if (ra || rb)
-    options.around_pair = [&](size_t ia, size_t ib, bool fetch) {
-      for (auto [remote, c, i] : {std::tuple{ra.get(), &ca, ia}, std::tuple{rb.get(), &cb, ib}}) {
-        if (!remote || i == DiffOptions::kNoTensor || !(*c)->tensors[i].readable()) continue;
-        if (fetch) remote->fetch(**c, {i});
-        else remote->release(**c, {i});
-      }
-    };
-  nlohmann::json doc = app::diff_document(
-      diff_checkpoints(ra ? ra->local_path() : a.a, rb ? rb->local_path() : a.b, planner, options), doc_options);
-  for (const auto* remote : {ra.get(), rb.get()})
-    if (remote) remote->show_urls(doc);
+  // Remote sides (http(s)://, hf://, s3://): headers fetched into local stand-ins, each pair's tensors fetched before it
+  // is read and released after, so no copy of a remote checkpoint is kept (docs/remote.md).
+  app::RemotePair pair(a.a, a.b);
+  const RemoteTransferNote note_b(pair.b()), note_a(pair.a());  // destroyed in reverse: A's line first
+  options.around_pair = pair.around_pair();
+  nlohmann::json doc = app::diff_document(diff_checkpoints(pair.path_a(), pair.path_b(), planner, options), doc_options);
+  pair.show_given(doc);
   if (a.json) print_json(doc);
   else print_human(doc, a.top);
 

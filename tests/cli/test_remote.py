@@ -349,6 +349,16 @@ class TestDiff(RemoteCase):
             self.assertEqual(len(transfers), 2 if a.startswith("http") else 1, remote.err)
             self.assertEqual(int(transfers[-1]), self.tuned_header + self.tuned_bytes, remote.err)
 
+    def test_compare_of_remote_checkpoints_equals_the_local_run(self):
+        local = run(["compare", os.path.join(self.root, "model.safetensors"), os.path.join(self.root, "tuned.safetensors"), "--json"])
+        self.assertEqual(local.code, 0, local.err)
+        remote = run(["compare", self.nginx.url("model.safetensors"), self.nginx.url("tuned.safetensors"), "--json"])
+        self.assertEqual(remote.code, 0, remote.err)
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(remote.json(), self.nginx.url()))
+        transfers = [int(b) for b in re.findall(r"fetched (\d+) bytes", remote.err)]
+        self.assertEqual(transfers, [self.single_header + sum(a.nbytes for a in self.single.values()),
+                                     self.tuned_header + self.tuned_bytes], remote.err)
+
     def test_a_missing_remote_side_names_the_url(self):
         r = self.diff(self.nginx.url("model.safetensors"), self.nginx.url("absent.safetensors"), tempfile.mkdtemp(prefix="tm-remote-cache-"))
         self.assertNotEqual(r.code, 0)
