@@ -57,6 +57,16 @@ void require_complete(const Acquisition& acq) {
   throw HttpError(409, "the acquisition is not complete (" + (why.empty() ? std::string("frames missing") : why) + ")");
 }
 
+void require_region_written(const Acquisition& acq, const LoadRequest& load) {
+  if (acq.complete()) return;
+  if (acq.value_problems.empty() && acq.frames_present > 0) {
+    const LoadPlan plan = plan_load(acq, load);
+    const Box& s = plan.scan_region;
+    if (s.r1 > s.r0 && s.c1 > s.c0 && (s.r1 - 1) * plan.scan_shape[1] + (s.c1 - 1) < acq.frames_readable_prefix()) return;
+  }
+  require_complete(acq);
+}
+
 std::string format_param(const DeclaredQuery& q) { return q.choice("format").value_or("json"); }
 
 DiskRequest disk_params(const DeclaredQuery& q) {

@@ -33,6 +33,9 @@ nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq);
 // Products, SSB and frames read complete acquisitions only: a scan still being written is reported (409 listing
 // the readiness problems), not guessed at.
 void require_complete(const Acquisition& acq);
+// Products only: also a scan region whose frames are all written (the rows before the first missing frame) while
+// the rest is still being written, when no problem changes values; otherwise require_complete's 409.
+void require_region_written(const Acquisition& acq, const LoadRequest& load);
 
 // The progress entry of a request naming progress_id (null when it names none; operation_progress.h): its frames
 // are reported into it as they are decoded and its cancel flag is checked between frame batches.

@@ -60,7 +60,6 @@ CompactFrames::CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols)
 }
 
 void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads) {
-  if (radial_center_) throw Error(ErrorKind::Internal, "resident copy: append after order_radially");
   if (count > positions_ - appended())
     throw Error(ErrorKind::InvalidArgument, "resident copy: " + std::to_string(count) + " more positions than the " +
                                                 std::to_string(positions_ - appended()) + " left of " + std::to_string(positions_));
@@ -83,6 +82,8 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
   };
   std::vector<Part> out(parts);
   const uint64_t first_position = appended();
+  const bool radial = !rank_of_pixel_.empty();
+  const unsigned rank_bytes = static_cast<unsigned>((std::bit_width(pixels_ - 1) + 7) / 8);
   pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
     Part& p = out[part];
     p.begin = begin;
@@ -90,6 +91,7 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
     p.max.assign(pixels_, 0);
     // One frame's non-zero pixels into (pixels, values), branch-free inside the 32-byte blocks that hold any.
     std::vector<uint32_t> nz_pixel(pixels_), nz_value(pixels_);
+    std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;  // (rank, value), in radial order
     uint64_t entries_so_far = 0;
     const auto gather = [&]<class T>(const uint8_t* frame, T) {
       constexpr uint64_t per_block = 32 / sizeof(T);
@@ -125,14 +127,22 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
       }
       Segment& s = p.segments.back();
       const uint32_t start = s.used;
+      for (uint64_t e = 0; e < n; ++e) {
+        const uint32_t pixel = nz_pixel[e], value = nz_value[e];
+        p.sum[pixel] += value;
+        p.max[pixel] = std::max(p.max[pixel], value);
+      }
+      if (radial) {  // keys are ranks, entries in rank order (as order_radially leaves them)
+        entries.resize(n);
+        for (uint64_t e = 0; e < n; ++e) entries[e] = {rank_of_pixel_[nz_pixel[e]], nz_value[e]};
+        sort_by_rank(entries, scratch, rank_bytes);
+        for (uint64_t e = 0; e < n; ++e) nz_pixel[e] = entries[e].first, nz_value[e] = entries[e].second;
+      }
       uint64_t total = 0;
       uint32_t* running = s.totals() + start;
       for (uint64_t e = 0; e < n; ++e) {
-        const uint32_t pixel = nz_pixel[e], value = nz_value[e];
-        total += value;
+        total += nz_value[e];
         running[e] = static_cast<uint32_t>(total);
-        p.sum[pixel] += value;
-        p.max[pixel] = std::max(p.max[pixel], value);
       }
       if (wide_keys_) std::copy(nz_pixel.begin(), nz_pixel.begin() + n, s.keys32() + start);
       else std::transform(nz_pixel.begin(), nz_pixel.begin() + n, s.keys16() + start, [](uint32_t px) { return static_cast<uint16_t>(px); });
@@ -152,27 +162,34 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
     for (Where w : p.where) w.segment += base, where_.push_back(w);
     for (uint64_t px = 0; px < pixels_; ++px)
       pattern_sum_[px] += p.sum[px], pattern_max_[px] = std::max(pattern_max_[px], p.max[px]);
-    for (Segment& seg : p.segments) segments_.push_back(std::move(seg));
+    for (Segment& seg : p.segments) segments_.push_back(std::make_shared<const Segment>(std::move(seg)));
   }
+}
+
+std::unique_ptr<CompactFrames> CompactFrames::extended() const {
+  auto out = std::unique_ptr<CompactFrames>(new CompactFrames(*this));
+  out->where_.reserve(positions_);
+  out->shares_segments_ = true;  // (the copy it came from is never reordered: only a fresh build is)
+  return out;
 }
 
 uint64_t CompactFrames::nonzeros() const {
   uint64_t n = 0;
-  for (const Segment& s : segments_) n += s.used;
+  for (const auto& s : segments_) n += s->used;
   return n;
 }
 
 uint64_t CompactFrames::bytes() const {
   uint64_t b = where_.capacity() * sizeof(Where) + pattern_sum_.size() * sizeof(uint64_t) + pattern_max_.size() * sizeof(uint32_t) +
                (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t);
-  for (const Segment& s : segments_) b += uint64_t{s.capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
+  for (const auto& s : segments_) b += uint64_t{s->capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
   return b;
 }
 
 template <class Key, class Fn>
 void CompactFrames::visit(uint64_t position, Fn&& fn) const {
   const Where w = where_[position];
-  const Segment& s = segments_[w.segment];
+  const Segment& s = *segments_[w.segment];
   const Key* keys = keys_of<Key>(s);
   const uint32_t* running = s.totals();
   uint32_t previous = 0;
@@ -183,6 +200,8 @@ void CompactFrames::visit(uint64_t position, Fn&& fn) const {
 }
 
 void CompactFrames::order_radially(double center_row, double center_col, unsigned threads) {
+  if (shares_segments_ || radial_center_)
+    throw Error(ErrorKind::Internal, "resident copy: order_radially on a copy already ordered or sharing its entries");
   // Distances exactly as annulus_pixels (virtual_detector.cpp) computes them, so its sets are rank ranges.
   const float cr = static_cast<float>(center_row), cc = static_cast<float>(center_col);
   std::vector<float> distance(pixels_);
@@ -206,7 +225,7 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
       else visit<uint16_t>(position, collect);
       sort_by_rank(entries, scratch, wide_keys_ ? 4 : 2);
       const Where w = where_[position];
-      Segment& s = segments_[w.segment];
+      const Segment& s = *segments_[w.segment];  // entries not shared (checked above): rewritten in place
       uint32_t total = 0;
       for (uint32_t e = w.begin; e < w.end; ++e) {
         const auto [rank, value] = entries[e - w.begin];
@@ -282,7 +301,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
     for (uint64_t i = begin; entry_pass && i < end; ++i) {
       const uint64_t position = positions[i];
       const Where w = where_[position];
-      const Segment& s = segments_[w.segment];
+      const Segment& s = *segments_[w.segment];
       const Key* keys = keys_of<Key>(s);
       const uint32_t* running = s.totals();
       if (entry_pass) {
@@ -313,7 +332,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
         uint32_t left[2 * kLanes], x[2 * kLanes], longest = 0;
         for (unsigned l = 0; l < lanes; ++l) {
           const Where w = where_[positions[i0 + l]];
-          const Segment& s = segments_[w.segment];
+          const Segment& s = *segments_[w.segment];
           for (unsigned e = 0; e < 2; ++e) {
             const unsigned k = 2 * l + e;
             first[k] = base[k] = keys_of<Key>(s) + w.begin;

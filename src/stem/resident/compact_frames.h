@@ -15,6 +15,11 @@
 // contiguous range of ranks, and its sum over a frame is the difference of two running totals found by binary
 // search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size.
 //
+// Growing. A copy of the frames written so far can be extended: extended() is a new copy sharing every entry
+// already held (nothing is copied or decoded again) to which the next positions are appended; in radial order the
+// appended frames are ordered by rank as they arrive. The entries of a copy never change once appended, so a copy
+// others read is extended through extended(), never in place.
+//
 // Exactness. The frames are the loader's output (masked, unbinned), values below 2^32 per frame total (append
 // refuses a frame whose total reaches 2^32); every sum here is the integer sum the dense kernels compute, so
 // products from this copy are bit-identical to the streamed ones (tests hold them to it).
@@ -22,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +43,12 @@ class CompactFrames {
   CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols);
 
   // Appends the next `count` positions from dense row-major frames of `dtype` (U8, U16 or U32), on `threads`
-  // threads, and adds them to the pattern sums. Throws Error(InvalidArgument) naming the position when a frame's
+  // threads, and adds them to the pattern sums; in radial order their entries are ordered by rank. Throws Error(InvalidArgument) naming the position when a frame's
   // total reaches 2^32 or when more positions are appended than the copy has room for.
   void append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads);
+
+  // A new copy holding this copy's positions (their entries shared, not copied), to which more can be appended.
+  std::unique_ptr<CompactFrames> extended() const;
 
   uint64_t positions() const { return positions_; }
   uint64_t appended() const { return where_.size(); }
@@ -55,6 +64,7 @@ class CompactFrames {
   const std::vector<uint32_t>& pattern_max() const { return pattern_max_; }
 
   // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads.
+  // Only on a copy no other copy shares entries with (not extended(), nor extended from): throws Error(Internal).
   void order_radially(double center_row, double center_col, unsigned threads);
   // The centre of the radial order, when ordered so.
   std::optional<std::array<double, 2>> radial_center() const { return radial_center_; }
@@ -106,7 +116,8 @@ class CompactFrames {
 
   uint64_t positions_ = 0, rows_ = 0, cols_ = 0, pixels_ = 0, value_bytes_ = 0;
   bool wide_keys_ = false;
-  std::vector<Segment> segments_;
+  std::vector<std::shared_ptr<const Segment>> segments_;  // shared with the copies extended() makes
+  bool shares_segments_ = false;
   std::vector<Where> where_;
   std::vector<uint64_t> pattern_sum_;
   std::vector<uint32_t> pattern_max_;
