@@ -167,6 +167,16 @@ TEST(CompactFrames, AnExtendedCopyAppendsInRadialOrderAndLeavesItsSourceAsItWas)
     EXPECT_EQ(a.images[0][f], dense_sum(v, ring));
   }
   EXPECT_THROW(first.sums({ring}, nullptr, false, {6}, 1), Error) << "the source copy holds 6 positions";
+  // A copy in radial order re-ordered about another centre: its annuli are rank ranges, the sums unchanged.
+  whole.order_radially(2.0, 3.5, 2);
+  const std::vector<uint32_t> other = annulus_pixels(rows, cols, 2.0, 3.5, 0.5, 3.0);
+  EXPECT_TRUE(whole.rank_range(other).has_value());
+  EXPECT_FALSE(whole.rank_range(ring).has_value());
+  const auto c = whole.sums({other, ring}, nullptr, true, all, 2);
+  EXPECT_EQ(c.evaluated_as, (std::vector<std::string>{"rank range", "direct"}));
+  EXPECT_EQ(c.totals, b.totals);
+  EXPECT_EQ(c.images[1], b.images[0]);
+  for (uint64_t f = 0; f < frames; ++f) EXPECT_EQ(c.images[0][f], dense_sum(frame_values(raw, DType::U16, f, pixels), other));
 }
 
 // A 10 x 12 scan of 24 x 24 uint16 frames over 3 data files, with dead pixels.

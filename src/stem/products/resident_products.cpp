@@ -9,6 +9,7 @@
 #include "stem/products/virtual_detector.h"
 #include "stem/resident/resident_store.h"
 #include "support/large_buffer.h"
+#include "support/thread_pool.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 
@@ -55,6 +56,19 @@ std::string frames_identity(const Acquisition& acq, uint64_t frames) {
   return id;
 }
 
+// Orders `copy` radially about the bright-field disk of its mean pattern so far, unless it is ordered about that
+// centre already. No disk (a flat pattern): left as it is (pixel order: annuli are then summed entry by entry).
+void order_about_disk(CompactFrames& copy, unsigned threads) {
+  std::vector<double> mean(copy.pattern_sum().size());
+  for (size_t i = 0; i < mean.size(); ++i) mean[i] = static_cast<double>(copy.pattern_sum()[i]) / static_cast<double>(copy.appended());
+  try {
+    const BrightFieldDisk disk = detect_bright_field_disk(mean, copy.rows(), copy.cols());
+    if (copy.radial_center() != std::array<double, 2>{disk.row, disk.col}) copy.order_radially(disk.row, disk.col, threads);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+  }
+}
+
 // One decode of the acquisition's first `ready_rows` scan rows (every row once it is complete) into a compact copy,
 // ordered radially about the bright-field disk of its mean pattern (pixel order when no disk is found). When
 // `previous` (a copy of the acquisition's former files) holds frames that are unchanged, the new copy extends it:
@@ -86,26 +100,29 @@ ResidentStore::Built build_copy(const Acquisition& acq, const LoadPlan& like, co
   if (reused < loader.positions())
     if (const auto decode_at = place_decode(acq, loader, planner)) placements->push_back(*decode_at);
   const uint64_t batch = std::max<uint64_t>(1, kBuildBatchBytes / loader.position_bytes());
-  LargeBuffer frames(std::max<uint64_t>(1, std::min(batch, loader.positions() - reused)) * loader.position_bytes());
+  const unsigned parts = ThreadPool::shared(std::max(1u, request.threads)).size();  // the loader's threads
+  LargeBuffer frames;  // dense frames, only when the loader cannot hand them over one at a time
   for (uint64_t first = reused; first < loader.positions(); first += batch) {
     const uint64_t n = std::min(batch, loader.positions() - first);
-    loader.fill(first, n, frames.get());
-    copy->append(frames.get(), n, plan.output_dtype, request.threads);
+    // Each frame compacted as soon as it is decoded, while in cache (fill_each); else a batch filled, then appended.
+    CompactFrames::Appender appender(*copy, n, plan.output_dtype, parts);
+    if (loader.fill_each(first, n, [&](unsigned part, uint64_t b, uint64_t e) { appender.begin(part, b - first, e - first); },
+                         [&](unsigned part, uint64_t, const uint8_t* frame) { appender.add(part, frame); })) {
+      appender.finish();
+    } else {
+      if (!frames.get()) frames = LargeBuffer(std::min(batch, loader.positions() - reused) * loader.position_bytes());
+      loader.fill(first, n, frames.get());
+      copy->append(frames.get(), n, plan.output_dtype, request.threads);
+    }
+    // A fresh copy takes its radial order from the first batch's disk, so the later batches are ordered as they are
+    // appended (in cache) rather than in a second pass over the whole copy; the end re-orders only if the disk of
+    // the whole scan differs.
+    if (first == 0 && reused == 0) order_about_disk(*copy, request.threads);
     if (copy->bytes() > budget)
       throw OverBudget("the compact copy outgrew the resident budget (" + std::to_string(budget) + " bytes) after " +
                        std::to_string(copy->appended()) + " of " + std::to_string(copy->positions()) + " positions");
   }
-  if (reused == 0 && copy->appended() > 0) {
-    std::vector<double> mean(copy->pattern_sum().size());
-    for (size_t i = 0; i < mean.size(); ++i)
-      mean[i] = static_cast<double>(copy->pattern_sum()[i]) / static_cast<double>(copy->appended());
-    try {
-      const BrightFieldDisk disk = detect_bright_field_disk(mean, copy->rows(), copy->cols());
-      copy->order_radially(disk.row, disk.col, request.threads);
-    } catch (const Error&) {
-      // No disk (a flat pattern): pixel order; annuli are then summed entry by entry.
-    }
-  }
+  if (reused == 0 && copy->appended() > 0) order_about_disk(*copy, request.threads);
   nlohmann::json provenance = loader.provenance();
   if (reused > 0) {  // the bad-pixel values zeroed in the frames reused count too
     nlohmann::json& zeroed = provenance["bad_pixels"]["sentinel_values_zeroed"];

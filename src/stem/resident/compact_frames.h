@@ -47,6 +47,31 @@ class CompactFrames {
   // total reaches 2^32 or when more positions are appended than the copy has room for.
   void append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads);
 
+  // Appending frames produced one at a time elsewhere (the loader's per-frame sink: each frame is compacted while it
+  // is still in cache, not written out and read back): begin(part, begin, end) once per contiguous run [begin, end)
+  // of the `count` positions (one run per thread), then add(part, frame) for each frame of the run in order, on
+  // that run's thread; finish() checks that the runs cover the positions and adds them to the copy in position
+  // order. Nothing is added before finish() (an error, or no finish(), leaves the copy as it was). append() is this
+  // over frames already in memory; the same errors, from the constructor and add().
+  class Appender {
+   public:
+    Appender(CompactFrames& copy, uint64_t count, DType dtype, unsigned parts);
+    ~Appender();
+    Appender(const Appender&) = delete;
+    Appender& operator=(const Appender&) = delete;
+    void begin(unsigned part, uint64_t begin, uint64_t end);
+    void add(unsigned part, const uint8_t* frame);
+    void finish();
+
+   private:
+    struct Part;
+    CompactFrames& copy_;
+    uint64_t count_;
+    DType dtype_;
+    uint64_t first_position_;
+    std::vector<std::unique_ptr<Part>> parts_;
+  };
+
   // A new copy holding this copy's positions (their entries shared, not copied), to which more can be appended.
   std::unique_ptr<CompactFrames> extended() const;
 
@@ -63,8 +88,9 @@ class CompactFrames {
   const std::vector<uint64_t>& pattern_sum() const { return pattern_sum_; }
   const std::vector<uint32_t>& pattern_max() const { return pattern_max_; }
 
-  // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads.
-  // Only on a copy no other copy shares entries with (not extended(), nor extended from): throws Error(Internal).
+  // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads; a
+  // copy already in radial order is re-ordered about the new centre. Only on a copy no other copy shares entries
+  // with (not extended(), nor extended from): throws Error(Internal).
   void order_radially(double center_row, double center_col, unsigned threads);
   // The centre of the radial order, when ordered so.
   std::optional<std::array<double, 2>> radial_center() const { return radial_center_; }
