@@ -18,6 +18,7 @@ namespace tmorph {
 namespace {
 
 constexpr uint64_t kBuildBatchBytes = uint64_t{64} << 20;  // dense frames decoded per append (as the streamed passes)
+constexpr uint64_t kFusedBatches = 4;  // later batches compacted frame by frame: this many times larger
 
 struct OverBudget : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -99,10 +100,14 @@ ResidentStore::Built build_copy(const Acquisition& acq, const LoadPlan& like, co
   if (!copy) copy = std::make_unique<CompactFrames>(scan_positions, plan.output_shape[2], plan.output_shape[3]);
   if (reused < loader.positions())
     if (const auto decode_at = place_decode(acq, loader, planner)) placements->push_back(*decode_at);
-  const uint64_t batch = std::max<uint64_t>(1, kBuildBatchBytes / loader.position_bytes());
+  // The first batch is small (its disk orders the rest); the others larger when compacted frame by frame (no dense
+  // buffer: fewer waits for the slowest thread), checked against the budget after each.
+  const uint64_t first_batch = std::max<uint64_t>(1, kBuildBatchBytes / loader.position_bytes());
+  uint64_t batch = first_batch;
   const unsigned parts = ThreadPool::shared(std::max(1u, request.threads)).size();  // the loader's threads
   LargeBuffer frames;  // dense frames, only when the loader cannot hand them over one at a time
   for (uint64_t first = reused; first < loader.positions(); first += batch) {
+    if (first > reused && !frames.get()) batch = first_batch * kFusedBatches;
     const uint64_t n = std::min(batch, loader.positions() - first);
     // Each frame compacted as soon as it is decoded, while in cache (fill_each); else a batch filled, then appended.
     CompactFrames::Appender appender(*copy, n, plan.output_dtype, parts);
@@ -110,7 +115,7 @@ ResidentStore::Built build_copy(const Acquisition& acq, const LoadPlan& like, co
                          [&](unsigned part, uint64_t, const uint8_t* frame) { appender.add(part, frame); })) {
       appender.finish();
     } else {
-      if (!frames.get()) frames = LargeBuffer(std::min(batch, loader.positions() - reused) * loader.position_bytes());
+      if (!frames.get()) frames = LargeBuffer(std::min(first_batch, loader.positions() - reused) * loader.position_bytes());
       loader.fill(first, n, frames.get());
       copy->append(frames.get(), n, plan.output_dtype, request.threads);
     }

@@ -140,23 +140,32 @@ void CompactFrames::Appender::add(unsigned part, const uint8_t* frame) {
     p.sum[pixel] += value;
     p.max[pixel] = std::max(p.max[pixel], value);
   }
-  if (!c.rank_of_pixel_.empty()) {  // radial order: keys are ranks, entries in rank order (as order_radially leaves them)
+  // Keys (pixels, or ranks in rank order: radial order, as order_radially leaves them) and running totals, in one pass.
+  uint64_t total = 0;
+  uint32_t* running = s.totals() + start;
+  const auto write = [&]<class Key>(Key* keys, const auto& key_value) {
+    for (uint64_t e = 0; e < n; ++e) {
+      const auto [key, value] = key_value(e);
+      total += value;
+      running[e] = static_cast<uint32_t>(total);
+      keys[e] = static_cast<Key>(key);
+    }
+  };
+  const auto in_pixel_order = [&](uint64_t e) { return std::pair<uint32_t, uint32_t>{p.nz_pixel[e], p.nz_value[e]}; };
+  const auto in_rank_order = [&](uint64_t e) { return p.entries[e]; };
+  if (!c.rank_of_pixel_.empty()) {
     p.entries.resize(n);
     for (uint64_t e = 0; e < n; ++e) p.entries[e] = {c.rank_of_pixel_[p.nz_pixel[e]], p.nz_value[e]};
     sort_by_rank(p.entries, p.scratch, static_cast<unsigned>((std::bit_width(pixels - 1) + 7) / 8));
-    for (uint64_t e = 0; e < n; ++e) p.nz_pixel[e] = p.entries[e].first, p.nz_value[e] = p.entries[e].second;
-  }
-  uint64_t total = 0;
-  uint32_t* running = s.totals() + start;
-  for (uint64_t e = 0; e < n; ++e) {
-    total += p.nz_value[e];
-    running[e] = static_cast<uint32_t>(total);
+    if (c.wide_keys_) write(s.keys32() + start, in_rank_order);
+    else write(s.keys16() + start, in_rank_order);
+  } else {
+    if (c.wide_keys_) write(s.keys32() + start, in_pixel_order);
+    else write(s.keys16() + start, in_pixel_order);
   }
   if (total >= kRunningLimit)
     throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(first_position_ + p.next) +
                                                 " sums to 2^32 or more (its running totals would not fit uint32)");
-  if (c.wide_keys_) std::copy(p.nz_pixel.begin(), p.nz_pixel.begin() + n, s.keys32() + start);
-  else std::transform(p.nz_pixel.begin(), p.nz_pixel.begin() + n, s.keys16() + start, [](uint32_t px) { return static_cast<uint16_t>(px); });
   s.used += static_cast<uint32_t>(n);
   p.entries_so_far += n;
   p.where.push_back({static_cast<uint32_t>(p.segments.size() - 1), start, s.used});
