@@ -54,6 +54,11 @@ CompactFrames::CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols)
     throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::to_string(rows) + " x " + std::to_string(cols) +
                                                 " pixels (expected 1 to 2^32 - 1 pixels)");
   wide_keys_ = pixels_ > 65536;
+  if (pixels_ < 65536) {  // checkpoint every 2^k ranks, k the smallest (at least 5) giving at most 160 per frame
+    checkpoint_shift_ = 5;
+    while ((pixels_ >> checkpoint_shift_) >= 160) ++checkpoint_shift_;
+    checkpoints_per_frame_ = static_cast<uint32_t>((pixels_ + (uint64_t{1} << checkpoint_shift_) - 1) >> checkpoint_shift_);
+  }
   where_.reserve(positions);
   pattern_sum_.assign(pixels_, 0);
   pattern_max_.assign(pixels_, 0);
@@ -70,6 +75,7 @@ struct CompactFrames::Appender::Part {
   std::vector<uint32_t> nz_pixel, nz_value;
   std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;
   uint64_t entries_so_far = 0;
+  std::vector<uint16_t> checkpoints;  // radial order: the run's positions' checkpoints
 };
 
 CompactFrames::Appender::Appender(CompactFrames& copy, uint64_t count, DType dtype, unsigned parts)
@@ -96,6 +102,7 @@ void CompactFrames::Appender::begin(unsigned part, uint64_t begin, uint64_t end)
   const uint64_t pixels = copy_.pixels_;
   p->sum.assign(pixels, 0), p->max.assign(pixels, 0);
   p->nz_pixel.resize(pixels), p->nz_value.resize(pixels);
+  if (copy_.keeps_checkpoints()) p->checkpoints.resize((end - begin) * copy_.checkpoints_per_frame_);
   parts_[part] = std::move(p);
 }
 
@@ -159,6 +166,8 @@ void CompactFrames::Appender::add(unsigned part, const uint8_t* frame) {
     sort_by_rank(p.entries, p.scratch, static_cast<unsigned>((std::bit_width(pixels - 1) + 7) / 8));
     if (c.wide_keys_) write(s.keys32() + start, in_rank_order);
     else write(s.keys16() + start, in_rank_order);
+    if (c.keeps_checkpoints())
+      c.write_checkpoints(s.keys16() + start, n, p.checkpoints.data() + (p.next - p.begin) * c.checkpoints_per_frame_);
   } else {
     if (c.wide_keys_) write(s.keys32() + start, in_pixel_order);
     else write(s.keys16() + start, in_pixel_order);
@@ -194,6 +203,7 @@ void CompactFrames::Appender::finish() {
     for (uint64_t px = 0; px < c.pixels_; ++px)
       c.pattern_sum_[px] += p->sum[px], c.pattern_max_[px] = std::max(c.pattern_max_[px], p->max[px]);
     for (Segment& seg : p->segments) c.segments_.push_back(std::make_shared<const Segment>(std::move(seg)));
+    if (c.keeps_checkpoints()) c.checkpoints_.insert(c.checkpoints_.end(), p->checkpoints.begin(), p->checkpoints.end());
   }
   parts_.clear();
 }
@@ -225,7 +235,7 @@ uint64_t CompactFrames::nonzeros() const {
 
 uint64_t CompactFrames::bytes() const {
   uint64_t b = where_.capacity() * sizeof(Where) + pattern_sum_.size() * sizeof(uint64_t) + pattern_max_.size() * sizeof(uint32_t) +
-               (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t);
+               (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t) + checkpoints_.capacity() * sizeof(uint16_t);
   for (const auto& s : segments_) b += uint64_t{s->capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
   return b;
 }
@@ -259,6 +269,7 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
   std::vector<uint32_t> rank_of_pixel(pixels_);
   for (uint32_t r = 0; r < pixels_; ++r) rank_of_pixel[pixel_of_rank[r]] = r;
 
+  std::vector<uint16_t> checkpoints(checkpoints_per_frame_ > 0 ? where_.size() * checkpoints_per_frame_ : 0);
   ThreadPool::shared(std::max(1u, threads)).parallel_for(where_.size(), [&](uint64_t begin, uint64_t end, unsigned) {
     std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;  // (rank, value)
     for (uint64_t position = begin; position < end; ++position) {
@@ -277,8 +288,10 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
         else s.keys16()[e] = static_cast<uint16_t>(rank);
         s.totals()[e] = total;
       }
+      if (!checkpoints.empty()) write_checkpoints(s.keys16() + w.begin, w.end - w.begin, checkpoints.data() + position * checkpoints_per_frame_);
     }
   });
+  checkpoints_ = std::move(checkpoints);
   pixel_of_rank_ = std::move(pixel_of_rank);
   rank_of_pixel_ = std::move(rank_of_pixel);
   radial_center_ = std::array<double, 2>{center_row, center_col};
@@ -366,6 +379,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
     // below x. The binary searches of kLanes positions (two each) run in lockstep, so their cache misses overlap:
     // alone, each step of each search waits on memory (a full-size acquisition's copy is gigabytes).
     constexpr unsigned kLanes = 8;
+    const bool checkpointed = sizeof(Key) == 2 && keeps_checkpoints();
     for (size_t d = 0; d < detectors.size(); ++d) {
       if (!ranges[d]) continue;
       for (uint64_t i0 = begin; i0 < end; i0 += kLanes) {
@@ -376,14 +390,23 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
         for (unsigned l = 0; l < lanes; ++l) {
           const Where w = where_[positions[i0 + l]];
           const Segment& s = *segments_[w.segment];
+          const uint16_t* cp = checkpointed ? checkpoints_.data() + positions[i0 + l] * checkpoints_per_frame_ : nullptr;
           for (unsigned e = 0; e < 2; ++e) {
             const unsigned k = 2 * l + e;
-            first[k] = base[k] = keys_of<Key>(s) + w.begin;
-            running[k] = s.totals() + w.begin;
-            left[k] = w.end - w.begin;
             x[k] = (*ranges[d])[e];
+            // The entries below rank x lie before the checkpoint above x and include those below the one under it.
+            uint32_t lo = 0, hi = w.end - w.begin;
+            if (cp) {
+              const uint32_t c = x[k] >> checkpoint_shift_;
+              lo = c == 0 ? 0 : cp[c - 1];
+              hi = c < checkpoints_per_frame_ ? cp[c] : hi;
+            }
+            first[k] = keys_of<Key>(s) + w.begin;
+            base[k] = first[k] + lo;
+            running[k] = s.totals() + w.begin;
+            left[k] = hi - lo;
+            longest = std::max(longest, hi - lo);
           }
-          longest = std::max(longest, w.end - w.begin);
         }
         for (uint32_t n = longest; n > 1; n -= n / 2)  // as many halvings as the longest search needs
           for (unsigned k = 0; k < 2 * lanes; ++k) {

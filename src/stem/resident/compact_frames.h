@@ -13,7 +13,9 @@
 // Radial order. Ranks sort the pixels by their float32 distance from the centre, computed exactly as the annulus
 // contract of virtual_detector.h computes it, ties by pixel index. Every annulus about that centre is then one
 // contiguous range of ranks, and its sum over a frame is the difference of two running totals found by binary
-// search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size.
+// search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size. Per frame a
+// few checkpoints (the entry counts below every 2^k-th rank, about 160 per frame, 2 bytes each) start each search
+// within a few cache lines of its answer.
 //
 // Growing. A copy of the frames written so far can be extended: extended() is a new copy sharing every entry
 // already held (nothing is copied or decoded again) to which the next positions are appended; in radial order the
@@ -149,6 +151,22 @@ class CompactFrames {
   std::vector<uint32_t> pattern_max_;
   std::optional<std::array<double, 2>> radial_center_;
   std::vector<uint32_t> pixel_of_rank_, rank_of_pixel_;  // empty in pixel order
+  // Checkpoints (radial order, uint16 keys, fewer than 65 536 pixels): per position, checkpoints_per_frame_ entry
+  // counts, the j-th the number of its entries whose rank is below (j + 1) << checkpoint_shift_; a rank bound's
+  // search then starts between two of them, within a few cache lines. Empty otherwise.
+  uint32_t checkpoint_shift_ = 0, checkpoints_per_frame_ = 0;
+  std::vector<uint16_t> checkpoints_;
+  bool keeps_checkpoints() const { return checkpoints_per_frame_ > 0 && !rank_of_pixel_.empty(); }
+  // Writes one frame's checkpoints from its `n` ranks in order.
+  template <class Rank>
+  void write_checkpoints(const Rank* ranks, uint64_t n, uint16_t* out) const {
+    uint64_t e = 0;
+    for (uint32_t j = 0; j < checkpoints_per_frame_; ++j) {
+      const uint64_t bound = uint64_t{j + 1} << checkpoint_shift_;
+      while (e < n && ranks[e] < bound) ++e;
+      out[j] = static_cast<uint16_t>(e);
+    }
+  }
 };
 
 }  // namespace tmorph
