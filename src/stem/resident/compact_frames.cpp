@@ -203,7 +203,10 @@ void CompactFrames::Appender::finish() {
     for (uint64_t px = 0; px < c.pixels_; ++px)
       c.pattern_sum_[px] += p->sum[px], c.pattern_max_[px] = std::max(c.pattern_max_[px], p->max[px]);
     for (Segment& seg : p->segments) c.segments_.push_back(std::make_shared<const Segment>(std::move(seg)));
-    if (c.keeps_checkpoints()) c.checkpoints_.insert(c.checkpoints_.end(), p->checkpoints.begin(), p->checkpoints.end());
+    if (c.keeps_checkpoints()) {
+      if (c.checkpoints_.capacity() == 0) c.checkpoints_.reserve(c.positions_ * c.checkpoints_per_frame_);
+      c.checkpoints_.insert(c.checkpoints_.end(), p->checkpoints.begin(), p->checkpoints.end());
+    }
   }
   parts_.clear();
 }
@@ -223,6 +226,7 @@ void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, u
 std::unique_ptr<CompactFrames> CompactFrames::extended() const {
   auto out = std::unique_ptr<CompactFrames>(new CompactFrames(*this));
   out->where_.reserve(positions_);
+  if (!checkpoints_.empty()) out->checkpoints_.reserve(positions_ * checkpoints_per_frame_);
   out->shares_segments_ = true;  // (the copy it came from is never reordered: only a fresh build is)
   return out;
 }
@@ -269,7 +273,11 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
   std::vector<uint32_t> rank_of_pixel(pixels_);
   for (uint32_t r = 0; r < pixels_; ++r) rank_of_pixel[pixel_of_rank[r]] = r;
 
-  std::vector<uint16_t> checkpoints(checkpoints_per_frame_ > 0 ? where_.size() * checkpoints_per_frame_ : 0);
+  std::vector<uint16_t> checkpoints;
+  if (checkpoints_per_frame_ > 0) {
+    checkpoints.reserve(positions_ * checkpoints_per_frame_);  // appends to come fill the rest
+    checkpoints.resize(where_.size() * checkpoints_per_frame_);
+  }
   ThreadPool::shared(std::max(1u, threads)).parallel_for(where_.size(), [&](uint64_t begin, uint64_t end, unsigned) {
     std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;  // (rank, value)
     for (uint64_t position = begin; position < end; ++position) {
