@@ -55,8 +55,9 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
   if (d.rect && product_source(spec) != ProductKind::mask)
     throw HttpError(400, std::string("parameter 'rect': only mask (or fft of=mask) takes a rectangle, not ") + product_name(product_source(spec)));
   check_product_request(spec, Face::Http);
-  const Acquisition acq = reopen(served);
-  require_complete(acq);
+  const std::shared_ptr<const Acquisition> opened = reopen_for_products(served);
+  const Acquisition& acq = *opened;
+  require_region_written(acq, spec.load);  // a region already written is served while the rest is being written
   const auto rt = state.compute.current();
   spec.load.threads = rt->threads;
   spec.load.memory_budget = rt->memory_budget;

@@ -30,6 +30,10 @@
 #include "server/operation_progress.h"
 #include "server/stream_gate.h"
 
+namespace tmorph {
+struct Acquisition;  // stem/acquisition.h
+}
+
 namespace tmorph::server {
 
 // One checkpoint named on the command line. Requests reach it only through its id; no request ever
@@ -74,6 +78,11 @@ struct ServedCheckpoint {
 struct ServedAcquisition {
   std::string id;    // "a0", "a1", ... in command-line order (checkpoints are "0", "1", ...)
   std::string path;  // as given on the command line
+  // The acquisition as last opened for a product while complete, and the identity of its files then
+  // (reopen_for_products, stem_request.h).
+  std::mutex opened_mutex;
+  std::shared_ptr<const Acquisition> opened;
+  std::string opened_identity;
 };
 
 // One row of GET /api/tensors, built once at start from the index.

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "formats/frame_parts.h"
 #include "stem/inspect_document.h"
 
 namespace tmorph::server {
@@ -14,6 +15,29 @@ ServedAcquisition& find_acquisition(ServerState& state, const std::string& id) {
 }
 
 Acquisition reopen(const ServedAcquisition& a) { return open_acquisition(a.path); }
+
+namespace {
+
+std::string files_identity(const ServedAcquisition& a, const Acquisition& acq) {
+  std::vector<std::string> files = {a.path, acq.master};
+  for (const DataPart& p : acq.parts) files.push_back(p.file);
+  return acquisition_signature(std::move(files));
+}
+
+}  // namespace
+
+std::shared_ptr<const Acquisition> reopen_for_products(ServedAcquisition& a) {
+  std::lock_guard<std::mutex> lock(a.opened_mutex);
+  // The files' identity before opening (those the last opening named) must equal it after (those this one names):
+  // nothing changed while opening, so the opened state is the files' state. The first opening is never kept.
+  const std::string before = a.opened ? files_identity(a, *a.opened) : std::string();
+  if (a.opened && before == a.opened_identity) return a.opened;
+  auto acq = std::make_shared<const Acquisition>(open_acquisition(a.path));
+  const std::string after = files_identity(a, *acq);
+  a.opened = acq;
+  a.opened_identity = acq->complete() && before == after ? after : std::string();
+  return acq;
+}
 
 std::vector<uint64_t> unsigned_list(const std::string& text, size_t count, const char* name, const std::string& expected,
                                     const std::string& whole) {
@@ -55,6 +79,16 @@ void require_complete(const Acquisition& acq) {
   std::string why;
   for (const auto& p : acq.problems) why += (why.empty() ? "" : "; ") + p;
   throw HttpError(409, "the acquisition is not complete (" + (why.empty() ? std::string("frames missing") : why) + ")");
+}
+
+void require_region_written(const Acquisition& acq, const LoadRequest& load) {
+  if (acq.complete()) return;
+  if (acq.value_problems.empty() && acq.frames_present > 0) {
+    const LoadPlan plan = plan_load(acq, load);
+    const Box& s = plan.scan_region;
+    if (s.r1 > s.r0 && s.c1 > s.c0 && (s.r1 - 1) * plan.scan_shape[1] + (s.c1 - 1) < acq.frames_readable_prefix()) return;
+  }
+  require_complete(acq);
 }
 
 std::string format_param(const DeclaredQuery& q) { return q.choice("format").value_or("json"); }

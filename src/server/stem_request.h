@@ -28,11 +28,18 @@ namespace tmorph::server {
 ServedAcquisition& find_acquisition(ServerState& state, const std::string& id);
 // Opens the acquisition again (headers only), so readiness follows files still being written.
 Acquisition reopen(const ServedAcquisition& a);
+// Products: the acquisition opened by an earlier product request while its files are unchanged (the master, the
+// path served and every data file: name, size, modification time and first bytes, as its signature is computed) and it
+// was complete then; else opened again (an acquisition being written is always opened again).
+std::shared_ptr<const Acquisition> reopen_for_products(ServedAcquisition& a);
 // `stem inspect --json`'s document (readiness included) plus id, path and name: GET /api/acquisitions/{id}.
 nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq);
 // Products, SSB and frames read complete acquisitions only: a scan still being written is reported (409 listing
 // the readiness problems), not guessed at.
 void require_complete(const Acquisition& acq);
+// Products only: also a scan region whose frames are all written (the rows before the first missing frame) while
+// the rest is still being written, when no problem changes values; otherwise require_complete's 409.
+void require_region_written(const Acquisition& acq, const LoadRequest& load);
 
 // The progress entry of a request naming progress_id (null when it names none; operation_progress.h): its frames
 // are reported into it as they are decoded and its cancel flag is checked between frame batches.

@@ -1,5 +1,6 @@
 #include "stem/acquisition.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/utf8.h"
@@ -12,6 +13,16 @@ bool Acquisition::complete() const {
   for (const auto& p : parts)
     if (!p.present) return false;
   return !frames_expected || *frames_expected == frames_present;
+}
+
+uint64_t Acquisition::frames_readable_prefix() const {
+  uint64_t n = 0;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& p : parts)
+      if (p.present && p.frames > 0 && p.first_frame <= n && p.first_frame + p.frames > n) n = p.first_frame + p.frames, grew = true;
+  }
+  return std::min(n, frames_total());
 }
 
 // Names and paths come from the files (external link targets, link names): bytes, not always UTF-8.

@@ -47,6 +47,8 @@ struct Acquisition {
   bool complete() const;
   // Frames the scan covers: expected when the metadata says, else as far as the readable parts reach.
   uint64_t frames_total() const { return frames_expected.value_or(frames_extent); }
+  // Frames 0 … n-1 all held by readable parts (what can be read while the rest is still being written).
+  uint64_t frames_readable_prefix() const;
   nlohmann::json readiness_json() const;
   // What a product's report carries about the acquisition it was computed from: {"status", "problems",
   // "changing_values"}; null when there is no problem.

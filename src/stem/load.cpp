@@ -447,6 +447,44 @@ void StemLoader::fill(uint64_t first, uint64_t count, uint8_t* out_bytes) {
   st.decoded += (group_start[first + count] - group_start[first]) * reader.frame_bytes();
 }
 
+bool StemLoader::fill_each(uint64_t first, uint64_t count, const std::function<void(unsigned, uint64_t, uint64_t)>& run,
+                           const std::function<void(unsigned, uint64_t, const uint8_t*)>& take) {
+  State& st = *s_;
+  if (!st.direct || (!st.decode_at.backend.empty() && st.decode_at.backend != "cpu")) return false;
+  const FrameReader& reader = *st.reader;
+  const std::vector<uint64_t>& frames = st.frames;
+  const std::vector<uint64_t>& group_start = st.group_start;
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, st.req.threads));
+  std::vector<uint64_t> zeroed(pool.size(), 0), stored(pool.size(), 0);
+  constexpr size_t kReadBatch = 32;  // as fill: stored chunks read under one HDF5 lock, decoded unlocked
+  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
+    begin += first, end += first;
+    run(part, begin, end);
+    std::vector<uint8_t> frame(reader.frame_bytes()), scratch;  // one decoded frame: still in cache when taken
+    std::vector<FrameReader::Stored> batch(kReadBatch);
+    uint64_t pos = begin;
+    for (uint64_t g = group_start[begin]; g < group_start[end];) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadBatch, group_start[end] - g));
+      check_cancel(st.req.cancel);
+      reader.read_batch(&frames[g], n, batch.data());
+      for (size_t i = 0; i < n; ++i, ++g) {
+        FrameSink sink(st, pos, frame.data());  // direct: position pos's frame is written at frame.data()
+        uint8_t* px = sink.target(g, pos);
+        reader.decode(frames[g], batch[i], px, scratch);
+        stored[part] += batch[i].size();
+        const uint64_t next = sink.take(g, pos, px);
+        zeroed[part] += sink.zeroed;
+        take(part, pos, frame.data());
+        pos = next;
+      }
+      st.advance(n);
+    }
+  });
+  for (unsigned i = 0; i < pool.size(); ++i) st.zeroed += zeroed[i], st.stored += stored[i];
+  st.decoded += (group_start[first + count] - group_start[first]) * reader.frame_bytes();
+  return true;
+}
+
 // Decoding placed on another backend (decode.bitshuffle_lz4): the stored chunks of up to kPlacedBatchBytes
 // of frames are read under the HDF5 lock and decoded in one call; chunks the op does not take (stored raw,
 // or another codec) are decoded here. Masking and binning follow on this thread.

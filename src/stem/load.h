@@ -117,6 +117,14 @@ class StemLoader {
   // Writes output positions [first, first + count) (row-major) into out, count × position_bytes() bytes,
   // on the request's threads. Exactly what load_stem returns for those positions.
   void fill(uint64_t first, uint64_t count, uint8_t* out);
+  // Decodes output positions [first, first + count) one frame at a time on the request's threads, masked as fill
+  // writes them, and hands each frame to `take` while it is still in cache (nothing is written out for the caller to
+  // read back): run(part, begin, end) once per thread's contiguous run of positions, then take(part, position,
+  // frame) for each of its positions in order, on that thread. Only when the output frames are the decoded frames
+  // as they are (whole detector, unbinned, the stored dtype) and decoding runs on this CPU: returns false, having
+  // read nothing, otherwise (the caller fills batches instead). Damaged chunks are fill's errors.
+  bool fill_each(uint64_t first, uint64_t count, const std::function<void(unsigned, uint64_t, uint64_t)>& run,
+                 const std::function<void(unsigned, uint64_t, const uint8_t*)>& take);
   // Decode bitshuffle+LZ4 chunks where `placement` (of TM_OP_DECODE_BITSHUFFLE_LZ4) says: on another backend,
   // fill reads a batch of chunks and decodes them in one call there; on the CPU (the default) each thread
   // decodes its own frames. The output is the same bytes either way.

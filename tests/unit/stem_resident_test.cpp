@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -117,6 +121,62 @@ TEST(CompactFrames, AFrameSummingTo2To32IsRefusedNamingItsPosition) {
     EXPECT_NE(std::string(e.what()).find("position 1"), std::string::npos) << e.what();
   }
   EXPECT_THROW(CompactFrames(3, 2, 2).append(reinterpret_cast<const uint8_t*>(frames.data()), 4, DType::U32, 1), Error);
+}
+
+TEST(CompactFrames, AnExtendedCopyAppendsInRadialOrderAndLeavesItsSourceAsItWas) {
+  const uint64_t rows = 9, cols = 14, pixels = rows * cols, frames = 17;
+  std::vector<uint8_t> raw;
+  for (uint64_t f = 0; f < frames; ++f) {
+    const std::vector<uint8_t> one = test::detector_pixels(DType::U16, pixels, 70 + f);
+    raw.insert(raw.end(), one.begin(), one.end());
+  }
+  const uint64_t frame_bytes = pixels * 2;
+  CompactFrames first(frames, rows, cols);
+  first.append(raw.data(), 6, DType::U16, 2);
+  first.order_radially(4.2, 6.9, 2);
+  const uint64_t first_bytes = first.bytes();
+  std::unique_ptr<CompactFrames> grown = first.extended();
+  EXPECT_THROW(grown->order_radially(4.2, 6.9, 1), Error) << "entries shared with another copy are never reordered";
+  grown->append(raw.data() + 6 * frame_bytes, 5, DType::U16, 3);
+  std::unique_ptr<CompactFrames> again = grown->extended();
+  again->append(raw.data() + 11 * frame_bytes, frames - 11, DType::U16, 2);
+  ASSERT_TRUE(again->complete());
+  EXPECT_EQ(first.appended(), 6u);
+  EXPECT_EQ(first.bytes(), first_bytes);
+  EXPECT_EQ(grown->appended(), 11u);
+  // The same copy built in one go, then ordered: every sum, pattern and frame is the same.
+  CompactFrames whole(frames, rows, cols);
+  whole.append(raw.data(), frames, DType::U16, 2);
+  whole.order_radially(4.2, 6.9, 2);
+  const std::vector<uint32_t> ring = annulus_pixels(rows, cols, 4.2, 6.9, 1.5, 4.0), mask = {1, 2, 50, 51, 99};
+  std::vector<uint64_t> all(frames);
+  std::iota(all.begin(), all.end(), 0);
+  const auto a = again->sums({ring, mask}, nullptr, true, all, 2), b = whole.sums({ring, mask}, nullptr, true, all, 2);
+  EXPECT_EQ(a.evaluated_as[0], "rank range");
+  EXPECT_EQ(a.images, b.images);
+  EXPECT_EQ(a.totals, b.totals);
+  EXPECT_EQ(a.com_row, b.com_row);
+  EXPECT_EQ(a.com_col, b.com_col);
+  EXPECT_EQ(again->pattern_sum(), whole.pattern_sum());
+  EXPECT_EQ(again->pattern_max(), whole.pattern_max());
+  EXPECT_EQ(again->nonzeros(), whole.nonzeros());
+  for (uint64_t f = 0; f < frames; ++f) {
+    const auto v = frame_values(raw, DType::U16, f, pixels);
+    const std::vector<uint32_t> dense = again->frame(f);
+    for (uint64_t p = 0; p < pixels; ++p) ASSERT_EQ(dense[p], v[p]) << f;
+    EXPECT_EQ(a.images[0][f], dense_sum(v, ring));
+  }
+  EXPECT_THROW(first.sums({ring}, nullptr, false, {6}, 1), Error) << "the source copy holds 6 positions";
+  // A copy in radial order re-ordered about another centre: its annuli are rank ranges, the sums unchanged.
+  whole.order_radially(2.0, 3.5, 2);
+  const std::vector<uint32_t> other = annulus_pixels(rows, cols, 2.0, 3.5, 0.5, 3.0);
+  EXPECT_TRUE(whole.rank_range(other).has_value());
+  EXPECT_FALSE(whole.rank_range(ring).has_value());
+  const auto c = whole.sums({other, ring}, nullptr, true, all, 2);
+  EXPECT_EQ(c.evaluated_as, (std::vector<std::string>{"rank range", "direct"}));
+  EXPECT_EQ(c.totals, b.totals);
+  EXPECT_EQ(c.images[1], b.images[0]);
+  for (uint64_t f = 0; f < frames; ++f) EXPECT_EQ(c.images[0][f], dense_sum(frame_values(raw, DType::U16, f, pixels), other));
 }
 
 // A 10 x 12 scan of 24 x 24 uint16 frames over 3 data files, with dead pixels.
@@ -256,6 +316,67 @@ TEST_F(StemResident, TwoClientsOnOneAcquisitionShareOneCopy) {
   EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 1u);
   EXPECT_EQ(ResidentStore::process().describe()["copies"][0]["uses"], 2);
   for (const auto& g : got) expect_same(g, streamed);
+}
+
+TEST_F(StemResident, AnAcquisitionGrowingWhileResidentExtendsItsCopyWithoutDecodingItAgain) {
+  // Data files of 50 frames: while the third (frames 100-119) is being written, rows 0-7 (96 positions) are readable.
+  const std::string master = write(dir.str(), 3);
+  const std::string third = dir.file("demo_data_000003.h5"), away = dir.file("third.h5");
+  const Acquisition whole = open_acquisition(master);
+  const auto reqs = requests(whole);
+  std::vector<ProductResult> streamed;
+  for (const auto& r : reqs) streamed.push_back(compute_products(whole, r, planner()));
+  ProductRequest early = reqs[1];
+  early.load.scan_region = Box{1, 8, 0, 12};
+  const ProductResult early_streamed = compute_products(whole, early, planner());
+  std::filesystem::rename(third, away);
+  const Acquisition partial = open_acquisition(master);
+  ASSERT_FALSE(partial.complete());
+  EXPECT_EQ(partial.frames_readable_prefix(), 100u);
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  const ProductResult early_resident = compute_products(partial, early, planner());
+  ASSERT_TRUE(early_resident.load_provenance["resident"].value("built_now", false)) << early_resident.load_provenance.dump();
+  EXPECT_EQ(early_resident.load_provenance["resident"]["positions"], 96);
+  EXPECT_EQ(early_resident.load_provenance["resident"]["complete"], false);
+  expect_same(early_resident, early_streamed);
+  // A region reaching the rows not yet written streams (and the streamed pass names the missing frame).
+  ProductRequest late = reqs[1];
+  late.load.scan_region = Box{7, 9, 0, 12};
+  try {
+    compute_products(partial, late, planner());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frame 100"), std::string::npos) << e.what();
+  }
+  // The writer finishes: the copy is extended by the last 24 positions, the 96 held are reused.
+  std::filesystem::rename(away, third);
+  const Acquisition complete = open_acquisition(master);
+  ASSERT_TRUE(complete.complete());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const ProductResult r = compute_products(complete, reqs[i], planner());
+    const nlohmann::json& res = r.load_provenance["resident"];
+    ASSERT_TRUE(res.contains("positions_reused")) << r.load_provenance.dump();
+    EXPECT_EQ(res["built_now"], i == 0) << i;
+    EXPECT_EQ(res["positions_reused"], 96);
+    EXPECT_EQ(res["positions_appended"], 24);
+    EXPECT_EQ(res["extensions"], 1);
+    EXPECT_EQ(res["complete"], true);
+    if (i == 0) {
+      EXPECT_EQ(r.decoded_bytes, 24u * 24 * 24 * 2) << "only the new frames are decoded";
+      ASSERT_EQ(res["evicted"].size(), 1u);
+      EXPECT_NE(res["evicted"][0]["reason"].get<std::string>().find("superseded"), std::string::npos);
+    }
+    expect_same(r, streamed[i]);
+  }
+  EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 1u);
+  // A data file the copy holds frames of is rewritten: built again from the start.
+  std::filesystem::last_write_time(dir.file("demo_data_000001.h5"), std::filesystem::file_time_type::clock::now() + std::chrono::seconds(5));
+  const Acquisition touched = open_acquisition(master);
+  const ProductResult rebuilt = compute_products(touched, reqs[1], planner());
+  EXPECT_EQ(rebuilt.load_provenance["resident"]["built_now"], true);
+  EXPECT_EQ(rebuilt.load_provenance["resident"]["positions_reused"], 0);
+  EXPECT_EQ(rebuilt.load_provenance["resident"]["positions_appended"], 120);
+  expect_same(rebuilt, streamed[1]);
 }
 
 TEST_F(StemResident, ADamagedChunkMetWhileBuildingNamesTheFrameAndLeavesNothingResident) {

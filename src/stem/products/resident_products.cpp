@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string_view>
 
 #include "stem/products/virtual_detector.h"
 #include "stem/resident/resident_store.h"
 #include "support/large_buffer.h"
+#include "support/thread_pool.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 
@@ -14,6 +18,7 @@ namespace tmorph {
 namespace {
 
 constexpr uint64_t kBuildBatchBytes = uint64_t{64} << 20;  // dense frames decoded per append (as the streamed passes)
+constexpr uint64_t kFusedBatches = 4;  // later batches compacted frame by frame: this many times larger
 
 struct OverBudget : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -28,43 +33,113 @@ std::string not_served(const Acquisition& acq, const LoadRequest& load) {
   if (load.dtype != "auto" && load.dtype != dtype_name(acq.dtype)) return "frames are converted to " + load.dtype;
   if (acq.dtype != DType::U8 && acq.dtype != DType::U16 && acq.dtype != DType::U32)
     return "frames of " + std::string(dtype_name(acq.dtype)) + " (the copy holds uint8, uint16 and uint32 counts)";
-  if (!acq.complete()) return "the acquisition is still being written";
   return "";
 }
 
-// One decode of the whole acquisition into a compact copy, ordered radially about the bright-field disk of its
-// mean pattern (pixel order when no disk is found). The decode is placed as a streamed pass places it.
+// What the first `frames` frames of the copy were decoded from: detector shape, dtype, the pixel mask applied, and
+// every readable part holding any of them with its file's size and modification time. A copy is extended only when
+// this is unchanged for the frames it holds (a data file rewritten, a mask changed, or a single file that grows in
+// place: built again from the start).
+std::string frames_identity(const Acquisition& acq, uint64_t frames) {
+  namespace fs = std::filesystem;
+  std::string id = std::to_string(acq.detector_rows) + "x" + std::to_string(acq.detector_cols) + " " + std::string(dtype_name(acq.dtype)) +
+                   " mask " + std::to_string(acq.pixel_mask.size()) + ":" +
+                   std::to_string(std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(acq.pixel_mask.data()),
+                                                                                 acq.pixel_mask.size() * sizeof(uint32_t))));
+  for (const DataPart& d : acq.parts) {
+    if (!d.present || d.first_frame >= frames) continue;
+    std::error_code e1, e2;
+    const auto size = fs::file_size(d.file, e1);
+    const auto mtime = fs::last_write_time(d.file, e2);
+    id += "\n" + d.file + "|" + d.dataset + "|" + std::to_string(d.first_frame) + "+" + std::to_string(d.frames) + "|" +
+          (e1 || e2 ? std::string("unreadable") : std::to_string(size) + "@" + std::to_string(mtime.time_since_epoch().count()));
+  }
+  return id;
+}
+
+// Orders `copy` radially about the bright-field disk of its mean pattern so far, unless it is ordered about that
+// centre already. No disk (a flat pattern): left as it is (pixel order: annuli are then summed entry by entry).
+void order_about_disk(CompactFrames& copy, unsigned threads) {
+  std::vector<double> mean(copy.pattern_sum().size());
+  for (size_t i = 0; i < mean.size(); ++i) mean[i] = static_cast<double>(copy.pattern_sum()[i]) / static_cast<double>(copy.appended());
+  try {
+    const BrightFieldDisk disk = detect_bright_field_disk(mean, copy.rows(), copy.cols());
+    if (copy.radial_center() != std::array<double, 2>{disk.row, disk.col}) copy.order_radially(disk.row, disk.col, threads);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+  }
+}
+
+// One decode of the acquisition's first `ready_rows` scan rows (every row once it is complete) into a compact copy,
+// ordered radially about the bright-field disk of its mean pattern (pixel order when no disk is found). When
+// `previous` (a copy of the acquisition's former files) holds frames that are unchanged, the new copy extends it:
+// only the rows after it are decoded, appended in its order. The decode is placed as a streamed pass places it.
 ResidentStore::Built build_copy(const Acquisition& acq, const LoadPlan& like, const LoadRequest& request, const Planner& planner,
-                                uint64_t budget, std::vector<Placement>* placements) {
+                                uint64_t budget, std::vector<Placement>* placements, const ResidentCopyInfo* previous,
+                                uint64_t ready_rows) {
   LoadRequest whole;
   whole.scan_shape = like.scan_shape;
+  if (ready_rows < like.scan_shape[0]) whole.scan_region = Box{0, ready_rows, 0, like.scan_shape[1]};
   whole.threads = request.threads;
   whole.cancel = request.cancel;
   whole.progress = request.progress;  // the build is the long part: its frames are what a progress line shows
   StemLoader loader(acq, whole);
   const LoadPlan& plan = loader.plan();
-  if (const auto decode_at = place_decode(acq, loader, planner)) placements->push_back(*decode_at);
-  auto copy = std::make_unique<CompactFrames>(loader.positions(), plan.output_shape[2], plan.output_shape[3]);
-  const uint64_t batch = std::max<uint64_t>(1, kBuildBatchBytes / loader.position_bytes());
-  LargeBuffer frames(std::min(batch, loader.positions()) * loader.position_bytes());
-  for (uint64_t first = 0; first < loader.positions(); first += batch) {
+  const uint64_t scan_positions = like.scan_shape[0] * like.scan_shape[1];
+  std::unique_ptr<CompactFrames> copy;
+  uint64_t reused = 0;
+  if (previous) {
+    const CompactFrames& before = *previous->frames;
+    if (before.positions() == scan_positions && before.rows() == plan.output_shape[2] && before.cols() == plan.output_shape[3] &&
+        before.value_bytes() == dtype_size(plan.output_dtype) && before.appended() <= loader.positions() &&
+        previous->frames_identity == frames_identity(acq, before.appended())) {
+      copy = before.extended();
+      reused = copy->appended();
+    }
+  }
+  if (!copy) copy = std::make_unique<CompactFrames>(scan_positions, plan.output_shape[2], plan.output_shape[3]);
+  if (reused < loader.positions())
+    if (const auto decode_at = place_decode(acq, loader, planner)) placements->push_back(*decode_at);
+  // The first batch is small (its disk orders the rest); the others larger when compacted frame by frame (no dense
+  // buffer: fewer waits for the slowest thread), checked against the budget after each.
+  const uint64_t first_batch = std::max<uint64_t>(1, kBuildBatchBytes / loader.position_bytes());
+  uint64_t batch = first_batch;
+  const unsigned parts = ThreadPool::shared(std::max(1u, request.threads)).size();  // the loader's threads
+  LargeBuffer frames;  // dense frames, only when the loader cannot hand them over one at a time
+  for (uint64_t first = reused; first < loader.positions(); first += batch) {
+    if (first > reused && !frames.get()) batch = first_batch * kFusedBatches;
     const uint64_t n = std::min(batch, loader.positions() - first);
-    loader.fill(first, n, frames.get());
-    copy->append(frames.get(), n, plan.output_dtype, request.threads);
+    // Each frame compacted as soon as it is decoded, while in cache (fill_each); else a batch filled, then appended.
+    CompactFrames::Appender appender(*copy, n, plan.output_dtype, parts);
+    if (loader.fill_each(first, n, [&](unsigned part, uint64_t b, uint64_t e) { appender.begin(part, b - first, e - first); },
+                         [&](unsigned part, uint64_t, const uint8_t* frame) { appender.add(part, frame); })) {
+      appender.finish();
+    } else {
+      if (!frames.get()) frames = LargeBuffer(std::min(first_batch, loader.positions() - reused) * loader.position_bytes());
+      loader.fill(first, n, frames.get());
+      copy->append(frames.get(), n, plan.output_dtype, request.threads);
+    }
+    // A fresh copy takes its radial order from the first batch's disk, so the later batches are ordered as they are
+    // appended (in cache) rather than in a second pass over the whole copy; the end re-orders only if the disk of
+    // the whole scan differs.
+    if (first == 0 && reused == 0) order_about_disk(*copy, request.threads);
     if (copy->bytes() > budget)
       throw OverBudget("the compact copy outgrew the resident budget (" + std::to_string(budget) + " bytes) after " +
                        std::to_string(copy->appended()) + " of " + std::to_string(copy->positions()) + " positions");
   }
-  std::vector<double> mean(copy->pattern_sum().size());
-  for (size_t i = 0; i < mean.size(); ++i)
-    mean[i] = static_cast<double>(copy->pattern_sum()[i]) / static_cast<double>(copy->positions());
-  try {
-    const BrightFieldDisk disk = detect_bright_field_disk(mean, copy->rows(), copy->cols());
-    copy->order_radially(disk.row, disk.col, request.threads);
-  } catch (const Error&) {
-    // No disk (a flat pattern): pixel order; annuli are then summed entry by entry.
+  if (reused == 0 && copy->appended() > 0) order_about_disk(*copy, request.threads);
+  nlohmann::json provenance = loader.provenance();
+  if (reused > 0) {  // the bad-pixel values zeroed in the frames reused count too
+    nlohmann::json& zeroed = provenance["bad_pixels"]["sentinel_values_zeroed"];
+    const nlohmann::json& before = previous->load_provenance["bad_pixels"]["sentinel_values_zeroed"];
+    if (zeroed.is_number_unsigned() && before.is_number_unsigned()) zeroed = zeroed.get<uint64_t>() + before.get<uint64_t>();
   }
-  return {std::move(copy), loader.provenance()};
+  ResidentStore::Built built;
+  built.frames_identity = frames_identity(acq, copy->appended());
+  built.frames = std::move(copy);
+  built.load_provenance = std::move(provenance);
+  built.positions_reused = reused;
+  return built;
 }
 
 Placement resident_placement(tm_op op, const ResidentCopyInfo& copy) {
@@ -93,12 +168,20 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
     return std::nullopt;
   }
   const LoadPlan plan = plan_load(acq, req.load);
+  // While the acquisition is being written, the copy holds the scan rows whose frames are all readable, and serves
+  // regions inside them; the streamed path reads (or refuses) the others.
+  const uint64_t ready_rows = std::min(plan.scan_shape[0], acq.frames_readable_prefix() / plan.scan_shape[1]);
+  if (plan.scan_region.r1 > ready_rows) {
+    *why = "the scan region reaches frames not yet written (" + std::to_string(ready_rows) + " of " +
+           std::to_string(plan.scan_shape[0]) + " scan rows readable)";
+    return std::nullopt;
+  }
   const ResidentKey key{acq.master, acq.signature, plan.scan_shape[0], plan.scan_shape[1]};
   std::vector<Placement> build_placements;
   ResidentStore::Got got;
   try {
-    got = store.get_or_build(key, [&](uint64_t budget) {
-      return build_copy(acq, plan, req.load, planner, budget, &build_placements);
+    got = store.get_or_build(key, [&](uint64_t budget, const ResidentCopyInfo* previous) {
+      return build_copy(acq, plan, req.load, planner, budget, &build_placements, previous, ready_rows);
     });
   } catch (const OverBudget& e) {
     *why = e.what();
@@ -148,7 +231,7 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
   provenance["resident"]["built_now"] = got.built_now;
   provenance["resident"]["evicted"] = got.evicted;
   r.load_provenance = std::move(provenance);
-  r.decoded_bytes = got.built_now ? frames.appended() * pixels * dtype_size(acq.dtype) : 0;
+  r.decoded_bytes = got.built_now ? copy.positions_appended * pixels * dtype_size(acq.dtype) : 0;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -54,125 +54,200 @@ CompactFrames::CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols)
     throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::to_string(rows) + " x " + std::to_string(cols) +
                                                 " pixels (expected 1 to 2^32 - 1 pixels)");
   wide_keys_ = pixels_ > 65536;
+  if (pixels_ < 65536) {  // checkpoint every 2^k ranks, k the smallest (at least 5) giving at most 160 per frame
+    checkpoint_shift_ = 5;
+    while ((pixels_ >> checkpoint_shift_) >= 160) ++checkpoint_shift_;
+    checkpoints_per_frame_ = static_cast<uint32_t>((pixels_ + (uint64_t{1} << checkpoint_shift_) - 1) >> checkpoint_shift_);
+  }
   where_.reserve(positions);
   pattern_sum_.assign(pixels_, 0);
   pattern_max_.assign(pixels_, 0);
 }
 
-void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads) {
-  if (radial_center_) throw Error(ErrorKind::Internal, "resident copy: append after order_radially");
-  if (count > positions_ - appended())
+// One contiguous run of the positions an Appender adds (one thread's), compacted into its own segments.
+struct CompactFrames::Appender::Part {
+  uint64_t begin = 0, end = 0, next = 0;  // positions [begin, end) of the append; next: the next one add() takes
+  std::vector<Segment> segments;
+  std::vector<Where> where;  // segment: index in `segments`
+  std::vector<uint64_t> sum;
+  std::vector<uint32_t> max;
+  // One frame's non-zero pixels (pixels, values), and (rank, value) pairs in radial order.
+  std::vector<uint32_t> nz_pixel, nz_value;
+  std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;
+  uint64_t entries_so_far = 0;
+  std::vector<uint16_t> checkpoints;  // radial order: the run's positions' checkpoints
+};
+
+CompactFrames::Appender::Appender(CompactFrames& copy, uint64_t count, DType dtype, unsigned parts)
+    : copy_(copy), count_(count), dtype_(dtype), first_position_(copy.appended()) {
+  if (count > copy.positions_ - copy.appended())
     throw Error(ErrorKind::InvalidArgument, "resident copy: " + std::to_string(count) + " more positions than the " +
-                                                std::to_string(positions_ - appended()) + " left of " + std::to_string(positions_));
+                                                std::to_string(copy.positions_ - copy.appended()) + " left of " + std::to_string(copy.positions_));
   if (dtype != DType::U8 && dtype != DType::U16 && dtype != DType::U32)
     throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::string(dtype_name(dtype)) + " (expected uint8, uint16 or uint32)");
-  if (value_bytes_ != 0 && value_bytes_ != dtype_size(dtype))
+  if (copy.value_bytes_ != 0 && copy.value_bytes_ != dtype_size(dtype))
     throw Error(ErrorKind::InvalidArgument, "resident copy: frames of " + std::string(dtype_name(dtype)) + " appended to frames of " +
-                                                std::to_string(8 * value_bytes_) + "-bit values");
-  if (count == 0) return;
-  const uint64_t value_bytes = dtype_size(dtype), frame_bytes = pixels_ * value_bytes;
-  value_bytes_ = value_bytes;
-  ThreadPool& pool = ThreadPool::shared(std::max(1u, threads));
-  const unsigned parts = pool.size();
-  struct Part {
-    uint64_t begin = 0;
-    std::vector<Segment> segments;
-    std::vector<Where> where;  // segment: index in `segments`
-    std::vector<uint64_t> sum;
-    std::vector<uint32_t> max;
-  };
-  std::vector<Part> out(parts);
-  const uint64_t first_position = appended();
-  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
-    Part& p = out[part];
-    p.begin = begin;
-    p.sum.assign(pixels_, 0);
-    p.max.assign(pixels_, 0);
-    // One frame's non-zero pixels into (pixels, values), branch-free inside the 32-byte blocks that hold any.
-    std::vector<uint32_t> nz_pixel(pixels_), nz_value(pixels_);
-    uint64_t entries_so_far = 0;
-    const auto gather = [&]<class T>(const uint8_t* frame, T) {
-      constexpr uint64_t per_block = 32 / sizeof(T);
-      uint64_t n = 0, px = 0;
-      for (; px + per_block <= pixels_; px += per_block) {
-        if (zero_block(frame + px * sizeof(T))) continue;
-        for (uint64_t q = px; q < px + per_block; ++q) {
-          const T v = load_value<T>(frame, q);
-          nz_pixel[n] = static_cast<uint32_t>(q), nz_value[n] = v, n += v != 0;
-        }
+                                                std::to_string(8 * copy.value_bytes_) + "-bit values");
+  parts_.resize(std::max(1u, parts));
+}
+
+CompactFrames::Appender::~Appender() = default;
+
+void CompactFrames::Appender::begin(unsigned part, uint64_t begin, uint64_t end) {
+  if (part >= parts_.size() || begin > end || end > count_)
+    throw Error(ErrorKind::Internal, "resident copy: appender run " + std::to_string(part) + " [" + std::to_string(begin) + ", " +
+                                         std::to_string(end) + ") outside its " + std::to_string(count_) + " positions");
+  auto p = std::make_unique<Part>();
+  p->begin = p->next = begin, p->end = end;
+  const uint64_t pixels = copy_.pixels_;
+  p->sum.assign(pixels, 0), p->max.assign(pixels, 0);
+  p->nz_pixel.resize(pixels), p->nz_value.resize(pixels);
+  if (copy_.keeps_checkpoints()) p->checkpoints.resize((end - begin) * copy_.checkpoints_per_frame_);
+  parts_[part] = std::move(p);
+}
+
+void CompactFrames::Appender::add(unsigned part, const uint8_t* frame) {
+  Part& p = *parts_[part];
+  if (p.next >= p.end) throw Error(ErrorKind::Internal, "resident copy: more frames added than the appender run holds");
+  const CompactFrames& c = copy_;
+  const uint64_t pixels = c.pixels_, value_bytes = dtype_size(dtype_);
+  // The frame's non-zero pixels into (pixels, values), branch-free inside the 32-byte blocks that hold any.
+  const auto gather = [&]<class T>(T) {
+    constexpr uint64_t per_block = 32 / sizeof(T);
+    uint64_t n = 0, px = 0;
+    for (; px + per_block <= pixels; px += per_block) {
+      if (zero_block(frame + px * sizeof(T))) continue;
+      for (uint64_t q = px; q < px + per_block; ++q) {
+        const T v = load_value<T>(frame, q);
+        p.nz_pixel[n] = static_cast<uint32_t>(q), p.nz_value[n] = v, n += v != 0;
       }
-      for (; px < pixels_; ++px) {
-        const T v = load_value<T>(frame, px);
-        nz_pixel[n] = static_cast<uint32_t>(px), nz_value[n] = v, n += v != 0;
-      }
-      return n;
-    };
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint8_t* frame = frames + i * frame_bytes;
-      const uint64_t n = value_bytes == 1   ? gather(frame, uint8_t{})
-                         : value_bytes == 2 ? gather(frame, uint16_t{})
-                                            : gather(frame, uint32_t{});
-      if (p.segments.empty() || p.segments.back().used + n > p.segments.back().capacity) {
-        // A new segment sized for the rest of the range at the entries per frame seen so far (+25%), at most
-        // kSegmentEntries unless one frame needs more.
-        const uint64_t seen = std::max<uint64_t>(1, entries_so_far + n), frames_seen = i - begin + 1;
-        const uint64_t want = std::max<uint64_t>(n, std::min(kSegmentEntries, seen * (end - begin) / frames_seen * 5 / 4 + 1));
-        Segment fresh;
-        fresh.capacity = static_cast<uint32_t>(want);
-        fresh.keys = LargeBuffer(want * (wide_keys_ ? 4 : 2), LargeBuffer::Populate::yes);
-        fresh.running = LargeBuffer(want * 4, LargeBuffer::Populate::yes);
-        p.segments.push_back(std::move(fresh));
-      }
-      Segment& s = p.segments.back();
-      const uint32_t start = s.used;
-      uint64_t total = 0;
-      uint32_t* running = s.totals() + start;
-      for (uint64_t e = 0; e < n; ++e) {
-        const uint32_t pixel = nz_pixel[e], value = nz_value[e];
-        total += value;
-        running[e] = static_cast<uint32_t>(total);
-        p.sum[pixel] += value;
-        p.max[pixel] = std::max(p.max[pixel], value);
-      }
-      if (wide_keys_) std::copy(nz_pixel.begin(), nz_pixel.begin() + n, s.keys32() + start);
-      else std::transform(nz_pixel.begin(), nz_pixel.begin() + n, s.keys16() + start, [](uint32_t px) { return static_cast<uint16_t>(px); });
-      s.used += static_cast<uint32_t>(n);
-      entries_so_far += n;
-      if (total >= kRunningLimit)
-        throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(first_position + i) +
-                                                    " sums to 2^32 or more (its running totals would not fit uint32)");
-      p.where.push_back({static_cast<uint32_t>(p.segments.size() - 1), start, s.used});
     }
-  });
-  // Parts in position order; empty ones (fewer positions than threads) add nothing.
-  std::erase_if(out, [](const Part& p) { return p.where.empty(); });
-  std::sort(out.begin(), out.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
-  for (Part& p : out) {
-    const uint32_t base = static_cast<uint32_t>(segments_.size());
-    for (Where w : p.where) w.segment += base, where_.push_back(w);
-    for (uint64_t px = 0; px < pixels_; ++px)
-      pattern_sum_[px] += p.sum[px], pattern_max_[px] = std::max(pattern_max_[px], p.max[px]);
-    for (Segment& seg : p.segments) segments_.push_back(std::move(seg));
+    for (; px < pixels; ++px) {
+      const T v = load_value<T>(frame, px);
+      p.nz_pixel[n] = static_cast<uint32_t>(px), p.nz_value[n] = v, n += v != 0;
+    }
+    return n;
+  };
+  const uint64_t n = value_bytes == 1 ? gather(uint8_t{}) : value_bytes == 2 ? gather(uint16_t{}) : gather(uint32_t{});
+  if (p.segments.empty() || p.segments.back().used + n > p.segments.back().capacity) {
+    // A new segment sized for the rest of the run at the entries per frame seen so far (+25%), at most
+    // kSegmentEntries unless one frame needs more.
+    const uint64_t seen = std::max<uint64_t>(1, p.entries_so_far + n), frames_seen = p.next - p.begin + 1;
+    const uint64_t want = std::max<uint64_t>(n, std::min(kSegmentEntries, seen * (p.end - p.begin) / frames_seen * 5 / 4 + 1));
+    Segment fresh;
+    fresh.capacity = static_cast<uint32_t>(want);
+    fresh.keys = LargeBuffer(want * (c.wide_keys_ ? 4 : 2), LargeBuffer::Populate::yes);
+    fresh.running = LargeBuffer(want * 4, LargeBuffer::Populate::yes);
+    p.segments.push_back(std::move(fresh));
   }
+  Segment& s = p.segments.back();
+  const uint32_t start = s.used;
+  for (uint64_t e = 0; e < n; ++e) {
+    const uint32_t pixel = p.nz_pixel[e], value = p.nz_value[e];
+    p.sum[pixel] += value;
+    p.max[pixel] = std::max(p.max[pixel], value);
+  }
+  // Keys (pixels, or ranks in rank order: radial order, as order_radially leaves them) and running totals, in one pass.
+  uint64_t total = 0;
+  uint32_t* running = s.totals() + start;
+  const auto write = [&]<class Key>(Key* keys, const auto& key_value) {
+    for (uint64_t e = 0; e < n; ++e) {
+      const auto [key, value] = key_value(e);
+      total += value;
+      running[e] = static_cast<uint32_t>(total);
+      keys[e] = static_cast<Key>(key);
+    }
+  };
+  const auto in_pixel_order = [&](uint64_t e) { return std::pair<uint32_t, uint32_t>{p.nz_pixel[e], p.nz_value[e]}; };
+  const auto in_rank_order = [&](uint64_t e) { return p.entries[e]; };
+  if (!c.rank_of_pixel_.empty()) {
+    p.entries.resize(n);
+    for (uint64_t e = 0; e < n; ++e) p.entries[e] = {c.rank_of_pixel_[p.nz_pixel[e]], p.nz_value[e]};
+    sort_by_rank(p.entries, p.scratch, static_cast<unsigned>((std::bit_width(pixels - 1) + 7) / 8));
+    if (c.wide_keys_) write(s.keys32() + start, in_rank_order);
+    else write(s.keys16() + start, in_rank_order);
+    if (c.keeps_checkpoints())
+      c.write_checkpoints(s.keys16() + start, n, p.checkpoints.data() + (p.next - p.begin) * c.checkpoints_per_frame_);
+  } else {
+    if (c.wide_keys_) write(s.keys32() + start, in_pixel_order);
+    else write(s.keys16() + start, in_pixel_order);
+  }
+  if (total >= kRunningLimit)
+    throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(first_position_ + p.next) +
+                                                " sums to 2^32 or more (its running totals would not fit uint32)");
+  s.used += static_cast<uint32_t>(n);
+  p.entries_so_far += n;
+  p.where.push_back({static_cast<uint32_t>(p.segments.size() - 1), start, s.used});
+  ++p.next;
+}
+
+void CompactFrames::Appender::finish() {
+  // Every position of the append, each once: the runs (in position order) tile [0, count) and each took all its frames.
+  std::vector<Part*> runs;
+  for (auto& p : parts_)
+    if (p && p->end > p->begin) runs.push_back(p.get());
+  std::sort(runs.begin(), runs.end(), [](const Part* a, const Part* b) { return a->begin < b->begin; });
+  uint64_t covered = 0;
+  for (const Part* p : runs) {
+    if (p->begin != covered || p->next != p->end)
+      throw Error(ErrorKind::Internal, "resident copy: appender runs do not cover the positions in order");
+    covered = p->end;
+  }
+  if (covered != count_) throw Error(ErrorKind::Internal, "resident copy: appender runs cover " + std::to_string(covered) + " of " +
+                                                              std::to_string(count_) + " positions");
+  CompactFrames& c = copy_;
+  if (count_ > 0) c.value_bytes_ = dtype_size(dtype_);
+  for (Part* p : runs) {
+    const uint32_t base = static_cast<uint32_t>(c.segments_.size());
+    for (Where w : p->where) w.segment += base, c.where_.push_back(w);
+    for (uint64_t px = 0; px < c.pixels_; ++px)
+      c.pattern_sum_[px] += p->sum[px], c.pattern_max_[px] = std::max(c.pattern_max_[px], p->max[px]);
+    for (Segment& seg : p->segments) c.segments_.push_back(std::make_shared<const Segment>(std::move(seg)));
+    if (c.keeps_checkpoints()) {
+      if (c.checkpoints_.capacity() == 0) c.checkpoints_.reserve(c.positions_ * c.checkpoints_per_frame_);
+      c.checkpoints_.insert(c.checkpoints_.end(), p->checkpoints.begin(), p->checkpoints.end());
+    }
+  }
+  parts_.clear();
+}
+
+void CompactFrames::append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads) {
+  ThreadPool& pool = ThreadPool::shared(std::max(1u, threads));
+  Appender appender(*this, count, dtype, pool.size());
+  if (count == 0) return;
+  const uint64_t frame_bytes = pixels_ * dtype_size(dtype);
+  pool.parallel_for(count, [&](uint64_t begin, uint64_t end, unsigned part) {
+    appender.begin(part, begin, end);
+    for (uint64_t i = begin; i < end; ++i) appender.add(part, frames + i * frame_bytes);
+  });
+  appender.finish();
+}
+
+std::unique_ptr<CompactFrames> CompactFrames::extended() const {
+  auto out = std::unique_ptr<CompactFrames>(new CompactFrames(*this));
+  out->where_.reserve(positions_);
+  if (!checkpoints_.empty()) out->checkpoints_.reserve(positions_ * checkpoints_per_frame_);
+  out->shares_segments_ = true;  // (the copy it came from is never reordered: only a fresh build is)
+  return out;
 }
 
 uint64_t CompactFrames::nonzeros() const {
   uint64_t n = 0;
-  for (const Segment& s : segments_) n += s.used;
+  for (const auto& s : segments_) n += s->used;
   return n;
 }
 
 uint64_t CompactFrames::bytes() const {
   uint64_t b = where_.capacity() * sizeof(Where) + pattern_sum_.size() * sizeof(uint64_t) + pattern_max_.size() * sizeof(uint32_t) +
-               (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t);
-  for (const Segment& s : segments_) b += uint64_t{s.capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
+               (pixel_of_rank_.size() + rank_of_pixel_.size()) * sizeof(uint32_t) + checkpoints_.capacity() * sizeof(uint16_t);
+  for (const auto& s : segments_) b += uint64_t{s->capacity} * ((wide_keys_ ? 4 : 2) + sizeof(uint32_t));
   return b;
 }
 
 template <class Key, class Fn>
 void CompactFrames::visit(uint64_t position, Fn&& fn) const {
   const Where w = where_[position];
-  const Segment& s = segments_[w.segment];
+  const Segment& s = *segments_[w.segment];
   const Key* keys = keys_of<Key>(s);
   const uint32_t* running = s.totals();
   uint32_t previous = 0;
@@ -183,6 +258,7 @@ void CompactFrames::visit(uint64_t position, Fn&& fn) const {
 }
 
 void CompactFrames::order_radially(double center_row, double center_col, unsigned threads) {
+  if (shares_segments_) throw Error(ErrorKind::Internal, "resident copy: order_radially on a copy sharing its entries");
   // Distances exactly as annulus_pixels (virtual_detector.cpp) computes them, so its sets are rank ranges.
   const float cr = static_cast<float>(center_row), cc = static_cast<float>(center_col);
   std::vector<float> distance(pixels_);
@@ -197,6 +273,11 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
   std::vector<uint32_t> rank_of_pixel(pixels_);
   for (uint32_t r = 0; r < pixels_; ++r) rank_of_pixel[pixel_of_rank[r]] = r;
 
+  std::vector<uint16_t> checkpoints;
+  if (checkpoints_per_frame_ > 0) {
+    checkpoints.reserve(positions_ * checkpoints_per_frame_);  // appends to come fill the rest
+    checkpoints.resize(where_.size() * checkpoints_per_frame_);
+  }
   ThreadPool::shared(std::max(1u, threads)).parallel_for(where_.size(), [&](uint64_t begin, uint64_t end, unsigned) {
     std::vector<std::pair<uint32_t, uint32_t>> entries, scratch;  // (rank, value)
     for (uint64_t position = begin; position < end; ++position) {
@@ -206,7 +287,7 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
       else visit<uint16_t>(position, collect);
       sort_by_rank(entries, scratch, wide_keys_ ? 4 : 2);
       const Where w = where_[position];
-      Segment& s = segments_[w.segment];
+      const Segment& s = *segments_[w.segment];  // entries not shared (checked above): rewritten in place
       uint32_t total = 0;
       for (uint32_t e = w.begin; e < w.end; ++e) {
         const auto [rank, value] = entries[e - w.begin];
@@ -215,8 +296,10 @@ void CompactFrames::order_radially(double center_row, double center_col, unsigne
         else s.keys16()[e] = static_cast<uint16_t>(rank);
         s.totals()[e] = total;
       }
+      if (!checkpoints.empty()) write_checkpoints(s.keys16() + w.begin, w.end - w.begin, checkpoints.data() + position * checkpoints_per_frame_);
     }
   });
+  checkpoints_ = std::move(checkpoints);
   pixel_of_rank_ = std::move(pixel_of_rank);
   rank_of_pixel_ = std::move(rank_of_pixel);
   radial_center_ = std::array<double, 2>{center_row, center_col};
@@ -282,7 +365,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
     for (uint64_t i = begin; entry_pass && i < end; ++i) {
       const uint64_t position = positions[i];
       const Where w = where_[position];
-      const Segment& s = segments_[w.segment];
+      const Segment& s = *segments_[w.segment];
       const Key* keys = keys_of<Key>(s);
       const uint32_t* running = s.totals();
       if (entry_pass) {
@@ -304,6 +387,7 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
     // below x. The binary searches of kLanes positions (two each) run in lockstep, so their cache misses overlap:
     // alone, each step of each search waits on memory (a full-size acquisition's copy is gigabytes).
     constexpr unsigned kLanes = 8;
+    const bool checkpointed = sizeof(Key) == 2 && keeps_checkpoints();
     for (size_t d = 0; d < detectors.size(); ++d) {
       if (!ranges[d]) continue;
       for (uint64_t i0 = begin; i0 < end; i0 += kLanes) {
@@ -313,15 +397,24 @@ CompactFrames::Sums CompactFrames::sums_as(const std::vector<std::vector<uint32_
         uint32_t left[2 * kLanes], x[2 * kLanes], longest = 0;
         for (unsigned l = 0; l < lanes; ++l) {
           const Where w = where_[positions[i0 + l]];
-          const Segment& s = segments_[w.segment];
+          const Segment& s = *segments_[w.segment];
+          const uint16_t* cp = checkpointed ? checkpoints_.data() + positions[i0 + l] * checkpoints_per_frame_ : nullptr;
           for (unsigned e = 0; e < 2; ++e) {
             const unsigned k = 2 * l + e;
-            first[k] = base[k] = keys_of<Key>(s) + w.begin;
-            running[k] = s.totals() + w.begin;
-            left[k] = w.end - w.begin;
             x[k] = (*ranges[d])[e];
+            // The entries below rank x lie before the checkpoint above x and include those below the one under it.
+            uint32_t lo = 0, hi = w.end - w.begin;
+            if (cp) {
+              const uint32_t c = x[k] >> checkpoint_shift_;
+              lo = c == 0 ? 0 : cp[c - 1];
+              hi = c < checkpoints_per_frame_ ? cp[c] : hi;
+            }
+            first[k] = keys_of<Key>(s) + w.begin;
+            base[k] = first[k] + lo;
+            running[k] = s.totals() + w.begin;
+            left[k] = hi - lo;
+            longest = std::max(longest, hi - lo);
           }
-          longest = std::max(longest, w.end - w.begin);
         }
         for (uint32_t n = longest; n > 1; n -= n / 2)  // as many halvings as the longest search needs
           for (unsigned k = 0; k < 2 * lanes; ++k) {

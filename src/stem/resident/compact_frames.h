@@ -13,7 +13,14 @@
 // Radial order. Ranks sort the pixels by their float32 distance from the centre, computed exactly as the annulus
 // contract of virtual_detector.h computes it, ties by pixel index. Every annulus about that centre is then one
 // contiguous range of ranks, and its sum over a frame is the difference of two running totals found by binary
-// search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size.
+// search: a centred annulus costs O(positions × log(non-zeros per frame)), whatever the detector size. Per frame a
+// few checkpoints (the entry counts below every 2^k-th rank, about 160 per frame, 2 bytes each) start each search
+// within a few cache lines of its answer.
+//
+// Growing. A copy of the frames written so far can be extended: extended() is a new copy sharing every entry
+// already held (nothing is copied or decoded again) to which the next positions are appended; in radial order the
+// appended frames are ordered by rank as they arrive. The entries of a copy never change once appended, so a copy
+// others read is extended through extended(), never in place.
 //
 // Exactness. The frames are the loader's output (masked, unbinned), values below 2^32 per frame total (append
 // refuses a frame whose total reaches 2^32); every sum here is the integer sum the dense kernels compute, so
@@ -22,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +45,37 @@ class CompactFrames {
   CompactFrames(uint64_t positions, uint64_t rows, uint64_t cols);
 
   // Appends the next `count` positions from dense row-major frames of `dtype` (U8, U16 or U32), on `threads`
-  // threads, and adds them to the pattern sums. Throws Error(InvalidArgument) naming the position when a frame's
+  // threads, and adds them to the pattern sums; in radial order their entries are ordered by rank. Throws Error(InvalidArgument) naming the position when a frame's
   // total reaches 2^32 or when more positions are appended than the copy has room for.
   void append(const uint8_t* frames, uint64_t count, DType dtype, unsigned threads);
+
+  // Appending frames produced one at a time elsewhere (the loader's per-frame sink: each frame is compacted while it
+  // is still in cache, not written out and read back): begin(part, begin, end) once per contiguous run [begin, end)
+  // of the `count` positions (one run per thread), then add(part, frame) for each frame of the run in order, on
+  // that run's thread; finish() checks that the runs cover the positions and adds them to the copy in position
+  // order. Nothing is added before finish() (an error, or no finish(), leaves the copy as it was). append() is this
+  // over frames already in memory; the same errors, from the constructor and add().
+  class Appender {
+   public:
+    Appender(CompactFrames& copy, uint64_t count, DType dtype, unsigned parts);
+    ~Appender();
+    Appender(const Appender&) = delete;
+    Appender& operator=(const Appender&) = delete;
+    void begin(unsigned part, uint64_t begin, uint64_t end);
+    void add(unsigned part, const uint8_t* frame);
+    void finish();
+
+   private:
+    struct Part;
+    CompactFrames& copy_;
+    uint64_t count_;
+    DType dtype_;
+    uint64_t first_position_;
+    std::vector<std::unique_ptr<Part>> parts_;
+  };
+
+  // A new copy holding this copy's positions (their entries shared, not copied), to which more can be appended.
+  std::unique_ptr<CompactFrames> extended() const;
 
   uint64_t positions() const { return positions_; }
   uint64_t appended() const { return where_.size(); }
@@ -54,7 +90,9 @@ class CompactFrames {
   const std::vector<uint64_t>& pattern_sum() const { return pattern_sum_; }
   const std::vector<uint32_t>& pattern_max() const { return pattern_max_; }
 
-  // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads.
+  // Reorders every frame's entries radially about (center_row, center_col) (see above), on `threads` threads; a
+  // copy already in radial order is re-ordered about the new centre. Only on a copy no other copy shares entries
+  // with (not extended(), nor extended from): throws Error(Internal).
   void order_radially(double center_row, double center_col, unsigned threads);
   // The centre of the radial order, when ordered so.
   std::optional<std::array<double, 2>> radial_center() const { return radial_center_; }
@@ -106,12 +144,29 @@ class CompactFrames {
 
   uint64_t positions_ = 0, rows_ = 0, cols_ = 0, pixels_ = 0, value_bytes_ = 0;
   bool wide_keys_ = false;
-  std::vector<Segment> segments_;
+  std::vector<std::shared_ptr<const Segment>> segments_;  // shared with the copies extended() makes
+  bool shares_segments_ = false;
   std::vector<Where> where_;
   std::vector<uint64_t> pattern_sum_;
   std::vector<uint32_t> pattern_max_;
   std::optional<std::array<double, 2>> radial_center_;
   std::vector<uint32_t> pixel_of_rank_, rank_of_pixel_;  // empty in pixel order
+  // Checkpoints (radial order, uint16 keys, fewer than 65 536 pixels): per position, checkpoints_per_frame_ entry
+  // counts, the j-th the number of its entries whose rank is below (j + 1) << checkpoint_shift_; a rank bound's
+  // search then starts between two of them, within a few cache lines. Empty otherwise.
+  uint32_t checkpoint_shift_ = 0, checkpoints_per_frame_ = 0;
+  std::vector<uint16_t> checkpoints_;
+  bool keeps_checkpoints() const { return checkpoints_per_frame_ > 0 && !rank_of_pixel_.empty(); }
+  // Writes one frame's checkpoints from its `n` ranks in order.
+  template <class Rank>
+  void write_checkpoints(const Rank* ranks, uint64_t n, uint16_t* out) const {
+    uint64_t e = 0;
+    for (uint32_t j = 0; j < checkpoints_per_frame_; ++j) {
+      const uint64_t bound = uint64_t{j + 1} << checkpoint_shift_;
+      while (e < n && ranks[e] < bound) ++e;
+      out[j] = static_cast<uint16_t>(e);
+    }
+  }
 };
 
 }  // namespace tmorph

@@ -50,7 +50,11 @@ nlohmann::json ResidentCopyInfo::to_json() const {
                       {"built_at", built_at},
                       {"build_seconds", build_seconds},
                       {"uses", uses.load()},
-                      {"order", f.radial_center() ? "radial" : "pixel"}};
+                      {"order", f.radial_center() ? "radial" : "pixel"},
+                      {"complete", f.complete()},
+                      {"positions_reused", positions_reused},
+                      {"positions_appended", positions_appended},
+                      {"extensions", extensions}};
   if (const auto c = f.radial_center()) j["radial_center"] = {(*c)[0], (*c)[1]};
   return j;
 }
@@ -87,6 +91,7 @@ nlohmann::json ResidentStore::evict_locked(std::list<std::shared_ptr<ResidentCop
 ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Builder& build) {
   Got got;
   uint64_t budget;
+  std::shared_ptr<const ResidentCopyInfo> previous;  // held for the build: it may share its entries
   {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
@@ -105,11 +110,15 @@ ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Bui
     }
     building_.insert(key);
     budget = budget_;
+    const auto same_acquisition = [&](const auto& c) {
+      return c->key.master == key.master && c->key.scan_rows == key.scan_rows && c->key.scan_cols == key.scan_cols;
+    };
+    if (auto it = std::find_if(copies_.begin(), copies_.end(), same_acquisition); it != copies_.end()) previous = *it;
   }
   const auto t0 = std::chrono::steady_clock::now();
   Built built;
   try {
-    built = build(budget);
+    built = build(budget, previous.get());
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     building_.erase(key);
@@ -123,12 +132,24 @@ ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Bui
   info->built_at = utc_now();
   info->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   info->uses = 1;
+  info->frames_identity = std::move(built.frames_identity);
+  info->positions_reused = built.positions_reused;
+  info->positions_appended = info->frames->appended() - built.positions_reused;
+  info->extensions = built.positions_reused > 0 && previous ? previous->extensions + 1 : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   building_.erase(key);
   built_.notify_all();
   got.copy = info;
   got.built_now = true;
   if (info->frames->bytes() > budget_) return got;  // used by this request, not kept (the builder's check raced a lower budget)
+  if (previous)  // the acquisition's files changed: the copy of their former state goes (when still held)
+    for (auto it = copies_.begin(); it != copies_.end(); ++it)
+      if (*it == previous) {
+        got.evicted.push_back(evict_locked(it, "superseded: " + key.text() + " changed (" +
+                                                   (built.positions_reused ? std::to_string(built.positions_reused) + " positions reused"
+                                                                           : std::string("built again from the start")) + ")"));
+        break;
+      }
   copies_.push_front(info);
   while (resident_bytes(copies_) > budget_)
     got.evicted.push_back(evict_locked(std::prev(copies_.end()), "budget: making room for " + key.text()));

@@ -7,6 +7,10 @@
 // - get_or_build returns the copy of `key`, building it with `build` when absent. One build per key at a time:
 //   a caller asking for a key being built waits for that build and shares its copy. A build that throws leaves
 //   nothing behind and the error reaches its caller (waiters then try their own build).
+// - A copy of the same acquisition and scan shape under another signature (its files changed: more frames were
+//   written) is handed to the build as `previous`: the build may extend it (CompactFrames::extended) when the frames
+//   it holds are unchanged, and says how many positions it reused. The new copy replaces the previous one (recorded
+//   as an eviction "superseded").
 // - After a build the least recently used copies are evicted until the resident bytes fit the budget; a copy
 //   that alone exceeds the budget is not kept (the build is told the budget and stops early). Requests holding
 //   an evicted copy finish with it; its memory is freed with the last holder. Every eviction is recorded with its
@@ -48,6 +52,10 @@ struct ResidentCopyInfo {
   double build_seconds = 0;
   // Requests served (counted by the store under its lock; read by reports while other requests count).
   std::atomic<uint64_t> uses{0};
+  // The build that made this copy: positions taken from the previous copy (not decoded again) and positions
+  // decoded and appended; how many builds extended a previous copy so far in this copy's line.
+  uint64_t positions_reused = 0, positions_appended = 0, extensions = 0;
+  std::string frames_identity;  // the builder's identity of the frames held (compared when extending)
   nlohmann::json to_json() const;  // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order
 };
 
@@ -62,8 +70,11 @@ class ResidentStore {
   struct Built {
     std::unique_ptr<CompactFrames> frames;
     nlohmann::json load_provenance;
+    uint64_t positions_reused = 0;  // of `previous` (0: built from the start)
+    std::string frames_identity;
   };
-  using Builder = std::function<Built(uint64_t budget)>;
+  // `previous`: a copy of the same acquisition and scan shape under another signature, or null.
+  using Builder = std::function<Built(uint64_t budget, const ResidentCopyInfo* previous)>;
   struct Got {
     std::shared_ptr<const ResidentCopyInfo> copy;  // null when the budget is 0
     bool built_now = false;
