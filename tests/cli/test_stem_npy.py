@@ -125,6 +125,21 @@ class StemNpy(unittest.TestCase):
                 self.assertEqual(r.code, 0, r.err)
                 np.testing.assert_array_equal(np.load(out), a)
 
+    def test_a_frame_summing_to_2_to_32_streams_with_the_reason(self):
+        """The resident copy holds frames whose totals fit uint32; a frame past that is not an error: the products
+        stream (the same numbers as numpy) and the provenance says why the copy was not used."""
+        a = frames(np.uint32)
+        a[3, 4, 2, 2] = a[3, 4, 2, 3] = np.uint32(2**31 + 5)  # position (3, 4) sums past 2^32
+        p = self.path("big_u32.npy")
+        np.save(p, a)
+        data = masked(a)
+        img, rep = self.product("mask", p, "--center", "6,9", "--inner", "0", "--outer", "12", "--resident-memory", "1G")
+        np.testing.assert_array_equal(img, data[:, :, annulus(K, (6, 9), 0, 12)].sum(axis=2))
+        self.assertGreater(int(img[3, 4]), 2**32)
+        resident = rep["provenance"]["resident"]
+        self.assertFalse(resident["used"], resident)
+        self.assertIn("position %d sums to 2^32 or more" % (3 * SCAN[1] + 4), resident["why"])
+
     def test_3d_array_with_a_scan_shape(self):
         a = frames(np.uint8).reshape((-1,) + K)  # 30 frames: not a square scan
         p = self.path("stack.npy")

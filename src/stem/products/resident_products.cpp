@@ -186,6 +186,9 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
   } catch (const OverBudget& e) {
     *why = e.what();
     return std::nullopt;
+  } catch (const FrameNotCompactable& e) {  // the frames stream, exactly, and the provenance says why
+    *why = e.what();
+    return std::nullopt;
   }
   if (!got.copy) {
     *why = "the resident store is off (stem.resident_memory is 0)";

@@ -173,8 +173,8 @@ void CompactFrames::Appender::add(unsigned part, const uint8_t* frame) {
     else write(s.keys16() + start, in_pixel_order);
   }
   if (total >= kRunningLimit)
-    throw Error(ErrorKind::InvalidArgument, "resident copy: the frame at position " + std::to_string(first_position_ + p.next) +
-                                                " sums to 2^32 or more (its running totals would not fit uint32)");
+    throw FrameNotCompactable("resident copy: the frame at position " + std::to_string(first_position_ + p.next) +
+                              " sums to 2^32 or more (its running totals would not fit uint32)");
   s.used += static_cast<uint32_t>(n);
   p.entries_so_far += n;
   p.where.push_back({static_cast<uint32_t>(p.segments.size() - 1), start, s.used});

@@ -36,8 +36,15 @@
 
 #include "support/large_buffer.h"
 #include "tensormorph/dtype.h"
+#include "tensormorph/error.h"
 
 namespace tmorph {
+
+// A frame the compact form cannot hold exactly (its total reaches 2^32): the copy is not built, and the products
+// stream instead (resident_products.h says why). An Error of kind InvalidArgument for any other caller.
+struct FrameNotCompactable : Error {
+  explicit FrameNotCompactable(const std::string& message) : Error(ErrorKind::InvalidArgument, message) {}
+};
 
 class CompactFrames {
  public:
