@@ -82,7 +82,7 @@ bench: build
 	@/usr/bin/python3 bench/lod_bench.py --build build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
 	@/usr/bin/python3 bench/split_bench.py --build build
-	@/usr/bin/python3 bench/diff_bench.py --build build
+	@/usr/bin/python3 bench/diff_bench.py --build build --mib 1024
 	@/usr/bin/python3 bench/torch_bench.py --build build
 	@/usr/bin/python3 bench/onnx_bench.py --build build
 	@/usr/bin/python3 bench/startup_bench.py --build build
