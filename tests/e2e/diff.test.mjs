@@ -205,7 +205,8 @@ async function main() {
     at("compute panel");
     await page.goto(`${base}/#/compute`);
     const run = await (await page.waitForSelector("#compute-diffs .diff-run")).evaluate((p) => ({ ...p.dataset, text: p.textContent }));
-    check(run.a === "0" && run.b === "1" && run.placed === "0" && /not a placed op/.test(run.text), `the Compute panel lists the diff and where its ops ran: ${run.text}`);
+    check(run.a === "0" && run.b === "1" && run.placed === String(doc.pairs.length) && run.dequantized === "0" && run.tileBackends === "cpu" &&
+            /difference tiles by the placed op diff\.tile_stats on cpu/.test(run.text), `the Compute panel lists the diff and where its ops ran: ${JSON.stringify(run)}`);
 
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join(" | ") : ""}`);
     log(`document: ${doc.pairs.length} pairs; ${Object.keys(ref.changed_rows).length} changed rows`);

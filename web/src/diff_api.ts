@@ -1,6 +1,7 @@
 // The difference endpoints of the server (docs/api.md "Differences"): GET /api/diff/{a}/{b} (the document
 // `tensormorph diff A B --json` prints) and GET /api/diff/{a}/{b}/tiles/{tensor} (difference-pyramid tiles), typed.
-// Every pair's placement report (the dequantization ops of both sides) is published like a render's
+// Every pair's placement report (its difference tiles' op, diff.tile_stats, and the dequantization ops of both
+// sides) is published like a render's
 // (api.ts reportPlacement), so the Compute panel's "last run" shows where the difference's ops ran; the
 // diffs opened in this page session are listed for its "Differences" section (diffRuns()).
 import { getBinary, getJson, reportPlacement, type Num, type Placement } from "./api";
@@ -101,7 +102,9 @@ export interface DiffRun {
   a: string;
   b: string;
   pairs: number;
-  placed: { name: string; placement: Placement[] }[]; // pairs whose sides were dequantized (placed ops)
+  placed: { name: string; placement: Placement[] }[]; // every pair's placed ops (difference tiles, dequantization)
+  tileBackends: string[]; // where diff.tile_stats ran, each backend once
+  dequantized: number; // pairs with a side dequantized by a placed op
   at: Date;
 }
 const runs = new Map<string, DiffRun>();
@@ -120,7 +123,9 @@ export function diffDocument(a: string, b: string): Promise<DiffDocument> {
     p = getJson<DiffDocument>(diffPath(a, b), { top: 1000000 }).then((d) => {
       const placed = d.pairs.filter((x) => x.placement.length).map((x) => ({ name: x.name, placement: x.placement }));
       for (const x of placed) reportPlacement(diffPath(a, b, "tiles", x.name), x.placement);
-      runs.set(key, { a, b, pairs: d.pairs.length, placed, at: new Date() });
+      const tileBackends = [...new Set(placed.flatMap((x) => x.placement.filter((p) => p.op === "diff.tile_stats").map((p) => p.backend)))];
+      const dequantized = placed.filter((x) => x.placement.some((p) => p.op !== "diff.tile_stats")).length;
+      runs.set(key, { a, b, pairs: d.pairs.length, placed, tileBackends, dequantized, at: new Date() });
       return d;
     });
     documents.set(key, p);
