@@ -128,20 +128,12 @@ def read_request(f):
     return method, path, headers
 
 
-class FaultProxy:
-    """An HTTP/1.1 proxy on 127.0.0.1 in front of `upstream_port` that spoils the first `count` ranged responses
-    (requests with a Range header whose range starts past `min_offset`) in one way (`fault`):
-      reset     headers and half the body, then a TCP reset
-      503       503 with Retry-After: 1 and no body
-      stall     headers and half the body, then nothing for `stall_s` seconds, then a close
-      short     headers (the full Content-Length) and half the body, then a clean close
-      etag      every response from the (count+1)-th on carries another ETag (count = responses left intact)
-    Each client connection is served by its own thread; keep-alive is honoured."""
+class LoopbackProxy:
+    """A listening socket on 127.0.0.1 whose connections are each served by a thread running self._serve(conn)
+    (a subclass's); keep-alive is the subclass's loop over read_request."""
 
-    def __init__(self, upstream_port, fault, count=1, min_offset=0, stall_s=4):
-        self.upstream_port, self.fault, self.count, self.min_offset, self.stall_s = upstream_port, fault, count, min_offset, stall_s
-        self.spoiled = 0
-        self.seen = 0
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -165,6 +157,23 @@ class FaultProxy:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+
+class FaultProxy(LoopbackProxy):
+    """An HTTP/1.1 proxy on 127.0.0.1 in front of `upstream_port` that spoils the first `count` ranged responses
+    (requests with a Range header whose range starts past `min_offset`) in one way (`fault`):
+      reset     headers and half the body, then a TCP reset
+      503       503 with Retry-After: 1 and no body
+      stall     headers and half the body, then nothing for `stall_s` seconds, then a close
+      short     headers (the full Content-Length) and half the body, then a clean close
+      etag      every response from the (count+1)-th on carries another ETag (count = responses left intact)
+    Each client connection is served by its own thread; keep-alive is honoured."""
+
+    def __init__(self, upstream_port, fault, count=1, min_offset=0, stall_s=4):
+        self.fault, self.count, self.min_offset, self.stall_s = fault, count, min_offset, stall_s
+        self.spoiled = 0
+        self.seen = 0
+        super().__init__(upstream_port)
 
     def _take(self, ranged_from):
         """Whether this response is to be spoiled."""
@@ -306,35 +315,16 @@ def sigv4_signature(secret, method, path, headers, signed, day, region, amz_date
     return hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
 
 
-class SigV4Gate:
+class SigV4Gate(LoopbackProxy):
     """A proxy in front of s3rver that checks each request's AWS Signature Version 4 (s3rver 3.7 checks the key id
     and the Authorization header's form but not the V4 signature itself): a request whose signature is not the one
     computed here from the secret gets S3's 403 SignatureDoesNotMatch; the others are forwarded. `checked` counts
     the requests whose signature matched."""
 
     def __init__(self, upstream_port, secret):
-        self.upstream_port, self.secret = upstream_port, secret
+        self.secret = secret
         self.checked = 0
-        self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def stop(self):
-        self.stopped = True
-        self.sock.close()
-
-    def _accept(self):
-        while not self.stopped:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__(upstream_port)
 
     def _valid(self, method, path, headers):
         import re
