@@ -1,0 +1,170 @@
+"""Remote checkpoints through the faces (docs/remote.md): diff and compare of two remote checkpoints, render, tile
+and export of a remote tensor, and the header cache, on Debian's nginx on loopback (RemoteCase of test_remote.py,
+whose parsing and fault cases run in the ASan pass too; these run in the release pass). Every remote result equals
+the local run on the same files, with URLs where the local run shows paths."""
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cli_harness import run  # noqa: E402
+from test_remote import BAD_INPUT, RemoteCase, fetched_bytes, normalise, write_safetensors  # noqa: E402
+
+
+class TestRenderAndExport(RemoteCase):
+    """render (one tensor, one tile) and export of a remote checkpoint: the same PNG bytes, documents and .npy as the
+    local run, fetching that tensor only; --overview of a remote checkpoint not yet indexed is refused, naming the
+    command that indexes it, and draws once it is indexed."""
+
+    def test_render_tile_and_export_equal_the_local_run(self):
+        out = tempfile.mkdtemp(prefix="tm-remote-out-")
+        local_png, remote_png = os.path.join(out, "local.png"), os.path.join(out, "remote.png")
+        local = run(["render", os.path.join(self.root, "model.safetensors"), "embed.weight", "-o", local_png, "--json"])
+        remote = run(["render", self.nginx.url("model.safetensors"), "embed.weight", "-o", remote_png, "--json"])
+        self.assertEqual(remote.code, 0, remote.err)
+        with open(local_png, "rb") as a, open(remote_png, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        want, got = local.json(), remote.json()
+        want.pop("out"), got.pop("out")
+        self.assertEqual(normalise(want, self.root + "/"), normalise(got, self.nginx.url()))
+        got_bytes, _, _ = fetched_bytes(remote.err)
+        self.assertLessEqual(got_bytes, self.single_header + self.single["embed.weight"].nbytes, remote.err)
+        self.assertGreaterEqual(got_bytes, self.single_header + self.single["embed.weight"].nbytes)
+        local, remote = self.both(["tile", "embed.weight", "--level", "0", "--tile", "0,0", "--json"], "model.safetensors")
+        self.assert_same(local, remote)
+        local_npy, remote_npy = os.path.join(out, "local.npy"), os.path.join(out, "remote.npy")
+        self.assertEqual(run(["export", os.path.join(self.root, "model.safetensors"), "norm.weight", "-o", local_npy]).code, 0)
+        r = run(["export", self.nginx.url("model.safetensors"), "norm.weight", "-o", remote_npy])
+        self.assertEqual(r.code, 0, r.err)
+        np.testing.assert_array_equal(np.load(remote_npy), self.single["norm.weight"])
+        with open(local_npy, "rb") as a, open(remote_npy, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def test_overview_of_an_unindexed_remote_checkpoint_is_refused_then_drawn_once_indexed(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        out = tempfile.mkdtemp(prefix="tm-remote-out-")
+        url = self.nginx.url("model.safetensors")
+        r = run(["render", url, "--overview", "-o", out], cache_home=cache)
+        self.assertEqual(r.code, 4, r.err)
+        self.assertIn("run `tensormorph index " + url + "` first", r.err)
+        self.assertEqual(run(["index", url], cache_home=cache).code, 0)
+        r = run(["render", url, "--overview", "-o", out, "--json"], cache_home=cache)
+        self.assertEqual(r.code, 0, r.err)
+        self.assertTrue(os.path.isfile(os.path.join(out, "overview.png")))
+
+
+class TestHeaderCache(RemoteCase):
+    """Reopening within remote.header_max_age_s makes no request; a file changed on the server after its headers were
+    cached fails the first command that reads data, naming the URL, and the next command fetches the headers again;
+    the cache folder stays within remote.header_cache_bytes."""
+
+    def config(self, **settings):
+        home = tempfile.mkdtemp(prefix="tm-cfg-")
+        for k, v in settings.items():
+            r = run(["config", "set", "remote." + k, str(v)], config_home=home)
+            self.assertEqual(r.code, 0, r.err)
+        return home
+
+    def test_reopening_is_served_from_the_cache_and_max_age_0_asks_again(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        url = self.nginx.url("sharded/model.safetensors.index.json")
+        first = run(["info", url, "--json"], cache_home=cache)
+        second = run(["info", url, "--json"], cache_home=cache)
+        self.assertEqual(first.code, 0, first.err)
+        self.assertEqual(second.out, first.out)
+        self.assertEqual(fetched_bytes(second.err), (0, 0, 0), second.err)
+        self.assertIn("from the header cache", second.err)
+        stats = run(["stats", url, "layers.1.w2", "--json"], cache_home=cache)  # data through cached headers
+        local = run(["stats", os.path.join(self.root, "sharded/model.safetensors.index.json"), "layers.1.w2", "--json"])
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(stats.json(), self.nginx.url()))
+        asked = run(["info", url, "--json"], cache_home=cache, config_home=self.config(header_max_age_s=0))
+        self.assertEqual(asked.out, first.out)
+        self.assertGreater(fetched_bytes(asked.err)[1], 0, asked.err)
+
+    def test_a_file_changed_after_caching_fails_naming_it_then_is_fetched_again(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        path = os.path.join(self.root, "changing.safetensors")
+        shutil.copy(os.path.join(self.root, "model.safetensors"), path)
+        url = self.nginx.url("changing.safetensors")
+        self.assertEqual(run(["info", url], cache_home=cache).code, 0)
+        changed = {k: v.copy() for k, v in self.single.items()}
+        changed["embed.weight"] += 1
+        time.sleep(1.1)  # nginx's ETag is the modification second and the size
+        write_safetensors(path, changed, {"format": "pt"})
+        r = run(["stats", url, "embed.weight", "--json"], cache_home=cache)
+        self.assertEqual(r.code, BAD_INPUT, r.err)
+        self.assertIn(url, r.err)
+        self.assertIn("the headers came from the cache", r.err)
+        again = run(["stats", url, "embed.weight", "--json"], cache_home=cache)
+        self.assertEqual(again.code, 0, again.err)
+        local = run(["stats", path, "embed.weight", "--json"])
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(again.json(), self.nginx.url()))
+
+    def test_the_cache_folder_is_bounded(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        home = self.config(header_cache_bytes=1 << 20)
+        pad = {"pad": "x" * (600 << 10)}  # a 600 KiB header each
+        for k in range(3):
+            write_safetensors(os.path.join(self.root, "padded%d.safetensors" % k), {"w": np.ones((4, 4), np.float32)}, pad)
+            r = run(["info", self.nginx.url("padded%d.safetensors" % k)], cache_home=cache, config_home=home)
+            self.assertEqual(r.code, 0, r.err)
+        allocated = 0
+        for dirpath, _, files in os.walk(os.path.join(cache, "tensormorph", "remote")):
+            allocated += sum(os.stat(os.path.join(dirpath, f)).st_blocks * 512 for f in files)
+        self.assertLessEqual(allocated, 1 << 20)
+        left = os.listdir(os.path.join(cache, "tensormorph", "remote", "http", "127.0.0.1_%d" % self.nginx.port))
+        self.assertIn("padded2.safetensors", left)       # the newest stays
+        self.assertNotIn("padded0.safetensors", left)    # the oldest went first
+
+
+class TestDiff(RemoteCase):
+    def diff(self, a, b, cache):
+        return run(["diff", a, b, "--json"], cache_home=cache)
+
+    def test_diff_of_remote_checkpoints_equals_the_local_run_and_fetches_each_tensor_once(self):
+        """`diff URL URL` and `diff PATH URL` give the local document (paths shown as URLs aside, and the difference
+        index's own location); the transfer is the headers plus each compared tensor's bytes once per side."""
+        local = self.diff(os.path.join(self.root, "model.safetensors"), os.path.join(self.root, "tuned.safetensors"),
+                          tempfile.mkdtemp(prefix="tm-remote-cache-"))
+        self.assertEqual(local.code, 0, local.err)
+        ranked = [p["name"] for p in local.json()["pairs"]]
+        self.assertIn("embed.weight", ranked)
+        for a, b in ((self.nginx.url("model.safetensors"), self.nginx.url("tuned.safetensors")),
+                     (os.path.join(self.root, "model.safetensors"), self.nginx.url("tuned.safetensors"))):
+            remote = self.diff(a, b, tempfile.mkdtemp(prefix="tm-remote-cache-"))
+            self.assertEqual(remote.code, 0, remote.err)
+            want, got = local.json(), remote.json()
+            for doc in (want, got):  # the difference index's location and the pairs' timings are the run's own
+                doc.pop("index")
+                for pair in doc["pairs"]:
+                    pair.pop("seconds")
+            self.assertEqual(normalise(want, self.root + "/"), normalise(got, self.nginx.url(), self.root + "/"))
+            transfers = re.findall(r"fetched (\d+) bytes", remote.err)
+            self.assertEqual(len(transfers), 2 if a.startswith("http") else 1, remote.err)
+            self.assertEqual(int(transfers[-1]), self.tuned_header + self.tuned_bytes, remote.err)
+
+    def test_compare_of_remote_checkpoints_equals_the_local_run(self):
+        local = run(["compare", os.path.join(self.root, "model.safetensors"), os.path.join(self.root, "tuned.safetensors"), "--json"])
+        self.assertEqual(local.code, 0, local.err)
+        remote = run(["compare", self.nginx.url("model.safetensors"), self.nginx.url("tuned.safetensors"), "--json"])
+        self.assertEqual(remote.code, 0, remote.err)
+        self.assertEqual(normalise(local.json(), self.root + "/"), normalise(remote.json(), self.nginx.url()))
+        transfers = [int(b) for b in re.findall(r"fetched (\d+) bytes", remote.err)]
+        self.assertEqual(transfers, [self.single_header + sum(a.nbytes for a in self.single.values()),
+                                     self.tuned_header + self.tuned_bytes], remote.err)
+
+    def test_a_missing_remote_side_names_the_url(self):
+        r = self.diff(self.nginx.url("model.safetensors"), self.nginx.url("absent.safetensors"), tempfile.mkdtemp(prefix="tm-remote-cache-"))
+        self.assertNotEqual(r.code, 0)
+        self.assertIn(self.nginx.url("absent.safetensors"), r.err)
+
+
+if __name__ == "__main__":
+    unittest.main()
