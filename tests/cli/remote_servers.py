@@ -129,8 +129,8 @@ def read_request(f):
 
 
 class LoopbackProxy:
-    """A listening socket on 127.0.0.1 whose connections are each served by a thread running self._serve(conn)
-    (a subclass's); keep-alive is the subclass's loop over read_request."""
+    """A listening socket on 127.0.0.1 in front of an upstream server on `upstream_port`: each connection is served by
+    a thread, its requests answered in turn by the subclass's _answer (keep-alive honoured)."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -157,6 +157,39 @@ class LoopbackProxy:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        """The connection's requests in turn, each answered by self._answer(conn, method, path, headers), which returns
+        False to end the connection."""
+        f = conn.makefile("rb")
+        try:
+            while True:
+                request = read_request(f)
+                if not request or not self._answer(conn, *request):
+                    return
+        except (OSError, ValueError):
+            return
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def upstream(self, method, path, headers):
+        """The upstream server's answer: (status, reason, headers without the hop-by-hop ones, body)."""
+        up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
+        try:
+            up.request(method, path, headers=headers)
+            resp = up.getresponse()
+            body = resp.read()
+            kept = [(k, v) for k, v in resp.getheaders() if k.lower() not in ("connection", "keep-alive", "transfer-encoding")]
+            return resp.status, resp.reason, kept, body
+        finally:
+            up.close()
+
+
+def response_head(status, reason, headers):
+    return ("HTTP/1.1 %d %s\r\n" % (status, reason) + "".join("%s: %s\r\n" % kv for kv in headers) + "\r\n").encode("latin-1")
 
 
 class FaultProxy(LoopbackProxy):
@@ -186,49 +219,26 @@ class FaultProxy(LoopbackProxy):
             self.spoiled += 1
             return True
 
-    def _serve(self, conn):
-        f = conn.makefile("rb")
-        try:
-            while True:
-                request = read_request(f)
-                if not request:
-                    return
-                method, path, headers = request
-                rng = headers.get("Range")
-                ranged_from = int(rng.split("=")[1].split("-")[0]) if rng else None
-                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
-                up.request(method, path, headers={"Range": rng} if rng else {})
-                resp = up.getresponse()
-                body = resp.read()
-                status, reason, out_headers = resp.status, resp.reason, resp.getheaders()
-                up.close()
-                spoil = self._take(ranged_from)
-                if spoil and self.fault == "503":
-                    conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n")
-                    continue
-                hdr = "HTTP/1.1 %d %s\r\n" % (status, reason)
-                for k, v in out_headers:
-                    if k.lower() in ("connection", "keep-alive", "transfer-encoding"):
-                        continue
-                    if k.lower() == "etag" and spoil and self.fault == "etag":
-                        v = '"changed-%s"' % v.strip('"')
-                    hdr += "%s: %s\r\n" % (k, v)
-                conn.sendall(hdr.encode("latin-1") + b"\r\n")
-                if spoil and self.fault in ("reset", "stall", "short"):
-                    conn.sendall(body[: len(body) // 2])
-                    if self.fault == "stall":
-                        time.sleep(self.stall_s)
-                    if self.fault == "reset":
-                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-                    return
-                conn.sendall(body)
-        except (OSError, ValueError):
-            return
-        finally:
-            try:
-                conn.close()
-            except OSError:
-                pass
+    def _answer(self, conn, method, path, headers):
+        rng = headers.get("Range")
+        ranged_from = int(rng.split("=")[1].split("-")[0]) if rng else None
+        status, reason, out_headers, body = self.upstream(method, path, {"Range": rng} if rng else {})
+        spoil = self._take(ranged_from)
+        if spoil and self.fault == "503":
+            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n")
+            return True
+        if spoil and self.fault == "etag":
+            out_headers = [(k, '"changed-%s"' % v.strip('"') if k.lower() == "etag" else v) for k, v in out_headers]
+        conn.sendall(response_head(status, reason, out_headers))
+        if spoil and self.fault in ("reset", "stall", "short"):
+            conn.sendall(body[: len(body) // 2])
+            if self.fault == "stall":
+                time.sleep(self.stall_s)
+            if self.fault == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            return False
+        conn.sendall(body)
+        return True
 
 
 S3RVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "node_modules", "s3rver", "bin", "s3rver.js")
@@ -338,32 +348,14 @@ class SigV4Gate(LoopbackProxy):
                                lower["x-amz-content-sha256"])
         return want == given
 
-    def _serve(self, conn):
-        f = conn.makefile("rb")
-        try:
-            while True:
-                request = read_request(f)
-                if not request:
-                    return
-                method, path, headers = request
-                if not self._valid(method, path, headers):
-                    body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request '
-                            b'signature we calculated does not match the signature you provided.</Message></Error>')
-                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-                    continue
-                with self.lock:
-                    self.checked += 1
-                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
-                up.request(method, path, headers={k: v for k, v in headers.items() if k.lower() != "host"})
-                resp = up.getresponse()
-                body = resp.read()
-                hdr = "HTTP/1.1 %d %s\r\n" % (resp.status, resp.reason)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("connection", "keep-alive", "transfer-encoding"):
-                        hdr += "%s: %s\r\n" % (k, v)
-                up.close()
-                conn.sendall(hdr.encode("latin-1") + b"\r\n" + (body if method != "HEAD" else b""))
-        except (OSError, ValueError):
-            pass
-        finally:
-            conn.close()
+    def _answer(self, conn, method, path, headers):
+        if not self._valid(method, path, headers):
+            body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request '
+                    b'signature we calculated does not match the signature you provided.</Message></Error>')
+            conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            return True
+        with self.lock:
+            self.checked += 1
+        status, reason, out_headers, body = self.upstream(method, path, {k: v for k, v in headers.items() if k.lower() != "host"})
+        conn.sendall(response_head(status, reason, out_headers) + (body if method != "HEAD" else b""))
+        return True
