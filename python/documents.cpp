@@ -83,24 +83,27 @@ nlohmann::json index_document(const std::string& path, const app::ComputeRequest
   }
   const IndexingReport sum = app::index_remote(*index, *remote, app::indexing_options(*rt, {}, true).memory_budget, fill);
   if (sum.cancelled) return nullptr;
-  IndexingReport r = fill({});  // reads nothing: every tensor is indexed or unreadable
-  r.already_indexed -= std::min(r.already_indexed, sum.computed);
-  r.computed = sum.computed, r.bytes = sum.bytes, r.workers = std::max(r.workers, sum.workers), r.seconds = sum.seconds;
-  return app::indexing_report_json(path, *index, r);
+  return app::indexing_report_json(path, *index, app::remote_indexing_report(fill({}), sum));
 }
 
 namespace {
 
 // PATH's index with tensor `name`'s statistics and pyramid computed (as the CLI's render and tile do); its
 // position in *position. Null when the hook's cancel flag stopped the indexing.
+// A remote tensor's bytes are fetched into *fetched when `values` asks for them or the index lacks its statistics.
+// *fetched refers to the returned index's checkpoint: the caller declares it after the index, so it goes first.
 std::unique_ptr<CheckpointIndex> indexed_for(const std::string& path, const std::string& name, const app::Runtime& rt,
-                                             const IndexingHook& hook, size_t* position, app::RemoteCheckpoint* remote) {
+                                             const IndexingHook& hook, size_t* position, app::RemoteCheckpoint* remote,
+                                             bool values, std::optional<app::FetchedTensors>* fetched) {
   auto index = app::open_index(path, "");
   *position = index->checkpoint().position(name, path);
   IndexingOptions options = app::indexing_options(rt, {*position}, true);
   if (hook) hook(options);
-  const app::FetchedTensors fetched(remote && !index->has_stats(*position) ? remote : nullptr, index->checkpoint(), {*position});
-  if (index_checkpoint(*index, rt.planner(), options).cancelled) return nullptr;
+  if (remote && (values || !index->has_stats(*position))) fetched->emplace(remote, index->checkpoint(), std::vector<size_t>{*position});
+  if (index_checkpoint(*index, rt.planner(), options).cancelled) {
+    fetched->reset();  // released while the index it reads is alive
+    return nullptr;
+  }
   return index;
 }
 
@@ -110,9 +113,10 @@ RenderDocument render_document(const std::string& path, const std::string& name,
                                const app::ComputeRequest& request, const IndexingHook& hook, app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   size_t i = 0;
-  const auto index = indexed_for(path, name, *rt, hook, &i, remote);
+  std::unique_ptr<CheckpointIndex> index;
+  std::optional<app::FetchedTensors> fetched;  // level-0 cells may be drawn from the values
+  index = indexed_for(path, name, *rt, hook, &i, remote, true, &fetched);
   if (!index) return {};
-  const app::FetchedTensors fetched(remote, index->checkpoint(), {i});  // level-0 cells may be drawn from the values
   TensorRender r = render_tensor(*index, i, rt->planner(), render);
   return {std::move(r.image.image), std::move(r.report)};
 }
@@ -122,7 +126,9 @@ nlohmann::json tile_document(const std::string& path, const std::string& name, u
                              app::RemoteCheckpoint* remote) {
   auto rt = make_runtime(request);
   size_t i = 0;
-  const auto index = indexed_for(path, name, *rt, hook, &i, remote);
+  std::unique_ptr<CheckpointIndex> index;
+  std::optional<app::FetchedTensors> fetched;
+  index = indexed_for(path, name, *rt, hook, &i, remote, false, &fetched);
   if (!index) return nullptr;
   return tmorph::tile_document(*index, i, level, slice, x, y);
 }

@@ -33,6 +33,9 @@ class Settings {
   void save() const;
 
   std::optional<std::string> get(const std::string& key) const;
+  // A numeric setting in [lo, hi]; nullopt when unset. InvalidArgument "setting KEY: expected a number from LO to HI,
+  // got 'VALUE'" when it is not one.
+  std::optional<double> number(const std::string& key, double lo, double hi) const;
   void set(const std::string& key, const std::string& value);  // throws InvalidArgument if unknown
   bool unset(const std::string& key);
   const std::string& path() const { return path_; }

@@ -333,6 +333,14 @@ void RemotePair::show_given(nlohmann::json& doc) const {
   }
 }
 
+IndexingReport remote_indexing_report(IndexingReport whole, const IndexingReport& batches) {
+  whole.already_indexed -= std::min(whole.already_indexed, batches.computed);
+  whole.computed = batches.computed, whole.bytes = batches.bytes, whole.workers = std::max(whole.workers, batches.workers);
+  whole.window_bytes = batches.window_bytes, whole.readahead_bytes = batches.readahead_bytes;
+  whole.seconds = batches.seconds;
+  return whole;
+}
+
 FetchedTensors::FetchedTensors(RemoteCheckpoint* remote, const Checkpoint& c, const std::vector<size_t>& which)
     : remote_(remote), c_(c) {
   if (!remote_) return;

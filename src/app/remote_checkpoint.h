@@ -78,6 +78,9 @@ std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
 // batches' sum: computed, bytes, workers, seconds; the caller completes the rest from its own full pass.
 IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
                             const std::function<IndexingReport(const std::vector<size_t>&)>& fill);
+// The report of a whole remote run: `whole` (a final pass over every tensor, which reads nothing: each is indexed or
+// unreadable) with the batches' computed tensors, bytes, workers, windows and time from `batches`.
+IndexingReport remote_indexing_report(IndexingReport whole, const IndexingReport& batches);
 
 // Two checkpoints a command reads pair by pair (diff, compare), either of which may be remote: the paths to open
 // (a remote side's stand-in), and a callback for the pair loop that fetches a pair's tensors (their positions in A

@@ -40,12 +40,7 @@ IndexingReport index_remote(CheckpointIndex& index, const Runtime& rt, app::Remo
                                                [&](const std::vector<size_t>& batch) {
                                                  return fill_index(index, rt, batch, a.json, !a.no_pyramid, max_rate);
                                                });
-  IndexingReport r = fill_index(index, rt, {}, true, !a.no_pyramid, max_rate);
-  r.already_indexed -= std::min(r.already_indexed, sum.computed);
-  r.computed = sum.computed, r.bytes = sum.bytes, r.workers = std::max(r.workers, sum.workers);
-  r.window_bytes = sum.window_bytes, r.readahead_bytes = sum.readahead_bytes;
-  r.seconds = sum.seconds;
-  return r;
+  return app::remote_indexing_report(fill_index(index, rt, {}, true, !a.no_pyramid, max_rate), sum);
 }
 
 void run_index(const IndexArgs& a) {

@@ -91,6 +91,17 @@ std::optional<std::string> Settings::get(const std::string& key) const {
   return it->second;
 }
 
+std::optional<double> Settings::number(const std::string& key, double lo, double hi) const {
+  const auto v = get(key);
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  const double d = std::strtod(v->c_str(), &end);
+  if (v->empty() || *end != '\0' || !(d >= lo && d <= hi))
+    throw Error(ErrorKind::InvalidArgument, "setting " + key + ": expected a number from " + std::to_string(static_cast<long long>(lo)) +
+                                                " to " + std::to_string(static_cast<long long>(hi)) + ", got '" + *v + "'");
+  return d;
+}
+
 void Settings::set(const std::string& key, const std::string& value) {
   bool known = false;
   std::string list;

@@ -34,16 +34,9 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// A numeric setting in [lo, hi], or `fallback` when unset; InvalidArgument naming it when malformed.
+// A numeric setting in [lo, hi], or `fallback` when unset (Settings::number refuses any other value).
 double setting(const char* key, double lo, double hi, double fallback) {
-  const auto v = Settings::load().get(key);
-  if (!v) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v->c_str(), &end);
-  if (v->empty() || *end != '\0' || !(d >= lo && d <= hi))
-    throw Error(ErrorKind::InvalidArgument, "setting " + std::string(key) + ": expected a number from " + std::to_string(static_cast<long long>(lo)) +
-                                                " to " + std::to_string(static_cast<long long>(hi)) + ", got '" + *v + "'");
-  return d;
+  return Settings::load().number(key, lo, hi).value_or(fallback);
 }
 
 std::optional<HeaderRecord> read_record(const std::string& path) {

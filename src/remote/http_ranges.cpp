@@ -231,19 +231,9 @@ void global_init() {
 FetchOptions FetchOptions::from_settings() {
   FetchOptions o;
   const Settings s = Settings::load();
-  auto number = [&](const char* key, double lo, double hi) -> std::optional<double> {
-    const auto v = s.get(key);
-    if (!v) return std::nullopt;
-    char* end = nullptr;
-    const double d = std::strtod(v->c_str(), &end);
-    if (v->empty() || *end != '\0' || !(d >= lo && d <= hi))
-      throw Error(ErrorKind::InvalidArgument, "setting " + std::string(key) + ": expected a number from " + std::to_string(static_cast<long>(lo)) +
-                                                  " to " + std::to_string(static_cast<long>(hi)) + ", got '" + *v + "'");
-    return d;
-  };
-  if (auto v = number("remote.attempts", 1, 100)) o.max_attempts = static_cast<unsigned>(*v);
-  if (auto v = number("remote.stall_timeout_s", 1, 3600)) o.stall_timeout_s = static_cast<long>(*v);
-  if (auto v = number("remote.in_flight", 1, 64)) o.max_in_flight = static_cast<unsigned>(*v);
+  if (auto v = s.number("remote.attempts", 1, 100)) o.max_attempts = static_cast<unsigned>(*v);
+  if (auto v = s.number("remote.stall_timeout_s", 1, 3600)) o.stall_timeout_s = static_cast<long>(*v);
+  if (auto v = s.number("remote.in_flight", 1, 64)) o.max_in_flight = static_cast<unsigned>(*v);
   if (const char* ca = std::getenv("CURL_CA_BUNDLE"); ca && *ca) o.ca_file = ca;
   return o;
 }

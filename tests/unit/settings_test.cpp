@@ -32,6 +32,23 @@ TEST(Settings, RoundTripsKnownKeysAndRefusesUnknownOnes) {
   EXPECT_FALSE(s.unset("compute.prefer"));
 }
 
+TEST(Settings, NumericSettingsAreReadInTheirRangeOrRefusedNamingKeyRangeAndValue) {
+  Settings s = Settings::load(temp_dir("numbers") + "/settings.json");
+  EXPECT_FALSE(s.number("remote.header_max_age_s", 0, 31536000));
+  s.set("remote.header_max_age_s", "90");
+  EXPECT_EQ(s.number("remote.header_max_age_s", 0, 31536000), 90.0);
+  for (const char* bad : {"-1", "ten", "", "1e9"}) {
+    s.set("remote.header_max_age_s", bad);
+    try {
+      s.number("remote.header_max_age_s", 0, 31536000);
+      FAIL() << "no error for '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_EQ(std::string(e.what()), std::string("setting remote.header_max_age_s: expected a number from 0 to 31536000, got '") + bad + "'");
+    }
+  }
+}
+
 TEST(Settings, CorruptFileIsAnErrorNamingTheFile) {
   const std::string path = temp_dir("corrupt") + "/settings.json";
   std::ofstream(path) << "{ not json";
