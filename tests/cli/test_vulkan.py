@@ -178,6 +178,18 @@ class VulkanCli(unittest.TestCase):
         r = run(["stats", self.path, "--backend", "vulkan", "--never", "vulkan"])
         self.assertEqual(r.code, 2)
 
+    def test_diff_tiles_have_no_vulkan_kernel_and_say_so(self):
+        """diff.tile_stats is CPU-only (docs/diff.md): pinned to Vulkan, diff stops naming the op; preferred, it falls
+        back to the CPU with the reason in the pair's placement."""
+        r = run(["diff", self.path, self.path, "a.f32", "--backend", "vulkan"])
+        self.assertEqual(r.code, 4, r.err)
+        self.assertIn("diff.tile_stats on f64 (70004 elements): --backend vulkan cannot serve it (missing_kernel: the backend "
+                      "has no diff.tile_stats kernel); nothing was substituted", r.err)
+        r = run(["diff", self.path, self.path, "a.f32", "--prefer", "vulkan", "--json"])
+        self.assertEqual(r.code, 0, r.err)
+        tiles = [p for p in r.json()["pairs"][0]["placement"] if p["op"] == "diff.tile_stats"]
+        self.assertEqual([(p["backend"], p["reason"]) for p in tiles], [("cpu", "fallback_missing_kernel")])
+
     def test_index_on_vulkan_equals_the_cpu(self):
         """Indexing with Vulkan preferred (two workers calling the plugin at once) stores the statistics
         the CPU stores; pinned strictly, the first op Vulkan cannot serve stops it with the reason, with and
