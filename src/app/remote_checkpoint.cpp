@@ -133,9 +133,9 @@ void RemoteCheckpoint::add_file(const std::string& given) {
   std::vector<uint8_t> first;
   const remote::RemoteIdentity id = http_->open(u.url, 8, first);
   auto file = std::make_unique<remote::MirrorFile>(remote::mirror_path(u), id);
-  file->write(0, first.data(), first.size());
+  file->write_header(0, first.data(), first.size());
   auto fetch_into = [&](uint64_t offset, uint64_t bytes) {
-    http_->read(id, {{offset, bytes}}, [&](uint64_t at, const uint8_t* d, size_t n) { file->write(at, d, n); });
+    http_->read(id, {{offset, bytes}}, [&](uint64_t at, const uint8_t* d, size_t n) { file->write_header(at, d, n); });
   };
   if (first.size() >= 4 && std::memcmp(first.data(), "GGUF", 4) == 0) {
     // The header's length is known only once it is parsed: a growing prefix, parsed over the stand-in (zeros past
@@ -218,16 +218,17 @@ void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& whi
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[f]->path() + ": not a stand-in of this remote checkpoint");
     remote::MirrorFile& file = *it->second;
+    for (const auto& r : rs) file.prepare(r.offset, r.bytes);
     try {
       http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
     } catch (const Error& e) {
+      for (const auto& r : rs) file.release(r.offset, r.bytes);  // recycled pages half written: never read
       if (!cached_at_) throw;
       // The server's file may have changed since the headers were cached: the next command fetches them again.
       remote::drop_header_record(local_path_);
       throw Error(e.kind(), std::string(e.what()) + " (the headers came from the cache, fetched " + std::to_string(std::max<int64_t>(0, std::time(nullptr) - cached_at_)) +
                                 " s ago; they are dropped, so the next command fetches them again)");
     }
-    file.restamp();
   }
 }
 
@@ -238,7 +239,6 @@ void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& w
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) continue;
     for (const auto& r : rs) it->second->release(r.offset, r.bytes);
-    it->second->restamp();
   }
 }
 

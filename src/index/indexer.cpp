@@ -28,19 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uintptr_t page_size() {
-  static const uintptr_t size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  return size;
-}
-
-// Drops [p, p + n)'s pages from this process (whole pages inside the range only; the page cache keeps
-// them for whoever else reads the file, and a neighbour still reading a shared page just refaults).
-void release(const uint8_t* p, uint64_t n) {
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page_size() - 1) & ~(page_size() - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page_size() - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 // Work shared by the workers and the committing thread.
 class Run {
  public:
@@ -129,7 +116,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
         for (uint64_t y = 0; y < view.rows; ++y) lod.feed(reader.read_decoded(s, y, 0, view.cols), view.cols);
       *pyramid = lod.finish();
     }
-    for (const auto& [f, part] : ranges) release(f->data() + part.file_offset, part.bytes);
+    for (const auto& [f, part] : ranges) f->drop_pages(part.file_offset, part.bytes);
     bytes_done += t.bytes;
     return r;
   }
@@ -165,13 +152,19 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   // Reads bytes [offset, offset + n) of f through the buffer, asking for `ahead` bytes further on.
   auto feed_file = [&](const MappedFile& f, uint64_t offset, uint64_t n) {
     f.read_ahead(offset, std::min(n, ahead));
+    const bool in_place = f.in_memory() && offset <= f.size() && n <= f.size() - offset &&
+                          reinterpret_cast<uintptr_t>(f.data() + offset) % width == 0;
     for (uint64_t off = 0; off < n;) {
       const uint64_t k = std::min(piece, n - off);
       if (off + ahead < n) f.read_ahead(offset + off + ahead, std::min(k, n - off - ahead));
-      f.read_at(offset + off, buffer.data(), k);
-      if (t.crc32) crc = zip_crc32(buffer.data(), k, crc);
-      stream.feed(buffer.data(), k / width);
-      if (lod) lod->feed(buffer.data(), k / width);
+      // Bytes already in memory (an overlay: a remote file's fetched bytes) are read in place when aligned to the
+      // element width (the stream reads whole elements), not copied; read_at checks the bounds either way.
+      const uint8_t* bytes_at = buffer.data();
+      if (in_place) bytes_at = f.data() + offset + off;
+      else f.read_at(offset + off, buffer.data(), k);
+      if (t.crc32) crc = zip_crc32(bytes_at, k, crc);
+      stream.feed(bytes_at, k / width);
+      if (lod) lod->feed(bytes_at, k / width);
       bytes_done += k;
       off += k;
     }
@@ -224,7 +217,7 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   // are released afterwards.
   const uint8_t* base = c.data(t);
   StatsResult r = stream.finish(base);
-  release(base, bytes);
+  file.drop_pages(t.file_offset, bytes);
   return r;
 }
 

@@ -4,8 +4,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <linux/falloc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,7 +13,9 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
+#include "core/file_overlay.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
 
@@ -51,13 +53,59 @@ MirrorFile::MirrorFile(std::string path, const RemoteIdentity& id) : path_(std::
     throw Error(ErrorKind::Io, path_ + ": cannot size the stand-in to " + std::to_string(id.size) + " bytes: " + std::strerror(e));
   }
   restamp();
+  // One overlay per path in a process: a second stand-in of the same file (diff X X, two checkpoints sharing a
+  // shard) fetches into the overlay the first one's readers map.
+  overlay_ = find_overlay(path_);
+  if (overlay_ && overlay_->size() == id.size) return;
+  try {
+    overlay_ = std::make_shared<FileOverlay>(path_, id.size);
+    copy_data_into_overlay();
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  register_overlay(overlay_);
 }
 
 MirrorFile::~MirrorFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void MirrorFile::copy_data_into_overlay() {
+  // The file's data extents (its headers; a stand-in an older version left may hold tensor bytes too, which are
+  // fetched again before they are read) into the overlay.
+  std::vector<uint8_t> buffer;
+  for (off_t at = 0; static_cast<uint64_t>(at) < id_.size;) {
+    const off_t data = ::lseek(fd_, at, SEEK_DATA);
+    if (data < 0) break;  // ENXIO: no data past `at`
+    off_t hole = ::lseek(fd_, data, SEEK_HOLE);
+    if (hole < 0) hole = static_cast<off_t>(id_.size);
+    for (off_t o = data; o < hole;) {
+      const size_t want = static_cast<size_t>(std::min<off_t>(hole - o, 4 << 20));
+      buffer.resize(want);
+      const ssize_t n = ::pread(fd_, buffer.data(), want, o);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(ErrorKind::Io, path_ + ": cannot read the stand-in at offset " + std::to_string(o) + ": " + std::strerror(errno));
+      if (n == 0) break;
+      overlay_->write(static_cast<uint64_t>(o), buffer.data(), static_cast<size_t>(n));
+      o += n;
+    }
+    at = hole;
+  }
+}
+
 void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) {
+  if (offset > id_.size || bytes > id_.size - offset)
+    throw Error(ErrorKind::BadInput, id_.url + ": bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + " lie past its " + std::to_string(id_.size) + " bytes");
+  overlay_->write(offset, data, bytes);
+}
+
+void MirrorFile::prepare(uint64_t offset, uint64_t bytes) { overlay_->prepare(offset, bytes); }
+
+uint64_t MirrorFile::resident_bytes() const { return overlay_->resident_bytes(); }
+
+void MirrorFile::write_header(uint64_t offset, const uint8_t* data, size_t bytes) {
+  write(offset, data, bytes);
   for (size_t done = 0; done < bytes;) {
     const ssize_t n = ::pwrite(fd_, data + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
@@ -67,17 +115,8 @@ void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) {
 }
 
 void MirrorFile::release(uint64_t offset, uint64_t bytes) {
-  // Whole blocks only: punching part of a block writes zeros into it, and its other bytes may be a header or
-  // another tensor still in use.
-  struct stat st {};
-  const uint64_t block = ::fstat(fd_, &st) == 0 && st.st_blksize > 4096 ? static_cast<uint64_t>(st.st_blksize) : 4096;
-  const uint64_t first = (offset + block - 1) / block * block, end = (offset + bytes) / block * block;
-  if (end <= first) return;
-  offset = first, bytes = end - first;
-  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(bytes)) != 0) {
-    // A file system without hole punching: overwrite nothing, but say so (the bytes stay on disk until the next run).
-    if (errno != EOPNOTSUPP) throw Error(ErrorKind::Io, path_ + ": cannot release bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + ": " + std::strerror(errno));
-  }
+  // Whole pages only: their other bytes may be a header or another tensor still in use.
+  overlay_->release(offset, bytes);
 }
 
 void MirrorFile::restamp() {

@@ -1,17 +1,24 @@
 // The local stand-in of a remote file: a sparse file of the remote file's size in the user's cache folder
-// (cache_dir()/remote/SCHEME/HOST/PATH), holding the bytes fetched so far at their offsets and holes
-// elsewhere, so the readers map it exactly as they map a local file. Fetched tensor bytes are released
-// (their blocks freed) once used; headers stay (a few kilobytes per file). Its modification time is set
-// from the remote identity (Last-Modified, with the ETag's hash as nanoseconds), so the index's file
-// identity changes when the remote file does.
+// (cache_dir()/remote/SCHEME/HOST/PATH) holding the headers at their offsets and holes elsewhere (a few
+// kilobytes per file, what the header cache and the index's file identity read), and, while the MirrorFile
+// lives, an overlay of the whole file in memory (core/file_overlay.h) that every MappedFile of the path maps
+// instead: headers and fetched tensor bytes are copied there, read in place by the statistics, and released
+// (their pages freed) once used. Tensor bytes never touch the disk. Its modification time is set from the
+// remote identity (Last-Modified, with the ETag's hash as nanoseconds), so the index's file identity changes
+// when the remote file does.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "remote/http_ranges.h"
 #include "remote/remote_url.h"
+
+namespace tmorph {
+class FileOverlay;
+}
 
 namespace tmorph::remote {
 
@@ -20,16 +27,24 @@ std::string mirror_path(const RemoteUrl& u);
 
 class MirrorFile {
  public:
-  // Creates (or resizes) the stand-in at `path` to id.size bytes. Io naming the path when it cannot.
+  // Creates (or resizes) the stand-in at `path` to id.size bytes and registers its overlay, holding the bytes the
+  // file on disk holds (its headers). Io naming the path when it cannot.
   MirrorFile(std::string path, const RemoteIdentity& id);
   ~MirrorFile();
   MirrorFile(const MirrorFile&) = delete;
   MirrorFile& operator=(const MirrorFile&) = delete;
 
-  void write(uint64_t offset, const uint8_t* data, size_t bytes);  // thread-safe (pwrite)
-  // Frees the whole file-system blocks inside [offset, offset + bytes): they read as zeros again. Bytes of a block
+  // Header bytes: to the file on disk and the overlay. Thread-safe (pwrite) for disjoint ranges.
+  void write_header(uint64_t offset, const uint8_t* data, size_t bytes);
+  // Tensor bytes [offset, offset + bytes) are about to be written: the overlay's pages are faulted in at once.
+  void prepare(uint64_t offset, uint64_t bytes);
+  // Tensor bytes: to the overlay only. Thread-safe for disjoint ranges.
+  void write(uint64_t offset, const uint8_t* data, size_t bytes);
+  // Frees the whole pages of the overlay inside [offset, offset + bytes): they read as zeros again. Bytes of a page
   // the range shares with its neighbours stay.
   void release(uint64_t offset, uint64_t bytes);
+  // Memory the overlay holds now (fetched bytes not yet released), in bytes.
+  uint64_t resident_bytes() const;
   // Sets the modification time from the identity again (writes and releases move it).
   void restamp();
   const std::string& path() const { return path_; }
@@ -39,6 +54,8 @@ class MirrorFile {
   std::string path_;
   RemoteIdentity id_;
   int fd_ = -1;
+  std::shared_ptr<FileOverlay> overlay_;
+  void copy_data_into_overlay();
 };
 
 // Writes a small whole file (a JSON sidecar) beside the stand-ins, atomically.
