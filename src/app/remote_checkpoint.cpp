@@ -73,7 +73,9 @@ RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
   }
   http_ = std::make_unique<remote::HttpRanges>(std::move(o));
   local_path_ = remote::mirror_path(u);
-  lock_ = std::make_unique<remote::MirrorLock>(fs::path(local_path_).parent_path().string());
+  const std::string folder = fs::path(local_path_).parent_path().string();
+  use_lock_ = std::make_unique<remote::MirrorLock>(folder, remote::MirrorLock::Kind::Use);
+  const remote::MirrorLock writing(folder, remote::MirrorLock::Kind::Write);  // until the headers are written
   remote::mark_open(local_path_, true);
   const std::string name = file_name(u);
   if (ends_with(name, ".bin.index.json"))
@@ -211,18 +213,16 @@ uint64_t RemoteCheckpoint::fetch_bytes(const Checkpoint& c, const std::vector<si
   return total;
 }
 
-void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& which) {
+void RemoteCheckpoint::fetch_ranges(const Checkpoint& c, const std::vector<size_t>& which) {
   std::map<size_t, std::vector<remote::ByteRange>> ranges;
   for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
   for (const auto& [f, rs] : ranges) {
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[f]->path() + ": not a stand-in of this remote checkpoint");
     remote::MirrorFile& file = *it->second;
-    for (const auto& r : rs) file.prepare(r.offset, r.bytes);
     try {
       http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
     } catch (const Error& e) {
-      for (const auto& r : rs) file.release(r.offset, r.bytes);  // recycled pages half written: never read
       if (!cached_at_) throw;
       // The server's file may have changed since the headers were cached: the next command fetches them again.
       remote::drop_header_record(local_path_);
@@ -232,14 +232,106 @@ void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& whi
   }
 }
 
-void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& which) {
+void RemoteCheckpoint::release_ranges(const Checkpoint& c, size_t tensor) {
   std::map<size_t, std::vector<remote::ByteRange>> ranges;
-  for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
+  tensor_ranges(c, c.tensors.at(tensor), ranges);
   for (const auto& [f, rs] : ranges) {
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) continue;
     for (const auto& r : rs) it->second->release(r.offset, r.bytes);
   }
+}
+
+void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& which) {
+  {
+    std::lock_guard<std::mutex> guard(held_mutex_);
+    for (size_t i : which) ++held_[c.tensors.at(i).name].count;
+  }
+  try {
+    for (;;) {
+      std::vector<size_t> mine;
+      {
+        std::unique_lock<std::mutex> lock(held_mutex_);
+        bool waiting = false;
+        for (size_t i : which) {
+          Held& h = held_[c.tensors[i].name];
+          if (h.valid) continue;
+          if (h.loading) waiting = true;
+          else h.loading = true, mine.push_back(i);
+        }
+        if (mine.empty()) {
+          if (!waiting) return;
+          held_changed_.wait(lock);  // another thread fetches some of them
+          continue;
+        }
+      }
+      try {
+        fetch_ranges(c, mine);
+      } catch (...) {
+        std::lock_guard<std::mutex> guard(held_mutex_);
+        for (size_t i : mine) held_[c.tensors[i].name].loading = false;
+        held_changed_.notify_all();
+        throw;
+      }
+      std::lock_guard<std::mutex> guard(held_mutex_);
+      for (size_t i : mine) {
+        Held& h = held_[c.tensors[i].name];
+        h.loading = false, h.valid = true, h.bytes = fetch_bytes(c, {i});
+      }
+      held_changed_.notify_all();
+    }
+  } catch (...) {
+    release(c, which);  // bytes half written are freed with the rest: never read
+    throw;
+  }
+}
+
+void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& which) {
+  std::lock_guard<std::mutex> guard(held_mutex_);
+  for (size_t i : which) {
+    const auto it = held_.find(c.tensors.at(i).name);
+    if (it == held_.end() || --it->second.count > 0) continue;
+    // Under the lock: a fetch of the same tensor starting now must not have its bytes freed under it. (No fetch is
+    // under way: a fetching call holds a count.)
+    release_ranges(c, i);
+    held_.erase(it);
+  }
+}
+
+void RemoteCheckpoint::serve_reads(const Checkpoint& c, uint64_t keep_bytes) {
+  keep_budget_ = keep_bytes;
+  c.before_reading = [this, &c](size_t tensor) { hold_for_reads(c, tensor); };
+}
+
+uint64_t RemoteCheckpoint::kept_bytes() const {
+  std::lock_guard<std::mutex> guard(held_mutex_);
+  return kept_bytes_;
+}
+
+void RemoteCheckpoint::hold_for_reads(const Checkpoint& c, size_t tensor) {
+  if (!c.tensors.at(tensor).readable()) return;  // the reader refuses it with the reason
+  {
+    std::lock_guard<std::mutex> guard(held_mutex_);
+    if (const auto k = std::find(kept_.begin(), kept_.end(), tensor); k != kept_.end()) {
+      kept_.splice(kept_.begin(), kept_, k);  // most recently read
+      return;
+    }
+    const auto it = held_.find(c.tensors[tensor].name);
+    if (it != held_.end() && it->second.valid) return;  // held by a fetch (an indexing batch): read as it is
+  }
+  fetch(c, {tensor});
+  std::vector<size_t> evicted;
+  {
+    std::lock_guard<std::mutex> guard(held_mutex_);
+    kept_.push_front(tensor);
+    kept_bytes_ += fetch_bytes(c, {tensor});
+    while (kept_bytes_ > keep_budget_ && kept_.size() > 1) {
+      evicted.push_back(kept_.back());
+      kept_bytes_ -= fetch_bytes(c, {kept_.back()});
+      kept_.pop_back();
+    }
+  }
+  release(c, evicted);
 }
 
 uint64_t RemoteCheckpoint::bytes_received() const { return http_->bytes_received(); }
@@ -255,9 +347,14 @@ std::string RemoteCheckpoint::transfer_text() const {
 IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
                             const std::function<IndexingReport(const std::vector<size_t>&)>& fill) {
   const Checkpoint& c = index.checkpoint();
-  std::vector<size_t> order;
+  std::vector<size_t> todo;
   for (size_t i = 0; i < c.tensors.size(); ++i)
-    if (c.tensors[i].readable() && !index.has_stats(i)) order.push_back(i);
+    if (c.tensors[i].readable() && !index.has_stats(i)) todo.push_back(i);
+  return index_remote(c, std::move(todo), remote, memory_budget, fill);
+}
+
+IndexingReport index_remote(const Checkpoint& c, std::vector<size_t> order, RemoteCheckpoint& remote, uint64_t memory_budget,
+                            const std::function<IndexingReport(const std::vector<size_t>&)>& fill) {
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return std::tie(c.tensors[x].file_index, c.tensors[x].file_offset) < std::tie(c.tensors[y].file_index, c.tensors[y].file_offset);
   });
@@ -297,7 +394,13 @@ IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remo
 }
 
 RemotePair::RemotePair(const std::string& a, const std::string& b)
-    : given_a_(a), given_b_(b), ra_(open_remote_if_url(a)), rb_(open_remote_if_url(b)) {
+    : RemotePair(a, b, nullptr, nullptr) {}
+
+RemotePair::RemotePair(const std::string& a, const std::string& b, RemoteCheckpoint* open_a, RemoteCheckpoint* open_b)
+    : given_a_(a), given_b_(b) {
+  if (!open_a) own_a_ = open_remote_if_url(a), open_a = own_a_.get();
+  if (!open_b) own_b_ = open_remote_if_url(b), open_b = own_b_.get();
+  ra_ = open_a, rb_ = open_b;
   path_a_ = ra_ ? ra_->local_path() : a;
   path_b_ = rb_ ? rb_->local_path() : b;
   if (ra_) ca_ = std::make_unique<Checkpoint>(open_checkpoint(path_a_));
@@ -309,7 +412,7 @@ RemotePair::~RemotePair() = default;
 std::function<void(size_t, size_t, bool)> RemotePair::around_pair() {
   if (!ra_ && !rb_) return {};
   return [this](size_t ia, size_t ib, bool fetch) {
-    for (auto [remote, c, i] : {std::tuple{ra_.get(), ca_.get(), ia}, std::tuple{rb_.get(), cb_.get(), ib}}) {
+    for (auto [remote, c, i] : {std::tuple{ra_, ca_.get(), ia}, std::tuple{rb_, cb_.get(), ib}}) {
       if (!remote || i == kNoTensor || !c->tensors.at(i).readable()) continue;
       if (fetch) remote->fetch(*c, {i});
       else remote->release(*c, {i});
@@ -325,12 +428,14 @@ void replace_string(nlohmann::json& doc, const std::string& from, const std::str
 }
 }  // namespace
 
+void RemoteCheckpoint::show_given(nlohmann::json& doc, const std::string& given) const {
+  show_urls(doc);
+  replace_string(doc, local_path_, given);
+}
+
 void RemotePair::show_given(nlohmann::json& doc) const {
-  for (const auto& [remote, local, given] : {std::tuple{ra_.get(), &path_a_, &given_a_}, std::tuple{rb_.get(), &path_b_, &given_b_}}) {
-    if (!remote) continue;
-    remote->show_urls(doc);
-    replace_string(doc, *local, *given);
-  }
+  for (const auto& [remote, given] : {std::tuple{ra_, &given_a_}, std::tuple{rb_, &given_b_}})
+    if (remote) remote->show_given(doc, *given);
 }
 
 IndexingReport remote_indexing_report(IndexingReport whole, const IndexingReport& batches) {

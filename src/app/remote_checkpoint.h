@@ -4,9 +4,12 @@
 // fetches the bytes of the tensors it reads before reading them, and releases them afterwards.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +33,8 @@ class RemoteCheckpoint {
   // Fetches what opening `remote_path` needs: the index JSON whole (at most 64 MiB), each file's header
   // (safetensors: its 8-byte length and JSON; GGUF: a growing prefix up to its tensor data), config.json and
   // quantize_config.json when present; or nothing, when the header cache holds them fresh (remote/header_cache.h).
-  // Holds the stand-ins' lock until destroyed. Errors name the URL.
+  // Holds the stand-in folder's Use lock until destroyed, and its Write lock while fetching headers
+  // (remote/mirror_file.h). Errors name the URL.
   explicit RemoteCheckpoint(const std::string& remote_path);
   ~RemoteCheckpoint();
 
@@ -40,12 +44,22 @@ class RemoteCheckpoint {
   std::string shown(const std::string& local) const;
   // Every string of `doc` that is a stand-in's path replaced by its URL (a document's "file" fields).
   void show_urls(nlohmann::json& doc) const;
+  // show_urls, and local_path() itself shown as `given` (the path the user gave: a sharded index's URL).
+  void show_given(nlohmann::json& doc, const std::string& given) const;
 
-  // Fetches the bytes of tensors `which` of `c` (opened from local_path()) into the stand-ins; Unavailable naming
-  // the tensor for a storage form not read remotely (chunked, strided, encoded values).
+  // Fetches the bytes of tensors `which` of `c` (opened from local_path()) into the stand-ins' memory; Unavailable
+  // naming the tensor for a storage form not read remotely (chunked, strided, encoded values). Counted per tensor:
+  // a tensor fetched already (by another thread, another call) is not fetched again, one being fetched is waited
+  // for. Thread-safe.
   void fetch(const Checkpoint& c, const std::vector<size_t>& which);
-  // Frees those bytes again (the stand-ins keep only headers).
+  // Ends one fetch of each: a tensor's bytes are freed when no fetch holds them any more.
   void release(const Checkpoint& c, const std::vector<size_t>& which);
+  // For a long-lived face (the server): every ValueReader of `c` fetches its tensor first (Checkpoint::before_reading)
+  // and the tensors so fetched stay while they fit in `keep_bytes` (least recently read freed first; one larger
+  // tensor is kept alone). Tensors a fetch() holds (an indexing batch) are read as they are. `c` must outlive this.
+  void serve_reads(const Checkpoint& c, uint64_t keep_bytes);
+  // Bytes the tensors kept for reads hold now.
+  uint64_t kept_bytes() const;
   // The tensors' bytes fetch() would read.
   static uint64_t fetch_bytes(const Checkpoint& c, const std::vector<size_t>& which);
 
@@ -60,12 +74,27 @@ class RemoteCheckpoint {
   void add_file(const std::string& url_given);
   std::string local_path_;
   std::string host_;
-  std::unique_ptr<remote::MirrorLock> lock_;
+  std::unique_ptr<remote::MirrorLock> use_lock_;
   std::unique_ptr<remote::HttpRanges> http_;
   std::map<std::string, std::unique_ptr<remote::MirrorFile>> files_;  // by stand-in path
   std::map<std::string, std::string> urls_;                           // stand-in path -> URL shown
   uint64_t header_bytes_ = 0;
   int64_t cached_at_ = 0;  // when the headers came from the cache (remote/header_cache.h): when they were fetched
+
+  // Fetches held, by tensor name (the same in every Checkpoint opened from the stand-ins).
+  struct Held {
+    int count = 0;
+    bool loading = false, valid = false;  // a fetch is under way; the bytes are there
+    uint64_t bytes = 0;
+  };
+  void fetch_ranges(const Checkpoint& c, const std::vector<size_t>& which);
+  void release_ranges(const Checkpoint& c, size_t tensor);
+  void hold_for_reads(const Checkpoint& c, size_t tensor);
+  mutable std::mutex held_mutex_;
+  std::condition_variable held_changed_;
+  std::map<std::string, Held> held_;
+  std::list<size_t> kept_;  // tensors held for reads (serve_reads), most recently read first
+  uint64_t kept_bytes_ = 0, keep_budget_ = 0;
 };
 
 // A RemoteCheckpoint for an http://, https://, hf:// or s3:// path; null for a local path.
@@ -78,6 +107,9 @@ std::unique_ptr<RemoteCheckpoint> open_remote_if_url(const std::string& path);
 // batches' sum: computed, bytes, workers, seconds; the caller completes the rest from its own full pass.
 IndexingReport index_remote(const CheckpointIndex& index, RemoteCheckpoint& remote, uint64_t memory_budget,
                             const std::function<IndexingReport(const std::vector<size_t>&)>& fill);
+// The same for the tensors `todo` of `c` (those the caller found unindexed, under its own lock of the index).
+IndexingReport index_remote(const Checkpoint& c, std::vector<size_t> todo, RemoteCheckpoint& remote, uint64_t memory_budget,
+                            const std::function<IndexingReport(const std::vector<size_t>&)>& fill);
 // The report of a whole remote run: `whole` (a final pass over every tensor, which reads nothing: each is indexed or
 // unreadable) with the batches' computed tensors, bytes, workers, windows and time from `batches`.
 IndexingReport remote_indexing_report(IndexingReport whole, const IndexingReport& batches);
@@ -89,11 +121,14 @@ class RemotePair {
  public:
   static constexpr size_t kNoTensor = static_cast<size_t>(-1);
   RemotePair(const std::string& a, const std::string& b);
+  // With remote sides already open (a server's served checkpoints: their fetches and kept tensors are counted in
+  // one place); null opens the side when it is a URL.
+  RemotePair(const std::string& a, const std::string& b, RemoteCheckpoint* open_a, RemoteCheckpoint* open_b);
   ~RemotePair();
   const std::string& path_a() const { return path_a_; }
   const std::string& path_b() const { return path_b_; }
-  const RemoteCheckpoint* a() const { return ra_.get(); }
-  const RemoteCheckpoint* b() const { return rb_.get(); }
+  const RemoteCheckpoint* a() const { return ra_; }
+  const RemoteCheckpoint* b() const { return rb_; }
   // Empty when both are local.
   std::function<void(size_t tensor_a, size_t tensor_b, bool fetch)> around_pair();
   // Stand-in paths in `doc` shown as the paths given.
@@ -101,7 +136,9 @@ class RemotePair {
 
  private:
   std::string given_a_, given_b_, path_a_, path_b_;
-  std::unique_ptr<RemoteCheckpoint> ra_, rb_;
+  std::unique_ptr<RemoteCheckpoint> own_a_, own_b_;
+  RemoteCheckpoint* ra_ = nullptr;
+  RemoteCheckpoint* rb_ = nullptr;
   std::unique_ptr<Checkpoint> ca_, cb_;  // the stand-ins opened as the pair loop opens them (the same positions)
 };
 

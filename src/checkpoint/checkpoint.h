@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -160,6 +161,9 @@ struct Checkpoint {
     std::optional<size_t> file;
   };
   InPlace in_place(const CheckpointTensor& t) const;
+  // When set, called with a tensor's position before a ValueReader reads its bytes: a face whose files are remote
+  // fetches them there (app::RemoteCheckpoint::serve_reads). Mutable: attached to a checkpoint an index holds.
+  mutable std::function<void(size_t tensor)> before_reading;
   // The position in `tensors` of the tensor called `name`; InvalidArgument naming `shown_path` (the path the user
   // gave) when there is none.
   size_t position(const std::string& name, const std::string& shown_path) const;

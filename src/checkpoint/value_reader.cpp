@@ -13,6 +13,10 @@ namespace tmorph {
 ValueReader::ValueReader(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner, const View2D& view)
     : c_(c), t_(t), view_(view) {
   if (auto why = unreadable_reason(t, planner)) throw Error(ErrorKind::Unavailable, t.name + ": " + *why);
+  if (c.before_reading) {
+    const bool listed = !c.tensors.empty() && &t >= c.tensors.data() && &t < c.tensors.data() + c.tensors.size();
+    c.before_reading(listed ? static_cast<size_t>(&t - c.tensors.data()) : c.position(t.name, t.name));
+  }
   if (view.slices * view.rows * view.cols != t.elements)
     throw Error(ErrorKind::Internal, t.name + ": the view does not cover the tensor's elements");
   if (t.packed()) {

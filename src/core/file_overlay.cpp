@@ -1,6 +1,9 @@
 #include "core/file_overlay.h"
 
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,34 +37,49 @@ uint64_t page_bytes() {
 }  // namespace
 
 FileOverlay::FileOverlay(std::string path, uint64_t size) : path_(std::move(path)), size_(size) {
+  fd_ = ::memfd_create("tensormorph-overlay", MFD_CLOEXEC);
+  if (fd_ < 0) throw Error(ErrorKind::Io, path_ + ": cannot create a memory file for its bytes: " + std::strerror(errno));
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path_ + ": cannot size a memory file to " + std::to_string(size_) + " bytes: " + std::strerror(e));
+  }
   if (size_ == 0) return;
-  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    throw Error(ErrorKind::Io, path_ + ": cannot reserve " + std::to_string(size_) + " bytes of address space for its bytes in memory: " + std::strerror(errno));
-  ::madvise(p, size_, MADV_HUGEPAGE);  // advisory: fewer, larger pages where transparent huge pages are on
-  data_ = static_cast<uint8_t*>(p);
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd_);
+    throw Error(ErrorKind::Io, path_ + ": cannot map " + std::to_string(size_) + " bytes of its memory file: " + std::strerror(e));
+  }
+  data_ = static_cast<const uint8_t*>(p);
 }
 
 FileOverlay::~FileOverlay() {
-  if (data_) ::munmap(data_, size_);
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  ::close(fd_);
 }
 
 void FileOverlay::write(uint64_t offset, const uint8_t* from, size_t bytes) {
   if (offset > size_ || bytes > size_ - offset)
     throw Error(ErrorKind::Internal, path_ + ": bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + " lie outside its " + std::to_string(size_) + " bytes");
-  if (bytes) std::memcpy(data_ + offset, from, bytes);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = ::pwrite(fd_, from + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorKind::Io, path_ + ": cannot keep bytes " + std::to_string(offset + done) + "+" + std::to_string(bytes - done) + " in memory: " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
 }
 
-void FileOverlay::prepare(uint64_t offset, uint64_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  if (offset >= size_) return;
-  bytes = std::min(bytes, size_ - offset);
-  const uint64_t page = page_bytes();
-  const uint64_t first = offset / page * page, end = std::min(size_, (offset + bytes + page - 1) / page * page);
-  if (end > first) ::madvise(data_ + first, end - first, MADV_POPULATE_WRITE);
-#else
-  (void)offset, (void)bytes;
-#endif
+bool FileOverlay::read(uint64_t offset, void* out, uint64_t bytes) const {
+  if (offset > size_ || bytes > size_ - offset) return false;
+  auto* dst = static_cast<uint8_t*>(out);
+  for (uint64_t done = 0; done < bytes;) {
+    const ssize_t n = ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
 }
 
 void FileOverlay::release(uint64_t offset, uint64_t bytes) {
@@ -70,22 +88,13 @@ void FileOverlay::release(uint64_t offset, uint64_t bytes) {
   const uint64_t page = page_bytes();
   const uint64_t first = (offset + page - 1) / page * page, end = (offset + bytes) / page * page;
   if (end <= first) return;
-  // MADV_DONTNEED on private anonymous memory: the pages are freed and read as zeros afterwards.
-  if (::madvise(data_ + first, end - first, MADV_DONTNEED) != 0)
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(first), static_cast<off_t>(end - first)) != 0)
     throw Error(ErrorKind::Io, path_ + ": cannot release bytes " + std::to_string(first) + "+" + std::to_string(end - first) + " of its memory: " + std::strerror(errno));
 }
 
 uint64_t FileOverlay::resident_bytes() const {
-  if (!data_) return 0;
-  const uint64_t page = page_bytes(), pages = (size_ + page - 1) / page;
-  uint64_t resident = 0;
-  std::vector<unsigned char> vec(static_cast<size_t>(std::min<uint64_t>(pages, 1u << 20)));
-  for (uint64_t at = 0; at < pages; at += vec.size()) {
-    const uint64_t n = std::min<uint64_t>(vec.size(), pages - at);
-    if (::mincore(data_ + at * page, std::min(n * page, size_ - at * page), vec.data()) != 0) return 0;
-    for (uint64_t i = 0; i < n; ++i) resident += (vec[i] & 1) ? page : 0;
-  }
-  return resident;
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
 }
 
 std::string overlay_key(const std::string& path) {

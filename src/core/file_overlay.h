@@ -1,8 +1,9 @@
-// A file's bytes held in anonymous memory instead of on disk: while an overlay of a path is registered, every
-// MappedFile of that path (the openers, the index, the faces) maps the overlay rather than the file. A remote
-// file's stand-in (remote/mirror_file.h) uses one: received bytes are copied here once, read in place by the
-// statistics, and released again; the file on disk keeps only the headers. The memory is reserved lazily
-// (MAP_NORESERVE): untouched bytes cost nothing and read as zeros, like the stand-in's holes.
+// A file's bytes held in a private memory file of this process instead of on disk: while an overlay of a path is
+// registered, every MappedFile of that path (the openers, the index, the faces) maps the overlay rather than the
+// file. A remote file's stand-in (remote/mirror_file.h) uses one: received bytes are written here once (pwrite into
+// a sparse memfd: no disk, no zeroing of fresh pages), read in place by the statistics, and released again (holes
+// punched); the file on disk keeps only the headers. Bytes never written cost nothing and read as zeros, like the
+// stand-in's holes. Being the process's own, an overlay's bytes cannot be released by another process.
 #pragma once
 
 #include <cstddef>
@@ -25,23 +26,23 @@ class FileOverlay {
   uint64_t size() const { return size_; }
   const uint8_t* data() const { return data_; }
 
-  // Copies `bytes` bytes to `offset`; Internal naming the path when the range lies outside. Thread-safe for
-  // disjoint ranges.
+  // Writes `bytes` bytes at `offset` (pwrite: the mapping sees them); Internal naming the path when the range lies
+  // outside, Io when memory runs out. Thread-safe.
   void write(uint64_t offset, const uint8_t* from, size_t bytes);
-  // Bytes [offset, offset + bytes) are about to be written: their pages are faulted in now, in one call per range
-  // (MADV_POPULATE_WRITE; advisory: where refused they fault in as they are written). Faulting page by page as a
-  // copy touches them costs several times the copy on a virtual machine.
-  void prepare(uint64_t offset, uint64_t bytes);
+  // Copies [offset, offset + bytes) out (pread: no page of the mapping is faulted in); false when the range lies
+  // outside.
+  bool read(uint64_t offset, void* out, uint64_t bytes) const;
   // Frees the whole pages inside [offset, offset + bytes): they read as zeros again and hold no memory. Bytes of a
   // page the range shares with its neighbours stay.
   void release(uint64_t offset, uint64_t bytes);
-  // Bytes of memory the overlay holds now (resident pages), for reports and tests.
+  // Bytes of memory the overlay holds now, for reports and tests.
   uint64_t resident_bytes() const;
 
  private:
   std::string path_;
   uint64_t size_ = 0;
-  uint8_t* data_ = nullptr;
+  int fd_ = -1;  // the memory file
+  const uint8_t* data_ = nullptr;
 };
 
 // The key a path is registered under: absolute, lexically normal (no file-system access beyond the working folder).

@@ -58,9 +58,8 @@ MappedFile::~MappedFile() {
 void MappedFile::read_at(uint64_t offset, void* out, uint64_t bytes) const {
   auto* dst = static_cast<uint8_t*>(out);
   if (overlay_) {
-    if (offset > size_ || bytes > size_ - offset)
+    if (!overlay_->read(offset, dst, bytes))
       throw Error(ErrorKind::BadInput, path_ + ": ends at offset " + std::to_string(size_) + ", expected " + std::to_string(offset + bytes) + " bytes");
-    if (bytes) std::memcpy(dst, data_ + offset, bytes);
     return;
   }
   for (uint64_t done = 0; done < bytes;) {
@@ -85,7 +84,7 @@ void MappedFile::check_not_shrunk() const {
 }
 
 void MappedFile::drop_pages(uint64_t offset, uint64_t bytes) const {
-  if (overlay_ || !data_ || offset >= size_) return;
+  if (!data_ || offset >= size_) return;
   bytes = std::min(bytes, size_ - offset);
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t at = reinterpret_cast<uintptr_t>(data_) + offset;

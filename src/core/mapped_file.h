@@ -23,7 +23,7 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // True when the bytes are an overlay's (already in memory: no read, no read-ahead, no page to drop).
+  // True when it maps a registered overlay (core/file_overlay.h) rather than the file.
   bool in_memory() const { return overlay_ != nullptr; }
 
   // Copies [offset, offset + bytes) with pread: a file that shrank since it was mapped is an error
@@ -35,7 +35,7 @@ class MappedFile {
   void check_not_shrunk() const;
   // This process is done reading [offset, offset + bytes) for now: the whole pages inside are dropped from the
   // mapping (the page cache keeps them for whoever else reads the file; a neighbour still reading a shared page
-  // refaults it). Nothing for an overlay, whose pages are the only copy: its owner releases them.
+  // refaults it; an overlay's memory file keeps them until its owner releases them).
   void drop_pages(uint64_t offset, uint64_t bytes) const;
   // Asks the kernel to start reading [offset, offset + bytes) into the page cache now (asynchronous).
   void read_ahead(uint64_t offset, uint64_t bytes) const;

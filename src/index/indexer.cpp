@@ -152,19 +152,13 @@ StatsResult index_tensor(const Checkpoint& c, const CheckpointTensor& t, const P
   // Reads bytes [offset, offset + n) of f through the buffer, asking for `ahead` bytes further on.
   auto feed_file = [&](const MappedFile& f, uint64_t offset, uint64_t n) {
     f.read_ahead(offset, std::min(n, ahead));
-    const bool in_place = f.in_memory() && offset <= f.size() && n <= f.size() - offset &&
-                          reinterpret_cast<uintptr_t>(f.data() + offset) % width == 0;
     for (uint64_t off = 0; off < n;) {
       const uint64_t k = std::min(piece, n - off);
       if (off + ahead < n) f.read_ahead(offset + off + ahead, std::min(k, n - off - ahead));
-      // Bytes already in memory (an overlay: a remote file's fetched bytes) are read in place when aligned to the
-      // element width (the stream reads whole elements), not copied; read_at checks the bounds either way.
-      const uint8_t* bytes_at = buffer.data();
-      if (in_place) bytes_at = f.data() + offset + off;
-      else f.read_at(offset + off, buffer.data(), k);
-      if (t.crc32) crc = zip_crc32(bytes_at, k, crc);
-      stream.feed(bytes_at, k / width);
-      if (lod) lod->feed(bytes_at, k / width);
+      f.read_at(offset + off, buffer.data(), k);
+      if (t.crc32) crc = zip_crc32(buffer.data(), k, crc);
+      stream.feed(buffer.data(), k / width);
+      if (lod) lod->feed(buffer.data(), k / width);
       bytes_done += k;
       off += k;
     }

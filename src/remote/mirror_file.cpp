@@ -100,8 +100,6 @@ void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) {
   overlay_->write(offset, data, bytes);
 }
 
-void MirrorFile::prepare(uint64_t offset, uint64_t bytes) { overlay_->prepare(offset, bytes); }
-
 uint64_t MirrorFile::resident_bytes() const { return overlay_->resident_bytes(); }
 
 void MirrorFile::write_header(uint64_t offset, const uint8_t* data, size_t bytes) {
@@ -165,7 +163,8 @@ bool MirrorLock::held_here(const std::string& folder) {
   return held_locks().count(folder + "/.tensormorph-remote.lock") != 0;
 }
 
-MirrorLock::MirrorLock(const std::string& folder) : path_(folder + "/.tensormorph-remote.lock") {
+MirrorLock::MirrorLock(const std::string& folder, Kind kind)
+    : path_(folder + (kind == Kind::Use ? "/.tensormorph-remote.lock" : "/.tensormorph-headers.lock")) {
   std::lock_guard<std::mutex> guard(g_locks_mutex);
   auto& held = held_locks();
   if (auto it = held.find(path_); it != held.end()) {
@@ -176,7 +175,7 @@ MirrorLock::MirrorLock(const std::string& folder) : path_(folder + "/.tensormorp
   fs::create_directories(folder, ec);
   const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(ErrorKind::Io, path_ + ": cannot open the lock: " + std::strerror(errno));
-  while (::flock(fd, LOCK_EX) != 0) {
+  while (::flock(fd, kind == Kind::Use ? LOCK_SH : LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int e = errno;
     ::close(fd);

@@ -30,6 +30,7 @@
 #include "diff/diff_params.h"
 #include "lod/view.h"
 #include "ops/placement_json.h"
+#include "app/remote_checkpoint.h"
 #include "server/declared_query.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -89,7 +90,11 @@ std::shared_ptr<const CheckpointDiff> whole_diff(ServerState& state, DiffCache& 
   const auto rt = state.compute.current();
   std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
   if (auto d = cache.diff(key)) return d;  // computed while this request waited
-  auto d = std::make_shared<const CheckpointDiff>(diff_checkpoints(a.path, b.path, rt->planner(), options_for(*rt)));
+  // A remote side's tensors fetched pair by pair through its served RemoteCheckpoint (app::RemotePair).
+  app::RemotePair remote(a.path, b.path, a.remote.get(), b.remote.get());
+  DiffOptions o = options_for(*rt);
+  o.around_pair = remote.around_pair();
+  auto d = std::make_shared<const CheckpointDiff>(diff_checkpoints(remote.path_a(), remote.path_b(), rt->planner(), o));
   std::lock_guard<std::mutex> lock(cache.mutex);
   cache.diffs[key] = d;
   return d;
@@ -108,9 +113,11 @@ std::shared_ptr<const PairDiff> pair_with_tiles(ServerState& state, DiffCache& c
   DiffOptions o = options_for(*rt);
   o.tensors = {name};
   o.keep_tiles = true;
+  app::RemotePair remote(a.path, b.path, a.remote.get(), b.remote.get());
+  o.around_pair = remote.around_pair();
   CheckpointDiff d;
   try {
-    d = diff_checkpoints(a.path, b.path, rt->planner(), o);
+    d = diff_checkpoints(remote.path_a(), remote.path_b(), rt->planner(), o);
   } catch (const Error& e) {
     // With one named tensor and the default index, InvalidArgument is "no counterpart in B".
     if (e.kind() == ErrorKind::InvalidArgument) throw HttpError(404, e.what());
@@ -171,6 +178,8 @@ void get_document(ServerState& state, DiffCache& cache, const httplib::Request& 
   app::DiffDocumentOptions o;
   o.top = q.count("top").value_or(10);
   nlohmann::json doc = app::diff_document(*whole_diff(state, cache, a, b), o);
+  for (const ServedCheckpoint* sc : {&a, &b})
+    if (sc->remote) sc->remote->show_given(doc, sc->path);  // URLs, not the stand-ins' paths
   doc["checkpoint_a"] = a.id;
   doc["checkpoint_b"] = b.id;
   send_json(res, doc);
@@ -245,7 +254,21 @@ void get_values(ServerState& state, DiffCache& cache, const httplib::Request& re
   TileDelta t;
   {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
-    t = diff_tile_values(a.path, b.path, p->name_a, static_cast<unsigned>(level), slice, y, x, rt->planner());
+    app::RemotePair remote(a.path, b.path, a.remote.get(), b.remote.get());
+    const auto fetched = remote.around_pair();
+    const auto position = [](const ServedCheckpoint& sc, const std::string& name) {
+      const auto it = sc.by_name.find(name);
+      return it == sc.by_name.end() ? app::RemotePair::kNoTensor : it->second;
+    };
+    const size_t ia = position(a, p->name_a), ib = position(b, p->name_b);
+    if (fetched) fetched(ia, ib, true);
+    try {
+      t = diff_tile_values(remote.path_a(), remote.path_b(), p->name_a, static_cast<unsigned>(level), slice, y, x, rt->planner());
+    } catch (...) {
+      if (fetched) fetched(ia, ib, false);
+      throw;
+    }
+    if (fetched) fetched(ia, ib, false);
   }
   static_assert(std::endian::native == std::endian::little, "the values body is little-endian float64");
   std::string body(t.delta.size() * sizeof(double), '\0');

@@ -95,8 +95,13 @@ void launch(const LaunchRequest& request) {
     auto sc = std::make_unique<ServedCheckpoint>();
     sc->id = std::to_string(state.checkpoints.size());
     sc->path = path;
-    sc->index = app::open_index(path, "");
+    sc->remote = app::open_remote_if_url(path);  // a URL: headers only, now; tensors when indexed or read
+    sc->index = app::open_index(sc->remote ? sc->remote->local_path() : path, "");
     const Checkpoint& c = sc->index->checkpoint();
+    if (sc->remote) {
+      sc->remote->serve_reads(c, app::indexing_options(*state.compute.current(), {}, true).memory_budget / 4);
+      std::fprintf(stderr, "tensormorph: checkpoint %s: %s\n", sc->id.c_str(), sc->remote->transfer_text().c_str());
+    }
     for (size_t i = 0; i < c.tensors.size(); ++i) sc->by_name.emplace(c.tensors[i].name, i);
     state.checkpoints.push_back(std::move(sc));
   }

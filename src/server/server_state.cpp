@@ -48,6 +48,10 @@ TensorRef find_tensor(ServerState& state, const std::string& ckpt, const std::st
     switch (c->phase.load()) {
       case ServedCheckpoint::Phase::Ready: return {*c, it->second};
       case ServedCheckpoint::Phase::Indexing: {
+        // A tensor committed already is served while the job runs, when the job lets go of the index between
+        // batches (a remote checkpoint's job does; a local one holds it throughout).
+        if (std::unique_lock<std::mutex> lock(c->mutex, std::try_to_lock); lock.owns_lock() && c->index->has_stats(it->second))
+          return {*c, it->second};
         const std::string id = c->job();
         const auto job = state.jobs.find(id);
         std::string done;
@@ -96,6 +100,44 @@ void set_rows(ServerState& state, size_t checkpoint) {
   state.rows.insert(at, std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
 }
 
+namespace {
+
+// A remote checkpoint's job: its tensors fetched and indexed in batches (app::index_remote), the checkpoint's mutex
+// held for each batch's indexing only, so requests read what earlier batches committed while later ones are fetched;
+// the tensor rows are refreshed after every batch. Returns with `lock` holding the mutex, as the local path does.
+IndexingReport index_remote_served(ServerState& state, size_t checkpoint, const IndexingOptions& opt, const Planner& planner,
+                                   std::unique_lock<std::mutex>& lock) {
+  ServedCheckpoint& sc = *state.checkpoints[checkpoint];
+  const Checkpoint& c = sc.index->checkpoint();
+  const std::string job = sc.job();
+  std::vector<size_t> todo;
+  uint64_t total = 0, done_bytes = 0;
+  size_t done_tensors = 0;
+  lock.lock();
+  for (size_t i = 0; i < c.tensors.size(); ++i)
+    if (c.tensors[i].readable() && !sc.index->has_stats(i)) todo.push_back(i), total += c.tensors[i].bytes;
+  lock.unlock();
+  const IndexingReport batches = app::index_remote(c, todo, *sc.remote, opt.memory_budget, [&](const std::vector<size_t>& batch) {
+    std::lock_guard<std::mutex> batch_lock(sc.mutex);
+    IndexingOptions o = opt;
+    o.only = batch;
+    o.progress = [&](const IndexingProgress& p) {
+      state.jobs.progress(job, done_bytes + p.bytes_done, total, done_tensors + p.tensors_done, todo.size(), p.seconds);
+    };
+    const IndexingReport r = index_checkpoint(*sc.index, planner, o);
+    done_bytes += r.bytes, done_tensors += r.computed;
+    set_rows(state, checkpoint);  // the inventory shows this batch's statistics now
+    return r;
+  });
+  lock.lock();
+  if (batches.cancelled) return batches;
+  IndexingOptions whole = opt;  // every tensor is indexed or unreadable now: this pass reads nothing
+  whole.only.clear();
+  return app::remote_indexing_report(index_checkpoint(*sc.index, planner, whole), batches);
+}
+
+}  // namespace
+
 void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<bool>& cancel) {
   ServedCheckpoint& sc = *state.checkpoints[checkpoint];
   const std::string job = sc.job();
@@ -108,8 +150,9 @@ void run_indexing_job(ServerState& state, size_t checkpoint, const std::atomic<b
     opt.progress = [&](const IndexingProgress& p) {
       state.jobs.progress(job, p.bytes_done, p.bytes_total, p.tensors_done, p.tensors_total, p.seconds);
     };
-    std::unique_lock<std::mutex> lock(sc.mutex);
-    const IndexingReport r = index_checkpoint(*sc.index, rt->planner(), opt);
+    std::unique_lock<std::mutex> lock(sc.mutex, std::defer_lock);
+    const IndexingReport r = sc.remote ? index_remote_served(state, checkpoint, opt, rt->planner(), lock)
+                                       : (lock.lock(), index_checkpoint(*sc.index, rt->planner(), opt));
     if (r.cancelled) {
       state.jobs.finish(job, "cancelled", "", nullptr);
       return;  // the server is stopping: the checkpoint stays "indexing"

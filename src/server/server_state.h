@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/remote_checkpoint.h"
 #include "app/runtime.h"
 #include "index/checkpoint_index.h"
 #include "server/fifo_mutex.h"
@@ -41,6 +42,10 @@ namespace tmorph::server {
 struct ServedCheckpoint {
   std::string id;                          // "0", "1", ... in command-line order
   std::string path;                        // as given on the command line
+  // An http(s)://, hf:// or s3:// checkpoint: its headers fetched at start into stand-ins (the index opens those),
+  // its tensors fetched in batches by the indexing job and, for value reads (cells below the stored levels,
+  // profiles, outliers), on demand and kept while they fit (RemoteCheckpoint::hold_for_reads). Null when local.
+  std::unique_ptr<app::RemoteCheckpoint> remote;
   std::unique_ptr<CheckpointIndex> index;  // opened at start; completed by the job `job`
   std::unordered_map<std::string, size_t> by_name;  // tensor name -> index into checkpoint().tensors
   mutable std::mutex mutex;                // guards index (its SQLite connection)

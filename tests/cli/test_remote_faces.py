@@ -15,6 +15,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cli_harness import run  # noqa: E402
+import remote_servers  # noqa: E402
+import test_serve  # noqa: E402
 from test_remote import BAD_INPUT, RemoteCase, fetched_bytes, normalise, write_safetensors  # noqa: E402
 
 
@@ -164,6 +166,126 @@ class TestDiff(RemoteCase):
         r = self.diff(self.nginx.url("model.safetensors"), self.nginx.url("absent.safetensors"), tempfile.mkdtemp(prefix="tm-remote-cache-"))
         self.assertNotEqual(r.code, 0)
         self.assertIn(self.nginx.url("absent.safetensors"), r.err)
+
+
+class TestServe(RemoteCase):
+    """`serve URL` beside `serve PATH` of the same file, in one server: the inventory, the statistics, stored tiles,
+    cells below the stored levels (the values, fetched on demand), profiles, outliers and renders of the remote
+    checkpoint equal the local one's; at start the server fetches the headers only."""
+
+    def test_a_remote_checkpoint_is_served_as_the_local_one(self):
+        import signal
+        from urllib.parse import quote
+        tmp = tempfile.mkdtemp(prefix="tm-remote-serve-")
+        env = test_serve.private_env(tmp)
+        srv = test_serve.Server([os.path.join(self.root, "model.safetensors"), self.nginx.url("model.safetensors"),
+                                 os.path.join(self.root, "tuned.safetensors"), self.nginx.url("tuned.safetensors")], env)
+        try:
+            def get(path):
+                status, headers, body = test_serve.http_get(srv.host, srv.port, path)
+                self.assertEqual(status, 200, (path, body[:300]))
+                return headers, body
+
+            _, body = get("/api/checkpoints")
+            listed = {c["id"]: c for c in __import__("json").loads(body)["checkpoints"]}
+            self.assertEqual(listed["1"]["path"], self.nginx.url("model.safetensors"))
+            json = __import__("json")
+            rows = json.loads(get("/api/tensors?limit=100")[1])["tensors"]
+            by = {(r["checkpoint"], r["name"]): r for r in rows}
+            for name in self.single:
+                local, remote = dict(by[("0", name)]), dict(by[("1", name)])
+                local.pop("checkpoint"), remote.pop("checkpoint")
+                self.assertEqual(local, remote, name)
+                self.assertIsNotNone(remote["stats"], name)
+                a, b = (json.loads(get(f"/api/tensors/{c}/{quote(name)}")[1]) for c in "01")
+                a.pop("checkpoint"), b.pop("checkpoint")
+                self.assertEqual(a, b, name)
+            for path in ("/api/tiles/{}/embed.weight?level=0&x=0&y=0", "/api/profile/{}/embed.weight?row=3",
+                         "/api/profile/{}/embed.weight?col=7", "/api/render/{}/embed.weight.png?level=0&x=0&y=0",
+                         "/api/outliers/{}/embed.weight?top=2"):
+                with self.subTest(path=path):
+                    a, b = get(path.format("0"))[1], get(path.format("1"))[1]
+                    if path.startswith("/api/outliers"):
+                        a, b = json.loads(a), json.loads(b)
+                        a.pop("checkpoint"), b.pop("checkpoint")
+                    self.assertEqual(a, b)
+            headers_local, cells_local = get("/api/cells/0/embed.weight?level=0&x=0&y=0")
+            headers_remote, cells_remote = get("/api/cells/1/embed.weight?level=0&x=0&y=0")
+            self.assertEqual(headers_remote["x-tensormorph-source"], "values")
+            self.assertEqual(cells_local, cells_remote)
+            # A command on the same server's files, with the same cache folder, runs beside the server (each process
+            # holds its fetched bytes in its own memory; the folder's lock is shared while in use).
+            r = run(["stats", self.nginx.url("model.safetensors"), "embed.weight", "--json"], cache_home=env["XDG_CACHE_HOME"], timeout=60)
+            self.assertEqual(r.code, 0, r.err)
+            self.assertEqual(r.json()["tensors"][0]["stats"]["mean"], json.loads(get("/api/tensors/1/embed.weight")[1])["stats"]["mean"])
+            # The difference of the two remote checkpoints (1, 3) equals the local pair's (0, 2): the document, a
+            # tile's statistics and a tile's values.
+            def strip(doc):
+                doc.get("index", {}).pop("database", None)  # keyed by the files' identities: another file
+                text = json.dumps(doc).replace(self.nginx.url(), "@").replace(self.root + "/", "@")
+                text = re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 0', text)
+                return json.loads(re.sub(r'"(checkpoint|checkpoint_a|checkpoint_b)": "[0-3]"', r'"\1": "?"', text))
+            for path in ("/api/diff/{}/{}?top=5", "/api/diff/{}/{}/tiles/embed.weight?level=0&x=0&y=0"):
+                with self.subTest(path=path):
+                    self.maxDiff = None
+                    self.assertEqual(strip(json.loads(get(path.format(0, 2))[1])), strip(json.loads(get(path.format(1, 3))[1])))
+            a, b = get("/api/diff/0/2/values/embed.weight?level=0&x=0&y=0")[1], get("/api/diff/1/3/values/embed.weight?level=0&x=0&y=0")[1]
+            self.assertEqual(a, b)
+            self.assertTrue(np.any(np.frombuffer(b, "<f8") != 0))  # every 5th row was changed
+            # The cells are the values' means over each cell (the values were fetched, not holes read as zeros).
+            rows, cols = map(int, headers_remote["x-tensormorph-cells"].split(","))
+            cr, cc = map(int, headers_remote["x-tensormorph-cell-size"].split(","))
+            w = self.single["embed.weight"].astype(np.float64)
+            want = w.reshape(rows, cr, cols, cc).mean(axis=(1, 3)).ravel()
+            np.testing.assert_allclose(np.frombuffer(cells_remote, "<f8"), want, rtol=1e-12)
+        finally:
+            srv.proc.send_signal(signal.SIGTERM)
+            _, err = srv.proc.communicate(timeout=30)
+        # At start: the headers only (the sidecars are absent).
+        m = re.search(r"checkpoint 1: fetched (\d+) bytes", err)
+        self.assertIsNotNone(m, err)
+        self.assertEqual(int(m.group(1)), self.single_header, err)
+        self.assertEqual(srv.proc.returncode, 0, err)
+
+    def test_committed_tensors_are_served_while_later_batches_are_fetched(self):
+        """Four 16 MiB float16 tensors under a 64 MiB budget are indexed in batches of 16 MiB, one tensor each; the
+        proxy stalls the second batch's first response for 4 s. Meanwhile the first batch's tensors are answered with their statistics (the
+        job lets go of the index between batches) and the second's are refused with 503 naming the job."""
+        import json
+        from test_remote import write_safetensors as write
+        rng = np.random.default_rng(3)
+        big = {f"t{k}": rng.standard_normal(1 << 23, dtype=np.float32).astype(np.float16) for k in range(4)}
+        header = write(os.path.join(self.root, "big.safetensors"), big)
+        proxy = remote_servers.FaultProxy(self.nginx.port, "stall", count=1, min_offset=header + (16 << 20), stall_s=4)
+        tmp = tempfile.mkdtemp(prefix="tm-remote-serve-")
+        env = test_serve.private_env(tmp)
+        os.makedirs(os.path.join(env["XDG_CONFIG_HOME"], "tensormorph"))
+        with open(os.path.join(env["XDG_CONFIG_HOME"], "tensormorph", "settings.json"), "w") as f:
+            json.dump({"compute.memory_budget": "64M", "remote.stall_timeout_s": "1"}, f)
+        srv = test_serve.Server([proxy.url("big.safetensors")], env, wait_indexed=False)
+        try:
+            def status(name):
+                code, _, body = test_serve.http_get(srv.host, srv.port, "/api/tensors/0/" + name)
+                return code, body
+            deadline = time.time() + 60
+            while time.time() < deadline and status("t0")[0] != 200:
+                time.sleep(0.05)
+            code, body = status("t0")
+            self.assertEqual(code, 200, body[:300])
+            self.assertAlmostEqual(json.loads(body)["stats"]["mean"], float(big["t0"].astype(np.float64).mean()), places=12)
+            self.assertEqual([j["state"] for j in srv.jobs()], ["running"])
+            code, body = status("t3")
+            self.assertEqual(code, 503, body[:300])
+            self.assertIn(b"being indexed", body)
+            srv.wait_indexed(time.time() + 60)
+            code, body = status("t3")
+            self.assertEqual(code, 200, body[:300])
+            self.assertAlmostEqual(json.loads(body)["stats"]["mean"], float(big["t3"].astype(np.float64).mean()), places=12)
+            self.assertEqual(proxy.spoiled, 1)
+        finally:
+            srv.stop()
+            proxy.stop()
+            os.remove(os.path.join(self.root, "big.safetensors"))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ TEST(FileOverlay, MappedFilesOfThePathMapTheOverlayWhileItIsHeld) {
   std::vector<uint8_t> in_memory(3 * page);
   std::iota(in_memory.begin(), in_memory.end(), uint8_t{1});
   auto overlay = std::make_shared<FileOverlay>(path, in_memory.size());
-  overlay->prepare(0, in_memory.size());
   overlay->write(0, in_memory.data(), in_memory.size());
   register_overlay(overlay);
   {
@@ -52,7 +51,7 @@ TEST(FileOverlay, MappedFilesOfThePathMapTheOverlayWhileItIsHeld) {
     EXPECT_GE(overlay->resident_bytes(), 3 * page);
     // Releasing [10, 2 * page + 10) frees page 1 only: the bytes it shares with pages 0 and 2 stay.
     overlay->release(10, 2 * page);
-    EXPECT_EQ(overlay->resident_bytes(), 2 * page);  // before reading page 1 again (which maps the zero page)
+    EXPECT_EQ(overlay->resident_bytes(), 2 * page);
     EXPECT_EQ(f.data()[page - 1], in_memory[page - 1]);
     EXPECT_EQ(f.data()[page], 0);
     EXPECT_EQ(f.data()[2 * page - 1], 0);
