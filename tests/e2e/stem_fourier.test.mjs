@@ -9,6 +9,8 @@
 //     within FFT_VIEW_TOLERANCE of `stem fft --of mask --inner --outer` and `stem fft --of mean-dp`, the same way;
 //   - each caption names the page's adapter and the tolerance the test holds it to;
 //   - "Compute on: server" gives the server's iDPC (FFTW), equal to the CLI's within 1e-9 of its range, and says so;
+//   - with the FFTs' storage binding lowered (localStorage tm.stem.maxFftBindingBytes) a grid that does not fit is
+//     refused naming the sizes and the server computes it (equal to the CLI's), while smaller grids stay on the page;
 //   - no page errors.
 // The measured errors are logged. Runs in about 12 s (SwiftShader, 2 cores).
 //
@@ -16,7 +18,7 @@
 // (accept a Chromium without a WebGPU adapter: the server path only). Exits 0 with "SKIPPED: no chromium" only when
 // Chromium is not installed.
 import { join } from "node:path";
-import { WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, readNpy, runTest, startServer, tm, watchErrors } from "./harness.mjs";
+import { WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, readNpy, runTest, sameValues, startServer, tm, watchErrors } from "./harness.mjs";
 
 // The frozen bounds (web/src/stem/webgpu/fourier_views.ts states the same numbers; docs/viewer.md explains them).
 const IDPC_TOLERANCE = 1e-5;
@@ -107,6 +109,21 @@ async function main() {
       const exact = cli("idpc-server", ["idpc", "--rotation-deg", String(server.rotationDeg), ...(server.transpose ? ["--transpose"] : [])]);
       const r = relativeToRange(server.values, exact);
       check(r.error <= 1e-9, `and it equals the CLI's within 1e-9 of its range (${r.error.toExponential(2)})`);
+    }
+    step = "a transform over one storage binding";
+    if (onPage) {
+      // localStorage tm.stem.maxFftBindingBytes lowers the adapter's binding for the FFTs alone: the 16 x 12 grids
+      // (1536 bytes, Bluestein scratch 4096) still fit, the mean pattern's 40 x 40 (12800 bytes, scratch 40960) does not.
+      await page.evaluate(() => localStorage.setItem("tm.stem.maxFftBindingBytes", "8192"));
+      await page.reload();
+      await page.waitForFunction(() => document.querySelector("#stem-compute-on")?.dataset.ready === "1" && document.querySelector("#stem-field")?.dataset.state === "ready",
+        null, { timeout: 120_000 });
+      const small = await show("idpc");
+      check(small.on === "page", "iDPC (16 x 12) still runs on the page");
+      const refused = await show("fft-dp");
+      check(refused.on === "server" && /not on the page: a 40 x 40 float32 complex FFT needs 12800 bytes and 40960 of Bluestein scratch in one storage binding each, the adapter allows 8192/.test(refused.caption),
+        `the mean pattern's FFT is refused with the sizes and computed by the server: "${refused.caption}"`);
+      check(sameValues(refused.values, cli("fft-dp-server", ["fft", "--of", "mean-dp"])), "and equals stem fft --of mean-dp");
     }
     check(errors.length === 0, `no page errors${errors.length ? ": " + errors.join("; ") : ""}`);
     log(`measured (${want}): iDPC ${idpcErr.error.toExponential(2)}, FFT of the virtual image ${fftErr.error.toExponential(2)}, FFT of the mean pattern ${dpErr.error.toExponential(2)} of the CLI's range; ${((Date.now() - started) / 1000).toFixed(1)} s`);
