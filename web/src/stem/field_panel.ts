@@ -92,7 +92,7 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
   // refused (st.fourierRefused says why; the server computes it then).
   const pageFourier = async (v: "idpc" | "fft" | "fft-dp", rotated: Field): Promise<{ shape: number[]; values: number[]; text: string } | null> => {
     const g = gpu();
-    st.fourierRefused = g ? "" : "the page's adapter does not hold the block";
+    st.fourierRefused = g ? "" : "no block on the page's adapter, or Compute on: server";
     if (!g) return null;
     const views = GpuFourierViews.on(g.device);
     const [rows, cols, kr, kc] = g.block.shape;

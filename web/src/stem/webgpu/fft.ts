@@ -124,7 +124,7 @@ export class GpuFft {
     const { path, m } = fftPath(n);
     const plan: LinePlan = { n, m, twiddles: this.upload(roots(m, Math.max(1, m / 2), -1)) };
     if (path === "bluestein") {
-      // j² mod 2n exactly (j < 2^26), so the chirp's angle is π·(j² mod 2n)/n without cancellation.
+      // j² mod 2n in exact integers, so the chirp's angle π·(j² mod 2n)/n stays below 2π, accurate to float64.
       const chirp = new Float64Array(2 * n);
       for (let j = 0; j < n; j++) {
         const a = (sign * Math.PI * Number((BigInt(j) * BigInt(j)) % BigInt(2 * n))) / n;
