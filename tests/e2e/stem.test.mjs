@@ -300,14 +300,20 @@ async function main() {
     fs = await fieldState();
     const idpcOut = join(tmp, "idpc.npy");
     tm(["stem", "idpc", master, "-o", idpcOut], env);
-    const idpcCmp = close(fs.values, readNpy(idpcOut).values, 1e-6);
-    check(idpcCmp.ok, `iDPC (server, at the page's rotation) equals the CLI's stem idpc within 1e-6 (worst ${idpcCmp.worst.toExponential(2)})`);
+    // On the page iDPC and the FFT views are float32 FFTs in WGSL, held to their tolerances by e2e.stem_fourier; here
+    // they only have to agree with the CLI's within 1e-4 of its largest value (the server's FFTW within 1e-6 / exactly).
+    if (!(ALLOW_NO_WEBGPU && path !== "page")) check(fs.on === "page", "iDPC was computed on the page's adapter");
+    const idpcCmp = close(fs.values, readNpy(idpcOut).values, fs.on === "page" ? 1e-4 : 1e-6);
+    check(idpcCmp.ok, `iDPC (${fs.on}, at the page's rotation) equals the CLI's stem idpc within ${fs.on === "page" ? 1e-4 : 1e-6} (worst ${idpcCmp.worst.toExponential(2)})`);
 
     await page.selectOption("#stem-field-view", "fft-dp");
     await page.waitForFunction(() => document.querySelector("#stem-field").dataset.view === "fft-dp" && document.querySelector("#stem-field").dataset.state === "ready", null, { timeout: 120_000 });
     const fftOut = join(tmp, "fft-dp.npy");
     tm(["stem", "fft", master, "--of", "mean-dp", "-o", fftOut], env);
-    check(sameValues((await fieldState()).values, readNpy(fftOut).values), "the FFT view of the mean pattern equals stem fft --of mean-dp");
+    fs = await fieldState();
+    const fftWant = readNpy(fftOut).values;
+    check(fs.on === "page" ? close(fs.values, fftWant, 1e-4).ok : sameValues(fs.values, fftWant),
+      `the FFT view of the mean pattern (${fs.on}) equals stem fft --of mean-dp${fs.on === "page" ? " within 1e-4 of its largest value" : ""}`);
 
     step = "detector bin on the page's adapter";
     const viewed = async (pg) => pg.evaluate(() => ({ center: window.tmStem.center, values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner,

@@ -261,7 +261,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     st.shape = editor.det.shape;
   };
   let gpu: GpuMaskedSums | null = null;
-  const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText);
+  const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText,
+    async (g) => (await pageImage(g)).values);
   const stepA = cal.scan_step?.value && cal.scan_step.value > 0 ? (cal.scan_step.unit === "nm" ? cal.scan_step.value * 10 : cal.scan_step.value) : undefined;
   const ssb = ssbPanel(path, scan, placementText, aberrationRanges(scan, cal.semiangle?.value, stepA));
   (window as unknown as { tmStemFields: unknown }).tmStemFields = fields.state;

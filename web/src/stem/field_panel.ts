@@ -1,15 +1,18 @@
 // The centre-of-mass panel of the acquisition page: CoM as a colour wheel, DPC with its rotation (found by the
 // minimum mean squared curl, or set with the slider and the transpose box; ⟨curl²⟩ and ⟨div²⟩ shown), iDPC and the
-// FFT view of the current virtual image. CoM and DPC are computed on the page when its adapter holds the block
-// (the exact CoM sums in WGSL, the division and rotation in float64 with the CPU's formulas: com_field.ts), else
-// from the server's com product; iDPC (an FFT) and the FFT view are the server's, with the rotation shown here.
-// Every request carries the page's view (scan_region, detector_bin).
+// FFT views of the current virtual image and of the mean pattern. CoM and DPC are computed on the page when its
+// adapter holds the block (the exact CoM sums in WGSL, the division and rotation in float64 with the CPU's formulas:
+// com_field.ts), else from the server's com product. iDPC and the FFT views are computed on the same adapter then
+// (float32 FFTs in WGSL, webgpu/fourier_views.ts, within its stated tolerances of the CPU's float64), else — no
+// adapter, "Compute on: server", or a grid larger than one storage binding — by the server (FFTW, float64); the
+// caption and the canvas's data-path say which ran. Every request carries the page's view (scan_region, detector_bin).
 import { apiUrl, getJson, type Placement } from "../api";
 import { el } from "../dom";
 import { latestWins } from "./latest_wins";
 import { centerOfMass, curlMoments, findRotation, rotateField, stacked, type Field } from "./com_field";
 import { displayControls, showLimits } from "./display_controls";
 import { drawColourWheel, drawGrid, drawHueLegend } from "./grid_draw";
+import { FftRefused, fftPathText, FFT_VIEW_TOLERANCE, GpuFourierViews, IDPC_TOLERANCE } from "./webgpu/fourier_views";
 import type { GpuMaskedSums } from "./webgpu/masked_sums";
 
 export interface FieldState {
@@ -22,6 +25,8 @@ export interface FieldState {
   curl2: number;
   div2: number;
   shown: { view: string; shape: number[]; values: number[]; on: string } | null;
+  /** Why the last iDPC / FFT view was not computed on the page ("" when it was, or for the CoM views). */
+  fourierRefused: string;
 }
 
 interface Product {
@@ -32,9 +37,12 @@ interface Product {
 
 const PX = 320;
 
+/** The page's own virtual image of the current detector, from the block `g` holds (scan rows × cols values). */
+export type PageImage = (g: GpuMaskedSums) => Promise<number[]>;
+
 export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuMaskedSums | null, detectorParams: () => Record<string, string>,
-  viewParams: Record<string, string>, placementText: (p: Placement[]) => string): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
-  const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null };
+  viewParams: Record<string, string>, placementText: (p: Placement[]) => string, pageImage: PageImage): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
+  const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null, fourierRefused: "" };
   const canvas = el("canvas", { id: "stem-field", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-field-caption" });
   // The hue legend of the colour-wheel views: which colour is which direction (hidden for the other views).
@@ -80,6 +88,28 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
     }
   };
 
+  // iDPC or an FFT view on the page's adapter (fourier_views.ts), or null when the page has no adapter or the grid is
+  // refused (st.fourierRefused says why; the server computes it then).
+  const pageFourier = async (v: "idpc" | "fft" | "fft-dp", rotated: Field): Promise<{ shape: number[]; values: number[]; text: string } | null> => {
+    const g = gpu();
+    st.fourierRefused = g ? "" : "no block on the page's adapter, or Compute on: server";
+    if (!g) return null;
+    const views = GpuFourierViews.on(g.device);
+    const [rows, cols, kr, kc] = g.block.shape;
+    try {
+      const [r, c, values] = v === "idpc" ? [rows, cols, await views.idpc(rotated.u, rotated.v, rows, cols)]
+        : v === "fft" ? [rows, cols, await views.fftView(await pageImage(g), rows, cols)]
+        : [kr, kc, await views.fftView((await g.patterns()).mean, kr, kc)];
+      const tolerance = v === "idpc" ? IDPC_TOLERANCE : FFT_VIEW_TOLERANCE;
+      return { shape: [r, c], values: Array.from(values),
+        text: `computed on the page's adapter (${g.adapter}): float32 FFT in WGSL, ${fftPathText(r, c)}; within ${tolerance} of the range of the CPU's float64` };
+    } catch (e) {
+      if (!(e instanceof FftRefused)) throw e;
+      st.fourierRefused = e.message;
+      return null;
+    }
+  };
+
   // One computation at a time, the latest view last (a slow iDPC must not overwrite a newer CoM).
   const refresh = latestWins(async () => {
     st.view = view.value as FieldState["view"];
@@ -104,16 +134,25 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
         ? { rotation_deg: String(st.rotationDeg), transpose: st.transpose ? "1" : "0", ...viewParams }
         : st.view === "fft" ? { of: "mask", ...detectorParams() } : { of: "mean-dp", ...viewParams };
       const product = st.view === "idpc" ? "idpc" : "fft";
-      const p = await getJson<Product>(`${path}/products/${product}`, params);
-      const [rows, cols] = p.shape.slice(-2);
-      fitCanvas(rows, cols);
-      showLimits("stem-field", drawGrid(canvas, p.values, rows, cols, displayParams.get()));
-      st.shown = { view: st.view, shape: p.shape, values: p.values, on: "server" };
       const what = { idpc: "iDPC at the rotation above", fft: "FFT (log1p |FFT2|, shifted) of the virtual image", "fft-dp": "FFT (log1p |FFT2|, shifted) of the mean pattern" }[st.view];
-      caption.textContent = `${what} — ${placementText(p.placement)}`;
+      const onPage = await pageFourier(st.view, rotated);
+      let shown: { shape: number[]; values: number[]; on: string; text: string };
+      if (onPage) {
+        shown = { ...onPage, on: "page" };
+      } else {
+        const p = await getJson<Product>(`${path}/products/${product}`, params);
+        const why = st.fourierRefused ? ` (not on the page: ${st.fourierRefused})` : "";
+        shown = { shape: p.shape, values: p.values, on: "server", text: `${placementText(p.placement)}, FFTW in float64${why}` };
+      }
+      const [rows, cols] = shown.shape.slice(-2);
+      fitCanvas(rows, cols);
+      showLimits("stem-field", drawGrid(canvas, shown.values, rows, cols, displayParams.get()));
+      st.shown = { view: st.view, shape: shown.shape, values: shown.values, on: shown.on };
+      caption.textContent = `${what} — ${shown.text}`;
       canvas.dataset.href = apiUrl(`${path}/products/${product}`, { ...params, format: "npy" });
     }
     canvas.dataset.view = st.view;
+    canvas.dataset.path = st.view === "com" || st.view === "dpc" ? st.comOn : (st.shown?.on ?? "");
     legend.hidden = st.view !== "com" && st.view !== "dpc";
   }, canvas, "centre-of-mass view");
   view.addEventListener("change", () => void refresh());

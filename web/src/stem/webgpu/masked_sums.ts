@@ -46,7 +46,8 @@ export function framesPerChunk(frameBytes: number, bindingBytes: number): number
 export class GpuMaskedSums {
   private total: number[] | null = null;
   private constructor(
-    private readonly device: any,
+    /** The device holding the block (the iDPC and FFT views run on it too: fourier_views.ts). */
+    readonly device: any,
     private readonly pipelines: Pipelines,
     private readonly chunks: Chunk[],
     readonly block: StemBlock,
