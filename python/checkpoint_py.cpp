@@ -280,7 +280,9 @@ void bind_checkpoint(py::module_& m) {
         {
           py::gil_scoped_release unlocked;
           const auto rt = make_runtime(request);
-          doc = app::compare_document(a, b, names, rt->planner(), rt->threads);
+          app::RemotePair pair(a, b);  // URLs: each pair's tensors fetched while it is measured (docs/remote.md)
+          doc = app::compare_document(pair.path_a(), pair.path_b(), names, rt->planner(), rt->threads, {}, pair.around_pair());
+          pair.show_given(doc);
         }
         return to_python(doc);
       },
@@ -313,7 +315,10 @@ void bind_checkpoint(py::module_& m) {
           py::gil_scoped_release unlocked;
           const auto rt = make_runtime(request);
           options.threads = rt->threads;
-          doc = app::diff_document(diff_checkpoints(a, b, rt->planner(), options), doc_options);
+          app::RemotePair pair(a, b);  // URLs: each pair's tensors fetched while it is read (docs/remote.md)
+          options.around_pair = pair.around_pair();
+          doc = app::diff_document(diff_checkpoints(pair.path_a(), pair.path_b(), rt->planner(), options), doc_options);
+          pair.show_given(doc);
         }
         return to_python(doc);
       },

@@ -3,6 +3,7 @@ tests/cli/remote_servers.py) gives the same documents, arrays and images as the 
 local run shows the path; values read are copies (the stand-in's bytes are released after each call)."""
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -24,6 +25,8 @@ def served(tmp_path_factory):
                "norm.weight": rng.standard_normal(260).astype(np.float16),
                "codes": rng.integers(-100, 100, (9, 7), dtype=np.int8)}
     write_safetensors(str(root / "model.safetensors"), list(tensors.items()))
+    tuned = dict(tensors, **{"embed.weight": tensors["embed.weight"] + np.float32(0.5) * (np.arange(300)[:, None] % 7 == 0)})
+    write_safetensors(str(root / "tuned.safetensors"), list(tuned.items()))
     nginx = remote_servers.Nginx(str(root))
     yield str(root), nginx, tensors
     nginx.stop()
@@ -70,6 +73,17 @@ def test_read_render_and_tile_equal_the_local_checkpoint(served):
     np.testing.assert_array_equal(image, local_image)
     assert as_text(report, nginx.url()) == as_text(local_report, root + "/")
     assert as_text(remote.tile("embed.weight", 0, 0, 0), nginx.url()) == as_text(local.tile("embed.weight", 0, 0, 0), root + "/")
+
+
+def test_diff_and_compare_of_urls_equal_the_local_run(served):
+    root, nginx, _ = served
+    for f in (tm.diff, tm.compare):
+        local = f(os.path.join(root, "model.safetensors"), os.path.join(root, "tuned.safetensors"))
+        remote = f(nginx.url("model.safetensors"), nginx.url("tuned.safetensors"))
+        local.get("index", {}).pop("database", None), remote.get("index", {}).pop("database", None)
+        text = lambda d, p: re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 0', as_text(d, p))
+        assert text(remote, nginx.url()) == text(local, root + "/"), f.__name__
+    assert tm.diff(nginx.url("model.safetensors"), nginx.url("tuned.safetensors"))["pairs"][0]["difference"]["changed"] > 0
 
 
 def test_a_missing_remote_file_names_the_url(served):
