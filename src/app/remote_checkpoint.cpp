@@ -276,7 +276,7 @@ void RemoteCheckpoint::fetch(const Checkpoint& c, const std::vector<size_t>& whi
       std::lock_guard<std::mutex> guard(held_mutex_);
       for (size_t i : mine) {
         Held& h = held_[c.tensors[i].name];
-        h.loading = false, h.valid = true, h.bytes = fetch_bytes(c, {i});
+        h.loading = false, h.valid = true;
       }
       held_changed_.notify_all();
     }
@@ -301,11 +301,6 @@ void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& w
 void RemoteCheckpoint::serve_reads(const Checkpoint& c, uint64_t keep_bytes) {
   keep_budget_ = keep_bytes;
   c.before_reading = [this, &c](size_t tensor) { hold_for_reads(c, tensor); };
-}
-
-uint64_t RemoteCheckpoint::kept_bytes() const {
-  std::lock_guard<std::mutex> guard(held_mutex_);
-  return kept_bytes_;
 }
 
 void RemoteCheckpoint::hold_for_reads(const Checkpoint& c, size_t tensor) {

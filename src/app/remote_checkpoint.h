@@ -58,8 +58,6 @@ class RemoteCheckpoint {
   // and the tensors so fetched stay while they fit in `keep_bytes` (least recently read freed first; one larger
   // tensor is kept alone). Tensors a fetch() holds (an indexing batch) are read as they are. `c` must outlive this.
   void serve_reads(const Checkpoint& c, uint64_t keep_bytes);
-  // Bytes the tensors kept for reads hold now.
-  uint64_t kept_bytes() const;
   // The tensors' bytes fetch() would read.
   static uint64_t fetch_bytes(const Checkpoint& c, const std::vector<size_t>& which);
 
@@ -85,7 +83,6 @@ class RemoteCheckpoint {
   struct Held {
     int count = 0;
     bool loading = false, valid = false;  // a fetch is under way; the bytes are there
-    uint64_t bytes = 0;
   };
   void fetch_ranges(const Checkpoint& c, const std::vector<size_t>& which);
   void release_ranges(const Checkpoint& c, size_t tensor);

@@ -94,13 +94,7 @@ void MirrorFile::copy_data_into_overlay() {
   }
 }
 
-void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) {
-  if (offset > id_.size || bytes > id_.size - offset)
-    throw Error(ErrorKind::BadInput, id_.url + ": bytes " + std::to_string(offset) + "+" + std::to_string(bytes) + " lie past its " + std::to_string(id_.size) + " bytes");
-  overlay_->write(offset, data, bytes);
-}
-
-uint64_t MirrorFile::resident_bytes() const { return overlay_->resident_bytes(); }
+void MirrorFile::write(uint64_t offset, const uint8_t* data, size_t bytes) { overlay_->write(offset, data, bytes); }
 
 void MirrorFile::write_header(uint64_t offset, const uint8_t* data, size_t bytes) {
   write(offset, data, bytes);

@@ -41,8 +41,6 @@ class MirrorFile {
   // Frees the whole pages of the overlay inside [offset, offset + bytes): they read as zeros again. Bytes of a page
   // the range shares with its neighbours stay.
   void release(uint64_t offset, uint64_t bytes);
-  // Memory the overlay holds now (fetched bytes not yet released), in bytes.
-  uint64_t resident_bytes() const;
   // Sets the modification time from the identity again (writes and releases move it).
   void restamp();
   const std::string& path() const { return path_; }
