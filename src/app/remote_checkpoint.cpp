@@ -17,6 +17,7 @@
 #include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "formats/zip_archive.h"
 #include "remote/header_cache.h"
 #include "remote/http_ranges.h"
 #include "remote/mirror_file.h"
@@ -33,6 +34,16 @@ constexpr uint64_t kMaxIndexJson = 64ull << 20;   // a sharded index's JSON, who
 constexpr uint64_t kMaxSidecarJson = 4ull << 20;  // config.json, quantize_config.json
 constexpr uint64_t kGgufFirstPrefix = 64ull << 10;
 constexpr uint64_t kGgufMaxHeader = 1ull << 30;   // a GGUF header (vocabulary included) larger than this is refused
+// A torch.save zip: its tail holds the end records (the 32-bit one within 65,557 bytes of the end, the zip64 ones
+// just before it) and usually the central directory; its entries other than storages (data.pkl, version,
+// byteorder) are what the reader parses, refused past this many bytes together.
+constexpr uint64_t kZipTail = 65557 + 20 + 56 + 4096;
+constexpr uint64_t kZipShortTail = 4096;
+constexpr uint64_t kZipMaxHeaderEntries = 1ull << 30;
+// The first 8 bytes of a legacy torch.save file: pickle's PROTO 2, then LONG1 of torch's magic number (as a safetensors
+// header length it would exceed any file).
+constexpr uint8_t kLegacyTorchPrefix[8] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46};
+constexpr uint64_t kZipLocalSlack = 30 + 256;  // a local header's fixed part and a torch writer's alignment padding
 
 std::string normal(const std::string& p) { return fs::path(p).lexically_normal().string(); }
 
@@ -44,14 +55,64 @@ std::string file_name(const remote::RemoteUrl& u) { return u.path.substr(u.path.
 
 // Byte ranges of tensor t, by file index.
 void tensor_ranges(const Checkpoint& c, const CheckpointTensor& t, std::map<size_t, std::vector<remote::ByteRange>>& out) {
-  if (t.chunked() || t.strided() || t.encoded())
-    throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): its storage (chunks, a strided view or encoded values) is not read remotely yet");
+  if (t.chunked() || t.encoded())
+    throw Error(ErrorKind::Unavailable, t.name + " (" + t.stored_type + "): its storage (chunks or encoded values) is not read remotely yet");
+  if (t.strided()) {  // a torch view: every byte from its first element to its last (the opener checked they are in the file)
+    uint64_t last = 0;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] == 0) return;
+      last += (t.shape[d] - 1) * t.strides()[d];
+    }
+    out[t.file_index].push_back({t.file_offset, (last + 1) * dtype_size(*t.dtype)});
+    return;
+  }
   if (t.packed()) {
     for (const auto& part : t.packed()->parts) out[part.file_index].push_back({part.file_offset, part.bytes});
     return;
   }
   (void)c;
   out[t.file_index].push_back({t.file_offset, t.bytes});
+}
+
+// Byte ranges fetched into one stand-in, merged: what a later step still needs of a range.
+class Fetched {
+ public:
+  std::vector<remote::ByteRange> missing(uint64_t offset, uint64_t bytes) const {
+    std::vector<remote::ByteRange> out;
+    uint64_t at = offset;
+    const uint64_t end = offset + bytes;
+    for (auto it = have_.upper_bound(at); at < end;) {
+      if (it != have_.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second > at) at = std::min(end, prev->second);
+      }
+      if (at >= end) break;
+      const uint64_t stop = it == have_.end() ? end : std::min(end, it->first);
+      if (stop > at) out.push_back({at, stop - at});
+      at = stop;
+      if (it != have_.end()) ++it;
+    }
+    return out;
+  }
+  void add(uint64_t offset, uint64_t bytes) {
+    uint64_t begin = offset, end = offset + bytes;
+    auto it = have_.lower_bound(begin);
+    if (it != have_.begin() && std::prev(it)->second >= begin) --it;
+    while (it != have_.end() && it->first <= end) {
+      begin = std::min(begin, it->first), end = std::max(end, it->second);
+      it = have_.erase(it);
+    }
+    have_[begin] = end;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> have_;  // begin -> end
+};
+
+// A storage of a torch.save zip ("ARCHIVE/data/KEY"): tensor bytes, fetched when read, not with the headers.
+bool is_torch_storage(const std::string& entry) {
+  const size_t slash = entry.find('/');
+  return slash != std::string::npos && entry.compare(slash, 6, "/data/") == 0 && entry.find('/', slash + 6) == std::string::npos;
 }
 
 }  // namespace
@@ -78,8 +139,6 @@ RemoteCheckpoint::RemoteCheckpoint(const std::string& remote_path) {
   const remote::MirrorLock writing(folder, remote::MirrorLock::Kind::Write);  // until the headers are written
   remote::mark_open(local_path_, true);
   const std::string name = file_name(u);
-  if (ends_with(name, ".bin.index.json"))
-    throw Error(ErrorKind::Unavailable, u.given + ": sharded torch.save checkpoints are not read remotely yet (safetensors and GGUF are)");
   // Fresh cached headers: the stand-ins as they are, no request.
   if (auto record = remote::fresh_header_record(local_path_); record && fs::is_regular_file(local_path_)) {
     for (const auto& f : record->files) {
@@ -175,6 +234,11 @@ void RemoteCheckpoint::add_file(const std::string& given) {
         add_file(remote::sibling(u, m[1].str() + tail).given);
       }
     }
+  } else if (looks_like_zip(first.data(), first.size())) {
+    header_bytes_ += fetch_zip_headers(u.given, id, *file);
+  } else if (first.size() == 8 && std::memcmp(first.data(), kLegacyTorchPrefix, 8) == 0) {
+    throw Error(ErrorKind::Unavailable, u.given + ": a torch.save file in the legacy (pre-1.6, not zip) format is not read remotely "
+                                                  "(its pickle interleaves the storages); download it, or re-save it with torch >= 1.6");
   } else if (first.size() == 8) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | first[static_cast<size_t>(i)];
@@ -184,11 +248,80 @@ void RemoteCheckpoint::add_file(const std::string& given) {
     fetch_into(8, n);
     header_bytes_ += 8 + n;
   } else {
-    throw Error(ErrorKind::BadInput, u.given + ": " + std::to_string(id.size) + " bytes: too short for a safetensors or GGUF file");
+    throw Error(ErrorKind::BadInput, u.given + ": " + std::to_string(id.size) + " bytes: too short for a safetensors, GGUF or torch.save file");
   }
   file->restamp();
   urls_[normal(file->path())] = given;
   files_[normal(file->path())] = std::move(file);
+}
+
+uint64_t RemoteCheckpoint::fetch_zip_headers(const std::string& given, const remote::RemoteIdentity& id, remote::MirrorFile& file) {
+  Fetched fetched;
+  fetched.add(0, std::min<uint64_t>(8, id.size));
+  uint64_t bytes = 0;
+  auto fetch = [&](const std::vector<remote::ByteRange>& wanted) {
+    std::vector<remote::ByteRange> ranges;
+    for (const auto& w : wanted)
+      for (const auto& r : fetched.missing(w.offset, w.bytes)) ranges.push_back(r), fetched.add(r.offset, r.bytes), bytes += r.bytes;
+    if (ranges.empty()) return;
+    http_->read(id, ranges, [&](uint64_t at, const uint8_t* d, size_t n) { file.write_header(at, d, n); });
+    file.restamp();
+  };
+  // The end records: in the last few KiB unless a long comment follows them, then in the longest tail a comment
+  // allows. A record a tail missed (a zip64 end record far from its locator) reads as zeros and is refused by its
+  // signature check, naming the offset. Then the central directory, where the tail did not hold it.
+  ZipSpan central;
+  for (const uint64_t want : {kZipShortTail, kZipTail}) {
+    const uint64_t tail = std::min(id.size, want);
+    fetch({{id.size - tail, tail}});
+    try {
+      const MappedFile view(file.path());
+      central = locate_zip_central_directory(view.data(), view.size(), given);
+      break;
+    } catch (const Error&) {
+      if (want == kZipTail || tail == id.size) throw;
+    }
+  }
+  fetch({{central.offset, central.bytes}});
+  ZipDirectory directory;
+  {
+    const MappedFile view(file.path());
+    directory = read_zip_central_directory(view.data(), view.size(), given);
+  }
+  // Every local header (its fixed part, name and usual padding; a longer extra field in a second round), then the
+  // data of every entry that is not a storage.
+  auto local_span = [&](const ZipEntry& e, uint64_t want) {
+    return remote::ByteRange{e.header_offset, std::min(want, directory.central_directory_offset - e.header_offset)};
+  };
+  std::vector<remote::ByteRange> locals;
+  for (const auto& e : directory.entries) locals.push_back(local_span(e, kZipLocalSlack + e.name.size()));
+  fetch(locals);
+  locals.clear();
+  {
+    const MappedFile view(file.path());
+    for (const auto& e : directory.entries) {
+      const uint8_t* l = view.data() + e.header_offset;
+      const uint64_t whole = 30 + (l[26] | uint64_t{l[27]} << 8) + (l[28] | uint64_t{l[29]} << 8);
+      if (whole > kZipLocalSlack + e.name.size()) locals.push_back(local_span(e, whole));
+    }
+  }
+  fetch(locals);
+  std::vector<remote::ByteRange> entries;
+  uint64_t entry_bytes = 0;
+  {
+    const MappedFile view(file.path());
+    directory = read_zip_directory(view.data(), view.size(), given);
+  }
+  for (const auto& e : directory.entries) {
+    if (is_torch_storage(e.name)) continue;
+    entry_bytes += e.compressed_size;
+    if (entry_bytes > kZipMaxHeaderEntries)
+      throw Error(ErrorKind::BadInput, given + ": the entries other than storages (data.pkl, ...) hold more than " +
+                                           std::to_string(kZipMaxHeaderEntries) + " bytes");
+    entries.push_back({e.data_offset, e.compressed_size});
+  }
+  fetch(entries);
+  return bytes + std::min<uint64_t>(8, id.size);
 }
 
 std::string RemoteCheckpoint::shown(const std::string& local) const {

@@ -24,6 +24,7 @@ namespace tmorph::remote {
 class HttpRanges;
 class MirrorFile;
 class MirrorLock;
+struct RemoteIdentity;
 }  // namespace tmorph::remote
 
 namespace tmorph::app {
@@ -31,7 +32,8 @@ namespace tmorph::app {
 class RemoteCheckpoint {
  public:
   // Fetches what opening `remote_path` needs: the index JSON whole (at most 64 MiB), each file's header
-  // (safetensors: its 8-byte length and JSON; GGUF: a growing prefix up to its tensor data), config.json and
+  // (safetensors: its 8-byte length and JSON; GGUF: a growing prefix up to its tensor data; a torch.save zip: its
+  // directory, local headers and entries other than storages), config.json and
   // quantize_config.json when present; or nothing, when the header cache holds them fresh (remote/header_cache.h).
   // Holds the stand-in folder's Use lock until destroyed, and its Write lock while fetching headers
   // (remote/mirror_file.h). Errors name the URL.
@@ -48,7 +50,7 @@ class RemoteCheckpoint {
   void show_given(nlohmann::json& doc, const std::string& given) const;
 
   // Fetches the bytes of tensors `which` of `c` (opened from local_path()) into the stand-ins' memory; Unavailable
-  // naming the tensor for a storage form not read remotely (chunked, strided, encoded values). Counted per tensor:
+  // naming the tensor for a storage form not read remotely (chunked, encoded values). Counted per tensor:
   // a tensor fetched already (by another thread, another call) is not fetched again, one being fetched is waited
   // for. Thread-safe.
   void fetch(const Checkpoint& c, const std::vector<size_t>& which);
@@ -70,6 +72,9 @@ class RemoteCheckpoint {
 
  private:
   void add_file(const std::string& url_given);
+  // A torch.save zip's headers into its stand-in: the end records and central directory, every local header, and
+  // every entry but the storages (which are tensor bytes). Returns the bytes fetched, its first 8 included.
+  uint64_t fetch_zip_headers(const std::string& given, const remote::RemoteIdentity& id, remote::MirrorFile& file);
   std::string local_path_;
   std::string host_;
   std::unique_ptr<remote::MirrorLock> use_lock_;

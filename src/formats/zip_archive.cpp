@@ -127,7 +127,12 @@ bool looks_like_zip(const uint8_t* bytes, uint64_t size) {
   return size >= 4 && (le(bytes, 4) == kLocalSig || le(bytes, 4) == kEndSig);
 }
 
-ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::string& path) {
+ZipSpan locate_zip_central_directory(const uint8_t* b, uint64_t size, const std::string& path) {
+  const End e = read_end(b, size, path);
+  return {e.cd_offset, e.cd_size};
+}
+
+ZipDirectory read_zip_central_directory(const uint8_t* b, uint64_t size, const std::string& path) {
   const End e = read_end(b, size, path);
   if (e.cd_offset > e.limit || e.cd_size > e.limit - e.cd_offset)
     bad(path, e.at, "central directory (offset " + std::to_string(e.cd_offset) + ", " + std::to_string(e.cd_size) +
@@ -137,6 +142,7 @@ ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::stri
                         " bytes holds at most " + std::to_string(e.cd_size / kCentralBytes));
   ZipDirectory d;
   d.central_directory_offset = e.cd_offset;
+  d.central_directory_bytes = e.cd_size;
   std::set<std::string> names;
   const uint64_t cd_end = e.cd_offset + e.cd_size;
   uint64_t at = e.cd_offset;
@@ -158,25 +164,34 @@ ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::stri
     if (flags & 1) bad(path, at, "entry '" + z.name + "' is encrypted (refused)");
     apply_zip64(c + kCentralBytes + n, m, at + kCentralBytes + n, z, path);
     if (!names.insert(z.name).second) bad(path, at, "entry '" + z.name + "' appears twice");
-    // The local header: same name, data right after its name and extra field, before the directory.
     if (z.header_offset > e.cd_offset || e.cd_offset - z.header_offset < kLocalBytes)
       bad(path, at, "entry '" + z.name + "': local header offset " + std::to_string(z.header_offset) + " is not before the central directory");
-    const uint8_t* l = b + z.header_offset;
-    if (le(l, 4) != kLocalSig) bad(path, z.header_offset, "expected the local header of entry '" + z.name + "' (signature PK\\3\\4)");
-    if (le(l + 8, 2) != z.method) bad(path, z.header_offset, "entry '" + z.name + "': local header's method disagrees with the central directory's");
-    const uint64_t ln = le(l + 26, 2), lm = le(l + 28, 2);
-    if (ln + lm > e.cd_offset - z.header_offset - kLocalBytes) bad(path, z.header_offset, "entry '" + z.name + "': local header runs into the central directory");
-    if (ln != n || std::string(reinterpret_cast<const char*>(l + kLocalBytes), ln) != z.name)
-      bad(path, z.header_offset, "entry '" + z.name + "': local header names another entry");
-    z.data_offset = z.header_offset + kLocalBytes + ln + lm;
-    if (z.compressed_size > e.cd_offset - z.data_offset)
-      bad(path, z.data_offset, "entry '" + z.name + "': " + std::to_string(z.compressed_size) + " bytes of data run past the central directory at " + std::to_string(e.cd_offset));
     if (z.method == 0 && z.compressed_size != z.size)
       bad(path, at, "stored entry '" + z.name + "' has compressed size " + std::to_string(z.compressed_size) + " but size " + std::to_string(z.size));
     d.entries.push_back(std::move(z));
     at += kCentralBytes + n + m + k;
   }
   if (at != cd_end) bad(path, at, std::to_string(cd_end - at) + " bytes of the central directory follow its last entry");
+  return d;
+}
+
+ZipDirectory read_zip_directory(const uint8_t* b, uint64_t size, const std::string& path) {
+  ZipDirectory d = read_zip_central_directory(b, size, path);
+  const uint64_t cd_offset = d.central_directory_offset;
+  for (ZipEntry& z : d.entries) {
+    // The local header: same name, data right after its name and extra field, before the directory.
+    const uint64_t n = z.name.size();
+    const uint8_t* l = b + z.header_offset;
+    if (le(l, 4) != kLocalSig) bad(path, z.header_offset, "expected the local header of entry '" + z.name + "' (signature PK\\3\\4)");
+    if (le(l + 8, 2) != z.method) bad(path, z.header_offset, "entry '" + z.name + "': local header's method disagrees with the central directory's");
+    const uint64_t ln = le(l + 26, 2), lm = le(l + 28, 2);
+    if (ln + lm > cd_offset - z.header_offset - kLocalBytes) bad(path, z.header_offset, "entry '" + z.name + "': local header runs into the central directory");
+    if (ln != n || std::string(reinterpret_cast<const char*>(l + kLocalBytes), ln) != z.name)
+      bad(path, z.header_offset, "entry '" + z.name + "': local header names another entry");
+    z.data_offset = z.header_offset + kLocalBytes + ln + lm;
+    if (z.compressed_size > cd_offset - z.data_offset)
+      bad(path, z.data_offset, "entry '" + z.name + "': " + std::to_string(z.compressed_size) + " bytes of data run past the central directory at " + std::to_string(cd_offset));
+  }
   // No two entries may share bytes: sorted by header offset, each ends before the next begins.
   std::vector<const ZipEntry*> order;
   for (const auto& z : d.entries) order.push_back(&z);

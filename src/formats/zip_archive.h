@@ -20,7 +20,7 @@ struct ZipEntry {
   std::string name;
   uint16_t method = 0;          // 0 stored, 8 deflate, ...
   uint64_t header_offset = 0;   // the local header
-  uint64_t data_offset = 0;     // first byte of the entry's (stored or compressed) data
+  uint64_t data_offset = 0;     // first byte of the entry's (stored or compressed) data; 0 until the local header is read
   uint64_t compressed_size = 0;
   uint64_t size = 0;            // uncompressed
   uint32_t crc32 = 0;           // of the uncompressed bytes, as the central directory records it
@@ -29,6 +29,7 @@ struct ZipEntry {
 struct ZipDirectory {
   std::vector<ZipEntry> entries;  // in central-directory order
   uint64_t central_directory_offset = 0;
+  uint64_t central_directory_bytes = 0;
   // The entry called name, or null.
   const ZipEntry* find(const std::string& name) const;
 };
@@ -38,6 +39,18 @@ bool looks_like_zip(const uint8_t* bytes, uint64_t size);
 
 // Reads the directory of the archive in bytes[0, size). `path` names the file in errors.
 ZipDirectory read_zip_directory(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+// The end records and the central directory only, every check of read_zip_directory on them; no local header is
+// read, so every data_offset is 0. For a reader that has the archive's tail and directory but not yet its local
+// headers (a remote archive fetched by ranges: the central directory says which local headers to fetch).
+ZipDirectory read_zip_central_directory(const uint8_t* bytes, uint64_t size, const std::string& path);
+
+// Where the central directory lies, from the end records alone (the last 65,557 bytes, and the zip64 end record
+// its locator points at). The same errors as read_zip_directory's about the end records.
+struct ZipSpan {
+  uint64_t offset = 0, bytes = 0;
+};
+ZipSpan locate_zip_central_directory(const uint8_t* bytes, uint64_t size, const std::string& path);
 
 // The CRC-32 (ISO 3309, as zip and zlib compute it) of bytes[0, size), continuing from `crc` (0 to start).
 uint32_t zip_crc32(const uint8_t* bytes, uint64_t size, uint32_t crc = 0);

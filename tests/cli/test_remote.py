@@ -26,6 +26,7 @@ from cli_harness import TM_BIN, run  # noqa: E402
 import remote_servers  # noqa: E402
 
 FIXTURES = os.environ.get("TM_FIXTURES", "/work/shared/fixtures")
+TORCH_FIXTURES = os.path.join(HERE, "..", "fixtures", "torch")
 INVALID, BAD_INPUT, IO = 2, 3, 6
 
 
@@ -104,6 +105,28 @@ class RemoteCase(unittest.TestCase):
                     shutil.copy(os.path.join(FIXTURES, "gguf", "split", f), os.path.join(cls.root, "gguf"))
         else:
             print(f"test_remote: {FIXTURES}/gguf is absent: the GGUF cases are skipped", file=sys.stderr)
+        # torch.save zips (tests/fixtures/torch, written by torch 1.13): one file, a legacy one, and a sharded
+        # pytorch_model.bin.index.json of two of them as shards.
+        torch_dir = os.path.join(cls.root, "torch")
+        os.makedirs(torch_dir)
+        for f in ("state_dict.pt", "strided.pt", "legacy.pt"):
+            shutil.copy(os.path.join(TORCH_FIXTURES, f), torch_dir)
+        shards = {"pytorch_model-00001-of-00002.bin": "state_dict.pt", "pytorch_model-00002-of-00002.bin": "strided.pt"}
+        weight_map = {}
+        for shard, source in shards.items():
+            shutil.copy(os.path.join(TORCH_FIXTURES, source), os.path.join(torch_dir, shard))
+            for t in json.loads(run(["ls", os.path.join(torch_dir, shard), "--json"]).out)["tensors"]:
+                weight_map[t["name"]] = shard
+        with open(os.path.join(torch_dir, "pytorch_model.bin.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": weight_map}, f)
+        # state_dict.pt rewritten by Python's zipfile (our writer, not torch's: its entries unaligned) with 1 MiB of
+        # a storage nothing references at the end, so its headers are a small part of the file.
+        import zipfile
+        with zipfile.ZipFile(os.path.join(TORCH_FIXTURES, "state_dict.pt")) as src, \
+                zipfile.ZipFile(os.path.join(torch_dir, "padded.pt"), "w", zipfile.ZIP_STORED) as out:
+            for info in src.infolist():
+                out.writestr(info, src.read(info.filename))
+            out.writestr(src.infolist()[0].filename.split("/")[0] + "/data/unreferenced", b"\0" * (1 << 20))
         # The hub's layout: ORG/NAME/resolve/REVISION/FILE.
         for rev in ("main", "v1"):
             d = os.path.join(cls.root, "hub", "org", "tiny", "resolve", rev)
@@ -215,6 +238,54 @@ class TestFirstLook(RemoteCase):
         self.assertIn("/org/absent/resolve/main/model.safetensors", missing.err)
         self.assertIn("HTTP 404", missing.err)
         self.assertNotIn("hf_secret", missing.err)
+
+
+class TestTorchZip(RemoteCase):
+    """torch.save zips (pytorch_model.bin): the headers are the zip's tail and central directory, its local headers and
+    data.pkl; the storages are tensor bytes, fetched when read."""
+
+    def test_info_stats_and_index_of_zips_and_a_sharded_bin_index_equal_the_local_run(self):
+        cache = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        for name in ("torch/state_dict.pt", "torch/strided.pt", "torch/pytorch_model.bin.index.json"):
+            for args in (["info", "--json"], ["ls", "--json"], ["stats", "--json"]):
+                local, remote = self.both(args, name, cache_home=cache)
+                self.assert_same(local, remote)
+            got, _, _ = fetched_bytes(remote.err)
+            self.assertGreater(got, 0, remote.err)
+        # info fetches headers only: the end records, the directory, the local headers and data.pkl, not the storages.
+        fresh = tempfile.mkdtemp(prefix="tm-remote-cache-")
+        local, remote = self.both(["info", "--json"], "torch/padded.pt", cache_home=fresh)
+        self.assert_same(local, remote)
+        got, _, _ = fetched_bytes(remote.err)
+        self.assertLess(got, 16 * 1024, remote.err)
+        local, remote = self.both(["stats", "--json"], "torch/padded.pt", cache_home=fresh)
+        self.assert_same(local, remote)
+        self.assertLess(fetched_bytes(remote.err)[0], 16 * 1024, remote.err)  # the referenced storages only
+        # One tensor: a transposed view fetches the bytes of its storage it spans, and its values equal the local run.
+        local = run(["stats", os.path.join(self.root, "torch/state_dict.pt"), "views.transposed", "--json"])
+        remote = run(["stats", self.nginx.url("torch/state_dict.pt"), "views.transposed", "--json"], cache_home=fresh)
+        self.assert_same(local, remote)
+        # index streams every tensor once; stats then come from the index.
+        r = run(["index", self.nginx.url("torch/pytorch_model.bin.index.json"), "--json"], cache_home=fresh)
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.json()["computed"], r.json()["tensors"] - r.json()["unavailable"])
+        local, remote = self.both(["stats", "--json"], "torch/pytorch_model.bin.index.json", cache_home=fresh)
+        self.assert_same(local, remote)
+
+    def test_a_legacy_torch_save_is_refused_by_name(self):
+        r = run(["info", self.nginx.url("torch/legacy.pt")])
+        self.assertEqual(r.code, 4, r.err)
+        self.assertIn(self.nginx.url("torch/legacy.pt") + ": a torch.save file in the legacy (pre-1.6, not zip) format is not read remotely", r.err)
+
+    def test_a_truncated_zip_names_the_url_and_offset(self):
+        with open(os.path.join(self.root, "torch", "state_dict.pt"), "rb") as f:
+            data = f.read()
+        with open(os.path.join(self.root, "torch", "cut.pt"), "wb") as f:
+            f.write(data[:len(data) - 30])  # the end record's tail gone
+        r = run(["info", self.nginx.url("torch/cut.pt")])
+        self.assertEqual(r.code, BAD_INPUT, r.err)
+        self.assertIn(self.nginx.url("torch/cut.pt") + ": zip, byte ", r.err)
+        self.assertIn("no end of central directory record", r.err)
 
 
 class TestS3(RemoteCase):
