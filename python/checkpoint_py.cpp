@@ -341,8 +341,9 @@ void bind_checkpoint(py::module_& m) {
         {
           py::gil_scoped_release unlocked;
           const auto rt = make_runtime(request);
-          t = diff_tile_values(a, b, name, static_cast<unsigned>(level), static_cast<uint64_t>(slice), static_cast<uint64_t>(y),
-                               static_cast<uint64_t>(x), rt->planner());
+          app::RemotePair pair(a, b);  // URLs: the pair's tensors fetched while the tile is read (docs/remote.md)
+          t = diff_tile_values(pair.path_a(), pair.path_b(), name, static_cast<unsigned>(level), static_cast<uint64_t>(slice),
+                               static_cast<uint64_t>(y), static_cast<uint64_t>(x), rt->planner(), pair.around_pair());
         }
         const auto rows = static_cast<py::ssize_t>(t.range.row_end - t.range.row_begin);
         const auto cols = static_cast<py::ssize_t>(t.range.col_end - t.range.col_begin);

@@ -265,7 +265,8 @@ TileDelta read_tile(DiffPairReader& reader, const std::vector<uint64_t>& shape, 
 }  // namespace
 
 TileDelta diff_tile_values(const std::string& a, const std::string& b, const std::string& name, unsigned level, uint64_t slice,
-                           uint64_t ty, uint64_t tx, const Planner& planner) {
+                           uint64_t ty, uint64_t tx, const Planner& planner,
+                           const std::function<void(size_t tensor_a, size_t tensor_b, bool fetch)>& around_pair) {
   if (is_lora_adapter(b)) {
     const Checkpoint ca = open_checkpoint(a);
     const LoraAdapter ad = open_lora_adapter(b, ca, planner);
@@ -273,6 +274,7 @@ TileDelta diff_tile_values(const std::string& a, const std::string& b, const std
       if (m.base_name != name) continue;
       const CheckpointTensor& t = ca.tensors[ca.position(name, a)];
       if (!floating(t)) throw Error(ErrorKind::InvalidArgument, name + ": dtype " + t.stored_type + ": an adapter changes floating weights only");
+      PairFetch fetched(around_pair, ca.position(name, a), DiffOptions::kNoTensor);
       AdapterPairReader reader(ca, t, planner, default_view(t.shape), ad, m);
       return read_tile(reader, t.shape, name, level, slice, ty, tx);
     }
@@ -286,6 +288,7 @@ TileDelta diff_tile_values(const std::string& a, const std::string& b, const std
     const CheckpointTensor& tb = cb.tensors[p.b];
     const PairSetup setup = setup_pair(ca, ta, cb, tb, p.translated, m.gguf_side, planner);
     if (setup.skip) throw Error(ErrorKind::InvalidArgument, name + ": not compared: " + *setup.skip);
+    PairFetch fetched(around_pair, p.a, p.b);
     PairReader reader(ca, ta, cb, tb, planner, default_view(ta.shape), setup.side, setup.qk ? setup.qk->heads : 0);
     return read_tile(reader, ta.shape, name, level, slice, ty, tx);
   }

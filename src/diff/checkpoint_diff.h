@@ -88,7 +88,9 @@ struct TileDelta {
   TileRange range;
   std::vector<double> delta;
 };
+// around_pair: as DiffOptions::around_pair, called around the one pair read (a face's remote fetch).
 TileDelta diff_tile_values(const std::string& a, const std::string& b, const std::string& name, unsigned level, uint64_t slice,
-                           uint64_t ty, uint64_t tx, const Planner& planner);
+                           uint64_t ty, uint64_t tx, const Planner& planner,
+                           const std::function<void(size_t tensor_a, size_t tensor_b, bool fetch)>& around_pair = {});
 
 }  // namespace tmorph

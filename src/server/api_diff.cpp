@@ -255,20 +255,8 @@ void get_values(ServerState& state, DiffCache& cache, const httplib::Request& re
   {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
     app::RemotePair remote(a.path, b.path, a.remote.get(), b.remote.get());
-    const auto fetched = remote.around_pair();
-    const auto position = [](const ServedCheckpoint& sc, const std::string& name) {
-      const auto it = sc.by_name.find(name);
-      return it == sc.by_name.end() ? app::RemotePair::kNoTensor : it->second;
-    };
-    const size_t ia = position(a, p->name_a), ib = position(b, p->name_b);
-    if (fetched) fetched(ia, ib, true);
-    try {
-      t = diff_tile_values(remote.path_a(), remote.path_b(), p->name_a, static_cast<unsigned>(level), slice, y, x, rt->planner());
-    } catch (...) {
-      if (fetched) fetched(ia, ib, false);
-      throw;
-    }
-    if (fetched) fetched(ia, ib, false);
+    t = diff_tile_values(remote.path_a(), remote.path_b(), p->name_a, static_cast<unsigned>(level), slice, y, x, rt->planner(),
+                         remote.around_pair());
   }
   static_assert(std::endian::native == std::endian::little, "the values body is little-endian float64");
   std::string body(t.delta.size() * sizeof(double), '\0');

@@ -86,6 +86,22 @@ def test_diff_and_compare_of_urls_equal_the_local_run(served):
     assert tm.diff(nginx.url("model.safetensors"), nginx.url("tuned.safetensors"))["pairs"][0]["difference"]["changed"] > 0
 
 
+def test_diff_tile_of_urls_equals_the_local_run_and_numpy(served):
+    root, nginx, tensors = served
+    for level, x, y in ((0, 0, 0), (0, 1, 1), (1, 0, 0)):
+        local, where = tm.diff_tile(os.path.join(root, "model.safetensors"), os.path.join(root, "tuned.safetensors"), "embed.weight",
+                                    level=level, x=x, y=y)
+        remote, remote_where = tm.diff_tile(nginx.url("model.safetensors"), nginx.url("tuned.safetensors"), "embed.weight",
+                                            level=level, x=x, y=y)
+        assert remote_where == where
+        np.testing.assert_array_equal(remote, local)
+    delta, where = tm.diff_tile(nginx.url("model.safetensors"), nginx.url("tuned.safetensors"), "embed.weight")
+    want = np.float64(0.5) * (np.arange(300)[:, None] % 7 == 0) * np.ones((1, 260))
+    rows, cols = slice(where["row_begin"], where["row_end"]), slice(where["col_begin"], where["col_end"])
+    np.testing.assert_allclose(delta, want[rows, cols], atol=1e-6)
+    assert np.count_nonzero(delta) > 0
+
+
 def test_a_missing_remote_file_names_the_url(served):
     _, nginx, _ = served
     with pytest.raises(tm.Error) as e:
