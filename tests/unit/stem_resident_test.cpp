@@ -18,6 +18,7 @@
 #include "stem/products/virtual_detector.h"
 #include "stem/resident/compact_frames.h"
 #include "stem/resident/resident_store.h"
+#include "compact_sums_support.h"
 #include "stem_fixture.h"
 #include "tensormorph/error.h"
 #include "test_support.h"
@@ -395,6 +396,47 @@ TEST_F(StemResident, ADamagedChunkMetWhileBuildingNamesTheFrameAndLeavesNothingR
     EXPECT_NE(std::string(e.what()).find("frame 3"), std::string::npos) << e.what();
   }
   EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 0u);
+}
+
+// stem.compact_sums (op_contracts.h) on the CPU, its reference: over the device image of a copy it gives what the copy's
+// own sums give (which CompactFrames.EqualTheDenseFrames... holds to the dense frames), for uint16 and uint32 keys, in
+// pixel and radial order, with and without the fixed sums and a centre-of-mass list, over one page and several.
+TEST(CompactSums, TheCpuOpOverTheImageEqualsTheCopysOwnSums) {
+  struct Shape {
+    uint64_t count, rows, cols;
+    DType dt;
+    double density;
+    bool radial;
+  };
+  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{31, 13, 11, DType::U8, 0.6, true},
+                          Shape{30, 250, 250, DType::U16, 0.55, true}, Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+    const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 17);
+    const CompactImage image = compact_image(*c.frames);
+    EXPECT_EQ(image.key_bytes, sh.rows * sh.cols > 65536 ? 4u : 2u);
+    EXPECT_EQ(image.size, compact_image_bytes(*c.frames));
+    if (sh.rows == 250) {
+      EXPECT_GT(image.page_first.size(), 2u) << "several pages";
+    }
+    const Placement at = test::cpu_planner().place(compact_sums_request(*c.frames, {}));
+    ASSERT_EQ(at.backend, "cpu");
+    for (const bool fixed : {true, false})
+      for (const auto* com : {&c.com, static_cast<const std::vector<uint32_t>*>(nullptr)}) {
+        const std::string what = std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + (fixed ? " fixed" : " lists") + (com ? " com" : "");
+        const auto want = c.frames->sums(c.detectors, com, fixed, c.positions, 2);
+        test::expect_same_sums(want, compact_sums(at, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 3), what);
+      }
+  }
+}
+
+TEST(CompactSums, MalformedCallsAreRefusedNamingTheField) {
+  const test::CompactCase c = test::compact_case(12, 13, 11, DType::U16, 0.4, false, 3);
+  const Placement at = test::cpu_planner().place(compact_sums_request(*c.frames, {}));
+  test::expect_malformed_calls_refused(at, c);
+  // And through the domain: too many detectors, a detector pixel outside the frame.
+  const CompactImage image = compact_image(*c.frames);
+  std::vector<std::vector<uint32_t>> many(65, std::vector<uint32_t>{1});
+  EXPECT_THROW(compact_sums(at, *c.frames, nullptr, &image, many, nullptr, true, c.positions, 1), Error);
+  EXPECT_THROW(compact_sums(at, *c.frames, nullptr, &image, {{143}}, nullptr, true, c.positions, 1), Error);
 }
 
 }  // namespace
