@@ -204,6 +204,7 @@ class StemResident : public ::testing::Test {
   }
   static const Planner& planner() { return test::cpu_planner(); }
 
+ public:
   // Every product field of the two results, compared exactly.
   static void expect_same(const ProductResult& a, const ProductResult& b) {
     EXPECT_EQ(a.scan_shape, b.scan_shape);
@@ -218,6 +219,7 @@ class StemResident : public ::testing::Test {
     EXPECT_EQ(a.pattern_max, b.pattern_max);
   }
 
+ protected:
   // The requests a viewer sends: the BF disk and an ADF annulus about the detected disk, an annulus about another
   // centre, a rectangle, the centre of mass over the disk, patterns; whole scan and a region.
   std::vector<ProductRequest> requests(const Acquisition& acq) const {
@@ -398,9 +400,44 @@ TEST_F(StemResident, ADamagedChunkMetWhileBuildingNamesTheFrameAndLeavesNothingR
   EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 0u);
 }
 
-// With the sums placed on Vulkan (strict), the copy's image is uploaded once and read there by every later product:
-// the first product reports the upload (bytes_transferred, built_now), the others move nothing; every product equals
-// the streamed CPU one field for field; the copy's description lists the device copy (location, bytes, built_at).
+// With the sums placed on a device backend (strict: Vulkan, or the CUDA/HIP kernel source under the host grid emulation,
+// gpuemu), the copy's image is uploaded once and read there by every later product: the first product reports the
+// upload (bytes_transferred, built_now), the others move nothing; every product equals the streamed CPU one field for
+// field; the copy's description lists the device copy (location, bytes, built_at).
+void expect_sums_on_device_copy(const Acquisition& acq, const std::vector<ProductRequest>& all, const std::string& name,
+                                const BackendRegistry& registry) {
+  const CostModel costs;
+  Constraints strict;
+  strict.strict_backend = name;
+  const Planner on_device(registry, costs, strict);
+  std::vector<ProductRequest> reqs(all.begin() + 1, all.end());  // the pattern alone has no sums
+  std::vector<ProductResult> streamed;
+  ResidentStore::process().set_budget(0);
+  for (const auto& r : reqs) streamed.push_back(compute_products(acq, r, test::cpu_planner()));
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const ProductResult r = compute_products(acq, reqs[i], on_device);
+    StemResident::expect_same(r, streamed[i]);
+    ASSERT_TRUE(r.load_provenance["resident"].contains("device_copy")) << r.load_provenance.dump();
+    const nlohmann::json& copy = r.load_provenance["resident"]["device_copy"];
+    EXPECT_EQ(copy["location"].get<std::string>().rfind(name + "/", 0), 0u) << copy.dump();
+    EXPECT_EQ(copy["built_now"], i == 0) << i;
+    const auto sums = std::find_if(r.placements.begin(), r.placements.end(), [](const Placement& p) { return p.op == "stem.compact_sums"; });
+    ASSERT_NE(sums, r.placements.end());
+    EXPECT_EQ(sums->backend, name);
+    EXPECT_EQ(sums->bytes_transferred, i == 0 ? copy["bytes"].get<uint64_t>() : 0u) << "uploaded once, then read in place";
+    for (const auto& e : r.evaluated_as) EXPECT_EQ(e, "entry by entry on " + name);
+  }
+  const nlohmann::json store = ResidentStore::process().describe();
+  ASSERT_EQ(store["copies"].size(), 1u);
+  ASSERT_EQ(store["copies"][0]["device_copies"].size(), 1u) << "one device copy, shared by every product";
+  EXPECT_GT(store["copies"][0]["device_copies"][0]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(store["copies"][0]["device_copies"][0]["built_at"].get<std::string>().empty());
+  // The CPU planner still computes from the host copy (reason resident_data), with the same numbers.
+  StemResident::expect_same(compute_products(acq, reqs[0], test::cpu_planner()), streamed[0]);
+  ResidentStore::process().drop_all();  // the device copies go with the copy, before the registry
+}
+
 TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
   auto registry = test::make_registry(false);
   registry->load_plugins_from(TM_PLUGIN_DIR);
@@ -410,38 +447,17 @@ TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreame
     if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
     GTEST_SKIP() << "Vulkan backend unavailable";
   }
-  const CostModel costs;
-  Constraints strict;
-  strict.strict_backend = "vulkan";
-  const Planner on_vulkan(*registry, costs, strict);
   const Acquisition acq = open_acquisition(write(dir.str(), 5));
-  auto reqs = requests(acq);
-  reqs.erase(reqs.begin());  // the pattern alone has no sums
-  std::vector<ProductResult> streamed;
-  for (const auto& r : reqs) streamed.push_back(compute_products(acq, r, planner()));
-  ResidentStore::process().set_budget(uint64_t{1} << 30);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    const ProductResult r = compute_products(acq, reqs[i], on_vulkan);
-    expect_same(r, streamed[i]);
-    ASSERT_TRUE(r.load_provenance["resident"].contains("device_copy")) << r.load_provenance.dump();
-    const nlohmann::json& copy = r.load_provenance["resident"]["device_copy"];
-    EXPECT_EQ(copy["location"].get<std::string>().rfind("vulkan/", 0), 0u) << copy.dump();
-    EXPECT_EQ(copy["built_now"], i == 0) << i;
-    const auto sums = std::find_if(r.placements.begin(), r.placements.end(), [](const Placement& p) { return p.op == "stem.compact_sums"; });
-    ASSERT_NE(sums, r.placements.end());
-    EXPECT_EQ(sums->backend, "vulkan");
-    EXPECT_EQ(sums->bytes_transferred, i == 0 ? copy["bytes"].get<uint64_t>() : 0u) << "uploaded once, then read in place";
-    for (const auto& e : r.evaluated_as) EXPECT_EQ(e, "entry by entry on vulkan");
-  }
-  const nlohmann::json store = ResidentStore::process().describe();
-  ASSERT_EQ(store["copies"].size(), 1u);
-  ASSERT_EQ(store["copies"][0]["device_copies"].size(), 1u) << "one device copy, shared by every product";
-  EXPECT_GT(store["copies"][0]["device_copies"][0]["bytes"].get<uint64_t>(), 0u);
-  EXPECT_FALSE(store["copies"][0]["device_copies"][0]["built_at"].get<std::string>().empty());
-  // The CPU planner still computes from the host copy (reason resident_data), with the same numbers.
-  const ProductResult host = compute_products(acq, reqs[0], planner());
-  expect_same(host, streamed[0]);
-  ResidentStore::process().drop_all();  // the device copies go with the copy, before this test's registry
+  expect_sums_on_device_copy(acq, requests(acq), "vulkan", *registry);
+}
+
+TEST_F(StemResident, SumsOnTheEmulatedGpuReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_GPUEMU_PLUGIN_DIR);
+  const Backend* gpu = registry->find("gpuemu");
+  ASSERT_TRUE(gpu && gpu->available) << "gpuemu is built with the tests";
+  const Acquisition acq = open_acquisition(write(dir.str(), 6));
+  expect_sums_on_device_copy(acq, requests(acq), "gpuemu", *registry);
 }
 
 // stem.compact_sums (op_contracts.h) on the CPU, its reference: over the device image of a copy it gives what the copy's
