@@ -369,16 +369,25 @@ tm_status run_stem_compact_sums(const tm_kernel_call_v1& call, std::string* erro
                                                   std::to_string(last) + ") are not within its " + std::to_string(e));
       uint64_t total = 0, weight = 0, row = 0, col = 0;
       std::vector<uint64_t> lists(p.list_count, 0);
+      const auto key_at = [&](uint64_t k) -> uint32_t {
+        if (p.key_bytes == 4) return word(keys_at + k);
+        uint16_t k16;
+        std::memcpy(&k16, base + keys_at * 4 + k * 2, 2);
+        return k16;
+      };
+      // Lists that are key ranges: two running totals each (contract_math.h's search); the others entry by entry.
+      uint64_t by_entry = p.list_count == 64 ? ~uint64_t{0} : (uint64_t{1} << p.list_count) - 1;
+      for (uint32_t l = 0; p.list_ranges && l < p.list_count; ++l) {
+        const uint32_t lo = p.list_ranges[2 * l], hi = p.list_ranges[2 * l + 1];
+        if (lo >= hi) continue;
+        by_entry &= ~(uint64_t{1} << l);
+        const auto key_in = [&](uint64_t k) { return key_at(first + k); };
+        const auto total_in = [&](uint64_t k) { return word(totals_at + first + k); };
+        lists[l] = compact_total_below(last - first, hi, key_in, total_in) - compact_total_below(last - first, lo, key_in, total_in);
+      }
       uint32_t previous = 0;
       for (uint64_t k = first; k < last; ++k) {
-        uint32_t key;
-        if (p.key_bytes == 2) {
-          uint16_t k16;
-          std::memcpy(&k16, base + keys_at * 4 + k * 2, 2);
-          key = k16;
-        } else {
-          key = word(keys_at + k);
-        }
+        const uint32_t key = key_at(k);
         if (key >= pixels) return refuse("key " + std::to_string(key) + " of entry " + std::to_string(k) + " lies outside the frame");
         const uint32_t running = word(totals_at + k), value = running - previous;
         previous = running;
@@ -388,7 +397,7 @@ tm_status run_stem_compact_sums(const tm_kernel_call_v1& call, std::string* erro
           const uint64_t pixel = p.pixel_of_key ? p.pixel_of_key[key] : key;
           weight += value, row += uint64_t{value} * (pixel / p.cols), col += uint64_t{value} * (pixel % p.cols);
         }
-        for (uint64_t bits = member & (p.list_count == 64 ? ~uint64_t{0} : (uint64_t{1} << p.list_count) - 1); bits; bits &= bits - 1)
+        for (uint64_t bits = member & by_entry; bits; bits &= bits - 1)
           lists[static_cast<size_t>(__builtin_ctzll(bits))] += value;
       }
       uint64_t* r = out + i * row_values;

@@ -448,10 +448,13 @@ void run_compact_sums(const tm_kernel_call_v1& c, const unsigned char* resident)
     local[i] = static_cast<uint32_t>(p.positions[i] - p.page_first[page[i]]);
   }
   DeviceBuffer job_page((jobs ? jobs : 1) * 4), job_local((jobs ? jobs : 1) * 4), lists((p.list_count ? pixels : 1) * 8),
-      key_pixels((p.pixel_of_key ? pixels : 1) * 4), sums((jobs ? jobs : 1) * (row + 1) * 8);
+      key_pixels((p.pixel_of_key ? pixels : 1) * 4), sums((jobs ? jobs : 1) * (row + 1) * 8),
+      ranges((p.list_ranges && p.list_count ? 2 * p.list_count : 1) * 4);
   job_page.upload(page.data(), jobs * 4), job_local.upload(local.data(), jobs * 4);
   if (p.list_count) lists.upload(p.key_lists, pixels * 8);
   if (p.pixel_of_key) key_pixels.upload(p.pixel_of_key, pixels * 4);
+  const bool ranged = p.list_ranges && p.list_count;
+  if (ranged) ranges.upload(p.list_ranges, uint64_t{p.list_count} * 8);
   sums.zero();
   const Input in = input_piece(c, resident, 0, c.element_count, 1);
   TM_GPU_LAUNCH(compact_sums_kernel, grid_for(jobs * kFrameSegments, 64), 64, in.ptr, c.element_count, jobs,
@@ -459,7 +462,7 @@ void run_compact_sums(const tm_kernel_call_v1& c, const unsigned char* resident)
                 unsigned(p.cols), unsigned(p.key_bytes), unsigned(p.list_count),
                 p.list_count ? static_cast<const uint64_t*>(lists.get<uint64_t>()) : nullptr,
                 p.pixel_of_key ? static_cast<const uint32_t*>(key_pixels.get<uint32_t>()) : nullptr, unsigned(p.com_list),
-                unsigned(p.flags), sums.get<u64>());
+                unsigned(p.flags), ranged ? static_cast<const uint32_t*>(ranges.get<uint32_t>()) : nullptr, sums.get<u64>());
   finish_launch("compact_sums_kernel");
   std::vector<uint64_t> rows(jobs * (row + 1));
   sums.download(rows.data(), rows.size() * 8);

@@ -31,7 +31,8 @@ void run_stem_compact_sums(Device& device, const tm_kernel_call_v1& call, const 
   std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return page_of[a] < page_of[b]; });
 
   // Aux: list bits (2 words per key), each key's pixel, then the jobs (page-local positions) in `order`.
-  const uint64_t lists_at = 0, pixels_at = p.list_count ? 2 * pixels : 0, jobs_at = pixels_at + pixels;
+  const uint64_t lists_at = 0, pixels_at = p.list_count ? 2 * pixels : 0, ranges_at = pixels_at + pixels;
+  const uint64_t jobs_at = ranges_at + (p.list_ranges ? 2 * p.list_count : 0);
   const uint64_t aux_words = jobs_at + p.position_count;
   if (aux_words * 4 > limit)
     throw VkError(TM_ERR_INVALID_ARGUMENT, "stem.compact_sums: the key tables and positions (" + std::to_string(aux_words * 4) +
@@ -40,10 +41,11 @@ void run_stem_compact_sums(Device& device, const tm_kernel_call_v1& call, const 
   auto* a = static_cast<uint32_t*>(aux.mapped);
   if (p.list_count) std::memcpy(a + lists_at, p.key_lists, pixels * 8);
   for (uint64_t k = 0; k < pixels; ++k) a[pixels_at + k] = p.pixel_of_key ? p.pixel_of_key[k] : static_cast<uint32_t>(k);
+  if (p.list_ranges) std::memcpy(a + ranges_at, p.list_ranges, uint64_t{p.list_count} * 8);
   for (uint64_t i = 0; i < p.position_count; ++i)
     a[jobs_at + i] = static_cast<uint32_t>(p.positions[order[i]] - p.page_first[page_of[order[i]]]);
 
-  const Pipeline& pipeline = device.pipeline("stem_compact_sums", {p.key_bytes}, 3, 40);
+  const Pipeline& pipeline = device.pipeline("stem_compact_sums", {p.key_bytes}, 3, 44);
   auto* out = static_cast<uint64_t*>(call.output);
   const uint64_t max_groups = std::min<uint64_t>(device.physical().max_workgroup_count_x, limit / (device_row * 8));
   for (uint64_t first = 0; first < p.position_count;) {
@@ -67,9 +69,10 @@ void run_stem_compact_sums(Device& device, const tm_kernel_call_v1& call, const 
     for (uint64_t g = first; g < last; g += max_groups) {
       const uint64_t m = std::min(max_groups, last - g);
       const Buffer& sums = device.buffer(Slot::Output, m * device_row * 8);
-      const uint32_t push[10] = {static_cast<uint32_t>(bytes / 4), static_cast<uint32_t>(pixels), p.cols, p.list_count, p.com_list,
+      const uint32_t push[11] = {static_cast<uint32_t>(bytes / 4), static_cast<uint32_t>(pixels), p.cols, p.list_count, p.com_list,
                                  (p.flags & TM_STEM_LISTS_ONLY) ? 1u : 0u, static_cast<uint32_t>(lists_at), static_cast<uint32_t>(pixels_at),
-                                 static_cast<uint32_t>(jobs_at + g), 0u};
+                                 static_cast<uint32_t>(jobs_at + g), 0u,
+                                 p.list_ranges ? static_cast<uint32_t>(ranges_at) : 0xFFFFFFFFu};
       Dispatch d;
       d.pipeline = &pipeline;
       d.bindings = {input, {&sums, 0}, {&aux, 0}};

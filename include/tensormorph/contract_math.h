@@ -234,10 +234,27 @@ inline std::string compact_sums_problem(const tm_kernel_call_v1& c) {
   if (p.pixel_of_key)
     for (uint64_t k = 0; k < p.pixels_per_frame; ++k)
       if (p.pixel_of_key[k] >= p.pixels_per_frame) return say("pixel_of_key[" + std::to_string(k) + "] lies outside the frame");
+  if (p.list_ranges)
+    for (uint32_t j = 0; j < p.list_count; ++j)
+      if (p.list_ranges[2 * j] < p.list_ranges[2 * j + 1] && p.list_ranges[2 * j + 1] > p.pixels_per_frame)
+        return say("list_ranges of list " + std::to_string(j) + " reach past the frame's " + std::to_string(p.pixels_per_frame) + " keys");
   const uint64_t need = p.position_count * (TM_STEM_FRAME_SUMS_FIXED + p.list_count) * sizeof(uint64_t);
   if (c.output_size < need)
     return say("output_size " + std::to_string(c.output_size) + " bytes, expected " + std::to_string(need));
   return "";
+}
+
+// The running total of a position's entries whose key is below x (0 when none): keys[0..count) strictly increasing,
+// totals[k] the running total up to entry k. A binary search of at most 33 steps (TM_OP_STEM_COMPACT_SUMS's ranges).
+template <class KeyAt, class TotalAt>
+uint32_t compact_total_below(uint64_t count, uint32_t x, KeyAt key_at, TotalAt total_at) {
+  uint64_t lo = 0, hi = count;  // the first entry whose key is >= x lies in [lo, hi]
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (key_at(mid) < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == 0 ? 0u : total_at(lo - 1);
 }
 
 }  // namespace tmorph

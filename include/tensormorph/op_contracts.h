@@ -298,7 +298,11 @@ typedef struct tm_stem_frame_sums_params_v1 {
  * Params: tm_stem_compact_sums_params_v1. position_count positions are computed (any order, each <
  * page_first[page_count]); lists are given per key: bit j of key_lists[k] is set when key k belongs to list j
  * (list_count <= 64); the pixel of key k is pixel_of_key[k] (each < pixels_per_frame), or k itself when
- * pixel_of_key is NULL (row pixel / cols, column pixel % cols).
+ * pixel_of_key is NULL (row pixel / cols, column pixel % cols). list_ranges (NULL, or 2 * list_count uint32): when
+ * list_ranges[2j] < list_ranges[2j + 1], list j is instead every key in [list_ranges[2j], list_ranges[2j + 1]) (its
+ * bits in key_lists are not read), summed from two running totals found by binary search over the position's keys,
+ * which are strictly increasing (a centred annulus of a radially ordered copy); the centre-of-mass list is always read
+ * from key_lists.
  * Output: per requested position, in `positions` order, TM_STEM_FRAME_SUMS_FIXED + list_count uint64 values laid
  * out as stem.frame_sums's: [0] total, [1] the centre-of-mass weight (list com_list, or the total when com_list is
  * TM_STEM_ALL_PIXELS), [2] sum of row * value and [3] sum of column * value over the same keys, [4 + j] sum over
@@ -320,6 +324,7 @@ typedef struct tm_stem_compact_sums_params_v1 {
   const uint32_t* pixel_of_key;  /* pixels_per_frame entries, or NULL                             */
   uint32_t com_list;             /* a list index, or TM_STEM_ALL_PIXELS                          */
   uint32_t flags;                /* 0 or TM_STEM_LISTS_ONLY                                      */
+  const uint32_t* list_ranges;   /* 2 * list_count entries, or NULL: lists that are key ranges   */
 } tm_stem_compact_sums_params_v1;
 
 /* ---- TM_OP_STEM_PATTERN_REDUCE -----------------------------------------------------------------------

@@ -160,7 +160,7 @@ void stem_compact_sums(CalibrationCall& c, DType dtype, const void* data, uint64
   tm_stem_compact_sums_params_v1 p{};
   p.pixels_per_frame = kFramePixels, p.cols = 64, p.key_bytes = 2, p.page_count = static_cast<uint32_t>(pages), p.list_count = 1;
   p.page_first = c.u64s.data(), p.positions = c.u32s.data(), p.position_count = frames, p.key_lists = key_lists;
-  p.pixel_of_key = nullptr, p.com_list = TM_STEM_ALL_PIXELS, p.flags = 0;
+  p.pixel_of_key = nullptr, p.com_list = TM_STEM_ALL_PIXELS, p.flags = 0, p.list_ranges = nullptr;
   set_params(c, p);
   c.dtype = DType::U8, c.input = c.bytes.data(), c.elements = c.bytes.size();
   c.output_bytes = frames * (TM_STEM_FRAME_SUMS_FIXED + 1) * sizeof(uint64_t);

@@ -231,10 +231,12 @@ bool stem_compact_sums(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) 
   for (uint32_t key = 0; key < pixels; ++key) k.u64s.push_back((key % 3 == 0 ? 1u : 0u) | (key < 100 ? 2u : 0u));
   k.u32s = {8, 0, 3, 4, 1, 2, 7, 6, 5, 0};
   for (uint32_t key = 0; key < pixels; ++key) k.u32s.push_back((key * 7 + 3) % pixels);  // 7 is prime to 480
+  // List 1 is also a key range for its sum (its bits, keys below 100, still pick the centre-of-mass keys).
+  k.u32s.insert(k.u32s.end(), {0, 0, 50, 300});
   tm_stem_compact_sums_params_v1 p{};
   p.pixels_per_frame = pixels, p.cols = cols, p.key_bytes = 2, p.page_count = 1, p.list_count = 2;
   p.page_first = k.u64s.data(), p.positions = k.u32s.data(), p.position_count = 10, p.key_lists = k.u64s.data() + 2;
-  p.pixel_of_key = k.u32s.data() + 10, p.com_list = 1, p.flags = 0;
+  p.pixel_of_key = k.u32s.data() + 10, p.com_list = 1, p.flags = 0, p.list_ranges = k.u32s.data() + 10 + pixels;
   k.params = params_bytes(p);
   k.initial_output.assign(10 * (TM_STEM_FRAME_SUMS_FIXED + 2) * sizeof(uint64_t), 0);
   return true;

@@ -144,6 +144,10 @@ inline void expect_malformed_calls_refused(const Placement& at, const CompactCas
   p = good;
   p.com_list = 1;
   expect_refused(p, sizeof p, image.size, values, "com_list");
+  const std::vector<uint32_t> past_the_frame = {0, static_cast<uint32_t>(good.pixels_per_frame) + 1};
+  p = good;
+  p.list_ranges = past_the_frame.data();
+  expect_refused(p, sizeof p, image.size, values, "list_ranges");
   // Page words that break the contract: an entry offset past the page's entries, a key outside the frame.
   std::vector<uint8_t> bad(image.bytes.get(), image.bytes.get() + image.size);
   uint32_t e;

@@ -28,6 +28,7 @@ layout(push_constant) uniform Push {
   uint pixels_at;
   uint jobs_at;
   uint first_job;   // job of workgroup 0
+  uint ranges_at;   // aux[ranges_at + 2l], aux[ranges_at + 2l + 1]: list l's key range when lo < hi; 0xFFFFFFFF: none
 } pc;
 
 const uint N = 64u;
@@ -48,6 +49,17 @@ uint64_t reduce(uint64_t v) {
 uint key_at(uint keys_at, uint k) {
   if (KEY_BYTES == 2u) return (words[keys_at + (k >> 1u)] >> ((k & 1u) * 16u)) & 0xFFFFu;
   return words[keys_at + k];
+}
+
+// The running total of the entries in [begin, end) whose key is below x (0 when none): keys strictly increasing.
+uint total_below(uint keys_at, uint totals_at, uint begin, uint end, uint x) {
+  uint lo = begin, hi = end;
+  while (lo < hi) {
+    const uint mid = lo + (hi - lo) / 2u;
+    if (key_at(keys_at, mid) < x) lo = mid + 1u;
+    else hi = mid;
+  }
+  return lo == begin ? 0u : words[totals_at + lo - 1u];
 }
 
 bool in_list(uint key, uint list) {
@@ -103,7 +115,11 @@ void main() {
   }
   for (uint l = 0u; l < pc.list_count; ++l) {
     uint64_t s = 0ul;
-    for (uint k = begin + t; k < end; k += N) {
+    const uint lo = pc.ranges_at == 0xFFFFFFFFu ? 0u : aux[pc.ranges_at + 2u * l];
+    const uint hi = pc.ranges_at == 0xFFFFFFFFu ? 0u : aux[pc.ranges_at + 2u * l + 1u];
+    if (lo < hi) {  // a key range: two running totals (invocation 0), whatever the detector's size
+      if (t == 0u) s = uint64_t(total_below(keys_at, totals_at, begin, end, hi) - total_below(keys_at, totals_at, begin, end, lo));
+    } else for (uint k = begin + t; k < end; k += N) {
       const uint key = key_at(keys_at, k);
       if (key < pc.pixels && in_list(key, l)) s += uint64_t(words[totals_at + k] - (k == begin ? 0u : words[totals_at + k - 1u]));
     }

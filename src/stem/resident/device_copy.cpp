@@ -132,7 +132,17 @@ CompactFrames::Sums compact_sums(const Placement& placement, const CompactFrames
       key_lists[frames.key_of_pixel(p)] |= uint64_t{1} << bit;
     }
   };
-  for (size_t d = 0; d < detectors.size(); ++d) add(detectors[d], d, "detector");
+  // A detector that is a range of keys (an annulus about a radially ordered copy's centre) is summed from two running
+  // totals; the others through their bits, entry by entry.
+  std::vector<uint32_t> ranges(2 * lists, 0);
+  bool any_range = false;
+  for (size_t d = 0; d < detectors.size(); ++d) {
+    if (const auto r = frames.rank_range(detectors[d])) {
+      ranges[2 * d] = (*r)[0], ranges[2 * d + 1] = (*r)[1], any_range = true;
+      continue;
+    }
+    add(detectors[d], d, "detector");
+  }
   if (with_com) add(*com_pixels, detectors.size(), "centre-of-mass");
   std::vector<uint32_t> wanted(positions.size());
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -154,6 +164,7 @@ CompactFrames::Sums compact_sums(const Placement& placement, const CompactFrames
   p.pixel_of_key = frames.pixel_of_key().empty() ? nullptr : frames.pixel_of_key().data();
   p.com_list = with_com ? static_cast<uint32_t>(detectors.size()) : TM_STEM_ALL_PIXELS;
   p.flags = fixed ? 0 : TM_STEM_LISTS_ONLY;
+  p.list_ranges = any_range ? ranges.data() : nullptr;
   const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + lists;
   std::vector<uint64_t> out(positions.size() * row_values, 0);
   KernelArgs args{DType::U8, nullptr, device ? device->bytes : host_image->size, &p, sizeof p, out.data(), out.size() * 8, threads};
@@ -176,7 +187,8 @@ CompactFrames::Sums compact_sums(const Placement& placement, const CompactFrames
     if (fixed) s.totals[i] = r[0], s.com_weight[i] = r[1], s.com_row[i] = r[2], s.com_col[i] = r[3];
     for (size_t d = 0; d < detectors.size(); ++d) s.images[d][i] = r[TM_STEM_FRAME_SUMS_FIXED + d];
   }
-  s.evaluated_as.assign(detectors.size(), "entry by entry on " + placement.backend);
+  for (size_t d = 0; d < detectors.size(); ++d)
+    s.evaluated_as.push_back((ranges[2 * d] < ranges[2 * d + 1] ? "rank range on " : "entry by entry on ") + placement.backend);
   return s;
 }
 

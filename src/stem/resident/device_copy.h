@@ -8,8 +8,10 @@
 //   it gives the integers CompactFrames::sums gives (tests hold every backend to it). A frame whose entries alone
 //   exceed one page is refused (Error(InvalidArgument) naming the position): such copies are computed on the host.
 // - compact_sums runs stem.compact_sums on `placement` over the image (a DeviceCopy on that device, or a host image for
-//   a backend that reads host memory) and returns what CompactFrames::sums returns for the same request (every
-//   detector evaluated as "device"). Detector pixels outside the frame or more than 64 detectors: Error(InvalidArgument).
+//   a backend that reads host memory) and returns what CompactFrames::sums returns for the same request. A detector that
+//   is a range of the copy's keys (an annulus about a radially ordered copy's centre) is passed as a key range: two
+//   running totals per position ("rank range on BACKEND"); the others as key bits, entry by entry ("entry by entry on
+//   BACKEND"). Detector pixels outside the frame or more than 64 detectors: Error(InvalidArgument).
 #pragma once
 
 #include <cstdint>
