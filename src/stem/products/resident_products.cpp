@@ -230,9 +230,14 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
     }
     const DeviceInfo& device = at.backend_ref->devices.at(at.device_index);
     CompactFrames::Sums sums;
-    if (device.host_link_bytes_per_s == 0) {
+    if (device.host_link_bytes_per_s == 0 && at.backend_ref->origin == "static") {
+      // The linked reference (the CPU) reads the host copy in place: CompactFrames::sums is its arithmetic.
       sums = frames.sums(req.detectors, com_pixels, fixed, positions, threads);
       if (at.reason == "cheapest" || at.reason == "sole_supporter") at.reason = "resident_data";
+    } else if (device.host_link_bytes_per_s == 0) {
+      // A plugin whose device reads host memory: its kernel over a host image of the copy, made for this request.
+      const CompactImage image = compact_image(frames);
+      sums = compact_sums(at, frames, nullptr, &image, req.detectors, com_pixels, fixed, positions, threads);
     } else {
       std::string refused;
       bool uploaded = false;
