@@ -456,6 +456,41 @@ TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreame
   expect_sums_on_device_copy(acq, requests(acq), "vulkan", *registry);
 }
 
+// A device that cannot run the call on its copy (Vulkan chunks of 256 KiB: a page of the image straddles two, the
+// kernel answers TM_ERR_UNSUPPORTED) is not an error of the product: it streams on that backend, and says why.
+TEST_F(StemResident, ADeviceCopyTheKernelCannotReadStreamsInsteadAndSaysWhy) {
+  test::ScopedEnv chunks("TENSORMORPH_VULKAN_CHUNK_BYTES", "262144");
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_PLUGIN_DIR);
+  const Backend* vulkan = registry->find("vulkan");
+  if (!vulkan || !vulkan->available) {
+    const char* require = std::getenv("TM_REQUIRE_VULKAN");
+    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
+    GTEST_SKIP() << "Vulkan backend unavailable";
+  }
+  // A 30 x 30 scan: the image (about 0.7 MB, one page) is more than one 256 KiB chunk.
+  StemSimulationParams sim;
+  sim.scan_rows = sim.scan_cols = 30, sim.detector = 24, sim.bf_radius_px = 5, sim.dose = 3000, sim.seed = 7;
+  DectrisWriterOptions o;
+  o.folder = dir.str(), o.frames_per_file = 300;
+  const Acquisition acq = open_acquisition(write_simulated_acquisition(sim, o, 2));
+  ProductRequest req;
+  req.load.scan_shape = std::array<uint64_t, 2>{30, 30};
+  req.load.threads = 2;
+  req.detectors = {annulus_pixels(24, 24, 12, 12, 0, 5), annulus_pixels(24, 24, 9, 14, 2, 8)};
+  req.com = true;
+  const ProductResult streamed = compute_products(acq, req, planner());
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  const CostModel costs;
+  Constraints strict;
+  strict.strict_backend = "vulkan";
+  const ProductResult r = compute_products(acq, req, Planner(*registry, costs, strict));
+  expect_same(r, streamed);
+  ASSERT_EQ(r.load_provenance["resident"]["used"], false) << r.load_provenance.dump();
+  EXPECT_NE(r.load_provenance["resident"]["why"].get<std::string>().find("straddles"), std::string::npos) << r.load_provenance.dump();
+  ResidentStore::process().drop_all();
+}
+
 TEST_F(StemResident, SumsOnTheEmulatedGpuReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
   auto registry = test::make_registry(false);
   registry->load_plugins_from(TM_GPUEMU_PLUGIN_DIR);

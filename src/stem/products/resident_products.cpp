@@ -253,7 +253,13 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
         at = std::move(host);
         sums = frames.sums(req.detectors, com_pixels, fixed, positions, threads);
       } else {
-        sums = compact_sums(at, frames, on_device.get(), nullptr, req.detectors, com_pixels, fixed, positions, threads);
+        try {
+          sums = compact_sums(at, frames, on_device.get(), nullptr, req.detectors, com_pixels, fixed, positions, threads);
+        } catch (const Error& e) {  // the backend cannot run this call (TM_ERR_UNSUPPORTED): streamed instead, saying why
+          if (e.kind() != ErrorKind::Unavailable) throw;
+          *why = e.what();
+          return std::nullopt;
+        }
         at.bytes_transferred = uploaded ? on_device->bytes : 0;
         device_copy_report = on_device->to_json();
         device_copy_report["built_now"] = uploaded;
