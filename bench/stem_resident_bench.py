@@ -13,6 +13,10 @@ Requests (format=npy, as the page's drag sends them):
 - CoM: `products/com`.
 Every resident answer is compared with the streamed one (byte-identical .npy payloads). Prints a Markdown table;
 writes bench/last-run-stem-resident.md.
+
+--vulkan adds the same requests from a server preferring Vulkan (`compute.prefer vulkan` in its own settings): the
+masked sums run as stem.compact_sums on the copy's image uploaded once to the device (the first request uploads it).
+On Mesa lavapipe (a software adapter on these same cores) those figures are a smoke test, never a performance claim.
 """
 import argparse
 import datetime
@@ -108,6 +112,7 @@ def main():
     ap.add_argument("--detector", type=int, default=128)
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--no-numpy", action="store_true", help="skip numpy (it holds the whole decoded array in memory)")
+    ap.add_argument("--vulkan", action="store_true", help="also the resident path with its sums on Vulkan (a device copy)")
     args = ap.parse_args()
     tm = os.path.abspath(os.path.join(args.build, "tensormorph"))
     tmp, env = private_env("tm-stem-resident-bench-")
@@ -155,6 +160,35 @@ def main():
         proc.terminate()
         proc.wait(timeout=30)
 
+    # Resident with the sums on Vulkan: a server preferring it (its own settings folder).
+    vulkan_rows = []
+    if args.vulkan:
+        venv = dict(env, XDG_CONFIG_HOME=os.path.join(tmp, "config-vulkan"))
+        subprocess.run([tm, "config", "set", "compute.prefer", "vulkan"], check=True, env=venv, capture_output=True)
+        proc, host, port = serve(tm, master, venv, [])
+        try:
+            first_path = requests(centre, args.detector)[0][1][0]
+            body, first_s = get(host, port, first_path)
+            assert body == answers[first_path], "Vulkan-resident and streamed answers differ: " + first_path
+            doc = json.loads(get(host, port, first_path.replace("&format=npy", ""))[0])
+            placed = {p["op"]: p["backend"] for p in doc["placement"]}
+            if placed.get("stem.compact_sums") != "vulkan":
+                raise RuntimeError("the sums did not run on Vulkan: %s" % doc["placement"])
+            dcopy = doc["provenance"]["resident"]["device_copy"]
+            vulkan_rows.append(("first request: builds the copy, uploads its image, answers", first_s,
+                                "device copy %.1f MB on %s, uploaded in %.3f s" % (dcopy["bytes"] / 1e6, dcopy["device"], dcopy["build_seconds"])))
+            for name, paths in requests(centre, args.detector):
+                times = []
+                for p in paths[: args.runs]:
+                    body, s = get(host, port, p)
+                    if p in answers:
+                        assert body == answers[p], "Vulkan-resident and streamed answers differ: " + p
+                    times.append(s)
+                vulkan_rows.append((name, statistics.median(times), "max %.3f s over %d" % (max(times), len(times))))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
     bw = memcpy_gbps()
     floor = copy["bytes"] / (bw * 1e9)
     np_s = float("nan") if args.no_numpy else numpy_in_memory(master, 4, 20, centre, 3)
@@ -177,6 +211,13 @@ def main():
     lines.append("\nBeside them: numpy on the whole array already in memory, `(data * mask).sum(axis=(2, 3))` (best of 3): "
                  "%.3f s; the bandwidth floor of one pass over the copy (%.1f MB at %.1f GB/s memcpy): %.4f s. Every resident "
                  "answer above was checked byte-identical to the streamed server's.\n" % (np_s, copy["bytes"] / 1e6, bw, floor))
+    if vulkan_rows:
+        lines.append("\nThe same requests with the sums on Vulkan (`compute.prefer vulkan`: stem.compact_sums over the copy's "
+                     "image uploaded once to the device; Mesa lavapipe here, a software adapter on the same cores: a smoke "
+                     "test, not a performance figure). Every answer checked byte-identical to the streamed server's.\n\n"
+                     "| request (HTTP, format=npy) | Vulkan-resident, median s | note |\n|---|---:|---|\n")
+        for name, s, note in vulkan_rows:
+            lines.append("| %s | %.4f | %s |\n" % (name, s, note))
     text = "".join(lines)
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "last-run-stem-resident.md"), "w") as f:

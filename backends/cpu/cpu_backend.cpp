@@ -46,7 +46,7 @@ constexpr uint64_t kWide = bits({DType::F32, DType::I32, DType::U32, DType::F64,
 
 enum KernelId : uint32_t {
   kMoments, kHistogram, kBitpattern, kQuantExact, kSketchF32, kSketchF64, kSampling, kDequantGgml, kDiffMoments, kBlockStats, kDequantPacked, kQuantMoments, kStemFrameSums,
-  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kTileStats, kDiffTileStats, kKernelCount
+  kStemPatternReduce, kDisplayColorize, kStemSsbOverlap, kDecodeBitshuffleLz4, kTileStats, kDiffTileStats, kStemCompactSums, kKernelCount
 };
 
 // Workspace fields that depend on the machine are filled in by init().
@@ -91,6 +91,8 @@ tm_kernel_cap_v1 kKernels[kKernelCount] = {
     {sizeof(tm_kernel_cap_v1), TM_OP_LOD_TILE_STATS, kAllTypes, 0, 0, TM_PRECISION_EXACT, 0, 65536 * 4, 0, nullptr, nullptr},
     // diff.tile_stats: the reference (float64 pairs, op_contracts.h).
     {sizeof(tm_kernel_cap_v1), TM_OP_DIFF_TILE_STATS, bits({DType::F64}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
+    // stem.compact_sums: the reference (the compact image's bytes, op_contracts.h).
+    {sizeof(tm_kernel_cap_v1), TM_OP_STEM_COMPACT_SUMS, bits({DType::U8}), 0, 0, TM_PRECISION_EXACT, 0, 0, 0, nullptr, nullptr},
 };
 
 std::string g_cpu_name;
@@ -261,6 +263,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
       case TM_OP_QUANT_MOMENTS:
       case TM_OP_STEM_FRAME_SUMS:
       case TM_OP_STEM_PATTERN_REDUCE:
+      case TM_OP_STEM_COMPACT_SUMS:
       case TM_OP_DISPLAY_COLORIZE:
       case TM_OP_STEM_SSB_OVERLAP:
       case TM_OP_DIFF_TILE_STATS:
@@ -270,6 +273,7 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
                              : k.op == TM_OP_DISPLAY_COLORIZE  ? run_display_colorize(*call, &error)
                              : k.op == TM_OP_STEM_FRAME_SUMS   ? run_stem_frame_sums(*call, &error)
                              : k.op == TM_OP_STEM_PATTERN_REDUCE ? run_stem_pattern_reduce(*call, &error)
+                             : k.op == TM_OP_STEM_COMPACT_SUMS ? run_stem_compact_sums(*call, &error)
                              : k.op == TM_OP_GGML_BLOCK_STATS  ? run_block_stats(*call, &error)
                              : k.op == TM_OP_DEQUANTIZE_PACKED ? run_dequantize_packed(*call, &error)
                              : k.op == TM_OP_QUANT_MOMENTS     ? run_quant_moments(*call, &error)

@@ -1,10 +1,13 @@
 #include "stem_kernels.h"
 
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
 #include "support/thread_pool.h"
+#include "tensormorph/contract_math.h"
 
 namespace tmorph::cpu {
 
@@ -324,6 +327,88 @@ tm_status run_stem_pattern_reduce(const tm_kernel_call_v1& c, std::string* error
       default: pattern_reduce(static_cast<const uint32_t*>(c.input), frames, pixels, b, e, sums, maxima); break;
     }
   });
+  return TM_OK;
+}
+
+tm_status run_stem_compact_sums(const tm_kernel_call_v1& call, std::string* error) {
+  if (std::string problem = compact_sums_problem(call); !problem.empty()) {
+    *error = problem;
+    return TM_ERR_INVALID_ARGUMENT;
+  }
+  const auto& p = *static_cast<const tm_stem_compact_sums_params_v1*>(call.params);
+  const auto* image = static_cast<const uint8_t*>(call.input);
+  const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + p.list_count, pixels = p.pixels_per_frame;
+  const bool fixed = !(p.flags & TM_STEM_LISTS_ONLY);
+  const uint64_t com_bit = p.com_list == TM_STEM_ALL_PIXELS ? 0 : uint64_t{1} << p.com_list;
+  auto* out = static_cast<uint64_t*>(call.output);
+  std::mutex failed;
+  std::string first_problem;
+  ThreadPool::shared(std::max(1u, call.threads)).parallel_for(p.position_count, [&](uint64_t begin, uint64_t end, unsigned) {
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint64_t q = p.positions[i];
+      const uint64_t page = static_cast<uint64_t>(std::upper_bound(p.page_first + 1, p.page_first + p.page_count + 1, q) - (p.page_first + 1));
+      const uint8_t* base = image + page * TM_STEM_COMPACT_PAGE_BYTES;
+      const uint64_t words = std::min<uint64_t>(TM_STEM_COMPACT_PAGE_BYTES, call.element_count - page * TM_STEM_COMPACT_PAGE_BYTES) / 4;
+      const auto word = [&](uint64_t w) {
+        uint32_t v;
+        std::memcpy(&v, base + w * 4, 4);
+        return v;
+      };
+      const auto refuse = [&](const std::string& what) {
+        std::lock_guard<std::mutex> lock(failed);
+        if (first_problem.empty()) first_problem = "stem.compact_sums: page " + std::to_string(page) + ": " + what;
+      };
+      if (words < 2) return refuse("shorter than its two count words");
+      const uint64_t n = word(0), e = word(1), j = q - p.page_first[page];
+      if (n != p.page_first[page + 1] - p.page_first[page])
+        return refuse("holds " + std::to_string(n) + " positions, page_first says " + std::to_string(p.page_first[page + 1] - p.page_first[page]));
+      const uint64_t keys_at = 3 + n, totals_at = keys_at + (p.key_bytes == 2 ? (e + 1) / 2 : e);
+      if (totals_at + e > words) return refuse(std::to_string(e) + " entries do not fit the page");
+      const uint64_t first = word(2 + j), last = word(3 + j);
+      if (first > last || last > e) return refuse("position " + std::to_string(j) + "'s entries [" + std::to_string(first) + ", " +
+                                                  std::to_string(last) + ") are not within its " + std::to_string(e));
+      uint64_t total = 0, weight = 0, row = 0, col = 0;
+      std::vector<uint64_t> lists(p.list_count, 0);
+      const auto key_at = [&](uint64_t k) -> uint32_t {
+        if (p.key_bytes == 4) return word(keys_at + k);
+        uint16_t k16;
+        std::memcpy(&k16, base + keys_at * 4 + k * 2, 2);
+        return k16;
+      };
+      // Lists that are key ranges: two running totals each (contract_math.h's search); the others entry by entry.
+      uint64_t by_entry = p.list_count == 64 ? ~uint64_t{0} : (uint64_t{1} << p.list_count) - 1;
+      for (uint32_t l = 0; p.list_ranges && l < p.list_count; ++l) {
+        const uint32_t lo = p.list_ranges[2 * l], hi = p.list_ranges[2 * l + 1];
+        if (lo >= hi) continue;
+        by_entry &= ~(uint64_t{1} << l);
+        const auto key_in = [&](uint64_t k) { return key_at(first + k); };
+        const auto total_in = [&](uint64_t k) { return word(totals_at + first + k); };
+        lists[l] = compact_total_below(last - first, hi, key_in, total_in) - compact_total_below(last - first, lo, key_in, total_in);
+      }
+      uint32_t previous = 0;
+      for (uint64_t k = first; k < last; ++k) {
+        const uint32_t key = key_at(k);
+        if (key >= pixels) return refuse("key " + std::to_string(key) + " of entry " + std::to_string(k) + " lies outside the frame");
+        const uint32_t running = word(totals_at + k), value = running - previous;
+        previous = running;
+        const uint64_t member = p.list_count ? p.key_lists[key] : 0;
+        total += value;
+        if (fixed && (!com_bit || (member & com_bit))) {
+          const uint64_t pixel = p.pixel_of_key ? p.pixel_of_key[key] : key;
+          weight += value, row += uint64_t{value} * (pixel / p.cols), col += uint64_t{value} * (pixel % p.cols);
+        }
+        for (uint64_t bits = member & by_entry; bits; bits &= bits - 1)
+          lists[static_cast<size_t>(__builtin_ctzll(bits))] += value;
+      }
+      uint64_t* r = out + i * row_values;
+      r[0] = fixed ? total : 0, r[1] = fixed ? weight : 0, r[2] = fixed ? row : 0, r[3] = fixed ? col : 0;
+      for (uint32_t l = 0; l < p.list_count; ++l) r[TM_STEM_FRAME_SUMS_FIXED + l] = lists[l];
+    }
+  });
+  if (!first_problem.empty()) {
+    *error = first_problem;
+    return TM_ERR_INVALID_ARGUMENT;
+  }
   return TM_OK;
 }
 

@@ -169,6 +169,7 @@ void run_bitpattern(const tm_kernel_call_v1&, const unsigned char*);
 void run_quantiles(const tm_kernel_call_v1&, const unsigned char*);
 void run_frame_sums(const tm_kernel_call_v1&, const unsigned char*);
 void run_pattern_reduce(const tm_kernel_call_v1&, const unsigned char*);
+void run_compact_sums(const tm_kernel_call_v1&, const unsigned char*);
 void run_colorize(const tm_kernel_call_v1&, const unsigned char*);
 void run_dequantize(const tm_kernel_call_v1&, const unsigned char*);
 void run_quant_moments(const tm_kernel_call_v1&, const unsigned char*);
@@ -193,6 +194,8 @@ const KernelEntry kKernels[] = {
     {TM_OP_STATS_QUANTILES, bit(TM_DTYPE_F32) | bit(TM_DTYPE_I32) | bit(TM_DTYPE_U32) | kWide, run_quantiles},
     {TM_OP_STEM_FRAME_SUMS, kFrameDtypes, run_frame_sums},
     {TM_OP_STEM_PATTERN_REDUCE, kFrameDtypes, run_pattern_reduce},
+    // The compact resident image's bytes (u8), read in place when uploaded once (the residency extension).
+    {TM_OP_STEM_COMPACT_SUMS, bit(TM_DTYPE_U8), run_compact_sums},
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), run_colorize},
     {TM_OP_DEQUANTIZE_GGML, kLegacyGgml | kKQuants, run_dequantize},
     {TM_OP_QUANT_MOMENTS, bit(kQ4_0) | bit(kQ8_0), run_quant_moments},
@@ -431,6 +434,45 @@ void run_frame_sums(const tm_kernel_call_v1& c, const unsigned char* resident) {
                   unsigned(p.com_list), unsigned(p.flags), sums.get<u64>());
     finish_launch("frame_sums_kernel");
     sums.download(static_cast<uint64_t*>(c.output) + (piece.first / p.pixels_per_frame) * row, nf * row * sizeof(uint64_t));
+  }
+}
+
+void run_compact_sums(const tm_kernel_call_v1& c, const unsigned char* resident) {
+  if (const std::string problem = compact_sums_problem(c); !problem.empty()) throw GpuError(TM_ERR_INVALID_ARGUMENT, problem);
+  const auto& p = *static_cast<const tm_stem_compact_sums_params_v1*>(c.params);
+  const uint64_t jobs = p.position_count, row = TM_STEM_FRAME_SUMS_FIXED + p.list_count, pixels = p.pixels_per_frame;
+  // Per job its page and page-local position (the directory is the host's), the key tables, and the image.
+  std::vector<uint32_t> page(jobs), local(jobs);
+  for (uint64_t i = 0; i < jobs; ++i) {
+    page[i] = static_cast<uint32_t>(std::upper_bound(p.page_first + 1, p.page_first + p.page_count + 1, p.positions[i]) - (p.page_first + 1));
+    local[i] = static_cast<uint32_t>(p.positions[i] - p.page_first[page[i]]);
+  }
+  DeviceBuffer job_page((jobs ? jobs : 1) * 4), job_local((jobs ? jobs : 1) * 4), lists((p.list_count ? pixels : 1) * 8),
+      key_pixels((p.pixel_of_key ? pixels : 1) * 4), sums((jobs ? jobs : 1) * (row + 1) * 8),
+      ranges((p.list_ranges && p.list_count ? 2 * p.list_count : 1) * 4);
+  job_page.upload(page.data(), jobs * 4), job_local.upload(local.data(), jobs * 4);
+  if (p.list_count) lists.upload(p.key_lists, pixels * 8);
+  if (p.pixel_of_key) key_pixels.upload(p.pixel_of_key, pixels * 4);
+  const bool ranged = p.list_ranges && p.list_count;
+  if (ranged) ranges.upload(p.list_ranges, uint64_t{p.list_count} * 8);
+  sums.zero();
+  const Input in = input_piece(c, resident, 0, c.element_count, 1);
+  TM_GPU_LAUNCH(compact_sums_kernel, grid_for(jobs * kFrameSegments, 64), 64, in.ptr, c.element_count, jobs,
+                static_cast<const uint32_t*>(job_page.get<uint32_t>()), static_cast<const uint32_t*>(job_local.get<uint32_t>()), pixels,
+                unsigned(p.cols), unsigned(p.key_bytes), unsigned(p.list_count),
+                p.list_count ? static_cast<const uint64_t*>(lists.get<uint64_t>()) : nullptr,
+                p.pixel_of_key ? static_cast<const uint32_t*>(key_pixels.get<uint32_t>()) : nullptr, unsigned(p.com_list),
+                unsigned(p.flags), ranged ? static_cast<const uint32_t*>(ranges.get<uint32_t>()) : nullptr, sums.get<u64>());
+  finish_launch("compact_sums_kernel");
+  std::vector<uint64_t> rows(jobs * (row + 1));
+  sums.download(rows.data(), rows.size() * 8);
+  auto* out = static_cast<uint64_t*>(c.output);
+  for (uint64_t i = 0; i < jobs; ++i) {
+    if (rows[i * (row + 1) + row])
+      throw GpuError(TM_ERR_INVALID_ARGUMENT, "stem.compact_sums: page " + std::to_string(page[i]) +
+                                                  " breaks the contract at page-local position " + std::to_string(local[i]) +
+                                                  " (counts, offsets or a key outside the frame)");
+    std::memcpy(out + i * row, rows.data() + i * (row + 1), row * 8);
   }
 }
 

@@ -269,6 +269,77 @@ __global__ void frame_sums_kernel(const unsigned char* data, uint64_t frames, un
   }
 }
 
+// ---- stem.compact_sums ----------------------------------------------------------------------------------
+// Thread (job, segment) adds every kFrameSegments-th entry of its position (value = the difference of two uint32
+// running totals) and adds its share to the job's uint64 sums atomically: integer sums, the CPU's in any order.
+// Every read is checked against the page first; a position whose words break the contract adds 1 to its row's last
+// slot (row_values + 1 slots per job), which the host turns into an error. Pages are 4-byte aligned (4 MiB apart).
+__global__ void compact_sums_kernel(const unsigned char* image, uint64_t image_bytes, uint64_t jobs, const uint32_t* job_page,
+                                    const uint32_t* job_local, uint64_t pixels, unsigned cols, unsigned key_bytes,
+                                    unsigned list_count, const uint64_t* key_lists, const uint32_t* pixel_of_key,
+                                    unsigned com_list, unsigned flags, const uint32_t* list_ranges, u64* out) {
+  for (uint64_t t = global_id(); t < jobs * kFrameSegments; t += grid_threads()) {
+    const uint64_t job = t / kFrameSegments, seg = t % kFrameSegments;
+    const uint64_t row_values = TM_STEM_FRAME_SUMS_FIXED + list_count;
+    u64* row = out + job * (row_values + 1);
+    const uint64_t at = uint64_t{job_page[job]} * TM_STEM_COMPACT_PAGE_BYTES;
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(image + at);
+    const uint64_t page_bytes = image_bytes - at < TM_STEM_COMPACT_PAGE_BYTES ? image_bytes - at : TM_STEM_COMPACT_PAGE_BYTES;
+    const uint64_t words = page_bytes / 4, j = job_local[job];
+    const uint64_t n = words >= 2 ? w[0] : 0, e = words >= 2 ? w[1] : 0;
+    const uint64_t keys_at = 3 + n, totals_at = keys_at + (key_bytes == 2 ? (e + 1) / 2 : e);
+    const bool page_ok = words >= 2 && j < n && totals_at + e <= words;
+    const uint64_t first = page_ok ? w[2 + j] : 0, last = page_ok ? w[3 + j] : 0;
+    if (!page_ok || first > last || last > e) {
+      if (seg == 0) atomicAdd(&row[row_values], u64{1});
+      continue;
+    }
+    const uint16_t* keys16 = reinterpret_cast<const uint16_t*>(w + keys_at);
+    const bool fixed = !(flags & TM_STEM_LISTS_ONLY);
+    u64 total = 0, weight = 0, sr = 0, sc = 0, bad = 0, in_list[TM_STEM_COMPACT_MAX_LISTS];
+    uint64_t by_entry = list_count == 64 ? ~uint64_t{0} : (uint64_t{1} << list_count) - 1;
+    for (unsigned l = 0; l < list_count; ++l) {
+      in_list[l] = 0;
+      const uint32_t lo = list_ranges ? list_ranges[2 * l] : 0, hi = list_ranges ? list_ranges[2 * l + 1] : 0;
+      if (lo >= hi) continue;
+      by_entry &= ~(uint64_t{1} << l);
+      if (seg != 0) continue;
+      // A key range: the running totals below hi and below lo, each by a binary search over the increasing keys.
+      uint32_t below[2];
+      for (int b = 0; b < 2; ++b) {
+        const uint32_t x = b ? hi : lo;
+        uint64_t a = first, z = last;
+        while (a < z) {
+          const uint64_t mid = a + (z - a) / 2;
+          if ((key_bytes == 2 ? uint32_t{keys16[mid]} : w[keys_at + mid]) < x) a = mid + 1;
+          else z = mid;
+        }
+        below[b] = a == first ? 0u : w[totals_at + a - 1];
+      }
+      in_list[l] = below[1] - below[0];
+    }
+    for (uint64_t k = first + seg; k < last; k += kFrameSegments) {
+      const uint64_t key = key_bytes == 2 ? keys16[k] : w[keys_at + k];
+      if (key >= pixels) {
+        bad = 1;
+        continue;
+      }
+      const uint32_t value = w[totals_at + k] - (k == first ? 0u : w[totals_at + k - 1]);
+      const uint64_t member = list_count ? key_lists[key] : 0;
+      total += value;
+      if (fixed && (com_list == TM_STEM_ALL_PIXELS || ((member >> com_list) & 1))) {
+        const uint64_t pixel = pixel_of_key ? pixel_of_key[key] : key;
+        weight += value, sr += u64{value} * (pixel / cols), sc += u64{value} * (pixel % cols);
+      }
+      for (unsigned l = 0; l < list_count; ++l) in_list[l] += ((member & by_entry) >> l) & 1 ? u64{value} : u64{0};
+    }
+    for (unsigned l = 0; l < list_count; ++l)
+      if (in_list[l]) atomicAdd(&row[TM_STEM_FRAME_SUMS_FIXED + l], in_list[l]);
+    if (fixed) atomicAdd(&row[0], total), atomicAdd(&row[1], weight), atomicAdd(&row[2], sr), atomicAdd(&row[3], sc);
+    if (bad) atomicAdd(&row[row_values], u64{1});
+  }
+}
+
 // ---- stem.pattern_reduce ------------------------------------------------------------------------------
 // Thread per pixel: adds its value over every frame to sums and keeps the maximum (accumulated).
 __global__ void pattern_reduce_kernel(const unsigned char* data, uint64_t frames, unsigned dt, uint64_t pixels,

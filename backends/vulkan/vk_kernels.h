@@ -43,6 +43,9 @@ void run_quantiles(Device& device, const tm_kernel_call_v1& call, const Resident
 void run_dequantize_ggml(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 // TM_OP_STEM_FRAME_SUMS: one workgroup per frame, frames uploaded a chunk at a time.
 void run_stem_frame_sums(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
+// TM_OP_STEM_COMPACT_SUMS (vk_compact_sums.cpp): the compact image a page per launch, read in place when resident
+// (input may then be null), else copied from the host a page at a time.
+void run_stem_compact_sums(Device& device, const tm_kernel_call_v1& call, const Resident* resident);
 // TM_OP_DISPLAY_COLORIZE: f64 values a chunk at a time (host or resident); thresholds and the colour
 // table in Aux; per-launch 32-bit counts added into the call's 64-bit counts.
 void run_display_colorize(Device& device, const tm_kernel_call_v1& call, const Resident* resident);

@@ -74,6 +74,8 @@ const KernelEntry kKernels[] = {
     // other block formats have no Vulkan kernel yet and fall back to the CPU op by op.
     {TM_OP_DEQUANTIZE_GGML, (uint64_t{1} << 2) | (uint64_t{1} << 8), 0, 0, run_dequantize_ggml},
     {TM_OP_STEM_FRAME_SUMS, bit(TM_DTYPE_U8) | bit(TM_DTYPE_U16) | bit(TM_DTYPE_U32), kStatsFeatures, 0, run_stem_frame_sums},
+    // The compact resident image's bytes (u8), read in place when uploaded once (the residency extension).
+    {TM_OP_STEM_COMPACT_SUMS, bit(TM_DTYPE_U8), kStatsFeatures, 0, run_stem_compact_sums},
     // Float64 values, float64 comparisons against host-built thresholds (op_contracts.h).
     {TM_OP_DISPLAY_COLORIZE, bit(TM_DTYPE_F64), kStatsFeatures, 0, run_display_colorize},
     // SSB's per-pixel correction, transforms and reduction: a format op whose mask holds the variants it
@@ -192,11 +194,13 @@ tm_status run(const tm_kernel_call_v1* call, tm_message* msg) {
     const bool format_op = tm_op_takes_format(call->op);  // formats are checked by the kernel
     if (!format_op && (static_cast<uint32_t>(call->dtype) >= 64 || !(k.dtypes & (uint64_t{1} << call->dtype))))
       throw VkError(TM_ERR_UNSUPPORTED, "no Vulkan kernel for dtype " + std::to_string(call->dtype));
-    if (call->element_count && !call->input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
-    Device& device = device_at(call->device_index);
-    const Resident* resident = nullptr;
     const bool has_residency_fields =
         call->struct_size >= offsetof(tm_kernel_call_v1, input_offset) + sizeof call->input_offset;
+    // A resident input may have no host copy (plugin_abi.h): only stem.compact_sums reads such an input.
+    const bool device_only_input = has_residency_fields && call->input_buffer && call->op == TM_OP_STEM_COMPACT_SUMS;
+    if (call->element_count && !call->input && !device_only_input) throw VkError(TM_ERR_INVALID_ARGUMENT, "null input");
+    Device& device = device_at(call->device_index);
+    const Resident* resident = nullptr;
     if (has_residency_fields && call->input_buffer && !format_op) {
       auto it = state().residents.find(call->input_buffer);
       if (it == state().residents.end() || it->second.device_index != call->device_index)

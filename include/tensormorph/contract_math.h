@@ -1,7 +1,7 @@
 // C++ statements of op contracts (op_contracts.h) that the core and every backend evaluate the same way:
 // the quantile definition (TM_OP_STATS_QUANTILES), the identity of the moments partial
 // (TM_OP_STATS_MOMENTS) and the checks of TM_OP_STEM_SSB_OVERLAP, TM_OP_DECODE_BITSHUFFLE_LZ4 and
-// TM_OP_LOD_TILE_STATS calls. Header-only, depends on the ABI alone, so a backend may include it.
+// TM_OP_LOD_TILE_STATS and TM_OP_STEM_COMPACT_SUMS calls. Header-only, depends on the ABI alone, so a backend may include it.
 #pragma once
 
 #include <algorithm>
@@ -193,6 +193,68 @@ uint64_t mask_decoded_chunk(T* px, uint64_t n, const DecodeMasking& m) {
   }
   for (uint64_t i = 0; i < m.zero_element_count; ++i) px[m.zero_elements[i]] = 0;
   return zeroed;
+}
+
+// Why a TM_OP_STEM_COMPACT_SUMS call breaks its contract before any page is read ("" when it does not): the params,
+// the page directory against the input's size, the positions, the lists and the output's size. Every message names
+// the field and what was expected. A page's own words are checked by the kernel that reads them.
+inline std::string compact_sums_problem(const tm_kernel_call_v1& c) {
+  const auto say = [](const std::string& what) { return "stem.compact_sums: " + what; };
+  if (c.dtype != TM_DTYPE_U8) return say("the input is the compact image's bytes (dtype u8)");
+  if (!c.params || c.params_size < sizeof(tm_stem_compact_sums_params_v1))
+    return say("params must be a tm_stem_compact_sums_params_v1 (" + std::to_string(sizeof(tm_stem_compact_sums_params_v1)) +
+               " bytes), got " + std::to_string(c.params_size));
+  const auto& p = *static_cast<const tm_stem_compact_sums_params_v1*>(c.params);
+  if (p.pixels_per_frame == 0 || p.pixels_per_frame >= (uint64_t{1} << 32) || p.cols == 0 || p.pixels_per_frame % p.cols)
+    return say("pixels_per_frame " + std::to_string(p.pixels_per_frame) + " must be whole rows of cols " + std::to_string(p.cols) +
+               " and below 2^32");
+  if (p.key_bytes != 2 && p.key_bytes != 4) return say("key_bytes " + std::to_string(p.key_bytes) + " (expected 2 or 4)");
+  if (p.key_bytes == 2 && p.pixels_per_frame > 65536) return say("key_bytes 2 for frames of more than 65,536 pixels");
+  if (p.page_count == 0 || !p.page_first) return say("page_count must be at least 1 with page_first given");
+  const uint64_t page = TM_STEM_COMPACT_PAGE_BYTES;
+  if (c.element_count <= (uint64_t{p.page_count} - 1) * page || c.element_count > uint64_t{p.page_count} * page)
+    return say("element_count " + std::to_string(c.element_count) + " bytes does not hold exactly page_count " +
+               std::to_string(p.page_count) + " pages of at most " + std::to_string(page) + " bytes");
+  if (p.page_first[0] != 0) return say("page_first[0] must be 0");
+  for (uint32_t i = 0; i < p.page_count; ++i)
+    if (p.page_first[i + 1] < p.page_first[i] || p.page_first[i + 1] - p.page_first[i] > page / 4)
+      return say("page_first must be non-decreasing, a page holding at most " + std::to_string(page / 4) + " positions (page " +
+                 std::to_string(i) + ")");
+  if (p.position_count && !p.positions) return say("positions missing");
+  const uint64_t held = p.page_first[p.page_count];
+  for (uint64_t i = 0; i < p.position_count; ++i)
+    if (p.positions[i] >= held)
+      return say("positions[" + std::to_string(i) + "] = " + std::to_string(p.positions[i]) + " is not below the " +
+                 std::to_string(held) + " positions the image holds");
+  if (p.list_count > TM_STEM_COMPACT_MAX_LISTS)
+    return say("list_count " + std::to_string(p.list_count) + " (at most " + std::to_string(TM_STEM_COMPACT_MAX_LISTS) + ")");
+  if (p.list_count && !p.key_lists) return say("key_lists missing for list_count " + std::to_string(p.list_count));
+  if (p.com_list != TM_STEM_ALL_PIXELS && p.com_list >= p.list_count) return say("com_list names no list");
+  if (p.flags & ~TM_STEM_LISTS_ONLY) return say("unknown flags");
+  if (p.pixel_of_key)
+    for (uint64_t k = 0; k < p.pixels_per_frame; ++k)
+      if (p.pixel_of_key[k] >= p.pixels_per_frame) return say("pixel_of_key[" + std::to_string(k) + "] lies outside the frame");
+  if (p.list_ranges)
+    for (uint32_t j = 0; j < p.list_count; ++j)
+      if (p.list_ranges[2 * j] < p.list_ranges[2 * j + 1] && p.list_ranges[2 * j + 1] > p.pixels_per_frame)
+        return say("list_ranges of list " + std::to_string(j) + " reach past the frame's " + std::to_string(p.pixels_per_frame) + " keys");
+  const uint64_t need = p.position_count * (TM_STEM_FRAME_SUMS_FIXED + p.list_count) * sizeof(uint64_t);
+  if (c.output_size < need)
+    return say("output_size " + std::to_string(c.output_size) + " bytes, expected " + std::to_string(need));
+  return "";
+}
+
+// The running total of a position's entries whose key is below x (0 when none): keys[0..count) strictly increasing,
+// totals[k] the running total up to entry k. A binary search of at most 33 steps (TM_OP_STEM_COMPACT_SUMS's ranges).
+template <class KeyAt, class TotalAt>
+uint32_t compact_total_below(uint64_t count, uint32_t x, KeyAt key_at, TotalAt total_at) {
+  uint64_t lo = 0, hi = count;  // the first entry whose key is >= x lies in [lo, hi]
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (key_at(mid) < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == 0 ? 0u : total_at(lo - 1);
 }
 
 }  // namespace tmorph

@@ -281,6 +281,52 @@ typedef struct tm_stem_frame_sums_params_v1 {
   uint32_t flags;                /* 0 or TM_STEM_LISTS_ONLY                                      */
 } tm_stem_frame_sums_params_v1;
 
+/* ---- TM_OP_STEM_COMPACT_SUMS -------------------------------------------------------------------------
+ * What TM_OP_STEM_FRAME_SUMS computes, over frames held in the compact resident form (the resident copy of
+ * stem/resident/compact_frames.h): per frame only its non-zero pixels, each as (key, running total), so a copy
+ * kept in device memory answers every masked sum without being moved again.
+ * Input: dtype U8, element_count bytes of a compact image made of pages. Page i starts at byte
+ * i * TM_STEM_COMPACT_PAGE_BYTES (so a page never straddles a 4 MiB boundary of the image) and holds the
+ * consecutive positions [page_first[i], page_first[i + 1]); its bytes, as little-endian uint32 words from the
+ * page's start:
+ *   word 0: n, the page's positions; word 1: e, the page's entries;
+ *   words 2 .. 2 + n: o[0..n], position j of the page holding entries [o[j], o[j + 1]) (o[0] = 0, o[n] = e);
+ *   then e keys: uint16 (key_bytes 2; padded to a whole word) or uint32 (key_bytes 4), each < pixels_per_frame;
+ *   then e running totals (uint32): entry k's value is total[k] - total[k - 1], and total[o[j]] itself for a
+ *   position's first entry (a position's running totals never wrap: its total is below 2^32).
+ *   All of a page lies within its TM_STEM_COMPACT_PAGE_BYTES.
+ * Params: tm_stem_compact_sums_params_v1. position_count positions are computed (any order, each <
+ * page_first[page_count]); lists are given per key: bit j of key_lists[k] is set when key k belongs to list j
+ * (list_count <= 64); the pixel of key k is pixel_of_key[k] (each < pixels_per_frame), or k itself when
+ * pixel_of_key is NULL (row pixel / cols, column pixel % cols). list_ranges (NULL, or 2 * list_count uint32): when
+ * list_ranges[2j] < list_ranges[2j + 1], list j is instead every key in [list_ranges[2j], list_ranges[2j + 1]) (its
+ * bits in key_lists are not read), summed from two running totals found by binary search over the position's keys,
+ * which are strictly increasing (a centred annulus of a radially ordered copy); the centre-of-mass list is always read
+ * from key_lists.
+ * Output: per requested position, in `positions` order, TM_STEM_FRAME_SUMS_FIXED + list_count uint64 values laid
+ * out as stem.frame_sums's: [0] total, [1] the centre-of-mass weight (list com_list, or the total when com_list is
+ * TM_STEM_ALL_PIXELS), [2] sum of row * value and [3] sum of column * value over the same keys, [4 + j] sum over
+ * list j; with flags & TM_STEM_LISTS_ONLY, [0..3] are written as 0. Exact uint64 integer sums (the caller
+ * guarantees they fit): every backend returns the same integers as stem.frame_sums over the dense frames.
+ */
+#define TM_STEM_COMPACT_PAGE_BYTES (4u << 20)
+#define TM_STEM_COMPACT_MAX_LISTS 64u
+typedef struct tm_stem_compact_sums_params_v1 {
+  uint64_t pixels_per_frame;
+  uint32_t cols;
+  uint32_t key_bytes;            /* 2 or 4                                                        */
+  uint32_t page_count;
+  uint32_t list_count;           /* at most TM_STEM_COMPACT_MAX_LISTS                             */
+  const uint64_t* page_first;    /* page_count + 1 entries, non-decreasing, page_first[0] = 0      */
+  const uint32_t* positions;
+  uint64_t position_count;
+  const uint64_t* key_lists;     /* pixels_per_frame entries (may be NULL when list_count is 0)   */
+  const uint32_t* pixel_of_key;  /* pixels_per_frame entries, or NULL                             */
+  uint32_t com_list;             /* a list index, or TM_STEM_ALL_PIXELS                          */
+  uint32_t flags;                /* 0 or TM_STEM_LISTS_ONLY                                      */
+  const uint32_t* list_ranges;   /* 2 * list_count entries, or NULL: lists that are key ranges   */
+} tm_stem_compact_sums_params_v1;
+
 /* ---- TM_OP_STEM_PATTERN_REDUCE -----------------------------------------------------------------------
  * Per-pixel reductions over frames. Input as TM_OP_STEM_FRAME_SUMS; params: tm_stem_pattern_params_v1.
  * Output: pixels_per_frame uint64 sums followed by pixels_per_frame uint32 maxima. Both are ACCUMULATED

@@ -84,7 +84,8 @@ typedef enum tm_op {
   TM_OP_DECODE_BITSHUFFLE_LZ4 = 14,    /* chunks of HDF5 filter 32008 (bitshuffle + LZ4), e.g. 4D-STEM frames */
   TM_OP_LOD_TILE_STATS = 15,           /* level-0 statistics pyramid tiles of one band of a 2-D view   */
   TM_OP_DIFF_TILE_STATS = 16,          /* level-0 difference pyramid tiles of one band of a tensor pair */
-  TM_OP_COUNT_ = 17
+  TM_OP_STEM_COMPACT_SUMS = 17,        /* stem.frame_sums over frames held in the compact resident form (4D-STEM) */
+  TM_OP_COUNT_ = 18
 } tm_op;
 
 /* ---- devices ------------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 #include "tensormorph/backend_registry.h"
 
 #include "compute/op_table.h"
+#include "compute/resident_copy.h"
 
 #include <dlfcn.h>
 
@@ -48,6 +49,9 @@ KernelInfo to_kernel(uint32_t index, const tm_kernel_cap_v1& k) {
 }  // namespace
 
 BackendRegistry::~BackendRegistry() {
+  // Device copies that outlive the registry (a process-wide cache's) are let go before their backend shuts down
+  // (which frees its device memory) and its library is unloaded: their destructors then call nothing.
+  for (const Backend& b : backends_) ResidentCopy::forget_backend(&b);
   for (size_t i = 0; i < backends_.size(); ++i) {
     const Backend& b = backends_[i];
     if (is_open(i) && b.table && b.available && b.table->shutdown) b.table->shutdown();

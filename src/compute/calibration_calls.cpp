@@ -124,6 +124,48 @@ void stem_frame_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t
   c.output_bytes = c.elements / kFramePixels * TM_STEM_FRAME_SUMS_FIXED * sizeof(uint64_t);
 }
 
+void stem_compact_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
+  // The sample's bytes as 64 x 64 frames, every 8th pixel kept (512 entries of uint16 key and uint32 running total
+  // each), packed into pages of the contract's layout; about as many image bytes as sample bytes. One list: the
+  // frame's first half.
+  const auto* sample = static_cast<const uint8_t*>(data);
+  const uint64_t sample_bytes = elements * dtype_size(dtype), per_frame = 512;
+  const uint64_t frame_words = 1 + per_frame / 2 + per_frame, per_page = (TM_STEM_COMPACT_PAGE_BYTES / 4 - 3) / frame_words;
+  const uint64_t frames = std::max<uint64_t>(1, sample_bytes / (frame_words * 4)), pages = (frames + per_page - 1) / per_page;
+  const uint64_t last = frames - (pages - 1) * per_page;
+  c.bytes.assign((pages - 1) * TM_STEM_COMPACT_PAGE_BYTES + (3 + last * frame_words) * 4, 0);
+  c.u64s.assign(pages + 1 + kFramePixels, 0);
+  for (uint64_t page = 0; page < pages; ++page) {
+    const uint64_t n = page + 1 < pages ? per_page : last;
+    c.u64s[page + 1] = c.u64s[page] + n;
+    std::vector<uint32_t> w(3 + n * frame_words, 0);
+    w[0] = static_cast<uint32_t>(n), w[1] = static_cast<uint32_t>(n * per_frame);
+    const uint64_t keys_at = 3 + n, totals_at = keys_at + n * per_frame / 2;
+    for (uint64_t j = 0; j < n; ++j) {
+      w[3 + j] = static_cast<uint32_t>((j + 1) * per_frame);
+      uint32_t total = 0;
+      for (uint64_t e = 0; e < per_frame; ++e) {
+        const uint64_t k = j * per_frame + e, at = ((page * per_page + j) * per_frame + e) % std::max<uint64_t>(1, sample_bytes);
+        w[keys_at + k / 2] |= static_cast<uint32_t>(e * 8) << (16 * (k % 2));
+        total += 1u + (sample_bytes ? sample[at] : 0u);
+        w[totals_at + k] = total;
+      }
+    }
+    std::memcpy(c.bytes.data() + page * TM_STEM_COMPACT_PAGE_BYTES, w.data(), w.size() * 4);
+  }
+  uint64_t* key_lists = c.u64s.data() + pages + 1;
+  for (uint64_t k = 0; k < kFramePixels / 2; ++k) key_lists[k] = 1;
+  c.u32s.resize(frames);
+  for (uint64_t i = 0; i < frames; ++i) c.u32s[i] = static_cast<uint32_t>(i);
+  tm_stem_compact_sums_params_v1 p{};
+  p.pixels_per_frame = kFramePixels, p.cols = 64, p.key_bytes = 2, p.page_count = static_cast<uint32_t>(pages), p.list_count = 1;
+  p.page_first = c.u64s.data(), p.positions = c.u32s.data(), p.position_count = frames, p.key_lists = key_lists;
+  p.pixel_of_key = nullptr, p.com_list = TM_STEM_ALL_PIXELS, p.flags = 0, p.list_ranges = nullptr;
+  set_params(c, p);
+  c.dtype = DType::U8, c.input = c.bytes.data(), c.elements = c.bytes.size();
+  c.output_bytes = frames * (TM_STEM_FRAME_SUMS_FIXED + 1) * sizeof(uint64_t);
+}
+
 void stem_pattern_reduce(CalibrationCall& c, DType dtype, const void* data, uint64_t elements) {
   set_params(c, tm_stem_pattern_params_v1{kFramePixels});
   c.dtype = dtype, c.input = data, c.elements = elements / kFramePixels * kFramePixels;

@@ -20,6 +20,7 @@ struct CalibrationCall {
   std::vector<uint64_t> u64s;
   std::vector<float> floats;
   std::vector<uint8_t> bytes;
+  std::vector<uint32_t> u32s;
 };
 
 // Fills `call` for `elements` values of `dtype` at `data` (the caller keeps them alive while the call runs).
@@ -42,6 +43,7 @@ void stem_ssb_overlap(CalibrationCall& c, DType dtype, const void* data, uint64_
 void decode_bitshuffle_lz4(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void lod_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 void diff_tile_stats(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
+void stem_compact_sums(CalibrationCall& c, DType dtype, const void* data, uint64_t elements);
 }  // namespace calibration_calls
 
 }  // namespace tmorph

@@ -193,6 +193,55 @@ bool stem_frames(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
   return true;
 }
 
+// stem.compact_sums: one page of 9 positions of 24 x 20 pixel frames (one empty), uint16 keys in increasing order with
+// running totals, keys mapped to pixels by a permutation; lists: every third key, the keys below 100 (the CoM list).
+bool stem_compact_sums(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
+  if (req.dtype != DType::U8) return false;
+  const uint32_t rows = 24, cols = 20, pixels = rows * cols, positions = 9;
+  Bytes rng{seed};
+  std::vector<std::vector<uint16_t>> keys(positions);
+  std::vector<std::vector<uint32_t>> totals(positions);
+  uint32_t entries = 0;
+  for (uint32_t q = 0; q < positions; ++q) {
+    uint32_t total = 0;
+    for (uint32_t key = 0; key < pixels && q != 4; ++key) {
+      const uint64_t r = rng.next();
+      if (r % 5 != 0) continue;
+      total += static_cast<uint32_t>(1 + (r >> 8) % ((r >> 40) % 9 == 0 ? 60000 : 4));
+      keys[q].push_back(static_cast<uint16_t>(key)), totals[q].push_back(total);
+    }
+    entries += static_cast<uint32_t>(keys[q].size());
+  }
+  const uint32_t keys_at = 3 + positions, totals_at = keys_at + (entries + 1) / 2;
+  std::vector<uint32_t> w(totals_at + entries, 0);
+  w[0] = positions, w[1] = entries;
+  uint32_t at = 0;
+  for (uint32_t q = 0; q < positions; ++q) {
+    for (size_t e = 0; e < keys[q].size(); ++e, ++at) {
+      w[keys_at + at / 2] |= uint32_t{keys[q][e]} << (16 * (at % 2));
+      w[totals_at + at] = totals[q][e];
+    }
+    w[3 + q] = at;
+  }
+  k.input.resize(w.size() * 4);
+  std::memcpy(k.input.data(), w.data(), k.input.size());
+  k.elements = k.input.size();
+  // u64s: page_first (2), then the key lists; u32s: the positions (in an order of their own), then pixel_of_key.
+  k.u64s = {0, positions};
+  for (uint32_t key = 0; key < pixels; ++key) k.u64s.push_back((key % 3 == 0 ? 1u : 0u) | (key < 100 ? 2u : 0u));
+  k.u32s = {8, 0, 3, 4, 1, 2, 7, 6, 5, 0};
+  for (uint32_t key = 0; key < pixels; ++key) k.u32s.push_back((key * 7 + 3) % pixels);  // 7 is prime to 480
+  // List 1 is also a key range for its sum (its bits, keys below 100, still pick the centre-of-mass keys).
+  k.u32s.insert(k.u32s.end(), {0, 0, 50, 300});
+  tm_stem_compact_sums_params_v1 p{};
+  p.pixels_per_frame = pixels, p.cols = cols, p.key_bytes = 2, p.page_count = 1, p.list_count = 2;
+  p.page_first = k.u64s.data(), p.positions = k.u32s.data(), p.position_count = 10, p.key_lists = k.u64s.data() + 2;
+  p.pixel_of_key = k.u32s.data() + 10, p.com_list = 1, p.flags = 0, p.list_ranges = k.u32s.data() + 10 + pixels;
+  k.params = params_bytes(p);
+  k.initial_output.assign(10 * (TM_STEM_FRAME_SUMS_FIXED + 2) * sizeof(uint64_t), 0);
+  return true;
+}
+
 bool display_colorize(KnownAnswerCase& k, const OpRequest& req, uint64_t seed) {
   if (req.dtype != DType::F64) return false;
   k.elements = 3000;

@@ -72,6 +72,7 @@ bool quant_moments(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool decode_bitshuffle_lz4(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool stem_ssb_overlap(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 bool lod_tile_stats(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
+bool stem_compact_sums(KnownAnswerCase& k, const OpRequest& req, uint64_t seed);
 }  // namespace known_answer_cases
 
 }  // namespace tmorph

@@ -30,6 +30,7 @@ constexpr std::array<OpDescriptor, TM_OP_COUNT_ - 1> kOps{{
      cc::decode_bitshuffle_lz4},
     {TM_OP_LOD_TILE_STATS, "lod.tile_stats", sizeof(tm_tile_stats_params_v1), ka::lod_tile_stats, cc::lod_tile_stats},
     {TM_OP_DIFF_TILE_STATS, "diff.tile_stats", sizeof(tm_diff_tile_params_v1), nullptr, cc::diff_tile_stats},
+    {TM_OP_STEM_COMPACT_SUMS, "stem.compact_sums", sizeof(tm_stem_compact_sums_params_v1), ka::stem_compact_sums, cc::stem_compact_sums},
 }};
 
 constexpr bool rows_follow_the_enum() {

@@ -1,11 +1,24 @@
 #include "compute/resident_copy.h"
 
+#include <mutex>
+#include <set>
+
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
 
 namespace tmorph {
 
 namespace {
+
+// Every copy alive, so that a registry being destroyed can detach the copies on its backends.
+struct LiveCopies {
+  std::mutex mutex;
+  std::set<ResidentCopy*> copies;
+};
+LiveCopies& live() {
+  static LiveCopies* l = new LiveCopies();  // never destroyed: copies in static caches may die after it would
+  return *l;
+}
 
 // Why `bytes` of device memory are not kept on the placement's device ("" when they are): the backend lacks
 // the extension (`capable`), the device reads host memory directly, or the bytes exceed memory_budget (0:
@@ -42,6 +55,8 @@ std::unique_ptr<ResidentCopy> ResidentCopy::make(const Placement& placement, con
   copy->data_ = static_cast<const uint8_t*>(data);
   copy->bytes_ = bytes;
   copy->location_ = b->name + "/" + device.id;
+  std::lock_guard<std::mutex> lock(live().mutex);
+  live().copies.insert(copy.get());
   return copy;
 }
 
@@ -65,11 +80,21 @@ std::unique_ptr<ResidentCopy> ResidentCopy::allocate(const Placement& placement,
   space->device_index_ = placement.device_index;
   space->bytes_ = bytes;
   space->location_ = b->name + "/" + device.id;
+  std::lock_guard<std::mutex> lock(live().mutex);
+  live().copies.insert(space.get());
   return space;
 }
 
 ResidentCopy::~ResidentCopy() {
-  if (handle_) backend_->table->release(handle_);
+  std::lock_guard<std::mutex> lock(live().mutex);
+  live().copies.erase(this);
+  if (handle_ && backend_) backend_->table->release(handle_);
+}
+
+void ResidentCopy::forget_backend(const Backend* backend) {
+  std::lock_guard<std::mutex> lock(live().mutex);
+  for (ResidentCopy* c : live().copies)
+    if (c->backend_ == backend) c->handle_ = 0, c->backend_ = nullptr;
 }
 
 bool ResidentCopy::serves(const Placement& placement, const void* p, uint64_t bytes) const {

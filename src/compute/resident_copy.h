@@ -25,6 +25,9 @@ class ResidentCopy {
   static std::unique_ptr<ResidentCopy> allocate(const Placement& placement, uint64_t bytes, uint64_t memory_budget,
                                                 std::string* why);
   ~ResidentCopy();
+  // Lets go of every live copy on `backend` without calling it (its registry is being destroyed: the backend's
+  // shutdown frees the device memory). Such a copy then has handle() 0, serves nothing and is on no placement.
+  static void forget_backend(const Backend* backend);
   ResidentCopy(const ResidentCopy&) = delete;
   ResidentCopy& operator=(const ResidentCopy&) = delete;
 

@@ -212,6 +212,34 @@ class StemProducts(unittest.TestCase):
         placed = {p["op"]: p["backend"] for p in rep["placement"]}
         self.assertEqual(placed, {"stem.pattern_reduce": "cpu", "stem.frame_sums": "vulkan", "decode.bitshuffle_lz4": "cpu"})
 
+    def test_vulkan_sums_the_resident_copy_from_its_device_copy(self):
+        """With a resident copy and --backend vulkan, stem.compact_sums reads the copy's image uploaded once to the
+        device: the same products as the CPU, and the report says where the copy lives, its bytes and when it was built."""
+        require_vulkan(self)
+        for args in (["bf"], ["adf"], ["mask", "--inner", "3", "--outer", "9"], ["com"]):
+            with self.subTest(args=args):
+                cpu, cpu_rep = self.product(*args, "--center", "16,15", "--radius", "4", "--resident-memory", "1G")
+                self.assertTrue(cpu_rep["provenance"]["resident"].get("bytes"), cpu_rep["provenance"]["resident"])
+                vk_out, rep = self.product(*args, "--center", "16,15", "--radius", "4", "--resident-memory", "1G",
+                                           "--backend", "vulkan")
+                np.testing.assert_array_equal(vk_out, cpu)
+                sums = [p for p in rep["placement"] if p["op"] == "stem.compact_sums"]
+                self.assertEqual(len(sums), 1, rep["placement"])
+                self.assertEqual(sums[0]["backend"], "vulkan")
+                copy = rep["provenance"]["resident"]["device_copy"]
+                self.assertTrue(copy["location"].startswith("vulkan/"), copy)
+                self.assertEqual(copy["device"], sums[0]["device"])
+                self.assertGreater(copy["bytes"], 0)
+                self.assertTrue(copy["built_now"])  # one command: built on its first product
+                self.assertEqual(sums[0]["bytes_transferred"], copy["bytes"])
+                self.assertRegex(copy["built_at"], r"^\d{4}-\d\d-\d\dT")
+                listed = rep["provenance"]["resident"]["device_copies"]
+                self.assertEqual([c["location"] for c in listed], [copy["location"]])
+                # The CPU computes from the host copy in place.
+                cpu_sums = [p for p in cpu_rep["placement"] if p["op"] == "stem.compact_sums"]
+                self.assertEqual([(p["backend"], p["reason"]) for p in cpu_sums], [("cpu", "resident_data")])
+                self.assertNotIn("device_copy", cpu_rep["provenance"]["resident"])
+
     def test_split_frame_sums_give_the_same_products(self):
         """--split on (docs/backends.md "Split placement"): each batch's positions shared between the CPU and
         Vulkan, every position's sums computed by one of them, so the products equal the CPU's alone; the report's

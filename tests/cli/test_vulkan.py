@@ -79,7 +79,8 @@ class VulkanCli(unittest.TestCase):
             self.assertTrue(any(d["name"].startswith("llvmpipe") for d in devices), devices)
         ops = {k["op"] for k in VULKAN["kernels"]}
         self.assertEqual(ops, {"stats.moments", "stats.histogram", "stats.bitpattern_histogram", "stats.quantiles",
-                               "dequantize.ggml", "stem.frame_sums", "display.colorize", "stem.ssb_overlap", "lod.tile_stats"})
+                               "dequantize.ggml", "stem.frame_sums", "display.colorize", "stem.ssb_overlap", "lod.tile_stats",
+                               "stem.compact_sums"})
         dequant = next(k for k in VULKAN["kernels"] if k["op"] == "dequantize.ggml")
         self.assertEqual(sorted(dequant["dtypes"]), ["Q4_0", "Q8_0"])
         # Every kernel is exact but SSB's, whose complex64 transforms are bounded against the CPU's.

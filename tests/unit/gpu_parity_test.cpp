@@ -3,6 +3,7 @@
 // gpu_fixture.h). Data: salted random values (NaN, ±Inf, subnormals, ±0), blocks whose mean dwarfs their
 // spread (the two-pass m2), sizes that are not multiples of the block or the launch, and pieces shrunk to
 // a few KiB (TENSORMORPH_GPU_CHUNK_BYTES) so one call spans several uploads and launches.
+#include "compact_sums_support.h"
 #include "gpu_fixture.h"
 
 #include <random>
@@ -276,6 +277,45 @@ TEST_P(GpuParity, ResidentCopyServesCallsAndBoundsAreChecked) {
   backend_->table->release(handle);
   call.input_offset = 0;
   EXPECT_EQ(backend_->table->run(&call, &msg), TM_ERR_INVALID_ARGUMENT);  // released: no such copy
+}
+
+// stem.compact_sums from a device copy uploaded once (the residency extension) and from a host image: the same
+// integers as the CPU op and the copy's own sums (uint16 and uint32 keys, pixel and radial order, several pages,
+// fixed sums and lists only, a centre-of-mass list); malformed calls refused naming the field or the page.
+TEST_P(GpuParity, CompactSumsFromTheDeviceCopyEqualTheCpuOp) {
+  struct Shape {
+    uint64_t count, rows, cols;
+    DType dt;
+    double density;
+    bool radial;
+  };
+  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{30, 250, 250, DType::U16, 0.55, true},
+                          Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+    const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 31);
+    const CompactImage image = compact_image(*c.frames);
+    Constraints strict;
+    strict.strict_backend = GetParam();
+    const Placement on_gpu = Planner(*registry_, costs_, strict).place(compact_sums_request(*c.frames, {}));
+    const Placement on_cpu = test::cpu_planner().place(compact_sums_request(*c.frames, {}));
+    std::string why;
+    const std::unique_ptr<DeviceCopy> device = make_device_copy(*c.frames, on_gpu, 0, &why);
+    ASSERT_TRUE(device) << why;
+    EXPECT_EQ(device->location.rfind(GetParam() + "/", 0), 0u) << device->location;
+    for (const bool fixed : {true, false})
+      for (const auto* com : {&c.com, static_cast<const std::vector<uint32_t>*>(nullptr)}) {
+        const std::string what = std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + (fixed ? " fixed" : " lists") + (com ? " com" : "");
+        const auto want = c.frames->sums(c.detectors, com, fixed, c.positions, 2);
+        test::expect_same_sums(want, compact_sums(on_cpu, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 2), "cpu " + what);
+        test::expect_same_sums(want, compact_sums(on_gpu, *c.frames, device.get(), nullptr, c.detectors, com, fixed, c.positions, 2),
+                               GetParam() + " device copy " + what);
+        test::expect_same_sums(want, compact_sums(on_gpu, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 2),
+                               GetParam() + " host image " + what);
+      }
+  }
+  const test::CompactCase small = test::compact_case(12, 13, 11, DType::U16, 0.4, false, 3);
+  Constraints strict;
+  strict.strict_backend = GetParam();
+  test::expect_malformed_calls_refused(Planner(*registry_, costs_, strict).place(compact_sums_request(*small.frames, {})), small);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GpuParity, ::testing::Values("gpuemu", "cuda", "hip"),

@@ -18,6 +18,7 @@
 #include "stem/products/virtual_detector.h"
 #include "stem/resident/compact_frames.h"
 #include "stem/resident/resident_store.h"
+#include "compact_sums_support.h"
 #include "stem_fixture.h"
 #include "tensormorph/error.h"
 #include "test_support.h"
@@ -203,6 +204,7 @@ class StemResident : public ::testing::Test {
   }
   static const Planner& planner() { return test::cpu_planner(); }
 
+ public:
   // Every product field of the two results, compared exactly.
   static void expect_same(const ProductResult& a, const ProductResult& b) {
     EXPECT_EQ(a.scan_shape, b.scan_shape);
@@ -217,6 +219,7 @@ class StemResident : public ::testing::Test {
     EXPECT_EQ(a.pattern_max, b.pattern_max);
   }
 
+ protected:
   // The requests a viewer sends: the BF disk and an ADF annulus about the detected disk, an annulus about another
   // centre, a rectangle, the centre of mass over the disk, patterns; whole scan and a region.
   std::vector<ProductRequest> requests(const Acquisition& acq) const {
@@ -395,6 +398,147 @@ TEST_F(StemResident, ADamagedChunkMetWhileBuildingNamesTheFrameAndLeavesNothingR
     EXPECT_NE(std::string(e.what()).find("frame 3"), std::string::npos) << e.what();
   }
   EXPECT_EQ(ResidentStore::process().describe()["copies"].size(), 0u);
+}
+
+// With the sums placed on a device backend (strict: Vulkan, or the CUDA/HIP kernel source under the host grid emulation,
+// gpuemu), the copy's image is uploaded once and read there by every later product: the first product reports the
+// upload (bytes_transferred, built_now), the others move nothing; every product equals the streamed CPU one field for
+// field; the copy's description lists the device copy (location, bytes, built_at).
+void expect_sums_on_device_copy(const Acquisition& acq, const std::vector<ProductRequest>& all, const std::string& name,
+                                const BackendRegistry& registry) {
+  const CostModel costs;
+  Constraints strict;
+  strict.strict_backend = name;
+  const Planner on_device(registry, costs, strict);
+  std::vector<ProductRequest> reqs(all.begin() + 1, all.end());  // the pattern alone has no sums
+  std::vector<ProductResult> streamed;
+  ResidentStore::process().set_budget(0);
+  for (const auto& r : reqs) streamed.push_back(compute_products(acq, r, test::cpu_planner()));
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const ProductResult r = compute_products(acq, reqs[i], on_device);
+    StemResident::expect_same(r, streamed[i]);
+    ASSERT_TRUE(r.load_provenance["resident"].contains("device_copy")) << r.load_provenance.dump();
+    const nlohmann::json& copy = r.load_provenance["resident"]["device_copy"];
+    EXPECT_EQ(copy["location"].get<std::string>().rfind(name + "/", 0), 0u) << copy.dump();
+    EXPECT_EQ(copy["built_now"], i == 0) << i;
+    const auto sums = std::find_if(r.placements.begin(), r.placements.end(), [](const Placement& p) { return p.op == "stem.compact_sums"; });
+    ASSERT_NE(sums, r.placements.end());
+    EXPECT_EQ(sums->backend, name);
+    EXPECT_EQ(sums->bytes_transferred, i == 0 ? copy["bytes"].get<uint64_t>() : 0u) << "uploaded once, then read in place";
+    // The annuli about the copy's centre are key ranges there too (two running totals), the others entry by entry.
+    const ProductResult host = compute_products(acq, reqs[i], test::cpu_planner());
+    ASSERT_EQ(r.evaluated_as.size(), host.evaluated_as.size());
+    for (size_t d = 0; d < r.evaluated_as.size(); ++d)
+      EXPECT_EQ(r.evaluated_as[d], (host.evaluated_as[d] == "rank range" ? "rank range on " : "entry by entry on ") + name) << d;
+    EXPECT_NE(std::find(r.evaluated_as.begin(), r.evaluated_as.end(), "rank range on " + name), r.evaluated_as.end());
+  }
+  const nlohmann::json store = ResidentStore::process().describe();
+  ASSERT_EQ(store["copies"].size(), 1u);
+  ASSERT_EQ(store["copies"][0]["device_copies"].size(), 1u) << "one device copy, shared by every product";
+  EXPECT_GT(store["copies"][0]["device_copies"][0]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(store["copies"][0]["device_copies"][0]["built_at"].get<std::string>().empty());
+  // The CPU planner still computes from the host copy (reason resident_data), with the same numbers.
+  StemResident::expect_same(compute_products(acq, reqs[0], test::cpu_planner()), streamed[0]);
+  ResidentStore::process().drop_all();  // the device copies go with the copy, before the registry
+}
+
+TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_PLUGIN_DIR);
+  const Backend* vulkan = registry->find("vulkan");
+  if (!vulkan || !vulkan->available) {
+    const char* require = std::getenv("TM_REQUIRE_VULKAN");
+    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
+    GTEST_SKIP() << "Vulkan backend unavailable";
+  }
+  const Acquisition acq = open_acquisition(write(dir.str(), 5));
+  expect_sums_on_device_copy(acq, requests(acq), "vulkan", *registry);
+}
+
+// A device that cannot run the call on its copy (Vulkan chunks of 256 KiB: a page of the image straddles two, the
+// kernel answers TM_ERR_UNSUPPORTED) is not an error of the product: it streams on that backend, and says why.
+TEST_F(StemResident, ADeviceCopyTheKernelCannotReadStreamsInsteadAndSaysWhy) {
+  test::ScopedEnv chunks("TENSORMORPH_VULKAN_CHUNK_BYTES", "262144");
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_PLUGIN_DIR);
+  const Backend* vulkan = registry->find("vulkan");
+  if (!vulkan || !vulkan->available) {
+    const char* require = std::getenv("TM_REQUIRE_VULKAN");
+    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
+    GTEST_SKIP() << "Vulkan backend unavailable";
+  }
+  // A 30 x 30 scan: the image (about 0.7 MB, one page) is more than one 256 KiB chunk.
+  StemSimulationParams sim;
+  sim.scan_rows = sim.scan_cols = 30, sim.detector = 24, sim.bf_radius_px = 5, sim.dose = 3000, sim.seed = 7;
+  DectrisWriterOptions o;
+  o.folder = dir.str(), o.frames_per_file = 300;
+  const Acquisition acq = open_acquisition(write_simulated_acquisition(sim, o, 2));
+  ProductRequest req;
+  req.load.scan_shape = std::array<uint64_t, 2>{30, 30};
+  req.load.threads = 2;
+  req.detectors = {annulus_pixels(24, 24, 12, 12, 0, 5), annulus_pixels(24, 24, 9, 14, 2, 8)};
+  req.com = true;
+  const ProductResult streamed = compute_products(acq, req, planner());
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  const CostModel costs;
+  Constraints strict;
+  strict.strict_backend = "vulkan";
+  const ProductResult r = compute_products(acq, req, Planner(*registry, costs, strict));
+  expect_same(r, streamed);
+  ASSERT_EQ(r.load_provenance["resident"]["used"], false) << r.load_provenance.dump();
+  EXPECT_NE(r.load_provenance["resident"]["why"].get<std::string>().find("straddles"), std::string::npos) << r.load_provenance.dump();
+  ResidentStore::process().drop_all();
+}
+
+TEST_F(StemResident, SumsOnTheEmulatedGpuReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_GPUEMU_PLUGIN_DIR);
+  const Backend* gpu = registry->find("gpuemu");
+  ASSERT_TRUE(gpu && gpu->available) << "gpuemu is built with the tests";
+  const Acquisition acq = open_acquisition(write(dir.str(), 6));
+  expect_sums_on_device_copy(acq, requests(acq), "gpuemu", *registry);
+}
+
+// stem.compact_sums (op_contracts.h) on the CPU, its reference: over the device image of a copy it gives what the copy's
+// own sums give (which CompactFrames.EqualTheDenseFrames... holds to the dense frames), for uint16 and uint32 keys, in
+// pixel and radial order, with and without the fixed sums and a centre-of-mass list, over one page and several.
+TEST(CompactSums, TheCpuOpOverTheImageEqualsTheCopysOwnSums) {
+  struct Shape {
+    uint64_t count, rows, cols;
+    DType dt;
+    double density;
+    bool radial;
+  };
+  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{31, 13, 11, DType::U8, 0.6, true},
+                          Shape{30, 250, 250, DType::U16, 0.55, true}, Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+    const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 17);
+    const CompactImage image = compact_image(*c.frames);
+    EXPECT_EQ(image.key_bytes, sh.rows * sh.cols > 65536 ? 4u : 2u);
+    EXPECT_EQ(image.size, compact_image_bytes(*c.frames));
+    if (sh.rows == 250) {
+      EXPECT_GT(image.page_first.size(), 2u) << "several pages";
+    }
+    const Placement at = test::cpu_planner().place(compact_sums_request(*c.frames, {}));
+    ASSERT_EQ(at.backend, "cpu");
+    for (const bool fixed : {true, false})
+      for (const auto* com : {&c.com, static_cast<const std::vector<uint32_t>*>(nullptr)}) {
+        const std::string what = std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + (fixed ? " fixed" : " lists") + (com ? " com" : "");
+        const auto want = c.frames->sums(c.detectors, com, fixed, c.positions, 2);
+        test::expect_same_sums(want, compact_sums(at, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 3), what);
+      }
+  }
+}
+
+TEST(CompactSums, MalformedCallsAreRefusedNamingTheField) {
+  const test::CompactCase c = test::compact_case(12, 13, 11, DType::U16, 0.4, false, 3);
+  const Placement at = test::cpu_planner().place(compact_sums_request(*c.frames, {}));
+  test::expect_malformed_calls_refused(at, c);
+  // And through the domain: too many detectors, a detector pixel outside the frame.
+  const CompactImage image = compact_image(*c.frames);
+  std::vector<std::vector<uint32_t>> many(65, std::vector<uint32_t>{1});
+  EXPECT_THROW(compact_sums(at, *c.frames, nullptr, &image, many, nullptr, true, c.positions, 1), Error);
+  EXPECT_THROW(compact_sums(at, *c.frames, nullptr, &image, {{143}}, nullptr, true, c.positions, 1), Error);
 }
 
 }  // namespace

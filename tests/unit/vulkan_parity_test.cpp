@@ -4,6 +4,7 @@
 // multiples of the workgroup, the 65,536-element block or the chunk (chunks are shrunk to a few
 // blocks through TENSORMORPH_VULKAN_CHUNK_BYTES).
 #include "display_goldens.h"
+#include "compact_sums_support.h"
 #include "vulkan_fixture.h"
 
 #include <cstdio>
@@ -282,6 +283,50 @@ TEST_F(VulkanParity, DisplayColorizeEqualsTheCpuGoldens) {
     run("cpu", TM_OP_DISPLAY_COLORIZE, DType::F64, data, &params, sizeof params, &cpu);
     EXPECT_EQ(vk, cpu) << transform_name(c.t) << " [" << c.lo << ", " << c.hi << "]";
   }
+}
+
+// stem.compact_sums on Vulkan from a device copy uploaded once (the residency extension): the same integers as the CPU
+// op over the same image and as the copy's own sums (uint16 and uint32 keys, pixel and radial order, fixed sums and
+// lists only, a centre-of-mass list, several pages, positions in any order), called twice on one copy; the host-image
+// path (a page copied per launch) gives the same.
+TEST_F(VulkanParity, CompactSumsFromTheDeviceCopyEqualTheCpuOp) {
+  struct Shape {
+    uint64_t count, rows, cols;
+    DType dt;
+    double density;
+    bool radial;
+  };
+  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{31, 13, 11, DType::U8, 0.6, true},
+                          Shape{30, 250, 250, DType::U16, 0.55, true}, Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+    const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 29);
+    const CompactImage image = compact_image(*c.frames);
+    const uint64_t bytes = image.size;
+    const Placement on_vulkan = place("vulkan", TM_OP_STEM_COMPACT_SUMS, DType::U8, bytes);
+    const Placement on_cpu = place("cpu", TM_OP_STEM_COMPACT_SUMS, DType::U8, bytes);
+    std::string why;
+    const std::unique_ptr<DeviceCopy> device = make_device_copy(*c.frames, on_vulkan, 0, &why);
+    ASSERT_TRUE(device) << why;
+    EXPECT_EQ(device->bytes, bytes);
+    EXPECT_EQ(device->location.rfind("vulkan/", 0), 0u) << device->location;
+    EXPECT_TRUE(device->serves(on_vulkan));
+    EXPECT_FALSE(device->serves(on_cpu));
+    for (const bool fixed : {true, false})
+      for (const auto* com : {&c.com, static_cast<const std::vector<uint32_t>*>(nullptr)}) {
+        const std::string what = std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + (fixed ? " fixed" : " lists") + (com ? " com" : "");
+        const auto want = c.frames->sums(c.detectors, com, fixed, c.positions, 2);
+        test::expect_same_sums(want, compact_sums(on_cpu, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 2), "cpu " + what);
+        for (int call = 0; call < 2; ++call)
+          test::expect_same_sums(want, compact_sums(on_vulkan, *c.frames, device.get(), nullptr, c.detectors, com, fixed, c.positions, 2),
+                                 "vulkan device copy " + what);
+        test::expect_same_sums(want, compact_sums(on_vulkan, *c.frames, nullptr, &image, c.detectors, com, fixed, c.positions, 2),
+                               "vulkan host image " + what);
+      }
+  }
+}
+
+TEST_F(VulkanParity, CompactSumsRefuseMalformedCallsNamingTheField) {
+  const test::CompactCase c = test::compact_case(12, 13, 11, DType::U16, 0.4, false, 3);
+  test::expect_malformed_calls_refused(place("vulkan", TM_OP_STEM_COMPACT_SUMS, DType::U8, 1 << 20), c);
 }
 
 }  // namespace tmorph::vulkan_test

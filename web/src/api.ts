@@ -300,6 +300,17 @@ export interface ResidentCopyDoc {
   build_seconds: number;
   uses: number;
   order: string; // "radial" (centred annuli are two running totals) or "pixel"
+  /** Images of the copy kept in device memory (uploaded once for stem.compact_sums on that device). */
+  device_copies?: DeviceCopyDoc[];
+}
+
+export interface DeviceCopyDoc {
+  location: string; // "backend/device id"
+  device: string;
+  bytes: number;
+  positions: number;
+  built_at: string;
+  build_seconds: number;
 }
 
 export interface ResidentStoreDoc {

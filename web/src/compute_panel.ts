@@ -276,7 +276,10 @@ function residentSection(doc: ComputeDoc): HTMLElement[] {
         el("code", {}, c.acquisition),
         ` (${c.scan_shape[0]} × ${c.scan_shape[1]}): in ${c.where} memory, ${sizeText(c.bytes)} ` +
           `(${Math.round(c.bytes_per_frame)} bytes per frame against ${c.dense_bytes_per_frame} dense), ${c.order} order, ` +
-          `built ${c.built_at} in ${c.build_seconds.toFixed(2)} s, used ${c.uses}×`,
+          `built ${c.built_at} in ${c.build_seconds.toFixed(2)} s, used ${c.uses}×` +
+          (c.device_copies ?? [])
+            .map((d) => `; also on ${d.location} (${d.device}): ${sizeText(d.bytes)}, uploaded ${d.built_at} in ${d.build_seconds.toFixed(2)} s`)
+            .join(""),
       ),
     );
   if (!r.copies.length) ul.append(el("li", {}, "none yet (a copy is built by an acquisition's first product)"));

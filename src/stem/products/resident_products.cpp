@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "stem/products/virtual_detector.h"
+#include "stem/resident/device_copy.h"
 #include "stem/resident/resident_store.h"
 #include "support/large_buffer.h"
 #include "support/thread_pool.h"
@@ -208,19 +209,68 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
   r.positions = positions.size();
   const uint64_t pixels = r.frame_shape[0] * r.frame_shape[1];
   const unsigned threads = std::max(1u, req.load.threads);
+  nlohmann::json device_copy_report;  // the device copy the sums read, when they ran on a device
   if (req.frame_sums) {
     // The streamed pass computes totals and centre-of-mass sums when asked, or when a dense detector needs the
     // total; the same fields are filled here (zeros otherwise), so the results match field for field.
     const bool dense = std::any_of(req.detectors.begin(), req.detectors.end(),
                                    [&](const auto& d) { return d.size() > pixels / 2 && d.size() < pixels; });
     const bool fixed = req.com || dense;
-    CompactFrames::Sums sums = frames.sums(req.detectors, req.com_pixels.empty() ? nullptr : &req.com_pixels, fixed, positions, threads);
+    const std::vector<uint32_t>* com_pixels = req.com_pixels.empty() ? nullptr : &req.com_pixels;
+    // Placed like any op: the planner prices stem.compact_sums on every backend with its kernel, knowing where the
+    // copy lives (the host, and the devices holding an image of it: no transfer there). A device reading host memory
+    // (the CPU) computes from the host copy in place; another computes from its device copy, uploaded once.
+    Placement at;
+    try {
+      at = planner.place(compact_sums_request(frames, copy.device_locations()));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unavailable) throw;
+      *why = std::string("the resident copy cannot be summed where the constraints allow: ") + e.what();
+      return std::nullopt;
+    }
+    const DeviceInfo& device = at.backend_ref->devices.at(at.device_index);
+    CompactFrames::Sums sums;
+    if (device.host_link_bytes_per_s == 0 && at.backend_ref->origin == "static") {
+      // The linked reference (the CPU) reads the host copy in place: CompactFrames::sums is its arithmetic.
+      sums = frames.sums(req.detectors, com_pixels, fixed, positions, threads);
+      if (at.reason == "cheapest" || at.reason == "sole_supporter") at.reason = "resident_data";
+    } else if (device.host_link_bytes_per_s == 0) {
+      // A plugin whose device reads host memory: its kernel over a host image of the copy, made for this request.
+      const CompactImage image = compact_image(frames);
+      sums = compact_sums(at, frames, nullptr, &image, req.detectors, com_pixels, fixed, positions, threads);
+    } else {
+      std::string refused;
+      bool uploaded = false;
+      const std::shared_ptr<const DeviceCopy> on_device = copy.device_copy(at, store.budget(), &refused, &uploaded);
+      if (!on_device && !planner.constraints().strict_backend.empty()) {  // --backend: streamed there instead
+        *why = refused;
+        return std::nullopt;
+      }
+      if (!on_device) {  // computed from the host copy, and the report says why not on the device
+        Placement host = resident_placement(TM_OP_STEM_COMPACT_SUMS, copy);
+        host.rejected = at.rejected;
+        host.rejected.push_back({at.backend, at.device, "over_memory_budget", refused});
+        at = std::move(host);
+        sums = frames.sums(req.detectors, com_pixels, fixed, positions, threads);
+      } else {
+        try {
+          sums = compact_sums(at, frames, on_device.get(), nullptr, req.detectors, com_pixels, fixed, positions, threads);
+        } catch (const Error& e) {  // the backend cannot run this call (TM_ERR_UNSUPPORTED): streamed instead, saying why
+          if (e.kind() != ErrorKind::Unavailable) throw;
+          *why = e.what();
+          return std::nullopt;
+        }
+        at.bytes_transferred = uploaded ? on_device->bytes : 0;
+        device_copy_report = on_device->to_json();
+        device_copy_report["built_now"] = uploaded;
+      }
+    }
     if (!fixed) sums.totals.assign(r.positions, 0), sums.com_weight = sums.com_row = sums.com_col = sums.totals;
     r.totals = std::move(sums.totals), r.com_weight = std::move(sums.com_weight);
     r.com_row = std::move(sums.com_row), r.com_col = std::move(sums.com_col);
     r.images = std::move(sums.images);
     r.evaluated_as = std::move(sums.evaluated_as);
-    r.placements.push_back(resident_placement(TM_OP_STEM_FRAME_SUMS, copy));
+    r.placements.push_back(std::move(at));
   }
   if (req.pattern) {
     frames.pattern(positions, r.pattern_sum, r.pattern_max, threads);
@@ -233,6 +283,7 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
   provenance["resident"] = copy.to_json();
   provenance["resident"]["built_now"] = got.built_now;
   provenance["resident"]["evicted"] = got.evicted;
+  if (!device_copy_report.is_null()) provenance["resident"]["device_copy"] = device_copy_report;
   r.load_provenance = std::move(provenance);
   r.decoded_bytes = got.built_now ? copy.positions_appended * pixels * dtype_size(acq.dtype) : 0;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

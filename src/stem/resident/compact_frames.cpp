@@ -486,4 +486,15 @@ std::vector<uint32_t> CompactFrames::frame(uint64_t position) const {
   return out;
 }
 
+CompactFrames::Entries CompactFrames::entries(uint64_t position) const {
+  if (position >= appended()) throw Error(ErrorKind::InvalidArgument, "resident copy: position " + std::to_string(position) + " is not resident");
+  const Where w = where_[position];
+  const Segment& s = *segments_[w.segment];
+  Entries e;
+  e.keys = wide_keys_ ? static_cast<const void*>(s.keys32() + w.begin) : static_cast<const void*>(s.keys16() + w.begin);
+  e.totals = s.totals() + w.begin;
+  e.count = w.end - w.begin;
+  return e;
+}
+
 }  // namespace tmorph

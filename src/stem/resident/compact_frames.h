@@ -124,6 +124,20 @@ class CompactFrames {
   // One position's frame, dense (rows × cols values).
   std::vector<uint32_t> frame(uint64_t position) const;
 
+  // One position's entries as held (what a device image copies, device_copy.h): `count` keys (uint16, or uint32 when
+  // wide_keys()) in key order and their running totals. Position < appended().
+  struct Entries {
+    const void* keys = nullptr;
+    const uint32_t* totals = nullptr;
+    uint32_t count = 0;
+  };
+  Entries entries(uint64_t position) const;
+  bool wide_keys() const { return wide_keys_; }
+  // The key of a pixel (its rank in radial order, else the pixel itself), and the pixel of each key (empty in pixel
+  // order: key k is pixel k).
+  uint32_t key_of_pixel(uint32_t pixel) const { return rank_of_pixel_.empty() ? pixel : rank_of_pixel_[pixel]; }
+  const std::vector<uint32_t>& pixel_of_key() const { return pixel_of_rank_; }
+
  private:
   // The entries of consecutive positions written by one thread of one append, in memory that never moves once
   // allocated (anonymous, huge pages where the kernel gives them: building touches few pages and copies nothing).

@@ -56,7 +56,36 @@ nlohmann::json ResidentCopyInfo::to_json() const {
                       {"positions_appended", positions_appended},
                       {"extensions", extensions}};
   if (const auto c = f.radial_center()) j["radial_center"] = {(*c)[0], (*c)[1]};
+  j["device_copies"] = nlohmann::json::array();
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  for (const auto& [location, copy] : device_copies_) j["device_copies"].push_back(copy->to_json());
   return j;
+}
+
+std::shared_ptr<const DeviceCopy> ResidentCopyInfo::device_copy(const Placement& placement, uint64_t memory_budget, std::string* why,
+                                                                bool* built_now) const {
+  *built_now = false;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  for (auto it = device_copies_.begin(); it != device_copies_.end();) {
+    if (it->second->serves(placement)) return it->second;
+    // A copy whose backend's registry is gone holds nothing any more.
+    if (it->second->memory->handle() == 0) it = device_copies_.erase(it);
+    else ++it;
+  }
+  std::unique_ptr<DeviceCopy> made = make_device_copy(*frames, placement, memory_budget, why);
+  if (!made) return nullptr;
+  std::shared_ptr<const DeviceCopy> copy = std::move(made);
+  device_copies_[copy->location] = copy;
+  *built_now = true;
+  return copy;
+}
+
+std::set<std::string> ResidentCopyInfo::device_locations() const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  std::set<std::string> out;
+  for (const auto& [location, copy] : device_copies_)
+    if (copy->memory->handle() != 0) out.insert(location);
+  return out;
 }
 
 ResidentStore& ResidentStore::process() {

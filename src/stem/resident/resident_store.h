@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -32,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stem/resident/compact_frames.h"
+#include "stem/resident/device_copy.h"
 
 namespace tmorph {
 
@@ -56,7 +58,20 @@ struct ResidentCopyInfo {
   // decoded and appended; how many builds extended a previous copy so far in this copy's line.
   uint64_t positions_reused = 0, positions_appended = 0, extensions = 0;
   std::string frames_identity;  // the builder's identity of the frames held (compared when extending)
-  nlohmann::json to_json() const;  // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order
+  // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order, device_copies
+  nlohmann::json to_json() const;
+
+  // The copy on the placement's device (device_copy.h), uploaded on the first call for that device and kept until this
+  // copy is freed (evicted, dropped or superseded, and its last request done). Null with *why when the device cannot
+  // keep it; *built_now says whether this call uploaded it. One upload per device at a time; callers share it.
+  std::shared_ptr<const DeviceCopy> device_copy(const Placement& placement, uint64_t memory_budget, std::string* why,
+                                                bool* built_now) const;
+  // "backend/device id" of every device holding a copy now (what the planner is told).
+  std::set<std::string> device_locations() const;
+
+ private:
+  mutable std::mutex device_mutex_;
+  mutable std::map<std::string, std::shared_ptr<const DeviceCopy>> device_copies_;  // by location
 };
 
 class ResidentStore {
