@@ -121,7 +121,7 @@ async function main() {
     await page.waitForFunction(() => document.querySelector("#stem-image").dataset.path === "server" && document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 60_000 });
     const server_values = (await shown()).values;
     check(sameValues(server_values, want.values), "the server's image for the same annulus is the same");
-    check((await page.locator("#stem-image-caption").textContent()).includes("stem.frame_sums on cpu"), "and says where it ran (its placement)");
+    check((await page.locator("#stem-image-caption").textContent()).includes("stem.compact_sums on cpu"), "and says where it ran (its placement: the resident copy's sums, on the host)");
     if (path === "page") await page.selectOption("#stem-compute-on", "page");
     await page.waitForFunction((p) => document.querySelector("#stem-image").dataset.path === p && document.querySelector("#stem-image").dataset.state === "ready", path, { timeout: 60_000 });
 
