@@ -1,12 +1,11 @@
 #include "core/page_adapter.h"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/utc_time.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
 
@@ -17,15 +16,6 @@ namespace {
 constexpr size_t kMaxText = 256;  // bytes of one text field: adapter descriptions are short
 const char* const kFlags[] = {"available", "fallback", "software"};
 const char* const kTexts[] = {"name", "vendor", "architecture", "device", "description", "reason"};
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // The fields of a report, each of its type; `where` prefixes the error (the request or the file).
 nlohmann::json checked(const nlohmann::json& r, const std::string& where, ErrorKind kind, bool with_time) {
@@ -58,7 +48,7 @@ nlohmann::json validated_page_adapter(const nlohmann::json& report) {
 
 nlohmann::json save_page_adapter(const nlohmann::json& validated) {
   nlohmann::json record = validated;
-  record["reported_at"] = utc_now();
+  record["reported_at"] = utc_now_iso8601();
   const std::string path = page_adapter_path(), tmp = path + ".tmp";
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

@@ -12,6 +12,7 @@
 #include "core/file_identity.h"
 #include "core/path_kind.h"
 #include "core/sqlite_db.h"
+#include "core/utc_time.h"
 #include "ops/placement_json.h"
 #include "tensormorph/error.h"
 #include "tensormorph/settings.h"
@@ -132,13 +133,6 @@ std::string stats_contract() {
   std::string s = "bins=" + std::to_string(o.bins) + ";p=";
   for (double p : o.probabilities) s += std::to_string(p) + ",";
   return s;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 }  // namespace
@@ -495,7 +489,7 @@ void CheckpointIndex::store_stats(size_t i, const StatsResult& r, double seconds
     ins.bind(6, static_cast<int64_t>(m.zero_count)).bind(7, m.min).bind(8, m.max).bind(9, m.abs_max).bind(10, m.sum);
     ins.bind(11, m.mean).bind(12, m.std).bind(13, int64_t{m.is_integer}).bind(14, m.int_min).bind(15, m.int_max);
     ins.bind(16, m.int_sum).bind(17, r.quantile_method).bind(18, int64_t{r.quantiles_exact}).bind(19, qs.dump());
-    ins.bind(20, placements_json(r.placement).dump()).bind(21, seconds).bind(22, utc_now()).run();
+    ins.bind(20, placements_json(r.placement).dump()).bind(21, seconds).bind(22, utc_now_iso8601()).run();
   }
   if (r.histogram) {
     SqliteStmt ins(*db_, "INSERT OR REPLACE INTO histograms(tensor_id, edges, counts, below, above) VALUES(?,?,?,?,?)");

@@ -30,6 +30,19 @@ struct CompactCase {
   std::vector<uint64_t> positions;
 };
 
+// The copies the parity tests compare on: pixel and radial order, uint16 keys (one page) and uint32 keys
+// (frames of more than 65,536 pixels), a dense U8 copy and a sparse U32 one.
+struct CompactShape {
+  uint64_t count, rows, cols;
+  DType dt;
+  double density;
+  bool radial;
+};
+inline std::vector<CompactShape> compact_shapes() {
+  return {{29, 13, 11, DType::U16, 0.3, false}, {31, 13, 11, DType::U8, 0.6, true}, {30, 250, 250, DType::U16, 0.55, true},
+          {9, 260, 256, DType::U32, 0.05, false}};
+}
+
 // `count` frames of rows x cols values of dtype (U8, U16 or U32): each pixel non-zero with probability `density`
 // (counts 1..max), every 5th frame all zero; radially ordered about an off-grid centre when `radial`.
 inline CompactCase compact_case(uint64_t count, uint64_t rows, uint64_t cols, DType dt, double density, bool radial, uint32_t seed) {

@@ -504,14 +504,7 @@ TEST_F(StemResident, SumsOnTheEmulatedGpuReadTheDeviceCopyUploadedOnceAndEqualTh
 // own sums give (which CompactFrames.EqualTheDenseFrames... holds to the dense frames), for uint16 and uint32 keys, in
 // pixel and radial order, with and without the fixed sums and a centre-of-mass list, over one page and several.
 TEST(CompactSums, TheCpuOpOverTheImageEqualsTheCopysOwnSums) {
-  struct Shape {
-    uint64_t count, rows, cols;
-    DType dt;
-    double density;
-    bool radial;
-  };
-  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{31, 13, 11, DType::U8, 0.6, true},
-                          Shape{30, 250, 250, DType::U16, 0.55, true}, Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+  for (const test::CompactShape& sh : test::compact_shapes()) {
     const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 17);
     const CompactImage image = compact_image(*c.frames);
     EXPECT_EQ(image.key_bytes, sh.rows * sh.cols > 65536 ? 4u : 2u);

@@ -290,14 +290,7 @@ TEST_F(VulkanParity, DisplayColorizeEqualsTheCpuGoldens) {
 // lists only, a centre-of-mass list, several pages, positions in any order), called twice on one copy; the host-image
 // path (a page copied per launch) gives the same.
 TEST_F(VulkanParity, CompactSumsFromTheDeviceCopyEqualTheCpuOp) {
-  struct Shape {
-    uint64_t count, rows, cols;
-    DType dt;
-    double density;
-    bool radial;
-  };
-  for (const Shape& sh : {Shape{29, 13, 11, DType::U16, 0.3, false}, Shape{31, 13, 11, DType::U8, 0.6, true},
-                          Shape{30, 250, 250, DType::U16, 0.55, true}, Shape{9, 260, 256, DType::U32, 0.05, false}}) {
+  for (const test::CompactShape& sh : test::compact_shapes()) {
     const test::CompactCase c = test::compact_case(sh.count, sh.rows, sh.cols, sh.dt, sh.density, sh.radial, 29);
     const CompactImage image = compact_image(*c.frames);
     const uint64_t bytes = image.size;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 
+#include "core/utc_time.h"
 #include "ops/kernel_call.h"
 #include "tensormorph/backend_registry.h"
 #include "tensormorph/error.h"
@@ -13,15 +13,6 @@
 namespace tmorph {
 
 namespace {
-
-std::string device_copy_time_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // Words of a page holding `positions` positions and `entries` entries with keys of `key_bytes` bytes.
 uint64_t page_words(uint64_t positions, uint64_t entries, uint32_t key_bytes) {
@@ -100,7 +91,7 @@ std::unique_ptr<DeviceCopy> make_device_copy(const CompactFrames& frames, const 
   copy->positions = frames.appended();
   copy->location = copy->memory->location();
   copy->device = placement.device;
-  copy->built_at = device_copy_time_utc();
+  copy->built_at = utc_now_iso8601();
   copy->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return copy;  // the host image is freed here: the copy lives on the device
 }

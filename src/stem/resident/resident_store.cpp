@@ -1,25 +1,17 @@
 #include "stem/resident/resident_store.h"
 
 #include <algorithm>
-#include <ctime>
+#include <chrono>
 #include <tuple>
 
 #include "core/json_number.h"
+#include "core/utc_time.h"
 
 namespace tmorph {
 
 namespace {
 
 constexpr size_t kEvictionsKept = 64;
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 uint64_t resident_bytes(const std::list<std::shared_ptr<ResidentCopyInfo>>& copies) {
   uint64_t b = 0;
@@ -109,7 +101,7 @@ nlohmann::json ResidentStore::evict_locked(std::list<std::shared_ptr<ResidentCop
                       {"scan_shape", {(*it)->key.scan_rows, (*it)->key.scan_cols}},
                       {"bytes", (*it)->frames->bytes()},
                       {"built_at", (*it)->built_at},
-                      {"evicted_at", utc_now()},
+                      {"evicted_at", utc_now_iso8601()},
                       {"reason", reason}};
   copies_.erase(it);
   evictions_.push_back(e);
@@ -158,7 +150,7 @@ ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Bui
   info->key = key;
   info->frames = std::move(built.frames);
   info->load_provenance = std::move(built.load_provenance);
-  info->built_at = utc_now();
+  info->built_at = utc_now_iso8601();
   info->build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   info->uses = 1;
   info->frames_identity = std::move(built.frames_identity);
