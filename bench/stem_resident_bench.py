@@ -67,6 +67,21 @@ def requests(centre_rc, k):
     ]
 
 
+def timed_requests(host, port, centre, args, answers, what):
+    """(name, median s, "max … over n") per kind of requests(), each answer checked against the streamed one where
+    the streamed server answered the same path."""
+    out = []
+    for name, paths in requests(centre, args.detector):
+        times = []
+        for p in paths[: args.runs]:
+            body, s = get(host, port, p)
+            if p in answers:
+                assert body == answers[p], what + " and streamed answers differ: " + p
+            times.append(s)
+        out.append((name, statistics.median(times), "max %.3f s over %d" % (max(times), len(times))))
+    return out
+
+
 def memcpy_gbps():
     import numpy as np
     a = np.ones(1 << 28, dtype=np.uint8)  # 256 MiB
@@ -148,14 +163,8 @@ def main():
         copy = store["copies"][0]
         rows.append(("first request: builds the copy (one decode) and answers", build_s, streamed[requests(centre, args.detector)[0][0]],
                      "build %.3f s of it" % copy["build_seconds"]))
-        for name, paths in requests(centre, args.detector):
-            times = []
-            for p in paths[: args.runs]:
-                body, s = get(host, port, p)
-                if p in answers:
-                    assert body == answers[p], "resident and streamed answers differ: " + p
-                times.append(s)
-            rows.append((name, statistics.median(times), streamed[name], "max %.3f s over %d" % (max(times), len(times))))
+        for name, median, spread in timed_requests(host, port, centre, args, answers, "resident"):
+            rows.append((name, median, streamed[name], spread))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -177,14 +186,7 @@ def main():
             dcopy = doc["provenance"]["resident"]["device_copy"]
             vulkan_rows.append(("first request: builds the copy, uploads its image, answers", first_s,
                                 "device copy %.1f MB on %s, uploaded in %.3f s" % (dcopy["bytes"] / 1e6, dcopy["device"], dcopy["build_seconds"])))
-            for name, paths in requests(centre, args.detector):
-                times = []
-                for p in paths[: args.runs]:
-                    body, s = get(host, port, p)
-                    if p in answers:
-                        assert body == answers[p], "Vulkan-resident and streamed answers differ: " + p
-                    times.append(s)
-                vulkan_rows.append((name, statistics.median(times), "max %.3f s over %d" % (max(times), len(times))))
+            vulkan_rows += timed_requests(host, port, centre, args, answers, "Vulkan-resident")
         finally:
             proc.terminate()
             proc.wait(timeout=30)

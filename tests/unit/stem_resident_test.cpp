@@ -203,6 +203,17 @@ class StemResident : public ::testing::Test {
     ResidentStore::process().set_budget(0);
   }
   static const Planner& planner() { return test::cpu_planner(); }
+  // This build's plugins in *registry, for a test on Vulkan: skips when Vulkan is unavailable, fails instead under
+  // TM_REQUIRE_VULKAN=1 (.ci/run). The caller returns when IsSkipped() or HasFatalFailure().
+  static void open_vulkan(std::unique_ptr<BackendRegistry>& registry) {
+    registry = test::make_registry(false);
+    registry->load_plugins_from(TM_PLUGIN_DIR);
+    const Backend* vulkan = registry->find("vulkan");
+    if (vulkan && vulkan->available) return;
+    const char* require = std::getenv("TM_REQUIRE_VULKAN");
+    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
+    GTEST_SKIP() << "Vulkan backend unavailable";
+  }
 
  public:
   // Every product field of the two results, compared exactly.
@@ -444,14 +455,9 @@ void expect_sums_on_device_copy(const Acquisition& acq, const std::vector<Produc
 }
 
 TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreamedOnes) {
-  auto registry = test::make_registry(false);
-  registry->load_plugins_from(TM_PLUGIN_DIR);
-  const Backend* vulkan = registry->find("vulkan");
-  if (!vulkan || !vulkan->available) {
-    const char* require = std::getenv("TM_REQUIRE_VULKAN");
-    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
-    GTEST_SKIP() << "Vulkan backend unavailable";
-  }
+  std::unique_ptr<BackendRegistry> registry;
+  open_vulkan(registry);
+  if (IsSkipped() || HasFatalFailure()) return;
   const Acquisition acq = open_acquisition(write(dir.str(), 5));
   expect_sums_on_device_copy(acq, requests(acq), "vulkan", *registry);
 }
@@ -460,14 +466,9 @@ TEST_F(StemResident, SumsOnVulkanReadTheDeviceCopyUploadedOnceAndEqualTheStreame
 // kernel answers TM_ERR_UNSUPPORTED) is not an error of the product: it streams on that backend, and says why.
 TEST_F(StemResident, ADeviceCopyTheKernelCannotReadStreamsInsteadAndSaysWhy) {
   test::ScopedEnv chunks("TENSORMORPH_VULKAN_CHUNK_BYTES", "262144");
-  auto registry = test::make_registry(false);
-  registry->load_plugins_from(TM_PLUGIN_DIR);
-  const Backend* vulkan = registry->find("vulkan");
-  if (!vulkan || !vulkan->available) {
-    const char* require = std::getenv("TM_REQUIRE_VULKAN");
-    if (require && std::string(require) == "1") FAIL() << "TM_REQUIRE_VULKAN=1 but the Vulkan backend is unavailable";
-    GTEST_SKIP() << "Vulkan backend unavailable";
-  }
+  std::unique_ptr<BackendRegistry> registry;
+  open_vulkan(registry);
+  if (IsSkipped() || HasFatalFailure()) return;
   // A 30 x 30 scan: the image (about 0.7 MB, one page) is more than one 256 KiB chunk.
   StemSimulationParams sim;
   sim.scan_rows = sim.scan_cols = 30, sim.detector = 24, sim.bf_radius_px = 5, sim.dose = 3000, sim.seed = 7;
