@@ -127,6 +127,14 @@ class RemoteCase(unittest.TestCase):
             for info in src.infolist():
                 out.writestr(info, src.read(info.filename))
             out.writestr(src.infolist()[0].filename.split("/")[0] + "/data/unreferenced", b"\0" * (1 << 20))
+        # ... and with a 404-byte extra field (an unknown record, id 0x6666) on every entry's headers: longer than the
+        # first guess of a local header's length, so those headers are fetched in a second round.
+        with zipfile.ZipFile(os.path.join(TORCH_FIXTURES, "state_dict.pt")) as src, \
+                zipfile.ZipFile(os.path.join(torch_dir, "long_extra.pt"), "w", zipfile.ZIP_STORED) as out:
+            for info in src.infolist():
+                info.extra = struct.pack("<HH", 0x6666, 400) + b"x" * 400
+                out.writestr(info, src.read(info.filename))
+            out.writestr(src.infolist()[0].filename.split("/")[0] + "/data/unreferenced", b"\0" * (1 << 20))
         # The hub's layout: ORG/NAME/resolve/REVISION/FILE.
         for rev in ("main", "v1"):
             d = os.path.join(cls.root, "hub", "org", "tiny", "resolve", rev)
@@ -261,6 +269,10 @@ class TestTorchZip(RemoteCase):
         local, remote = self.both(["stats", "--json"], "torch/padded.pt", cache_home=fresh)
         self.assert_same(local, remote)
         self.assertLess(fetched_bytes(remote.err)[0], 16 * 1024, remote.err)  # the referenced storages only
+        # Local headers longer than the first guess: fetched in a second round, the same results.
+        for args in (["info", "--json"], ["stats", "--json"]):
+            local, remote = self.both(args, "torch/long_extra.pt", cache_home=tempfile.mkdtemp(prefix="tm-remote-cache-"))
+            self.assert_same(local, remote)
         # One tensor: a transposed view fetches the bytes of its storage it spans, and its values equal the local run.
         local = run(["stats", os.path.join(self.root, "torch/state_dict.pt"), "views.transposed", "--json"])
         remote = run(["stats", self.nginx.url("torch/state_dict.pt"), "views.transposed", "--json"], cache_home=fresh)
