@@ -9,7 +9,8 @@
 #include <limits>
 #include <mutex>
 
-#include "support/fast_atan2.h"
+#include "ssb_phase_sums.h"
+#include "ssb_quadratic_plane.h"
 #include "support/fftw_lock.h"
 #include "support/large_buffer.h"
 #include "support/thread_pool.h"
@@ -37,6 +38,36 @@ double chi_of(const tm_stem_ssb_params_v1& p, double r, double c) {
   return chi;
 }
 
+// The direct variant's plane for a pixel inside the aperture: C_b(q) = G·conj Γ / max(|Γ|, 1e-8) where k_b ∓ ν_q is
+// inside, Γ = P(k − ν)·P*(k) − P*(k + ν)·P(k), P = A·e^{−iχ} (op_contracts.h).
+void fill_direct_plane(const tm_stem_ssb_params_v1& p, const float* gh, double kr, double kc, fftwf_complex* plane) {
+  const uint64_t R = p.rows, C = p.cols, half_cols = C / 2 + 1;
+  const double* nu = p.nu;
+  const double kmax2 = p.kmax2;
+  const cplx p0 = std::polar(1.0, -chi_of(p, kr, kc));
+  for (uint64_t i = 0; i < R; ++i)
+    for (uint64_t j = 0; j < C; ++j) {
+      const uint64_t q = i * C + j;
+      cplx cv(0, 0);
+      const double mr = kr - nu[2 * q], mc = kc - nu[2 * q + 1], pr = kr + nu[2 * q], pc = kc + nu[2 * q + 1];
+      const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
+      if (minus || plus) {
+        cplx gv;
+        if (j < half_cols) gv = {gh[2 * (i * half_cols + j)], gh[2 * (i * half_cols + j) + 1]};
+        else {  // G(−ν) = conj G(ν)
+          const uint64_t at = ((R - i) % R) * half_cols + (C - j);
+          gv = {gh[2 * at], -gh[2 * at + 1]};
+        }
+        const cplx pm = minus ? std::polar(1.0, -chi_of(p, mr, mc)) : cplx(0, 0);
+        const cplx pp = plus ? std::polar(1.0, -chi_of(p, pr, pc)) : cplx(0, 0);
+        const cplx gamma = pm * std::conj(p0) - std::conj(pp) * p0;
+        cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
+      }
+      plane[q][0] = static_cast<float>(cv.real());
+      plane[q][1] = static_cast<float>(cv.imag());
+    }
+}
+
 // Destroys an FFTW plan under the planner lock.
 struct PlanGuard {
   fftwf_plan plan = nullptr;
@@ -59,7 +90,7 @@ tm_status run_stem_ssb_overlap(const tm_kernel_call_v1& c, std::string* error) {
     *error = "stem.ssb_overlap: " + why;
     return TM_ERR_INVALID_ARGUMENT;
   }
-  const uint64_t R = p.rows, C = p.cols, N = R * C, half_cols = C / 2 + 1, B = p.pixels;
+  const uint64_t R = p.rows, C = p.cols, N = R * C, B = p.pixels;
   const uint64_t groups = std::min<uint64_t>(B, 16);
   const uint64_t plane_bytes = round64(N * 8), sums_bytes = round64(N * 32), group_bytes = plane_bytes + sums_bytes;
 
@@ -85,7 +116,6 @@ tm_status run_stem_ssb_overlap(const tm_kernel_call_v1& c, std::string* error) {
 
   const auto* spectra = static_cast<const float*>(c.input);
   const auto* nu = p.nu;
-  const auto* e_chi = reinterpret_cast<const cplx*>(p.e_chi);
   const double kmax2 = p.kmax2, inv_n = 1.0 / static_cast<double>(N);
   const bool quadratic = p.variant == TM_SSB_QUADRATIC;
 
@@ -98,54 +128,21 @@ tm_status run_stem_ssb_overlap(const tm_kernel_call_v1& c, std::string* error) {
         const float* gh = spectra + 2 * b * p.slice_stride;
         const double kr = p.pixel_k[2 * b], kc = p.pixel_k[2 * b + 1];
         const bool inside = kr * kr + kc * kc <= kmax2;  // A(k_b)
-        const cplx* row_f = quadratic ? reinterpret_cast<const cplx*>(p.row_factor) + b * R : nullptr;
-        const cplx* col_f = quadratic ? reinterpret_cast<const cplx*>(p.col_factor) + b * C : nullptr;
-        const cplx p0 = !quadratic && inside ? std::polar(1.0, -chi_of(p, kr, kc)) : cplx(0, 0);
-        for (uint64_t i = 0; i < R; ++i)
-          for (uint64_t j = 0; j < C; ++j) {
-            const uint64_t q = i * C + j;
-            cplx cv(0, 0);
-            if (inside) {
-              const double mr = kr - nu[2 * q], mc = kc - nu[2 * q + 1], pr = kr + nu[2 * q], pc = kc + nu[2 * q + 1];
-              const bool minus = mr * mr + mc * mc <= kmax2, plus = pr * pr + pc * pc <= kmax2;
-              if (minus || plus) {
-                cplx gv;
-                if (j < half_cols) gv = {gh[2 * (i * half_cols + j)], gh[2 * (i * half_cols + j) + 1]};
-                else {  // G(−ν) = conj G(ν)
-                  const uint64_t at = ((R - i) % R) * half_cols + (C - j);
-                  gv = {gh[2 * at], -gh[2 * at + 1]};
-                }
-                if (quadratic) {
-                  // w = e (k − ν only; |Γ| = 1), −e* (k + ν only), or 2i·sin χ / max(2|sin χ|, 1e-8) (both).
-                  const cplx e = e_chi[q];
-                  cplx w;
-                  if (minus && plus) {
-                    const double two_sin = 2 * e.imag();
-                    w = {0.0, two_sin / std::max(std::fabs(two_sin), 1e-8)};
-                  } else {
-                    w = minus ? e : -std::conj(e);
-                  }
-                  cv = gv * (row_f[i] * col_f[j]) * w;
-                } else {  // Γ = P(k − ν)·P*(k) − P*(k + ν)·P(k), P = A·e^{−iχ}
-                  const cplx pm = minus ? std::polar(1.0, -chi_of(p, mr, mc)) : cplx(0, 0);
-                  const cplx pp = plus ? std::polar(1.0, -chi_of(p, pr, pc)) : cplx(0, 0);
-                  const cplx gamma = pm * std::conj(p0) - std::conj(pp) * p0;
-                  cv = gv * std::conj(gamma) / std::max(std::abs(gamma), 1e-8);
-                }
-              }
-            }
-            plane[q][0] = static_cast<float>(cv.real());
-            plane[q][1] = static_cast<float>(cv.imag());
-          }
+        if (!inside) {
+          std::memset(plane, 0, N * sizeof(fftwf_complex));
+        } else if (quadratic) {
+          QuadraticPlane qp;
+          qp.rows = R, qp.cols = C, qp.g_half = gh, qp.nu = nu, qp.e_chi = p.e_chi;
+          qp.row_factor = p.row_factor + 2 * b * R, qp.col_factor = p.col_factor + 2 * b * C;
+          qp.kr = kr, qp.kc = kc, qp.kmax2 = kmax2;
+          fill_quadratic_plane(qp, &plane[0][0]);
+        } else {
+          fill_direct_plane(p, gh, kr, kc, plane);
+        }
         plane[0][0] = static_cast<float>(p.dc[b]);  // the DC term (Γ := 1)
         plane[0][1] = 0;
         fftwf_execute_dft(c2c.plan, plane, plane);
-        for (uint64_t q = 0; q < N; ++q) {
-          const double re = plane[q][0] * inv_n, im = plane[q][1] * inv_n;
-          const double a = fast_atan2(im, re);  // arg O_b (within 1e-10 rad of std::arg)
-          double* s = sums + 4 * q;
-          s[0] += re, s[1] += im, s[2] += a, s[3] += a * a;
-        }
+        add_phase_sums(&plane[0][0], N, inv_n, sums);  // Σ re, im, arg O_b, arg² (arg within 1e-10 rad of std::arg)
       }
     }
   });
