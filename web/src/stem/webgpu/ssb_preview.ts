@@ -25,7 +25,7 @@ import { SSB_PREVIEW_WGSL } from "./ssb_preview.wgsl";
 const BU = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 };
 
 /** max |page − CPU| of the phase, radians (absolute), at most. */
-export const SSB_PREVIEW_TOLERANCE = 1e-4;
+export const SSB_PREVIEW_TOLERANCE = 1e-5;
 
 /** Why the adapter cannot run this preview (the caller shows it and asks the server). */
 export class SsbPreviewRefused extends Error {}
