@@ -163,9 +163,19 @@ export function ssbPanel(path: string, scan: [number, number], placementText: (p
     const onPage = fitting ? null : on.value === "page" ? await pagePreview() : null;
     st.pageRefused = fitting ? "the fit runs on the server" : on.value === "page" ? pageWhy : "";
     let pageText = "";
+    let values: Float64Array | null = null;
+    const t1 = performance.now();  // the redraw alone (G's preparation, once, is prepareMs)
     if (onPage && st.phase && st.rotationDeg !== null) {
-      const t1 = performance.now();  // the redraw alone (G's preparation, once, is prepareMs)
-      const values = await onPage.phase({ c10: Number(params.c10), c12: Number(params.c12), phi12: Number(params.phi12) }, st.rotationDeg);
+      try {
+        values = await onPage.phase({ c10: Number(params.c10), c12: Number(params.c12), phi12: Number(params.phi12) }, st.rotationDeg);
+      } catch (e) {  // e.g. the device lost: the server answers from now on, saying why
+        pageWhy = `the page's preview failed (${e instanceof Error ? e.message : String(e)})`;
+        st.pageRefused = pageWhy;
+        prepared = null;
+        preparing = Promise.resolve(null);
+      }
+    }
+    if (onPage && values && st.phase) {
       const ms = performance.now() - t1;
       st.redrawMs.push(ms);
       console.log(`[ssb] page redraw ${ms.toFixed(1)} ms (${onPage.rows} x ${onPage.cols} scan, ${onPage.pixels.length} bright-field pixels)`);
