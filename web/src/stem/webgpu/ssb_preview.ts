@@ -16,6 +16,8 @@
 // Not covered (the caller asks the server, saying why): higher-order aberrations (the panel has none), the loss
 // (only the phase is drawn), the fit, a G larger than one storage binding, and a page without the acquisition's
 // whole block.
+// Where: web/src/stem/webgpu/ beside the FFT (fft.ts) and the block (block.ts) it reuses, with the page's other STEM
+// WGSL, rather than a new ssb/webgpu folder: one folder holds the page's 4D-STEM device code.
 import { annulusPixels, type StemBlock } from "./block";
 import { FftRefused, GpuFft } from "./fft";
 import { localLimit } from "./ladder";
