@@ -348,7 +348,9 @@ async function main() {
     }, cal);
     check(/from the calibration/.test(ranges.text) && ranges.max === wantC10 && ranges.c12 === wantC10 / 2,
       `the SSB sliders' ranges come from the calibration (|C10| ≤ ${ranges.max} Å, C12 ≤ ${ranges.c12} Å): "${ranges.text}"`);
+    // Here the server path (the CLI's numbers exactly); the page's WGSL preview is held to its tolerance by e2e.stem_ssb.
     await page.evaluate(() => {
+      document.getElementById("stem-ssb-on").value = "server";
       for (const [id, v] of [["stem-ssb-c10", "500"], ["stem-ssb-c12", "100"], ["stem-ssb-phi12", "30"]]) document.getElementById(id).value = v;
     });
     await page.locator("#stem-ssb-compute").click();

@@ -264,7 +264,13 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText,
     async (g) => (await pageImage(g)).values);
   const stepA = cal.scan_step?.value && cal.scan_step.value > 0 ? (cal.scan_step.unit === "nm" ? cal.scan_step.value * 10 : cal.scan_step.value) : undefined;
-  const ssb = ssbPanel(path, scan, placementText, aberrationRanges(scan, cal.semiangle?.value, stepA));
+  // The SSB preview's page path reads the acquisition's whole block (what the server's SSB reads: no crop, no bin).
+  const ssb = ssbPanel(path, scan, placementText, aberrationRanges(scan, cal.semiangle?.value, stepA), () => {
+    const full = resident.get(path);
+    if (full) return { device: full.device, block: full.block, adapter: full.adapter };
+    if (r || b > 1) return `the page holds this view's block (${viewText}), not the whole acquisition's that SSB reads`;
+    return st.pageRefused ? `the page holds no block (${st.pageRefused})` : "the page's block is not ready yet";
+  });
   (window as unknown as { tmStemFields: unknown }).tmStemFields = fields.state;
   (window as unknown as { tmStemSsb: unknown }).tmStemSsb = ssb.state;
 

@@ -6,6 +6,10 @@
 // 1/n); float32 throughout, so a result differs from the CPU's float64 FFTW by rounding (the views' tolerances are
 // stated in fourier_views.ts and docs/viewer.md). A grid whose complex buffer, or Bluestein scratch, is larger than
 // one storage binding is refused (FftRefused, with the sizes), and the caller asks the server.
+// Batches: a grid may hold `batch` planes interleaved by row, plane p's (row i, col j) at (i·batch + p)·cols + j
+// (the SSB preview's layout, ssb_preview.ts): the row lines are rows·batch contiguous lines of cols values, the
+// column lines batch·cols lines of rows values each batch·cols apart, so every plane is transformed by the same
+// passes. batch = 1 is the plain row-major grid.
 import { FFT_WGSL } from "./fft.wgsl";
 import { localLimit } from "./ladder";
 
@@ -71,6 +75,8 @@ function fft64(x: Float64Array, sign: number): void {
 export interface FftGrid {
   rows: number;
   cols: number;
+  /** Planes interleaved by row (1: one plane). */
+  batch: number;
   bytes: number;
   a: any;
   b: any;
@@ -169,14 +175,15 @@ export class GpuFft {
 
   /**
    * Buffers for a rows × cols grid of complex values (interleaved float32: re, im, row-major), `values` uploaded into
-   * `a`; throws FftRefused when the grid or its Bluestein scratch exceeds one storage binding. Free with release().
+   * `a` (`batch` planes interleaved by row: the header's layout); throws FftRefused when the grid or its Bluestein
+   * scratch exceeds one storage binding. Free with release().
    */
-  grid(values: Float32Array, rows: number, cols: number): FftGrid {
-    if (values.length !== 2 * rows * cols) throw new Error(`fft: ${values.length / 2} values for a ${rows} x ${cols} grid`);
-    const bytes = rows * cols * 8;
-    const scratchBytes = Math.max(...[[cols, rows], [rows, cols]].map(([n, lines]) => (fftPath(n).path === "bluestein" ? lines * fftPath(n).m * 8 : 0)));
+  grid(values: Float32Array, rows: number, cols: number, batch = 1): FftGrid {
+    if (values.length !== 2 * rows * cols * batch) throw new Error(`fft: ${values.length / 2} values for ${batch} planes of a ${rows} x ${cols} grid`);
+    const bytes = rows * cols * batch * 8;
+    const scratchBytes = Math.max(...[[cols, rows], [rows, cols]].map(([n, lines]) => (fftPath(n).path === "bluestein" ? lines * batch * fftPath(n).m * 8 : 0)));
     if (Math.max(bytes, scratchBytes) > this.bindingBytes)
-      throw new FftRefused(`a ${rows} x ${cols} float32 complex FFT needs ${bytes} bytes${scratchBytes ? ` and ${scratchBytes} of Bluestein scratch` : ""}` +
+      throw new FftRefused(`${batch > 1 ? `${batch} planes of ` : ""}a ${rows} x ${cols} float32 complex FFT need${batch > 1 ? "" : "s"} ${bytes} bytes${scratchBytes ? ` and ${scratchBytes} of Bluestein scratch` : ""}` +
         ` in one storage binding each, the adapter allows ${this.bindingBytes}`);
     const made: any[] = [];
     const make = (size: number, usage: number) => {
@@ -188,16 +195,16 @@ export class GpuFft {
     this.device.queue.writeBuffer(a, 0, values.buffer, values.byteOffset, values.byteLength);
     const b = make(bytes, BU.STORAGE | BU.COPY_SRC);
     const scratch = scratchBytes ? [make(scratchBytes, BU.STORAGE), make(scratchBytes, BU.STORAGE)] : [];
-    return { rows, cols, bytes, a, b, scratch, made };
+    return { rows, cols, batch, bytes, a, b, scratch, made };
   }
 
-  /** Records into `pass` the 2-D transform (sign −1 forward, +1 inverse) of the grid's values in `src` (its a or b);
-   *  returns the buffer (a or b) that holds the result. */
+  /** Records into `pass` the 2-D transform (sign −1 forward, +1 inverse) of each of the grid's planes in `src` (its
+   *  a or b); returns the buffer (a or b) that holds the result. */
   record(pass: any, g: FftGrid, src: any, sign: -1 | 1): any {
     let [cur, other] = src === g.a ? [g.a, g.b] : [g.b, g.a];
     const dims = [
-      { n: g.cols, lines: g.rows, lineStride: g.cols, elemStride: 1 },   // along each row
-      { n: g.rows, lines: g.cols, lineStride: 1, elemStride: g.cols },   // along each column
+      { n: g.cols, lines: g.rows * g.batch, lineStride: g.cols, elemStride: 1 },            // along each row
+      { n: g.rows, lines: g.cols * g.batch, lineStride: 1, elemStride: g.cols * g.batch },  // along each column
     ];
     for (const dim of dims) {
       if (dim.n === 1) continue;
@@ -230,6 +237,14 @@ export class GpuFft {
     const out = new Float32Array(read.getMappedRange(0, g.bytes).slice(0));
     read.unmap();
     return out;
+  }
+
+  /** Takes `buf` (the grid's a or b) out of the grid's buffers, so that release() leaves it alive: the result stays
+   *  resident and the caller destroys it. */
+  keep(g: FftGrid, buf: any): any {
+    const at = g.made.indexOf(buf);
+    if (at >= 0) g.made.splice(at, 1);
+    return buf;
   }
 
   /** Destroys the grid's buffers (and the per-dispatch uniforms recorded for it). */
