@@ -346,13 +346,17 @@ uint64_t RemoteCheckpoint::fetch_bytes(const Checkpoint& c, const std::vector<si
   return total;
 }
 
+remote::MirrorFile& RemoteCheckpoint::stand_in(const Checkpoint& c, size_t file_index) {
+  const auto it = files_.find(normal(c.files.at(file_index)->path()));
+  if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[file_index]->path() + ": not a stand-in of this remote checkpoint");
+  return *it->second;
+}
+
 void RemoteCheckpoint::fetch_ranges(const Checkpoint& c, const std::vector<size_t>& which) {
   std::map<size_t, std::vector<remote::ByteRange>> ranges;
   for (size_t i : which) tensor_ranges(c, c.tensors.at(i), ranges);
   for (const auto& [f, rs] : ranges) {
-    const auto it = files_.find(normal(c.files.at(f)->path()));
-    if (it == files_.end()) throw Error(ErrorKind::Internal, c.files[f]->path() + ": not a stand-in of this remote checkpoint");
-    remote::MirrorFile& file = *it->second;
+    remote::MirrorFile& file = stand_in(c, f);
     try {
       http_->read(file.identity(), rs, [&](uint64_t at, const uint8_t* d, size_t n) { file.write(at, d, n); });
     } catch (const Error& e) {
@@ -368,10 +372,14 @@ void RemoteCheckpoint::fetch_ranges(const Checkpoint& c, const std::vector<size_
 void RemoteCheckpoint::release_ranges(const Checkpoint& c, size_t tensor) {
   std::map<size_t, std::vector<remote::ByteRange>> ranges;
   tensor_ranges(c, c.tensors.at(tensor), ranges);
+  // Span reads' blocks of the tensor keep their pages (they are freed when the blocks are evicted).
+  Fetched keep;
+  for (const remote::ByteRange& b : span_blocks_locked(c.tensors[tensor].name)) keep.add(b.offset, b.bytes);
   for (const auto& [f, rs] : ranges) {
     const auto it = files_.find(normal(c.files.at(f)->path()));
     if (it == files_.end()) continue;
-    for (const auto& r : rs) it->second->release(r.offset, r.bytes);
+    for (const auto& r : rs)
+      for (const remote::ByteRange& gap : keep.missing(r.offset, r.bytes)) it->second->release(gap.offset, gap.bytes);
   }
 }
 
@@ -433,7 +441,9 @@ void RemoteCheckpoint::release(const Checkpoint& c, const std::vector<size_t>& w
 
 void RemoteCheckpoint::serve_reads(const Checkpoint& c, uint64_t keep_bytes) {
   keep_budget_ = keep_bytes;
+  served_ = &c;
   c.before_reading = [this, &c](size_t tensor) { hold_for_reads(c, tensor); };
+  c.before_reading_span = [this, &c](size_t tensor, uint64_t offset, uint64_t bytes) { return hold_span(c, tensor, offset, bytes); };
 }
 
 void RemoteCheckpoint::hold_for_reads(const Checkpoint& c, size_t tensor) {
@@ -453,11 +463,7 @@ void RemoteCheckpoint::hold_for_reads(const Checkpoint& c, size_t tensor) {
     std::lock_guard<std::mutex> guard(held_mutex_);
     kept_.push_front(tensor);
     kept_bytes_ += fetch_bytes(c, {tensor});
-    while (kept_bytes_ > keep_budget_ && kept_.size() > 1) {
-      evicted.push_back(kept_.back());
-      kept_bytes_ -= fetch_bytes(c, {kept_.back()});
-      kept_.pop_back();
-    }
+    evicted = evict_over_budget_locked();
   }
   release(c, evicted);
 }

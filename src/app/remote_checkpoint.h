@@ -24,6 +24,7 @@ namespace tmorph::remote {
 class HttpRanges;
 class MirrorFile;
 class MirrorLock;
+struct ByteRange;
 struct RemoteIdentity;
 }  // namespace tmorph::remote
 
@@ -56,10 +57,14 @@ class RemoteCheckpoint {
   void fetch(const Checkpoint& c, const std::vector<size_t>& which);
   // Ends one fetch of each: a tensor's bytes are freed when no fetch holds them any more.
   void release(const Checkpoint& c, const std::vector<size_t>& which);
-  // For a long-lived face (the server): every ValueReader of `c` fetches its tensor first (Checkpoint::before_reading)
-  // and the tensors so fetched stay while they fit in `keep_bytes` (least recently read freed first; one larger
-  // tensor is kept alone). Tensors a fetch() holds (an indexing batch) are read as they are. `c` must outlive this.
+  // For a long-lived face (the server): every ValueReader of `c` fetches what it reads first, and what was fetched
+  // stays while it fits in `keep_bytes` (least recently read freed first; what readers are reading is never freed).
+  // A dense tensor in one piece (Checkpoint::spanned_reads) is fetched by the blocks of kSpanBlockBytes its reads
+  // touch (Checkpoint::before_reading_span: a level-0 window of a 1 GB tensor fetches its rows, not the tensor);
+  // any other tensor whole, before its reader is made (Checkpoint::before_reading; one larger than the budget is
+  // kept alone). Bytes a fetch() holds (an indexing batch) are read as they are. `c` must outlive this.
   void serve_reads(const Checkpoint& c, uint64_t keep_bytes);
+  static constexpr uint64_t kSpanBlockBytes = uint64_t{1} << 20;  // from the tensor's first byte
   // The tensors' bytes fetch() would read.
   static uint64_t fetch_bytes(const Checkpoint& c, const std::vector<size_t>& which);
 
@@ -92,11 +97,31 @@ class RemoteCheckpoint {
   void fetch_ranges(const Checkpoint& c, const std::vector<size_t>& which);
   void release_ranges(const Checkpoint& c, size_t tensor);
   void hold_for_reads(const Checkpoint& c, size_t tensor);
+  remote::MirrorFile& stand_in(const Checkpoint& c, size_t file_index);
   mutable std::mutex held_mutex_;
   std::condition_variable held_changed_;
   std::map<std::string, Held> held_;
   std::list<size_t> kept_;  // tensors held for reads (serve_reads), most recently read first
   uint64_t kept_bytes_ = 0, keep_budget_ = 0;
+
+  // Blocks of dense tensors fetched for span reads (remote_spans.cpp), by tensor name and block number.
+  using BlockKey = std::pair<std::string, uint64_t>;
+  struct Block {
+    int pins = 0;                          // readers reading it: never freed meanwhile
+    bool loading = false, valid = false;   // a fetch is under way; the bytes are there
+    remote::MirrorFile* file = nullptr;
+    uint64_t offset = 0, bytes = 0;        // in the file
+  };
+  Checkpoint::SpanRead hold_span(const Checkpoint& c, size_t tensor, uint64_t offset, uint64_t bytes);
+  void unpin(const Checkpoint& c, const std::vector<BlockKey>& keys);
+  // Frees unpinned blocks, then kept tensors (but the last), least recently read first, while over the budget. Under
+  // held_mutex_; returns the kept tensors to release() once the lock is let go.
+  std::vector<size_t> evict_over_budget_locked();
+  // The file ranges of `name`'s blocks that are valid or loading: not freed with the whole tensor's pages. Under the lock.
+  std::vector<remote::ByteRange> span_blocks_locked(const std::string& name) const;
+  std::map<BlockKey, Block> blocks_;
+  std::list<BlockKey> kept_blocks_;  // valid blocks, most recently read first
+  const Checkpoint* served_ = nullptr;  // serve_reads' checkpoint
 };
 
 // A RemoteCheckpoint for an http://, https://, hf:// or s3:// path; null for a local path.

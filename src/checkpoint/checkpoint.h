@@ -164,6 +164,20 @@ struct Checkpoint {
   // When set, called with a tensor's position before a ValueReader reads its bytes: a face whose files are remote
   // fetches them there (app::RemoteCheckpoint::serve_reads). Mutable: attached to a checkpoint an index holds.
   mutable std::function<void(size_t tensor)> before_reading;
+  // When set, a ValueReader of a dense tensor stored in one piece (spanned_reads(t)) calls this instead of
+  // before_reading, with the bytes it is about to read ([offset, offset + bytes) from the tensor's first byte), so a
+  // face reading part of a remote tensor fetches that part only. It returns the bytes now readable around them
+  // (covered, a superset; the reader asks again only outside it) and a pin that keeps them until the reader goes.
+  struct SpanRead {
+    uint64_t covered_offset = 0, covered_bytes = 0;
+    std::shared_ptr<void> pin;
+  };
+  mutable std::function<SpanRead(size_t tensor, uint64_t offset, uint64_t bytes)> before_reading_span;
+  // True for a tensor whose values are its bytes in one piece of one file: a plain dtype, not strided, chunked,
+  // encoded or packed (what before_reading_span serves).
+  static bool spanned_reads(const CheckpointTensor& t) {
+    return t.dtype.has_value() && !t.strided() && !t.chunked() && !t.encoded() && !t.packed();
+  }
   // The position in `tensors` of the tensor called `name`; InvalidArgument naming `shown_path` (the path the user
   // gave) when there is none.
   size_t position(const std::string& name, const std::string& shown_path) const;

@@ -13,9 +13,10 @@ namespace tmorph {
 ValueReader::ValueReader(const Checkpoint& c, const CheckpointTensor& t, const Planner& planner, const View2D& view)
     : c_(c), t_(t), view_(view) {
   if (auto why = unreadable_reason(t, planner)) throw Error(ErrorKind::Unavailable, t.name + ": " + *why);
-  if (c.before_reading) {
-    const bool listed = !c.tensors.empty() && &t >= c.tensors.data() && &t < c.tensors.data() + c.tensors.size();
-    c.before_reading(listed ? static_cast<size_t>(&t - c.tensors.data()) : c.position(t.name, t.name));
+  if (c.before_reading_span && Checkpoint::spanned_reads(t)) {
+    span_tensor_ = position_of(c, t);  // its bytes are fetched as read (read())
+  } else if (c.before_reading) {
+    c.before_reading(position_of(c, t));
   }
   if (view.slices * view.rows * view.cols != t.elements)
     throw Error(ErrorKind::Internal, t.name + ": the view does not cover the tensor's elements");
@@ -29,10 +30,22 @@ ValueReader::ValueReader(const Checkpoint& c, const CheckpointTensor& t, const P
 
 ValueReader::~ValueReader() = default;
 
+size_t ValueReader::position_of(const Checkpoint& c, const CheckpointTensor& t) {
+  const bool listed = !c.tensors.empty() && &t >= c.tensors.data() && &t < c.tensors.data() + c.tensors.size();
+  return listed ? static_cast<size_t>(&t - c.tensors.data()) : c.position(t.name, t.name);
+}
+
+void ValueReader::ensure_span(uint64_t offset, uint64_t bytes) {
+  for (const auto& s : spans_)
+    if (offset >= s.covered_offset && offset + bytes <= s.covered_offset + s.covered_bytes) return;
+  spans_.push_back(c_.before_reading_span(*span_tensor_, offset, bytes));
+}
+
 void ValueReader::read(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_t col_end, double* out) {
   const uint64_t count = col_end - col_begin;
   if (t_.dtype) {
     const uint64_t first = (slice * view_.rows + row) * view_.cols + col_begin;
+    if (span_tensor_) ensure_span(first * dtype_size(*t_.dtype), count * dtype_size(*t_.dtype));
     decode_to_double(*t_.dtype, c_.data(t_) + first * dtype_size(*t_.dtype), count, out);
     return;
   }

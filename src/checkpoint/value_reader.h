@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
@@ -43,6 +44,12 @@ class ValueReader {
   std::unique_ptr<PackedDecoder> packed_;
   std::vector<float> scratch_;
   uint64_t scratch_first_ = ~uint64_t{0}, scratch_count_ = 0;  // flat elements held in scratch_
+  // Checkpoint::before_reading_span: the tensor's position when its bytes are fetched as read, and the spans made
+  // readable so far (each pinned until this reader goes).
+  std::optional<size_t> span_tensor_;
+  std::vector<Checkpoint::SpanRead> spans_;
+  static size_t position_of(const Checkpoint& c, const CheckpointTensor& t);
+  void ensure_span(uint64_t offset, uint64_t bytes);
 };
 
 }  // namespace tmorph

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "app/checkpoint_json.h"
+#include "app/remote_checkpoint.h"
 #include "app/result_json.h"
 #include "ops/placement_json.h"
 
@@ -63,6 +64,11 @@ nlohmann::json checkpoints_json(const ServerState& state) {
                     {"parameters", parameters},
                     {"bytes", bytes},
                     {"index", index_state_json(state, *sc)}});
+    if (sc->remote)  // what fetching it has cost so far (docs/remote.md)
+      list.back()["remote"] = {{"header_bytes", sc->remote->header_bytes()},
+                               {"bytes_received", sc->remote->bytes_received()},
+                               {"requests", sc->remote->requests()},
+                               {"retries", sc->remote->retries()}};
   }
   return {{"checkpoints", list}};
 }

@@ -247,6 +247,92 @@ class TestServe(RemoteCase):
         self.assertEqual(int(m.group(1)), self.single_header, err)
         self.assertEqual(srv.proc.returncode, 0, err)
 
+    def test_level0_cells_of_a_large_tensor_fetch_the_rows_they_show(self):
+        """A level-0 tile of a 32 MiB tensor served remotely (after indexing, which fetched every tensor and let each
+        go) fetches the 1 MiB blocks of the rows it shows, not the tensor (GET /api/checkpoints' remote.bytes_received
+        before and after), equals the local server's cells and numpy's values, and a second request of the same tile
+        fetches nothing (the blocks are kept under the budget)."""
+        import json
+        from test_remote import write_safetensors as write
+        rng = np.random.default_rng(11)
+        wide = rng.standard_normal((2048, 4096)).astype(np.float32)
+        path = os.path.join(self.root, "wide.safetensors")
+        write(path, {"wide": wide})
+        tmp = tempfile.mkdtemp(prefix="tm-remote-serve-")
+        srv = test_serve.Server([path, self.nginx.url("wide.safetensors")], test_serve.private_env(tmp))
+        try:
+            def get(p):
+                code, headers, body = test_serve.http_get(srv.host, srv.port, p)
+                self.assertEqual(code, 200, (p, body[:300]))
+                return headers, body
+
+            def received():
+                listed = {c["id"]: c for c in json.loads(get("/api/checkpoints")[1])["checkpoints"]}
+                self.assertNotIn("remote", listed["0"])
+                return listed["1"]["remote"]["bytes_received"]
+
+            tile = "/api/cells/{}/wide?level=0&x=3&y=2"
+            before = received()
+            headers_local, cells_local = get(tile.format(0))
+            headers, cells = get(tile.format(1))
+            fetched = received() - before
+            self.assertEqual(headers["x-tensormorph-source"], "values")
+            self.assertEqual(headers["x-tensormorph-cell-size"], "1,1")
+            self.assertEqual(cells, cells_local)
+            r0, r1 = map(int, headers["x-tensormorph-tile-rows"].split(","))
+            c0, c1 = map(int, headers["x-tensormorph-tile-cols"].split(","))
+            self.assertGreater(c0, 0)
+            np.testing.assert_array_equal(np.frombuffer(cells, "<f8"), wide[r0:r1, c0:c1].astype(np.float64).ravel())
+            block = 1 << 20
+            first, last = (r0 * wide.shape[1] * 4) // block, (r1 * wide.shape[1] * 4 - 1) // block
+            print(f"level-0 tile rows {r0}:{r1} cols {c0}:{c1}: fetched {fetched} bytes of the tensor's {wide.nbytes}", file=sys.stderr)
+            self.assertLessEqual(fetched, (last - first + 1) * block, (r0, r1, fetched))
+            self.assertGreaterEqual(fetched, (r1 - r0) * wide.shape[1] * 4)
+            self.assertLess(fetched, wide.nbytes // 4)
+            before = received()
+            self.assertEqual(get(tile.format(1))[1], cells)
+            self.assertEqual(received(), before)
+        finally:
+            srv.stop()
+            os.remove(path)
+
+    def test_level0_tiles_read_side_by_side_under_a_small_budget_are_exact(self):
+        """The same 32 MiB tensor under compute.memory_budget 80M (20 MiB kept; indexing's exact quantiles need 66):
+        sixteen level-0 tiles over all eight row bands (32 MiB of blocks) in four threads at once, each read while
+        others' blocks are evicted, every one equal to numpy's values (a block freed under a reader reads as zeros)."""
+        import json
+        from concurrent.futures import ThreadPoolExecutor
+        from test_remote import write_safetensors as write
+        rng = np.random.default_rng(12)
+        wide = rng.standard_normal((2048, 4096)).astype(np.float32)
+        path = os.path.join(self.root, "wide2.safetensors")
+        write(path, {"wide": wide})
+        tmp = tempfile.mkdtemp(prefix="tm-remote-serve-")
+        env = test_serve.private_env(tmp)
+        os.makedirs(os.path.join(env["XDG_CONFIG_HOME"], "tensormorph"))
+        with open(os.path.join(env["XDG_CONFIG_HOME"], "tensormorph", "settings.json"), "w") as f:
+            json.dump({"compute.memory_budget": "80M"}, f)
+        srv = test_serve.Server([self.nginx.url("wide2.safetensors")], env)
+        try:
+            def tile(xy):
+                code, headers, body = test_serve.http_get(srv.host, srv.port, "/api/cells/0/wide?level=0&x=%d&y=%d" % xy)
+                self.assertEqual(code, 200, body[:300])
+                r0, r1 = map(int, headers["x-tensormorph-tile-rows"].split(","))
+                c0, c1 = map(int, headers["x-tensormorph-tile-cols"].split(","))
+                return np.array_equal(np.frombuffer(body, "<f8"), wide[r0:r1, c0:c1].astype(np.float64).ravel())
+            tiles = [(x, y) for y in range(8) for x in (0, 9)]
+            with ThreadPoolExecutor(4) as pool:
+                self.assertEqual(list(pool.map(tile, tiles)), [True] * len(tiles))
+            # The first band's blocks were evicted (least recently read): read again, fetched again, still exact.
+            def received():
+                return json.loads(test_serve.http_get(srv.host, srv.port, "/api/checkpoints")[2])["checkpoints"][0]["remote"]["bytes_received"]
+            before = received()
+            self.assertTrue(tile((0, 0)))
+            self.assertGreaterEqual(received() - before, 4 << 20)
+        finally:
+            srv.stop()
+            os.remove(path)
+
     def test_committed_tensors_are_served_while_later_batches_are_fetched(self):
         """Four 16 MiB float16 tensors under a 64 MiB budget are indexed in batches of 16 MiB, one tensor each; the
         proxy stalls the second batch's first response for 4 s. Meanwhile the first batch's tensors are answered with their statistics (the
