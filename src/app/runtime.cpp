@@ -72,6 +72,8 @@ std::unique_ptr<Runtime> make_runtime(const ComputeRequest* flags) {
   }
 
   if (auto s = rt->settings.get("stem.resident_memory")) rt->resident_memory = parse_bytes(*s, "setting stem.resident_memory");
+  if (auto s = rt->settings.get("stem.resident_device_memory"))
+    rt->resident_device_memory = parse_bytes(*s, "setting stem.resident_device_memory");
 
   if (flags) {
     const bool cli = flags->face == Face::Cli;
@@ -115,6 +117,7 @@ uint64_t quarter_of_ram() {
 uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default) {
   const uint64_t bytes = rt.resident_memory.value_or(face_default);
   ResidentStore::process().set_budget(bytes);
+  ResidentStore::process().set_device_budget(rt.resident_device_memory);
   return bytes;
 }
 

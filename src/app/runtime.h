@@ -46,6 +46,8 @@ struct Runtime {
   // Bytes of 4D-STEM acquisitions kept resident (stem/resident/resident_store.h), when --resident-memory or
   // stem.resident_memory says; each face applies its default (apply_resident_memory).
   std::optional<uint64_t> resident_memory;
+  // stem.resident_device_memory: the resident copies' budget on each device (0: as resident_memory).
+  uint64_t resident_device_memory = 0;
   std::string plugin_dir;
   std::string plugin_dir_source;  // "TENSORMORPH_PLUGIN_DIR", "compute.plugin_dir" or "default"
   std::string calibration_path;
@@ -68,7 +70,8 @@ std::set<std::string> known_backend_names(const Runtime* rt);
 // Throws InvalidArgument "WHAT: unknown backend 'NAME' (known: a, b, ...)" for the first name not in `known`.
 void check_backend_names(const std::vector<std::string>& names, const std::set<std::string>& known, const std::string& what);
 
-// Sets the process's resident store budget: rt.resident_memory, else `face_default` bytes. Returns the budget.
+// Sets the process's resident store budget: rt.resident_memory, else `face_default` bytes, and its budget on each
+// device (rt.resident_device_memory). Returns the budget.
 uint64_t apply_resident_memory(const Runtime& rt, uint64_t face_default);
 // A quarter of physical memory: the server's and Python's default resident budget.
 uint64_t quarter_of_ram();

@@ -24,6 +24,8 @@ const std::vector<SettingKey>& known_settings() {
                         "hardware devices only; docs/backends.md)"},
       {"stem.resident_memory", "bytes of 4D-STEM acquisitions kept resident between requests, 0 = off "
                                "(default: a quarter of RAM in the server and Python, 0 in the CLI)"},
+      {"stem.resident_device_memory", "bytes of resident copies kept on each device that computes from its own memory "
+                                      "(a GPU), least recently used evicted first, 0 = as stem.resident_memory (default 0)"},
       {"remote.hf_endpoint", "where hf://ORG/NAME[@REV]/FILE paths resolve, as ENDPOINT/ORG/NAME/resolve/REV/FILE "
                              "($HF_ENDPOINT wins; default https://huggingface.co)"},
       {"remote.s3_endpoint", "where s3://BUCKET/KEY paths resolve, as ENDPOINT/BUCKET/KEY ($AWS_ENDPOINT_URL_S3, then "
@@ -115,6 +117,7 @@ void Settings::set(const std::string& key, const std::string& value) {
   if (key == "compute.split" && value != "auto" && value != "on" && value != "off")
     throw Error(ErrorKind::InvalidArgument, "setting compute.split: expected auto, on or off, got '" + value + "'");
   if (key == "stem.resident_memory") parse_bytes(value, "setting stem.resident_memory");
+  if (key == "stem.resident_device_memory") parse_bytes(value, "setting stem.resident_device_memory");
   values_[key] = value;
 }
 

@@ -201,6 +201,7 @@ class StemResident : public ::testing::Test {
   void TearDown() override {
     ResidentStore::process().drop_all();
     ResidentStore::process().set_budget(0);
+    ResidentStore::process().set_device_budget(0);
   }
   static const Planner& planner() { return test::cpu_planner(); }
   // This build's plugins in *registry, for a test on Vulkan: skips when Vulkan is unavailable, fails instead under
@@ -499,6 +500,62 @@ TEST_F(StemResident, SumsOnTheEmulatedGpuReadTheDeviceCopyUploadedOnceAndEqualTh
   ASSERT_TRUE(gpu && gpu->available) << "gpuemu is built with the tests";
   const Acquisition acq = open_acquisition(write(dir.str(), 6));
   expect_sums_on_device_copy(acq, requests(acq), "gpuemu", *registry);
+}
+
+// A budget holds on each device as on the host: with room for both host copies but one device copy, summing the second
+// acquisition on the (emulated) GPU evicts the first one's device copy, says so in the report and the store's
+// evictions, keeps both host copies, and the first acquisition's next request uploads its device copy again (evicting
+// the second's); every product equals the streamed one.
+TEST_F(StemResident, TheBudgetHoldsOnTheDeviceEvictingTheLeastRecentlyUsedDeviceCopy) {
+  auto registry = test::make_registry(false);
+  registry->load_plugins_from(TM_GPUEMU_PLUGIN_DIR);
+  ASSERT_TRUE(registry->find("gpuemu") && registry->find("gpuemu")->available);
+  const CostModel costs;
+  Constraints strict;
+  strict.strict_backend = "gpuemu";
+  const Planner on_device(*registry, costs, strict);
+  const Acquisition a = open_acquisition(write(dir.file("a"), 8));
+  const Acquisition b = open_acquisition(write(dir.file("b"), 9));
+  const ProductRequest req = requests(a)[2];
+  const ProductResult streamed_a = compute_products(a, req, planner()), streamed_b = compute_products(b, req, planner());
+  ResidentStore::process().set_budget(uint64_t{1} << 30);
+  const ProductResult first = compute_products(a, req, on_device);
+  expect_same(first, streamed_a);
+  const uint64_t host_bytes = first.load_provenance["resident"]["bytes"].get<uint64_t>();
+  const uint64_t device_bytes = first.load_provenance["resident"]["device_copy"]["bytes"].get<uint64_t>();
+  // Both host copies fit the host budget; one device copy fits the device budget (stem.resident_device_memory).
+  ASSERT_GT(host_bytes, 0u);
+  ResidentStore::process().set_device_budget(device_bytes + device_bytes / 2);
+  EXPECT_EQ(ResidentStore::process().describe()["device_budget"], device_bytes + device_bytes / 2);
+  const ProductResult second = compute_products(b, req, on_device);
+  expect_same(second, streamed_b);
+  const nlohmann::json& evicted = second.load_provenance["resident"]["device_copy"]["evicted"];
+  ASSERT_EQ(evicted.size(), 1u) << second.load_provenance.dump();
+  EXPECT_EQ(evicted[0]["acquisition"], a.master);
+  EXPECT_EQ(evicted[0]["bytes"], device_bytes);
+  EXPECT_EQ(evicted[0]["location"].get<std::string>().rfind("gpuemu/", 0), 0u);
+  const nlohmann::json store = ResidentStore::process().describe();
+  ASSERT_EQ(store["copies"].size(), 2u) << "both host copies stay";
+  EXPECT_EQ(store["copies"][0]["device_copies"].size(), 1u);  // b, most recently used
+  EXPECT_EQ(store["copies"][1]["device_copies"].size(), 0u);  // a's went
+  EXPECT_NE(store["evictions"].back()["reason"].get<std::string>().find("device budget"), std::string::npos);
+  const ProductResult again = compute_products(a, req, on_device);
+  expect_same(again, streamed_a);
+  EXPECT_TRUE(again.load_provenance["resident"]["device_copy"]["built_now"].get<bool>());
+  EXPECT_EQ(again.load_provenance["resident"]["device_copy"]["evicted"][0]["acquisition"], b.master);
+  // A device budget lowered below one device copy evicts a's and records it; b's upload is refused, so (strictly on
+  // the GPU) its sums stream there instead, saying why.
+  ResidentStore::process().set_device_budget(device_bytes / 2);
+  const nlohmann::json after = ResidentStore::process().describe();
+  EXPECT_EQ(after["copies"][0]["device_copies"].size(), 0u);
+  EXPECT_EQ(after["evictions"].back()["reason"], "device budget lowered");
+  EXPECT_EQ(after["evictions"].back()["acquisition"], a.master);
+  const ProductResult refused = compute_products(b, req, on_device);
+  expect_same(refused, streamed_b);
+  EXPECT_EQ(refused.load_provenance["resident"]["used"], false) << refused.load_provenance.dump();
+  EXPECT_NE(refused.load_provenance["resident"]["why"].get<std::string>().find("over the resident budget on gpuemu/"), std::string::npos)
+      << refused.load_provenance.dump();
+  ResidentStore::process().drop_all();  // the device copies go with the copies, before the registry
 }
 
 // stem.compact_sums (op_contracts.h) on the CPU, its reference: over the device image of a copy it gives what the copy's

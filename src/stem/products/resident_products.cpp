@@ -241,7 +241,8 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
     } else {
       std::string refused;
       bool uploaded = false;
-      const std::shared_ptr<const DeviceCopy> on_device = copy.device_copy(at, store.budget(), &refused, &uploaded);
+      nlohmann::json device_evictions = nlohmann::json::array();
+      const std::shared_ptr<const DeviceCopy> on_device = store.device_copy(copy, at, &refused, &uploaded, &device_evictions);
       if (!on_device && !planner.constraints().strict_backend.empty()) {  // --backend: streamed there instead
         *why = refused;
         return std::nullopt;
@@ -263,6 +264,7 @@ std::optional<ProductResult> products_from_resident(const Acquisition& acq, cons
         at.bytes_transferred = uploaded ? on_device->bytes : 0;
         device_copy_report = on_device->to_json();
         device_copy_report["built_now"] = uploaded;
+        device_copy_report["evicted"] = std::move(device_evictions);  // other copies' device copies freed for it
       }
     }
     if (!fixed) sums.totals.assign(r.positions, 0), sums.com_weight = sums.com_row = sums.com_col = sums.totals;

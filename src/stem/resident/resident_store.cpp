@@ -54,9 +54,7 @@ nlohmann::json ResidentCopyInfo::to_json() const {
   return j;
 }
 
-std::shared_ptr<const DeviceCopy> ResidentCopyInfo::device_copy(const Placement& placement, uint64_t memory_budget, std::string* why,
-                                                                bool* built_now) const {
-  *built_now = false;
+std::shared_ptr<const DeviceCopy> ResidentCopyInfo::device_copy_at(const Placement& placement) const {
   std::lock_guard<std::mutex> lock(device_mutex_);
   for (auto it = device_copies_.begin(); it != device_copies_.end();) {
     if (it->second->serves(placement)) return it->second;
@@ -64,12 +62,22 @@ std::shared_ptr<const DeviceCopy> ResidentCopyInfo::device_copy(const Placement&
     if (it->second->memory->handle() == 0) it = device_copies_.erase(it);
     else ++it;
   }
-  std::unique_ptr<DeviceCopy> made = make_device_copy(*frames, placement, memory_budget, why);
-  if (!made) return nullptr;
-  std::shared_ptr<const DeviceCopy> copy = std::move(made);
-  device_copies_[copy->location] = copy;
-  *built_now = true;
-  return copy;
+  return nullptr;
+}
+
+uint64_t ResidentCopyInfo::device_bytes(const std::string& location) const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  const auto it = device_copies_.find(location);
+  return it == device_copies_.end() || it->second->memory->handle() == 0 ? 0 : it->second->bytes;
+}
+
+uint64_t ResidentCopyInfo::forget_device_copy(const std::string& location) const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  const auto it = device_copies_.find(location);
+  if (it == device_copies_.end()) return 0;
+  const uint64_t bytes = it->second->memory->handle() == 0 ? 0 : it->second->bytes;
+  device_copies_.erase(it);
+  return bytes;
 }
 
 std::set<std::string> ResidentCopyInfo::device_locations() const {
@@ -89,6 +97,37 @@ void ResidentStore::set_budget(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   budget_ = bytes;
   while (!copies_.empty() && resident_bytes(copies_) > budget_) evict_locked(std::prev(copies_.end()), "budget lowered");
+}
+
+void ResidentStore::set_device_budget(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  device_budget_ = bytes;
+  const uint64_t budget = device_budget_ ? device_budget_ : budget_;
+  std::set<std::string> locations;
+  for (const auto& c : copies_)
+    for (const std::string& l : c->device_locations()) locations.insert(l);
+  for (const std::string& location : locations) {
+    uint64_t held = 0;
+    for (const auto& c : copies_) held += c->device_bytes(location);
+    for (auto it = copies_.rbegin(); held > budget && it != copies_.rend(); ++it)
+      if (const uint64_t freed = (*it)->forget_device_copy(location)) {
+        held -= freed;
+        record_device_eviction_locked(**it, location, freed, "device budget lowered");
+      }
+  }
+}
+
+nlohmann::json ResidentStore::record_device_eviction_locked(const ResidentCopyInfo& copy, const std::string& location, uint64_t bytes,
+                                                            const std::string& reason) {
+  nlohmann::json e = {{"acquisition", copy.key.master},
+                      {"scan_shape", {copy.key.scan_rows, copy.key.scan_cols}},
+                      {"bytes", bytes},
+                      {"location", location},
+                      {"evicted_at", utc_now_iso8601()},
+                      {"reason", reason}};
+  evictions_.push_back(e);
+  if (evictions_.size() > kEvictionsKept) evictions_.erase(evictions_.begin());
+  return e;
 }
 
 uint64_t ResidentStore::budget() const {
@@ -177,6 +216,41 @@ ResidentStore::Got ResidentStore::get_or_build(const ResidentKey& key, const Bui
   return got;
 }
 
+std::shared_ptr<const DeviceCopy> ResidentStore::device_copy(const ResidentCopyInfo& copy, const Placement& placement,
+                                                             std::string* why, bool* built_now, nlohmann::json* evicted) {
+  *built_now = false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto there = copy.device_copy_at(placement)) return there;
+  const Backend* backend = placement.backend_ref;
+  if (!backend || placement.device_index >= backend->devices.size()) {
+    *why = "no device to keep the copy on";
+    return nullptr;
+  }
+  const std::string location = backend->name + "/" + backend->devices[placement.device_index].id;
+  const uint64_t need = compact_image_bytes(*copy.frames), device_budget = device_budget_ ? device_budget_ : budget_;
+  if (need > device_budget) {
+    *why = "the " + std::to_string(need) + "-byte device copy alone is over the resident budget on " + location + " of " + std::to_string(device_budget) + " bytes";
+    return nullptr;
+  }
+  uint64_t held = 0;
+  for (const auto& c : copies_)
+    if (c.get() != &copy) held += c->device_bytes(location);
+  for (auto it = copies_.rbegin(); held + need > device_budget && it != copies_.rend(); ++it) {
+    if (it->get() == &copy) continue;
+    const uint64_t freed = (*it)->forget_device_copy(location);
+    if (!freed) continue;
+    held -= freed;
+    evicted->push_back(record_device_eviction_locked(**it, location, freed, "device budget: making room on " + location + " for " + copy.key.text()));
+  }
+  std::unique_ptr<DeviceCopy> made = make_device_copy(*copy.frames, placement, device_budget, why);
+  if (!made) return nullptr;
+  std::shared_ptr<const DeviceCopy> shared = std::move(made);
+  std::lock_guard<std::mutex> device_lock(copy.device_mutex_);
+  copy.device_copies_[shared->location] = shared;
+  *built_now = true;
+  return shared;
+}
+
 bool ResidentStore::drop(const ResidentKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = copies_.begin(); it != copies_.end(); ++it)
@@ -211,7 +285,11 @@ nlohmann::json ResidentStore::describe() const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json copies = nlohmann::json::array();
   for (const auto& c : copies_) copies.push_back(c->to_json());
-  return {{"budget", budget_}, {"resident_bytes", resident_bytes(copies_)}, {"copies", copies}, {"evictions", evictions_}};
+  return {{"budget", budget_},
+          {"device_budget", device_budget_ ? device_budget_ : budget_},
+          {"resident_bytes", resident_bytes(copies_)},
+          {"copies", copies},
+          {"evictions", evictions_}};
 }
 
 }  // namespace tmorph

@@ -61,15 +61,17 @@ struct ResidentCopyInfo {
   // where, bytes, positions, nonzeros, bytes per frame, built_at, build_seconds, uses, order, device_copies
   nlohmann::json to_json() const;
 
-  // The copy on the placement's device (device_copy.h), uploaded on the first call for that device and kept until this
-  // copy is freed (evicted, dropped or superseded, and its last request done). Null with *why when the device cannot
-  // keep it; *built_now says whether this call uploaded it. One upload per device at a time; callers share it.
-  std::shared_ptr<const DeviceCopy> device_copy(const Placement& placement, uint64_t memory_budget, std::string* why,
-                                                bool* built_now) const;
   // "backend/device id" of every device holding a copy now (what the planner is told).
   std::set<std::string> device_locations() const;
 
  private:
+  friend class ResidentStore;  // device_copy: uploads and evicts under the store's lock
+  // The device copy at `location` when one is there (a copy whose backend's registry is gone is forgotten).
+  std::shared_ptr<const DeviceCopy> device_copy_at(const Placement& placement) const;
+  // Bytes of the device copy at `location` (0: none), and forgetting it (returns its bytes; its memory is freed with
+  // the last request using it).
+  uint64_t device_bytes(const std::string& location) const;
+  uint64_t forget_device_copy(const std::string& location) const;
   mutable std::mutex device_mutex_;
   mutable std::map<std::string, std::shared_ptr<const DeviceCopy>> device_copies_;  // by location
 };
@@ -80,6 +82,9 @@ class ResidentStore {
 
   void set_budget(uint64_t bytes);
   uint64_t budget() const;
+  // The budget on each device that keeps device copies (device_copy): 0 (the default) means budget(). Lowered, the
+  // device copies over it are evicted, least recently used copy first, and recorded.
+  void set_device_budget(uint64_t bytes);
 
   // The builder gets the budget in bytes and returns the copy (throws to refuse: too big, a damaged frame, ...).
   struct Built {
@@ -97,20 +102,34 @@ class ResidentStore {
   };
   Got get_or_build(const ResidentKey& key, const Builder& build);
 
+  // `copy`'s copy on the placement's device (device_copy.h), uploaded on the first call for that device and kept until
+  // the copy is freed (evicted, dropped or superseded, and its last request done) or its device copy is evicted. The
+  // budget holds on each device as on the host: before an upload, the device copies other copies keep on that device
+  // are evicted, least recently used copy first, until this one fits (each recorded as an eviction with reason
+  // "device budget: …" and its location, and returned in *evicted; the host copies stay). Null with *why when the
+  // device cannot keep it (over the budget alone, no residency extension, a device reading host memory, half the
+  // device's memory, out of memory); *built_now says whether this call uploaded it. Uploads happen under the store's
+  // lock, one at a time.
+  std::shared_ptr<const DeviceCopy> device_copy(const ResidentCopyInfo& copy, const Placement& placement, std::string* why,
+                                                bool* built_now, nlohmann::json* evicted);
+
   // Drops one key (false when absent) or every copy; recorded as evictions with reason "dropped".
   bool drop(const ResidentKey& key);
   // Drops every copy of the acquisition whose file is `master` (any scan shape or signature); returns how many.
   size_t drop_acquisition(const std::string& master);
   void drop_all();
-  // {budget, resident_bytes, copies: [...], evictions: [last 64 ...]}.
+  // {budget, device_budget, resident_bytes, copies: [...], evictions: [last 64 ...]}.
   nlohmann::json describe() const;
 
  private:
   nlohmann::json evict_locked(std::list<std::shared_ptr<ResidentCopyInfo>>::iterator it, const std::string& reason);
+  nlohmann::json record_device_eviction_locked(const ResidentCopyInfo& copy, const std::string& location, uint64_t bytes,
+                                               const std::string& reason);
 
   mutable std::mutex mutex_;
   std::condition_variable built_;
   uint64_t budget_ = 0;
+  uint64_t device_budget_ = 0;  // 0: budget_
   std::list<std::shared_ptr<ResidentCopyInfo>> copies_;  // most recently used first
   std::set<ResidentKey> building_;
   std::vector<nlohmann::json> evictions_;
