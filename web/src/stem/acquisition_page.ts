@@ -24,7 +24,7 @@ import { ImageTools } from "./image_tools";
 import { ServerProgress } from "./server_progress";
 import { OpenProgress } from "./open_progress";
 import { blockFrame, fetchBlock, type StemBlock, WIDTH } from "./webgpu/block";
-import { ChunkRefused, decodeBlockOnPage } from "./webgpu/decode";
+import { ChunkRefused, decodeBlockOnPage, exposeDecodeCheck } from "./webgpu/decode";
 import { DecodeReportLine, decodeChoice, decodeSelect } from "./decode_report";
 import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
 import { GpuMaskedSums, PageDevice } from "./webgpu/masked_sums";
@@ -35,6 +35,8 @@ export interface StemView {
   bin: number;
   region: [number, number, number, number] | null;
 }
+
+exposeDecodeCheck();
 
 /** The full block resident on the page's adapter, per acquisition, kept across views (binning it needs no download). */
 const resident = new Map<string, GpuMaskedSums>();

@@ -29,7 +29,7 @@ export const BITSHUFFLE_LZ4_WGSL = /* wgsl */ `
 struct Chunk {
   src_offset: u32,   // byte offset of the chunk in src
   src_bytes: u32,    // its stored bytes
-  filter: u32,       // 1 = bitshuffle_lz4, 0 = none
+  codec: u32,        // 1 = bitshuffle_lz4, 0 = none (the manifest's filter)
   block_bytes: u32,  // bitshuffle: the block size in bytes (the manifest's; the header must agree)
   table_base: u32,   // its first entry in table
   blocks: u32,       // its LZ4 blocks (from the frame's elements and block_bytes)
@@ -102,7 +102,7 @@ fn scan_main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c = index_of(gid);
   if (c >= params.chunks) { return; }
   let ch = chunks[c];
-  if (ch.filter == 0u) {
+  if (ch.codec == 0u) {
     if (ch.src_bytes != params.frame_bytes) { fail(c, ERR_RAW_SIZE); }
     return;
   }
@@ -218,8 +218,8 @@ fn element(c: u32, j: u32) -> u32 {
   let es = params.element_size;
   let whole = params.elements - params.elements % 8u;
   var v = 0u;
-  if (ch.filter == 0u || j >= whole) {
-    let at = select(ch.src_offset + j * es, ch.src_offset + ch.src_bytes - (params.elements - j) * es, ch.filter != 0u);
+  if (ch.codec == 0u || j >= whole) {
+    let at = select(ch.src_offset + j * es, ch.src_offset + ch.src_bytes - (params.elements - j) * es, ch.codec != 0u);
     for (var k = 0u; k < es; k++) { v |= src_byte(at + k) << (8u * k); }
     return v;
   }

@@ -12,6 +12,7 @@ import { apiUrl } from "../../api";
 import { BITSHUFFLE_LZ4_WGSL } from "./bitshuffle_lz4.wgsl";
 import { type StemBlock, WIDTH } from "./block";
 import { localLimit } from "./ladder";
+import { PageDevice } from "./masked_sums";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const BU = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 };
@@ -297,4 +298,25 @@ export async function decodeBlockOnPage(path: string, device: any, shape: StemBl
   }
   report.totalMs = performance.now() - t0;
   return { block: { shape, dtype, words }, report };
+}
+
+/** What window.tmStemDecodeCheck answers: the whole acquisition decoded on a fresh device (its words and report),
+ *  or the refusal (its message and the frame it names). */
+export type DecodeCheck = { ok: true; words: number; report: DecodeReport } | { ok: false; message: string; frame: number | null };
+
+/** Puts window.tmStemDecodeCheck(path, shape, dtype): the page's decode of an acquisition without the page around it
+ *  (the page needs the server's calibration first, which a damaged file refuses; the e2e test checks the decoder's
+ *  refusal of such a file through this). Nothing is kept. */
+export function exposeDecodeCheck(): void {
+  (globalThis as any).tmStemDecodeCheck = async (path: string, shape: StemBlock["shape"], dtype: StemBlock["dtype"]): Promise<DecodeCheck> => {
+    const dev = await PageDevice.request();
+    try {
+      const got = await decodeBlockOnPage(path, dev.device, shape, dtype, {});
+      return got ? { ok: true, words: got.block.words.length, report: got.report } : { ok: false, message: "not accepted", frame: null };
+    } catch (e) {
+      return { ok: false, message: e instanceof Error ? e.message : String(e), frame: e instanceof ChunkRefused ? e.frame : null };
+    } finally {
+      dev.device.destroy();
+    }
+  };
 }
