@@ -31,7 +31,7 @@ void get_chunks(ServerState& state, const httplib::Request& req, httplib::Respon
   require_complete(acq);
   StoredChunks stored = read_stored_chunks(acq, *start, *count, kMaxChunkBytes);
   nlohmann::json chunks = nlohmann::json::array();
-  for (const StoredChunk& c : stored.chunks)
+  for (const StoredChunk& c : stored.entries)
     chunks.push_back({{"frame", c.frame}, {"offset", c.offset}, {"bytes", c.bytes}, {"filter", stored_filter_name(c.filter)},
                       {"block_bytes", c.block_bytes}, {"file", c.part}});
   const nlohmann::json manifest = {{"acquisition", served.id},

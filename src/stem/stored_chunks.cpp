@@ -52,7 +52,7 @@ StoredChunks read_stored_chunks(const Acquisition& acq, uint64_t start, uint64_t
   reader.check(frames);
   std::vector<FrameReader::Stored> stored(count);
   reader.read_batch(frames.data(), frames.size(), stored.data());
-  out.chunks.reserve(count);
+  out.entries.reserve(count);
   uint64_t size = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t frame = frames[i];
@@ -80,11 +80,11 @@ StoredChunks read_stored_chunks(const Acquisition& acq, uint64_t start, uint64_t
       throw Error(ErrorKind::InvalidArgument, "frames [" + std::to_string(start) + ", " + std::to_string(start + count) +
                                                   "): their stored chunks pass " + std::to_string(max_bytes) + " bytes at frame " +
                                                   std::to_string(frame) + ": ask for fewer frames");
-    out.chunks.push_back(c);
+    out.entries.push_back(c);
   }
   out.body.assign(size, '\0');
   for (uint64_t i = 0; i < count; ++i)
-    if (stored[i].bytes.size()) std::memcpy(out.body.data() + out.chunks[i].offset, stored[i].bytes.data(), stored[i].bytes.size());
+    if (stored[i].bytes.size()) std::memcpy(out.body.data() + out.entries[i].offset, stored[i].bytes.data(), stored[i].bytes.size());
   return out;
 }
 

@@ -41,7 +41,7 @@ struct StoredChunks {
   uint32_t element_size = 2;
   uint64_t frame_rows = 0, frame_cols = 0, frame_bytes = 0;
   std::vector<std::string> files;     // data files (file names, not paths) the chunks come from
-  std::vector<StoredChunk> chunks;    // one per frame, in frame order
+  std::vector<StoredChunk> entries;   // one per frame, in frame order
   std::vector<uint32_t> bad_pixels;   // pixels (row-major) the products zero (pixel_mask > 0)
   uint64_t sentinel = 0;              // the value the products zero (the dtype's maximum)
   std::string body;
