@@ -27,6 +27,17 @@ uint32_t header_block_bytes(const std::vector<uint8_t>& chunk) {
 
 }  // namespace
 
+bool serves_stored_chunks(const Acquisition& acq) {
+  if (acq.dtype != DType::U8 && acq.dtype != DType::U16 && acq.dtype != DType::U32) return false;
+  bool any = false;
+  for (const DataPart& d : acq.parts) {
+    if (!d.present) continue;
+    if (d.records || (d.codec != ChunkCodec::BitshuffleLz4 && d.codec != ChunkCodec::Uncompressed)) return false;
+    any = true;
+  }
+  return any;
+}
+
 StoredChunks read_stored_chunks(const Acquisition& acq, uint64_t start, uint64_t count, uint64_t max_bytes) {
   const uint64_t total = acq.frames_total();
   if (count == 0 || start >= total || count > total - start)

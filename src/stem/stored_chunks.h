@@ -49,4 +49,9 @@ struct StoredChunks {
 
 StoredChunks read_stored_chunks(const Acquisition& acq, uint64_t start, uint64_t count, uint64_t max_bytes);
 
+// Whether read_stored_chunks serves this acquisition's frames: integer frames whose every readable part is stored
+// bitshuffle+LZ4 or unfiltered in HDF5 (one-frame chunks or a contiguous dataset), none in a plain file's records.
+// (A chunk HDF5 stored raw despite the filter is served as "none" all the same.)
+bool serves_stored_chunks(const Acquisition& acq);
+
 }  // namespace tmorph

@@ -172,6 +172,7 @@ class ServeStemTest(unittest.TestCase):
         # (h5py's read_direct_chunk), across the two data files, with the block size its header gives and the
         # masking the products apply; windows outside the acquisition and malformed parameters are 400 naming them.
         import h5py
+        self.assertIs(self.get_json("/api/acquisitions/a0")["stored_chunks"], True)
         status, headers, body = self.get("/api/acquisitions/a0/chunks?start=30&count=10")
         self.assertEqual(status, 200, body[:300])
         size = int(headers["x-chunks-manifest-bytes"])

@@ -59,6 +59,8 @@ interface Acquisition {
   dtype: string;
   scan_shape: number[] | null;
   scan_shape_problem?: string;
+  /** Whether GET …/chunks serves the frames (bitshuffle+LZ4 or unfiltered HDF5): the page decodes them itself. */
+  stored_chunks?: boolean;
   readiness: { status: string; frames_present: number; frames_expected: number | null; problems: string[] };
 }
 
@@ -424,7 +426,8 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
         let fallback = "";
         // The whole acquisition's chunks decoded on the adapter (decode.ts), unless the block path was chosen, the
         // view is a crop or a server-side bin, or the frames are not stored as chunks the page decodes.
-        if (decodeChoice() === "chunks" && !r && b === 1) {
+        if (decodeChoice() === "chunks" && !acq.stored_chunks) fallback = "the server does not serve this acquisition's frames as chunks the page decodes (not bitshuffle+LZ4 or unfiltered HDF5)";
+        else if (decodeChoice() === "chunks" && !r && b === 1) {
           try {
             shared = await PageDevice.request();
             const signal = shown.blockSignal();
