@@ -40,10 +40,12 @@ async function main() {
     const page = context.pages()[0] ?? (await context.newPage());
     await page.setViewportSize({ width: 1100, height: 900 });
     const wire = { chunks: 0, block: 0 };
-    page.on("response", async (r) => {
+    // Bytes over the wire: each …/chunks and …/block answer's Content-Length (the server sends bodies as they are,
+    // uncompressed), counted by the browser's network events, beside the page's own count in its decode report.
+    page.on("response", (r) => {
       const p = new URL(r.url()).pathname;
       const kind = p.endsWith("/chunks") ? "chunks" : p.endsWith("/block") ? "block" : null;
-      if (kind) wire[kind] += (await r.body().catch(() => Buffer.alloc(0))).length;
+      if (kind) wire[kind] += Number(r.headers()["content-length"] ?? 0);
     });
     for (const path of ["chunks", "block"]) {
       wire.chunks = wire.block = 0;
@@ -57,7 +59,7 @@ async function main() {
       const rep = await page.evaluate(() => ({ ...document.querySelector("#stem-decode-report").dataset, text: document.querySelector("#stem-decode-report").textContent }));
       const where = await page.evaluate(() => document.querySelector("#stem-image").dataset.path);
       const label = path === "chunks" ? "chunks decoded on the page" : "block fetched (decoded on the server)";
-      rows.push([label, "bytes over the wire (bodies of …/chunks, …/block)", `${mib(wire.chunks + wire.block)} MiB`, rep.text]);
+      rows.push([label, "bytes over the wire (Content-Length of …/chunks, …/block)", `${mib(wire.chunks + wire.block)} MiB`, rep.text]);
       rows.push([label, "page time: open → block held, images on the page (ready)", `${readyMs} ms`, `path ran: ${rep.path}; images on the ${where}`]);
       if (rep.path === "chunks") rows.push([label, "adapter decode (submit → read back), all windows", `${Number(rep.decodeMs).toFixed(0)} ms`, `${(Number(rep.decodedBytes) / 2 ** 20 / (Number(rep.decodeMs) / 1000)).toFixed(1)} MiB/s; ${Number(rep.fetchMs).toFixed(0)} ms waiting for the server`]);
       // Page time per product, the block resident: the virtual image while the outer ring is dragged.
