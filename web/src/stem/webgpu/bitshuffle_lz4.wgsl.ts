@@ -18,7 +18,8 @@
 //                bytes before the output's end), refusing literals or a length past the block's end, a match offset
 //                of 0 (liblz4 would copy stale bytes) or before the block's start, an output past the block's bytes,
 //                a block short of its bytes.
-//   unshuffle_main  one invocation per output u32 word: the bit transpose back (the tail and "none" chunks copied),
+//   unshuffle_main  one invocation per output u32 word: the bit transpose back (each row's byte read once for the
+//                word's elements when they share an 8-element group; the tail and "none" chunks copied),
 //                then the products' masking (the sentinel value and the listed bad pixels zeroed), packed little-endian
 //                as the page's block (frames back to back, the last word zero-padded).
 // Any failure sets the chunk's `status` word (atomicMax of an error code, ERR_* below; 0 = decoded) and stops
@@ -241,22 +242,66 @@ fn element(c: u32, j: u32) -> u32 {
   return v;
 }
 
+// The products' masking of element j's value v.
+fn masked(v: u32, j: u32) -> u32 {
+  if (params.mask != 0u && (v == params.sentinel || ((bad[j >> 5u] >> (j & 31u)) & 1u) != 0u)) { return 0u; }
+  return v;
+}
+
 @compute @workgroup_size(64)
 fn unshuffle_main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let wi = index_of(gid);
   if (wi >= params.out_words) { return; }
   let es = params.element_size;
+  let per = 4u / es;  // elements per output word
   let total = params.chunks * params.frame_bytes;
+  let g0 = wi * 4u;
+  let c = g0 / params.frame_bytes;
+  let j0 = (g0 - c * params.frame_bytes) / es;
+  let whole = params.elements - params.elements % 8u;
+  let g_last = g0 + (per - 1u) * es;
+  // The common case: the word's elements are one chunk's, bit-shuffled, in one group of 8: their bits share each
+  // row's byte, so each of the 8·es rows is read once for all of them.
+  if (g_last < total && g_last / params.frame_bytes == c && chunks[c].codec != 0u && j0 + per - 1u < whole &&
+      (j0 >> 3u) == ((j0 + per - 1u) >> 3u)) {
+    if (atomicLoad(&status[c]) != 0u) { out[wi] = 0u; return; }  // refused by the host: zeros, never read
+    let ch = chunks[c];
+    let be = ch.block_bytes / es;
+    let blk = j0 / be;
+    let jj = j0 - blk * be;
+    let row_bytes = min(be, whole - blk * be) / 8u;
+    let base = c * params.stride + blk * ch.block_bytes + jj / 8u;
+    let bit = jj & 7u;
+    var v0 = 0u;
+    var v1 = 0u;
+    var v2 = 0u;
+    var v3 = 0u;
+    for (var r = 0u; r < 8u * es; r++) {  // row r holds bit r % 8 of byte r / 8: bit r of the value
+      let a = base + r * row_bytes;
+      let row = scratch[a >> 2u] >> ((a & 3u) * 8u + bit);  // element j0 + t's bit at bit t (t < per)
+      v0 |= (row & 1u) << r;
+      v1 |= ((row >> 1u) & 1u) << r;
+      v2 |= ((row >> 2u) & 1u) << r;
+      v3 |= ((row >> 3u) & 1u) << r;
+    }
+    var word = masked(v0, j0);
+    if (es == 1u) {
+      word |= (masked(v1, j0 + 1u) << 8u) | (masked(v2, j0 + 2u) << 16u) | (masked(v3, j0 + 3u) << 24u);
+    } else if (es == 2u) {
+      word |= masked(v1, j0 + 1u) << 16u;
+    }
+    out[wi] = word;
+    return;
+  }
+  // Elements of two frames, the raw tail, unfiltered chunks: element by element.
   var word = 0u;
-  for (var t = 0u; t < 4u / es; t++) {
-    let g = wi * 4u + t * es;
+  for (var t = 0u; t < per; t++) {
+    let g = g0 + t * es;
     if (g >= total) { break; }
-    let c = g / params.frame_bytes;
-    if (atomicLoad(&status[c]) != 0u) { continue; }  // refused by the host: zeros, never read
-    let j = (g - c * params.frame_bytes) / es;
-    var v = element(c, j);
-    if (params.mask != 0u && (v == params.sentinel || ((bad[j >> 5u] >> (j & 31u)) & 1u) != 0u)) { v = 0u; }
-    word |= v << (8u * t * es);
+    let ct = g / params.frame_bytes;
+    if (atomicLoad(&status[ct]) != 0u) { continue; }  // refused by the host: zeros, never read
+    let j = (g - ct * params.frame_bytes) / es;
+    word |= masked(element(ct, j), j) << (8u * t * es);
   }
   out[wi] = word;
 }
