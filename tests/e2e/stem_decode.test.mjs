@@ -10,6 +10,8 @@
 //   - the page asked for …/chunks (one request per window, each answer's bytes counted) and never for …/block; the
 //     decode report says which path ran, the bytes over the wire (fewer than the decoded ones) and a decode rate;
 //   - "Decode: block from the server" fetches …/block (no …/chunks) and holds the same bytes;
+//   - 16 seeded single-byte corruptions of the uint16 set (anywhere in one chunk): the page's decoder refuses exactly
+//     where the CPU's …/block does, naming the same frame, and where both accept, its bytes are the CPU's;
 //   - two damaged copies of the uint16 acquisition (one chunk's first LZ4 length past the chunk's end; another
 //     chunk's first LZ4 match offset before the block's start): the page's decoder (window.tmStemDecodeCheck: the page
 //     itself stops earlier, at the server's calibration, which reads every frame and names the frame) refuses them
@@ -68,6 +70,44 @@ print(os.path.basename(path))
   return r.stdout.trim();
 }
 
+/** Copies `folder` `n` times (tmp/fuzzK), each with one byte of one frame's stored chunk set to another value
+ *  (seeded: frame, offset within the chunk, value); returns [{master, frame, at}]. */
+function corruptCopies(tmp, folder, n, frames) {
+  const script = `
+import h5py, os, random, shutil, sys, json
+tmp, folder, n, frames = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out = []
+for k in range(n):
+    rnd = random.Random(4700 + k)
+    copy = os.path.join(tmp, "fuzz%d" % k)
+    shutil.copytree(folder, copy)
+    master = os.path.join(copy, "demo_master.h5")
+    frame = rnd.randrange(frames)
+    with h5py.File(master, "r") as f:
+        first = 0
+        for name in sorted(f["entry/data"].keys()):
+            link = f["entry/data"].get(name, getlink=True)
+            path = os.path.join(copy, link.filename)
+            with h5py.File(path, "r") as d:
+                ds = d[link.path]
+                if frame < first + ds.shape[0]:
+                    info = ds.id.get_chunk_info_by_coord((frame - first, 0, 0))
+                    break
+                first += ds.shape[0]
+    at = rnd.randrange(info.size)
+    with open(path, "r+b") as fh:
+        fh.seek(info.byte_offset + at)
+        old = fh.read(1)[0]
+        fh.seek(info.byte_offset + at)
+        fh.write(bytes([(old + rnd.randrange(1, 256)) % 256]))
+    out.append({"master": master, "frame": frame, "at": at, "size": info.size})
+print(json.dumps(out))
+`;
+  const r = spawnSync("/usr/bin/python3", ["-c", script, tmp, folder, String(n), String(frames)], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`corrupting copies: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
 async function main() {
   const { chromium, tmp, env } = e2eSetup("stem_decode", check);
   let server = null;
@@ -87,7 +127,10 @@ async function main() {
       const file = corruptChunk(join(copy, "demo_master.h5"), frame, at, bytes);
       return { master: join(copy, "demo_master.h5"), frame, file };
     });
-    server = await startServer([...masters, ...damaged.map((d) => d.master), "--web-root", WEB_DIST], env);
+    // Seeded single-byte corruptions of the uint16 set, anywhere in one chunk (header, size prefixes, LZ4 tokens,
+    // literals): the page's decoder must refuse exactly where the CPU's does, and decode to its bytes where it accepts.
+    const fuzz = corruptCopies(tmp, join(tmp, "uint16"), 16, 30);
+    server = await startServer([...masters, ...damaged.map((d) => d.master), ...fuzz.map((f) => f.master), "--web-root", WEB_DIST], env);
     const base = server.url;
 
     step = "browser";
@@ -184,12 +227,35 @@ async function main() {
       const cpu = await page.evaluate(async (id) => { const res = await fetch(`/api/acquisitions/${id}/block`); return { status: res.status, text: await res.text() }; }, id);
       check(cpu.status >= 400 && cpu.text.includes(`frame ${d.frame}`), `the server's CPU decoder refuses the same frame: ${cpu.status} ${cpu.text.slice(0, 200)}`);
     }
+    step = "single-byte corruptions: the page's verdict and bytes are the CPU's";
+    let accepted = 0;
+    for (const [k, f] of fuzz.entries()) {
+      const id = `a${SETS.length + damaged.length + k}`;
+      const r = await page.evaluate(async ([id, detector]) => {
+        const dec = await window.tmStemDecodeCheck(`/api/acquisitions/${id}`, [6, 5, detector, detector], "u16");
+        const res = await fetch(`/api/acquisitions/${id}/block`);
+        const cpu = { status: res.status, body: res.ok ? new Uint32Array(await res.arrayBuffer()) : await res.text() };
+        let differ = -1;
+        if (dec.ok && res.ok) for (let i = 0; i < Math.max(cpu.body.length, dec.block.words.length); i++) if (cpu.body[i] !== dec.block.words[i]) { differ = i; break; }
+        return { pageOk: dec.ok, message: dec.ok ? "" : dec.message, frame: dec.ok ? null : dec.frame, cpuStatus: cpu.status, cpuText: res.ok ? "" : cpu.body, differ };
+      }, [id, SETS[1].detector]);
+      const what = `frame ${f.frame}, chunk byte ${f.at} of ${f.size}`;
+      check(r.pageOk === (r.cpuStatus === 200), `${what}: the page ${r.pageOk ? "decodes" : "refuses"} as the CPU does (${r.cpuStatus}${r.pageOk ? "" : `; page: ${r.message}`})`);
+      if (r.pageOk) {
+        accepted++;
+        check(r.differ === -1, `${what}: and to the CPU's bytes (first differing word ${r.differ})`);
+      } else {
+        check(r.message.includes(`frame ${f.frame}`) && r.cpuText.includes(`frame ${f.frame}`), `${what}: both name frame ${f.frame}: ${r.cpuText.slice(0, 160)}`);
+      }
+    }
+    log(`single-byte corruptions: ${accepted} of ${fuzz.length} decodable (a literal changed), ${fuzz.length - accepted} refused by both`);
+
     step = "healthy acquisition through the same check";
     const healthy = await page.evaluate(async (detector) => window.tmStemDecodeCheck("/api/acquisitions/a1", [6, 5, detector, detector], "u16"), SETS[1].detector);
     check(healthy.ok && healthy.words === Math.ceil((30 * SETS[1].detector ** 2 * 2) / 4), `the same check decodes the healthy uint16 acquisition (${healthy.ok ? healthy.words + " words" : healthy.message})`);
     // The damaged acquisitions' server products fail too (their 500s name the frame); nothing else may.
-    const damagedIds = damaged.map((_, k) => `a${SETS.length + k}`);
-    const other = errors.filter((e) => !damagedIds.some((id) => e.startsWith(`500 GET /api/acquisitions/${id}/`)) && !/status of 500/.test(e) && !/frame (7|13)\b/.test(e));
+    const damagedIds = [...damaged, ...fuzz].map((_, k) => `a${SETS.length + k}`);
+    const other = errors.filter((e) => !damagedIds.some((id) => e.startsWith(`500 GET /api/acquisitions/${id}/`)) && !/status of 500/.test(e) && !/frame \d+\b/.test(e));
     check(other.length === 0, `no other page errors: ${JSON.stringify(other.slice(0, 5))}`);
     log(`page errors from the damaged acquisitions (expected): ${errors.length - other.length}`);
   } finally {

@@ -302,7 +302,7 @@ export async function decodeBlockOnPage(path: string, device: any, shape: StemBl
 
 /** What window.tmStemDecodeCheck answers: the whole acquisition decoded on a fresh device (its words and report),
  *  or the refusal (its message and the frame it names). */
-export type DecodeCheck = { ok: true; words: number; report: DecodeReport } | { ok: false; message: string; frame: number | null };
+export type DecodeCheck = { ok: true; words: number; block: StemBlock; report: DecodeReport } | { ok: false; message: string; frame: number | null };
 
 /** Puts window.tmStemDecodeCheck(path, shape, dtype): the page's decode of an acquisition without the page around it
  *  (the page needs the server's calibration first, which a damaged file refuses; the e2e test checks the decoder's
@@ -312,7 +312,7 @@ export function exposeDecodeCheck(): void {
     const dev = await PageDevice.request();
     try {
       const got = await decodeBlockOnPage(path, dev.device, shape, dtype, {});
-      return got ? { ok: true, words: got.block.words.length, report: got.report } : { ok: false, message: "not accepted", frame: null };
+      return got ? { ok: true, words: got.block.words.length, block: got.block, report: got.report } : { ok: false, message: "not accepted", frame: null };
     } catch (e) {
       return { ok: false, message: e instanceof Error ? e.message : String(e), frame: e instanceof ChunkRefused ? e.frame : null };
     } finally {
