@@ -410,6 +410,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     else try {
       const full = resident.get(path);
       if (full && !r) {
+        decodeReport.reused();
         if (b === 1) (gpu = full), (how = "the decoded block was uploaded once");
         else {
           const binned = await full.binned(b);

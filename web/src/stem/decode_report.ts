@@ -35,9 +35,9 @@ const mib = (b: number) => (b / 2 ** 20).toFixed(2);
 
 export class DecodeReportLine {
   readonly element: HTMLElement = el("p", { class: "status", id: "stem-decode-report" }, "decode: not run (the server computes)");
-  path: "chunks" | "block" | "refused" | "" = "";
+  path: "chunks" | "block" | "resident" | "refused" | "" = "";
 
-  private set(path: "chunks" | "block" | "refused", text: string, numbers: Record<string, number>): void {
+  private set(path: "chunks" | "block" | "resident" | "refused", text: string, numbers: Record<string, number>): void {
     this.path = path;
     this.element.textContent = text;
     this.element.dataset.path = path;
@@ -55,6 +55,11 @@ export class DecodeReportLine {
   block(bytes: number, ms: number, why: string): void {
     this.set("block", `decode: the block decoded on the server: ${mib(bytes)} MiB over the wire in ${ms.toFixed(0)} ms` + (why ? ` (chunks not decoded on the page: ${why})` : ""),
       { wireBytes: bytes, decodedBytes: bytes, totalMs: ms });
+  }
+
+  /** The acquisition's block was already on the page's adapter (an earlier view): nothing fetched. */
+  reused(): void {
+    this.set("resident", "decode: none needed, the acquisition's block is already on the page's adapter (nothing fetched)", {});
   }
 
   refused(why: string): void {
