@@ -85,6 +85,7 @@ bench: build
 	@/usr/bin/python3 bench/remote_bench.py --build build --mb 2048
 	@/usr/bin/python3 bench/stem_resident_bench.py --build build
 	@TM_BIN=$(CURDIR)/build/tensormorph node bench/stem_page_bench.mjs
+	@TM_BIN=$(CURDIR)/build/tensormorph node bench/stem_decode_page_bench.mjs
 	@/usr/bin/python3 bench/lod_bench.py --build build
 	@/usr/bin/python3 bench/pyramid_index_bench.py --build build
 	@/usr/bin/python3 bench/split_bench.py --build build

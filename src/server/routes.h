@@ -27,6 +27,9 @@ void add_stem_ssb_routes(httplib::Server& svr, ServerState& state);
 void add_stem_event_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/movie (GIF/MP4 as `stem movie` writes; api_stem_movie.cpp). Called by add_stem_routes.
 void add_stem_movie_routes(httplib::Server& svr, ServerState& state);
+// GET /api/acquisitions/{id}/chunks (stored chunks of a frame window, for the page's decoder; api_stem_chunks.cpp).
+// Called by add_stem_routes.
+void add_stem_chunk_routes(httplib::Server& svr, ServerState& state);
 // GET /api/diff/{a}/{b}, /api/diff/{a}/{b}/tiles/{tensor}, /api/diff/{a}/{b}/values/{tensor}: the difference of
 // two served checkpoints (src/diff), computed on first request (api_diff.cpp).
 void add_diff_routes(httplib::Server& svr, ServerState& state);

@@ -1,10 +1,12 @@
 // The request pieces every 4D-STEM endpoint shares (stem_request.h).
 #include "server/stem_request.h"
 
+
 #include <filesystem>
 
 #include "formats/frame_parts.h"
 #include "stem/inspect_document.h"
+#include "stem/stored_chunks.h"
 
 namespace tmorph::server {
 
@@ -71,6 +73,7 @@ nlohmann::json summary_json(const ServedAcquisition& a, const Acquisition& acq) 
   j["id"] = a.id;
   j["path"] = a.path;
   j["name"] = std::filesystem::path(acq.master).filename().string();
+  j["stored_chunks"] = serves_stored_chunks(acq);  // GET …/chunks serves its frames (the page decodes them)
   return j;
 }
 

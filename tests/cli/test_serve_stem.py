@@ -167,6 +167,56 @@ class ServeStemTest(unittest.TestCase):
                 self.assertIn(words, doc["error"])
         self.assertEqual(self.get_json("/api/health")["status"], "ok")
 
+    def test_chunks_are_the_stored_bytes_with_their_manifest_and_bad_windows_are_refused(self):
+        # GET …/chunks (the page's WGSL decoder reads it): each frame's chunk exactly as HDF5's chunk index holds it
+        # (h5py's read_direct_chunk), across the two data files, with the block size its header gives and the
+        # masking the products apply; windows outside the acquisition and malformed parameters are 400 naming them.
+        import h5py
+        self.assertIs(self.get_json("/api/acquisitions/a0")["stored_chunks"], True)
+        status, headers, body = self.get("/api/acquisitions/a0/chunks?start=30&count=10")
+        self.assertEqual(status, 200, body[:300])
+        size = int(headers["x-chunks-manifest-bytes"])
+        self.assertEqual(size % 4, 0)
+        manifest, data = json.loads(body[:size]), body[size:]
+        self.assertEqual((manifest["start"], manifest["count"], manifest["frames_total"]), (30, 10, 64))
+        self.assertEqual((manifest["dtype"], manifest["element_size"], manifest["frame_shape"], manifest["frame_bytes"]), ("u16", 2, [32, 32], 2048))
+        self.assertEqual(manifest["sentinel"], 65535)
+        self.assertEqual(manifest["data_bytes"], len(data))
+        stored = {}
+        with h5py.File(self.master, "r") as f:
+            first = 0
+            for name in sorted(f["entry/data"].keys()):
+                link = f["entry/data"].get(name, getlink=True)
+                with h5py.File(os.path.join(self.stem, link.filename), "r") as d:
+                    ds = d[link.path]
+                    for local in range(ds.shape[0]):
+                        if 30 <= first + local < 40:
+                            stored[first + local] = (link.filename, ds.id.read_direct_chunk((local, 0, 0))[1])
+                    first += ds.shape[0]
+            mask = f["entry/instrument/detector/detectorSpecific/pixel_mask"][()]
+        self.assertEqual(manifest["bad_pixels"], [int(i) for i in np.flatnonzero(mask.ravel() > 0)])
+        self.assertGreater(len(manifest["bad_pixels"]), 0)
+        self.assertEqual([c["frame"] for c in manifest["chunks"]], list(range(30, 40)))
+        self.assertEqual(len(set(manifest["files"])), 2)
+        for c in manifest["chunks"]:
+            with self.subTest(frame=c["frame"]):
+                filename, chunk = stored[c["frame"]]
+                self.assertEqual(c["offset"] % 4, 0)
+                self.assertEqual(bytes(data[c["offset"]:c["offset"] + c["bytes"]]), bytes(chunk))
+                self.assertEqual(c["filter"], "bitshuffle_lz4")
+                self.assertEqual(c["block_bytes"], int.from_bytes(chunk[8:12], "big"))
+                self.assertEqual(manifest["files"][c["file"]], os.path.basename(filename))
+        cases = [("start=60&count=5", "frames [60, 65) are not a non-empty window of the acquisition's 64 frames"),
+                 ("start=64&count=1", "frames [64, 65)"),
+                 ("count=3", "'start' and 'count'"),
+                 ("start=0&count=0", "count"),
+                 ("start=0&count=x", "count"),
+                 ("start=0&count=2&rows=1,2", "rows")]
+        for query, words in cases:
+            with self.subTest(query=query):
+                self.assertIn(words, self.get_json("/api/acquisitions/a0/chunks?" + query, expect=400)["error"])
+        self.assertIn("no acquisition 'a9'", self.get_json("/api/acquisitions/a9/chunks?start=0&count=1", expect=404)["error"])
+
     def test_a_path_that_is_no_acquisition_stops_serve_before_it_listens(self):
         junk = os.path.join(self.tmp, "junk.h5")
         with open(junk, "wb") as f:

@@ -53,6 +53,8 @@ async function main() {
     context = await launchBrowser(chromium, chromiumPath, join(tmp, "profile"));
     const page = context.pages()[0] ?? (await context.newPage());
     const errors = watchErrors(page);
+    // This test follows the decoded block's bands (GET …/block); the chunks decoded on the page are stem_decode.test.mjs's.
+    await page.addInitScript(() => localStorage.setItem("tm.stem.decode", "block"));
     await page.setViewportSize({ width: 1100, height: 900 });
 
     step = "inventory";

@@ -120,7 +120,13 @@ async function main() {
         for (const want of ["300000 eV (file: beam energy)", "10 angstrom (file: empad/scan_step (from root/iom_measurements/optics.get_full_scan_field_of_view[0] × root/scan_parameters/scan_size ÷ root/pix_x))", "0.25 mrad (file: empad/detector_angle_per_pixel (from root/iom_measurements/calibrated_diffraction_angle))"])
           check(facts.includes(want), `the calibration table shows "${want}"`);
       } else if (ALLOW_NO_WEBGPU && path !== "page") log(`no WebGPU adapter (${note}): the page path is not checked`);
-      else check(path === "page", `the virtual image is computed on the page's adapter: "${note}"`);
+      else {
+        check(path === "page", `the virtual image is computed on the page's adapter: "${note}"`);
+        // Not Dectris HDF5 chunks: the page fetches the decoded block (GET …/chunks is not asked for) and says why.
+        const decode = await page.locator("#stem-decode-report").textContent();
+        check((await page.locator("#stem-decode-report").getAttribute("data-path")) === "block" && /does not serve this acquisition's frames as chunks/.test(decode),
+          `the block was decoded on the server, the report says why: "${decode}"`);
+      }
 
       const s = await page.evaluate(() => ({ values: window.tmStem.image.values, inner: document.querySelector("#stem-image").dataset.inner, outer: document.querySelector("#stem-image").dataset.outer }));
       const maskOut = join(tmp, `mask-${c.format}.npy`);

@@ -145,10 +145,15 @@ constexpr ParamSpec kBlock[] = {
     {"rows", "", "", K::Counts, 0, 0, false, "", "R0,R1", 2,
      "only these scan rows of the view, half-open (the page fetches a block in bands to show its progress)"},
 };
+constexpr ParamSpec kChunks[] = {
+    {"start", "", "", K::Count, 0, kMaxExactInteger, false, "frames", "", 1, "the window's first frame"},
+    {"count", "", "", K::Count, 1, 65536, false, "frames", "", 1, "frames in the window"},
+};
 constexpr ParamSpec kCalibration[] = {kScanShape, kKv, kSemiangle, kScanStep, kDetectorMradPerPx};
 
 const OperationSchema kOperations[] = {
     {"stem.product", kProduct}, {"stem.ssb", kSsb}, {"stem.movie", kMovie}, {"stem.frame", kFrame}, {"stem.block", kBlock}, {"stem.calibration", kCalibration},
+    {"stem.chunks", kChunks},
 };
 
 void check_optional(const OperationSchema& op, std::string_view name, const std::optional<double>& v, Face face) {
@@ -179,6 +184,7 @@ const OperationSchema& movie_params() { return kOperations[2]; }
 const OperationSchema& frame_params() { return kOperations[3]; }
 const OperationSchema& block_params() { return kOperations[4]; }
 const OperationSchema& calibration_params() { return kOperations[5]; }
+const OperationSchema& chunks_params() { return kOperations[6]; }
 
 const OperationSchema* stem_operation(std::string_view name) {
   for (const auto& op : kOperations)

@@ -22,6 +22,7 @@ const OperationSchema& movie_params();    // stem.movie: GET …/movie, `stem mo
 const OperationSchema& frame_params();    // stem.frame: GET …/frame
 const OperationSchema& block_params();        // stem.block: GET …/block
 const OperationSchema& calibration_params();  // stem.calibration: GET …/calibration
+const OperationSchema& chunks_params();       // stem.chunks: GET …/chunks (stored chunks of a frame window)
 // The operation with this name ("stem.product", …); nullptr when there is none.
 const OperationSchema* stem_operation(std::string_view name);
 

@@ -23,9 +23,11 @@ import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
 import { ImageTools } from "./image_tools";
 import { ServerProgress } from "./server_progress";
 import { OpenProgress } from "./open_progress";
-import { blockFrame, fetchBlock, WIDTH } from "./webgpu/block";
+import { blockFrame, fetchBlock, type StemBlock, WIDTH } from "./webgpu/block";
+import { ChunkRefused, decodeBlockOnPage, exposeDecodeCheck } from "./webgpu/decode";
+import { DecodeReportLine, decodeChoice, decodeSelect } from "./decode_report";
 import { BlockRefused, blockRefusal, pageBlockLimit } from "./webgpu/ladder";
-import { GpuMaskedSums } from "./webgpu/masked_sums";
+import { GpuMaskedSums, PageDevice } from "./webgpu/masked_sums";
 
 /** What the page works on: the whole acquisition, or a scan crop and/or a detector bin (the memory ladder's steps,
  *  the CLI's --scan-region R0,R1,C0,C1 and --detector-bin N); every server request and page kernel uses it. */
@@ -33,6 +35,8 @@ export interface StemView {
   bin: number;
   region: [number, number, number, number] | null;
 }
+
+exposeDecodeCheck();
 
 /** The full block resident on the page's adapter, per acquisition, kept across views (binning it needs no download). */
 const resident = new Map<string, GpuMaskedSums>();
@@ -55,6 +59,8 @@ interface Acquisition {
   dtype: string;
   scan_shape: number[] | null;
   scan_shape_problem?: string;
+  /** Whether GET …/chunks serves the frames (bitshuffle+LZ4 or unfiltered HDF5): the page decodes them itself. */
+  stored_chunks?: boolean;
   readiness: { status: string; frames_present: number; frames_expected: number | null; problems: string[] };
 }
 
@@ -248,6 +254,11 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const computeOn = el("select", { id: "stem-compute-on", title: "where the virtual images are computed" },
     el("option", { value: "page" }, "Compute on: page adapter"), el("option", { value: "server" }, "Compute on: server"));
   const computeNote = el("p", { class: "status", id: "stem-compute-note" });
+  const decodeReport = new DecodeReportLine();
+  const decodePath = decodeSelect(() => {
+    resident.delete(path);
+    void buildPage(root, path, acq, view).catch((e) => showError(e, "view"));
+  });
   const patternDisplay = displayControls("stem-pattern", { transform: "log", colormap: "viridis", limits: "full" }, () => redrawPattern());
   const imageDisplay = displayControls("stem-image", { transform: "linear", colormap: "gray", limits: "full" }, () => redrawImage());
 
@@ -315,9 +326,9 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     el("div", { class: "figure-grid" }, frame.yAxis, stack, frame.bar, el("span", {}), frame.xAxis);
   root.append(
     facts,
-    el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, npy, png),
+    el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, decodePath, npy, png),
     el("div", { class: "toolbar stem-built", id: "stem-movies" }, "Movie: ", movieFormat, movieSweep, movieLine),
-    el("div", { class: "stem-built" }, viewLine, computeNote, ladder, serverWork.element),
+    el("div", { class: "stem-built" }, viewLine, computeNote, decodeReport.element, ladder, serverWork.element),
     el("div", { class: "stem-panels stem-built" },
       el("figure", { class: "stem-figure" }, framed(patternFrame, el("div", { class: "stem-stack" }, pattern, ring)),
         el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout,
@@ -405,6 +416,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     else try {
       const full = resident.get(path);
       if (full && !r) {
+        decodeReport.reused();
         if (b === 1) (gpu = full), (how = "the decoded block was uploaded once");
         else {
           const binned = await full.binned(b);
@@ -414,14 +426,40 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
       } else if (!("gpu" in navigator)) {
         st.pageRefused = "no WebGPU in this browser";
       } else {
-        // The block in bands with their progress and a Cancel; refused before the download when the page cannot hold it.
         let early: BlockRefused | null = null;
-        const rowBytes = scan[1] * detRows * detCols * (b > 1 ? 4 : WIDTH[acq.dtype as keyof typeof WIDTH] ?? 4);
-        const block = await fetchBlock(path, viewParams, {
-          scanRows: scan[0], rowBytes, signal: shown.blockSignal(), onProgress: (p) => shown.block(p),
-          accept: (v) => !(early = blockRefusal(v, pageBlockLimit())),
-        });
-        const opened = block ? await GpuMaskedSums.open(block) : (early as BlockRefused | null) ?? new BlockRefused("the block's download stopped");
+        const accept = (v: { shape: StemBlock["shape"]; dtype: StemBlock["dtype"]; bytes: number }) => !(early = blockRefusal(v, pageBlockLimit()));
+        let block: StemBlock | null = null;
+        let shared: PageDevice | null = null;
+        let fallback = "";
+        // The whole acquisition's chunks decoded on the adapter (decode.ts), unless the block path was chosen, the
+        // view is a crop or a server-side bin, or the frames are not stored as chunks the page decodes.
+        if (decodeChoice() === "chunks" && !acq.stored_chunks) fallback = "the server does not serve this acquisition's frames as chunks the page decodes (not bitshuffle+LZ4 or unfiltered HDF5)";
+        else if (decodeChoice() === "chunks" && !r && b === 1) {
+          try {
+            shared = await PageDevice.request();
+            const signal = shown.blockSignal();
+            const got = await decodeBlockOnPage(path, shared.device, [scan[0], scan[1], detRows, detCols], acq.dtype as StemBlock["dtype"],
+              { accept, signal, onProgress: (p) => shown.chunks(p) });
+            if (got) {
+              block = got.block;
+              decodeReport.report(got.report, shared.name);
+            }
+          } catch (e) {
+            if (!(e instanceof ChunkRefused && e.fallback)) {
+              decodeReport.refused(e instanceof Error ? e.message : String(e));
+              throw e;
+            }
+            fallback = e.message;
+          }
+        }
+        if (!block && !early && (decodeChoice() === "block" || fallback || r || b > 1)) {
+          // The block in bands with their progress and a Cancel; refused before the download when the page cannot hold it.
+          const rowBytes = scan[1] * detRows * detCols * (b > 1 ? 4 : WIDTH[acq.dtype as keyof typeof WIDTH] ?? 4);
+          const t0 = performance.now();
+          block = await fetchBlock(path, viewParams, { scanRows: scan[0], rowBytes, signal: shown.blockSignal(), onProgress: (p) => shown.block(p), accept });
+          if (block) decodeReport.block(block.words.byteLength, performance.now() - t0, fallback);
+        }
+        const opened = block ? await GpuMaskedSums.open(block, shared ?? undefined) : (early as BlockRefused | null) ?? new BlockRefused("the block's download stopped");
         if (opened instanceof BlockRefused) {
           st.pageRefused = opened.reason;
           for (const step of opened.steps) {
@@ -431,8 +469,11 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
           }
         } else {
           gpu = opened;
+          // The block the page computes from, for the e2e test's byte comparison with …/block (a reference, no copy).
+          (window as unknown as { tmStemPageBlock: unknown }).tmStemPageBlock = { path, decode: decodeReport.path, block: opened.block };
           if (!r && b === 1) resident.set(path, opened);
-          how = `the decoded block${r || b > 1 ? " of this view, made on the server," : ""} was uploaded once`;
+          how = decodeReport.path === "chunks" ? "the stored chunks were decoded on the adapter (WGSL)"
+            : `the decoded block${r || b > 1 ? " of this view, made on the server," : ""} was uploaded once`;
         }
       }
       if (gpu) st.pageRefused = "";

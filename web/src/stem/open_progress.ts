@@ -5,6 +5,7 @@
 // measurement (window.tmStemOpen; times in milliseconds from `performance.now()`'s origin, the page load).
 import { el } from "../dom";
 import type { BlockProgress } from "./webgpu/block";
+import type { DecodeProgress } from "./webgpu/decode";
 
 export interface OpenLog {
   /** When the acquisition's route began opening it. */
@@ -75,6 +76,16 @@ export class OpenProgress {
       ? `decoded block received: ${bytes} in ${p.bands} band${p.bands > 1 ? "s" : ""}, ${seconds} s; uploading it to the page's adapter`
       : `fetching the decoded block for the page's adapter: band ${p.band} of ${p.bands} ${doing}, ${bytes}, ${seconds} s`;
     this.show(this.firstText() + this.blockText, p.phase !== "receiving");
+  }
+
+  /** A window of stored chunks decoded on the page's adapter (decodeBlockOnPage's onProgress). */
+  chunks(p: DecodeProgress): void {
+    const seconds = ((performance.now() - this.blockStarted) / 1000).toFixed(1);
+    this.bar.value = p.decodedBytes / Math.max(1, p.totalBytes);
+    this.cancel.hidden = p.window === p.windows;
+    this.blockText = `compressed chunks for the page's adapter: window ${p.window} of ${p.windows} decoded, ${mib(p.wireBytes)} MiB over the wire for ` +
+      `${mib(p.decodedBytes)} of ${mib(p.totalBytes)} MiB, ${seconds} s`;
+    this.show(this.firstText() + this.blockText);
   }
 
   /** The block's download ended: `onPage` when the page now computes from it (its first image then finishes the

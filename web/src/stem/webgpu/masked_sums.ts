@@ -43,6 +43,28 @@ export function framesPerChunk(frameBytes: number, bindingBytes: number): number
   return frameBytes % 4 === 0 ? fit : Math.floor(fit / 4) * 4;
 }
 
+/** The page's adapter and a device on it with the adapter's storage limits: one for the decoder and the kernels,
+ *  so the decoded block stays on one device. */
+export class PageDevice {
+  private constructor(readonly adapter: any, readonly device: any, readonly name: string) {}
+
+  /** Throws when the browser has no WebGPU or no adapter. */
+  static async request(): Promise<PageDevice> {
+    const gpu = (globalThis.navigator as any)?.gpu;
+    if (!gpu) throw new Error("no WebGPU in this browser");
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) throw new Error("requestAdapter() returned no adapter");
+    const { name, software } = await describeAdapter(adapter);
+    const device = await adapter.requestDevice({
+      requiredLimits: {
+        maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+        maxBufferSize: adapter.limits.maxBufferSize,
+      },
+    });
+    return new PageDevice(adapter, device, `${name}${software ? " (software adapter)" : ""}`);
+  }
+}
+
 export class GpuMaskedSums {
   private total: number[] | null = null;
   private constructor(
@@ -59,12 +81,12 @@ export class GpuMaskedSums {
     return this.chunks.length;
   }
 
-  /** Uploads the block to the page's adapter; the reason (no adapter, over the page's budget: the ladder) when it cannot.
+  /** Uploads the block to the page's adapter (on `shared`'s device when given: the one the chunks were decoded on); the reason (no adapter, over the page's budget: the ladder) when it cannot.
    *  localStorage "tm.stem.maxBindingBytes" lowers the binding size (the e2e test makes chunks so). */
-  static async open(block: StemBlock): Promise<GpuMaskedSums | BlockRefused> {
+  static async open(block: StemBlock, shared?: PageDevice): Promise<GpuMaskedSums | BlockRefused> {
     const gpu = (globalThis.navigator as any)?.gpu;
     if (!gpu) return new BlockRefused("no WebGPU in this browser");
-    const adapter = await gpu.requestAdapter();
+    const adapter = shared?.adapter ?? (await gpu.requestAdapter());
     if (!adapter) return new BlockRefused("requestAdapter() returned no adapter");
     const refusal = blockRefusal({ shape: block.shape, dtype: block.dtype, bytes: block.words.byteLength }, pageBlockLimit());
     if (refusal) return refusal;
@@ -74,12 +96,12 @@ export class GpuMaskedSums {
     const per = framesPerChunk(frameBytes, binding);
     if (per < 1) return new BlockRefused(`one ${kr}x${kc} ${block.dtype} frame (${frameBytes} bytes) is larger than a storage binding (${binding} bytes): a detector bin would fit`);
     const { name, software } = await describeAdapter(adapter);
-    const device = await adapter.requestDevice({
+    const device = shared?.device ?? (await adapter.requestDevice({
       requiredLimits: {
         maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
         maxBufferSize: adapter.limits.maxBufferSize,
       },
-    });
+    }));
     device.pushErrorScope("validation");
     const module = device.createShaderModule({ code: MASKED_SUMS_WGSL });
     const binModule = device.createShaderModule({ code: DETECTOR_BIN_WGSL });
