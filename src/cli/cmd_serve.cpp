@@ -52,6 +52,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--resident-memory", a->request.resident_memory,
                   "bytes of 4D-STEM acquisitions kept resident between requests, decoded once (e.g. 8G; 0: off; default: "
                   "stem.resident_memory or a quarter of RAM)");
+  cmd->add_option("--product-cache", a->request.product_cache,
+                  "4D-STEM prepared products (stem prepare --cache DB) that acquisition pages draw without computing "
+                  "(default: the user's cache, $XDG_CACHE_HOME/tensormorph/stem/products.sqlite)");
   cmd->callback([a] { run_serve(*a); });
 }
 

@@ -219,6 +219,7 @@ void add_stem_routes(httplib::Server& svr, ServerState& state) {
   add_stem_ssb_routes(svr, state);
   add_stem_movie_routes(svr, state);
   add_stem_chunk_routes(svr, state);
+  add_stem_prepared_routes(svr, state);
   add_stem_event_routes(svr, state);
 }
 

@@ -79,6 +79,7 @@ void launch(const LaunchRequest& request) {
   state.known_backends = app::parity_matrix().at("backends");
   state.web_root = web_root;
   state.index_max_bytes_per_s = request.index_max_bytes_per_s;
+  state.product_cache = request.product_cache;
   // Opening reads every header (a damaged or missing file fails here, before serving); computing the
   // statistics is a job per checkpoint, run in the background once the server listens.
   for (const auto& path : request.paths) {

@@ -18,6 +18,7 @@ struct LaunchRequest {
   std::string web_root;            // empty: web/dist beside the binary, one folder up, or in the source tree
   std::optional<long long> http_threads;  // connections served at once (--http-threads): 1 to 256; none: 128
   uint64_t index_max_bytes_per_s = 0;  // 0: indexing jobs read as fast as the disk allows
+  std::string product_cache;       // --product-cache: the prepared-products cache the pages read (empty: the user's default)
   std::string resident_memory;     // --resident-memory: bytes of acquisitions kept resident (empty: stem.resident_memory or a quarter of RAM)
   std::string version;             // reported by GET /api/health
 };

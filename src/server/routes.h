@@ -30,6 +30,9 @@ void add_stem_movie_routes(httplib::Server& svr, ServerState& state);
 // GET /api/acquisitions/{id}/chunks (stored chunks of a frame window, for the page's decoder; api_stem_chunks.cpp).
 // Called by add_stem_routes.
 void add_stem_chunk_routes(httplib::Server& svr, ServerState& state);
+// GET /api/acquisitions/{id}/prepared[/{kind}] (the product cache's status and its products as stored;
+// api_stem_prepared.cpp). Called by add_stem_routes.
+void add_stem_prepared_routes(httplib::Server& svr, ServerState& state);
 // GET /api/diff/{a}/{b}, /api/diff/{a}/{b}/tiles/{tensor}, /api/diff/{a}/{b}/values/{tensor}: the difference of
 // two served checkpoints (src/diff), computed on first request (api_diff.cpp).
 void add_diff_routes(httplib::Server& svr, ServerState& state);

@@ -139,6 +139,7 @@ struct ServerState {
   std::string web_root;     // canonical static-file root, or empty for the built-in page
   std::string version;
   uint64_t index_max_bytes_per_s = 0;  // indexing jobs' average read rate (serve --index-max-rate); 0: unlimited
+  std::string product_cache;  // 4D-STEM prepared products read (serve --product-cache); empty: the user's default
   // The backends the project's parity matrix knows ({name: {kind, description, …}}), so the Compute
   // panel can list those this build or machine lacks.
   nlohmann::json known_backends = nlohmann::json::object();

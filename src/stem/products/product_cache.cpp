@@ -35,6 +35,30 @@ nlohmann::json box_json(const std::optional<Box>& b) {
   return {b->r0, b->r1, b->c0, b->c1};
 }
 
+// Unix seconds as UTC ISO 8601 ("2026-12-07T21:50:03Z").
+std::string prepared_utc_text(int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// Why an entry of the same master file under `theirs` does not answer the request keyed `ours` (both keys as JSON).
+std::string prepared_mismatch_why(const nlohmann::json& ours, const nlohmann::json& theirs) {
+  if (theirs.value("contract", 0) != ours.value("contract", 0))
+    return "prepared under product contract " + theirs.value("contract", nlohmann::json(0)).dump() + ", this build reads contract " +
+           ours.value("contract", nlohmann::json(0)).dump() + ": prepare it again";
+  if (theirs.value("source", std::string()) != ours.value("source", std::string()))
+    return "stale: the acquisition's files changed after it was prepared (source signature " + theirs.value("source", std::string()) +
+           " then, " + ours.value("source", std::string()) + " now: a file's size, modification time or first bytes differ); prepare it again";
+  std::string fields;
+  for (const auto& [name, value] : ours.items())
+    if (theirs.value(name, nlohmann::json()) != value) fields += (fields.empty() ? "" : ", ") + name + " " + theirs.value(name, nlohmann::json()).dump();
+  return "prepared for another load request (" + fields + ")";
+}
+
 template <class T>
 void put(SqliteStmt& ins, const std::string& key, const std::string& name, const std::vector<T>& v) {
   ins.bind(1, key).bind(2, name).bind_blob(3, v.data(), v.size() * sizeof(T)).run();
@@ -173,6 +197,15 @@ std::optional<PreparedProducts> ProductCache::load(const std::string& key) const
   return p;
 }
 
+std::vector<ProductCache::Entry> ProductCache::entries() const {
+  std::vector<Entry> out;
+  SqliteStmt q(*db_, "SELECT key, report, created_at FROM prepared ORDER BY key");
+  while (q.step()) out.push_back({q.text(0), nlohmann::json::parse(q.text(1), nullptr, false), q.int64(2)});
+  for (Entry& e : out)
+    if (e.report.is_discarded()) e.report = nullptr;
+  return out;
+}
+
 void ProductCache::store(const std::string& key, const PreparedProducts& p) {
   const ProductResult& s = p.sums;
   const nlohmann::json report = {
@@ -215,6 +248,67 @@ std::optional<PreparedProducts> lookup_prepared(const std::string& cache_path, c
     report["cache"] = {{"hit", false}, {"database", path}, {"warning", e.what()}};
     return std::nullopt;
   }
+}
+
+PreparedLookup find_prepared(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load) {
+  const std::string path = cache_path.empty() ? default_product_cache_path() : cache_path;
+  PreparedLookup out;
+  nlohmann::json& st = out.status;
+  st = {{"database", path}, {"exists", false}, {"hit", false}, {"others", nlohmann::json::array()}};
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    st["why"] = "no product cache at " + path + " (tensormorph stem prepare writes one)";
+    return out;
+  }
+  st["exists"] = true;
+  const std::string key = product_cache_key(acq, load);
+  const nlohmann::json ours = nlohmann::json::parse(key);
+  try {
+    ProductCache cache(path);
+    std::optional<ProductCache::Entry> mine;
+    const std::string master = std::filesystem::weakly_canonical(acq.master, ec).string();
+    for (ProductCache::Entry& e : cache.entries()) {
+      if (e.key == key) {
+        mine = std::move(e);
+        continue;
+      }
+      const nlohmann::json* source = e.report.is_object() ? &e.report : nullptr;
+      for (const char* k : {"provenance", "source"}) source = source && source->contains(k) ? &(*source)[k] : nullptr;
+      if (!source || !source->is_object() || !source->contains("master") || !(*source)["master"].is_string()) continue;
+      if (std::filesystem::weakly_canonical((*source)["master"].get<std::string>(), ec).string() != master) continue;
+      const nlohmann::json theirs = nlohmann::json::parse(e.key, nullptr, false);
+      st["others"].push_back({{"key", theirs}, {"created_at", e.created_at}, {"created", prepared_utc_text(e.created_at)},
+                              {"why", theirs.is_object() ? prepared_mismatch_why(ours, theirs) : "its key is not JSON"}});
+    }
+    if (!mine) {
+      st["why"] = st["others"].empty() ? "the cache holds no entry for this acquisition and view (stem prepare " + acq.master + ")"
+                                       : "no entry for the acquisition as it is now: " + st["others"][0]["why"].get<std::string>();
+      return out;
+    }
+    out.products = cache.load(key);  // BadInput for a damaged entry: no hit, said below
+    const PreparedProducts& p = *out.products;
+    const nlohmann::json& source = mine->report["provenance"]["source"];
+    st["hit"] = true;
+    st["entry"] = {{"key", ours}, {"created_at", mine->created_at}, {"created", prepared_utc_text(mine->created_at)},
+                   {"prepare_seconds", p.prepare_seconds}, {"master", source.value("master", acq.master)},
+                   {"signature", acq.signature}, {"scan_shape", p.sums.scan_shape}, {"frame_shape", p.sums.frame_shape},
+                   {"positions", p.sums.positions},
+                   {"disk", {{"row", p.disk.row}, {"col", p.disk.col}, {"radius", p.disk.radius}, {"area", p.disk.area},
+                             {"threshold", json_number(p.disk.threshold)}}},
+                   {"detectors", p.detectors},
+                   {"products", {"bf", "abf", "adf", "haadf", "df", "com", "dpc", "idpc", "mean-dp"}}};
+  } catch (const Error& e) {
+    out.products.reset();
+    st["hit"] = false;
+    st.erase("entry");
+    st["why"] = e.what();
+  } catch (const nlohmann::json::exception& e) {
+    out.products.reset();
+    st["hit"] = false;
+    st.erase("entry");
+    st["why"] = path + ": prepared products are damaged (report: " + e.what() + "); delete the file to rebuild it";
+  }
+  return out;
 }
 
 nlohmann::json prepare_and_store(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,

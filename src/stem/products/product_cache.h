@@ -76,6 +76,13 @@ class ProductCache {
   const std::string& path() const { return path_; }
   // nullopt when nothing is stored under key. Throws BadInput naming the database for a damaged entry.
   std::optional<PreparedProducts> load(const std::string& key) const;
+  // Every entry's key, report (null when it is not JSON) and creation time (Unix seconds), in key order.
+  struct Entry {
+    std::string key;
+    nlohmann::json report;
+    int64_t created_at = 0;
+  };
+  std::vector<Entry> entries() const;
   void store(const std::string& key, const PreparedProducts& p);
 
  private:
@@ -90,6 +97,19 @@ class ProductCache {
 // entry throws BadInput.
 std::optional<PreparedProducts> lookup_prepared(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
                                                 nlohmann::json& report);
+// find_prepared: the cache as a page shows it for this acquisition and load request — never created, never a throw.
+// status: {database, exists, hit, why (when no entry answers), entry {key, created_at (Unix s), created (UTC,
+// ISO 8601), prepare_seconds, master, signature, scan_shape, frame_shape, positions, disk, detectors, products
+// (the names the entry answers: bf abf adf haadf df com dpc idpc mean-dp, the max pattern as mean-dp max)} when
+// one does, others [{key, created_at, created, why}]: the entries prepared from the same master file under
+// another key, each with why it is not used (the files changed since: stale; another contract; another load
+// request)}. products: the entry when it answers. A damaged entry, or a cache that cannot be opened, answers no
+// hit with the error as why.
+struct PreparedLookup {
+  nlohmann::json status;
+  std::optional<PreparedProducts> products;
+};
+PreparedLookup find_prepared(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load);
 // prepare_and_store: prepare_products, stored under the acquisition's key; returns the report `stem prepare
 // --json` prints: {database, key, scan_shape, frame_shape, disk, detectors, seconds, placement}.
 nlohmann::json prepare_and_store(const std::string& cache_path, const Acquisition& acq, const LoadRequest& load,
