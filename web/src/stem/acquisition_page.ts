@@ -8,7 +8,8 @@
 // `tensormorph stem`, each product saying where it ran), or, with a WebGPU adapter whose limits hold the decoded
 // block, from the page's adapter (stem/webgpu/masked_sums.ts: the block uploaded once, the same numbers as the
 // CLI's); "Compute on" switches between the page and the server, and says why the page cannot when it cannot
-// (float frames, EMPAD's: no WGSL float kernels, the server computes them).
+// (float frames, EMPAD's: no WGSL float kernels, the server computes them). A prepared acquisition's product cache
+// (stem prepare, prepared.ts) is drawn as served: its patterns, preset images and CoM are not computed at all.
 import { ApiError, apiUrl, getJson, type Placement } from "../api";
 import { el, showError } from "../dom";
 import { type Figure, FigureFrame, saveFigureLinks } from "../figure";
@@ -23,6 +24,7 @@ import { colourBarOf, detectorAxes, scanAxes } from "./stem_figures";
 import { ImageTools } from "./image_tools";
 import { ServerProgress } from "./server_progress";
 import { OpenProgress } from "./open_progress";
+import { PreparedCache } from "./prepared";
 import { blockFrame, fetchBlock, type StemBlock, WIDTH } from "./webgpu/block";
 import { ChunkRefused, decodeBlockOnPage, exposeDecodeCheck } from "./webgpu/decode";
 import { DecodeReportLine, decodeChoice, decodeSelect } from "./decode_report";
@@ -116,6 +118,9 @@ interface StemState {
   scaleBar: string;
   /** The virtual image's real-space scale bar ("2 nm"), "" when the scan step is unknown. */
   imageScaleBar: string;
+  /** Each product computed since the page opened ("image on page", "patterns on server", …); what the product cache
+   *  answered is not computed and not listed (prepared.ts). */
+  computed: string[];
 }
 
 const PATTERN_PX = 320;
@@ -226,8 +231,17 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const disk = { row: (cal.disk.row + 0.5) / b - 0.5, col: (cal.disk.col + 0.5) / b - 0.5, radius: cal.disk.radius / b };
   const st: StemState = {
     id, inner: 0, outer: disk.radius, center: [disk.row, disk.col], view, viewText, image: null, pattern: null, frame: null, requests: 0,
-    computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "", imageScaleBar: "",
+    computeOn: "server", pageRefused: "not tried yet", imageMs: [], shape: "annulus", patternOf: "mean", hover: null, scaleBar: "", imageScaleBar: "", computed: [],
   };
+  // The product cache (stem prepare): its products are drawn as stored; the preset the image shows from it (null once
+  // the detector is changed, which is computed).
+  const prepared = await PreparedCache.open(path, viewParams, () => {
+    fields.state.com = null;
+    void refreshImage();
+    void showPattern();
+    void fields.refresh();
+  });
+  let cachedPreset: string | null = prepared.hit ? "bf" : null;
   (window as unknown as { tmStem: StemState }).tmStem = st;
 
   const pattern = el("canvas", { id: "stem-pattern", width: String(PATTERN_PX), height: String(PATTERN_PX), "data-state": "loading" });
@@ -263,6 +277,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   const imageDisplay = displayControls("stem-image", { transform: "linear", colormap: "gray", limits: "full" }, () => redrawImage());
 
   const editor = new DetectorEditor(ring, detRows, detCols, st.center, disk.radius, mradPerPx, readout, () => {
+    cachedPreset = null;  // a changed detector is computed
     syncDetector();
     void refreshImage();
   });
@@ -273,7 +288,11 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   };
   let gpu: GpuMaskedSums | null = null;
   const fields = fieldPanel(path, scan, () => (st.computeOn === "page" ? gpu : null), () => ({ ...editor.params(), ...viewParams }), viewParams, placementText,
-    async (g) => (await pageImage(g)).values);
+    async (g) => (await pageImage(g)).values, () => (prepared.used ? { product: prepared.product("com"), from: prepared.identity() } : null));
+  if (cachedPreset) {
+    const bf = prepared.preset(cachedPreset);
+    if (bf) editor.setAnnulus(bf.inner, bf.outer);
+  }
   const stepA = cal.scan_step?.value && cal.scan_step.value > 0 ? (cal.scan_step.unit === "nm" ? cal.scan_step.value * 10 : cal.scan_step.value) : undefined;
   // The SSB preview's page path reads the acquisition's whole block (what the server's SSB reads: no crop, no bin).
   const ssb = ssbPanel(path, scan, placementText, aberrationRanges(scan, cal.semiangle?.value, stepA), () => {
@@ -328,7 +347,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     facts,
     el("div", { class: "toolbar stem-built" }, shape, presets, binSelect, computeOn, decodePath, npy, png),
     el("div", { class: "toolbar stem-built", id: "stem-movies" }, "Movie: ", movieFormat, movieSweep, movieLine),
-    el("div", { class: "stem-built" }, viewLine, computeNote, decodeReport.element, ladder, serverWork.element),
+    el("div", { class: "stem-built" }, viewLine, computeNote, decodeReport.element, prepared.element, ladder, serverWork.element),
     el("div", { class: "stem-panels stem-built" },
       el("figure", { class: "stem-figure" }, framed(patternFrame, el("div", { class: "stem-stack" }, pattern, ring)),
         el("div", { class: "toolbar" }, patternOf, meanButton, patternDisplay.element), patternCaption, readout,
@@ -378,29 +397,33 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     const params = editor.params();
     st.requests++;
     const t0 = performance.now();
-    const onPage = gpu !== null && st.computeOn === "page";
-    const p = onPage ? await pageImage(gpu as GpuMaskedSums)
+    const cached = prepared.used ? cachedPreset : null;
+    const onPage = !cached && gpu !== null && st.computeOn === "page";
+    const p: Product = cached ? await prepared.product(cached) : onPage ? await pageImage(gpu as GpuMaskedSums)
       : await serverWork.run("virtual image on the server", (named) => getJson<Product>(`${path}/products/mask`, { ...params, ...viewParams, ...named }));
+    if (!cached && !onPage) st.computed.push("image on server");  // the page's own: pageImage
     st.image = p;
-    image.dataset.path = onPage ? "page" : "server";
+    image.dataset.path = cached ? "cache" : onPage ? "page" : "server";
     const height = String(Math.max(1, Math.round((IMAGE_PX * p.shape[0]) / p.shape[1])));  // the scan's aspect
     if (image.getAttribute("height") !== height) image.setAttribute("height", height);
     redrawImage();
     st.imageMs.push(performance.now() - t0);
-    shown.imageDrawn(onPage ? "computed on the page's adapter" : "computed on the server");
-    const served = onPage ? null : serverPath(p);
+    shown.imageDrawn(cached ? "from the prepared cache" : onPage ? "computed on the page's adapter" : "computed on the server");
+    const served = onPage || cached ? null : serverPath(p);
     image.dataset.serverPath = served?.path ?? "";
     imageCaption.textContent = `virtual image, ${p.detector?.pixels ?? "?"} detector pixels — ` +
-      (onPage ? `computed on the page's adapter: ${gpu?.adapter}` : `${placementText(p.placement)}, ${served?.text}`);
+      (cached ? `${cached.toUpperCase()} from ${prepared.identity()}, as stored (not recomputed)`
+        : onPage ? `computed on the page's adapter: ${gpu?.adapter}` : `${placementText(p.placement)}, ${served?.text}`);
     image.dataset.inner = params.inner ?? "";
     image.dataset.outer = params.outer ?? "";
     image.dataset.rect = params.rect ?? "";
-    npy.href = apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
+    npy.href = cached ? apiUrl(`${path}/prepared/${cached}`, { ...viewParams, format: "npy" }) : apiUrl(`${path}/products/mask`, { ...params, ...viewParams, format: "npy" });
     updateMovies();
   }, image, "virtual image");
 
   // The page path: the block uploaded once to the adapter, each detector one dispatch.
   const pageImage = async (g: GpuMaskedSums): Promise<Product> => {
+    st.computed.push("image on page");
     const pixels = editor.pixels();
     if (!pixels.length) throw new Error(`virtual detector: no pixel of the ${detRows}x${detCols} detector lies inside ${JSON.stringify(editor.params())}`);
     const r = await g.image(pixels);
@@ -497,6 +520,7 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     void showPattern();
   });
   shape.addEventListener("change", () => {
+    cachedPreset = null;
     editor.setShape(shape.value as DetectorShape);
     syncDetector();
     void refreshImage();
@@ -510,17 +534,26 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     st.patternOf = max ? "max" : "mean";
     let p: Product;
     let where: string;
-    if (gpu && st.computeOn === "page") {
+    let from: "cache" | "page" | "server";
+    if (prepared.used) {
+      p = await prepared.product("mean-dp", max ? { max: "1" } : {});
+      where = `from ${prepared.identity()}, as stored (not recomputed)`;
+      from = "cache";
+    } else if (gpu && st.computeOn === "page") {
+      if (!pagePatterns) st.computed.push("patterns on page");
       pagePatterns ??= await gpu.patterns();
       p = { shape: [detRows, detCols], dtype: max ? "<u4" : "<f8", values: max ? pagePatterns.max : pagePatterns.mean, placement: [] };
       where = `computed on the page's adapter: ${gpu.adapter}`;
+      from = "page";
     } else {
+      st.computed.push("pattern on server");
       p = await serverWork.run(`${max ? "max" : "mean"} pattern on the server`, (named) =>
         getJson<Product>(`${path}/products/mean-dp`, { ...(max ? { max: "1" } : {}), ...viewParams, ...named }));
       where = placementText(p.placement);
+      from = "server";
     }
     st.pattern = p;
-    pattern.dataset.path = where.startsWith("computed on the page") ? "page" : "server";
+    pattern.dataset.path = from;
     shownPattern = { values: p.values, rows: p.shape[0], cols: p.shape[1], what: `${st.patternOf} diffraction pattern — ${where}` };
     redrawPattern();
     pattern.dataset.showing = st.patternOf;
@@ -532,6 +565,16 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
     const b = el("button", { type: "button", id: `stem-preset-${name}` }, name.toUpperCase());
     b.addEventListener("click", async () => {
       try {
+        const cachedDetector = prepared.used ? prepared.preset(name) : null;
+        if (cachedDetector) {  // the preset's radii and image as prepared: nothing computed
+          shape.value = "annulus";
+          editor.setShape("annulus");
+          editor.setAnnulus(cachedDetector.inner, Number.isFinite(cachedDetector.outer) ? cachedDetector.outer : Math.hypot(detRows, detCols));
+          syncDetector();
+          cachedPreset = name;
+          await refreshImage();
+          return;
+        }
         const p = await getJson<Product>(`${path}/products/${name}`, viewParams);
         const outer = Number(p.detector?.outer_px);
         shape.value = "annulus";
@@ -645,14 +688,15 @@ async function buildPage(root: HTMLElement, path: string, acq: Acquisition, view
   // The first pixels come from the server (its resident copy, else one decode) while the block for the page's
   // adapter downloads beside them; once the page holds the block it computes, and redraws from its own numbers.
   // #stem-compute-on's data-ready says the page path is settled and its images drawn.
-  shown.stage(`computing the ${st.patternOf} pattern and the first virtual image on the server`);
+  shown.stage(prepared.used ? `reading the ${st.patternOf} pattern and the BF image from the prepared product cache`
+    : `computing the ${st.patternOf} pattern and the first virtual image on the server`);
   const pagePathOpened = openPagePath();
   await showPattern();
   await refreshImage();
   await pagePathOpened;
-  if (gpu) {
-    await showPattern();
-    await refreshImage();
+  if (gpu) {  // what the cache drew stays: the adapter computes only what the cache does not hold
+    if (!prepared.used) await showPattern();
+    if (!(prepared.used && cachedPreset)) await refreshImage();
   }
   computeOn.dataset.ready = "1";
   await fields.refresh();

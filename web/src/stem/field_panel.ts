@@ -18,7 +18,8 @@ import type { GpuMaskedSums } from "./webgpu/masked_sums";
 export interface FieldState {
   view: "com" | "dpc" | "idpc" | "fft" | "fft-dp";
   com: Field | null;
-  comOn: "page" | "server" | "";
+  /** Where the CoM came from: the page's adapter, the server's product, or the prepared product cache (as stored). */
+  comOn: "page" | "server" | "cache" | "";
   rotationDeg: number;
   transpose: boolean;
   found: { angleDeg: number; transpose: boolean } | null;
@@ -40,8 +41,12 @@ const PX = 320;
 /** The page's own virtual image of the current detector, from the block `g` holds (scan rows × cols values). */
 export type PageImage = (g: GpuMaskedSums) => Promise<number[]>;
 
+/** The CoM field from the prepared product cache (GET …/prepared/com) and the cache's identity, or null when the
+ *  cache does not answer (prepared.ts). */
+export type PreparedCom = () => { product: Promise<Product>; from: string } | null;
+
 export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuMaskedSums | null, detectorParams: () => Record<string, string>,
-  viewParams: Record<string, string>, placementText: (p: Placement[]) => string, pageImage: PageImage): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
+  viewParams: Record<string, string>, placementText: (p: Placement[]) => string, pageImage: PageImage, preparedCom: PreparedCom = () => null): { element: HTMLElement; state: FieldState; refresh: () => Promise<void> } {
   const st: FieldState = { view: "com", com: null, comOn: "", rotationDeg: 0, transpose: false, found: null, curl2: NaN, div2: NaN, shown: null, fourierRefused: "" };
   const canvas = el("canvas", { id: "stem-field", width: String(PX), height: String(Math.max(1, Math.round((PX * scan[0]) / scan[1]))), "data-state": "idle" });
   const caption = el("p", { class: "status", id: "stem-field-caption" });
@@ -66,10 +71,18 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
     const height = String(Math.max(1, Math.round((PX * rows) / cols)));
     if (canvas.getAttribute("height") !== height) canvas.setAttribute("height", height);
   };
+  let comFrom = "";
   const ensureCom = async (): Promise<void> => {
     if (st.com) return;
     const g = gpu();
-    if (g) {
+    const cached = preparedCom();
+    if (cached) {  // the field as prepared (`stem com --cache`'s numbers): nothing computed
+      const p = await cached.product;
+      const n = scan[0] * scan[1];
+      st.com = { rows: scan[0], cols: scan[1], u: Float64Array.from(p.values.slice(0, n)), v: Float64Array.from(p.values.slice(n)) };
+      st.comOn = "cache";
+      comFrom = cached.from;
+    } else if (g) {
       st.com = centerOfMass(await g.comSums(), scan[0], scan[1]);
       st.comOn = "page";
     } else {
@@ -122,7 +135,8 @@ export function fieldPanel(path: string, scan: [number, number], gpu: () => GpuM
     rotationText.textContent = `rotation ${st.rotationDeg.toFixed(2)}°${st.transpose ? " (transposed)" : ""}` +
       (st.found ? `; found ${st.found.angleDeg.toFixed(2)}°${st.found.transpose ? " transposed" : ""}` : "") +
       (m ? `; ⟨curl²⟩ ${m.kk.toExponential(3)}, ⟨div²⟩ ${m.dd.toExponential(3)} px²` : "");
-    const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page` : "CoM from the server";
+    const where = st.comOn === "page" ? `CoM sums on the page's adapter (${gpu()?.adapter}), field in float64 on the page`
+      : st.comOn === "cache" ? `CoM from ${comFrom}, as stored (not recomputed)${st.view === "dpc" ? "; rotated in float64 on the page" : ""}` : "CoM from the server";
     if (st.view === "com" || st.view === "dpc") {
       const f = st.view === "com" ? com : rotated;
       fitCanvas(scan[0], scan[1]);
