@@ -75,7 +75,8 @@ void get_product(ServerState& state, const httplib::Request& req, httplib::Respo
 }
 
 // GET /api/acquisitions/{id}/calibration[?scan_shape=ROWS,COLS][&kv=&semiangle_mrad=&scan_step_A=&detector_mrad_per_px=]: every calibration value the products and SSB use,
-// each with its unit and source (or why it is missing), and the bright-field disk (one pattern pass, placed).
+// each with its unit and source (or why it is missing), and the bright-field disk (one pattern pass, placed; the
+// product cache's, with `prepared` its build time and no placement, when the cache answers the acquisition).
 void get_calibration(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   ServedAcquisition& served = find_acquisition(state, req.matches[1]);
   const DeclaredQuery q(req, calibration_params());
@@ -95,7 +96,11 @@ void get_calibration(ServerState& state, const httplib::Request& req, httplib::R
   const Planner planner = rt->planner();
   std::vector<Placement> placements;
   nlohmann::json doc;
-  {
+  // A prepared acquisition's disk is the cache's (the same detection, stored): no pattern pass.
+  if (const PreparedLookup prepared = find_prepared(state.product_cache, acq, load); prepared.products) {
+    doc = calibration_document(acq, load, ResolvedDisk{prepared.products->disk, "detected (prepared)", true}, overrides);
+    doc["prepared"] = prepared.status["entry"]["created"];
+  } else {
     std::lock_guard<FifoMutex> compute_lock(state.render_mutex);
     doc = calibration_document(acq, load, DiskRequest{}, overrides, planner, &placements);
   }

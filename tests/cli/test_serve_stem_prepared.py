@@ -101,6 +101,17 @@ class ServePreparedTest(unittest.TestCase):
                 self.assertEqual(doc["placement"], [])
                 self.assertEqual(doc["decoded_bytes"], 0)
 
+    def test_the_calibration_of_a_prepared_acquisition_takes_the_cached_disk_without_a_pass(self):
+        status = self.get_json("/api/acquisitions/%s/prepared" % self.id["fresh"])
+        cal = self.get_json("/api/acquisitions/%s/calibration" % self.id["fresh"])
+        self.assertEqual((cal["disk"]["source"], cal["placement"], cal["prepared"]), ("detected (prepared)", [], status["entry"]["created"]))
+        for k in ("row", "col", "radius", "area"):
+            self.assertEqual(cal["disk"][k], status["entry"]["disk"][k])
+        computed = self.get_json("/api/acquisitions/%s/calibration" % self.id["stale"])
+        self.assertEqual(computed["disk"]["source"], "detected")
+        self.assertNotIn("prepared", computed)
+        self.assertTrue(computed["placement"])
+
     def test_a_stale_entry_is_not_served_and_says_why(self):
         s = self.get_json("/api/acquisitions/%s/prepared" % self.id["stale"])
         self.assertFalse(s["hit"])

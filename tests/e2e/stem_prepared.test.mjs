@@ -6,6 +6,7 @@
 //   - the mean and max patterns, the BF image (the first drawn), the ADF image (its preset) and the CoM field are
 //     drawn from the cache (data-path "cache") and equal the CLI's `stem … --cache DB` .npy values, whose bytes the
 //     server's GET …/prepared/{kind}?format=npy serves unchanged;
+//   - the calibration's bright-field disk is the cache's (no pattern pass);
 //   - the request log has no GET …/products/ request and the page computed nothing (window.tmStem.computed) for them:
 //     the block still downloads, for what the user changes;
 //   - dragging the ADF's outer ring computes (on the adapter, else the server) and equals `stem mask --inner --outer`;
@@ -77,6 +78,9 @@ async function main() {
     check(s.patternPath === "cache" && sameValues(s.pattern, want.mean.values), `the mean pattern is the cache's, equal to stem mean-dp --cache: "${s.patternCaption}"`);
     check(s.comOn === "cache" && s.fieldPath === "cache" && sameValues(s.com, want.com.values), "the CoM field is the cache's, equal to stem com --cache");
     check(s.npy.includes("/api/acquisitions/a0/prepared/bf"), `the .npy export is the cache's bytes: ${s.npy}`);
+    const cal = await getJson(base, "/api/acquisitions/a0/calibration");
+    const facts = await page.locator("#stem-calibration").textContent();
+    check(cal.placement.length === 0 && facts.includes("detected (prepared)"), "the calibration's disk is the cache's: no pattern pass (empty placement), the table says \"detected (prepared)\"");
     const onPage = s.note === "page";
     if (!onPage && ALLOW_NO_WEBGPU) log("no WebGPU adapter: the drag is computed by the server");
     else check(onPage, "the page's adapter holds the block (for what the user changes)");

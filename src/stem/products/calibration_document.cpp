@@ -7,8 +7,12 @@ namespace tmorph {
 nlohmann::json calibration_document(const Acquisition& acq, const LoadRequest& load, const DiskRequest& disk,
                                     const CalibrationOverrides& o, const Planner& planner,
                                     std::vector<Placement>* placements) {
-  const DetectorGeometry g =
-      resolve_detector_geometry(acq, load, disk, o.semiangle_mrad, o.detector_mrad_per_px, planner, placements);
+  return calibration_document(acq, load, resolve_bright_field_disk(acq, load, disk, planner, placements), o);
+}
+
+nlohmann::json calibration_document(const Acquisition& acq, const LoadRequest& load, const ResolvedDisk& disk,
+                                    const CalibrationOverrides& o) {
+  const DetectorGeometry g = detector_geometry_around(acq, load, disk, o.semiangle_mrad, o.detector_mrad_per_px);
   const Sourced energy = beam_energy_ev(acq, o.energy_ev);
   const bool energy_usable = energy.known() && energy.value > 0;
   return {{"energy", to_json(energy)},

@@ -23,5 +23,8 @@ struct CalibrationOverrides {
 nlohmann::json calibration_document(const Acquisition& acq, const LoadRequest& load, const DiskRequest& disk,
                                     const CalibrationOverrides& overrides, const Planner& planner,
                                     std::vector<Placement>* placements);
+// The same document around a disk already resolved (the product cache's: source "detected (prepared)"): no pass.
+nlohmann::json calibration_document(const Acquisition& acq, const LoadRequest& load, const ResolvedDisk& disk,
+                                    const CalibrationOverrides& overrides);
 
 }  // namespace tmorph

@@ -75,8 +75,13 @@ ResolvedDisk resolve_bright_field_disk(const Acquisition& acq, const LoadRequest
 DetectorGeometry resolve_detector_geometry(const Acquisition& acq, const LoadRequest& load, const DiskRequest& disk,
                                            const Override& semiangle_mrad, const Override& mrad_per_px, const Planner& planner,
                                            std::vector<Placement>* placements) {
+  return detector_geometry_around(acq, load, resolve_bright_field_disk(acq, load, disk, planner, placements), semiangle_mrad, mrad_per_px);
+}
+
+DetectorGeometry detector_geometry_around(const Acquisition& acq, const LoadRequest& load, const ResolvedDisk& disk,
+                                          const Override& semiangle_mrad, const Override& mrad_per_px) {
   DetectorGeometry g;
-  g.disk = resolve_bright_field_disk(acq, load, disk, planner, placements);
+  g.disk = disk;
   g.semiangle_mrad = convergence_semiangle_mrad(acq, semiangle_mrad);
   g.angle_per_pixel = detector_angle_per_pixel(acq, load, mrad_per_px, g.semiangle_mrad, g.disk.disk.radius);
   return g;

@@ -72,6 +72,9 @@ struct DetectorGeometry {
 DetectorGeometry resolve_detector_geometry(const Acquisition& acq, const LoadRequest& load, const DiskRequest& disk,
                                            const Override& semiangle_mrad, const Override& mrad_per_px, const Planner& planner,
                                            std::vector<Placement>* placements);
+// The same around a disk already resolved (the product cache's, source "detected (prepared)"): no pass.
+DetectorGeometry detector_geometry_around(const Acquisition& acq, const LoadRequest& load, const ResolvedDisk& disk,
+                                          const Override& semiangle_mrad, const Override& mrad_per_px);
 
 struct DetectorRequest {
   ProductKind kind = ProductKind::bf;            // a preset, or mask (then the fields below)
