@@ -10,6 +10,7 @@
 //   - the request log has no GET …/products/ request and the page computed nothing (window.tmStem.computed) for them:
 //     the block still downloads, for what the user changes;
 //   - dragging the ADF's outer ring computes (on the adapter, else the server) and equals `stem mask --inner --outer`;
+//   - unchecking #stem-use-prepared computes the pattern and CoM (equal to the cache's); checking it draws the cache's;
 //   - the changed copy's page draws nothing from the cache and says why (stale: the files changed after prepare);
 //   - no page errors.
 // Environment: TM_BIN, TM_WEB_DIST, CHROMIUM, TM_ALLOW_NO_WEBGPU=1 (a Chromium without WebGPU: the drag is computed by
@@ -116,6 +117,17 @@ async function main() {
     tm(["stem", "mask", master, "--inner", dragged.inner, "--outer", dragged.outer, "-o", mask], env);
     check(dragged.path === (onPage ? "page" : "server") && dragged.computed.length > 0 && sameValues(dragged.values, readNpy(mask).values),
       `the changed annulus ${dragged.inner}–${dragged.outer} px is computed (${dragged.path}: ${[...new Set(dragged.computed)].join(", ")}) and equals stem mask`);
+
+    step = "the cache turned off and on";
+    const want2 = onPage ? "page" : "server";
+    await page.locator("#stem-use-prepared").uncheck();
+    await page.waitForFunction((w) => document.querySelector("#stem-pattern").dataset.path === w && window.tmStemFields.comOn === w &&
+      document.querySelector("#stem-pattern").dataset.state === "ready", want2, { timeout: 60_000 });
+    const off = await shown();
+    check(sameValues(off.pattern, want.max.values) && sameValues(off.com, want.com.values), `unchecked, the max pattern and the CoM are computed (${want2}) and equal the cache's`);
+    await page.locator("#stem-use-prepared").check();
+    await page.waitForFunction(() => document.querySelector("#stem-pattern").dataset.path === "cache" && window.tmStemFields.comOn === "cache", null, { timeout: 60_000 });
+    check((await shown()).imagePath !== "cache", "checked again, the patterns and CoM are the cache's; the dragged annulus stays computed");
 
     step = "the changed copy";
     await page.goto(new URL("#/acquisition/a1", base).href);
