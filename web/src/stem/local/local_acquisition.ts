@@ -210,6 +210,14 @@ async function openSources(sources: ByteSource[]): Promise<LocalAcquisition> {
       throw new LocalRefused(`${what}: filter pipeline ${ds.filters.map((f) => `${f.id}${f.name ? ` (${f.name})` : ""}`).join(" + ")}: the page decodes bitshuffle+LZ4 (HDF5 filter 32008) or unfiltered chunks`);
     const chunks: ChunkEntry[] = [];
     for (const c of await file.chunks(ds)) if (c.coords[0] < ds.shape[0]) chunks[c.coords[0]] = c;
+    // Every frame's chunk present and inside the file, checked before anything is decoded (a truncated data file is
+    // refused here, naming it and the first frame it lacks).
+    for (let i = 0; i < ds.shape[0]; i++) {
+      const c = chunks[i];
+      if (!c) throw new LocalRefused(`${what}: frame ${first + i} has no stored chunk (never written: the acquisition is incomplete)`);
+      if (file.base + c.address + c.size > file.source.size)
+        throw new LocalRefused(`${file.name}: truncated: frame ${first + i}'s chunk lies at bytes ${file.base + c.address}–${file.base + c.address + c.size}, the file has ${file.source.size} bytes`);
+    }
     parts.push({ file, link: name, dataset: where, first, frames: ds.shape[0], chunks, filter });
     first += ds.shape[0];
   }
