@@ -4,13 +4,15 @@
 // uint16 frames, bitshuffle+LZ4, two data files) is given to the page through its file input (setInputFiles):
 //   - the page reads the HDF5 containers, decodes every chunk in WGSL, and its mean pattern equals the CLI's
 //     `stem mean-dp` .npy exactly, and its virtual image of an annulus equals `stem mask --center --inner --outer`;
-//   - an unfiltered set (`--encoder none`, uint8) opens too, its mean pattern the CLI's;
+//   - an unfiltered set (`--encoder none`, uint8) opens too, its mean pattern the CLI's, and so does a copy of it in
+//     HDF5 1.10's format (h5py libver="latest": an extensible-array chunk index);
 //   - no request went to /api/acquisitions/… (nor to any /api path but the viewer's own health and adapter report);
 //   - a truncated data file, a missing data file and a non-HDF5 master are refused, naming the file.
 // Environment: TM_BIN, TM_E2E_OUT, CHROMIUM (harness.mjs). Exits 0 with "SKIPPED: no chromium" only without Chromium.
 import { createServer } from "node:http";
 import { copyFileSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { extname, join, normalize } from "node:path";
+import { spawnSync } from "node:child_process";
 import { WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, readNpy, runTest, sameValues, tm, watchErrors } from "./harness.mjs";
 
 const chromiumPath = chromiumOrSkip();
@@ -57,6 +59,21 @@ async function main() {
     for (const f of files(acq)) copyFileSync(f, join(cut, f.split("/").pop()));
     const cutSize = Math.floor(statSync(join(cut, "demo_data_000002.h5")).size / 2);
     truncateSync(join(cut, "demo_data_000002.h5"), cutSize);
+    // The unfiltered set rewritten in HDF5 1.10's format (h5py libver="latest": superblock 3, v2 object headers,
+    // link-message groups; the frames' chunk index an extensible array, maxshape unlimited): the same frames.
+    const latest = join(tmp, "latest");
+    const py = spawnSync("/usr/bin/python3", ["-c", `
+import h5py, sys, os
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst)
+for n in ("demo_data_000001.h5", "demo_data_000002.h5"):
+    with h5py.File(os.path.join(src, n), "r") as f, h5py.File(os.path.join(dst, n), "w", libver="latest") as g:
+        d = f["entry/data/data"]
+        g.create_dataset("entry/data/data", data=d[()], chunks=(1,) + d.shape[1:], maxshape=(None,) + d.shape[1:])
+with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path.join(dst, "demo_master.h5"), "w", libver="latest") as g:
+    f.copy(f["entry"], g)
+`, raw, latest], { encoding: "utf8" });
+    if (py.status !== 0) throw new Error(`writing the latest-format copy: ${py.stderr}`);
     const notHdf5 = join(tmp, "text_master.h5");
     writeFileSync(notHdf5, "this is not an HDF5 file\n".repeat(40));
 
@@ -110,6 +127,11 @@ async function main() {
     const plainNpy = join(tmp, "raw-mean.npy");
     tm(["stem", "mean-dp", raw, "-o", plainNpy], env);
     check(plain.state === "ready" && sameValues(plain.mean, readNpy(plainNpy).values), `an unfiltered (--encoder none) uint8 set opens, its mean pattern the CLI's (${plain.error || "ok"})`);
+
+    step = "open the unfiltered set in HDF5 1.10's format";
+    const newer = await open(files(latest));
+    check(newer.state === "ready" && sameValues(newer.mean, readNpy(plainNpy).values),
+      `the same frames in HDF5 1.10's format (superblock 3, an extensible-array chunk index) open, the mean pattern the CLI's (${newer.error || "ok"})`);
 
     step = "refusals";
     const cutGot = await open(files(cut));

@@ -8,11 +8,14 @@
 // (with continuation blocks); groups as symbol tables (B-tree v1 + local heap: what HDF5 writes with its default,
 // "earliest" format, as Dectris' DCU and h5py do) or as link messages (compact new-style groups); hard and external
 // links; dataspace, datatype (fixed-point, floating-point, fixed strings), filter pipeline (v1, v2) and data layout
-// messages version 3 (compact, contiguous, chunked with a B-tree v1 chunk index) and 4 (compact, contiguous).
-// Anything else (dense link storage in a fractal heap, layout-4 chunk indexes: fixed/extensible arrays, B-tree v2,
-// single chunk, implicit — HDF5 1.10's "latest" format) is refused by Hdf5Error naming the file, the object and what
+// messages version 3 (compact, contiguous, chunked with a B-tree v1 chunk index) and 4 (compact, contiguous, chunked
+// with HDF5 1.10's chunk indexes: single chunk, implicit, fixed array, extensible array — chunk_index.ts).
+// Anything else (dense link storage in a fractal heap, a B-tree v2 chunk index) is refused by Hdf5Error naming the
+// file, the object and what
 // was found. Every address and length is checked against the file's size: a truncated file is refused, never read
 // past its end.
+import { newChunkIndex } from "./chunk_index";
+
 /* Units: every offset and size is in bytes; addresses are relative to the superblock's base address. */
 
 /** Where the bytes come from: a File (File.slice), or a buffer in tests. */
@@ -30,7 +33,7 @@ export function fileSource(file: File): ByteSource {
 /** What the reader cannot read, naming the file and the object. */
 export class Hdf5Error extends Error {}
 
-const UNDEF = -1; // an undefined address (all bits set)
+export const UNDEF = -1; // an undefined address (all bits set)
 
 export interface Datatype {
   kind: "uint" | "int" | "float" | "string" | "other";
@@ -48,7 +51,7 @@ export interface Filter {
 export type Layout =
   | { kind: "compact"; data: Uint8Array }
   | { kind: "contiguous"; address: number; size: number }
-  | { kind: "chunked"; btree: number; chunk: number[] } // chunk: dims of one chunk (elements), without the element size
+  | { kind: "chunked"; index: ChunkIndex; chunk: number[] } // chunk: dims of one chunk (elements), without the element size
   | { kind: "unsupported"; what: string };
 
 /** One stored chunk: its offset in the dataset (elements per dimension), where it lies and how long it is, and the
@@ -59,6 +62,17 @@ export interface ChunkEntry {
   size: number;
   filterMask: number;
 }
+
+/** Where a chunked dataset's chunk index lies and of which kind (layout message 3: always a B-tree v1; layout
+ *  message 4, HDF5 1.10's format: the kinds of chunk_index.ts). `filtered`: whether the dataset has filters (the
+ *  index's entries then carry each chunk's size and filter mask). */
+export type ChunkIndex =
+  | { type: "btree1"; address: number }
+  | { type: "single"; address: number; filteredSize: number; filterMask: number }
+  | { type: "implicit"; address: number }
+  | { type: "fixed"; address: number }
+  | { type: "extensible"; address: number }
+  | { type: "btree2"; address: number };
 
 export interface Dataset {
   file: Hdf5File;
@@ -84,7 +98,7 @@ const ascii = (b: Uint8Array) => {
 };
 
 /** A little-endian cursor over one block of bytes; reads past its end throw (naming what was read). */
-class Cursor {
+export class Cursor {
   pos = 0;
   constructor(readonly v: DataView, private readonly what: string, private readonly so: number, private readonly sl: number) {}
   private need(n: number) {
@@ -176,7 +190,8 @@ export class Hdf5File {
     return this.source.read(at, length);
   }
 
-  private async cursor(address: number, length: number, what: string): Promise<Cursor> {
+  /** A cursor over `length` bytes at `address` (for chunk_index.ts too). */
+  async cursor(address: number, length: number, what: string): Promise<Cursor> {
     const b = await this.bytes(address, length, what);
     return new Cursor(new DataView(b.buffer, b.byteOffset, b.byteLength), `${this.name}: ${what}`, this.so, this.sl);
   }
@@ -374,7 +389,7 @@ export class Hdf5File {
         sawType = true;
         ds.type = parseType(c);
       } else if (m.type === 0x0b) ds.filters = parseFilters(c);
-      else if (m.type === 0x08) ds.layout = this.parseLayout(c, ds);
+      else if (m.type === 0x08) ds.layout = this.parseLayout(c);
       else if (m.type === 0x0c) {
         try {
           const [k, v] = this.parseAttribute(c);
@@ -388,7 +403,7 @@ export class Hdf5File {
     return ds;
   }
 
-  private parseLayout(c: Cursor, ds: Dataset): Layout {
+  private parseLayout(c: Cursor): Layout {
     const version = c.u8();
     if (version !== 3 && version !== 4) return { kind: "unsupported", what: `data layout message version ${version}` };
     const cls = c.u8();
@@ -400,16 +415,36 @@ export class Hdf5File {
       const chunk: number[] = [];
       for (let i = 0; i < rank; i++) chunk.push(c.u32());
       chunk.pop(); // the element size
-      return { kind: "chunked", btree, chunk };
+      return { kind: "chunked", index: { type: "btree1", address: btree }, chunk };
     }
     if (cls === 2) {
-      c.skip(1);
-      c.u8();
+      const flags = c.u8();
+      const rank = c.u8();
       const width = c.u8();
-      c.skip(width * ds.shape.length + width);
-      const index = c.u8();
-      const names: Record<number, string> = { 1: "single chunk", 2: "implicit", 3: "fixed array", 4: "extensible array", 5: "B-tree v2" };
-      return { kind: "unsupported", what: `a chunk index of HDF5 1.10's format (${names[index] ?? `type ${index}`}; the page reads B-tree v1 chunk indexes, which HDF5's default format writes)` };
+      const chunk: number[] = [];
+      for (let i = 0; i < rank; i++) chunk.push(c.uint(width));
+      chunk.pop();
+      const type = c.u8();
+      if (type === 1) {
+        const filtered = (flags & 2) !== 0;
+        const filteredSize = filtered ? c.length() : 0;
+        const filterMask = filtered ? c.u32() : 0;
+        return { kind: "chunked", index: { type: "single", filteredSize, filterMask, address: c.offset() }, chunk };
+      }
+      if (type === 2) return { kind: "chunked", index: { type: "implicit", address: c.offset() }, chunk };
+      if (type === 3) {
+        c.skip(1);
+        return { kind: "chunked", index: { type: "fixed", address: c.offset() }, chunk };
+      }
+      if (type === 4) {
+        c.skip(5);
+        return { kind: "chunked", index: { type: "extensible", address: c.offset() }, chunk };
+      }
+      if (type === 5) {
+        c.skip(6);
+        return { kind: "chunked", index: { type: "btree2", address: c.offset() }, chunk };
+      }
+      return { kind: "unsupported", what: `a chunk index of type ${type}` };
     }
     return { kind: "unsupported", what: `layout class ${cls}` };
   }
@@ -447,9 +482,11 @@ export class Hdf5File {
     throw new Hdf5Error(`${this.name}: ${ds.path} is stored ${ds.layout.kind === "chunked" ? "chunked" : ds.layout.what}: the page reads such small datasets only when contiguous or compact`);
   }
 
-  /** Every stored chunk of a chunked dataset, from its B-tree v1 chunk index, in the index's order. */
+  /** Every stored chunk of a chunked dataset, from its chunk index (B-tree v1 here; HDF5 1.10's kinds in
+   *  chunk_index.ts), in the index's order. */
   async chunks(ds: Dataset): Promise<ChunkEntry[]> {
     if (ds.layout.kind !== "chunked") throw new Hdf5Error(`${this.name}: ${ds.path} is not chunked`);
+    if (ds.layout.index.type !== "btree1") return newChunkIndex(this, ds);
     const rank = ds.shape.length + 1;
     const keyBytes = 8 + 8 * rank;
     const out: ChunkEntry[] = [];
@@ -473,7 +510,7 @@ export class Hdf5File {
         else out.push({ coords, address: child, size, filterMask });
       }
     };
-    await walk(ds.layout.btree, 0);
+    await walk(ds.layout.index.address, 0);
     return out;
   }
 }

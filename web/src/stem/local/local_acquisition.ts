@@ -54,6 +54,8 @@ const BITSHUFFLE = 32008;
 export class LocalAcquisition {
   scan: [number, number] | null = null;
   scanSource = "";
+  /** The master's groups whose metadata the page could not list (dense link storage), with why. */
+  unreadGroups: string[] = [];
   private constructor(
     readonly name: string,
     readonly master: Hdf5File,
@@ -198,7 +200,8 @@ async function openSources(sources: ByteSource[]): Promise<LocalAcquisition> {
     dtype = dt;
     detector = det;
     if (ds.layout.kind !== "chunked")
-      throw new LocalRefused(`${what} is stored ${ds.layout.kind === "unsupported" ? `with ${ds.layout.what}` : ds.layout.kind}: the page reads chunked datasets of one frame per chunk (open it with the server)`);
+      throw new LocalRefused(ds.layout.kind === "unsupported" ? `${what}: ${ds.layout.what}, which the page does not read (open it with the server)`
+        : `${what} is stored ${ds.layout.kind}: the page reads chunked datasets of one frame per chunk (open it with the server)`);
     if (ds.layout.chunk.length !== 3 || ds.layout.chunk[0] !== 1 || ds.layout.chunk[1] !== det[0] || ds.layout.chunk[2] !== det[1])
       throw new LocalRefused(`${what} is chunked [${ds.layout.chunk.join(", ")}]: the page reads one frame per chunk ([1, ${det.join(", ")}])`);
     let filter: Part["filter"] = "none";
@@ -221,7 +224,8 @@ async function openSources(sources: ByteSource[]): Promise<LocalAcquisition> {
     parts.push({ file, link: name, dataset: where, first, frames: ds.shape[0], chunks, filter });
     first += ds.shape[0];
   }
-  const meta = await collectScalars(master);
+  const unread: string[] = [];
+  const meta = await collectScalars(master, unread);
   const num = (path: string) => {
     const m = meta.get(path);
     return m && typeof m.value === "number" ? m : undefined;
@@ -271,6 +275,7 @@ async function openSources(sources: ByteSource[]): Promise<LocalAcquisition> {
   };
   const acq = new (LocalAcquisition as unknown as new (...a: unknown[]) => LocalAcquisition)(
     masterSrc.name.replace(/_master\.h5$/i, ""), master, parts, first, dtype!, detector!, badPixels, cal, meta);
+  acq.unreadGroups = unread;
   const rows = num("/entry/sample/simulation/scan_rows")?.value as number | undefined;
   const cols = num("/entry/sample/simulation/scan_cols")?.value as number | undefined;
   if (rows && cols && rows * cols === first) acq.setScan(rows, cols, "file: entry/sample/simulation/scan_rows, scan_cols");
@@ -282,7 +287,7 @@ async function openSources(sources: ByteSource[]): Promise<LocalAcquisition> {
 }
 
 /** Every scalar (one-value) dataset of the master outside /entry/data, with its "units" attribute: path → value. */
-async function collectScalars(f: Hdf5File): Promise<Map<string, { value: number | string; units: string }>> {
+async function collectScalars(f: Hdf5File, unread: string[]): Promise<Map<string, { value: number | string; units: string }>> {
   const out = new Map<string, { value: number | string; units: string }>();
   let budget = 4096; // objects visited at most (a master holds some hundreds)
   const visit = async (address: number, path: string, depth: number): Promise<void> => {
@@ -290,8 +295,10 @@ async function collectScalars(f: Hdf5File): Promise<Map<string, { value: number 
     let links;
     try {
       links = await f.links(address, path || "/");
-    } catch {
-      return; // not a group (or one the page cannot list): its datasets are not needed
+    } catch (e) {
+      // A group the page cannot list (dense link storage): said on the page, its quantities then unknown.
+      if (e instanceof Hdf5Error) unread.push(`${path || "/"} (${e.message.replace(`${f.name}: `, "")})`);
+      return;
     }
     for (const [name, link] of links) {
       const p = `${path}/${name}`;

@@ -181,6 +181,7 @@ export function renderLocalPage(root: HTMLElement): void {
       : mradPerPx ? `${mradPerPx.toPrecision(4)} mrad (convergence semi-angle / the estimated disk radius)` : `unknown (${cal.detectorAnglePerPixel.missing}; no semi-angle to derive it)`);
     fact("detector distance", quantityText(cal.detectorDistance));
     fact("detector pixel size", quantityText(cal.pixelSize));
+    if (acq.unreadGroups.length) fact("metadata not read", `${acq.unreadGroups.join("; ")}: quantities there show as unknown`);
     fact("bad pixels", `${acq.badPixels.length} (pixel_mask > 0) and the value ${acq.sentinel} zeroed, as the server's products do`);
     fact("bright-field disk", `centre (${disk.row.toFixed(2)}, ${disk.col.toFixed(2)}), radius ${disk.radius.toFixed(2)} px (estimated on the page: the mean pattern's pixels above half its maximum)`);
     const rate = report.decodeMs > 0 ? report.decodedBytes / 2 ** 20 / (report.decodeMs / 1000) : 0;
