@@ -7,7 +7,9 @@
 //   - an unfiltered set (`--encoder none`, uint8) opens too, its mean pattern the CLI's, and so does a copy of it in
 //     HDF5 1.10's format (h5py libver="latest": an extensible-array chunk index);
 //   - no request went to /api/acquisitions/… (nor to any /api path but the viewer's own health and adapter report);
+//   - the files dropped on the page (a drop event with their DataTransfer) open the same;
 //   - a truncated data file, a missing data file and a non-HDF5 master are refused, naming the file.
+// TM_LOCAL_SCAN=R,C and TM_LOCAL_DETECTOR=K run it on another size (the decode report's numbers are logged).
 // Environment: TM_BIN, TM_E2E_OUT, CHROMIUM (harness.mjs). Exits 0 with "SKIPPED: no chromium" only without Chromium.
 import { createServer } from "node:http";
 import { copyFileSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
@@ -18,6 +20,10 @@ import { WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
 const { log, check } = checker("[e2e stem_local]", () => step);
+// The main set's size: TM_LOCAL_SCAN=R,C and TM_LOCAL_DETECTOR=K run the same checks on another (a measurement).
+const SCAN = (process.env.TM_LOCAL_SCAN || "12,10").split(",").map(Number);
+const DETECTOR = Number(process.env.TM_LOCAL_DETECTOR || 48);
+const FRAMES = SCAN[0] * SCAN[1];
 
 /** A static server of WEB_DIST only: GET of its files; anything else 404. Every request path is pushed to `seen`. */
 function staticServer(seen) {
@@ -49,7 +55,7 @@ async function main() {
   try {
     step = "acquisitions";
     const acq = join(tmp, "acq");
-    tm(["stem", "demo", "--out", acq, "--scan", "12,10", "--detector", "48", "--files", "2"], env);
+    tm(["stem", "demo", "--out", acq, "--scan", SCAN.join(","), "--detector", String(DETECTOR), "--files", "2"], env);
     const raw = join(tmp, "raw");
     tm(["stem", "demo", "--out", raw, "--scan", "6,5", "--detector", "33", "--dtype", "uint8", "--files", "2", "--encoder", "none"], env);
     const files = (dir) => ["demo_master.h5", "demo_data_000001.h5", "demo_data_000002.h5"].map((f) => join(dir, f));
@@ -89,20 +95,25 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
     await page.waitForSelector("#stem-local-files", { state: "attached", timeout: 30_000 });
 
     /** Gives `paths` to the file input and waits for the page to be ready or to refuse; returns its state. */
-    const open = async (paths) => {
-      await page.setInputFiles("#stem-local-files", paths);
-      await page.waitForFunction(() => ["ready", "refused"].includes(window.tmStemLocal?.state), null, { timeout: 60_000 });
+    const settled = async () => {
+      await page.waitForFunction(() => ["ready", "refused"].includes(window.tmStemLocal?.state), null, { timeout: 300_000 });
       return page.evaluate(() => ({ state: window.tmStemLocal.state, error: window.tmStemLocal.error, center: window.tmStemLocal.center, frames: window.tmStemLocal.frames,
         mean: window.tmStemLocal.mean, report: window.tmStemLocal.report, calibration: document.querySelector("#stem-calibration")?.textContent ?? "" }));
+    };
+    const open = async (paths) => {
+      await page.evaluate(() => window.tmStemLocal && (window.tmStemLocal.state = "idle"));
+      await page.setInputFiles("#stem-local-files", paths);
+      return settled();
     };
 
     step = "open the uint16 bitshuffle+LZ4 set";
     const t0 = Date.now();
     const got = await open(files(acq));
     check(got.state === "ready", `the page opened the three files and decoded them (${got.state}${got.error ? `: ${got.error}` : ""}) in ${Date.now() - t0} ms`);
-    check(got.frames === 120 && got.report.chunks === 120 && got.report.decodedBytes === 120 * 48 * 48 * 2,
-      `every chunk decoded on the adapter: ${got.report.chunks} chunks, ${got.report.wireBytes} bytes read from the files for ${got.report.decodedBytes} decoded (SwiftShader: smoke only)`);
-    check(/300000 eV/.test(got.calibration) && /20 mrad/.test(got.calibration) && /3\.333 mrad/.test(got.calibration),
+    check(got.frames === FRAMES && got.report.chunks === FRAMES && got.report.decodedBytes === FRAMES * DETECTOR * DETECTOR * 2,
+      `every chunk decoded on the adapter: ${got.report.chunks} chunks, ${got.report.wireBytes} bytes read from the files for ${got.report.decodedBytes} decoded, ` +
+      `${got.report.windows} windows, ${got.report.fetchMs.toFixed(0)} ms reading, ${got.report.decodeMs.toFixed(0)} ms decoding (SwiftShader: smoke only)`);
+    check(/300000 eV/.test(got.calibration) && /20 mrad/.test(got.calibration) && (DETECTOR !== 48 || /3\.333 mrad/.test(got.calibration)),
       `the calibration table reads the file's beam energy, semi-angle and detector angle per pixel`);
     const meanNpy = join(tmp, "mean.npy");
     tm(["stem", "mean-dp", acq, "-o", meanNpy], env);
@@ -116,7 +127,7 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
       const out = join(tmp, `mask-${inner}-${outer}.npy`);
       tm(["stem", "mask", acq, "--center", `${got.center[0]},${got.center[1]}`, "--inner", String(inner), "--outer", String(outer), "-o", out], env);
       const cli = readNpy(out);
-      check(sameValues(cli.shape, [12, 10]) && sameValues(image.values, cli.values),
+      check(sameValues(cli.shape, SCAN) && sameValues(image.values, cli.values),
         `the virtual image of the annulus ${inner}–${outer} px around (${got.center.map((x) => x.toFixed(3)).join(", ")}) equals stem mask's .npy exactly`);
     }
     const com = await page.waitForFunction(() => window.tmStemFields?.com?.rows === 12 && window.tmStemFields.shown, null, { timeout: 30_000 }).then(() => page.evaluate(() => window.tmStemFields.comOn));
@@ -145,6 +156,16 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
     const text = await open([notHdf5]);
     check(text.state === "refused" && text.error.includes("text_master.h5") && /not an HDF5 file/.test(text.error), `a non-HDF5 master is refused naming it: "${text.error}"`);
 
+    step = "drag and drop";
+    await page.evaluate(() => (window.tmStemLocal.state = "idle"));
+    await page.evaluate((payload) => {
+      const dt = new DataTransfer();
+      for (const f of payload) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      document.querySelector("#stem-local-drop").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, files(raw).map((p) => ({ name: p.split("/").pop(), b64: readFileSync(p).toString("base64") })));
+    const dropped = await settled();
+    check(dropped.state === "ready" && sameValues(dropped.mean, readNpy(plainNpy).values), `the files dropped on the page open the same (${dropped.error || "ok"})`);
+
     step = "no server data endpoint";
     const api = requests.filter((p) => p.startsWith("/api/"));
     log(`the page's requests: ${requests.length} (${[...new Set(requests)].join(", ")})`);
@@ -158,4 +179,4 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
   }
 }
 
-runTest(main, () => step, 120_000);
+runTest(main, () => step, process.env.TM_LOCAL_SCAN ? 900_000 : 120_000);
