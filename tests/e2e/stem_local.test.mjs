@@ -130,7 +130,7 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
       check(sameValues(cli.shape, SCAN) && sameValues(image.values, cli.values),
         `the virtual image of the annulus ${inner}–${outer} px around (${got.center.map((x) => x.toFixed(3)).join(", ")}) equals stem mask's .npy exactly`);
     }
-    const com = await page.waitForFunction(() => window.tmStemFields?.com?.rows === 12 && window.tmStemFields.shown, null, { timeout: 30_000 }).then(() => page.evaluate(() => window.tmStemFields.comOn));
+    const com = await page.waitForFunction((rows) => window.tmStemFields?.com?.rows === rows && window.tmStemFields.shown, SCAN[0], { timeout: 30_000 }).then(() => page.evaluate(() => window.tmStemFields.comOn));
     check(com === "page", "the CoM panel computed on the page's adapter");
 
     step = "open the unfiltered uint8 set";
