@@ -15,7 +15,7 @@ import { createServer } from "node:http";
 import { copyFileSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { extname, join, normalize } from "node:path";
 import { spawnSync } from "node:child_process";
-import { WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, readNpy, runTest, sameValues, tm, watchErrors } from "./harness.mjs";
+import { OUT_DIR, WEB_DIST, checker, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, readNpy, runTest, sameValues, tm, watchErrors } from "./harness.mjs";
 
 const chromiumPath = chromiumOrSkip();
 let step = "setup";
@@ -115,6 +115,7 @@ with h5py.File(os.path.join(src, "demo_master.h5"), "r") as f, h5py.File(os.path
       `${got.report.windows} windows, ${got.report.fetchMs.toFixed(0)} ms reading, ${got.report.decodeMs.toFixed(0)} ms decoding (SwiftShader: smoke only)`);
     check(/300000 eV/.test(got.calibration) && /20 mrad/.test(got.calibration) && (DETECTOR !== 48 || /3\.333 mrad/.test(got.calibration)),
       `the calibration table reads the file's beam energy, semi-angle and detector angle per pixel`);
+    await page.screenshot({ path: join(OUT_DIR, "stem_local.png"), fullPage: true });
     const meanNpy = join(tmp, "mean.npy");
     tm(["stem", "mean-dp", acq, "-o", meanNpy], env);
     const mean = readNpy(meanNpy);

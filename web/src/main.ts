@@ -25,7 +25,8 @@ async function navigate(): Promise<void> {
   const compute = hash === "compute";
   const local = hash === "local"; // 4D-STEM files from the user's disk, no server (stem/local/local_page.ts)
   document.getElementById("nav-compute")?.classList.toggle("active", compute);
-  document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m);
+  document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m && !local);
+  document.getElementById("nav-local")?.classList.toggle("active", local);
   try {
     if (local) {
       renderLocalPage(root);
