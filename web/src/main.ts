@@ -7,6 +7,7 @@ import { clearErrors, el, showError } from "./dom";
 import { renderInventory } from "./inventory";
 import { indexingPanel } from "./jobs";
 import { renderAcquisitionPage } from "./stem/acquisition_page";
+import { renderLocalPage } from "./stem/local/local_page";
 import { renderTensorPage } from "./tensor_page";
 import { gpuColorizer, onAdapterReport } from "./webgpu/colorize";
 import { exposeDisplay } from "./webgpu/display";
@@ -22,10 +23,14 @@ async function navigate(): Promise<void> {
   const stem = /^acquisition\/([^/]+)$/.exec(hash);
   const diff = /^diff\/([^/]+)\/([^/]+)(?:\/(.+))?$/.exec(hash); // diff mode (diff_page.ts)
   const compute = hash === "compute";
+  const local = hash === "local"; // 4D-STEM files from the user's disk, no server (stem/local/local_page.ts)
   document.getElementById("nav-compute")?.classList.toggle("active", compute);
-  document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m);
+  document.getElementById("nav-tensors")?.classList.toggle("active", !compute && !m && !local);
+  document.getElementById("nav-local")?.classList.toggle("active", local);
   try {
-    if (compute) {
+    if (local) {
+      renderLocalPage(root);
+    } else if (compute) {
       document.title = "Compute · Tensormorph";
       await renderComputePanel(root);
     } else if (diff) {
@@ -77,7 +82,9 @@ api.health().then(
     const v = document.getElementById("version");
     if (v) v.textContent = `${h.name} ${h.version}`;
   },
-  (e) => showError(e, "server health"),
+  (e) => {
+    if (!window.location.hash.startsWith("#/local")) showError(e, "server health"); // the local-files page needs none
+  },
 );
 // WebGPU: ask for the page's adapter once (it logs what it got) and tell the server which one it was, for
 // `tensormorph backends`; window.tmDisplay runs the display kernel.

@@ -252,10 +252,14 @@ export function windowFrames(frameBytes: number, frames: number): number {
   return Math.min(n, frames, 65536);
 }
 
+/** Where a window's chunks come from besides the server: the page's local files (stem/local/local_acquisition.ts)
+ *  give the same manifest and data as GET …/chunks would; `wireBytes` is then the bytes read from the files. */
+export type ChunkSource = (start: number, count: number, signal?: AbortSignal) => Promise<{ manifest: ChunkManifest; data: Uint8Array; wireBytes: number }>;
+
 /** The whole acquisition's block (frames_total = scan rows × cols, detector kr × kc, `dtype`) decoded on `device`
- *  from its stored chunks. `accept` is asked first with the block's size (false: null is returned, nothing
+ *  from its stored chunks (`path`: the server's acquisition, or a ChunkSource). `accept` is asked first with the block's size (false: null is returned, nothing
  *  fetched). Throws ChunkRefused (a damaged frame; or `fallback`: not served as chunks). */
-export async function decodeBlockOnPage(path: string, device: any, shape: StemBlock["shape"], dtype: StemBlock["dtype"], how: {
+export async function decodeBlockOnPage(path: string | ChunkSource, device: any, shape: StemBlock["shape"], dtype: StemBlock["dtype"], how: {
   accept?: (view: { shape: StemBlock["shape"]; dtype: StemBlock["dtype"]; bytes: number }) => boolean;
   onProgress?: (p: DecodeProgress) => void;
   signal?: AbortSignal;
@@ -275,7 +279,8 @@ export async function decodeBlockOnPage(path: string, device: any, shape: StemBl
   for (let s = 0; s < frames; s += per) starts.push(s);
   const report: DecodeReport = { path: "chunks", wireBytes: 0, decodedBytes: 0, chunks: 0, windows: starts.length, fetchMs: 0, decodeMs: 0, totalMs: 0 };
   const request = (s: number) => {
-    const p = fetchChunkWindow(path, s, Math.min(per, frames - s), how.signal);
+    const n = Math.min(per, frames - s);
+    const p = typeof path === "string" ? fetchChunkWindow(path, s, n, how.signal) : path(s, n, how.signal);
     p.catch(() => {});
     return p;
   };
