@@ -8,37 +8,22 @@
 //   TM_BIN=build/tensormorph node bench/stem_page_bench.mjs [--scan 128] [--detector 96] [--steps 24]
 //
 // Prints a Markdown table; writes bench/last-run-stem-page.md.
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { TM_BIN, WEB_DIST, chromiumOrSkip, e2eSetup, e2eTeardown, launchBrowser, startServer, tm } from "../tests/e2e/harness.mjs";
+import { TM_BIN } from "../tests/e2e/harness.mjs";
+import { arg, median, openPageSession } from "./page_bench_session.mjs";
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const SCAN = arg("scan", 128);
 const DETECTOR = arg("detector", 96);
 const STEPS = arg("steps", 24);
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
-  const chromiumPath = chromiumOrSkip();
-  const { chromium, tmp, env } = e2eSetup("stem-page-bench", (ok, what) => {
-    if (!ok) throw new Error(what);
-  });
-  const data = join(dirname(TM_BIN), "bench-data", `stem-viewer-${SCAN}-${DETECTOR}`);
-  const master = join(data, "demo_master.h5");
-  if (!existsSync(master)) tm(["stem", "demo", "--out", data, "--scan", `${SCAN},${SCAN}`, "--detector", String(DETECTOR), "--files", "4"], env);
-  let server = null;
-  let context = null;
+  const session = await openPageSession("stem-page-bench", SCAN, DETECTOR);
+  const { server, page } = session;
   const rows = [];
   try {
-    server = await startServer([master, "--web-root", WEB_DIST], env);
-    context = await launchBrowser(chromium, chromiumPath, join(tmp, "profile"));
-    const page = context.pages()[0] ?? (await context.newPage());
-    await page.setViewportSize({ width: 1100, height: 900 });
     const t0 = Date.now();
     await page.goto(new URL("#/acquisition/a0", server.url).href);
     await page.waitForFunction(() => document.querySelector("#stem-image")?.dataset.state === "ready" && document.querySelector("#stem-compute-on")?.dataset.ready === "1", null, { timeout: 600_000 });
@@ -95,7 +80,7 @@ async function main() {
     console.log(text);
     writeFileSync(join(dirname(fileURLToPath(import.meta.url)), "last-run-stem-page.md"), text);
   } finally {
-    await e2eTeardown(tmp, server, context);
+    await session.close();
   }
 }
 

@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import struct
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,22 @@ def http_get(host, port, path, timeout=30, headers=None, source=None):
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:
         c.close()
+
+
+class ServedCase(unittest.TestCase):
+    """A test class around one `tensormorph serve` its setUpClass starts (cls.server) with a private folder (cls.tmp)
+    and environment (cls.env): tearDownClass stops the server, which must exit 0, and removes the folder; tm() runs
+    the CLI in the same environment."""
+
+    @classmethod
+    def tearDownClass(cls):
+        code, _ = cls.server.stop()
+        assert code == 0, code
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def tm(cls, *args):
+        return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
 
 
 class Server:

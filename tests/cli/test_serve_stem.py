@@ -7,7 +7,6 @@ import http.client
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,11 +15,10 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import TM_BIN  # noqa: E402
-from test_serve import Server, http_get, private_env, write_small_safetensors  # noqa: E402
+from test_serve import ServedCase, Server, http_get, private_env, write_small_safetensors  # noqa: E402
 
 
-class ServeStemTest(unittest.TestCase):
+class ServeStemTest(ServedCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-stem-")
@@ -37,16 +35,6 @@ class ServeStemTest(unittest.TestCase):
         cls.small = os.path.join(cls.tmp, "small.safetensors")
         write_small_safetensors(cls.small)
         cls.server = Server([cls.small, cls.master, cls.partial], cls.env)
-
-    @classmethod
-    def tearDownClass(cls):
-        code, _ = cls.server.stop()
-        assert code == 0, code
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def tm(cls, *args):
-        return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
 
     def get(self, path):
         status, headers, body = http_get(self.server.host, self.server.port, path)

@@ -6,23 +6,20 @@ files changed, damaged), and GET …/prepared/{kind} serves each prepared produc
 naming …/products, which computes it."""
 import json
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import TM_BIN  # noqa: E402
-from test_serve import Server, http_get, private_env  # noqa: E402
+from test_serve import ServedCase, Server, http_get, private_env  # noqa: E402
 
 PRODUCTS = [("bf", ""), ("abf", ""), ("adf", ""), ("haadf", ""), ("df", ""), ("mean-dp", ""), ("mean-dp", "max=1"),
             ("com", ""), ("dpc", ""), ("idpc", ""), ("fft", "of=adf")]
 
 
-class ServePreparedTest(unittest.TestCase):
+class ServePreparedTest(ServedCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-prepared-")
@@ -49,16 +46,6 @@ class ServePreparedTest(unittest.TestCase):
         order = ["fresh", "stale", "damaged", "unprepared"]
         cls.server = Server([cls.master[n] for n in order] + ["--product-cache", cls.db], cls.env)
         cls.id = {n: "a%d" % i for i, n in enumerate(order)}
-
-    @classmethod
-    def tearDownClass(cls):
-        code, _ = cls.server.stop()
-        assert code == 0, code
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def tm(cls, *args):
-        return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
 
     def get(self, path, expect=200, server=None):
         s = server or self.server

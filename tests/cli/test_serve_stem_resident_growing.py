@@ -6,17 +6,15 @@ streamed product byte for byte, before and after."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_harness import TM_BIN  # noqa: E402
-from test_serve import Server, http_get, private_env  # noqa: E402
+from test_serve import ServedCase, Server, http_get, private_env  # noqa: E402
 
 
-class ServeStemResidentGrowingTest(unittest.TestCase):
+class ServeStemResidentGrowingTest(ServedCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tm-serve-resident-")
@@ -30,16 +28,6 @@ class ServeStemResidentGrowingTest(unittest.TestCase):
         cls.away = os.path.join(cls.tmp, "second.h5")
         shutil.move(cls.second, cls.away)
         cls.server = Server([cls.master, "--resident-memory", "1G"], cls.env)
-
-    @classmethod
-    def tearDownClass(cls):
-        code, _ = cls.server.stop()
-        assert code == 0, code
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def tm(cls, *args):
-        return subprocess.run([TM_BIN] + list(args), capture_output=True, text=True, env=cls.env, timeout=300)
 
     def get(self, path, expect=200):
         status, _, body = http_get(self.server.host, self.server.port, path)
