@@ -36,3 +36,22 @@ export async function openPageSession(name, scan, detector) {
     throw e;
   }
 }
+
+// Drags the acquisition page's outer detector ring outwards by `steps` detector pixels (pointer events on #stem-ring of
+// a `detector`-pixel pattern), waiting for each virtual image; returns the page's time of each image (ms,
+// window.tmStem.imageMs of this drag).
+export async function dragOuterRing(page, detector, steps) {
+  const box = await page.locator("#stem-ring").boundingBox();
+  const st = await page.evaluate(() => ({ center: window.tmStem.center, outer: window.tmStem.outer, n: window.tmStem.imageMs.length }));
+  const scale = box.width / detector;
+  const cx = box.x + (st.center[1] + 0.5) * scale;
+  const cy = box.y + (st.center[0] + 0.5) * scale;
+  await page.mouse.move(cx + st.outer * scale, cy);
+  await page.mouse.down();
+  for (let k = 1; k <= steps; k++) {
+    await page.mouse.move(cx + (st.outer + k) * scale, cy);
+    await page.waitForFunction(() => document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 600_000 });
+  }
+  await page.mouse.up();
+  return page.evaluate((n) => window.tmStem.imageMs.slice(n), st.n);
+}

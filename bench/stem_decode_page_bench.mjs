@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TM_BIN } from "../tests/e2e/harness.mjs";
-import { arg, median, openPageSession } from "./page_bench_session.mjs";
+import { arg, dragOuterRing, median, openPageSession } from "./page_bench_session.mjs";
 
 const SCAN = arg("scan", 128);
 const DETECTOR = arg("detector", 96);
@@ -48,19 +48,7 @@ async function main() {
       rows.push([label, "page time: open → block held, images on the page (ready)", `${readyMs} ms`, `path ran: ${rep.path}; images on the ${where}`]);
       if (rep.path === "chunks") rows.push([label, "adapter decode (submit → read back), all windows", `${Number(rep.decodeMs).toFixed(0)} ms`, `${(Number(rep.decodedBytes) / 2 ** 20 / (Number(rep.decodeMs) / 1000)).toFixed(1)} MiB/s; ${Number(rep.fetchMs).toFixed(0)} ms waiting for the server`]);
       // Page time per product, the block resident: the virtual image while the outer ring is dragged.
-      const box = await page.locator("#stem-ring").boundingBox();
-      const st = await page.evaluate(() => ({ center: window.tmStem.center, outer: window.tmStem.outer, n: window.tmStem.imageMs.length }));
-      const scale = box.width / DETECTOR;
-      const cx = box.x + (st.center[1] + 0.5) * scale;
-      const cy = box.y + (st.center[0] + 0.5) * scale;
-      await page.mouse.move(cx + st.outer * scale, cy);
-      await page.mouse.down();
-      for (let k = 1; k <= STEPS; k++) {
-        await page.mouse.move(cx + (st.outer + k) * scale, cy);
-        await page.waitForFunction(() => document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 600_000 });
-      }
-      await page.mouse.up();
-      const ms = await page.evaluate((n) => window.tmStem.imageMs.slice(n), st.n);
+      const ms = await dragOuterRing(page, DETECTOR, STEPS);
       rows.push([label, `virtual image (median of ${ms.length} while dragging)`, `${median(ms).toFixed(1)} ms`, `max ${Math.max(...ms).toFixed(1)} ms`]);
     }
     const adapter = await page.evaluate(async () => {

@@ -12,7 +12,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TM_BIN } from "../tests/e2e/harness.mjs";
-import { arg, median, openPageSession } from "./page_bench_session.mjs";
+import { arg, dragOuterRing, median, openPageSession } from "./page_bench_session.mjs";
 
 const SCAN = arg("scan", 128);
 const DETECTOR = arg("detector", 96);
@@ -44,19 +44,7 @@ async function main() {
     else rows.push(["… (this web build shows no progress line)", NaN, process.env.TM_WEB_DIST ?? ""]);
 
     const drag = async (label) => {
-      const box = await page.locator("#stem-ring").boundingBox();
-      const st = await page.evaluate(() => ({ center: window.tmStem.center, outer: window.tmStem.outer, n: window.tmStem.imageMs.length }));
-      const scale = box.width / DETECTOR;
-      const cx = box.x + (st.center[1] + 0.5) * scale;
-      const cy = box.y + (st.center[0] + 0.5) * scale;
-      await page.mouse.move(cx + st.outer * scale, cy);
-      await page.mouse.down();
-      for (let k = 1; k <= STEPS; k++) {
-        await page.mouse.move(cx + (st.outer + k) * scale, cy);
-        await page.waitForFunction(() => document.querySelector("#stem-image").dataset.state === "ready", null, { timeout: 600_000 });
-      }
-      await page.mouse.up();
-      const ms = await page.evaluate((n) => window.tmStem.imageMs.slice(n), st.n);
+      const ms = await dragOuterRing(page, DETECTOR, STEPS);
       rows.push([`each image while dragging the outer ring (${label}; ${ms.length} images)`, median(ms), `max ${Math.max(...ms).toFixed(1)} ms`]);
     };
     await drag(where === "page" ? "page adapter, resident block" : "server: the page could not hold the block");
