@@ -74,6 +74,8 @@ class Help(unittest.TestCase):
                 (["config", "set", "compute.threads", "0"], "must be an integer 1..4096"),
                 (["config", "set", "compute.memory_budget", "-5"], "setting compute.memory_budget: expected a byte count"),
                 (["config", "set", "compute.split", "maybe"], "setting compute.split: expected auto, on or off, got 'maybe'"),
+                (["config", "set", "stem.resident_device_memory", "bogus"],
+                 "setting stem.resident_device_memory: expected a byte count like 1048576 or 512M, got 'bogus'"),
                 (["stats", "--raw", raw, "--dtype", "f32", "--split", "yes"], "--split: expected auto, on or off, got 'yes'"),
             ]
             for args, want in cases:

@@ -106,14 +106,21 @@ void ResidentStore::set_device_budget(uint64_t bytes) {
   std::set<std::string> locations;
   for (const auto& c : copies_)
     for (const std::string& l : c->device_locations()) locations.insert(l);
-  for (const std::string& location : locations) {
-    uint64_t held = 0;
-    for (const auto& c : copies_) held += c->device_bytes(location);
-    for (auto it = copies_.rbegin(); held > budget && it != copies_.rend(); ++it)
-      if (const uint64_t freed = (*it)->forget_device_copy(location)) {
-        held -= freed;
-        record_device_eviction_locked(**it, location, freed, "device budget lowered");
-      }
+  for (const std::string& location : locations) fit_device_locked(location, 0, budget, nullptr, "device budget lowered", nullptr);
+}
+
+void ResidentStore::fit_device_locked(const std::string& location, uint64_t need, uint64_t budget, const ResidentCopyInfo* keep,
+                                      const std::string& reason, nlohmann::json* evicted) {
+  uint64_t held = 0;
+  for (const auto& c : copies_)
+    if (c.get() != keep) held += c->device_bytes(location);
+  for (auto it = copies_.rbegin(); held + need > budget && it != copies_.rend(); ++it) {
+    if (it->get() == keep) continue;
+    const uint64_t freed = (*it)->forget_device_copy(location);
+    if (!freed) continue;
+    held -= freed;
+    nlohmann::json e = record_device_eviction_locked(**it, location, freed, reason);
+    if (evicted) evicted->push_back(std::move(e));
   }
 }
 
@@ -232,16 +239,7 @@ std::shared_ptr<const DeviceCopy> ResidentStore::device_copy(const ResidentCopyI
     *why = "the " + std::to_string(need) + "-byte device copy alone is over the resident budget on " + location + " of " + std::to_string(device_budget) + " bytes";
     return nullptr;
   }
-  uint64_t held = 0;
-  for (const auto& c : copies_)
-    if (c.get() != &copy) held += c->device_bytes(location);
-  for (auto it = copies_.rbegin(); held + need > device_budget && it != copies_.rend(); ++it) {
-    if (it->get() == &copy) continue;
-    const uint64_t freed = (*it)->forget_device_copy(location);
-    if (!freed) continue;
-    held -= freed;
-    evicted->push_back(record_device_eviction_locked(**it, location, freed, "device budget: making room on " + location + " for " + copy.key.text()));
-  }
+  fit_device_locked(location, need, device_budget, &copy, "device budget: making room on " + location + " for " + copy.key.text(), evicted);
   std::unique_ptr<DeviceCopy> made = make_device_copy(*copy.frames, placement, device_budget, why);
   if (!made) return nullptr;
   std::shared_ptr<const DeviceCopy> shared = std::move(made);

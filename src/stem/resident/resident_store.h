@@ -123,6 +123,10 @@ class ResidentStore {
 
  private:
   nlohmann::json evict_locked(std::list<std::shared_ptr<ResidentCopyInfo>>::iterator it, const std::string& reason);
+  // Evicts the device copies at `location`, least recently used copy first (never `keep`'s), until `need` more bytes
+  // fit `budget`; each recorded with `reason` and, when `evicted` is given, appended there.
+  void fit_device_locked(const std::string& location, uint64_t need, uint64_t budget, const ResidentCopyInfo* keep,
+                         const std::string& reason, nlohmann::json* evicted);
   nlohmann::json record_device_eviction_locked(const ResidentCopyInfo& copy, const std::string& location, uint64_t bytes,
                                                const std::string& reason);
 
