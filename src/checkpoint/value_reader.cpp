@@ -45,7 +45,7 @@ void ValueReader::read(uint64_t slice, uint64_t row, uint64_t col_begin, uint64_
   const uint64_t count = col_end - col_begin;
   if (t_.dtype) {
     const uint64_t first = (slice * view_.rows + row) * view_.cols + col_begin;
-    if (span_tensor_) ensure_span(first * dtype_size(*t_.dtype), count * dtype_size(*t_.dtype));
+    if (span_tensor_ && count) ensure_span(first * dtype_size(*t_.dtype), count * dtype_size(*t_.dtype));
     decode_to_double(*t_.dtype, c_.data(t_) + first * dtype_size(*t_.dtype), count, out);
     return;
   }
